@@ -1,0 +1,35 @@
+# The two commands: `make run` and `make test`. Each sets up what it needs
+# (system packages, .venv, the suite in editable mode) and then does its job.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+export QT_QPA_PLATFORM ?= offscreen
+export SPARK_LOCAL_IP ?= 127.0.0.1
+
+.PHONY: run test bench lint setup clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/ensure-system-packages.sh
+	bash scripts/ensure-system-packages.sh
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python -m elvin.run
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+lint: $(STAMP)
+	$(BIN)/ruff check elvin apps tests bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""Desktop applications of the Elvin suite, installed as ``elvin_apps``."""

@@ -1,0 +1,132 @@
+"""The subscription abstract syntax tree, shaped as the protocol's SubAST.
+
+Node kinds are the ``subast_typecode`` values of section 8.2.3.4 of the client
+protocol, so the codec can ship a tree to quenchers and federated routers with
+no translation table, and the router, quench helpers and the Spark back-test
+all walk the same tree.
+
+Leaves (``NAME``, ``INT32``, ``INT64``, ``REAL64``, ``STRING``) carry ``value``;
+every other kind carries ``children``. ``pos`` is the character offset in the
+source text (for error messages) and takes no part in equality.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class Kind(IntEnum):
+    EMPTY = 0
+    NAME = 1
+    INT32 = 2
+    INT64 = 3
+    REAL64 = 4
+    STRING = 5
+
+    EQUALS = 8
+    NOT_EQUALS = 9
+    LESS_THAN = 10
+    LESS_THAN_EQUALS = 11
+    GREATER_THAN = 12
+    GREATER_THAN_EQUALS = 13
+
+    OR = 16
+    XOR = 17
+    AND = 18
+    NOT = 19
+
+    UNARY_PLUS = 20
+    UNARY_MINUS = 21
+    MULTIPLY = 22
+    DIVIDE = 23
+    MODULO = 24
+    ADD = 25
+    SUBTRACT = 26
+
+    SHIFT_LEFT = 27
+    SHIFT_RIGHT = 28
+    LOGICAL_SHIFT_RIGHT = 29
+    BIT_AND = 30
+    BIT_XOR = 31
+    BIT_OR = 32
+    BIT_NEGATE = 33
+
+    FUNC_INT32 = 40
+    FUNC_INT64 = 41
+    FUNC_REAL64 = 42
+    FUNC_STRING = 43
+    FUNC_OPAQUE = 44
+    FUNC_NAN = 45
+
+    FUNC_BEGINS_WITH = 48
+    FUNC_CONTAINS = 49
+    FUNC_ENDS_WITH = 50
+    FUNC_WILDCARD = 51
+    FUNC_REGEX = 52
+
+    FUNC_FOLD_CASE = 56
+    FUNC_DECOMPOSE = 57
+    FUNC_DECOMPOSE_COMPAT = 58
+
+    FUNC_REQUIRE = 64
+    FUNC_EQUALS = 65
+    FUNC_SIZE = 66
+
+
+LEAF_KINDS = frozenset({Kind.NAME, Kind.INT32, Kind.INT64, Kind.REAL64, Kind.STRING})
+LITERAL_KINDS = frozenset({Kind.INT32, Kind.INT64, Kind.REAL64, Kind.STRING})
+
+#: Function names of the language, by node kind.
+FUNCTION_NAMES: dict[Kind, str] = {
+    Kind.FUNC_INT32: "int32",
+    Kind.FUNC_INT64: "int64",
+    Kind.FUNC_REAL64: "real64",
+    Kind.FUNC_STRING: "string",
+    Kind.FUNC_OPAQUE: "opaque",
+    Kind.FUNC_NAN: "nan",
+    Kind.FUNC_BEGINS_WITH: "begins-with",
+    Kind.FUNC_CONTAINS: "contains",
+    Kind.FUNC_ENDS_WITH: "ends-with",
+    Kind.FUNC_WILDCARD: "wildcard",
+    Kind.FUNC_REGEX: "regex",
+    Kind.FUNC_FOLD_CASE: "fold-case",
+    Kind.FUNC_DECOMPOSE: "decompose",
+    Kind.FUNC_DECOMPOSE_COMPAT: "decompose-compat",
+    Kind.FUNC_REQUIRE: "require",
+    Kind.FUNC_EQUALS: "equals",
+    Kind.FUNC_SIZE: "size",
+}
+FUNCTION_KINDS: dict[str, Kind] = {name: kind for kind, name in FUNCTION_NAMES.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    kind: Kind
+    children: tuple[Node, ...] = ()
+    value: int | float | str | None = None
+    pos: int = field(default=-1, compare=False, hash=False, repr=False)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.kind in LEAF_KINDS
+
+    def walk(self):
+        """Every node of the tree, parents before children."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+
+def name(attribute: str, pos: int = -1) -> Node:
+    return Node(Kind.NAME, value=attribute, pos=pos)
+
+
+def const(kind: Kind, value: int | float | str, pos: int = -1) -> Node:
+    return Node(kind, value=value, pos=pos)
+
+
+def op(kind: Kind, *children: Node, pos: int = -1) -> Node:
+    return Node(kind, tuple(children), pos=pos)
