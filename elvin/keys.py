@@ -63,8 +63,11 @@ class Keys:
     def __post_init__(self) -> None:
         clean: dict[int, KeySets] = {}
         for scheme, key_sets in self.sets.items():
-            sets = tuple(frozenset(bytes(k) for k in ks) for ks in key_sets)
-            if any(sets):
+            sets = [frozenset(bytes(k) for k in ks) for ks in key_sets]
+            while sets and not sets[-1]:
+                sets.pop()  # a missing trailing set means the same as an empty one
+            if sets:
+                sets = tuple(sets)
                 clean[int(scheme)] = sets
         object.__setattr__(self, "sets", clean)
 
@@ -72,6 +75,98 @@ class Keys:
     @classmethod
     def of(cls, scheme: KeyScheme | int, *key_sets: Iterable[bytes]) -> Keys:
         return cls({int(scheme): tuple(frozenset(ks) for ks in key_sets)})
+
+    # -- client-side builders from raw keys ----------------------------------
+    # Which side sends what (KEYS.md): in the producer scheme the producer's
+    # notifications carry the raw key and subscriptions carry SHA-1(raw); in
+    # the consumer scheme subscriptions carry the raw key and notifications
+    # carry SHA-1(raw); the dual scheme does both at once (set 0 = producer
+    # keys, set 1 = consumer keys). Every builder takes raw keys (``bytes``,
+    # or ``str`` encoded as UTF-8) and does the hashing where the scheme says.
+    #
+    # ======================  =========================  ====================
+    # builder                 use it for                 wire content
+    # ======================  =========================  ====================
+    # producer_notification   send() / notification keys  producer: raw
+    # producer_subscription   subscribe() / sub keys      producer: SHA-1
+    # consumer_notification   send() / notification keys  consumer: SHA-1
+    # consumer_subscription   subscribe() / sub keys      consumer: raw
+    # dual_notification       send() / notification keys  dual: [raw, SHA-1]
+    # dual_subscription       subscribe() / sub keys      dual: [SHA-1, raw]
+    # ======================  =========================  ====================
+    #
+    # ``Keys.producer`` and ``Keys.consumer`` are short names for the side
+    # that holds the raw key (producer_notification, consumer_subscription).
+
+    @classmethod
+    def producer_notification(cls, *raw: bytes | str) -> Keys:
+        """Notification keys in the SHA-1 producer scheme (the raw keys)."""
+        return cls.of(KeyScheme.SHA1_PRODUCER, _raw_keys(raw))
+
+    @classmethod
+    def producer_subscription(cls, *raw: bytes | str) -> Keys:
+        """Subscription keys in the SHA-1 producer scheme (SHA-1 of each raw key)."""
+        return cls.of(KeyScheme.SHA1_PRODUCER, [public_key(k) for k in _raw_keys(raw)])
+
+    @classmethod
+    def consumer_notification(cls, *raw: bytes | str) -> Keys:
+        """Notification keys in the SHA-1 consumer scheme (SHA-1 of each raw key)."""
+        return cls.of(KeyScheme.SHA1_CONSUMER, [public_key(k) for k in _raw_keys(raw)])
+
+    @classmethod
+    def consumer_subscription(cls, *raw: bytes | str) -> Keys:
+        """Subscription keys in the SHA-1 consumer scheme (the raw keys)."""
+        return cls.of(KeyScheme.SHA1_CONSUMER, _raw_keys(raw))
+
+    @classmethod
+    def dual_notification(cls, producer_raw: Iterable[bytes | str] = (),
+                          consumer_raw: Iterable[bytes | str] = ()) -> Keys:
+        """Notification keys in the SHA-1 dual scheme: [raw producer keys,
+        SHA-1 of consumer keys]."""
+        return cls.of(KeyScheme.SHA1_DUAL, _raw_keys(producer_raw),
+                      [public_key(k) for k in _raw_keys(consumer_raw)])
+
+    @classmethod
+    def dual_subscription(cls, producer_raw: Iterable[bytes | str] = (),
+                          consumer_raw: Iterable[bytes | str] = ()) -> Keys:
+        """Subscription keys in the SHA-1 dual scheme: [SHA-1 of producer keys,
+        raw consumer keys]."""
+        return cls.of(KeyScheme.SHA1_DUAL, [public_key(k) for k in _raw_keys(producer_raw)],
+                      _raw_keys(consumer_raw))
+
+    @classmethod
+    def producer(cls, *raw: bytes | str) -> Keys:
+        """Alias of :meth:`producer_notification` (the producer holds the raw key)."""
+        return cls.producer_notification(*raw)
+
+    @classmethod
+    def consumer(cls, *raw: bytes | str) -> Keys:
+        """Alias of :meth:`consumer_subscription` (the consumer holds the raw key)."""
+        return cls.consumer_subscription(*raw)
+
+    @classmethod
+    def for_notification(cls, *, producer: Iterable[bytes | str] = (),
+                         consumer: Iterable[bytes | str] = (), dual: bool = True) -> Keys:
+        """Everything a producer sends when it knows the given raw keys: the
+        producer and consumer schemes, plus the dual scheme when ``dual``.
+
+        This is what ``ep -P/-C`` does (as Avis's ep does)."""
+        producer, consumer = _raw_keys(producer), _raw_keys(consumer)
+        keys = cls.producer_notification(*producer) | cls.consumer_notification(*consumer)
+        if dual:
+            keys |= cls.dual_notification(producer, consumer)
+        return keys
+
+    @classmethod
+    def for_subscription(cls, *, producer: Iterable[bytes | str] = (),
+                         consumer: Iterable[bytes | str] = (), dual: bool = True) -> Keys:
+        """Everything a consumer subscribes with when it knows the given raw
+        keys (the counterpart of :meth:`for_notification`; ``ec -P/-C``)."""
+        producer, consumer = _raw_keys(producer), _raw_keys(consumer)
+        keys = cls.producer_subscription(*producer) | cls.consumer_subscription(*consumer)
+        if dual:
+            keys |= cls.dual_subscription(producer, consumer)
+        return keys
 
     def __bool__(self) -> bool:
         return bool(self.sets)
@@ -119,6 +214,24 @@ class Keys:
 
 
 EMPTY_KEYS = Keys()
+
+
+def _raw_keys(raw: Iterable[bytes | str]) -> list[bytes]:
+    """Raw keys as bytes (``str`` is UTF-8 encoded); refuses anything else."""
+    if isinstance(raw, (bytes, str)):
+        raw = [raw]
+    out = []
+    for key in raw:
+        if isinstance(key, str):
+            key = key.encode("utf-8")
+        elif isinstance(key, (bytearray, memoryview)):
+            key = bytes(key)
+        elif not isinstance(key, bytes):
+            raise TypeError(f"a raw key is bytes or str, not {type(key).__name__}")
+        if not key:
+            raise ValueError("a raw key may not be empty")
+        out.append(key)
+    return out
 
 
 def _producer_half(ntfn: frozenset[bytes], sub: frozenset[bytes]) -> bool:
