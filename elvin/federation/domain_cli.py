@@ -1,0 +1,187 @@
+"""``elvin-domain``: check an event-domain topology file and turn it into the
+federation configuration of each router.
+
+    elvin-domain check topology.toml
+    elvin-domain apply topology.toml --out DIR
+
+``check`` validates the file (see ``elvin.federation.topology_file``) and
+prints a summary: QoS, members with their ids and URLs, links with their
+filters, and what is downstream of each member. A file with errors, or whose
+links would make a cycle or a diamond that its ``[qos]`` forbids, is refused
+with the paths at fault.
+
+``apply`` checks the file the same way, then writes ``DIR/<router>.toml`` for
+every router: a ``[federation]`` fragment (listen URL, ``connect`` and
+``accept`` entries with per-link filters) that makes the routers form exactly
+that topology. Nothing is written when the file is refused. Pushing the
+configuration to running routers is not implemented yet: install each
+fragment in its router's configuration and restart the router.
+
+Exit codes (DESIGN.md): 0 ok, 1 usage or input error (including a refused
+topology), 3 other failure (e.g. the output directory cannot be written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from elvin import __version__
+from elvin.federation.topology_file import (
+    Topology,
+    TopologyFileError,
+    load_topology,
+    render_fragment,
+)
+
+EXIT_OK = 0
+EXIT_INPUT = 1
+EXIT_FAILURE = 3
+
+PROG = "elvin-domain"
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit with status 1 (the suite's convention), not 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Check an event-domain topology file and write "
+                     "each router's federation configuration.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    check = sub.add_parser("check", help="validate a topology file and print a summary")
+    check.add_argument("topology", help="the topology file (TOML)")
+    apply = sub.add_parser("apply", help="write each router's [federation] configuration")
+    apply.add_argument("topology", help="the topology file (TOML)")
+    apply.add_argument("--out", "-o", required=True, metavar="DIR",
+                       help="directory for the <router>.toml fragments (created if missing)")
+    return parser
+
+
+def _filter_text(expr: str | None) -> str:
+    return "everything" if expr is None else expr
+
+
+def summary(topology: Topology) -> str:
+    """The human-readable description ``check`` prints."""
+    domain = topology.domain
+    qos = domain.qos
+    out = [f"{topology.path}: event domain {topology.name!r} is valid",
+           f"QoS: cycles {qos.cycles}, diamonds {qos.diamonds}",
+           f"Members ({len(domain)}):"]
+    for member in domain.members:
+        router = topology.routers[member.name]
+        roles = [r for r, m in (("default supplier", domain.default_supplier),
+                                ("default consumer", domain.default_consumer))
+                 if m == member]
+        line = f"  {member.id:>3}  {member.name}  {router.url}"
+        if router.client_url:
+            line += f"  clients {router.client_url}"
+        if roles:
+            line += f"  [{', '.join(roles)}]"
+        out.append(line)
+    out.append(f"Links ({len(domain.links)}):")
+    if not domain.links:
+        out.append("  (none)")
+    for link in domain.links:
+        line = f"  {link}"
+        if link.outgoing is not None or link.incoming is not None:
+            line += (f"  (outgoing: {_filter_text(link.outgoing)}; "
+                     f"incoming: {_filter_text(link.incoming)})")
+        out.append(line)
+    out.append("Downstream (members each one's notifications can reach):")
+    for member in domain.members:
+        down = domain.downstream(member)
+        out.append(f"  {member.name}: {', '.join(down) if down else '(none)'}")
+    if qos.cycles == "allow":
+        cycles = domain.cycles(limit=100)
+        out.append(f"Cycles ({len(cycles)}{'+' if len(cycles) == 100 else ''}):")
+        out.extend(f"  {' -> '.join((*c, c[0]))}" for c in cycles)
+    if qos.diamonds == "allow":
+        diamonds = domain.diamonds(limit=100)
+        out.append(f"Diamonds ({len(diamonds)}{'+' if len(diamonds) == 100 else ''}):")
+        for d in diamonds:
+            out.append(f"  from {d.source} to {d.target}: "
+                       + " | ".join(" -> ".join(p) for p in d.paths))
+    return "\n".join(out)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def apply(topology: Topology, out_dir: Path) -> list[Path]:
+    """Write every router's fragment into ``out_dir``; the paths written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in topology.routers:
+        path = out_dir / f"{name}.toml"
+        _write_atomic(path, render_fragment(topology, name))
+        written.append(path)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        parser.print_usage(sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except SystemExit as exc:      # --help, --version
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+
+    try:
+        topology = load_topology(args.topology)
+    except TopologyFileError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+
+    if args.command == "check":
+        print(summary(topology))
+        return EXIT_OK
+
+    out_dir = Path(args.out)
+    try:
+        written = apply(topology, out_dir)
+    except OSError as exc:
+        print(f"{PROG}: cannot write to {out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    domain = topology.domain
+    for path in written:
+        name = path.stem
+        count = sum(1 for link in domain.links if name in (link.source.name,
+                                                            link.target.name))
+        print(f"wrote {path} ({count} link{'s' if count != 1 else ''})")
+    print(f"{len(written)} router configuration(s) written for event domain "
+          f"{topology.name!r}. Pushing them to running routers is not implemented yet: "
+          "install each fragment in its router's configuration and restart it.")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
