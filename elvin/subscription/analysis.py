@@ -1,0 +1,188 @@
+"""What a subscription needs from a notification: the router's index keys.
+
+``required_names(tree)``: attribute names that must all be present for the
+expression to be true. It is computed for both outcomes of every predicate,
+because ``!`` turns "false" into "true" and ``||``/``^^`` combine them:
+
+    need_T(a && b) = need_T(a) | need_T(b)   need_F(a && b) = need_F(a) & need_F(b)
+    need_T(a || b) = need_T(a) & need_T(b)   need_F(a || b) = need_F(a) | need_F(b)
+    need_T(!a) = need_F(a)                   need_F(!a) = need_T(a)
+    a ^^ b is true or false only when both are: need = defined(a) | defined(b)
+
+A comparison, a type test, a string predicate is true *or false* only when
+every attribute it names is present (a missing attribute makes it bottom).
+``require(x)`` is never false, so ``!require(x)`` is never true; an outcome
+that can never happen requires "everything" (``_NEVER``), which is the unit
+of ``&`` and absorbs ``|``. When the whole expression can never be true we
+return every name it mentions (any answer is then sound).
+
+``index_constraint(tree)``: ``(attribute, values)`` such that the expression
+can only be true when ``index_value(notification[attribute])`` is one of
+``values``; from ``name == literal``, ``equals(name, literals...)``, an
+``||`` of those on one attribute (values united) and an ``&&`` (the side
+with fewer values). ``fold-case(x) == "a"`` and the like give nothing: the
+raw value is not what is compared.
+
+``index_value(v)`` makes equal-comparing numbers the same key: an int32, an
+int64 and a real64 that ``==`` says are equal get equal, equally hashed keys
+(Python's ``5 == 5.0`` with equal hashes does the rest). Integers beyond
+2**53 become the real64 they convert to, as ``==`` with a real converts
+them. Values of no Elvin type, and opaques (never equal to anything), get
+a key that matches nothing.
+"""
+
+from __future__ import annotations
+
+from elvin.subscription.ast import Kind, Node
+from elvin.subscription.checker import COMPARISONS, STRING_PREDICATES, TYPE_PREDICATES, fold
+from elvin.values import INT64_MAX, INT64_MIN, Int64
+
+__all__ = ["required_names", "index_constraint", "index_value", "names_in"]
+
+_NEVER = None  # "cannot happen": requires everything
+
+
+class _Unindexable:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unindexable>"
+
+
+UNINDEXABLE = _Unindexable()
+_EXACT = 2 ** 53
+
+
+def names_in(node: Node) -> frozenset[str]:
+    return frozenset(n.value for n in node.walk() if n.kind is Kind.NAME)  # type: ignore[misc]
+
+
+def _union(sets):
+    out: set[str] = set()
+    for s in sets:
+        if s is _NEVER:
+            return _NEVER
+        out |= s
+    return frozenset(out)
+
+
+def _intersection(sets):
+    out = None
+    for s in sets:
+        if s is _NEVER:
+            continue
+        out = s if out is None else out & s
+    return _NEVER if out is None else frozenset(out)
+
+
+def _operands(node: Node) -> list[Node]:
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.kind is node.kind:
+            stack.extend(reversed(n.children))
+        else:
+            out.append(n)
+    return out
+
+
+def _need(node: Node, want: bool):
+    k = node.kind
+    if k is Kind.NOT:
+        return _need(node.children[0], not want)
+    if k is Kind.AND or k is Kind.OR:
+        parts = [_need(c, want) for c in _operands(node)]
+        return _union(parts) if (k is Kind.AND) == want else _intersection(parts)
+    if k is Kind.XOR:
+        defined = [_intersection([_need(c, True), _need(c, False)]) for c in _operands(node)]
+        return _union(defined)
+    if k is Kind.FUNC_REQUIRE:
+        return frozenset({node.children[0].value}) if want else _NEVER
+    if k is Kind.FUNC_EQUALS and want:
+        first, *rest = node.children
+        return names_in(first) | _intersection([names_in(r) for r in rest])
+    if k in COMPARISONS or k in TYPE_PREDICATES or k is Kind.FUNC_EQUALS:
+        return names_in(node)
+    if k in STRING_PREDICATES:
+        return names_in(node.children[0])
+    return frozenset()   # unknown: require nothing (always sound)
+
+
+def required_names(node: Node) -> frozenset[str]:
+    """Names that must all be present for ``node`` to be true."""
+    result = _need(node, True)
+    if result is _NEVER:
+        return names_in(node)
+    return result
+
+
+def index_value(value: object) -> object:
+    """Hashable key for a value, equal for values that ``==`` says are equal."""
+    t = type(value)
+    if t is str or t is float:
+        return value
+    if t is int or t is Int64:
+        if not INT64_MIN <= value <= INT64_MAX:  # type: ignore[operator]
+            return UNINDEXABLE
+        if -_EXACT <= value <= _EXACT:  # type: ignore[operator]
+            return int(value)  # type: ignore[call-overload]
+        return float(value)  # type: ignore[arg-type]
+    return UNINDEXABLE
+
+
+_LITERALS = {Kind.INT32, Kind.INT64, Kind.REAL64, Kind.STRING}
+
+
+def _literal_key(node: Node) -> object:
+    if node.kind is Kind.INT64:
+        return index_value(Int64(node.value))  # type: ignore[arg-type]
+    return index_value(node.value)
+
+
+def _constraint(node: Node):
+    k = node.kind
+    if k is Kind.NOT:
+        child = node.children[0]
+        if child.kind is Kind.NOT_EQUALS:
+            return _constraint(Node(Kind.EQUALS, child.children))
+        if child.kind is Kind.NOT:
+            return _constraint(child.children[0])
+        return None
+    if k is Kind.EQUALS:
+        a, b = node.children
+        if a.kind in _LITERALS:
+            a, b = b, a
+        if a.kind is Kind.NAME and b.kind in _LITERALS:
+            return a.value, frozenset({_literal_key(b)})
+        return None
+    if k is Kind.FUNC_EQUALS:
+        first, *rest = node.children
+        if first.kind is Kind.NAME and all(r.kind in _LITERALS for r in rest):
+            return first.value, frozenset(_literal_key(r) for r in rest)
+        return None
+    if k is Kind.OR:
+        found = [_constraint(c) for c in _operands(node)]
+        if any(f is None for f in found):
+            return None
+        attrs = {f[0] for f in found}  # type: ignore[index]
+        if len(attrs) != 1:
+            return None
+        values: set[object] = set()
+        for f in found:
+            values |= f[1]  # type: ignore[index]
+        return attrs.pop(), frozenset(values)
+    if k is Kind.AND:
+        best = None
+        for c in _operands(node):
+            f = _constraint(c)
+            if f is not None and (best is None or len(f[1]) < len(best[1])):
+                best = f
+        return best
+    return None
+
+
+def index_constraint(node: Node) -> tuple[str, frozenset] | None:
+    """``(attribute, keys)`` such that ``node`` can be true only when
+    ``index_value(notification[attribute]) in keys``; or None."""
+    return _constraint(fold(node))

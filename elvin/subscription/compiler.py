@@ -1,0 +1,451 @@
+"""Subscription tree -> one generated Python function per question.
+
+The checked, constant-folded tree is turned into Python source once and
+``exec``-ed; evaluating a notification then runs straight-line Python with
+no tree walk. Three-valued logic is compiled by *polarity*: for each
+predicate P the generator writes two plain boolean expressions, ``T(P)``
+("P is true") and ``F(P)`` ("P is false"); bottom is "neither". Then
+
+    T(a && b) = T(a) and T(b)      F(a && b) = F(a) or F(b)
+    T(a || b) = T(a) or T(b)       F(a || b) = F(a) and F(b)
+    T(!a) = F(a)                   F(!a) = T(a)
+
+so Python's own short-circuit ``and``/``or`` do the work. ``matches(n)`` is
+``T(root)``; ``evaluate(n)`` is ``True if T(root) else False if F(root) else
+None``. ``^^`` needs the exact value of both operands, which small helper
+functions compute.
+
+Attribute values are tested by exact type (``type(v) is str``...), as the
+Elvin type of a Python value is defined in ``elvin.values``; comparisons
+with a numeric literal are written out per type so that the common cases
+cost a type test and a comparison. Everything less common (arithmetic,
+comparisons of two attributes) calls the helpers of ``runtime.py``.
+Regular expressions and wildcards are compiled once, here.
+
+The generated functions catch every exception (there should be none; the
+test-suite checks the evaluator against the reference interpreter without
+this net) so that evaluation never raises: a notification holding values
+of no Elvin type gives bottom, never an error.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from elvin.subscription import runtime as rt
+from elvin.subscription.ast import Kind, Node
+from elvin.subscription.checker import (
+    BINARY_VALUE_OPS,
+    COMPARISONS,
+    STRING_FUNCTIONS,
+    STRING_PREDICATES,
+    TYPE_PREDICATES,
+    UNARY_VALUE_OPS,
+)
+from elvin.subscription.patterns import compile_glob, compile_regex
+from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
+
+__all__ = ["generate", "build", "build_unguarded"]
+
+_FLIP = {Kind.LESS_THAN: Kind.GREATER_THAN, Kind.GREATER_THAN: Kind.LESS_THAN,
+         Kind.LESS_THAN_EQUALS: Kind.GREATER_THAN_EQUALS,
+         Kind.GREATER_THAN_EQUALS: Kind.LESS_THAN_EQUALS,
+         Kind.EQUALS: Kind.EQUALS, Kind.NOT_EQUALS: Kind.NOT_EQUALS}
+_PYOP = {Kind.EQUALS: "==", Kind.LESS_THAN: "<", Kind.LESS_THAN_EQUALS: "<=",
+         Kind.GREATER_THAN: ">", Kind.GREATER_THAN_EQUALS: ">="}
+_RT_COMPARE = {Kind.EQUALS: "_eq", Kind.LESS_THAN: "_lt", Kind.LESS_THAN_EQUALS: "_le",
+               Kind.GREATER_THAN: "_gt", Kind.GREATER_THAN_EQUALS: "_ge"}
+_RT_BINARY = {Kind.ADD: "_add", Kind.SUBTRACT: "_sub", Kind.MULTIPLY: "_mul",
+              Kind.DIVIDE: "_div", Kind.MODULO: "_mod", Kind.SHIFT_LEFT: "_shl",
+              Kind.SHIFT_RIGHT: "_shr", Kind.LOGICAL_SHIFT_RIGHT: "_ushr",
+              Kind.BIT_AND: "_band", Kind.BIT_OR: "_bor", Kind.BIT_XOR: "_bxor"}
+_RT_UNARY = {Kind.UNARY_MINUS: "_neg", Kind.UNARY_PLUS: "_pos", Kind.BIT_NEGATE: "_inv"}
+_NUMERIC_LITERALS = {Kind.INT32, Kind.INT64, Kind.REAL64}
+_EXACT = 2 ** 53   # integers up to this magnitude convert to real64 exactly
+#: nesting (in tree levels) after which a sub-expression moves to a helper
+#: function, keeping generated expressions far from Python's parser limits
+_HOIST_EVERY = 12
+
+
+def _xor_values(values):
+    result = False
+    for v in values:
+        if v is None:
+            return None
+        result = result is not v
+    return result
+
+
+_BASE_NAMESPACE = {
+    "Int64": Int64,
+    "_MIN32": INT32_MIN, "_MAX32": INT32_MAX, "_MIN64": INT64_MIN, "_MAX64": INT64_MAX,
+    "_eq": rt.eq, "_lt": rt.lt, "_le": rt.le, "_gt": rt.gt, "_ge": rt.ge,
+    "_add": rt.add, "_sub": rt.sub, "_mul": rt.mul, "_div": rt.div, "_mod": rt.mod,
+    "_shl": rt.shl, "_shr": rt.shr, "_ushr": rt.ushr, "_band": rt.bit_and,
+    "_bor": rt.bit_or, "_bxor": rt.bit_xor, "_neg": rt.neg, "_pos": rt.pos, "_inv": rt.inv,
+    "_size": rt.size, "_fold": rt.fold_case, "_nfd": rt.decompose, "_nfkd": rt.decompose_compat,
+    "_normalize": unicodedata.normalize, "_xor": _xor_values,
+}
+
+
+class _Gen:
+    def __init__(self) -> None:
+        self.namespace: dict[str, object] = dict(_BASE_NAMESPACE)
+        self.helpers: list[str] = []
+        self.counter = 0
+        self.const_ids: dict[tuple, str] = {}
+
+    # -- names ----------------------------------------------------------------
+    def temp(self) -> str:
+        self.counter += 1
+        return f"v{self.counter}"
+
+    def const(self, value: object) -> str:
+        """Python source for a constant (repr when it round-trips, else a global)."""
+        t = type(value)
+        if t is str or (t is int and not isinstance(value, bool)):
+            return repr(value)
+        if t is float and value == value and value not in (float("inf"), float("-inf")):
+            return repr(value)
+        key = (t.__name__, repr(value))
+        name = self.const_ids.get(key)
+        if name is None:
+            name = f"_k{len(self.const_ids)}"
+            self.const_ids[key] = name
+            self.namespace[name] = value
+        return name
+
+    def global_object(self, prefix: str, obj: object) -> str:
+        name = f"_{prefix}{len(self.namespace)}"
+        self.namespace[name] = obj
+        return name
+
+    def hoist(self, body: str) -> str:
+        name = f"_h{len(self.helpers)}"
+        self.helpers.append(f"def {name}(a):\n    return {body}\n")
+        return f"{name}(a)"
+
+    # -- values ---------------------------------------------------------------
+    def V(self, node: Node, depth: int = 0) -> str:
+        """Expression for the value of ``node`` (``None`` or a non-Elvin object
+        for bottom)."""
+        if depth >= _HOIST_EVERY and node.children:
+            return self.hoist(self.V(node, 0))
+        k = node.kind
+        if k is Kind.NAME:
+            return f"a.get({node.value!r})"
+        if k is Kind.INT32:
+            return self.const(int(node.value))  # type: ignore[arg-type]
+        if k is Kind.INT64:
+            return self.const(rt.make_int64(int(node.value)))  # type: ignore[arg-type]
+        if k is Kind.REAL64:
+            return self.const(float(node.value))  # type: ignore[arg-type]
+        if k is Kind.STRING:
+            return repr(node.value)
+        if k in BINARY_VALUE_OPS:
+            left = self.V(node.children[0], depth + 1)
+            right = self.V(node.children[1], depth + 1)
+            return f"{_RT_BINARY[k]}({left}, {right})"
+        if k in UNARY_VALUE_OPS:
+            return f"{_RT_UNARY[k]}({self.V(node.children[0], depth + 1)})"
+        if k in STRING_FUNCTIONS:
+            guard, value = self.S(node.children[0])
+            return f"({self.string_transform(k, value)} if {guard} else None)"
+        if k is Kind.FUNC_SIZE:
+            return f"_size(a.get({node.children[0].value!r}))"
+        raise AssertionError(f"not a value node: {k!r}")
+
+    def string_transform(self, kind: Kind, value: str) -> str:
+        if kind is Kind.FUNC_FOLD_CASE:
+            return f"{value}.casefold()"
+        if kind is Kind.FUNC_DECOMPOSE:
+            return f"_normalize('NFD', {value})"
+        return f"_normalize('NFKD', {value})"
+
+    def S(self, node: Node) -> tuple[str, str]:
+        """(guard, value) for a string-typed expression: ``guard`` is true iff
+        the value is a string, and binds what ``value`` uses."""
+        k = node.kind
+        if k is Kind.NAME:
+            t = self.temp()
+            return f"type({t} := a.get({node.value!r})) is str", t
+        if k is Kind.STRING:
+            return "True", repr(node.value)
+        if k in STRING_FUNCTIONS:
+            guard, value = self.S(node.children[0])
+            return guard, self.string_transform(k, value)
+        # anything else: compute the value, then test it
+        t = self.temp()
+        return f"type({t} := {self.V(node)}) is str", t
+
+    # -- predicates -------------------------------------------------------------
+    def T(self, node: Node, depth: int = 0) -> str:
+        return self.pred(node, True, depth)
+
+    def F(self, node: Node, depth: int = 0) -> str:
+        return self.pred(node, False, depth)
+
+    def pred(self, node: Node, want: bool, depth: int) -> str:
+        if depth >= _HOIST_EVERY:
+            return self.hoist(self.pred(node, want, 0))
+        k = node.kind
+        if k is Kind.NOT:
+            return self.pred(node.children[0], not want, depth + 1)
+        if k in (Kind.AND, Kind.OR):
+            parts = [self.pred(c, want, depth + 1) for c in _flatten(node)]
+            joiner = " and " if (k is Kind.AND) == want else " or "
+            return "(" + joiner.join(parts) + ")"
+        if k is Kind.XOR:
+            exact = ", ".join(self.exact(c) for c in _flatten(node))
+            return f"(_xor(({exact},)) is {want})"
+        if k in COMPARISONS:
+            return self.comparison(node, want)
+        if k is Kind.FUNC_EQUALS:
+            return self.equals(node, want)
+        if k in TYPE_PREDICATES:
+            return self.type_predicate(node, want)
+        if k in STRING_PREDICATES:
+            return self.string_predicate(node, want)
+        raise AssertionError(f"not a predicate: {k!r}")
+
+    def exact(self, node: Node) -> str:
+        """A call computing the exact value (True/False/None) of a predicate."""
+        name = f"_h{len(self.helpers)}"
+        self.helpers.append("")   # reserve the slot (nested helpers come after)
+        t, f = self.T(node), self.F(node)
+        self.helpers[int(name[2:])] = (
+            f"def {name}(a):\n"
+            f"    if {t}:\n        return True\n"
+            f"    if {f}:\n        return False\n"
+            f"    return None\n")
+        return f"{name}(a)"
+
+    def comparison(self, node: Node, want: bool) -> str:
+        k = node.kind
+        left, right = node.children
+        if k is Kind.NOT_EQUALS:
+            k, want = Kind.EQUALS, not want
+        if left.kind in _NUMERIC_LITERALS or left.kind is Kind.STRING:
+            left, right, k = right, left, _FLIP[k]
+        if right.kind is Kind.STRING:
+            guard, value = self.S(left)
+            op = "==" if want else "!="
+            return f"({guard} and {value} {op} {right.value!r})"
+        if right.kind in _NUMERIC_LITERALS:
+            return self.numeric_comparison(k, left, right, want)
+        call = f"{_RT_COMPARE[k]}({self.V(left)}, {self.V(right)})"
+        return f"({call} is {want})"
+
+    def numeric_comparison(self, k: Kind, expr: Node, lit: Node, want: bool) -> str:
+        """``expr OP literal``, written out for each numeric type of expr."""
+        t = self.temp()
+        op = _PYOP[k]
+        c = lit.value
+        is_real = lit.kind is Kind.REAL64
+        if is_real:
+            c_int = c_float = self.const(float(c))  # type: ignore[arg-type]
+        else:
+            c_int = self.const(int(c))  # type: ignore[arg-type]
+            c_float = self.const(float(c))  # type: ignore[arg-type]
+
+        def test(x: str, y: str) -> str:
+            return f"{x} {op} {y}" if want else f"not ({x} {op} {y})"
+
+        # int64 attribute vs real literal: Java converts the int64 to a double
+        exact_real = is_real and float(c).is_integer() and abs(c) < _EXACT  # type: ignore
+        if is_real and not (exact_real and k is Kind.EQUALS):
+            int_test = test(f"float({t})", c_float)
+        else:
+            int_test = test(t, c_int)
+        if not is_real and abs(int(c)) > _EXACT:  # type: ignore[arg-type]
+            float_test = test(t, c_float)   # the literal converts (inexactly) to real64
+        else:
+            float_test = test(t, c_float if is_real else c_int)
+        if k is Kind.EQUALS and want and not is_real:
+            plain_int = f"type({t}) is int and {int_test}"   # equality implies the range
+        else:
+            plain_int = f"type({t}) is int and _MIN64 <= {t} <= _MAX64 and {int_test}"
+        return (f"((type({t} := {self.V(expr)}) is float and {float_test}) or "
+                f"({plain_int}) or "
+                f"(type({t}) is Int64 and {int_test}))")
+
+    def equals(self, node: Node, want: bool) -> str:
+        first, *rest = node.children
+        if all(r.kind is Kind.STRING for r in rest):
+            guard, value = self.S(first)
+            values = frozenset(r.value for r in rest)
+            if len(values) == 1:
+                op = "==" if want else "!="
+                return f"({guard} and {value} {op} {next(iter(values))!r})"
+            name = self.global_object("set", values)
+            op = "in" if want else "not in"
+            return f"({guard} and {value} {op} {name})"
+        if all(r.kind is Kind.STRING or r.kind in _NUMERIC_LITERALS for r in rest):
+            return self.literal_membership(first, rest, want)
+        # general case: (first == r1) || (first == r2) || ...
+        alternatives = [Node(Kind.EQUALS, (first, r)) for r in rest]
+        parts = [self.comparison(n, want) for n in alternatives]
+        joiner = " or " if want else " and "
+        return "(" + joiner.join(parts) + ")"
+
+    def literal_membership(self, first: Node, rest: list[Node], want: bool) -> str:
+        """``equals(e, literals...)``: set look-ups instead of a comparison each.
+
+        ``e == c`` is bottom when e and c are of different kinds (string /
+        number), so with both kinds of literal present ``equals`` is never
+        false; int64 operands compare with real literals after conversion.
+        """
+        strings = frozenset(r.value for r in rest if r.kind is Kind.STRING)
+        numbers = [r for r in rest if r.kind in _NUMERIC_LITERALS]
+        as_real = frozenset(float(r.value) for r in numbers)  # type: ignore[arg-type]
+        ints = frozenset(int(r.value) for r in numbers  # type: ignore[arg-type]
+                         if r.kind is not Kind.REAL64)
+        reals = frozenset(float(r.value) for r in numbers  # type: ignore[arg-type]
+                          if r.kind is Kind.REAL64)
+        t = self.temp()
+        first_test = f"type({t} := {self.V(first)})"
+        parts = []
+        if strings:
+            member = f"{t} in {self.global_object('set', strings)}"
+            if want:
+                parts.append(f"({first_test} is str and {member})")
+            elif not numbers:
+                parts.append(f"({first_test} is str and not {member})")
+        if numbers:
+            float_member = f"{t} in {self.global_object('set', as_real)}"
+            int_members = []
+            if ints:
+                int_members.append(f"{t} in {self.global_object('set', ints)}")
+            if reals:
+                int_members.append(f"float({t}) in {self.global_object('set', reals)}")
+            int_member = " or ".join(int_members)
+            is_int = (f"(type({t}) is Int64 or (type({t}) is int and "
+                      f"_MIN64 <= {t} <= _MAX64))")
+            # bind t here unless the string test already did
+            test = "" if parts else f"({t} := {self.V(first)}) is not None and "
+            if want:
+                parts.append(f"({test}((type({t}) is float and {float_member}) or "
+                             f"({is_int} and ({int_member}))))")
+            elif not strings:
+                parts.append(f"({test}((type({t}) is float and not {float_member}) or "
+                             f"({is_int} and not ({int_member}))))")
+        if not parts:
+            return "False"
+        return "(" + " or ".join(parts) + ")"
+
+    def type_predicate(self, node: Node, want: bool) -> str:
+        k = node.kind
+        name = node.children[0].value
+        if k is Kind.FUNC_REQUIRE:
+            return f"({name!r} in a)" if want else "False"
+        t = self.temp()
+        get = f"({t} := a.get({name!r}))"
+        if k is Kind.FUNC_INT32:
+            test = f"(type({get}) is int and _MIN32 <= {t} <= _MAX32)"
+        elif k is Kind.FUNC_INT64:
+            test = (f"(type({get}) is Int64 or (type({t}) is int and not (_MIN32 <= {t} <= "
+                    f"_MAX32) and _MIN64 <= {t} <= _MAX64))")
+        elif k is Kind.FUNC_REAL64:
+            test = f"(type(a.get({name!r})) is float)"
+        elif k is Kind.FUNC_STRING:
+            test = f"(type(a.get({name!r})) is str)"
+        elif k is Kind.FUNC_OPAQUE:
+            test = f"(type(a.get({name!r})) is bytes)"
+        else:  # nan
+            test = f"(type({get}) is float and {t} != {t})"
+        if want:
+            return test
+        return f"({name!r} in a and not {test})"
+
+    def string_predicate(self, node: Node, want: bool) -> str:
+        k = node.kind
+        guard, value = self.S(node.children[0])
+        patterns = tuple(c.value for c in node.children[1:])
+        if k is Kind.FUNC_BEGINS_WITH or k is Kind.FUNC_ENDS_WITH:
+            method = "startswith" if k is Kind.FUNC_BEGINS_WITH else "endswith"
+            arg = repr(patterns[0]) if len(patterns) == 1 else repr(patterns)
+            test = f"{value}.{method}({arg})"
+        elif k is Kind.FUNC_CONTAINS:
+            if len(patterns) > 4:
+                alternation = "|".join(re.escape(p) for p in sorted(set(patterns)))
+                matcher = self.global_object("re", re.compile(alternation, re.DOTALL).search)
+                test = f"{matcher}({value}) is not None"
+            elif len(patterns) == 1:
+                test = f"{patterns[0]!r} in {value}"
+            else:
+                s = self.temp()
+                first = f"{patterns[0]!r} in ({s} := {value})"
+                test = "(" + " or ".join([first] + [f"{p!r} in {s}" for p in patterns[1:]]) + ")"
+        elif k is Kind.FUNC_WILDCARD:
+            matcher = self.global_object("glob", compile_glob(patterns).fullmatch)
+            test = f"{matcher}({value}) is not None"
+        else:
+            matcher = self.global_object("re", compile_regex(patterns).search)
+            test = f"{matcher}({value}) is not None"
+        if want:
+            return f"({guard} and {test})"
+        return f"({guard} and not ({test}))"
+
+
+def _flatten(node: Node) -> list[Node]:
+    """Operands of a chain of the same associative logical operator."""
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.kind is node.kind:
+            stack.extend(reversed(n.children))
+        else:
+            out.append(n)
+    return out
+
+
+def generate(tree: Node, unguarded: bool = False) -> tuple[str, dict[str, object]]:
+    """Python source defining ``_matches(a)`` and ``_evaluate(a)``, and the
+    namespace it needs. ``tree`` must be checked and folded. ``unguarded``
+    defines ``_evaluate_raw(a)`` instead: the same without the exception net.
+    """
+    gen = _Gen()
+    t = gen.T(tree)
+    f = gen.F(tree)
+    if unguarded:
+        return "".join(gen.helpers) + (
+            "def _evaluate_raw(a):\n"
+            f"    if {t}:\n"
+            "        return True\n"
+            f"    if {f}:\n"
+            "        return False\n"
+            "    return None\n"), gen.namespace
+    source = "".join(gen.helpers) + (
+        "def _matches(a):\n"
+        "    try:\n"
+        f"        return {t}\n"
+        "    except Exception:\n"
+        "        return False\n"
+        "def _evaluate(a):\n"
+        "    try:\n"
+        f"        if {t}:\n"
+        "            return True\n"
+        f"        if {f}:\n"
+        "            return False\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "    return None\n")
+    return source, gen.namespace
+
+
+def build(tree: Node, filename: str = "<subscription>"):
+    """(matches, evaluate, source) for a checked, folded tree."""
+    source, namespace = generate(tree)
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 -- our own code
+    return namespace["_matches"], namespace["_evaluate"], source
+
+
+def build_unguarded(tree: Node):
+    """``evaluate`` without the exception net: tests use it to prove that
+    there is nothing to catch."""
+    source, namespace = generate(tree, unguarded=True)
+    exec(compile(source, "<subscription>", "exec"), namespace)  # noqa: S102
+    return namespace["_evaluate_raw"]
+
