@@ -12,7 +12,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/ensure-system-packages.sh
+$(STAMP): pyproject.toml setup.py scripts/ensure-system-packages.sh
 	bash scripts/ensure-system-packages.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

@@ -8,9 +8,40 @@ from elvin.errors import ElvinError, NackCode, ProtocolError, SubscriptionError
 from elvin.keys import Keys, KeyScheme
 from elvin.values import ElvinType, Int64
 
+# The client API (elvin.client) is imported lazily: importing ``elvin`` stays
+# cheap and free of asyncio for the sans-IO layers.
+_CLIENT_NAMES = frozenset({
+    "CloseReason", "ConnectError", "Connection", "ConnectionClosedError", "NackError",
+    "Notification", "OptionsRejectedError", "Quench", "Subscription",
+    "SubscriptionAdded", "SubscriptionModified", "SubscriptionRemoved",
+    "SubscriptionClosedError", "connect", "unotify",
+})
+
+
+def __getattr__(name: str):
+    if name in _CLIENT_NAMES:
+        import elvin.client
+        return getattr(elvin.client, name)
+    raise AttributeError(f"module 'elvin' has no attribute {name!r}")
+
 __version__ = "0.1.0"
 
 __all__ = [
+    "CloseReason",
+    "ConnectError",
+    "Connection",
+    "ConnectionClosedError",
+    "NackError",
+    "Notification",
+    "OptionsRejectedError",
+    "Quench",
+    "Subscription",
+    "SubscriptionAdded",
+    "SubscriptionClosedError",
+    "SubscriptionModified",
+    "SubscriptionRemoved",
+    "connect",
+    "unotify",
     "ElvinError",
     "ElvinType",
     "Int64",

@@ -1,0 +1,55 @@
+"""The asyncio Elvin client library.
+
+::
+
+    import elvin
+
+    async with elvin.connect("elvin://127.0.0.1") as conn:
+        sub = await conn.subscribe('require(Greeting)')
+        await conn.send({"Greeting": "hello", "Count": 1})
+        async for notification in sub:
+            print(notification["Greeting"], notification.secure)
+
+See ``Connection`` for the whole API (send, subscribe, quench, set_keys,
+set_options, close, listeners for close / connection lost / reconnected).
+"""
+
+from elvin.client.connection import DEFAULT_URL, Connection, connect, unotify
+from elvin.client.errors import (
+    ConnectError,
+    ConnectionClosedError,
+    NackError,
+    OptionsRejectedError,
+    SubscriptionClosedError,
+)
+from elvin.client.events import (
+    CloseReason,
+    Notification,
+    QuenchEvent,
+    SubscriptionAdded,
+    SubscriptionModified,
+    SubscriptionRemoved,
+)
+from elvin.client.quench import Quench, QuenchTerm
+from elvin.client.subscription import Subscription
+
+__all__ = [
+    "DEFAULT_URL",
+    "CloseReason",
+    "ConnectError",
+    "Connection",
+    "ConnectionClosedError",
+    "NackError",
+    "Notification",
+    "OptionsRejectedError",
+    "Quench",
+    "QuenchEvent",
+    "QuenchTerm",
+    "Subscription",
+    "SubscriptionAdded",
+    "SubscriptionClosedError",
+    "SubscriptionModified",
+    "SubscriptionRemoved",
+    "connect",
+    "unotify",
+]

@@ -1,0 +1,79 @@
+"""Auto-quench: drop, inside the client, notifications nobody can receive.
+
+With ``connect(..., auto_quench=True)`` the connection keeps one internal
+quench on every attribute name it has sent. The first time ``send()`` uses a
+new name (or new keys) it extends the quench (QnchAddRqst, then QnchModRqst)
+and waits for the QnchRply. The router reports the subscriptions that exist
+already *before* that reply (an assumption the bundled router guarantees, see
+``connection.py``), so from then on the quench knows every subscription
+that refers to any name of the notification. A subscription that refers to
+none of them can never be true for it (absent names are bottom).
+
+A notification is sent when some known subscription term evaluates true for
+it (``elvin.subscription.compile``). Keys are handled conservatively: the
+quench carries every key used for sending plus the connection's
+notification keys; a notification sent with ``deliver_insecure=False`` is
+checked only against terms the router reported as matching the quench
+securely. A term that cannot be compiled is assumed to match.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from elvin.client.quench import Quench
+from elvin.keys import EMPTY_KEYS, Keys
+
+if TYPE_CHECKING:
+    from elvin.client.connection import Connection
+
+
+class AutoQuench:
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.quench: Quench | None = None
+        self.sent = 0
+        self.dropped = 0
+        self._lock: asyncio.Lock | None = None
+
+    def stats(self) -> dict[str, int]:
+        terms = len(self.quench.terms) if self.quench is not None else 0
+        return {"sent": self.sent, "dropped": self.dropped, "terms": terms}
+
+    async def allow(self, attributes: dict, keys: Keys, deliver_insecure: bool) -> bool:
+        conn = self.connection
+        if conn.state != "open":
+            await conn._live_session()   # wait for a reconnection to restore the quench
+        needed_keys = keys | conn.notification_keys if keys else conn.notification_keys
+        quench = self.quench
+        if (quench is None or quench.closed or not attributes.keys() <= quench.names
+                or (needed_keys and needed_keys - quench.keys)):
+            await self._cover(attributes.keys(), needed_keys)
+            quench = self.quench
+        for term in quench.terms.values():
+            if not deliver_insecure and not term.secure:
+                continue
+            if term.could_match(attributes):
+                self.sent += 1
+                return True
+        self.dropped += 1
+        return False
+
+    async def _cover(self, names, keys: Keys) -> None:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        conn = self.connection
+        async with self._lock:
+            quench = self.quench
+            if quench is None or quench.closed:
+                session = await conn._live_session()
+                quench = Quench(conn, names, keys, True, buffer_size=0)
+                quench._internal = True
+                await conn._register_quench(session, quench)
+                self.quench = quench
+                return
+            missing = tuple(sorted(set(names) - quench.names))
+            new_keys = keys - quench.keys if keys else EMPTY_KEYS
+            if missing or new_keys:
+                await conn._modify_quench(quench, missing, (), new_keys, EMPTY_KEYS, None)

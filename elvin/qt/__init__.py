@@ -1,0 +1,24 @@
+"""Qt (PySide6) building blocks shared by the desktop apps.
+
+Qt apps run asyncio on the Qt event loop with qasync (``run_app``), so the
+asyncio client works unchanged inside them and no thread does networking.
+
+* ``run_app(main)`` creates the QApplication and qasync loop and runs ``main``
+* ``ConnectionManager`` keeps a connection up, with Qt signals
+* ``StatusWidget`` shows a ConnectionManager's state (coloured dot + text)
+* ``SubscriptionEditor`` edits a subscription with highlighting and live errors
+"""
+
+from elvin.qt.app import application, run_app
+from elvin.qt.editor import SubscriptionEditor, SubscriptionHighlighter
+from elvin.qt.manager import ConnectionManager
+from elvin.qt.status import StatusWidget
+
+__all__ = [
+    "ConnectionManager",
+    "StatusWidget",
+    "SubscriptionEditor",
+    "SubscriptionHighlighter",
+    "application",
+    "run_app",
+]

@@ -1,0 +1,78 @@
+"""StatusWidget: a coloured dot and a line of text for a ConnectionManager."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QBrush, QColor, QPainter
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+
+from elvin.qt.manager import ConnectionManager
+
+__all__ = ["StatusWidget", "STATE_COLOURS"]
+
+STATE_COLOURS = {
+    "connected": "#2e9d3a",      # green
+    "connecting": "#e0a100",     # amber
+    "reconnecting": "#e0a100",
+    "disconnected": "#c62828",   # red
+}
+
+
+class _Dot(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.colour = QColor(STATE_COLOURS["disconnected"])
+        self.setFixedSize(QSize(12, 12))
+
+    def set_colour(self, colour: str) -> None:
+        self.colour = QColor(colour)
+        self.update()
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QBrush(self.colour))
+        painter.drawEllipse(1, 1, 10, 10)
+        painter.end()
+
+
+class StatusWidget(QWidget):
+    """Shows the state of a :class:`ConnectionManager`: green when
+    connected, amber while connecting or reconnecting, red when
+    disconnected, with the router URL and the last error as text/tooltip."""
+
+    def __init__(self, manager: ConnectionManager, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.manager = manager
+        self.dot = _Dot(self)
+        self.label = QLabel(self)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(4, 2, 4, 2)
+        layout.addWidget(self.dot)
+        layout.addWidget(self.label, 1)
+        manager.stateChanged.connect(self._update)
+        manager.error.connect(lambda _message: self._update(manager.state))
+        self._update(manager.state)
+
+    def state(self) -> str:
+        return self.manager.state
+
+    def text(self) -> str:
+        return self.label.text()
+
+    def colour(self) -> str:
+        return self.dot.colour.name()
+
+    def _update(self, state: str) -> None:
+        url = self.manager.url
+        text = {
+            "connected": f"Connected to {url}",
+            "connecting": f"Connecting to {url}…",
+            "reconnecting": f"Reconnecting to {url}…",
+            "disconnected": f"Not connected to {url}",
+        }.get(state, state)
+        self.label.setText(text)
+        self.dot.set_colour(STATE_COLOURS.get(state, "#808080"))
+        error = self.manager.last_error
+        self.setToolTip(f"{text}\n{error}" if error and state != "connected" else text)

@@ -1,0 +1,216 @@
+"""Router configuration: defaults, the TOML file, and validation.
+
+A TOML file (``elvind --config FILE``) uses the command-line flag names as
+keys (``log-level`` or ``log_level``, both spellings work)::
+
+    listen = ["elvin://0.0.0.0:2917", "elvin:4.0/ssl,none,xdr/0.0.0.0:2918"]
+    log-level = "info"            # debug, info, warning, error
+    log-file = "/var/log/elvind.log"
+    tls-cert = "/etc/elvind/cert.pem"
+    tls-key = "/etc/elvind/key.pem"
+    stats-interval = 5            # seconds between Elvin-Router-Stats notifications
+    connect-timeout = 10          # seconds a new channel has to send ConnRqst/UNotify
+    max-protocol-errors = 16      # then Disconn (reason 4) and close
+    max-subscriptions = 1000000   # router-wide (IMPL_LIMIT beyond)
+
+    [options]                     # connection options (spec 7.5): the default value,
+    "Packet.Max-Length" = 1048576 # or a table with min/default/max
+    "Subscription.Max-Count" = { min = 16, default = 1024, max = 4096 }
+    "Send-Queue.Drop-Policy" = "oldest"
+
+Command-line flags override the file. Every error is a ``ConfigError`` whose
+message names the file (and the line, when it can be found) and the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elvin.protocol import ElvinURI, URIError, parse_uri
+from elvin.router.options import DROP_POLICIES, INT_OPTIONS, OptionRanges
+
+DEFAULT_LISTEN = "elvin://127.0.0.1:2917"
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+def parse_listen_uri(text: str) -> ElvinURI:
+    """``parse_uri`` that also accepts port 0 (any free port) for listening."""
+    try:
+        return parse_uri(text)
+    except URIError as exc:
+        if exc.part != "port":
+            raise
+        head, sep, tail = text.rpartition(":0")
+        if not sep or (tail and not tail.startswith(";")):
+            raise
+        return dataclasses.replace(parse_uri(f"{head}:1{tail}"), port=0)
+
+
+class ConfigError(Exception):
+    """A configuration problem; the message says where and what."""
+
+
+@dataclass
+class RouterConfig:
+    listen: list[str] = field(default_factory=lambda: [DEFAULT_LISTEN])
+    log_level: str = "info"
+    log_file: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    stats_interval: float = 5.0
+    connect_timeout: float = 10.0
+    close_timeout: float = 5.0
+    max_protocol_errors: int = 16
+    max_subscriptions: int = 1_000_000
+    options: OptionRanges = field(default_factory=OptionRanges)
+    use_uvloop: bool = True
+
+    def validate(self, source: str = "configuration") -> RouterConfig:
+        if not self.listen:
+            raise ConfigError(f"{source}: no listen URI")
+        for uri in self.listen:
+            try:
+                parsed = parse_listen_uri(uri)
+            except URIError as exc:
+                raise ConfigError(f"{source}: bad listen URI: {exc}") from None
+            if parsed.secure and not (self.tls_cert and self.tls_key):
+                raise ConfigError(f"{source}: listen URI {uri!r} uses TLS (ssl): "
+                                  "give --tls-cert and --tls-key")
+        if self.log_level.lower() not in LOG_LEVELS:
+            raise ConfigError(f"{source}: log-level {self.log_level!r} is not one of "
+                              f"{', '.join(LOG_LEVELS)}")
+        for name in ("tls_cert", "tls_key"):
+            path = getattr(self, name)
+            if path is not None and not Path(path).is_file():
+                raise ConfigError(f"{source}: {name.replace('_', '-')} {path!r}: "
+                                  "no such file")
+        for name in ("stats_interval", "connect_timeout", "close_timeout"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{source}: {name.replace('_', '-')} must be positive")
+        for name in ("max_protocol_errors", "max_subscriptions"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{source}: {name.replace('_', '-')} must be at least 1")
+        return self
+
+
+_SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "log-level": (str, "log_level"),
+    "log-file": (str, "log_file"),
+    "tls-cert": (str, "tls_cert"),
+    "tls-key": (str, "tls_key"),
+    "stats-interval": ((int, float), "stats_interval"),
+    "connect-timeout": ((int, float), "connect_timeout"),
+    "close-timeout": ((int, float), "close_timeout"),
+    "max-protocol-errors": (int, "max_protocol_errors"),
+    "max-subscriptions": (int, "max_subscriptions"),
+}
+
+
+def _line_of(text: str, key: str) -> str:
+    for candidate in {key, key.replace("-", "_")}:
+        pattern = re.compile(r'^[ \t]*["\']?' + re.escape(candidate) + r'["\']?\s*=', re.M)
+        m = pattern.search(text)
+        if m:
+            return f", line {text.count(chr(10), 0, m.start()) + 1}"
+    return ""
+
+
+def load_config(path: str | Path, base: RouterConfig | None = None) -> RouterConfig:
+    """Read a TOML file into a ``RouterConfig`` (over ``base``)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(path)!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        m = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
+        if m:
+            where = f"line {m.group(1)}, column {m.group(2)}"
+            message = message[:m.start()]
+        elif message.endswith("(at end of document)"):
+            where = f"line {max(text.count(chr(10)), 1)} (end of file)"
+            message = message[:-len("(at end of document)")].rstrip()
+        else:
+            where = "somewhere"
+        raise ConfigError(f"{path}, {where}: invalid TOML: {message}") from None
+    return config_from_dict(data, base, source=str(path), text=text)
+
+
+def config_from_dict(data: dict[str, Any], base: RouterConfig | None = None,
+                     source: str = "configuration", text: str = "") -> RouterConfig:
+    config = base if base is not None else RouterConfig()
+
+    def where(key: str) -> str:
+        return f"{source}{_line_of(text, key)}"
+
+    for raw_key, value in data.items():
+        key = raw_key.replace("_", "-")
+        if key == "listen":
+            if isinstance(value, str):
+                value = [value]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where(raw_key)}: 'listen' must be a URI or a list of "
+                                  "URIs")
+            config.listen = list(value)
+        elif key in _SCALARS:
+            types, attr = _SCALARS[key]
+            if isinstance(value, bool) or not isinstance(value, types):
+                expected = "a string" if types is str else "a number"
+                raise ConfigError(f"{where(raw_key)}: {raw_key!r} must be {expected}, not "
+                                  f"{value!r}")
+            setattr(config, attr, value)
+        elif key == "options":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where(raw_key)}: 'options' must be a table")
+            config.options = _options(value, config.options, where)
+        else:
+            raise ConfigError(f"{where(raw_key)}: unknown setting {raw_key!r}")
+    return config.validate(source)
+
+
+def _options(table: dict[str, Any], base: OptionRanges, where) -> OptionRanges:
+    ints = dict(base.ints)
+    send_policy, receive_policy = base.send_drop_policy, base.receive_drop_policy
+    for name, value in table.items():
+        if name in ("Send-Queue.Drop-Policy", "Receive-Queue.Drop-Policy"):
+            if value not in DROP_POLICIES:
+                raise ConfigError(f"{where(name)}: {name} must be one of "
+                                  f"{', '.join(DROP_POLICIES[:4])}, not {value!r}")
+            if name.startswith("Send"):
+                send_policy = value
+            else:
+                receive_policy = value
+            continue
+        if name not in INT_OPTIONS:
+            raise ConfigError(f"{where(name)}: unknown connection option {name!r}")
+        low, default, high = ints[name]
+        if isinstance(value, dict):
+            unknown = set(value) - {"min", "default", "max"}
+            if unknown:
+                raise ConfigError(f"{where(name)}: {name}: unknown keys "
+                                  f"{', '.join(sorted(unknown))} (use min, default, max)")
+            low = value.get("min", low)
+            high = value.get("max", high)
+            default = value.get("default", min(max(default, low), high))
+        else:
+            default = value
+            if isinstance(default, int) and not isinstance(default, bool):
+                low, high = min(low, default), max(high, default)
+        for part in (low, default, high):
+            if isinstance(part, bool) or not isinstance(part, int):
+                raise ConfigError(f"{where(name)}: {name} values must be integers")
+        if not low <= default <= high:
+            raise ConfigError(f"{where(name)}: {name}: need min <= default <= max, got "
+                              f"{low} <= {default} <= {high}")
+        ints[name] = (low, default, high)
+    return OptionRanges(ints, send_policy, receive_policy)

@@ -1,0 +1,435 @@
+"""The subscription store, its index, and notification matching.
+
+Subscriptions with the same expression (equal ASTs) share one *predicate*:
+the compiled expression is evaluated once per notification however many
+clients registered it (tickertape users typically share ``Group == "..."``
+subscriptions). Each predicate is filed in exactly one place of the index:
+
+1. the **value index** ``attribute -> index_value -> predicates`` when
+   ``index_constraint(ast)`` says the expression can be true only if the
+   attribute has one of a few values (``Group == "chat" && ...``): the
+   notification probes it with ``index_value(notification[attribute])``;
+2. else the **name index** ``attribute -> predicates`` under one of the
+   expression's ``required_names`` (the one fewest predicates are filed under
+   when it is added), probed for each attribute the notification has;
+3. else the short **always** list (no required name: ``!require(x)``,
+   ``a == 1 || b == 2``...), evaluated for every notification.
+
+A notification is therefore evaluated only against predicates that can match
+it, and the matching cost grows with those, not with all subscriptions.
+
+Matched predicates expand to subscriptions. Subscriptions with no keys that
+accept insecure delivery (nearly all of them) are pre-grouped per owner, so a
+match costs one ``list.extend`` per owner; the others are checked one by one
+for a secure key match (``security.prepared_match``) and the insecure rules
+of KEYS.md.
+
+The engine also keeps ``attribute name -> subscriptions that refer to it``
+(every NAME in the AST, not only required ones): the quench manager uses it
+to find the subscriptions a quench concerns, and ``watch(name, callback)``
+reports when the first subscription starts, or the last stops, referring to
+a name (the router's statistics publisher uses it for
+``Elvin-Router-Stats``).
+
+The engine is sans-IO: owners are opaque hashable objects (sessions).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any
+
+from elvin.keys import EMPTY_KEYS, Keys
+from elvin.router.security import (
+    NotificationKeys,
+    SubscriptionKeys,
+    prepare_subscription,
+    prepared_match,
+)
+from elvin.subscription import index_constraint, index_value, required_names
+from elvin.subscription.ast import Kind, Node
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Engine", "Predicate", "Subscription", "referenced_names"]
+
+
+def referenced_names(ast: Node) -> frozenset[str]:
+    """Every attribute name the expression refers to."""
+    return frozenset(n.value for n in ast.walk() if n.kind == Kind.NAME)  # type: ignore[misc]
+
+
+class Subscription:
+    """One registered subscription (one SubAddRqst)."""
+
+    __slots__ = ("id", "owner", "text", "ast", "accept_insecure", "keys", "owner_keys",
+                 "effective_keys", "prepared", "names", "pred", "plain")
+
+    def __init__(self, sub_id: int, owner: Hashable, text: str, ast: Node,
+                 accept_insecure: bool, keys: Keys, owner_keys: Keys) -> None:
+        self.id = sub_id
+        self.owner = owner
+        self.text = text
+        self.ast = ast
+        self.accept_insecure = accept_insecure
+        self.keys = keys
+        self.owner_keys = owner_keys
+        self.names = referenced_names(ast)
+        self.pred: Predicate | None = None
+        self._rekey()
+
+    def _rekey(self) -> None:
+        self.effective_keys = self.keys | self.owner_keys if self.owner_keys else self.keys
+        self.prepared: SubscriptionKeys | None = prepare_subscription(self.effective_keys)
+        # "plain": no keys and accepts insecure delivery -> the common fast path
+        self.plain = self.prepared is None and self.accept_insecure
+
+    def __repr__(self) -> str:
+        return f"Subscription({self.id}, {self.text!r})"
+
+
+class Predicate:
+    """An expression shared by the subscriptions registered with it."""
+
+    __slots__ = ("ast", "evaluate", "subs", "place", "_groups", "_special")
+
+    def __init__(self, ast: Node, evaluate: Callable[[Mapping[str, Any]], Any]) -> None:
+        self.ast = ast
+        self.evaluate = evaluate
+        self.subs: dict[int, Subscription] = {}
+        self.place: tuple = ()
+        self._groups: list | None = None
+        self._special: list | None = None
+
+    def invalidate(self) -> None:
+        self._groups = None
+        self._special = None
+
+    def _build(self) -> None:
+        groups: dict[Hashable, list[int]] = {}
+        special = []
+        for sub in self.subs.values():
+            if sub.plain:
+                groups.setdefault(sub.owner, []).append(sub.id)
+            else:
+                special.append(sub)
+        # tuples of ints: no allocation when handed out, and not tracked by the GC
+        self._groups = [(owner, tuple(ids)) for owner, ids in groups.items()]
+        self._special = special
+
+
+class Engine:
+    """Subscriptions, their index, and matching."""
+
+    def __init__(self, first_id: int = 1) -> None:
+        self._ids = itertools.count(first_id)
+        self.subs: dict[int, Subscription] = {}
+        self.by_owner: dict[Hashable, dict[int, Subscription]] = {}
+        self._preds: dict[Node, Predicate] = {}
+        # attribute -> (value index {index_value: {pred: None}}, name index {pred: None})
+        self._by_attr: dict[str, tuple[dict, dict]] = {}
+        self._always: dict[Predicate, None] = {}
+        self._refs: dict[str, dict[int, Subscription]] = {}
+        self._watchers: dict[str, list[Callable[[bool], None]]] = {}
+        self.evaluations = 0     # predicates evaluated (for tests and statistics)
+
+    # -- queries ----------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.subs)
+
+    def get(self, sub_id: int) -> Subscription | None:
+        return self.subs.get(sub_id)
+
+    def owned(self, owner: Hashable) -> dict[int, Subscription]:
+        return self.by_owner.get(owner, {})
+
+    def referring(self, names: Iterable[str]) -> dict[int, Subscription]:
+        """Subscriptions whose expression refers to any of ``names``."""
+        out: dict[int, Subscription] = {}
+        refs = self._refs
+        for name in names:
+            subs = refs.get(name)
+            if subs:
+                out.update(subs)
+        return out
+
+    def refers(self, name: str) -> bool:
+        return bool(self._refs.get(name))
+
+    def watch(self, name: str, callback: Callable[[bool], None]) -> None:
+        """``callback(True)`` when the first subscription starts referring to
+        ``name``, ``callback(False)`` when the last one stops."""
+        self._watchers.setdefault(name, []).append(callback)
+
+    @property
+    def predicate_count(self) -> int:
+        return len(self._preds)
+
+    def index_stats(self) -> dict[str, int]:
+        value = named = 0
+        for vidx, nidx in self._by_attr.values():
+            value += sum(len(b) for b in vidx.values())
+            named += len(nidx)
+        return {"predicates": len(self._preds), "value_index": value, "name_index": named,
+                "always": len(self._always)}
+
+    # -- changes ------------------------------------------------------------------
+    def add(self, owner: Hashable, text: str, ast: Node, evaluate: Callable,
+            accept_insecure: bool = True, keys: Keys = EMPTY_KEYS,
+            owner_keys: Keys = EMPTY_KEYS) -> Subscription:
+        """Register a subscription; ``evaluate(attrs)`` is its compiled form
+        returning ``True`` for a match (``CompiledSubscription.matches``: the
+        router does not need to tell false from bottom)."""
+        sub = Subscription(next(self._ids), owner, text, ast, accept_insecure, keys, owner_keys)
+        self.subs[sub.id] = sub
+        self.by_owner.setdefault(owner, {})[sub.id] = sub
+        self._attach(sub, evaluate)
+        self._add_refs(sub)
+        return sub
+
+    def remove(self, sub: Subscription) -> None:
+        if self.subs.pop(sub.id, None) is None:
+            return
+        owned = self.by_owner.get(sub.owner)
+        if owned is not None:
+            owned.pop(sub.id, None)
+            if not owned:
+                del self.by_owner[sub.owner]
+        self._detach(sub)
+        self._remove_refs(sub)
+
+    def modify(self, sub: Subscription, *, text: str | None = None, ast: Node | None = None,
+               evaluate: Callable | None = None, accept_insecure: bool | None = None,
+               keys: Keys | None = None) -> None:
+        """Change a subscription in place (its id is kept)."""
+        if ast is not None and evaluate is not None and ast != sub.ast:
+            self._detach(sub)
+            self._remove_refs(sub)
+            sub.ast = ast
+            sub.text = text if text is not None else sub.text
+            sub.names = referenced_names(ast)
+            self._attach(sub, evaluate)
+            self._add_refs(sub)
+        elif text is not None:
+            sub.text = text
+        if accept_insecure is not None:
+            sub.accept_insecure = accept_insecure
+        if keys is not None:
+            sub.keys = keys
+        sub._rekey()
+        if sub.pred is not None:
+            sub.pred.invalidate()
+
+    def set_owner_keys(self, owner: Hashable, owner_keys: Keys) -> list[Subscription]:
+        """The owner's connection-level subscription keys changed."""
+        changed = []
+        for sub in self.by_owner.get(owner, {}).values():
+            sub.owner_keys = owner_keys
+            sub._rekey()
+            if sub.pred is not None:
+                sub.pred.invalidate()
+            changed.append(sub)
+        return changed
+
+    def remove_owner(self, owner: Hashable) -> list[Subscription]:
+        subs = list(self.by_owner.get(owner, {}).values())
+        for sub in subs:
+            self.remove(sub)
+        return subs
+
+    # -- index maintenance ---------------------------------------------------------
+    def _attach(self, sub: Subscription, evaluate: Callable) -> None:
+        pred = self._preds.get(sub.ast)
+        if pred is None:
+            pred = Predicate(sub.ast, evaluate)
+            self._preds[sub.ast] = pred
+            self._file(pred)
+        pred.subs[sub.id] = sub
+        pred.invalidate()
+        sub.pred = pred
+
+    def _detach(self, sub: Subscription) -> None:
+        pred = sub.pred
+        sub.pred = None
+        if pred is None:
+            return
+        pred.subs.pop(sub.id, None)
+        pred.invalidate()
+        if not pred.subs:
+            del self._preds[pred.ast]
+            self._unfile(pred)
+
+    def _file(self, pred: Predicate) -> None:
+        ast = pred.ast
+        constraint = None
+        try:
+            constraint = index_constraint(ast)
+        except Exception:       # analysis must never stop a subscription
+            log.exception("index_constraint failed for %r", ast)
+        if constraint is not None:
+            attr, values = constraint
+            keys = []
+            for value in values:
+                try:
+                    keys.append(index_value(value))
+                except Exception:
+                    log.exception("index_value failed for %r", value)
+                    keys = None
+                    break
+            if keys is not None:
+                vidx = self._attr_entry(attr)[0]
+                for key in keys:
+                    vidx.setdefault(key, {})[pred] = None
+                pred.place = ("value", attr, tuple(keys))
+                return
+        names: frozenset[str] = frozenset()
+        try:
+            names = required_names(ast)
+        except Exception:
+            log.exception("required_names failed for %r", ast)
+        if names:
+            by_attr = self._by_attr
+            name = min(sorted(names),
+                       key=lambda n: len(by_attr[n][1]) if n in by_attr else 0)
+            self._attr_entry(name)[1][pred] = None
+            pred.place = ("name", name)
+            return
+        self._always[pred] = None
+        pred.place = ("always",)
+
+    def _unfile(self, pred: Predicate) -> None:
+        place = pred.place
+        if place[0] == "value":
+            _, attr, keys = place
+            vidx, nidx = self._by_attr[attr]
+            for key in keys:
+                bucket = vidx.get(key)
+                if bucket is not None:
+                    bucket.pop(pred, None)
+                    if not bucket:
+                        del vidx[key]
+            if not vidx and not nidx:
+                del self._by_attr[attr]
+        elif place[0] == "name":
+            attr = place[1]
+            vidx, nidx = self._by_attr[attr]
+            nidx.pop(pred, None)
+            if not vidx and not nidx:
+                del self._by_attr[attr]
+        else:
+            self._always.pop(pred, None)
+        pred.place = ()
+
+    def _attr_entry(self, attr: str) -> tuple[dict, dict]:
+        entry = self._by_attr.get(attr)
+        if entry is None:
+            entry = self._by_attr[attr] = ({}, {})
+        return entry
+
+    def _add_refs(self, sub: Subscription) -> None:
+        for name in sub.names:
+            subs = self._refs.get(name)
+            if subs is None:
+                subs = self._refs[name] = {}
+            subs[sub.id] = sub
+            if len(subs) == 1:
+                self._notify_watchers(name, True)
+
+    def _remove_refs(self, sub: Subscription) -> None:
+        for name in sub.names:
+            subs = self._refs.get(name)
+            if subs is None:
+                continue
+            subs.pop(sub.id, None)
+            if not subs:
+                del self._refs[name]
+                self._notify_watchers(name, False)
+
+    def _notify_watchers(self, name: str, active: bool) -> None:
+        for callback in self._watchers.get(name, ()):
+            try:
+                callback(active)
+            except Exception:
+                log.exception("watcher of %r failed", name)
+
+    # -- matching --------------------------------------------------------------------
+    def candidates(self, attrs: Mapping[str, Any]) -> list[Predicate]:
+        """The predicates a notification must be evaluated against."""
+        preds: list[Predicate] = []
+        by_attr = self._by_attr
+        for name, value in attrs.items():
+            entry = by_attr.get(name)
+            if entry is None:
+                continue
+            vidx, nidx = entry
+            if vidx:
+                try:
+                    bucket = vidx.get(index_value(value))
+                except Exception:
+                    bucket = None
+                if bucket:
+                    preds.extend(bucket)
+            if nidx:
+                preds.extend(nidx)
+        if self._always:
+            preds.extend(self._always)
+        return preds
+
+    def match(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,
+              deliver_insecure: bool = True) -> tuple[dict, dict]:
+        """``(insecure, secure)``: two dicts ``{owner: ids}`` of the subscriptions
+        the notification is delivered to (KEYS.md rules); ``secure`` is
+        usually empty. The id sequences are tuples or lists: treat them as
+        read-only. Allocation is kept to the minimum (an owner matched by one
+        predicate gets that predicate's cached tuple) because this runs for
+        every notification."""
+        insecure: dict[Hashable, Any] = {}
+        secure: dict[Hashable, list[int]] = {}
+        preds = self.candidates(attrs)
+        self.evaluations += len(preds)
+        for pred in preds:
+            try:
+                if pred.evaluate(attrs) is not True:
+                    continue
+            except Exception:       # evaluation never raises, by contract; be safe
+                log.exception("evaluating %r failed", pred.ast)
+                continue
+            groups = pred._groups
+            if groups is None:
+                pred._build()
+                groups = pred._groups
+            if deliver_insecure:
+                for owner, ids in groups:  # type: ignore[union-attr]
+                    prev = insecure.get(owner)
+                    if prev is None:
+                        insecure[owner] = ids
+                    elif type(prev) is tuple:
+                        insecure[owner] = [*prev, *ids]
+                    else:
+                        prev.extend(ids)
+            for sub in pred._special:  # type: ignore[union-attr]
+                if nkeys is not None and prepared_match(nkeys, sub.prepared):
+                    target = secure
+                elif deliver_insecure and sub.accept_insecure:
+                    target = insecure
+                else:
+                    continue
+                prev = target.get(sub.owner)
+                if prev is None:
+                    target[sub.owner] = [sub.id]
+                elif type(prev) is tuple:
+                    target[sub.owner] = [*prev, sub.id]
+                else:
+                    prev.append(sub.id)
+        return insecure, secure
+
+    def match_owners(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,
+                     deliver_insecure: bool = True) -> dict[Hashable, tuple[list, list]]:
+        """``{owner: (secure_ids, insecure_ids)}`` (convenient, slower)."""
+        insecure, secure = self.match(attrs, nkeys, deliver_insecure)
+        out = {owner: ([], list(ids)) for owner, ids in insecure.items()}
+        for owner, ids in secure.items():
+            out.setdefault(owner, ([], []))[0].extend(ids)
+        return out

@@ -1,0 +1,85 @@
+"""Router statistics and the live statistics notification.
+
+While at least one subscription refers to the attribute
+``Elvin-Router-Stats`` (the engine reports that, as it does for quench; no
+subscription is ever polled), the router publishes, every
+``stats_interval`` seconds, a notification of its own, delivered like any
+other notification (insecure, no keys):
+
+==============================  =========  ===========================================
+attribute                       type       meaning
+==============================  =========  ===========================================
+Elvin-Router-Stats              int32      always 1: subscribe with
+                                           ``require(Elvin-Router-Stats)``
+Router-Id                       string     this router's id (host:pid:start time)
+Connections                     int32      client sessions (ConnRqst accepted) now open
+Subscriptions                   int32      subscriptions registered now
+Quenches                        int32      quenches registered now
+Notifications-In                int64      NotifyEmit + UNotify received since start
+Notifications-Out               int64      NotifyDeliver packets queued since start
+Notifications-In-Per-Second     real64     Notifications-In rate over the last interval
+Notifications-Out-Per-Second    real64     Notifications-Out rate over the last interval
+Drops                           int64      packets dropped from send queues since start
+Uptime                          real64     seconds since the router started
+==============================  =========  ===========================================
+
+The statistics notification itself is counted in Notifications-Out but not
+in Notifications-In.
+"""
+
+from __future__ import annotations
+
+import time
+
+from elvin.values import Int64
+
+STATS_ATTRIBUTE = "Elvin-Router-Stats"
+
+
+class Stats:
+    __slots__ = ("started", "notifications_in", "notifications_out", "drops",
+                 "protocol_errors", "connections_total", "_last_time", "_last_in",
+                 "_last_out")
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.notifications_in = 0
+        self.notifications_out = 0
+        self.drops = 0
+        self.protocol_errors = 0
+        self.connections_total = 0
+        self._last_time = self.started
+        self._last_in = 0
+        self._last_out = 0
+
+    @property
+    def uptime(self) -> float:
+        return time.monotonic() - self.started
+
+    def rates(self) -> tuple[float, float]:
+        """(in, out) per second since the previous call."""
+        now = time.monotonic()
+        elapsed = max(now - self._last_time, 1e-9)
+        rate_in = (self.notifications_in - self._last_in) / elapsed
+        rate_out = (self.notifications_out - self._last_out) / elapsed
+        self._last_time = now
+        self._last_in = self.notifications_in
+        self._last_out = self.notifications_out
+        return rate_in, rate_out
+
+    def notification(self, router_id: str, connections: int, subscriptions: int,
+                     quenches: int) -> dict[str, object]:
+        rate_in, rate_out = self.rates()
+        return {
+            STATS_ATTRIBUTE: 1,
+            "Router-Id": router_id,
+            "Connections": connections,
+            "Subscriptions": subscriptions,
+            "Quenches": quenches,
+            "Notifications-In": Int64(self.notifications_in),
+            "Notifications-Out": Int64(self.notifications_out),
+            "Notifications-In-Per-Second": float(rate_in),
+            "Notifications-Out-Per-Second": float(rate_out),
+            "Drops": Int64(self.drops),
+            "Uptime": float(self.uptime),
+        }

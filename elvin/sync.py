@@ -1,0 +1,423 @@
+"""A blocking facade over the asyncio client, for scripts and threads.
+
+::
+
+    import elvin.sync
+
+    with elvin.sync.connect("elvin://127.0.0.1") as conn:
+        sub = conn.subscribe("require(Greeting)")
+        conn.send({"Greeting": "hello"})
+        print(sub.get(timeout=5)["Greeting"])
+        for notification in sub:      # blocks; ends when sub or conn closes
+            ...
+
+There is no second implementation of the protocol: every call runs the
+asyncio client (``elvin.client``) on an event loop in one background daemon
+thread shared by all sync connections, and waits for the result. All
+methods are thread-safe. Listeners added with ``add_listener`` run on that
+background thread and must not block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import queue
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from elvin.client import (
+    DEFAULT_URL,
+    CloseReason,
+    Connection,
+    Notification,
+    Quench,
+    QuenchEvent,
+    Subscription,
+    SubscriptionClosedError,
+)
+from elvin.client.connection import _fast_checked
+from elvin.keys import EMPTY_KEYS, Keys
+from elvin.protocol import NotifyEmit, frame_packet
+from elvin.values import check_notification
+
+__all__ = ["SyncConnection", "SyncQuench", "SyncSubscription", "connect", "unotify"]
+
+_END = object()
+_loop_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+
+#: Bytes of encoded notifications that may wait for the loop thread before
+#: ``send`` blocks.
+SEND_HIGH_WATER = 256 * 1024
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    global _loop, _thread
+    with _loop_lock:
+        if _loop is None or not _thread.is_alive():
+            loop = asyncio.new_event_loop()
+            started = threading.Event()
+
+            def run() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(started.set)
+                loop.run_forever()
+
+            _thread = threading.Thread(target=run, name="elvin-sync-loop", daemon=True)
+            _thread.start()
+            started.wait()
+            _loop = loop
+        return _loop
+
+
+def _run(coro, timeout: float | None = None) -> Any:
+    loop = _background_loop()
+    if threading.current_thread() is _thread:
+        coro.close()
+        raise RuntimeError("elvin.sync calls cannot be made from a listener on the "
+                           "elvin.sync loop thread")
+    future = asyncio.run_coroutine_threadsafe(coro, loop)
+    try:
+        return future.result(timeout)
+    except BaseException:
+        future.cancel()
+        raise
+
+
+class _BlockingStream:
+    """A thread-safe bounded queue fed on the loop thread (drop oldest)."""
+
+    def __init__(self, maxsize: int) -> None:
+        self._queue: queue.Queue = queue.Queue()
+        self._maxsize = maxsize
+        self.dropped = 0
+        self._lock = threading.Lock()
+
+    def push(self, item: Any) -> None:
+        with self._lock:
+            if self._maxsize and self._queue.qsize() >= self._maxsize:
+                try:
+                    self._queue.get_nowait()
+                    self.dropped += 1
+                except queue.Empty:
+                    pass
+            self._queue.put(item)
+
+    def end(self) -> None:
+        self._queue.put(_END)
+
+    def get(self, timeout: float | None, what: str) -> Any:
+        try:
+            item = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"no {what} event within {timeout} s") from None
+        if item is _END:
+            self._queue.put(_END)   # keep ending for other readers
+            raise SubscriptionClosedError(f"the {what} is closed")
+        return item
+
+
+class SyncSubscription:
+    """Blocking view of a :class:`elvin.client.Subscription`."""
+
+    def __init__(self, conn: SyncConnection, sub: Subscription,
+                 stream: _BlockingStream) -> None:
+        self._conn = conn
+        self.subscription = sub
+        self._stream = stream
+
+
+    @property
+    def expression(self) -> str:
+        return self.subscription.expression
+
+    @property
+    def id(self) -> int | None:
+        return self.subscription.id
+
+    @property
+    def closed(self) -> bool:
+        return self.subscription.closed
+
+    @property
+    def dropped(self) -> int:
+        return self._stream.dropped
+
+    def get(self, timeout: float | None = None) -> Notification:
+        """The next notification; TimeoutError after ``timeout`` seconds,
+        SubscriptionClosedError once closed and drained."""
+        return self._stream.get(timeout, "subscription")
+
+    def __iter__(self):
+        while True:
+            try:
+                yield self.get()
+            except SubscriptionClosedError:
+                return
+
+    def add_listener(self, fn: Callable[[Notification], object]) -> None:
+        """``fn(notification)`` on the background loop thread (must not block)."""
+        _background_loop().call_soon_threadsafe(self.subscription.add_listener, fn)
+
+    def modify(self, expr: str | None = None, *, keys_add: Keys | None = None,
+               keys_del: Keys | None = None, accept_insecure: bool | None = None) -> None:
+        if expr is not None:
+            from elvin.subscription import parse
+            parse(expr)   # raise SubscriptionError in the caller's thread
+        _run(self.subscription.modify(expr, keys_add=keys_add, keys_del=keys_del,
+                                      accept_insecure=accept_insecure), self._conn._wait)
+
+    def close(self) -> None:
+        _run(self.subscription.close(), self._conn._wait)
+        self._stream.end()
+
+    def __enter__(self) -> SyncSubscription:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class SyncQuench:
+    """Blocking view of a :class:`elvin.client.Quench`."""
+
+    def __init__(self, conn: SyncConnection, quench: Quench, stream: _BlockingStream) -> None:
+        self._conn = conn
+        self.quench = quench
+        self._stream = stream
+
+
+    @property
+    def subscriptions(self) -> dict:
+        return _run(_call(lambda: self.quench.subscriptions), self._conn._wait)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return self.quench.names
+
+    def get(self, timeout: float | None = None) -> QuenchEvent:
+        return self._stream.get(timeout, "quench")
+
+    def __iter__(self):
+        while True:
+            try:
+                yield self.get()
+            except SubscriptionClosedError:
+                return
+
+    def modify(self, add: Iterable[str] = (), remove: Iterable[str] = (), **kw: Any) -> None:
+        _run(self.quench.modify(add, remove, **kw), self._conn._wait)
+
+    def close(self) -> None:
+        _run(self.quench.close(), self._conn._wait)
+        self._stream.end()
+
+
+async def _call(fn: Callable[[], Any]) -> Any:
+    return fn()
+
+
+class SyncConnection:
+    """Blocking view of a :class:`elvin.client.Connection`."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.connection = conn
+        self._wait = conn.timeout + 5
+        self._cond = threading.Condition()
+        self._outbox: list[bytes] = []
+        self._outbox_bytes = 0
+        self._pumping = False
+        self._subs: list[SyncSubscription] = []
+        self._quenches: list[SyncQuench] = []
+        self._send_error: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        return self.connection.url
+
+    @property
+    def options(self) -> dict:
+        return dict(self.connection.options)
+
+    @property
+    def state(self) -> str:
+        return self.connection.state
+
+    @property
+    def auto_quench_stats(self) -> dict | None:
+        return self.connection.auto_quench_stats
+
+    def send(self, notification: Mapping[str, Any], *, keys: Keys | None = None,
+             deliver_insecure: bool = True) -> bool:
+        """Send a notification. Returns False when auto-quench dropped it.
+
+        Without auto-quench the notification is validated and encoded in the
+        caller's thread and queued for the loop thread, which writes queued
+        notifications in batches; ``send`` blocks while more than
+        ``SEND_HIGH_WATER`` bytes wait, so a fast producer is held to the
+        socket's pace and nothing is buffered without bound. A failure to
+        write (connection closed) is raised by the next ``send`` or ``flush``.
+        """
+        conn = self.connection
+        attributes = _fast_checked(notification, conn._send_limits)
+        if attributes is None:   # the slow path says precisely what is wrong
+            attributes = check_notification(notification)
+            conn._check_limits(attributes)
+        if conn._auto_quench is not None or conn.state != "open":
+            return _run(conn.send(attributes, keys=keys, deliver_insecure=deliver_insecure),
+                        self._wait)
+        if keys is not None and not isinstance(keys, Keys):
+            raise TypeError(f"keys must be elvin.Keys, not {type(keys).__name__}")
+        data = frame_packet(NotifyEmit(attributes, bool(deliver_insecure), keys or EMPTY_KEYS))
+        conn._check_packet_length(data)
+        with self._cond:
+            if self._send_error is not None:
+                error, self._send_error = self._send_error, None
+                raise error
+            while self._outbox_bytes > SEND_HIGH_WATER:
+                if not self._cond.wait(self._wait):
+                    raise TimeoutError("the connection is not draining its send queue")
+            self._outbox.append(data)
+            self._outbox_bytes += len(data)
+            start = not self._pumping
+            self._pumping = True
+        if start:
+            _background_loop().call_soon_threadsafe(self._start_pump)
+        return True
+
+    def _start_pump(self) -> None:   # loop thread
+        asyncio.ensure_future(self._pump())
+
+    async def _pump(self) -> None:   # loop thread: write queued notifications
+        try:
+            while True:
+                with self._cond:
+                    batch, self._outbox = self._outbox, []
+                    self._outbox_bytes = 0
+                    if not batch:
+                        self._pumping = False
+                        self._cond.notify_all()
+                        return
+                    self._cond.notify_all()
+                session = await self.connection._live_session()
+                session.write(b"".join(batch))
+                if session.paused:
+                    await session.drain()
+        except BaseException as exc:
+            with self._cond:
+                self._send_error = exc
+                self._outbox = []
+                self._outbox_bytes = 0
+                self._pumping = False
+                self._cond.notify_all()
+
+    def flush(self) -> None:
+        """Wait until every notification passed to ``send`` was written."""
+        with self._cond:
+            while self._pumping:
+                if not self._cond.wait(self._wait):
+                    raise TimeoutError("the connection is not draining its send queue")
+            if self._send_error is not None:
+                error, self._send_error = self._send_error, None
+                raise error
+
+    def subscribe(self, expression: str, *, keys: Keys | None = None,
+                  accept_insecure: bool = True, buffer_size: int = 1000) -> SyncSubscription:
+        from elvin.subscription import parse
+        parse(expression)   # SubscriptionError raised in the caller's thread
+
+        stream = _BlockingStream(buffer_size)
+
+        async def go() -> SyncSubscription:
+            sub = await self.connection.subscribe(expression, keys=keys,
+                                                  accept_insecure=accept_insecure,
+                                                  buffer_size=0, listener=stream.push)
+            sub._end_callbacks.append(stream.end)
+            return SyncSubscription(self, sub, stream)
+
+        wrapper = _run(go(), self._wait)
+        self._subs.append(wrapper)
+        return wrapper
+
+    def quench(self, names: Iterable[str], *, keys: Keys | None = None,
+               deliver_insecure: bool = True, buffer_size: int = 1000) -> SyncQuench:
+        names = list(names) if not isinstance(names, str) else [names]
+
+        stream = _BlockingStream(buffer_size)
+
+        async def go() -> SyncQuench:
+            q = await self.connection.quench(names, keys=keys, deliver_insecure=deliver_insecure,
+                                             buffer_size=0, listener=stream.push)
+            q._end_callbacks.append(stream.end)
+            return SyncQuench(self, q, stream)
+
+        wrapper = _run(go(), self._wait)
+        self._quenches.append(wrapper)
+        return wrapper
+
+    def set_keys(self, **kw: Keys | None) -> None:
+        _run(self.connection.set_keys(**kw), self._wait)
+
+    def set_options(self, options: Mapping[str, Any]) -> dict:
+        return _run(self.connection.set_options(options), self._wait)
+
+    def add_close_listener(self, fn: Callable[[CloseReason], object]) -> None:
+        _background_loop().call_soon_threadsafe(self.connection.add_close_listener, fn)
+
+    def add_reconnect_listener(self, fn: Callable[[Connection], object]) -> None:
+        _background_loop().call_soon_threadsafe(self.connection.add_reconnect_listener, fn)
+
+    def close(self) -> CloseReason:
+        if self.connection.state == "closed":
+            return CloseReason("closed")
+        try:
+            self.flush()
+        except Exception:
+            pass
+        reason = _run(self.connection.close(), self._wait)
+        for wrapper in self._subs:
+            wrapper._stream.end()
+        for wrapper in self._quenches:
+            wrapper._stream.end()
+        return reason
+
+    def __enter__(self) -> SyncConnection:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<SyncConnection {self.url} {self.state}>"
+
+
+_open_connections: weakref.WeakSet[SyncConnection] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """At interpreter exit, close what is still open (DisconnRqst), briefly."""
+    for conn in list(_open_connections):
+        if conn.connection.state == "open":
+            with contextlib.suppress(Exception):
+                _run(conn.connection.close(timeout=1), 2)
+
+
+def connect(url: str = DEFAULT_URL, **kwargs: Any) -> SyncConnection:
+    """Connect (blocking); same arguments as :func:`elvin.client.connect`."""
+    conn = Connection(url, **kwargs)
+    _run(conn.open(), conn.timeout + 5)
+    wrapper = SyncConnection(conn)
+    _open_connections.add(wrapper)
+    return wrapper
+
+
+def unotify(url: str, notification: Mapping[str, Any], **kwargs: Any) -> None:
+    """Blocking :func:`elvin.client.unotify`."""
+    from elvin.client import unotify as async_unotify
+    _run(async_unotify(url, notification, **kwargs), kwargs.get("timeout", 10) + 5)

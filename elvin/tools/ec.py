@@ -1,0 +1,227 @@
+"""ec: print the notifications that match a subscription, in Avis's format.
+
+::
+
+    ec -e elvin://host:port 'require(Greeting)'
+    ec: Connected to server elvin:4.0/tcp,none,xdr/host:2917
+    $time 2008-07-10T11:51:08.729+0930
+    Greeting: "hello world"
+    ---
+
+Each notification is a ``$time`` line (local time, ISO 8601 with
+milliseconds and the UTC offset, as Avis prints it), its attributes in the
+``elvin.text`` format, and ``---``; stdout is flushed after each, and the
+output can be fed to ``ep`` unchanged.
+
+``--quench NAME[,NAME...]`` also (or instead) prints the quench events for
+subscriptions referring to those names, in the same format so ``ep`` can
+read them too::
+
+    $time ...
+    Quench-Event: "add"          (or "modify", "remove")
+    Term-Id: 7L
+    Secure: 0
+    Subscription: "require(File-Path)"
+    ---
+
+Exit status: 0 on SIGINT/SIGTERM, 1 for usage errors (bad URI, bad
+subscription, bad key file), 2 when the router cannot be reached or the
+connection is lost, 3 for other failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from datetime import datetime
+
+from elvin.client import (
+    CloseReason,
+    ConnectError,
+    ConnectionClosedError,
+    NackError,
+    Notification,
+    SubscriptionAdded,
+    SubscriptionModified,
+    SubscriptionRemoved,
+    connect,
+)
+from elvin.errors import ElvinError, SubscriptionError
+from elvin.keys import Keys
+from elvin.protocol import URIError, parse_uri
+from elvin.text import format_notification
+from elvin.tools import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    KEY_FORMATS,
+    KeyFileError,
+    ToolParser,
+    common_arguments,
+    elvin_url,
+    fail,
+    load_keys,
+    tls_context,
+)
+from elvin.values import Int64
+
+PROG = "ec"
+
+
+def timestamp(now: datetime | None = None) -> str:
+    """``2008-07-10T11:51:08.729+0930``: local time, milliseconds, offset."""
+    now = now or datetime.now().astimezone()
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}" + \
+        now.strftime("%z")
+
+
+def build_parser() -> ToolParser:
+    parser = ToolParser(
+        prog=PROG, description="Subscribe to notifications from an Elvin router and print "
+                               "them (Avis ec format).",
+        epilog=KEY_FORMATS + "\n\nexit status: 0 on SIGINT, 1 usage error, 2 router "
+                             "unreachable or connection lost, 3 other failure",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("subscription", nargs="?",
+                        help="subscription expression, e.g. 'require(Greeting)'")
+    common_arguments(parser, "allow only secure notifications (accept_insecure=false; "
+                             "needs -P or -C)")
+    parser.add_argument("--quench", metavar="NAME,...",
+                        help="also print quench events for subscriptions that refer to "
+                             "these attribute names")
+    return parser
+
+
+def format_quench_event(event) -> dict:
+    from elvin.subscription import unparse
+    if isinstance(event, SubscriptionRemoved):
+        return {"Quench-Event": "remove", "Term-Id": Int64(event.term_id)}
+    kind = "add" if isinstance(event, SubscriptionAdded) else "modify"
+    try:
+        text = unparse(event.ast)
+    except Exception:  # an AST our unparser cannot print: show its structure
+        text = repr(event.ast)
+    return {"Quench-Event": kind, "Term-Id": Int64(event.term_id),
+            "Secure": 1 if event.secure else 0, "Subscription": text}
+
+
+class Printer:
+    def __init__(self, out) -> None:
+        self.out = out
+        self.broken = asyncio.Event()
+
+    def emit(self, attributes) -> None:
+        if self.broken.is_set():
+            return
+        try:
+            self.out.write(f"$time {timestamp()}\n{format_notification(attributes)}---\n")
+            self.out.flush()
+        except BrokenPipeError:
+            self.broken.set()
+        except (TypeError, ValueError) as exc:  # cannot happen for decoded values
+            print(f"{PROG}: cannot print a notification: {exc}", file=sys.stderr)
+
+    def notification(self, n: Notification) -> None:
+        self.emit(n.attributes)
+
+    def quench_event(self, event: SubscriptionAdded | SubscriptionModified |
+                     SubscriptionRemoved) -> None:
+        self.emit(format_quench_event(event))
+
+
+async def run(args, url: str, keys: Keys | None, names: list[str], tls=None) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        conn = await connect(url, timeout=args.timeout, ssl_context=tls)
+    except (ConnectError, OSError, TimeoutError) as exc:
+        return fail(PROG, str(exc), EXIT_UNREACHABLE)
+    except ConnectionClosedError as exc:
+        return fail(PROG, f"cannot connect to {url}: {exc}", EXIT_UNREACHABLE)
+    except ElvinError as exc:
+        return fail(PROG, f"cannot connect to {url}: {exc}", EXIT_FAILURE)
+    printer = Printer(sys.stdout)
+    closed: list[CloseReason] = []
+    conn.add_close_listener(lambda reason: (closed.append(reason), stop.set()))
+    try:
+        if args.subscription is not None:
+            await conn.subscribe(args.subscription, keys=keys,
+                                 accept_insecure=not args.secure, buffer_size=0,
+                                 listener=printer.notification)
+        if names:
+            await conn.quench(names, keys=keys, buffer_size=0, listener=printer.quench_event)
+    except SubscriptionError as exc:
+        await conn.close()
+        return fail(PROG, f"bad subscription: {exc}", EXIT_USAGE)
+    except NackError as exc:
+        await conn.close()
+        return fail(PROG, f"the router refused the request: {exc}", EXIT_FAILURE)
+    except ConnectionClosedError as exc:
+        await conn.close()
+        return fail(PROG, f"disconnected from {conn.url}: {exc.reason or exc}",
+                    EXIT_UNREACHABLE)
+    except (OSError, TimeoutError) as exc:
+        await conn.close()
+        return fail(PROG, f"disconnected from {conn.url}: {exc}", EXIT_UNREACHABLE)
+    # printed once the subscription is in place, so that a script that waits
+    # for this line knows that nothing sent from now on will be missed
+    print(f"{PROG}: Connected to server {conn.url}", file=sys.stderr, flush=True)
+    broken = asyncio.ensure_future(printer.broken.wait())
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({broken, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    broken.cancel()
+    stopped.cancel()
+    if closed and closed[0].kind != "closed":
+        return fail(PROG, f"disconnected from {conn.url}: {closed[0]}", EXIT_UNREACHABLE)
+    await conn.close()
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    url = elvin_url(args)
+    try:
+        parse_uri(url)
+    except URIError as exc:
+        return fail(PROG, f"bad Elvin URI {url!r}: {exc.message}", EXIT_USAGE)
+    names = [n.strip() for n in (args.quench or "").split(",") if n.strip()]
+    if args.subscription is None and not names:
+        parser.error("give a subscription expression (or --quench NAMES)")
+    if args.subscription is not None:
+        from elvin.subscription import parse
+        try:
+            parse(args.subscription)
+        except SubscriptionError as exc:
+            return fail(PROG, f"bad subscription: {exc}", EXIT_USAGE)
+    try:
+        producer, consumer = load_keys(args)
+        tls = tls_context(args)
+    except KeyFileError as exc:
+        return fail(PROG, str(exc), EXIT_USAGE)
+    if args.secure and not (producer or consumer):
+        return fail(PROG, "-x (secure only) needs keys: give -P FILE or -C FILE", EXIT_USAGE)
+    keys = Keys.for_subscription(producer=producer, consumer=consumer) \
+        if producer or consumer else None
+    try:
+        return asyncio.run(run(args, url, keys, names, tls))
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def entry() -> None:
+    status = main()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,133 @@
+"""ep: send notifications read from stdin, in Avis's ec/ep text format.
+
+::
+
+    ep -e elvin://host:port
+    Greeting: "hello world"
+    Number:   42
+    ---
+
+Each notification is sent when its ``---`` line arrives, and the last one at
+end of input even without ``---``. ``$`` lines (such as ``ec``'s ``$time``)
+and ``#`` comments are ignored, so ``ec`` output is accepted unchanged.
+
+A malformed notification stops ``ep`` with ``ep: line N, column C: message``
+on stderr and exit status 1; the notifications before it have been sent.
+Exit status: 0 at end of input or on SIGINT, 1 for usage or input errors,
+2 when the router cannot be reached or the connection is lost, 3 otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import signal
+import sys
+
+from elvin.client import ConnectError, ConnectionClosedError
+from elvin.errors import ElvinError
+from elvin.keys import Keys
+from elvin.protocol import URIError, parse_uri
+from elvin.text import NotificationReader, TextFormatError
+from elvin.tools import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    KEY_FORMATS,
+    KeyFileError,
+    ToolParser,
+    common_arguments,
+    elvin_url,
+    fail,
+    load_keys,
+    tls_context,
+)
+
+PROG = "ep"
+
+
+def build_parser() -> ToolParser:
+    import argparse
+    parser = ToolParser(
+        prog=PROG, description="Read notifications from stdin (Avis ec/ep format: "
+                               "'Name: value' lines, '---' after each) and send them to an "
+                               "Elvin router.",
+        epilog=KEY_FORMATS + "\n\nexit status: 0 at end of input or on SIGINT, 1 usage or "
+                             "input error, 2 router unreachable or connection lost, "
+                             "3 other failure",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    common_arguments(parser, "send to secure subscribers only (deliver_insecure=false; "
+                             "needs -P or -C)")
+    return parser
+
+
+def main(argv: list[str] | None = None, stdin=None) -> int:
+    args = build_parser().parse_args(argv)
+    url = elvin_url(args)
+    try:
+        parse_uri(url)
+    except URIError as exc:
+        return fail(PROG, f"bad Elvin URI {url!r}: {exc.message}", EXIT_USAGE)
+    try:
+        producer, consumer = load_keys(args)
+        tls = tls_context(args)
+    except KeyFileError as exc:
+        return fail(PROG, str(exc), EXIT_USAGE)
+    if args.secure and not (producer or consumer):
+        return fail(PROG, "-x (secure only) needs keys: give -P FILE or -C FILE", EXIT_USAGE)
+    keys = Keys.for_notification(producer=producer, consumer=consumer) \
+        if producer or consumer else None
+
+    if stdin is None:
+        # newline="\n": a \r inside a string is data, not a line break
+        stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="\n")
+
+    import elvin.sync
+    try:
+        conn = elvin.sync.connect(url, timeout=args.timeout, ssl_context=tls)
+    except (ConnectError, OSError, TimeoutError) as exc:
+        return fail(PROG, str(exc), EXIT_UNREACHABLE)
+    except ConnectionClosedError as exc:
+        return fail(PROG, f"cannot connect to {url}: {exc}", EXIT_UNREACHABLE)
+    except ElvinError as exc:
+        return fail(PROG, f"cannot connect to {url}: {exc}", EXIT_FAILURE)
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    reader = NotificationReader()
+    status = EXIT_OK
+    try:
+        try:
+            for line in stdin:
+                notification = reader.feed(line)
+                if notification is not None:
+                    conn.send(notification, keys=keys, deliver_insecure=not args.secure)
+            notification = reader.finish()
+            if notification is not None:
+                conn.send(notification, keys=keys, deliver_insecure=not args.secure)
+        except UnicodeDecodeError as exc:
+            status = fail(PROG, f"line {reader.line_number + 1}: input is not UTF-8 ({exc})",
+                          EXIT_USAGE)
+        except TextFormatError as exc:
+            status = fail(PROG, str(exc), EXIT_USAGE)
+        except (TypeError, ValueError) as exc:   # a notification the router would refuse
+            status = fail(PROG, f"line {reader.line_number}: {exc}", EXIT_USAGE)
+        except KeyboardInterrupt:
+            status = EXIT_OK
+        conn.flush()
+    except (ConnectionClosedError, OSError, TimeoutError) as exc:
+        status = fail(PROG, f"connection lost: {exc}", EXIT_UNREACHABLE)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with contextlib.suppress(Exception, KeyboardInterrupt):
+            conn.close()
+    return status
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

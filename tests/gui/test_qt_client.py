@@ -1,0 +1,183 @@
+"""elvin.qt widgets with pytest-qt: the subscription editor, and the
+connection manager with its status widget against a real router."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from elvin.qt import ConnectionManager, StatusWidget, SubscriptionEditor
+from elvin.qt.editor import tokens
+from elvin.qt.status import STATE_COLOURS
+
+
+def test_editor_reports_errors_live(qtbot):
+    editor = SubscriptionEditor()
+    qtbot.addWidget(editor)
+    editor.show()
+    assert not editor.isValid() and editor.errorText() == ""   # empty: no error shown
+
+    changes = []
+    editor.validityChanged.connect(changes.append)
+    qtbot.keyClicks(editor.edit, 'Price > 10 && Name ==')
+    assert not editor.isValid()
+    assert changes == [] or changes[-1] is False
+    assert editor.error() is not None
+    text = editor.errorText()
+    assert "column" in text and editor.error().code in text
+    spans = editor.underlined()
+    assert len(spans) == 1 and spans[0][1] >= 1
+    selection = editor.edit.extraSelections()[0]
+    fmt = selection.format
+    assert fmt.underlineStyle() == fmt.UnderlineStyle.WaveUnderline
+    assert fmt.underlineColor().red() > 200
+
+    with qtbot.waitSignal(editor.validityChanged, timeout=2000) as blocker:
+        qtbot.keyClicks(editor.edit, ' "x"')
+    assert blocker.args == [True]
+    assert editor.isValid() and editor.errorText() == "" and editor.underlined() == []
+    assert editor.expression() == 'Price > 10 && Name == "x"'
+    assert editor.ast() is not None
+
+
+def test_editor_underlines_the_error_position(qtbot):
+    editor = SubscriptionEditor()
+    qtbot.addWidget(editor)
+    editor.setExpression("a == == 1")
+    assert not editor.isValid()
+    position = editor.error().position
+    (start, length) = editor.underlined()[0]
+    assert start == position and length >= 1
+    editor.setExpression('regex(Name, "[")')
+    assert not editor.isValid() and editor.underlined()
+    editor.setExpression('fold-case(Name) == "x"')
+    assert editor.isValid()
+
+
+def test_highlighter_token_classes():
+    kinds = {text[s:s + n]: k for text in ['begins-with(File-Path, "/a") && Size > 0x1F || '
+                                           'n != 2.5 ^^ x == 10L']
+             for k, s, n in tokens(text)}
+    assert kinds["begins-with"] == "function"
+    assert kinds["File-Path"] == "name" and kinds["Size"] == "name"
+    assert kinds['"/a"'] == "string"
+    assert kinds["0x1F"] == "number" and kinds["2.5"] == "number" and kinds["10L"] == "number"
+    assert kinds["&&"] == "operator" and kinds["^^"] == "operator"
+    assert kinds["!="] == "operator"
+
+
+def test_highlighter_applies_distinct_colours(qtbot):
+    editor = SubscriptionEditor(text='size(Name) > 3 && Name == "x"')
+    qtbot.addWidget(editor)
+    block = editor.edit.document().firstBlock()
+    colours = {}
+    for fr in block.layout().formats():
+        piece = block.text()[fr.start:fr.start + fr.length]
+        colours[piece] = fr.format.foreground().color().name()
+    assert len({colours["size"], colours["Name"], colours["3"], colours["&&"],
+                colours['"x"']}) == 5
+
+
+@pytest.fixture
+def router():
+    """The bundled router in a thread on a free loopback port (the
+    integration tests' fixture lives in tests/integration/conftest.py)."""
+    from elvin.router.embedded import EmbeddedRouter
+    r = EmbeddedRouter()
+    r.start()
+    try:
+        yield r
+    finally:
+        r.stop()
+
+
+@pytest.fixture
+def qt_loop(qapp):
+    """A qasync loop on the Qt event loop, as the apps use (elvin.qt.run_app)."""
+    import qasync
+    loop = qasync.QEventLoop(qapp, already_running=False)
+    asyncio.set_event_loop(loop)
+    yield loop
+    loop.close()
+    asyncio.set_event_loop(None)
+
+
+def test_connection_manager_and_status_widget(qtbot, qt_loop, router):
+    manager = ConnectionManager(router.url, retry_delay=0.05, max_retry_delay=0.2,
+                                reconnect_delay=0.05)
+    status = StatusWidget(manager)
+    qtbot.addWidget(status)
+    states = []
+    manager.stateChanged.connect(states.append)
+    received = []
+    manager.notification.connect(received.append)
+    assert status.state() == "disconnected"
+    assert status.colour() == STATE_COLOURS["disconnected"]
+
+    async def scenario():
+        manager.start()
+        conn = await manager.wait_connected(10)
+        assert status.colour() == STATE_COLOURS["connected"]
+        assert status.text().startswith("Connected to elvin:4.0/tcp,none,xdr/127.0.0.1:")
+        await manager.subscribe("require(Qt)")
+        await conn.send({"Qt": 1})
+        for _ in range(100):
+            if received:
+                break
+            await asyncio.sleep(0.05)
+        assert received and received[0]["Qt"] == 1
+
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, router.restart)
+        for _ in range(200):
+            if "reconnecting" in states and manager.state == "connected":
+                break
+            await asyncio.sleep(0.05)
+        assert "reconnecting" in states and manager.state == "connected"
+        await manager.connection.send({"Qt": 2})
+        for _ in range(100):
+            if len(received) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert [n["Qt"] for n in received] == [1, 2]
+        await manager.stop()
+
+    qt_loop.run_until_complete(asyncio.wait_for(scenario(), 30))
+    assert states[0] == "connecting" and "connected" in states
+    assert manager.state == "disconnected"
+    assert status.colour() == STATE_COLOURS["disconnected"]
+
+
+def test_connection_manager_retries_until_router_appears(qtbot, qt_loop, router):
+    router.stop()
+    manager = ConnectionManager(router.url, retry_delay=0.05, max_retry_delay=0.1)
+    status = StatusWidget(manager)
+    qtbot.addWidget(status)
+    errors = []
+    manager.error.connect(errors.append)
+
+    async def scenario():
+        manager.start()
+        for _ in range(100):
+            if errors:
+                break
+            await asyncio.sleep(0.05)
+        assert errors and manager.state in ("disconnected", "connecting")
+        assert status.colour() in (STATE_COLOURS["disconnected"], STATE_COLOURS["connecting"])
+        await asyncio.get_running_loop().run_in_executor(None, router.start)
+        await manager.wait_connected(10)
+        assert status.colour() == STATE_COLOURS["connected"]
+        await manager.stop()
+
+    qt_loop.run_until_complete(asyncio.wait_for(scenario(), 30))
+
+
+def test_run_app_returns_the_exit_status(qapp):
+    from elvin.qt import run_app
+
+    async def main():
+        await asyncio.sleep(0.01)
+        return 7
+
+    assert run_app(main) == 7

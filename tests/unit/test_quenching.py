@@ -1,0 +1,155 @@
+"""elvin.quenching: which values of an attribute do subscriptions want?"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elvin.quenching import (
+    NOTHING,
+    UNBOUNDED,
+    Constraint,
+    Match,
+    could_match,
+    could_match_any,
+    names_of,
+    wanted,
+    wanted_by,
+)
+from elvin.subscription import compile as compile_subscription
+from elvin.subscription import parse
+
+X = "File-Path"
+
+
+def w(*texts: str, attribute: str = X, **kw):
+    return wanted([parse(t) for t in texts], attribute, **kw)
+
+
+def test_exact_values():
+    result = w('File-Path == "/a"', '"/b" == File-Path', 'equals(File-Path, "/c", "/d")')
+    assert not result.unbounded
+    assert result.exact == {"/a", "/b", "/c", "/d"}
+    assert result.only_exact
+    assert result.matches("/a") and not result.matches("/e")
+
+
+def test_require_alone_is_unbounded():
+    assert w("require(File-Path)") is UNBOUNDED
+    assert w("require(File-Path)").matches("/anything")
+
+
+def test_or_with_unrelated_branch_is_unbounded():
+    assert w('File-Path == "/a" || File-Size > 3').unbounded
+
+
+def test_and_keeps_the_tighter_side():
+    result = w('File-Path == "/a" && File-Size > 3')
+    assert result.exact == {"/a"}
+    result = w('begins-with(File-Path, "/home") && File-Path == "/home/x"')
+    assert result.only_exact and result.exact == {"/home/x"}
+
+
+def test_negations_and_comparisons_are_unbounded():
+    for text in ('File-Path != "/a"', '!(File-Path == "/a")', 'File-Path < 3',
+                 'size(File-Path) > 3', 'string(File-Path)',
+                 'File-Path == "/a" ^^ File-Size == 1', "File-Path == Other"):
+        assert w(text).unbounded, text
+
+
+def test_string_operators():
+    result = w('begins-with(File-Path, "/home/", "/tmp/")', 'ends-with(File-Path, ".txt")',
+               'contains(File-Path, "log")', 'wildcard(File-Path, "/etc/*.conf")',
+               'regex(File-Path, "^/var/.*[0-9]$")')
+    assert result.prefixes == {"/home/", "/tmp/"}
+    assert result.suffixes == {".txt"}
+    assert result.substrings == {"log"}
+    assert result.wildcards == {"/etc/*.conf"}
+    assert result.regexes == {"^/var/.*[0-9]$"}
+    assert not result.only_exact
+    for path in ("/home/a", "/tmp/b", "/x/y.txt", "/x/log/y", "/etc/a.conf", "/var/x9"):
+        assert result.matches(path), path
+    for path in ("/usr/bin", "/etc/a.cfg", "/var/x"):
+        assert not result.matches(path), path
+
+
+def test_fold_case_is_a_transform():
+    result = w('fold-case(File-Path) == "/readme"')
+    (constraint,) = result.constraints
+    assert constraint == Constraint(Match.EQUALS, "/readme", ("fold-case",))
+    assert constraint.fold_case
+    assert result.exact == frozenset()          # not a plain exact value
+    assert result.by(Match.EQUALS, plain=False) == {"/readme"}
+    assert result.matches("/README") and result.matches("/ReadMe")
+    assert not result.matches("/other")
+    result = w('begins-with(fold-case(File-Path), "/home")')
+    assert result.matches("/HOME/x") and not result.matches("/usr")
+
+
+def test_operator_restriction_makes_unknown_operators_unbounded():
+    assert w('regex(File-Path, "a")', operators={Match.EQUALS, Match.BEGINS_WITH}).unbounded
+    result = w('begins-with(File-Path, "/a")', operators={Match.EQUALS, Match.BEGINS_WITH})
+    assert result.prefixes == {"/a"}
+
+
+def test_nothing_and_union():
+    assert wanted([], X) is NOTHING
+    assert NOTHING.nothing and not NOTHING
+    assert not NOTHING.matches("/a")
+    assert (NOTHING | UNBOUNDED).unbounded
+
+
+def test_mapping_input_and_per_term():
+    asts = {7: parse('File-Path == "/a"'), 9: parse("require(File-Path)")}
+    assert wanted(asts, X).unbounded
+    per = wanted_by(asts, X)
+    assert per[7].exact == {"/a"} and per[9].unbounded
+
+
+def test_numeric_equality_values():
+    result = w("Port == 80 || Port == 443", attribute="Port")
+    assert result.exact == {80, 443}
+    assert result.matches(80) and result.matches(443.0) and not result.matches(22)
+
+
+def test_could_match_partial_notification():
+    ast = parse('File-Path == "/a" && size(Body) > 3')
+    assert could_match(ast, {X: "/a"})           # Body unknown: could still match
+    assert not could_match(ast, {X: "/b"})       # ruled out by the known value
+    assert could_match(ast, {X: "/a", "Body": "long body"})
+    assert not could_match(ast, {X: "/a", "Body": "no"})
+    # complete=True: absent names are bottom
+    assert not could_match(ast, {X: "/a"}, complete=True)
+    either = parse('File-Path == "/a" || Other == 1')
+    assert could_match(either, {X: "/b"})        # the other branch may be true
+    assert not could_match(parse('!require(File-Path)'), {X: "/b"})
+    assert could_match_any([ast, either], {X: "/b"})
+    assert names_of(either) == {X, "Other"}
+
+
+notification_values = st.one_of(st.integers(-5, 5), st.sampled_from(["/a", "/b", "/A", "x"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([
+    'File-Path == "/a"', 'fold-case(File-Path) == "/a"', 'begins-with(File-Path, "/")',
+    'File-Path == "/a" || Size > 2', 'File-Path == "/a" && Size > 2', "require(File-Path)",
+    '!(File-Path == "/b")', 'ends-with(File-Path, "a") || File-Path == 3',
+    'equals(File-Path, "/b", 2) && !(Size < 0)',
+]), st.dictionaries(st.sampled_from([X, "Size"]), notification_values, min_size=1))
+def test_analysis_never_under_approximates(text, notification):
+    """Whatever a subscription matches, wanted() and could_match() allow."""
+    ast = parse(text)
+    if compile_subscription(ast).matches(notification):
+        assert could_match(ast, notification)
+        assert could_match(ast, {k: v for k, v in notification.items() if k == X})
+        if X in notification:
+            assert wanted([ast], X).matches(notification[X])
+
+
+@pytest.mark.parametrize("value", ["/a", "/b", 3])
+def test_constraint_node_round_trips(value):
+    constraint = Constraint(Match.EQUALS, value)
+    assert constraint.matches(value)
+    assert str(constraint)

@@ -1,0 +1,69 @@
+"""Router configuration: TOML, validation, flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from elvin.router.cli import build_parser, make_config
+from elvin.router.config import ConfigError, RouterConfig, load_config, parse_listen_uri
+
+
+def write(tmp_path, text):
+    path = tmp_path / "elvind.toml"
+    path.write_text(text)
+    return path
+
+
+def test_full_config(tmp_path):
+    path = write(tmp_path, '''
+listen = ["elvin://0.0.0.0:2917", "elvin:4.0/tcp,none,xdr/127.0.0.1:0"]
+log_level = "debug"
+stats-interval = 2
+max-protocol-errors = 3
+[options]
+"Packet.Max-Length" = 65536
+"Subscription.Max-Count" = { min = 1, default = 5, max = 10 }
+"Send-Queue.Drop-Policy" = "newest"
+''')
+    config = load_config(path)
+    assert config.listen[1].endswith(":0")
+    assert config.log_level == "debug" and config.stats_interval == 2
+    assert config.max_protocol_errors == 3
+    assert config.options.ints["Packet.Max-Length"][1] == 65536
+    assert config.options.ints["Subscription.Max-Count"] == (1, 5, 10)
+    assert config.options.send_drop_policy == "newest"
+
+
+@pytest.mark.parametrize("text, message", [
+    ('listen = [\n', "line"),
+    ('bogus = 1\n', "unknown setting 'bogus'"),
+    ('\n\nlog-level = 3\n', "line 3"),
+    ('listen = "tcp://x"\n', "bad listen URI"),
+    ('log-level = "loud"\n', "log-level"),
+    ('[options]\n"No.Such" = 1\n', "unknown connection option"),
+    ('[options]\n"Subscription.Max-Count" = { min = 10, default = 5 }\n', "min <= default"),
+    ('[options]\n"Send-Queue.Drop-Policy" = "random"\n', "Drop-Policy"),
+    ('listen = "elvin:4.0/ssl,none,xdr/127.0.0.1:2918"\n', "tls-cert"),
+])
+def test_errors_name_file_and_problem(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(path) in str(info.value) and message in str(info.value)
+
+
+def test_listen_uri_with_port_zero():
+    assert parse_listen_uri("elvin://127.0.0.1:0").port == 0
+    assert parse_listen_uri("elvin://127.0.0.1").port == 2917
+
+
+def test_flags_override_file(tmp_path):
+    path = write(tmp_path, 'listen = "elvin://127.0.0.1:1234"\nlog-level = "error"\n')
+    args = build_parser().parse_args(["--config", str(path), "--listen",
+                                      "elvin://127.0.0.1:5678", "--log-level", "DEBUG"])
+    config = make_config(args)
+    assert config.listen == ["elvin://127.0.0.1:5678"] and config.log_level == "debug"
+
+
+def test_defaults_validate():
+    assert RouterConfig().validate().listen == ["elvin://127.0.0.1:2917"]
