@@ -5,7 +5,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-export QT_QPA_PLATFORM ?= offscreen
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
 .PHONY: run test bench lint setup clean
@@ -23,7 +22,7 @@ run: $(STAMP)
 	$(BIN)/python -m elvin.run
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

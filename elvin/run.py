@@ -1,0 +1,87 @@
+"""``make run``: the bundled router, with the tickertape on top of it.
+
+Starts ``elvind`` on the default URL (unless a router already answers there),
+then the tickertape in the foreground when there is a display to show it on.
+On a machine without a display it keeps the router in the foreground and says
+how to reach it, so that ``make run`` is useful on a server too. Ctrl-C stops
+both.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 2917
+DEFAULT_URL = f"elvin://{DEFAULT_HOST}:{DEFAULT_PORT}"
+
+
+def router_answers(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def has_display() -> bool:
+    """A real screen, or a platform plugin the user chose on purpose."""
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                or os.environ.get("QT_QPA_PLATFORM") or sys.platform in ("darwin", "win32"))
+
+
+def start_router() -> subprocess.Popen | None:
+    if router_answers():
+        print(f"make run: a router already answers at {DEFAULT_URL}; using it", flush=True)
+        return None
+    router = subprocess.Popen([sys.executable, "-m", "elvin.router", "--listen", DEFAULT_URL])
+    deadline = time.monotonic() + 15
+    while not router_answers():
+        if router.poll() is not None:
+            raise SystemExit(f"make run: elvind exited with status {router.returncode}")
+        if time.monotonic() > deadline:
+            router.terminate()
+            raise SystemExit(f"make run: elvind did not start listening at {DEFAULT_URL}")
+        time.sleep(0.1)
+    print(f"make run: elvind is listening at {DEFAULT_URL}", flush=True)
+    return router
+
+
+def stop(process: subprocess.Popen | None) -> None:
+    if process is not None and process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def main() -> int:
+    router = start_router()
+    try:
+        tickertape = importlib.util.find_spec("elvin_apps.tickertape") is not None
+        if tickertape and has_display():
+            return subprocess.call([sys.executable, "-m", "elvin_apps.tickertape",
+                                    "--elvin", DEFAULT_URL])
+        why = "no display found" if tickertape else "the tickertape is not installed"
+        print(f"make run: {why}, so only the router runs. Try:\n"
+              f"  .venv/bin/ec -e {DEFAULT_URL} 'require(Message)'\n"
+              f"  printf 'Group: \"chat\"\\nMessage: \"hello\"\\n---\\n' | "
+              f".venv/bin/ep -e {DEFAULT_URL}\n"
+              "Ctrl-C stops it.", flush=True)
+        if router is None:
+            return 0
+        return router.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        stop(router)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
