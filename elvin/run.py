@@ -71,7 +71,8 @@ def main() -> int:
         why = "no display found" if tickertape else "the tickertape is not installed"
         print(f"make run: {why}, so only the router runs. Try:\n"
               f"  .venv/bin/ec -e {DEFAULT_URL} 'require(Message)'\n"
-              f"  printf 'Group: \"chat\"\\nMessage: \"hello\"\\n---\\n' | "
+              f"  printf 'Group: \"Chat\"\\nFrom: \"me\"\\nMessage: \"hello\"\\n"
+              f"Message-Id: \"1\"\\n---\\n' | "
               f".venv/bin/ep -e {DEFAULT_URL}\n"
               "Ctrl-C stops it.", flush=True)
         if router is None:

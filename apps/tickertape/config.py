@@ -1,0 +1,273 @@
+"""The TOML configuration file: what the user chose, kept across runs.
+
+One file per tool in the platform config dir (``~/.config/elvin/tickertape.toml``
+on Linux, from QStandardPaths), overridable by flags and ``ELVIN_URL``;
+defaults work with no file. Reading rejects wrong types with a message that
+names the file and the key; writing (the app saves groups the user edited)
+uses a small writer for the few shapes the file has, since the standard
+library reads TOML but does not write it.
+"""
+
+from __future__ import annotations
+
+import getpass
+import math
+import os
+import socket
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from elvin_apps.tickertape.groups import Group, GroupError, GroupList
+
+APP_DIR = "elvin"
+CONFIG_NAME = "tickertape.toml"
+DEFAULT_URL = "elvin://127.0.0.1:2917"
+
+
+class ConfigError(ValueError):
+    """The configuration file is unreadable or has a wrong value."""
+
+
+def default_user() -> str:
+    """``user@host``, the identity most Tickertape clients use by default."""
+    try:
+        user = getpass.getuser()
+    except Exception:  # noqa: BLE001 - no login name (containers): still work
+        user = "user"
+    host = socket.gethostname() or "localhost"
+    return f"{user}@{host}"
+
+
+def default_groups(user: str) -> list[Group]:
+    """A useful start: the common Chat group and a group named after the
+    user (the convention for direct messages)."""
+    local = user.split("@", 1)[0] or "me"
+    return [Group("Chat"), Group(local)]
+
+
+@dataclass
+class Config:
+    """Every setting, with the defaults used when the file does not say."""
+
+    elvin: str | None = None
+    user: str = field(default_factory=default_user)
+    speed: float = 80.0            # pixels per second
+    default_timeout: int = 600     # seconds, when a message suggests none
+    font_size: float = 11.0
+    always_on_top: bool = True
+    frameless: bool = False
+    legacy: bool = True            # also send/subscribe the pre-v3 attribute names
+    extra_subscription: str = ""
+    notify_mentions: bool = True
+    history_max: int = 50_000
+    history_file: str = ""         # empty: the platform data dir
+    groups: list[Group] = field(default_factory=list)
+    path: Path | None = None       # where it was read from / is saved to
+
+    def __post_init__(self) -> None:
+        if not self.groups:
+            self.groups = default_groups(self.user)
+
+    @property
+    def group_list(self) -> GroupList:
+        return GroupList(list(self.groups))
+
+
+_SCALARS = {
+    "elvin": (str,),
+    "user": (str,),
+    "speed": (int, float),
+    "default_timeout": (int,),
+    "font_size": (int, float),
+    "always_on_top": (bool,),
+    "frameless": (bool,),
+    "legacy": (bool,),
+    "extra_subscription": (str,),
+    "notify_mentions": (bool,),
+    "history_max": (int,),
+    "history_file": (str,),
+}
+_GROUP_KEYS = {
+    "name": (str,), "subscribe": (bool,), "min_time": (int,), "max_time": (int,),
+    "key": (str,), "colour": (str,), "color": (str,),
+}
+_RANGES = {"speed": (1, 2000), "default_timeout": (0, 7 * 86400), "font_size": (5, 72),
+           "history_max": (0, 10_000_000)}
+
+
+def default_config_path() -> Path:
+    """The platform config file (``$XDG_CONFIG_HOME/elvin/tickertape.toml``)."""
+    from PySide6.QtCore import QStandardPaths
+    base = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.GenericConfigLocation)
+    if not base:
+        base = os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / APP_DIR / CONFIG_NAME
+
+
+def default_data_dir() -> Path:
+    """Where the history lives (``$XDG_DATA_HOME/elvin/tickertape``)."""
+    from PySide6.QtCore import QStandardPaths
+    base = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.GenericDataLocation)
+    if not base:
+        base = os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / APP_DIR / "tickertape"
+
+
+def _type_name(types: tuple[type, ...]) -> str:
+    if set(types) == {int, float}:
+        return "a number"
+    names = {bool: "true/false", int: "an integer", float: "a number", str: "a string"}
+    return " or ".join(names[t] for t in types)
+
+
+def _check(where: str, key: str, value: object, types: tuple[type, ...]) -> object:
+    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+    if not ok:
+        raise ConfigError(f"{where}: {key} must be {_type_name(types)}, not {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: {key} must be a finite number")
+    return value
+
+
+def from_mapping(data: dict, where: str = "config") -> Config:
+    """A Config from parsed TOML; raises ConfigError naming the bad key."""
+    values: dict[str, object] = {}
+    for key, value in data.items():
+        if key == "groups":
+            continue
+        if key not in _SCALARS:
+            raise ConfigError(f"{where}: unknown setting {key!r} (known: "
+                              f"{', '.join(sorted([*_SCALARS, 'groups']))})")
+        values[key] = _check(where, key, value, _SCALARS[key])
+        if key in _RANGES:
+            low, high = _RANGES[key]
+            if not low <= value <= high:  # type: ignore[operator]
+                raise ConfigError(f"{where}: {key} must be between {low} and {high}, "
+                                  f"not {value}")
+    if "speed" in values:
+        values["speed"] = float(values["speed"])  # type: ignore[arg-type]
+    if "font_size" in values:
+        values["font_size"] = float(values["font_size"])  # type: ignore[arg-type]
+    groups = data.get("groups")
+    if groups is not None:
+        if not isinstance(groups, list):
+            raise ConfigError(f"{where}: groups must be an array of tables ([[groups]])")
+        parsed = []
+        for i, table in enumerate(groups, 1):
+            here = f"{where}: groups #{i}"
+            if not isinstance(table, dict):
+                raise ConfigError(f"{here}: must be a table with at least name = \"...\"")
+            for key, value in table.items():
+                if key not in _GROUP_KEYS:
+                    raise ConfigError(f"{here}: unknown key {key!r} (known: "
+                                      f"{', '.join(k for k in _GROUP_KEYS if k != 'color')})")
+                _check(here, key, value, _GROUP_KEYS[key])
+            if "name" not in table:
+                raise ConfigError(f"{here}: needs a name")
+            try:
+                parsed.append(Group(
+                    name=table["name"], subscribe=table.get("subscribe", True),
+                    min_time=table.get("min_time", Group.min_time),
+                    max_time=table.get("max_time", Group.max_time),
+                    key=table.get("key"), colour=table.get("colour", table.get("color"))))
+            except GroupError as exc:
+                raise ConfigError(f"{here}: {exc}") from None
+        values["groups"] = parsed
+        if not parsed:
+            values["groups"] = []
+    config = Config(**values)  # type: ignore[arg-type]
+    if groups is not None and not groups:
+        config.groups = []  # an explicit empty list stays empty
+    return config
+
+
+def load(path: Path | str | None = None, *, must_exist: bool = False) -> Config:
+    """Read the config file; defaults when it does not exist (unless
+    ``must_exist``, used for an explicit ``--config``)."""
+    file = Path(path) if path else default_config_path()
+    if not file.exists():
+        if must_exist:
+            raise ConfigError(f"{file}: no such file")
+        config = Config()
+        config.path = file
+        return config
+    try:
+        with file.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    config = from_mapping(data, str(file))
+    config.path = file
+    return config
+
+
+def _toml_string(text: str) -> str:
+    out = ['"']
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return _toml_string(str(value))
+
+
+def dumps(config: Config) -> str:
+    """The TOML text of a Config (round-trips through :func:`from_mapping`)."""
+    lines = ["# Tickertape settings (elvin suite). Edited by the app; comments are not kept.", ""]
+    defaults = Config(user=config.user)
+    for f in fields(Config):
+        if f.name in ("groups", "path"):
+            continue
+        value = getattr(config, f.name)
+        if value is None:
+            continue
+        if value == getattr(defaults, f.name) and f.name not in ("user", "speed"):
+            continue
+        lines.append(f"{f.name} = {_toml_value(value)}")
+    if not config.groups:
+        lines.append("groups = []")
+    for group in config.groups:
+        lines += ["", "[[groups]]", f"name = {_toml_string(group.name)}"]
+        if not group.subscribe:
+            lines.append("subscribe = false")
+        if group.min_time != Group.min_time:
+            lines.append(f"min_time = {group.min_time}")
+        if group.max_time != Group.max_time:
+            lines.append(f"max_time = {group.max_time}")
+        if group.key:
+            lines.append(f"key = {_toml_string(group.key)}")
+        if group.colour:
+            lines.append(f"colour = {_toml_string(group.colour)}")
+    return "\n".join(lines) + "\n"
+
+
+def save(config: Config, path: Path | str | None = None) -> Path:
+    """Write the config atomically (temp file + rename), readable only by
+    the user since private group keys are in it."""
+    file = Path(path) if path else (config.path or default_config_path())
+    file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = file.with_suffix(file.suffix + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(dumps(config))
+    os.replace(tmp, file)
+    config.path = file
+    return file

@@ -1,0 +1,379 @@
+"""The glue between the Elvin connection and the app's model, log and windows.
+
+It owns the subscriptions (one for the public groups, our threads and the
+extra expression; one per private group with its key and accept_insecure
+off), the quench that discovers known groups, and sending. It talks to the
+router only through ``elvin.client`` (via ``elvin.qt.ConnectionManager``),
+never through packets.
+
+Subscription changes are serialised: every change marks the wanted state
+dirty and one task brings the router in line with it, so quick successive
+edits (or a reconnection in the middle of one) cannot interleave requests.
+Incoming notifications are handled synchronously in the client's listener
+callback: parsing is cheap and bounded (see ``message.py``), the history is
+written in batches, and nothing here waits, so a flood never stalls the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from elvin_apps.tickertape.config import Config
+from elvin_apps.tickertape.discovery import GROUP_ATTRIBUTES, KnownGroups
+from elvin_apps.tickertape.groups import GroupList, private_expression, public_expression
+from elvin_apps.tickertape.history import History
+from elvin_apps.tickertape.message import Message, from_notification, new_message_id
+from elvin_apps.tickertape.model import ScrollerModel
+from elvin_apps.tickertape.notifier import MentionMatcher
+from elvin_apps.tickertape.outgoing import Draft, build_notification
+from elvin_apps.tickertape.qtcompat import emit
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from elvin.errors import ElvinError, SubscriptionError
+from elvin.keys import Keys
+
+log = logging.getLogger("elvin_apps.tickertape")
+
+HISTORY_FLUSH_MS = 500
+#: Longest stretch spent showing queued messages before the loop runs again.
+SLICE_SECONDS = 0.008
+#: Most messages waiting to be shown; beyond that the oldest are dropped
+#: (the scroller keeps only the newest few hundred anyway).
+INBOX_MAX = 20_000
+
+
+def notification_keys(key: str) -> Keys:
+    """Keys a private group's messages are sent with (every SHA-1 scheme,
+    as ``ep -P key -C key`` does, so any Elvin client holding the key can
+    subscribe whichever scheme it uses)."""
+    return Keys.for_notification(producer=[key], consumer=[key])
+
+
+def subscription_keys(key: str) -> Keys:
+    """Keys a private group's subscription is made with."""
+    return Keys.for_subscription(producer=[key], consumer=[key])
+
+
+class TickerController(QObject):
+    """Receives, shows, logs and sends Tickertape messages.
+
+    Signals: ``messageReceived(Message)`` for each message accepted,
+    ``messageSent(dict)`` with the attributes sent, ``problem(str)`` for
+    errors worth showing to the user (send failures, a bad extra
+    subscription), ``knownGroupsChanged()`` and ``subscriptionsChanged()``.
+    """
+
+    messageReceived = Signal(object)
+    messageSent = Signal(object)
+    problem = Signal(str)
+    knownGroupsChanged = Signal()
+    subscriptionsChanged = Signal()
+
+    def __init__(self, config: Config, model: ScrollerModel, history: History | None = None,
+                 manager: Any = None, notifier: Any = None,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.config = config
+        self.groups = config.group_list
+        self.model = model
+        self.model.set_groups(self.groups)
+        self.model.default_lifetime = float(config.default_timeout)
+        self.history = history
+        self.manager = manager
+        self.notifier = notifier
+        self.mentions = MentionMatcher(config.user)
+        self.model.is_mention = self.mentions
+        self.known = KnownGroups()
+        self.threads: list[str] = []          # extra-group threads we started
+        self.received = 0
+        self.rejected = 0                     # notifications that were not messages
+        self.dropped_insecure = 0             # private-group names without the key
+        self.active_expressions: dict[str, str] = {}   # "public" / folded group -> text
+
+        self._inbox: deque[tuple[Mapping[str, object], bool]] = deque(maxlen=INBOX_MAX)
+        self._draining = False
+        self._connection = None               # the Connection our subscriptions live on
+        self._public = None
+        self._private: dict[str, tuple[Any, str]] = {}   # folded -> (Subscription, key)
+        self._quench = None
+        self._dirty = False
+        self._sync_task: asyncio.Task | None = None
+
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setInterval(HISTORY_FLUSH_MS)
+        self._flush_timer.timeout.connect(self.flush_history)
+        if history is not None:
+            self._flush_timer.start()
+        if manager is not None:
+            manager.connected.connect(self._on_connected)
+
+    # -- receiving -----------------------------------------------------------
+    def handle(self, attributes: Mapping[str, object], secure: bool = False) -> Message | None:
+        """Take one delivered notification: parse it, check it, show it, log
+        it. Never raises (one bad notification must not hurt the others)."""
+        try:
+            message = from_notification(attributes, secure=secure)
+            if message is None:
+                self.rejected += 1
+                return None
+            group = self.groups.find(message.group)
+            if group is not None and group.private and not message.secure:
+                # claims a private group's name without its key: not shown
+                self.dropped_insecure += 1
+                return None
+            self.received += 1
+            self.model.add(message)
+            if self.history is not None:
+                self.history.add(message)
+            if self.notifier is not None and self.model.is_mention(message):
+                self.notifier.notify(message)
+            emit(self.messageReceived, message)
+            return message
+        except Exception:  # noqa: BLE001 - log and carry on
+            log.exception("could not handle a notification")
+            self.rejected += 1
+            return None
+
+    def _listener(self, notification: Any) -> None:
+        # Called by the client for each delivery, possibly hundreds in a row
+        # from one socket read: queue, and show them in time-boxed slices so
+        # that painting and input never wait long behind a burst.
+        attributes = getattr(notification, "attributes", notification)
+        self._inbox.append((attributes, bool(getattr(notification, "secure", False))))
+        if not self._draining:
+            self._draining = True
+            QTimer.singleShot(0, self._drain)
+
+    def _drain(self) -> None:
+        deadline = time.perf_counter() + SLICE_SECONDS
+        inbox = self._inbox
+        while inbox:
+            attributes, secure = inbox.popleft()
+            self.handle(attributes, secure)
+            if time.perf_counter() >= deadline:
+                break
+        if inbox:
+            QTimer.singleShot(0, self._drain)
+        else:
+            self._draining = False
+
+    @property
+    def backlog(self) -> int:
+        """Notifications received but not yet shown."""
+        return len(self._inbox)
+
+    def flush_history(self) -> None:
+        if self.history is not None:
+            try:
+                self.history.flush()
+            except Exception:  # noqa: BLE001 - a full disk must not stop the ticker
+                log.exception("could not write the history")
+
+    # -- settings --------------------------------------------------------------
+    def set_groups(self, groups: GroupList, extra: str | None = None) -> None:
+        """New group list (and extra subscription): update the model, the
+        config and the router subscriptions."""
+        self.groups = groups
+        self.config.groups = list(groups)
+        if extra is not None:
+            self.config.extra_subscription = extra
+        self.model.set_groups(groups)
+        self.request_sync()
+
+    def expressions(self) -> tuple[str | None, dict[str, str]]:
+        """The public expression and the private ones (by folded name)."""
+        public = public_expression(self.groups, threads=self.threads,
+                                   extra=self.config.extra_subscription,
+                                   legacy=self.config.legacy)
+        private = {g.folded: private_expression(g, legacy=self.config.legacy)
+                   for g in self.groups.private()}
+        return public, private
+
+    # -- subscriptions ------------------------------------------------------------
+    @property
+    def connection(self) -> Any:
+        return self.manager.connection if self.manager is not None else None
+
+    def _on_connected(self) -> None:
+        conn = self.connection
+        if conn is not None and conn is not self._connection:
+            # a new Connection object: its subscriptions are ours to make
+            # (a reconnection of the same object restores them by itself)
+            self._connection = conn
+            self._public = None
+            self._private = {}
+            self._quench = None
+            self.known.clear()
+            emit(self.knownGroupsChanged)
+        self.request_sync()
+
+    def request_sync(self) -> None:
+        self._dirty = True
+        if self._sync_task is None or self._sync_task.done():
+            try:
+                self._sync_task = asyncio.ensure_future(self._sync_loop())
+            except RuntimeError:  # no event loop (unit tests without qasync)
+                self._sync_task = None
+
+    async def wait_synced(self, timeout: float = 10.0) -> None:
+        """Wait until the router has the subscriptions the settings ask for."""
+        async with asyncio.timeout(timeout):
+            while self._dirty or (self._sync_task is not None and not self._sync_task.done()):
+                await asyncio.sleep(0.02)
+
+    async def _sync_loop(self) -> None:
+        while self._dirty:
+            self._dirty = False
+            conn = self.connection
+            if conn is None or getattr(conn, "state", "open") != "open":
+                return  # _on_connected will ask again
+            try:
+                await self._sync(conn)
+            except (ElvinError, OSError) as exc:
+                log.warning("could not update subscriptions: %s", exc)
+                emit(self.problem, f"Could not update subscriptions: {exc}")
+            except Exception:  # noqa: BLE001
+                log.exception("subscription update failed")
+
+    async def _sync(self, conn: Any) -> None:
+        if conn is not self._connection:
+            self._connection = conn
+            self._public, self._private, self._quench = None, {}, None
+        public, private = self.expressions()
+        await self._sync_public(conn, public)
+        # private groups: one subscription each, with the key, secure only
+        wanted = {g.folded: g for g in self.groups.private()}
+        for folded in list(self._private):
+            sub, key = self._private[folded]
+            group = wanted.get(folded)
+            if group is None or group.key != key:
+                del self._private[folded]
+                self.active_expressions.pop(folded, None)
+                with contextlib.suppress(ElvinError, OSError):
+                    await sub.close()
+        for folded, group in wanted.items():
+            if folded in self._private:
+                continue
+            expression = private[folded]
+            sub = await conn.subscribe(expression, keys=subscription_keys(group.key),
+                                       accept_insecure=False, listener=self._listener,
+                                       buffer_size=0)
+            self._private[folded] = (sub, group.key)
+            self.active_expressions[folded] = expression
+        if self._quench is None:
+            await self._start_quench(conn)
+        emit(self.subscriptionsChanged)
+
+    async def _sync_public(self, conn: Any, expression: str | None) -> None:
+        if expression is not None and self.config.extra_subscription.strip():
+            try:
+                from elvin.subscription import parse
+                parse(expression)
+            except SubscriptionError as exc:
+                emit(self.problem, f"Extra subscription ignored: {exc}")
+                extra, self.config.extra_subscription = self.config.extra_subscription, ""
+                try:
+                    expression, _ = self.expressions()
+                finally:
+                    self.config.extra_subscription = extra
+        current = self.active_expressions.get("public")
+        if expression == current and self._public is not None:
+            return
+        if expression is None:
+            if self._public is not None:
+                sub, self._public = self._public, None
+                with contextlib.suppress(ElvinError, OSError):
+                    await sub.close()
+            self.active_expressions.pop("public", None)
+            return
+        if self._public is not None and not self._public.closed:
+            await self._public.modify(expression)
+        else:
+            self._public = await conn.subscribe(expression, listener=self._listener,
+                                                buffer_size=0)
+        self.active_expressions["public"] = expression
+
+    async def _start_quench(self, conn: Any) -> None:
+        try:
+            quench = await conn.quench(list(GROUP_ATTRIBUTES), buffer_size=0)
+        except (ElvinError, OSError, ValueError) as exc:
+            log.info("group discovery unavailable: %s", exc)
+            return
+        self._quench = quench
+        for term_id, ast in quench.subscriptions.items():
+            self.known.set_term(term_id, ast)
+        quench.add_listener(self._on_quench_event)
+        emit(self.knownGroupsChanged)
+
+    def _on_quench_event(self, event: Any) -> None:
+        try:
+            self.known.apply(event)
+        except Exception:  # noqa: BLE001
+            log.exception("bad quench event")
+        emit(self.knownGroupsChanged)
+
+    # -- sending ------------------------------------------------------------------
+    def prepare(self, draft: Draft) -> tuple[dict[str, object], Keys | None]:
+        """The attributes and keys for a draft (raises ComposeError). Sending
+        to a group we do not subscribe to starts a thread we follow."""
+        group_name = draft.reply_to.group if draft.reply_to is not None else draft.group
+        group = self.groups.find(group_name.strip()) if group_name.strip() else None
+        if (draft.reply_to is None and draft.thread_id is None
+                and (group is None or not group.subscribe)):
+            draft = replace(draft, thread_id=new_message_id())
+        attributes = build_notification(draft, self.config.user, legacy=self.config.legacy)
+        keys = notification_keys(group.key) if group is not None and group.private else None
+        return attributes, keys
+
+    async def send(self, draft: Draft) -> dict[str, object]:
+        """Send a draft; returns the attributes sent. Raises ComposeError
+        for a bad draft and ElvinError/OSError when it cannot be sent."""
+        attributes, keys = self.prepare(draft)
+        thread = attributes.get("Thread-Id")
+        if isinstance(thread, str) and draft.reply_to is None and thread not in self.threads:
+            self.threads.append(thread)
+            self.request_sync()
+            with contextlib.suppress(TimeoutError):
+                await self.wait_synced(5.0)
+        conn = self.connection
+        if conn is None:
+            raise ElvinError("not connected to a router")
+        await conn.send(attributes, keys=keys, deliver_insecure=keys is None)
+        emit(self.messageSent, attributes)
+        return attributes
+
+    def send_soon(self, draft: Draft) -> asyncio.Future | None:
+        """Send in the background; failures become ``problem`` signals."""
+        async def run() -> None:
+            try:
+                await self.send(draft)
+            except (ElvinError, OSError, ValueError) as exc:
+                emit(self.problem, f"Not sent: {exc}")
+        try:
+            return asyncio.ensure_future(run())
+        except RuntimeError:
+            emit(self.problem, "Not sent: no event loop")
+            return None
+
+    async def close(self) -> None:
+        self._flush_timer.stop()
+        self.flush_history()
+        if self._sync_task is not None and not self._sync_task.done():
+            self._sync_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._sync_task
+
+
+def is_private(groups: GroupList, name: str) -> bool:
+    group = groups.find(name)
+    return group is not None and group.private
+
+
+__all__ = ["TickerController", "is_private", "notification_keys", "subscription_keys"]

@@ -1,0 +1,224 @@
+"""The message log window: time, group, from, text; search; thread view.
+
+It reads from :class:`~elvin_apps.tickertape.history.History` when opened or
+searched, and takes live messages in batches (a timer adds what arrived since
+the last batch), so a flood of messages does not redraw the tree once per
+message.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from elvin_apps.tickertape.history import History
+from elvin_apps.tickertape.message import Message
+from elvin_apps.tickertape.palette import Palette
+from elvin_apps.tickertape.qtcompat import emit
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QBrush, QColor, QDesktopServices, QGuiApplication
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+MAX_ROWS = 5000
+COLUMNS = ("Time", "Group", "From", "Message")
+
+
+class HistoryWindow(QWidget):
+    """Signals: ``replyRequested(Message)``."""
+
+    replyRequested = Signal(object)
+
+    def __init__(self, history: History, palette: Palette | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent, Qt.WindowType.Window)
+        self.history = history
+        self.palette_ = palette or Palette()
+        self.setWindowTitle("Tickertape history")
+        self.resize(820, 440)
+        self._pending: list[Message] = []
+        self._items: dict[str, QTreeWidgetItem] = {}
+
+        self.search = QLineEdit(self)
+        self.search.setPlaceholderText("Search text, sender or group…")
+        self.search.setClearButtonEnabled(True)
+        self.threads = QCheckBox("&Threads", self)
+        self.threads.setToolTip("Show replies under the message they answer")
+        self.count_label = QLabel(self)
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(self.threads)
+        top.addWidget(self.count_label)
+
+        self.tree = QTreeWidget(self)
+        self.tree.setColumnCount(len(COLUMNS))
+        self.tree.setHeaderLabels(COLUMNS)
+        self.tree.setRootIsDecorated(False)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        header = self.tree.header()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        self.tree.setColumnWidth(1, 110)
+        self.tree.setColumnWidth(2, 160)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._menu)
+        self.tree.itemDoubleClicked.connect(
+            lambda item, _col: emit(self.replyRequested, item.data(0, Qt.ItemDataRole.UserRole)))
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.tree)
+
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(250)
+        self._search_timer.timeout.connect(self.reload)
+        self.search.textChanged.connect(lambda _t: self._search_timer.start())
+        self.threads.toggled.connect(lambda _on: self.reload())
+        self._batch_timer = QTimer(self)
+        self._batch_timer.setInterval(300)
+        self._batch_timer.timeout.connect(self._add_pending)
+        self._batch_timer.start()
+        self.reload()
+
+    # -- content -------------------------------------------------------------
+    def messages(self) -> list[Message]:
+        """The messages shown, in display order (depth-first in thread view)."""
+        out: list[Message] = []
+
+        def walk(item: QTreeWidgetItem) -> None:
+            out.append(item.data(0, Qt.ItemDataRole.UserRole))
+            for i in range(item.childCount()):
+                walk(item.child(i))
+
+        for i in range(self.tree.topLevelItemCount()):
+            walk(self.tree.topLevelItem(i))
+        return out
+
+    def reload(self) -> None:
+        query = self.search.text().strip()
+        records = self.history.search(query) if query else self.history.recent()
+        self.tree.clear()
+        self._items.clear()
+        self._pending.clear()
+        self.tree.setRootIsDecorated(self.threads.isChecked())
+        for record in records:
+            self._insert(record.message)
+        if self.threads.isChecked():
+            self.tree.expandAll()
+        self._update_count()
+        self.tree.scrollToBottom()
+
+    def add_message(self, message: Message) -> None:
+        """A message just arrived (shown at the next batch)."""
+        self._pending.append(message)  # shown live even when it is not archived
+        if len(self._pending) > MAX_ROWS:
+            del self._pending[:-MAX_ROWS]
+
+    def _add_pending(self) -> None:
+        if not self._pending or not self.isVisible():
+            return
+        pending, self._pending = self._pending, []
+        query = self.search.text().strip().casefold()
+        at_bottom = self.tree.verticalScrollBar().value() >= \
+            self.tree.verticalScrollBar().maximum() - 2
+        for message in pending:
+            if query and not any(query in f.casefold()
+                                 for f in (message.text, message.sender, message.group)):
+                continue
+            item = self._insert(message)
+            if self.threads.isChecked() and item.parent() is not None:
+                item.parent().setExpanded(True)
+        while self.tree.topLevelItemCount() > MAX_ROWS:
+            old = self.tree.takeTopLevelItem(0)
+            self._forget(old)
+        self._update_count()
+        if at_bottom:
+            self.tree.scrollToBottom()
+
+    def _forget(self, item: QTreeWidgetItem) -> None:
+        message = item.data(0, Qt.ItemDataRole.UserRole)
+        self._items.pop(message.message_id, None)
+        for i in range(item.childCount()):
+            self._forget(item.child(i))
+
+    def _insert(self, message: Message) -> QTreeWidgetItem:
+        when = datetime.fromtimestamp(message.received)
+        stamp = when.strftime("%H:%M:%S") if when.date() == datetime.now().date() \
+            else when.strftime("%Y-%m-%d %H:%M")
+        text = message.text + ("  \N{NORTH EAST ARROW}" if message.urls else "")
+        item = QTreeWidgetItem([stamp, message.group, message.sender, text])
+        item.setData(0, Qt.ItemDataRole.UserRole, message)
+        item.setToolTip(3, message.text[:2000])
+        item.setForeground(1, _brush(self.palette_.colour(message.group)))
+        parent = None
+        if self.threads.isChecked():
+            parent = self._items.get(message.in_reply_to or "") if message.in_reply_to else None
+            if parent is None and message.thread_id:
+                parent = self._items.get(message.thread_id)
+        if parent is not None:
+            parent.addChild(item)
+        else:
+            self.tree.addTopLevelItem(item)
+        self._items.setdefault(message.message_id, item)
+        if message.thread_id:
+            self._items.setdefault(message.thread_id, item)
+        return item
+
+    def _update_count(self) -> None:
+        self.count_label.setText(f"{len(self._items)} shown")
+
+    # -- actions ---------------------------------------------------------------------
+    def _menu(self, pos) -> None:
+        item = self.tree.itemAt(pos)
+        if item is None:
+            return
+        message: Message = item.data(0, Qt.ItemDataRole.UserRole)
+        menu = QMenu(self)
+        reply = QAction("Reply…", menu)
+        reply.triggered.connect(lambda: emit(self.replyRequested, message))
+        menu.addAction(reply)
+        copy = QAction("Copy text", menu)
+        copy.triggered.connect(
+            lambda: QGuiApplication.clipboard().setText(f"{message.sender}: {message.text}"))
+        menu.addAction(copy)
+        if message.urls:
+            link = QAction("Open link", menu)
+            link.triggered.connect(lambda: QDesktopServices.openUrl(QUrl(message.urls[0])))
+            menu.addAction(link)
+        thread = QAction("Show thread", menu)
+        thread.triggered.connect(lambda: self.show_thread(message))
+        menu.addAction(thread)
+        menu.exec(self.tree.viewport().mapToGlobal(pos))
+
+    def show_thread(self, message: Message) -> None:
+        """Show only the conversation ``message`` belongs to."""
+        self.search.blockSignals(True)
+        self.search.clear()
+        self.search.blockSignals(False)
+        self.threads.blockSignals(True)
+        self.threads.setChecked(True)
+        self.threads.blockSignals(False)
+        self.tree.clear()
+        self._items.clear()
+        self.tree.setRootIsDecorated(True)
+        for m in self.history.thread(message):
+            self._insert(m)
+        self.tree.expandAll()
+        self._update_count()
+
+
+def _brush(colour: str) -> QBrush:
+    return QBrush(QColor(colour).darker(135))

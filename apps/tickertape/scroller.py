@@ -1,0 +1,521 @@
+"""The scrolling line: paints the model's messages and handles the mouse.
+
+Smoothness comes from three choices: a precise ~60 Hz QTimer that moves the
+line by ``speed * elapsed`` (so a late frame does not slow the scroll down),
+one cached pixmap per message (text is laid out once, when the message
+arrives or is replaced, never per frame), and painting only the messages
+that are on screen. The timer stops when there is nothing to show, so an
+idle ticker costs no CPU.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from datetime import datetime
+
+from elvin_apps.tickertape.lane import FADE_OUT, Item, Lane
+from elvin_apps.tickertape.message import Message
+from elvin_apps.tickertape.model import Entry, ScrollerModel
+from elvin_apps.tickertape.palette import text_colour_on
+from elvin_apps.tickertape.qtcompat import emit
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import (
+    QAction,
+    QColor,
+    QContextMenuEvent,
+    QDesktopServices,
+    QFont,
+    QFontMetricsF,
+    QGuiApplication,
+    QLinearGradient,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPen,
+    QPixmap,
+    QResizeEvent,
+)
+from PySide6.QtWidgets import QMenu, QToolTip, QWidget
+
+BACKGROUND = QColor("#1d1f21")
+TEXT = QColor("#e6e6e6")
+MENTION = QColor("#ffe8a3")
+MENTION_BAND = QColor(255, 196, 0, 48)
+DIM = QColor("#9aa0a6")
+#: Widest a message is drawn (pixels); longer text is cut with an ellipsis
+#: (the full text is in the tooltip and the history).
+MAX_ITEM_WIDTH = 2400.0
+FRAME_INTERVAL_MS = 16
+#: Opacity a message has faded to when its lifetime ends.
+MIN_OPACITY = 0.35
+DRAG_THRESHOLD = 4
+EDGE_FADE = 18.0
+
+
+class ScrollerWidget(QWidget):
+    """One horizontally scrolling line of messages.
+
+    Signals: ``replyRequested(Message)``, ``composeRequested()``,
+    ``urlOpened(str)`` (after a click opened a message's attachment).
+    """
+
+    replyRequested = Signal(object)
+    composeRequested = Signal()
+    urlOpened = Signal(str)
+
+    def __init__(self, model: ScrollerModel, *, speed: float = 80.0,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.speed = float(speed)
+        self.lane = Lane(max(1, self.width()), measure=self._measure_uid)
+        self.open_urls = True       # tests turn this off to keep the desktop quiet
+        self.user_paused = False    # the menu's "Pause scrolling"
+        self._cache: dict[int, tuple[int, QPixmap]] = {}
+        self._hover = False
+        self._press_x: float | None = None
+        self._last_drag_x = 0.0
+        self._dragging = False
+        self._last_tick = time.monotonic()
+        self._pending_click: Item | None = None
+        self.frame_costs: deque[float] = deque(maxlen=600)   # seconds per paint
+        self.tick_gaps: deque[float] = deque(maxlen=600)     # seconds between ticks
+
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        font = QFont(self.font())
+        font.setPointSizeF(max(font.pointSizeF(), 11.0))
+        self.setFont(font)
+
+        self._timer = QTimer(self)
+        self._timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._timer.setInterval(FRAME_INTERVAL_MS)
+        self._timer.timeout.connect(self._tick)
+        self._click_timer = QTimer(self)
+        self._click_timer.setSingleShot(True)
+        self._click_timer.timeout.connect(self._single_click)
+
+        model.added.connect(self._on_added)
+        model.replaced.connect(self._on_replaced)
+        model.removed.connect(self._on_removed)
+        model.cleared.connect(self._on_cleared)
+        for entry in model.entries():
+            self._on_added(entry)
+
+    # -- state ---------------------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        """Scrolling stops while the pointer is over the line, while dragging
+        and when the user paused it."""
+        return self._hover or self._dragging or self.user_paused
+
+    @property
+    def animating(self) -> bool:
+        return self._timer.isActive()
+
+    def set_speed(self, speed: float) -> None:
+        self.speed = max(1.0, float(speed))
+
+    def setFont(self, font: QFont) -> None:  # noqa: N802 - Qt override
+        super().setFont(font)
+        self._cache.clear()
+        if hasattr(self, "lane"):
+            for entry in self.model.entries():
+                self.lane.resize_item(entry.uid, None)
+        self.updateGeometry()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return QSize(800, self._line_height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return QSize(120, self._line_height())
+
+    def _line_height(self) -> int:
+        return int(QFontMetricsF(self.font()).height() * 1.9)
+
+    # -- model -> lane ---------------------------------------------------------
+    def _measure_uid(self, uid: int) -> float:
+        entry = self.model.entry(uid)
+        return self._item_width(entry) if entry is not None else 1.0
+
+    def _on_added(self, entry: Entry) -> None:
+        self.lane.add(entry.uid)  # laid out only when it enters the view
+        self._start()
+
+    def _on_replaced(self, entry: Entry) -> None:
+        self._cache.pop(entry.uid, None)
+        if entry.uid in self.lane:
+            self.lane.resize_item(entry.uid, None)
+        else:
+            self.lane.add(entry.uid)
+        self._start()
+        self.update()
+
+    def _on_removed(self, entry: Entry) -> None:
+        now = time.monotonic()
+        item = self.lane.item(entry.uid)
+        if item is not None:
+            item.opacity = _age_opacity(entry, now)
+        self.lane.remove(entry.uid, now)
+        if entry.uid not in self.lane:
+            self._cache.pop(entry.uid, None)  # kept only while it fades out
+        self._start()
+        self.update()
+
+    def _on_cleared(self) -> None:
+        self.lane.clear()
+        self._cache.clear()
+        self.update()
+
+    # -- animation -------------------------------------------------------------
+    def _start(self) -> None:
+        if not self._timer.isActive() and not self.lane.idle:
+            self._last_tick = time.monotonic()
+            self._timer.start()
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        gap = now - self._last_tick
+        self._last_tick = now
+        self.tick_gaps.append(gap)
+        dx = 0.0 if self.paused else -self.speed * min(gap, 0.1)
+        self.lane.advance(dx, now)
+        if len(self._cache) > 2 * len(self.lane.visible) + 16:
+            visible = {item.uid for item in self.lane.visible}
+            for uid in [u for u in self._cache if u not in visible]:
+                del self._cache[uid]  # laid out again if it comes round
+        if self.lane.idle:
+            self._timer.stop()
+        self.update()
+
+    def step(self, seconds: float) -> None:
+        """Advance the line as if ``seconds`` had passed (tests, benchmarks)."""
+        self.lane.advance(-self.speed * seconds, time.monotonic())
+
+    # -- painting ----------------------------------------------------------------
+    def _item_width(self, entry: Entry) -> float:
+        pixmap = self._pixmap(entry)
+        return pixmap.width() / max(1.0, pixmap.devicePixelRatio())
+
+    def _pixmap(self, entry: Entry) -> QPixmap:
+        cached = self._cache.get(entry.uid)
+        if cached is not None and cached[0] == entry.version:
+            return cached[1]
+        pixmap = render_entry(entry, self.font(), self._line_height(),
+                              self.devicePixelRatioF())
+        self._cache[entry.uid] = (entry.version, pixmap)
+        return pixmap
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        started = time.perf_counter()
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), BACKGROUND)
+        now = time.monotonic()
+        height = self.height()
+        for item in self.lane.visible:
+            if item.right < 0 or item.x > self.width():
+                continue
+            entry = self.model.entry(item.uid)
+            if entry is None and item.uid not in self._cache:
+                continue
+            pixmap = self._pixmap(entry) if entry is not None else self._cache[item.uid][1]
+            opacity = _age_opacity(entry, now) if entry is not None else item.opacity
+            if item.dying_since is not None:
+                opacity *= max(0.0, 1.0 - (now - item.dying_since) / FADE_OUT)
+            painter.setOpacity(opacity)
+            y = (height - pixmap.height() / max(1.0, pixmap.devicePixelRatio())) / 2
+            painter.drawPixmap(QPointF(round(item.x), round(y)), pixmap)
+        painter.setOpacity(1.0)
+        self._paint_edges(painter)
+        if self.lane.idle:
+            painter.setPen(DIM)
+            painter.drawText(self.rect().adjusted(12, 0, -12, 0),
+                             Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                             self.idle_text)
+        painter.end()
+        self.frame_costs.append(time.perf_counter() - started)
+
+    def _paint_edges(self, painter: QPainter) -> None:
+        """Soft edges: messages fade in on the right and out on the left
+        instead of being cut off sharply."""
+        width, height = self.width(), self.height()
+        edge = min(EDGE_FADE, width / 4)
+        for x0, x1 in ((0.0, edge), (float(width), width - edge)):
+            gradient = QLinearGradient(x0, 0.0, x1, 0.0)
+            gradient.setColorAt(0.0, BACKGROUND)
+            clear = QColor(BACKGROUND)
+            clear.setAlpha(0)
+            gradient.setColorAt(1.0, clear)
+            painter.fillRect(QRectF(min(x0, x1), 0.0, edge, height), gradient)
+
+    idle_text = "No messages yet — double-click or press Ctrl+N to send one"
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        self.lane.set_view_width(event.size().width())
+        self._start()
+        super().resizeEvent(event)
+
+    # -- mouse -----------------------------------------------------------------
+    def entry_at(self, x: float) -> Entry | None:
+        item = self.lane.item_at(x)
+        return self.model.entry(item.uid) if item is not None else None
+
+    def enterEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        self._hover = True
+        super().enterEvent(event)
+
+    def leaveEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        self._hover = False
+        self._start()
+        super().leaveEvent(event)
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        if event.button() == Qt.MouseButton.LeftButton:
+            self._press_x = event.position().x()
+            self._last_drag_x = self._press_x
+            self._dragging = False
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        if self._press_x is not None and event.buttons() & Qt.MouseButton.LeftButton:
+            x = event.position().x()
+            if not self._dragging and abs(x - self._press_x) >= DRAG_THRESHOLD:
+                self._dragging = True
+                self.setCursor(Qt.CursorShape.ClosedHandCursor)
+            if self._dragging:
+                self.lane.advance(x - self._last_drag_x, time.monotonic())
+                self._last_drag_x = x
+                self.update()
+        else:
+            entry = self.entry_at(event.position().x())
+            self.setCursor(Qt.CursorShape.PointingHandCursor if entry and entry.message.urls
+                           else Qt.CursorShape.ArrowCursor)
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        if event.button() == Qt.MouseButton.LeftButton and self._press_x is not None:
+            if not self._dragging:
+                item = self.lane.item_at(event.position().x())
+                if item is not None:
+                    # wait: a double-click (reply) must not also open the URL
+                    self._pending_click = item
+                    self._click_timer.start(QGuiApplication.styleHints().mouseDoubleClickInterval())
+            self._press_x = None
+            self._dragging = False
+            self.unsetCursor()
+            self._start()
+        super().mouseReleaseEvent(event)
+
+    def _single_click(self) -> None:
+        item, self._pending_click = self._pending_click, None
+        if item is None:
+            return
+        entry = self.model.entry(item.uid)
+        if entry is not None:
+            self.open_attachment(entry.message)
+
+    def open_attachment(self, message: Message) -> bool:
+        """Open the first URL of a message with the desktop's handler."""
+        if not message.urls:
+            return False
+        url = message.urls[0]
+        if self.open_urls:
+            QDesktopServices.openUrl(QUrl(url))
+        emit(self.urlOpened, url)
+        return True
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        self._click_timer.stop()
+        self._pending_click = None
+        entry = self.entry_at(event.position().x())
+        if entry is not None:
+            emit(self.replyRequested, entry.message)
+        else:
+            emit(self.composeRequested)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:  # noqa: N802 - Qt override
+        menu = self.context_menu(event.pos().x())
+        if menu is not None:
+            self._hover = True
+            menu.exec(event.globalPos())
+            self._hover = self.underMouse()
+            self._start()
+
+    def context_menu(self, x: float) -> QMenu | None:
+        """The right-click menu for the message at ``x`` (or a compose-only
+        menu over empty space)."""
+        entry = self.entry_at(x)
+        menu = QMenu(self)
+        if entry is None:
+            menu.addAction("New message…", lambda: emit(self.composeRequested))
+            return menu
+        message = entry.message
+        menu.addAction(_action(menu, "Reply…", lambda: emit(self.replyRequested, message)))
+        if message.urls:
+            menu.addAction(_action(menu, "Open link", lambda: self.open_attachment(message)))
+        menu.addAction(_action(menu, "Copy text", lambda: copy_text(message)))
+        if message.urls:
+            menu.addAction(_action(menu, "Copy link",
+                                   lambda: QGuiApplication.clipboard().setText(message.urls[0])))
+        menu.addSeparator()
+        menu.addAction(_action(menu, "Hide", lambda: self.model.hide(entry.uid)))
+        menu.addAction(_action(menu, "Kill thread",
+                               lambda: self.model.kill_thread(message)))
+        return menu
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip:
+            entry = self.entry_at(event.pos().x())
+            if entry is not None:
+                QToolTip.showText(event.globalPos(), tooltip_text(entry.message), self)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().event(event)
+
+
+def _age_opacity(entry: Entry, now: float) -> float:
+    """Messages fade as they age: full opacity when new, ``MIN_OPACITY`` at
+    the end of their lifetime (quadratic, so they stay crisp for a while)."""
+    return 1.0 - (1.0 - MIN_OPACITY) * entry.age_fraction(now) ** 2
+
+
+def _action(menu: QMenu, text: str, slot) -> QAction:
+    action = QAction(text, menu)
+    action.triggered.connect(slot)
+    return action
+
+
+def copy_text(message: Message) -> None:
+    QGuiApplication.clipboard().setText(f"{message.sender}: {message.text}")
+
+
+def tooltip_text(message: Message) -> str:
+    """Plain-text details shown when hovering over a message."""
+    when = datetime.fromtimestamp(message.received).strftime("%H:%M:%S")
+    lines = [f"{message.group} — {message.sender} at {when}", message.text[:1000]]
+    if message.urls:
+        lines.append("Link: " + message.urls[0] + "  (click to open)")
+    if message.in_reply_to:
+        lines.append("Reply in a thread")
+    if message.secure:
+        lines.append("Private (received with a key)")
+    return "\n".join(lines)
+
+
+def _split_sender(sender: str) -> tuple[str, str]:
+    """``user@example.org`` -> ("user", "@example.org"): the name is drawn
+    bold, the domain dimmed, so long addresses stay readable but quiet."""
+    name, at, domain = sender.partition("@")
+    if at and name and domain and " " not in sender:
+        return name, at + domain
+    return sender, ""
+
+
+def _draw_padlock(p: QPainter, x: float, centre_y: float, size: float, colour: QColor) -> None:
+    """A small padlock (fonts rarely have one) marking a private message."""
+    body_h = size * 0.55
+    body = QRectF(x, centre_y - body_h / 2 + size * 0.15, size * 0.8, body_h)
+    p.setPen(Qt.PenStyle.NoPen)
+    p.setBrush(colour)
+    p.drawRoundedRect(body, 1.5, 1.5)
+    pen = QPen(colour, max(1.2, size * 0.13))
+    p.setPen(pen)
+    p.setBrush(Qt.BrushStyle.NoBrush)
+    shackle = QRectF(body.left() + body.width() * 0.2, body.top() - size * 0.42,
+                     body.width() * 0.6, size * 0.7)
+    p.drawArc(shackle, 0, 180 * 16)
+    p.drawLine(QPointF(shackle.left(), shackle.center().y()),
+               QPointF(shackle.left(), body.top()))
+    p.drawLine(QPointF(shackle.right(), shackle.center().y()),
+               QPointF(shackle.right(), body.top()))
+
+
+def render_entry(entry: Entry, font: QFont, line_height: int, dpr: float) -> QPixmap:
+    """Lay out and draw one message once: a coloured group pill (with a
+    padlock when it came with a key), the sender in the group colour, then
+    the text (yellow when it mentions the user), an arrow for a link."""
+    message = entry.message
+    bold = QFont(font)
+    bold.setBold(True)
+    small = QFont(font)
+    small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
+    small.setBold(True)
+    fm, fm_bold, fm_small = QFontMetricsF(font), QFontMetricsF(bold), QFontMetricsF(small)
+
+    group = fm_small.elidedText(message.group, Qt.TextElideMode.ElideRight, 200.0)
+    name, domain = _split_sender(message.sender)
+    name = fm_bold.elidedText(name, Qt.TextElideMode.ElideRight, 200.0)
+    domain = fm.elidedText(domain, Qt.TextElideMode.ElideRight, 160.0) if domain else ""
+    prefix = "\N{RIGHTWARDS ARROW WITH HOOK} " if message.in_reply_to else ""
+    link = " \N{NORTH EAST ARROW}" if message.urls else ""
+    text = fm.elidedText(prefix + message.text, Qt.TextElideMode.ElideRight, MAX_ITEM_WIDTH)
+
+    pad = 7.0
+    lock = fm_small.height() * 0.75 if message.secure else 0.0
+    pill_w = fm_small.horizontalAdvance(group) + 2 * pad + (lock + 3.0 if lock else 0.0)
+    pill_h = fm_small.height() + 4.0
+    name_w = fm_bold.horizontalAdvance(name)
+    domain_w = fm.horizontalAdvance(domain) if domain else 0.0
+    text_w = fm.horizontalAdvance(text)
+    link_w = fm_bold.horizontalAdvance(link) if link else 0.0
+    width = pill_w + 8.0 + name_w + domain_w + 9.0 + text_w + link_w + 2.0
+    height = float(line_height)
+
+    pixmap = QPixmap(max(1, int(width * dpr + 0.5)), max(1, int(height * dpr + 0.5)))
+    pixmap.setDevicePixelRatio(dpr)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    p = QPainter(pixmap)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    p.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+    colour = QColor(entry.colour)
+    on_pill = QColor(text_colour_on(entry.colour))
+    pill = QRectF(0.0, (height - pill_h) / 2, pill_w, pill_h)
+    p.setPen(Qt.PenStyle.NoPen)
+    p.setBrush(colour)
+    p.drawRoundedRect(pill, pill_h / 2, pill_h / 2)
+    label = QRectF(pill)
+    if lock:
+        _draw_padlock(p, pill.left() + pad, pill.center().y(), lock, on_pill)
+        label.setLeft(pill.left() + pad + lock + 3.0)
+        label.setRight(pill.right() - pad)
+        align = Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft
+    else:
+        align = Qt.AlignmentFlag.AlignCenter
+    p.setFont(small)
+    p.setPen(on_pill)
+    p.drawText(label, align, group)
+
+    baseline = (height + fm.ascent() - fm.descent()) / 2
+    x = pill_w + 8.0
+    p.setFont(bold)
+    p.setPen(colour)
+    p.drawText(QPointF(x, baseline), name)
+    x += name_w
+    if domain:
+        p.setFont(font)
+        p.setPen(DIM)
+        p.drawText(QPointF(x, baseline), domain)
+        x += domain_w
+    x += 9.0
+    text_x = x
+    p.setFont(font)
+    if entry.mention:  # for you: a soft amber band behind the text
+        band = QRectF(x - 4.0, (height - fm.height()) / 2 - 1.0, text_w + 8.0, fm.height() + 2.0)
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(MENTION_BAND)
+        p.drawRoundedRect(band, 4.0, 4.0)
+    p.setPen(MENTION if entry.mention else TEXT)
+    p.drawText(QPointF(x, baseline), text)
+    x += text_w
+    if link:
+        p.setFont(bold)
+        p.setPen(colour)
+        p.drawText(QPointF(x, baseline), link)
+        under_y = baseline + 2.5
+        p.setPen(QPen(colour.darker(120), 1.0))
+        p.drawLine(QPointF(text_x, under_y), QPointF(x, under_y))
+    p.end()
+    return pixmap
