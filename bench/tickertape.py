@@ -254,7 +254,8 @@ def main() -> int:
     from elvin.qt import application
     app = application([sys.argv[0]])
     import qasync
-    from elvin_apps.tickertape.qtcompat import MainThreadGC
+
+    from elvin.qt import MainThreadGC
     MainThreadGC(parent=app)  # as the app does: cycles freed on the Qt thread only
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)

@@ -137,14 +137,12 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool, uri) -> 
     from elvin_apps.tickertape.history import History
     from elvin_apps.tickertape.model import ScrollerModel
     from elvin_apps.tickertape.notifier import Notifier, app_icon
-    from elvin_apps.tickertape.qtcompat import MainThreadGC
     from elvin_apps.tickertape.window import TickerWindow
     from PySide6.QtWidgets import QApplication
 
     from elvin.qt import ConnectionManager, StatusWidget
 
     app = QApplication.instance()
-    collector = MainThreadGC(parent=app)  # cycles are freed on this thread only
     app.setApplicationName("tickertape")
     app.setApplicationVersion(__version__)
     app.setWindowIcon(app_icon())
@@ -196,7 +194,6 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool, uri) -> 
                 history.close()
         if router is not None:
             router.stop()
-        collector.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return status

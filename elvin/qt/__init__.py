@@ -11,11 +11,13 @@ asyncio client works unchanged inside them and no thread does networking.
 
 from elvin.qt.app import application, run_app
 from elvin.qt.editor import SubscriptionEditor, SubscriptionHighlighter
+from elvin.qt.maingc import MainThreadGC
 from elvin.qt.manager import ConnectionManager
 from elvin.qt.status import StatusWidget
 
 __all__ = [
     "ConnectionManager",
+    "MainThreadGC",
     "StatusWidget",
     "SubscriptionEditor",
     "SubscriptionHighlighter",

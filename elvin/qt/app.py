@@ -11,6 +11,8 @@ from typing import Any
 import qasync
 from PySide6.QtWidgets import QApplication
 
+from elvin.qt.maingc import MainThreadGC
+
 __all__ = ["application", "run_app"]
 
 
@@ -31,10 +33,13 @@ def run_app(main: Callable[[], Awaitable[Any] | Any], argv: Sequence[str] | None
     If it returns an ``int``, that is the exit status and the application
     stops at once (handy for ``--screenshot``); if it returns ``None`` the
     application runs until it quits (last window closed, ``app.quit()``).
-    Networking runs as asyncio tasks on the Qt loop: no threads.
+    Networking runs as asyncio tasks on the Qt loop: no threads. Python's
+    garbage collector runs on the Qt thread only while the app runs (see
+    ``elvin.qt.maingc``).
     """
     app = application(argv)
     app.setQuitOnLastWindowClosed(quit_on_last_window_closed)
+    collector = MainThreadGC(parent=app)  # Qt objects must die on this thread
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     quitting = asyncio.Event()
@@ -53,4 +58,5 @@ def run_app(main: Callable[[], Awaitable[Any] | Any], argv: Sequence[str] | None
         with loop:
             return loop.run_until_complete(runner())
     finally:
+        collector.stop()
         asyncio.set_event_loop(None)
