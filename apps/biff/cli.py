@@ -1,0 +1,198 @@
+"""``biff``: the coffee biff desktop app (command line, startup, shutdown).
+
+Router: ``--elvin``, else ``ELVIN_URL``, else the config file, else
+``elvin://127.0.0.1:2917``. The app needs the others, so it does not start
+a private router: if the router cannot be reached at startup it says so
+and exits with status 2; once connected it rides out outages (the client
+reconnects, the biff re-announces and re-asks).
+
+Exit codes: 0 ok, 1 usage or input error (bad flag, URL, user or config
+file), 2 cannot reach the router, 3 other failure (cannot write the
+screenshot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from elvin_apps.biff import __version__
+
+log = logging.getLogger("elvin_apps.biff")
+
+DEFAULT_URL = "elvin://127.0.0.1:2917"
+EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_FAILURE = 0, 1, 2, 3
+CONNECT_TIMEOUT = 5.0
+SCREENSHOT_SETTLE = 1.0   # seconds for the others' answers to arrive
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits with 2 on usage errors; DESIGN.md says 1 (2 means
+    the router cannot be reached)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="biff",
+        description="Coffee biff: click the cup when you go for a coffee; see who else is.",
+        epilog=f"Router: --elvin, else $ELVIN_URL, else the config file, else {DEFAULT_URL}. "
+               "Exit status: 0 ok, 1 usage error, 2 router unreachable.")
+    parser.add_argument("--elvin", "-e", metavar="URL", help="Elvin router URL")
+    parser.add_argument("--user", metavar="NAME", help="your name (default user@host)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="TOML config file (default ~/.config/elvin/biff.toml)")
+    parser.add_argument("--screenshot", metavar="FILE",
+                        help="render the main window to a PNG after startup, then exit")
+    parser.add_argument("--log-level", default="WARNING", type=str.upper,
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+                        help="logging level (default WARNING)")
+    parser.add_argument("--version", action="version", version=f"biff {__version__}")
+    return parser
+
+
+def resolve_url(flag: str | None, config_url: str | None) -> str:
+    for candidate in (flag, os.environ.get("ELVIN_URL"), config_url):
+        if candidate:
+            return candidate
+    return DEFAULT_URL
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"biff: {message}", file=sys.stderr)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:      # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    logging.basicConfig(level=getattr(logging, args.log_level),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from elvin_apps.biff.config import ConfigError, load
+    try:
+        config = load(args.config, must_exist=bool(args.config))
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    url = resolve_url(args.elvin, config.elvin)
+    from elvin.protocol import URIError, parse_uri
+    try:
+        parse_uri(url)
+    except URIError as exc:
+        return _fail(f"bad Elvin URL {url!r}: {exc}", EXIT_USAGE)
+    from elvin_apps.biff.coffee import CoffeeBiff
+    try:
+        biff = CoffeeBiff(args.user or config.user, heartbeat=config.heartbeat,
+                          active_timeout=config.coffee_minutes * 60)
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    has_screen = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                      or os.environ.get("QT_QPA_PLATFORM") or sys.platform != "linux")
+    if not has_screen:
+        if not args.screenshot:   # Qt would abort with a long plugin message
+            return _fail("no display: set DISPLAY (or QT_QPA_PLATFORM=offscreen to run "
+                         "without one)", EXIT_FAILURE)
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"   # a screenshot needs no screen
+
+    from elvin.qt import run_app
+
+    async def app_main() -> int:
+        return await run(biff, url, config.text, Path(args.screenshot) if args.screenshot
+                         else None)
+
+    try:
+        return run_app(app_main, [sys.argv[0]], quit_on_last_window_closed=False)
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+async def run(biff, url: str, default_text: str, screenshot: Path | None) -> int:
+    """Connect, build the window, run until it closes (or take the
+    screenshot); always announce departure on the way out."""
+    from elvin_apps.biff.cup import cup_icon
+    from elvin_apps.biff.qtbiff import QtBiff
+    from elvin_apps.biff.tray import make_tray
+    from elvin_apps.biff.window import CoffeeWindow
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from elvin.qt import ConnectionManager, StatusWidget
+
+    app = QApplication.instance()
+    app.setApplicationName("biff")
+    app.setApplicationVersion(__version__)
+    app.setWindowIcon(cup_icon(full=True, steam=True))
+
+    manager = ConnectionManager(url, retry_delay=0.5, max_retry_delay=10.0,
+                                reconnect_delay=0.2, reconnect_max_delay=10.0, keepalive=30)
+    manager.start()
+    try:
+        await manager.wait_connected(CONNECT_TIMEOUT)
+    except TimeoutError:
+        error = manager.last_error or f"no answer within {CONNECT_TIMEOUT:g} s"
+        with contextlib.suppress(Exception):
+            await manager.stop()
+        return _fail(f"cannot reach the Elvin router at {url}: {error}", EXIT_UNREACHABLE)
+
+    qbiff = QtBiff(biff, manager)
+    window = CoffeeWindow(qbiff, status=StatusWidget(manager), default_text=default_text)
+    tray = make_tray(qbiff, window)
+    closed = asyncio.Event()
+    window.closed.connect(closed.set)
+    app.aboutToQuit.connect(closed.set)
+    # SIGINT/SIGTERM: close the window, so that departure is announced. The
+    # timer lets Python run its signal handlers while Qt's loop waits.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError):     # not in the main thread
+            signal.signal(sig, lambda *_: window.close())
+    ticker = QTimer(window)
+    ticker.timeout.connect(lambda: None)
+    ticker.start(250)
+    status = EXIT_OK
+    try:
+        await qbiff.attach()
+        window.show()
+        if screenshot is not None:
+            status = await take_screenshot(window, screenshot)
+        else:
+            await closed.wait()
+    finally:
+        with contextlib.suppress(Exception):
+            await qbiff.close()
+        with contextlib.suppress(Exception):
+            await manager.stop()
+        if tray is not None:
+            tray.icon.hide()
+    return status
+
+
+async def take_screenshot(window, path: Path) -> int:
+    """Let the others' answers arrive, then save the window as a PNG."""
+    await asyncio.sleep(SCREENSHOT_SETTLE)
+    window.refresh()
+    window.marquee.rewind()     # show the start of the list, not mid-scroll
+    window.repaint()
+    if not window.grab().save(str(path), "PNG"):
+        return _fail(f"cannot write screenshot {path}", EXIT_FAILURE)
+    print(f"screenshot saved to {path}: {window.qbiff.biff.summary()}")
+    return EXIT_OK
+
+
+def entry() -> None:
+    """Console-script entry point (``biff``)."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

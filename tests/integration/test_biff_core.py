@@ -1,0 +1,342 @@
+"""The Biff core against a real router, with three instances.
+
+Heartbeats are short (0.3 s) where expiry is the point, and long (5 s)
+where the point is that something else (a reply, a departure, the
+re-announcement after a reconnect) did the work, so that a heartbeat
+cannot be what made the test pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from elvin_apps.biff import Biff, CoffeeBiff, protocol
+
+import elvin
+from elvin.client import CloseReason
+
+
+async def eventually(predicate, timeout: float = 5.0, what: str = "condition") -> float:
+    """Wait until ``predicate()``; returns the seconds it took."""
+    start = time.monotonic()
+    while not predicate():
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"{what} not reached within {timeout} s")
+        await asyncio.sleep(0.01)
+    return time.monotonic() - start
+
+
+def users(biff: Biff) -> set[str]:
+    return {m.user for m in biff.members}
+
+
+def drinkers(biff: Biff) -> list[str]:
+    return [m.user for m in biff.active_members]
+
+
+class Pool:
+    """Biffs (and their connections) made by a test, stopped at its end."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.biffs: list[Biff] = []
+        self.conns: list[elvin.Connection] = []
+
+    async def connect(self, reconnect: bool = True):
+        conn = await elvin.connect(self.url, reconnect=reconnect, reconnect_delay=0.05,
+                                   reconnect_max_delay=0.2, timeout=5)
+        self.conns.append(conn)
+        return conn
+
+    async def make(self, user: str, *, heartbeat: float = 5.0, reconnect: bool = True,
+                   cls=CoffeeBiff, **kwargs) -> Biff:
+        conn = await self.connect(reconnect)
+        biff = cls(user=user, heartbeat=heartbeat, reply_delay=0.05, **kwargs)
+        await biff.start(conn)
+        self.biffs.append(biff)
+        return biff
+
+    async def close(self) -> None:
+        for biff in self.biffs:
+            if biff.started:
+                await biff.stop()
+        for conn in self.conns:
+            await conn.close()
+
+
+@pytest.fixture
+async def pool(router_url):
+    p = Pool(router_url)
+    yield p
+    await p.close()
+
+
+async def test_join_and_answer_to_who_is_there(pool):
+    a = await pool.make("alice")
+    b = await pool.make("bob")
+    await eventually(lambda: users(a) == users(b) == {"alice", "bob"}, 2, "a and b meet")
+    await a.activate("in 5 minutes at the kitchen")
+    await eventually(lambda: drinkers(b) == ["alice"], 2, "b sees alice's coffee")
+
+    # carol starts later: she hears nobody's heartbeat (5 s) in time, so
+    # what she knows comes from the answers to her "initial"
+    started = time.monotonic()
+    c = await pool.make("carol")
+    took = await eventually(lambda: users(c) == {"alice", "bob", "carol"}, 2,
+                            "carol learns who is there")
+    assert time.monotonic() - started < 2 and took < 1.5
+    assert drinkers(c) == ["alice"] and c.count == 1
+    [alice] = c.active_members
+    assert alice.text == "in 5 minutes at the kitchen" and not alice.local
+    assert c.render(alice) == "alice — in 5 minutes at the kitchen"
+    assert c.summary() == "1 having a coffee: alice — in 5 minutes at the kitchen"
+    # and the others learned of carol from her announcement
+    await eventually(lambda: "carol" in users(a) and "carol" in users(b), 2)
+    assert all(m.status == "online" for m in c.members if m.user != "alice")
+
+
+async def test_state_changes_reach_everybody(pool):
+    a, b, c = [await pool.make(u) for u in ("alice", "bob", "carol")]
+    await eventually(lambda: all(len(x.members) == 3 for x in (a, b, c)), 3)
+    seen = []
+    a.add_listener(lambda biff: seen.append(biff.count))
+    await b.activate()
+    await c.activate("kitchen")
+    await eventually(lambda: all(x.count == 2 for x in (a, b, c)), 2, "two drinkers")
+    assert sorted(drinkers(a)) == ["bob", "carol"]
+    assert seen[-1] == 2
+    await b.deactivate()
+    await eventually(lambda: all(drinkers(x) == ["carol"] for x in (a, b, c)), 2)
+    assert b.status == "online" and not b.is_active
+
+
+async def test_killed_instance_expires_within_the_heartbeat_window(pool):
+    a = await pool.make("alice", heartbeat=0.3)
+    b = await pool.make("bob", heartbeat=0.3)
+    c = await pool.make("carol", heartbeat=0.3, reconnect=False)
+    await c.activate()
+    await eventually(lambda: a.count == b.count == 1 and len(a.members) == 3, 3)
+    assert c.lifetime == pytest.approx(0.9)
+
+    # a crash: the socket goes away, no departure is ever sent
+    conn = c.connection
+    conn._session.transport.abort()
+    await eventually(lambda: conn.state == "closed", 2)
+    killed = time.monotonic()
+    # still there for a while (nobody was told) ...
+    assert "carol" in users(a) and "carol" in users(b)
+    # ... then gone once its lifetime (three heartbeats) passes without a refresh
+    await eventually(lambda: "carol" not in users(a) and "carol" not in users(b), 3,
+                     "carol expires")
+    elapsed = time.monotonic() - killed
+    assert elapsed <= c.lifetime + 0.5
+    assert a.count == b.count == 0
+    # while a and b, who keep refreshing, stay
+    await asyncio.sleep(1.0)
+    assert users(a) == users(b) == {"alice", "bob"}
+
+
+async def test_clean_departure_is_seen_at_once(pool):
+    a, b, c = [await pool.make(u) for u in ("alice", "bob", "carol")]
+    await b.activate()
+    await eventually(lambda: all(len(x.members) == 3 and x.count == 1 for x in (a, b, c)), 3)
+    started = time.monotonic()
+    await b.stop()
+    await eventually(lambda: "bob" not in users(a) and "bob" not in users(c), 2)
+    # far sooner than expiry (lifetime 15 s): the departure did it
+    assert time.monotonic() - started < 1.0
+    assert a.count == c.count == 0
+    assert users(b) == {"bob"} and not b.started
+
+
+async def test_convergence_after_the_router_restarts(pool, router):
+    a, b, c = [await pool.make(u) for u in ("alice", "bob", "carol")]
+    await eventually(lambda: all(len(x.members) == 3 for x in (a, b, c)), 3)
+    loop = asyncio.get_running_loop()
+
+    await loop.run_in_executor(None, router.stop)
+    await eventually(lambda: not b.connection.is_open, 5, "b notices the outage")
+    # while the router is away: bob starts a coffee (nobody can hear it)
+    await b.activate("back soon")
+    assert drinkers(b) == ["bob"] and a.count == 0
+    await loop.run_in_executor(None, router.start)
+
+    # all three reconnect; re-announcing and re-asking brings them together
+    # well before any 5 s heartbeat could
+    took = await eventually(lambda: all(drinkers(x) == ["bob"] for x in (a, b, c)), 4,
+                            "everybody sees bob's coffee")
+    assert took < 3.0
+    assert all(users(x) == {"alice", "bob", "carol"} for x in (a, b, c))
+    assert all(x.connection.reconnects >= 1 for x in (a, b, c))
+    # and it keeps working after the reconnection
+    await c.activate()
+    await eventually(lambda: all(x.count == 2 for x in (a, b, c)), 2)
+
+
+async def test_one_instance_reconnects_and_catches_up(pool):
+    a, b, c = [await pool.make(u) for u in ("alice", "bob", "carol")]
+    await eventually(lambda: all(len(x.members) == 3 for x in (a, b, c)), 3)
+    # c loses its connection (the router sees it vanish; c reconnects)
+    reconnected = asyncio.Event()
+    c.connection.add_reconnect_listener(lambda _conn: reconnected.set())
+    c.connection._session.abort(CloseReason("lost", "test: network cut"))
+    await a.activate("meanwhile")      # c may or may not hear this one
+    await asyncio.wait_for(reconnected.wait(), 5)
+    await eventually(lambda: drinkers(c) == ["alice"], 2, "c catches up")
+    await eventually(lambda: all(len(x.members) == 3 for x in (a, b, c)), 2)
+
+
+async def test_active_timeout_returns_to_idle(pool):
+    a = await pool.make("alice", active_timeout=0.3)
+    b = await pool.make("bob")
+    await a.activate()
+    await eventually(lambda: b.count == 1, 2)
+    await eventually(lambda: b.count == 0 and not a.is_active, 2, "the coffee ends")
+    assert a.status == "online"
+
+
+async def test_same_user_on_two_machines_counts_once(pool):
+    a1 = await pool.make("alice")
+    a2 = await pool.make("alice")
+    b = await pool.make("bob")
+    await a1.activate()
+    await a2.activate()
+    await eventually(lambda: len(b.members) == 3, 2)
+    await eventually(lambda: b.count == 1 and drinkers(b) == ["alice"], 2)
+
+
+async def test_presence_clients_see_coffee_drinkers(pool, router_url):
+    """A presence-aware tickertape's subscription (as in the Avis tools'
+    example) receives the biff's messages in the Presence-Protocol format."""
+    async with elvin.connect(router_url) as ticker:
+        sub = await ticker.subscribe(
+            "Presence-Protocol < 2000 && string (Groups) && string (User) && "
+            "equals (Presence-Info, 'initial', 'update') && "
+            "contains (fold-case (Groups), \"|coffee|\")")
+        a = await pool.make("alice")
+        first = await sub.get(timeout=5)
+        assert first["Presence-Info"] == "initial" and first["Status"] == "online"
+        await a.activate("kitchen")
+        n = await sub.get(timeout=5)
+        assert dict(n) | {"Client-Id": "x", "Status-Duration": 0, "Biff-Lifetime": 0} == {
+            "Presence-Protocol": 1000, "Presence-Info": "update", "User": "alice",
+            "Client-Id": "x", "Groups": "|coffee|", "Status": "coffee",
+            "Status-Text": "kitchen", "Status-Duration": 0, "Biff-Lifetime": 0}
+        assert n["Client-Id"] == a.client_id and n["Biff-Lifetime"] == 15000
+        await a.stop()
+        bye = await sub.get(timeout=5)
+        assert bye["Status"] == "offline" and bye["User"] == "alice"
+
+        # and a tickertape user whose Status is "coffee" counts as a drinker
+        b = await pool.make("bob")
+        await ticker.send({"Presence-Protocol": 1000, "Presence-Info": "update",
+                           "User": "tom@ticker", "Client-Id": "ticker-1",
+                           "Groups": "|elvin|Coffee|", "Status": "Coffee",
+                           "Status-Text": "espresso", "Status-Duration": 60})
+        await eventually(lambda: drinkers(b) == ["tom@ticker"], 2)
+        tom = b.active_members[0]
+        assert time.monotonic() - tom.since == pytest.approx(60, abs=2)
+        assert tom.expires - time.monotonic() > 500   # foreign lifetime: 10 min
+
+
+GARBAGE = [
+    {"Presence-Protocol": "1000", "User": "s", "Status": "coffee", "Groups": "|coffee|"},
+    {"Presence-Protocol": 1000, "Groups": "|coffee|", "Status": "coffee"},   # no User
+    {"Presence-Protocol": 1000, "Groups": "|coffee|", "Status": "coffee", "User": 42},
+    {"Presence-Protocol": 1000, "Groups": "|coffee|", "Status": "coffee", "User": b"\x00x"},
+    {"Presence-Protocol": 1000, "Groups": "|coffee|", "Status": b"coffee", "User": "x"},
+    {"Presence-Protocol": 1000, "Groups": "|coffee|", "User": "nostatus",
+     "Presence-Info": "update"},
+    {"Presence-Protocol": 1000, "Groups": "|coffee|", "Status": 7.5, "User": "y"},
+    {"Presence-Protocol": 1000, "Groups": "|coffee|", "User": "   \t\n", "Status": "coffee"},
+    {"Presence-Protocol": 1000, "Groups": "|coffee|", "User": "\u200b\u0007",
+     "Status": "coffee"},
+    {"Presence-Protocol": 99999, "Groups": "|coffee|", "User": "z", "Status": "coffee"},
+]
+
+ODD_BUT_USABLE = [
+    # huge strings, odd numbers, odd types elsewhere: kept, cleaned up
+    {"Presence-Protocol": 1000, "Groups": "|coffee|", "Status": "coffee",
+     "User": "huge" + "u" * 200_000, "Client-Id": "c" * 100_000,
+     "Status-Text": "t" * 300_000 + "\x1b[31m", "Presence-Info": "x" * 50_000,
+     "Status-Duration": elvin.Int64(2**62), "Biff-Lifetime": -5},
+    {"Presence-Protocol": elvin.Int64(1500), "Groups": "|coffee|", "Status": "coffee",
+     "User": "evil\x1b[2J\r\nname", "Client-Id": 12, "Status-Text": b"bytes",
+     "Status-Duration": -100, "Biff-Lifetime": 10.5},
+]
+
+
+async def test_garbage_never_breaks_a_biff(pool, router_url):
+    a = await pool.make("alice")
+    b = await pool.make("bob")
+    await eventually(lambda: len(a.members) == 2, 2)
+    async with elvin.connect(router_url) as spammer:
+        for junk in GARBAGE + ODD_BUT_USABLE:
+            await spammer.send(junk)
+        await spammer.send({"Presence-Protocol": 1000, "Groups": "|coffee|",
+                            "Status": "coffee", "User": "marker", "Client-Id": "m"})
+        await eventually(lambda: "marker" in users(a), 3, "the marker after the junk")
+    names = users(a)
+    assert "marker" in names and "alice" in names and "bob" in names
+    huge = [n for n in names if n.startswith("huge")]
+    assert len(huge) == 1 and len(huge[0]) <= protocol.MAX_USER
+    assert "evil name" in names           # control characters gone, one line
+    assert all(len(m.text) <= protocol.MAX_TEXT and m.text.isprintable()
+               for m in a.members)
+    assert len(a.members) == 5 and a.ignored >= len(GARBAGE) - 2   # 2 filtered by router
+    # the biff still works both ways
+    await b.activate()
+    await eventually(lambda: "bob" in drinkers(a), 2)
+    await a.activate()
+    await eventually(lambda: "alice" in drinkers(b), 2)
+    # direct calls with worse junk than the wire can carry
+    for junk in (None, 42, "text", [], {"Presence-Protocol": 1000, "User": object()},
+                 {object(): 1}):
+        assert a.handle(junk) is False
+    assert "alice" in drinkers(b)
+
+
+async def test_a_flood_of_fake_clients_is_bounded(pool, router_url):
+    a = await pool.make("alice", max_members=20)
+    async with elvin.connect(router_url) as spammer:
+        for i in range(100):
+            await spammer.send({"Presence-Protocol": 1000, "Groups": "|coffee|",
+                                "Status": "coffee", "User": f"fake{i}",
+                                "Client-Id": f"f{i}"})
+        await spammer.send({"Presence-Protocol": 1000, "Groups": "|coffee|",
+                            "Status": "online", "User": "last", "Client-Id": "last"})
+        await eventually(lambda: "last" in users(a), 3)
+    assert len(a.members) <= 20 and "alice" in users(a)
+
+
+async def test_a_new_biff_is_a_few_lines(pool):
+    class XpilotBiff(Biff):
+        domain = "xpilot"
+        active_label = "playing xpilot"
+
+        def render(self, member):
+            return f"{member.user} on {member.text}" if member.text else member.user
+
+    x1 = await pool.make("ann", cls=XpilotBiff)
+    x2 = await pool.make("ben", cls=XpilotBiff)
+    coffee = await pool.make("cat")
+    await x1.activate("server-3")
+    await eventually(lambda: x2.count == 1, 2)
+    assert x2.summary() == "1 playing xpilot: ann on server-3"
+    assert x1.status == "xpilot"
+    await asyncio.sleep(0.2)
+    assert users(coffee) == {"cat"}          # domains do not mix
+    assert users(x2) == {"ann", "ben"}
+
+
+def test_configuration_errors_are_clear():
+    with pytest.raises(ValueError, match="domain"):
+        Biff("a|b", "u")
+    with pytest.raises(ValueError, match="user"):
+        Biff("coffee", "")
+    with pytest.raises(ValueError, match="heartbeat"):
+        Biff("coffee", "u", heartbeat=0)
+    with pytest.raises(ValueError, match="active status"):
+        Biff("online", "u")
