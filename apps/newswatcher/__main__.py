@@ -1,0 +1,5 @@
+"""``python -m elvin_apps.newswatcher``: the same as the ``newswatcher`` command."""
+
+from elvin_apps.newswatcher.cli import entry
+
+entry()

@@ -1,0 +1,352 @@
+"""The TOML configuration: which feeds, how often, how politely.
+
+One file per tool (DESIGN.md): ``$XDG_CONFIG_HOME/elvin/newswatcher.toml`` by
+default, ``--config FILE`` otherwise; flags (``--elvin``, ``--feed``,
+``--scoop``, ``--data-dir``) and ``ELVIN_URL`` override it, and no file at all
+is fine (then only ``--feed`` gives feeds). Everything is validated when the
+file is read, and every error names the file and the key (``feeds[2].interval``)
+so that a typo is found without reading code. The daemon re-reads the file on
+SIGHUP; a bad file then keeps the old configuration running.
+
+The daemon itself must not need Qt, so platform directories come from the XDG
+variables rather than ``QStandardPaths``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from elvin_apps.newswatcher import USER_AGENT
+
+APP_DIR = "elvin"
+CONFIG_NAME = "newswatcher.toml"
+DEFAULT_GROUP = "news"
+MAX_NAME = 64
+MIN_INTERVAL = 0.1          # seconds; politeness per host still applies
+MAX_TIMEOUT_ATTR = 7 * 86400
+
+
+class ConfigError(ValueError):
+    """The configuration file (or a flag standing in for it) is wrong."""
+
+
+@dataclass(frozen=True)
+class FeedConfig:
+    """One feed. ``name`` is what subscribers see in ``News-Feed`` and must
+    be unique; ``sender`` is the tickertape ``From`` (fixed per feed, so the
+    quench can rule feeds in or out before fetching them)."""
+
+    name: str
+    url: str
+    interval: float = 900.0
+    groups: tuple[str, ...] = (DEFAULT_GROUP,)
+    sender: str = ""
+    timeout: int = 600               # the tickertape Timeout attribute (seconds)
+    initial_items: int | None = None  # publish at most this many on a first poll
+
+    @property
+    def from_(self) -> str:
+        return self.sender or self.name
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """Fetching limits. The politeness pair (``min_host_interval`` between
+    request starts to one host, ``max_per_host`` in flight to it) protects
+    sites that host many feeds; ``max_concurrent`` bounds the whole daemon."""
+
+    timeout: float = 20.0            # whole request, connect to last byte
+    max_bytes: int = 5 * 1024 * 1024
+    user_agent: str = USER_AGENT
+    min_host_interval: float = 1.0
+    max_per_host: int = 2
+    max_concurrent: int = 10
+    backoff_initial: float = 60.0
+    backoff_max: float = 3600.0
+    max_redirects: int = 5
+
+
+@dataclass
+class Config:
+    elvin: str | None = None
+    data_dir: Path | None = None
+    scoop: bool = False
+    feeds: list[FeedConfig] = field(default_factory=list)
+    http: HttpSettings = field(default_factory=HttpSettings)
+    defaults: FeedConfig = field(default_factory=lambda: FeedConfig("", ""))
+    path: Path | None = None
+
+    def feed(self, name: str) -> FeedConfig | None:
+        return next((f for f in self.feeds if f.name == name), None)
+
+
+# ---------------------------------------------------------------------------
+# platform paths
+
+def _xdg(var: str, fallback: str) -> Path:
+    base = os.environ.get(var)
+    return Path(base) if base else Path.home() / fallback
+
+
+def default_config_path() -> Path:
+    """``$XDG_CONFIG_HOME/elvin/newswatcher.toml`` (``~/.config/...``)."""
+    return _xdg("XDG_CONFIG_HOME", ".config") / APP_DIR / CONFIG_NAME
+
+
+def default_data_dir() -> Path:
+    """``$XDG_STATE_HOME/elvin/newswatcher``: the dedup state and the status
+    file are state in the XDG sense (kept across restarts, not user data)."""
+    return _xdg("XDG_STATE_HOME", ".local/state") / APP_DIR / "newswatcher"
+
+
+# ---------------------------------------------------------------------------
+# reading
+
+def load(path: str | os.PathLike | None = None, *, must_exist: bool = False) -> Config:
+    """Read the config file (the default one when ``path`` is None).
+
+    A missing default file gives the defaults; a missing file named on the
+    command line (``must_exist``) is an error.
+    """
+    file = Path(path).expanduser() if path is not None else default_config_path()
+    if not file.exists():
+        if must_exist:
+            raise ConfigError(f"{file}: no such file")
+        return Config()
+    try:
+        with open(file, "rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    config = from_mapping(data, where=str(file), base_dir=file.parent)
+    config.path = file
+    return config
+
+
+_TOP = {"elvin", "data_dir", "scoop", "defaults", "http", "feeds"}
+_FEED_KEYS = {"name", "url", "interval", "groups", "from", "timeout", "initial_items"}
+_DEFAULT_KEYS = {"interval", "groups", "from", "timeout", "initial_items"}
+
+
+def from_mapping(data: Mapping[str, Any], *, where: str = "config",
+                 base_dir: Path | None = None) -> Config:
+    """Validate parsed TOML. ``base_dir`` anchors relative file paths (the
+    config file's directory), so a config works from any working directory."""
+    _unknown(data, _TOP, where, "")
+    config = Config()
+    if "elvin" in data:
+        config.elvin = _string(data, "elvin", where, "")
+        from elvin.protocol import URIError, parse_uri
+        try:
+            parse_uri(config.elvin)
+        except URIError as exc:
+            raise ConfigError(f"{where}: elvin: {exc}") from None
+    if "data_dir" in data:
+        raw = _string(data, "data_dir", where, "")
+        path = Path(raw).expanduser()
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        config.data_dir = path
+    if "scoop" in data:
+        config.scoop = _bool(data, "scoop", where, "")
+    config.http = _http(_table(data, "http", where), where)
+    defaults = _table(data, "defaults", where)
+    _unknown(defaults, _DEFAULT_KEYS, where, "defaults.")
+    config.defaults = _feed_fields(FeedConfig("", ""), defaults, where, "defaults.")
+    raw_feeds = data.get("feeds", [])
+    if not isinstance(raw_feeds, list) or not all(isinstance(f, dict) for f in raw_feeds):
+        raise ConfigError(f"{where}: feeds: must be [[feeds]] tables")
+    seen: set[str] = set()
+    for index, raw in enumerate(raw_feeds):
+        feed = parse_feed(raw, config.defaults, where=where, prefix=f"feeds[{index}].",
+                          base_dir=base_dir)
+        if feed.name in seen:
+            raise ConfigError(f"{where}: feeds[{index}].name: {feed.name!r} is used by "
+                              f"another feed (names must be unique)")
+        seen.add(feed.name)
+        config.feeds.append(feed)
+    return config
+
+
+def parse_feed(raw: Mapping[str, Any], defaults: FeedConfig, *, where: str = "config",
+               prefix: str = "feeds[0].", base_dir: Path | None = None) -> FeedConfig:
+    """One ``[[feeds]]`` table, with ``defaults`` for what it leaves out."""
+    _unknown(raw, _FEED_KEYS, where, prefix)
+    for key in ("name", "url"):
+        if key not in raw:
+            raise ConfigError(f"{where}: {prefix}{key}: missing (every feed needs a "
+                              f"name and a url)")
+    name = check_name(_string(raw, "name", where, prefix), f"{where}: {prefix}name")
+    url = normalise_url(_string(raw, "url", where, prefix), f"{where}: {prefix}url", base_dir)
+    feed = _feed_fields(replace(defaults, name=name, url=url), raw, where, prefix)
+    return feed
+
+
+def _feed_fields(feed: FeedConfig, raw: Mapping[str, Any], where: str,
+                 prefix: str) -> FeedConfig:
+    changes: dict[str, Any] = {}
+    if "interval" in raw:
+        changes["interval"] = _number(raw, "interval", where, prefix, MIN_INTERVAL, 30 * 86400)
+    if "groups" in raw:
+        groups = raw["groups"]
+        if isinstance(groups, str):
+            groups = [groups]
+        if (not isinstance(groups, list) or not groups
+                or not all(isinstance(g, str) and g.strip() for g in groups)):
+            raise ConfigError(f"{where}: {prefix}groups: must be a non-empty list of "
+                              f"group names, e.g. [\"news\"]")
+        changes["groups"] = tuple(dict.fromkeys(g.strip() for g in groups))
+    if "from" in raw:
+        changes["sender"] = _string(raw, "from", where, prefix)
+    if "timeout" in raw:
+        changes["timeout"] = int(_number(raw, "timeout", where, prefix, -1, MAX_TIMEOUT_ATTR,
+                                         integer=True))
+    if "initial_items" in raw:
+        changes["initial_items"] = int(_number(raw, "initial_items", where, prefix, 0,
+                                               1_000_000, integer=True))
+    return replace(feed, **changes) if changes else feed
+
+
+def _http(raw: Mapping[str, Any], where: str) -> HttpSettings:
+    p = "http."
+    allowed = {f for f in HttpSettings.__dataclass_fields__}
+    _unknown(raw, allowed, where, p)
+    changes: dict[str, Any] = {}
+    limits = {"timeout": (0.05, 600, False), "max_bytes": (1024, 1 << 30, True),
+              "min_host_interval": (0, 3600, False), "max_per_host": (1, 100, True),
+              "max_concurrent": (1, 1000, True), "backoff_initial": (0.05, 86400, False),
+              "backoff_max": (0.05, 7 * 86400, False), "max_redirects": (0, 20, True)}
+    for key, (low, high, integer) in limits.items():
+        if key in raw:
+            value = _number(raw, key, where, p, low, high, integer=integer)
+            changes[key] = int(value) if integer else float(value)
+    if "user_agent" in raw:
+        changes["user_agent"] = _string(raw, "user_agent", where, p)
+    settings = HttpSettings(**changes)
+    if settings.backoff_max < settings.backoff_initial:
+        raise ConfigError(f"{where}: http.backoff_max ({settings.backoff_max}) is less than "
+                          f"http.backoff_initial ({settings.backoff_initial})")
+    return settings
+
+
+# ---------------------------------------------------------------------------
+# feeds from the command line
+
+def feed_from_url(url: str, defaults: FeedConfig, taken: Iterable[str] = ()) -> FeedConfig:
+    """A feed for ``--feed URL``: named after the host (or file name), made
+    unique against ``taken`` with a numeric suffix."""
+    url = normalise_url(url, f"--feed {url}", Path.cwd())
+    parts = urlsplit(url)
+    if parts.scheme == "file":
+        base = Path(unquote(parts.path)).stem or "feed"
+    else:
+        base = (parts.hostname or "feed").removeprefix("www.")
+    base = re.sub(r"[^\w.\-]+", "-", base)[:MAX_NAME - 4] or "feed"
+    taken = set(taken)
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    return replace(defaults, name=name, url=url)
+
+
+# ---------------------------------------------------------------------------
+# value checks
+
+def check_name(name: str, where: str) -> str:
+    """Feed names end up in subscriptions (``News-Feed == "lwn"``): keep them
+    short and printable."""
+    name = name.strip()
+    if not name:
+        raise ConfigError(f"{where}: empty")
+    if len(name) > MAX_NAME:
+        raise ConfigError(f"{where}: longer than {MAX_NAME} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise ConfigError(f"{where}: contains control characters")
+    return name
+
+
+def normalise_url(text: str, where: str, base_dir: Path | None = None) -> str:
+    """An http(s) URL as given, or a local path / file:// URL as an absolute
+    file:// URL (relative paths are taken from ``base_dir``)."""
+    text = text.strip()
+    if not text:
+        raise ConfigError(f"{where}: empty")
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if scheme in ("http", "https"):
+        if not parts.hostname:
+            raise ConfigError(f"{where}: {text!r} has no host")
+        try:
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError:
+            raise ConfigError(f"{where}: {text!r} has a bad port") from None
+        return text
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise ConfigError(f"{where}: {text!r}: only local file:// URLs are supported")
+        path = Path(unquote(parts.path))
+    elif scheme and len(scheme) > 1:
+        raise ConfigError(f"{where}: {text!r}: unsupported scheme {scheme!r} "
+                          f"(use http, https, file or a local path)")
+    else:
+        path = Path(text).expanduser()
+        if not path.is_absolute():
+            path = (base_dir or Path.cwd()) / path
+    return path.resolve().as_uri()
+
+
+def _where(where: str, prefix: str, key: str) -> str:
+    return f"{where}: {prefix}{key}"
+
+
+def _unknown(raw: Mapping[str, Any], allowed: set[str], where: str, prefix: str) -> None:
+    extra = sorted(set(raw) - allowed)
+    if extra:
+        raise ConfigError(f"{where}: {prefix}{extra[0]}: unknown key (known: "
+                          f"{', '.join(sorted(allowed))})")
+
+
+def _table(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: {key}: must be a table ([{key}])")
+    return value
+
+
+def _string(raw: Mapping[str, Any], key: str, where: str, prefix: str) -> str:
+    value = raw[key]
+    if not isinstance(value, str):
+        raise ConfigError(f"{_where(where, prefix, key)}: must be a string, not "
+                          f"{type(value).__name__} {value!r}")
+    return value
+
+
+def _bool(raw: Mapping[str, Any], key: str, where: str, prefix: str) -> bool:
+    value = raw[key]
+    if not isinstance(value, bool):
+        raise ConfigError(f"{_where(where, prefix, key)}: must be true or false")
+    return value
+
+
+def _number(raw: Mapping[str, Any], key: str, where: str, prefix: str, low: float,
+            high: float, *, integer: bool = False) -> float:
+    value = raw[key]
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or (
+            isinstance(value, float) and not math.isfinite(value)):
+        what = "an integer" if integer else "a number"
+        raise ConfigError(f"{_where(where, prefix, key)}: must be {what}, not {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(f"{_where(where, prefix, key)}: {value} is out of range "
+                          f"({low} to {high})")
+    return value
