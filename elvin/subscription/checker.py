@@ -19,7 +19,8 @@ Rules beyond the spec's wording, following Avis where it has an opinion:
 
 * Logical operators take predicates only: ``x > 3 || 42`` and ``x || y`` are
   TYPE_MISMATCH; so is a whole expression that is not a predicate (``2``,
-  ``'a'``, ``name``).
+  ``'a'``, ``name``). ``&&``, ``||`` and ``^^`` nodes take two or more
+  operands (the parser makes one n-ary node of a chain).
 * Comparisons take values, not predicates; ``==``/``!=`` between a string
   and a number, ordering (``<`` ...) of strings, arithmetic on strings,
   ``% << >> >>> & | ^ ~`` on reals are TYPE_MISMATCH.

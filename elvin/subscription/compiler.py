@@ -20,7 +20,15 @@ Elvin type of a Python value is defined in ``elvin.values``; comparisons
 with a numeric literal are written out per type so that the common cases
 cost a type test and a comparison. Everything less common (arithmetic,
 comparisons of two attributes) calls the helpers of ``runtime.py``.
-Regular expressions and wildcards are compiled once, here.
+Regular expressions and wildcards are compiled once, here; each match runs
+with a time limit (``patterns.MATCH_TIMEOUT``), and one that runs out of
+time is bottom: neither ``T`` nor ``F`` holds.
+
+``a || b || c`` (and ``&&``) compile to one flat Python ``or``/``and``, with
+the ``name == literal`` operands on one attribute merged into one set
+look-up (``equals(name, literals...)``, which is what that chain means), so
+an ``||`` of ten thousand groups costs one hash look-up, not ten thousand
+comparisons, and a small function to compile.
 
 The generated functions catch every exception (there should be none; the
 test-suite checks the evaluator against the reference interpreter without
@@ -43,7 +51,7 @@ from elvin.subscription.checker import (
     TYPE_PREDICATES,
     UNARY_VALUE_OPS,
 )
-from elvin.subscription.patterns import compile_glob, compile_regex
+from elvin.subscription.patterns import glob_matcher, regex_matcher
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
 
 __all__ = ["generate", "build", "build_unguarded"]
@@ -95,6 +103,9 @@ class _Gen:
         self.helpers: list[str] = []
         self.counter = 0
         self.const_ids: dict[tuple, str] = {}
+        # one exact-value helper per node: T and F of an enclosing predicate
+        # both need it, and nested ^^ would otherwise double the code per level
+        self.exact_ids: dict[int, tuple[Node, str]] = {}
 
     # -- names ----------------------------------------------------------------
     def temp(self) -> str:
@@ -193,7 +204,10 @@ class _Gen:
         if k is Kind.NOT:
             return self.pred(node.children[0], not want, depth + 1)
         if k in (Kind.AND, Kind.OR):
-            parts = [self.pred(c, want, depth + 1) for c in _flatten(node)]
+            operands = _merge_equalities(_flatten(node), k)
+            if len(operands) == 1:
+                return self.pred(operands[0], want, depth)
+            parts = [self.pred(c, want, depth + 1) for c in operands]
             joiner = " and " if (k is Kind.AND) == want else " or "
             return "(" + joiner.join(parts) + ")"
         if k is Kind.XOR:
@@ -211,7 +225,11 @@ class _Gen:
 
     def exact(self, node: Node) -> str:
         """A call computing the exact value (True/False/None) of a predicate."""
+        known = self.exact_ids.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
         name = f"_h{len(self.helpers)}"
+        self.exact_ids[id(node)] = (node, f"{name}(a)")
         self.helpers.append("")   # reserve the slot (nested helpers come after)
         t, f = self.T(node), self.F(node)
         self.helpers[int(name[2:])] = (
@@ -298,11 +316,14 @@ class _Gen:
         """
         strings = frozenset(r.value for r in rest if r.kind is Kind.STRING)
         numbers = [r for r in rest if r.kind in _NUMERIC_LITERALS]
-        as_real = frozenset(float(r.value) for r in numbers)  # type: ignore[arg-type]
+        # a NaN literal (only folding makes one) equals nothing, but a set
+        # look-up tries identity first: leave NaNs out of the sets
+        as_real = frozenset(x for x in (float(r.value) for r in numbers)  # type: ignore
+                            if x == x)
         ints = frozenset(int(r.value) for r in numbers  # type: ignore[arg-type]
                          if r.kind is not Kind.REAL64)
         reals = frozenset(float(r.value) for r in numbers  # type: ignore[arg-type]
-                          if r.kind is Kind.REAL64)
+                          if r.kind is Kind.REAL64 and r.value == r.value)
         t = self.temp()
         first_test = f"type({t} := {self.V(first)})"
         parts = []
@@ -319,7 +340,7 @@ class _Gen:
                 int_members.append(f"{t} in {self.global_object('set', ints)}")
             if reals:
                 int_members.append(f"float({t}) in {self.global_object('set', reals)}")
-            int_member = " or ".join(int_members)
+            int_member = " or ".join(int_members) or "False"
             is_int = (f"(type({t}) is Int64 or (type({t}) is int and "
                       f"_MIN64 <= {t} <= _MAX64))")
             # bind t here unless the string test already did
@@ -377,15 +398,82 @@ class _Gen:
                 s = self.temp()
                 first = f"{patterns[0]!r} in ({s} := {value})"
                 test = "(" + " or ".join([first] + [f"{p!r} in {s}" for p in patterns[1:]]) + ")"
-        elif k is Kind.FUNC_WILDCARD:
-            matcher = self.global_object("glob", compile_glob(patterns).fullmatch)
-            test = f"{matcher}({value}) is not None"
         else:
-            matcher = self.global_object("re", compile_regex(patterns).search)
-            test = f"{matcher}({value}) is not None"
+            # True / False / None (out of time): bottom is neither outcome
+            make = glob_matcher if k is Kind.FUNC_WILDCARD else regex_matcher
+            matcher = self.global_object("match", make(patterns))
+            return f"({guard} and {matcher}({value}) is {want})"
         if want:
             return f"({guard} and {test})"
         return f"({guard} and not ({test}))"
+
+
+_LITERAL_KINDS = _NUMERIC_LITERALS | {Kind.STRING}
+
+
+def _equality_operand(node: Node, chain: Kind):
+    """(attribute, literals) when ``node``, as an operand of an ``||`` chain,
+    is ``name == literal`` or ``equals(name, literals...)``; for an ``&&``
+    chain the same under a ``!`` or as ``name != literal``. Else None."""
+    k = node.kind
+    if chain is Kind.AND:
+        if k is Kind.NOT_EQUALS:
+            k = Kind.EQUALS
+        elif k is Kind.NOT:
+            node = node.children[0]
+            k = node.kind
+            if k is Kind.NOT_EQUALS:
+                return None
+        else:
+            return None
+    if k is Kind.EQUALS:
+        a, b = node.children
+        if a.kind in _LITERAL_KINDS:
+            a, b = b, a
+        if a.kind is Kind.NAME and b.kind in _LITERAL_KINDS:
+            return a.value, (b,)
+        return None
+    if k is Kind.FUNC_EQUALS:
+        first = node.children[0]
+        rest = node.children[1:]
+        if first.kind is Kind.NAME and all(r.kind in _LITERAL_KINDS for r in rest):
+            return first.value, rest
+    return None
+
+
+def _merge_equalities(operands: list[Node], chain: Kind) -> list[Node]:
+    """Operands of an ``||`` chain with every group of ``name == literal``
+    (and ``equals(name, ...)``) on one attribute merged into one
+    ``equals(name, literals...)`` -- which is what ``equals`` means, and it
+    compiles to a set look-up -- in the place of the group's first member.
+    For ``&&`` the same with ``name != literal``, merged into
+    ``!equals(...)``. Three-valued ``||`` and ``&&`` are commutative and the
+    generated tests have no side effects, so the order does not matter.
+    """
+    if len(operands) < 2:
+        return operands
+    groups: dict[str, list[int]] = {}
+    found: list = [None] * len(operands)
+    for i, operand in enumerate(operands):
+        eq = _equality_operand(operand, chain)
+        if eq is not None:
+            found[i] = eq
+            groups.setdefault(eq[0], []).append(i)
+    if all(len(members) < 2 for members in groups.values()):
+        return operands
+    out: list[Node] = []
+    for i, operand in enumerate(operands):
+        eq = found[i]
+        if eq is None or len(groups[eq[0]]) < 2:
+            out.append(operand)
+            continue
+        members = groups[eq[0]]
+        if members[0] != i:
+            continue   # merged into the first member
+        literals = [lit for j in members for lit in found[j][1]]
+        merged = Node(Kind.FUNC_EQUALS, (Node(Kind.NAME, value=eq[0]), *literals))
+        out.append(merged if chain is Kind.OR else Node(Kind.NOT, (merged,)))
+    return out
 
 
 def _flatten(node: Node) -> list[Node]:

@@ -10,6 +10,15 @@ Decisions (the spec leaves them open or Avis differs):
   ``-(5)`` and ``- -5`` stay ``UNARY_MINUS`` nodes.
 * Binary operators are left-associative (``1 - 2 + 3`` is ``(1 - 2) + 3``);
   comparisons do not chain (``a < b < c`` is a PARSE_ERROR).
+* A chain of one logical operator is one n-ary node: ``a || b || c`` is
+  ``OR(a, b, c)``, and the same for ``&&`` and ``^^``. All three are
+  associative in the spec's three-valued logic (for ``^^``: bottom if any
+  operand is bottom, else the parity of the true ones), so this is only a
+  matter of shape, and it keeps a subscription that ORs a thousand groups
+  one level deep instead of a thousand. Parentheses close a chain:
+  ``(a || b) || c`` stays ``OR(OR(a, b), c)`` (the tree keeps the shape of
+  the source, so every tree, binary or n-ary, round-trips through
+  ``unparse``). The evaluator and the analyses flatten such nesting anyway.
 * String literals: a backslash escapes any character, which then stands for
   itself (``'a\\n'`` is ``an``, as the spec and Avis say). Names take the same
   escapes (``\\ `` for a space).
@@ -22,7 +31,8 @@ Decisions (the spec leaves them open or Avis differs):
   A node's ``pos`` is where its text starts (the ``(`` of a parenthesised
   expression, the left operand of a binary operator).
 * Nesting: the tree may be at most ``MAX_DEPTH`` levels deep (a leaf is one
-  level, each operator or function call one more), and parentheses may
+  level, each operator or function call one more -- an n-ary logical chain
+  is one level however long it is), and parentheses may
   nest at most ``MAX_DEPTH`` deep; beyond either it is NESTING_TOO_DEEP.
   The two limits are separate so that the fully parenthesised text of any
   valid tree (``unparse``) parses back. Parentheses are counted before
@@ -57,6 +67,7 @@ _BINARY_KINDS = {
     "<<": Kind.SHIFT_LEFT, ">>": Kind.SHIFT_RIGHT, ">>>": Kind.LOGICAL_SHIFT_RIGHT,
     "+": Kind.ADD, "-": Kind.SUBTRACT, "*": Kind.MULTIPLY, "/": Kind.DIVIDE, "%": Kind.MODULO,
 }
+_LOGICAL_KINDS = frozenset({Kind.OR, Kind.XOR, Kind.AND})
 _UNARY_KINDS = {"!": Kind.NOT, "-": Kind.UNARY_MINUS, "+": Kind.UNARY_PLUS, "~": Kind.BIT_NEGATE}
 
 _TOKEN_NAMES = {
@@ -78,15 +89,28 @@ def unescape(text: str) -> str:
 
 
 class _P:
-    """A parsed piece: node, nesting depth, start offset, bare number literal?"""
+    """A parsed piece: node, nesting depth, start offset, bare number literal?
 
-    __slots__ = ("node", "depth", "start", "raw")
+    An unparenthesised chain of one logical operator (``chain`` is its kind)
+    collects its operands in ``items`` and makes its node when it is asked
+    for, so that a chain of n operands costs O(n), not O(n**2).
+    """
 
-    def __init__(self, node: Node, depth: int, start: int, raw: bool = False) -> None:
-        self.node = node
+    __slots__ = ("_node", "depth", "start", "raw", "chain", "items")
+
+    def __init__(self, node: Node | None, depth: int, start: int, raw: bool = False) -> None:
+        self._node = node
         self.depth = depth
         self.start = start
         self.raw = raw
+        self.chain: Kind | None = None
+        self.items: list[Node] | None = None
+
+    @property
+    def node(self) -> Node:
+        if self._node is None:
+            self._node = Node(self.chain, tuple(self.items), pos=self.start)  # type: ignore
+        return self._node
 
 
 def _error(code: str, message: str, pos: int | None, text: str | None, *args) -> SubscriptionError:
@@ -201,6 +225,19 @@ class _Builder(Transformer):
         tok: Token = children[1]
         right: _P = children[2]
         kind = _BINARY_KINDS[str(tok)]
+        if kind in _LOGICAL_KINDS:
+            # the grammar is left-recursive: extend the chain on the left
+            if left.chain is kind:
+                left.items.append(right.node)  # type: ignore[union-attr]
+                left._node = None
+                if right.depth + 1 > left.depth:
+                    left.depth = self._deeper(right.depth + 1, left.start)
+                return left
+            chain = _P(None, self._deeper(1 + max(left.depth, right.depth), left.start),
+                       left.start)
+            chain.chain = kind
+            chain.items = [left.node, right.node]
+            return chain
         node = Node(kind, (left.node, right.node), pos=left.start)
         depth = 1 + max(left.depth, right.depth)
         return _P(node, self._deeper(depth, left.start), left.start)

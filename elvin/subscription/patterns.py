@@ -1,4 +1,5 @@
-"""POSIX extended regular expressions and wildcards, mapped onto Python ``re``.
+"""POSIX extended regular expressions and wildcards, written in Python ``re``
+syntax and run by the ``regex`` module with a time limit.
 
 ``regex(attr, "pattern")`` takes POSIX 1003.2 extended regular expressions
 (ERE, the spec's "POSIX 1003.2 regular expressions with UTR #18 Level 1
@@ -32,14 +33,37 @@ so each pattern is translated, never handed over as it is:
   literal already consumed one level of backslashes: write ``"a\\\\.b"``.
 * A quantifier with nothing to repeat and an unmatched ``(`` or ``)`` are
   errors (POSIX leaves them undefined).
-* Python's ``re`` backtracks, so a pattern like ``(a*)*b`` can take time
-  exponential in the length of the value. Repeating (``*``, ``+``, ``{n,m}``
-  with m > 1) a group that is nothing but an unbounded repetition
-  (``(a+)+``, ``(x*)*``, ``(a|b*){2,}``) is refused with REGEXP_TOO_COMPLEX,
-  intervals are capped at 255 and groups nest at most 32 deep. This catches
-  the textbook cases only: ``(a|aa)*b`` or ``(\\w+\\s?)*$`` still backtrack
-  exponentially on hostile values. A linear-time engine (RE2) would close
-  the gap; it is not a dependency of the project today.
+* Backtracking engines can take time exponential in the length of the
+  value (``(a|aa)*b``, ``(\\w+\\s?)*$``). Two defences:
+
+  - statically, repeating (``*``, ``+``, ``{n,m}`` with m > 1) a group that
+    is nothing but an unbounded repetition (``(a+)+``, ``(x*)*``,
+    ``(a|b*){2,}``) is refused with REGEXP_TOO_COMPLEX, intervals are capped
+    at 255 and groups nest at most 32 deep (the textbook cases);
+  - at run time, every match runs in the third-party ``regex`` module with
+    a time limit of ``MATCH_TIMEOUT`` seconds (``regex_matcher``,
+    ``glob_matcher``): a match that runs out of time makes the predicate
+    *bottom* for that notification (neither true nor false), never an
+    exception and never a stalled router. ``regex`` also cuts short most
+    catastrophic backtracking by itself. The patterns of one predicate
+    (``regex(x, p1, p2)``) run as one alternation, so a time-out is bottom
+    even if another of them might have matched.
+
+  The patterns are still written in Python ``re`` syntax (``ere_to_python``,
+  ``glob_to_python``; the Spark back-test re-spells that for Java) and are
+  handed to ``regex`` in its re-compatible VERSION0 mode with one change of
+  spelling (``engine_pattern``): ``regex`` gives ``\\w \\d \\s \\b`` their
+  UTS #18 meanings (its ``\\w`` takes combining marks but not superscript
+  digits, its ``\\s`` leaves out U+001C..U+001F), so they are spelled as
+  what they mean to ``re``: ``\\w`` is ``[\\p{L}\\p{N}_]``, ``\\d`` is
+  ``\\p{Nd}``, ``\\s`` the explicit list of ``str.isspace()`` characters, and
+  ``\\b \\B`` look-arounds over that ``\\w``. That is exactly ``re``'s meaning
+  for every character of Python's Unicode database; characters assigned
+  after it (Unicode 15 on) are classified by ``regex``'s newer database,
+  where ``re`` would call them unassigned. Google RE2 (``google-re2``:
+  linear time, so no time limit needed) was considered and rejected: it has
+  no look-around and no atomic groups, which the translations of
+  ``[^[:alpha:]]``, ``\\>`` and wildcards need.
 
 ``wildcard(attr, "glob")`` patterns match the whole value: ``*`` any
 sequence (``/`` and newlines included), ``?`` one character, ``[...]`` a set
@@ -52,15 +76,24 @@ backtracks catastrophically.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import unicodedata
+from collections.abc import Callable
+
+import regex as _regex
 
 __all__ = ["PatternError", "ere_to_python", "glob_to_python", "compile_regex",
-           "compile_glob"]
+           "compile_glob", "engine_pattern", "regex_matcher", "glob_matcher",
+           "required_literals", "MATCH_TIMEOUT"]
 
 RE_DUP_MAX = 255
 MAX_GROUP_NESTING = 32
+#: Seconds that one match of a regex() or wildcard() predicate may take;
+#: after that it is given up and the predicate is bottom for the notification.
+MATCH_TIMEOUT = 0.02
+_FLAGS = _regex.DOTALL | _regex.VERSION0
 
 
 class PatternError(ValueError):
@@ -248,25 +281,48 @@ _ESCAPE_CONTROLS = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v"}
 
 
 class _Item:
-    __slots__ = ("text", "kind", "unbounded")
+    __slots__ = ("text", "kind", "unbounded", "literal")
 
-    def __init__(self, text: str, kind: str, unbounded: bool = False) -> None:
+    def __init__(self, text: str, kind: str, unbounded: bool = False,
+                 literal: str | None = None) -> None:
         self.text = text
         self.kind = kind          # 'atom', 'anchor', 'quantified'
         self.unbounded = unbounded  # is (a group of just) an unbounded repetition
+        self.literal = literal    # the character, for an atom matching just that
+
+
+def _literal_item(c: str) -> _Item:
+    return _Item(re.escape(c), "atom", literal=c)
+
+
+def _longest_run(literals) -> str:
+    """The longest run of consecutive characters (None breaks a run)."""
+    best = ""
+    run: list[str] = []
+    for c in [*literals, None]:
+        if c is None:
+            if len(run) > len(best):
+                best = "".join(run)
+            run = []
+        else:
+            run.append(c)
+    return best
 
 
 class _Frame:
-    __slots__ = ("branches", "items", "start", "unbounded")
+    __slots__ = ("branches", "items", "start", "unbounded", "required")
 
     def __init__(self, start: int) -> None:
         self.branches: list[str] = []
         self.items: list[_Item] = []
         self.start = start
         self.unbounded = False
+        # per branch, a string every match of the branch contains ('' if none)
+        self.required: list[str] = []
 
     def close_branch(self) -> None:
         self.branches.append("".join(it.text for it in self.items))
+        self.required.append(_longest_run(it.literal for it in self.items))
         if len(self.items) == 1 and self.items[0].unbounded:
             self.unbounded = True
         self.items = []
@@ -278,6 +334,12 @@ class _Frame:
 def ere_to_python(pattern: str) -> str:
     """The Python ``re`` pattern (for ``search``, with DOTALL) equivalent to
     a POSIX ERE, or ``PatternError``."""
+    return _translate_ere(pattern)[0]
+
+
+def _translate_ere(pattern: str) -> tuple[str, tuple[str, ...] | None]:
+    """(``ere_to_python(pattern)``, literals one of which every match
+    contains -- or None when there is no such set)."""
     p = pattern
     n = len(p)
     stack = [_Frame(0)]
@@ -306,7 +368,7 @@ def ere_to_python(pattern: str) -> str:
             if c == "{":
                 m = _INTERVAL.match(p, i)
                 if m is None:
-                    frame.items.append(_Item("\\{", "atom"))
+                    frame.items.append(_literal_item("{"))
                     i += 1
                     continue
                 lo = int(m.group(1)) if len(m.group(1)) < 6 else RE_DUP_MAX + 1
@@ -358,34 +420,203 @@ def ere_to_python(pattern: str) -> str:
             elif e in _ESCAPE_ANCHORS:
                 frame.items.append(_Item(_ESCAPE_ANCHORS[e], "anchor"))
             elif e in _ESCAPE_CONTROLS:
-                frame.items.append(_Item(re.escape(_ESCAPE_CONTROLS[e]), "atom"))
+                frame.items.append(_literal_item(_ESCAPE_CONTROLS[e]))
             elif e.isdigit():
                 raise PatternError(f"back-reference \\{e} is not part of POSIX extended "
                                    "regular expressions", i)
             elif e.isalnum():
                 raise PatternError(f"unknown escape \\{e}", i)
             else:
-                frame.items.append(_Item(re.escape(e), "atom"))
+                frame.items.append(_literal_item(e))
             i += 2
         else:
-            frame.items.append(_Item(re.escape(c), "atom"))
+            frame.items.append(_literal_item(c))
             i += 1
     if len(stack) > 1:
         raise PatternError("unmatched '('", stack[-1].start)
-    stack[0].close_branch()
-    return stack[0].text()
+    top = stack[0]
+    top.close_branch()
+    required = tuple(top.required) if all(top.required) else None
+    return top.text(), required
 
 
 def compile_regex(patterns: list[str] | tuple[str, ...]):
-    """One compiled ``re`` pattern matching any of the EREs (use ``.search``)."""
+    """One compiled ``regex`` pattern matching any of the EREs (use
+    ``.search``, with ``timeout=``: see ``regex_matcher``)."""
     parts = [ere_to_python(p) for p in patterns]
     text = parts[0] if len(parts) == 1 else "|".join(f"(?:{q})" for q in parts)
+    return _compile(text, "regular expression")
+
+
+def required_literals(patterns: list[str] | tuple[str, ...]) -> tuple[str, ...] | None:
+    """Strings one of which is in every value that one of the EREs matches
+    (``("egall",)`` for ``[Ss]egall``), or None when there is no such set."""
+    out: list[str] = []
+    for p in patterns:
+        required = _translate_ere(p)[1]
+        if required is None:
+            return None
+        out.extend(required)
+    return tuple(dict.fromkeys(out))
+
+
+def regex_matcher(patterns: list[str] | tuple[str, ...]) -> Callable[[str], bool | None]:
+    """``f(value)``: does one of the EREs match somewhere in ``value``? True,
+    False, or None when the search ran out of time (``MATCH_TIMEOUT``)."""
+    return _matcher(compile_regex(patterns).search, required_literals(patterns))
+
+
+def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool | None]:
+    """Run ``method(value, timeout=...)`` for a tri-state answer; a value
+    holding none of the ``required`` strings cannot match, and is answered
+    without the engine (a time-limited call costs a few microseconds: the
+    ``regex`` module reads the CPU clock)."""
+    timeout = MATCH_TIMEOUT
+    if required is None:
+        def matcher(value: str) -> bool | None:
+            try:
+                return method(value, timeout=timeout) is not None
+            except TimeoutError:
+                return None
+    elif len(required) == 1:
+        needle = required[0]
+
+        def matcher(value: str) -> bool | None:
+            if needle not in value:
+                return False
+            try:
+                return method(value, timeout=timeout) is not None
+            except TimeoutError:
+                return None
+    else:
+        def matcher(value: str) -> bool | None:
+            for needle in required:
+                if needle in value:
+                    break
+            else:
+                return False
+            try:
+                return method(value, timeout=timeout) is not None
+            except TimeoutError:
+                return None
+
+    return matcher
+
+
+# --------------------------------------------------------------------------
+# the engine's spelling
+
+# re's \w is str.isalnum() or "_": exactly the letters and numbers (categories
+# L* and N*) of Python's Unicode database, its \d the decimal digits (Nd). As
+# Unicode properties these stay small; spelled out as code-point ranges a
+# single \w compiles to 200 KB in regex.
+_WORD = "\\p{L}\\p{N}_"
+_SHORTHAND_ITEMS = {"w": "[" + _WORD + "]", "W": "[^" + _WORD + "]",
+                    "d": "\\p{Nd}", "D": "\\P{Nd}"}
+# whole classes that ere_to_python emits for [:alpha:] and [:alnum:]
+_WHOLE_CLASSES = {"[^\\W\\d_]": "[\\p{L}\\p{Nl}\\p{No}]", "[^\\W_]": "[\\p{L}\\p{N}]",
+                  "[\\s\\S]": "[\\s\\S]"}   # (any character, to both)
+_SHORTHAND_BODIES: dict[str, str] = {}
+_EVERY: list[str] = []
+
+
+def _every_code_point() -> str:
+    if not _EVERY:
+        _EVERY.append("".join(map(chr, range(sys.maxunicode + 1))))
+    return _EVERY[0]
+
+
+def _shorthand_body(letter: str) -> str:
+    """Class body (no brackets) of exactly the code points that Python ``re``
+    matches with backslash-``letter`` (lone surrogates included, as in ``re``).
+    Used for backslash-s and -S (their meaning in re, str.isspace(), is no
+    Unicode property; the body is ten ranges), and for a backslash-W inside
+    a class, which the translations never emit."""
+    body = _SHORTHAND_BODIES.get(letter)
+    if body is None:
+        runs = re.finditer("\\" + letter + "+", _every_code_point())
+        body = "".join(_class_range(m.start(), m.end() - 1) for m in runs)
+        _SHORTHAND_BODIES[letter] = body
+    return body
+
+
+def _shorthand(letter: str, in_class: bool) -> str:
+    if letter in "sS":
+        body = _shorthand_body(letter)
+        return body if in_class else "[" + body + "]"
+    if not in_class:
+        return _SHORTHAND_ITEMS[letter]
+    if letter == "w":
+        return _WORD
+    if letter == "W":
+        return _shorthand_body("W")
+    return _SHORTHAND_ITEMS[letter]    # \p{Nd} and \P{Nd} work inside a class
+
+
+def _boundary(letter: str) -> str:
+    w = _SHORTHAND_ITEMS["w"]
+    if letter == "b":
+        return f"(?:(?<={w})(?!{w})|(?<!{w})(?={w}))"
+    # re's \B matches nowhere in an empty string
+    return f"(?:(?<={w})(?={w})|(?<!{w})(?!{w})(?:(?<=[\\s\\S])|(?=[\\s\\S])))"
+
+
+_SHORTHAND = re.compile(r"\\[dDwWsSbB]")
+
+
+def engine_pattern(pattern: str) -> str:
+    """A pattern made by ``ere_to_python`` / ``glob_to_python``, spelled for
+    the ``regex`` module (VERSION0) so that it means what it means to ``re``.
+    Only the shorthand classes and word boundaries change (see the module
+    notes); everything else those translations emit means the same to both.
+    """
+    if _SHORTHAND.search(pattern) is None:
+        return pattern
+    out = []
+    i = 0
+    n = len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            e = pattern[i + 1]
+            if e in "dDwWsS":
+                out.append(_shorthand(e, in_class))
+            elif e in "bB" and not in_class:
+                out.append(_boundary(e))
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+        elif c == "[" and not in_class:
+            whole = next((w for w in _WHOLE_CLASSES if pattern.startswith(w, i)), None)
+            if whole is not None:
+                out.append(_WHOLE_CLASSES[whole])
+                i += len(whole)
+                continue
+            # a ']' inside a class is always escaped by the translations
+            in_class = True
+            out.append(c)
+            i += 1
+        elif c == "]" and in_class:
+            in_class = False
+            out.append(c)
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(text: str, what: str):
+    """Compile once per distinct pattern: the checker, the compiler and the
+    reference interpreter all ask, and ``regex`` parses patterns in Python."""
     try:
-        return re.compile(text, re.DOTALL)
-    except re.error as exc:  # should not happen: the translation is valid Python
-        raise PatternError(f"invalid regular expression: {exc}", 0) from None
+        return _regex.compile(engine_pattern(text), _FLAGS)
+    except _regex.error as exc:  # should not happen: the translation is valid
+        raise PatternError(f"invalid {what}: {exc}", 0) from None
     except (RecursionError, OverflowError, MemoryError):
-        raise PatternError("regular expression too complex", 0, too_complex=True) from None
+        raise PatternError(f"{what} too complex", 0, too_complex=True) from None
 
 
 # --------------------------------------------------------------------------
@@ -393,9 +624,15 @@ def compile_regex(patterns: list[str] | tuple[str, ...]):
 
 def glob_to_python(pattern: str) -> str:
     """A Python pattern for ``fullmatch`` (DOTALL) equivalent to a glob."""
+    return _translate_glob(pattern)[0]
+
+
+def _translate_glob(pattern: str) -> tuple[str, str]:
+    """(``glob_to_python(pattern)``, a string every match contains, or '')."""
     p = pattern
     n = len(p)
     segments: list[list[str]] = [[]]   # pieces between stars
+    literals: list[str | None] = []    # literal characters in order, None between runs
     i = 0
     while i < n:
         c = p[i]
@@ -403,9 +640,11 @@ def glob_to_python(pattern: str) -> str:
             if segments[-1] or len(segments) == 1:
                 segments.append([])
             # consecutive stars collapse: an empty middle segment adds nothing
+            literals.append(None)
             i += 1
         elif c == "?":
             segments[-1].append(".")
+            literals.append(None)
             i += 1
         elif c == "[":
             try:
@@ -413,34 +652,50 @@ def glob_to_python(pattern: str) -> str:
             except PatternError as exc:
                 if exc.message.startswith("unterminated"):
                     segments[-1].append("\\[")
+                    literals.append("[")
                     i += 1
                     continue
                 raise
             segments[-1].append(text)
+            literals.append(None)
         elif c == "\\" and i + 1 < n:
             segments[-1].append(re.escape(p[i + 1]))
+            literals.append(p[i + 1])
             i += 2
         else:
             segments[-1].append(re.escape(c))
+            literals.append(c)
             i += 1
+    required = _longest_run(literals)
     if len(segments) == 1:
-        return "".join(segments[0])
+        return "".join(segments[0]), required
     out = ["".join(segments[0])]
     middle = segments[1:-1]
     for seg in middle:
         if seg:
             out.append("(?>.*?" + "".join(seg) + ")")
     out.append(".*" + "".join(segments[-1]))
-    return "".join(out)
+    return "".join(out), required
 
 
 def compile_glob(patterns: list[str] | tuple[str, ...]):
-    """One compiled pattern matching (``fullmatch``) any of the globs."""
+    """One compiled ``regex`` pattern matching (``fullmatch``) any of the globs."""
     parts = [glob_to_python(p) for p in patterns]
     text = parts[0] if len(parts) == 1 else "|".join(f"(?:{q})" for q in parts)
-    try:
-        return re.compile(text, re.DOTALL)
-    except re.error as exc:
-        raise PatternError(f"invalid wildcard: {exc}", 0) from None
-    except (RecursionError, OverflowError, MemoryError):
-        raise PatternError("wildcard too complex", 0, too_complex=True) from None
+    return _compile(text, "wildcard")
+
+
+def glob_matcher(patterns: list[str] | tuple[str, ...]) -> Callable[[str], bool | None]:
+    """``f(value)``: does one of the globs match the whole ``value``? True,
+    False, or None when matching ran out of time (``MATCH_TIMEOUT``; the
+    translation of a glob does not backtrack catastrophically, so this is
+    only a second line of defence)."""
+    required: list[str] | None = []
+    for p in patterns:
+        literal = _translate_glob(p)[1]
+        if not literal:
+            required = None
+            break
+        required.append(literal)  # type: ignore[union-attr]
+    return _matcher(compile_glob(patterns).fullmatch,
+                    tuple(dict.fromkeys(required)) if required is not None else None)

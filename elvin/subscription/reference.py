@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Mapping
 
 from elvin.subscription.ast import Kind, Node
-from elvin.subscription.patterns import compile_glob, compile_regex
+from elvin.subscription.patterns import MATCH_TIMEOUT, compile_glob, compile_regex
 from elvin.values import Int64
 
 __all__ = ["evaluate"]
@@ -280,6 +280,7 @@ class _Interp:
                 return None
             s = a[1]
             patterns = [c.value for c in node.children[1:]]
+            result = False
             for p in patterns:
                 if k is Kind.FUNC_BEGINS_WITH and s[:len(p)] == p:
                     return True
@@ -287,11 +288,20 @@ class _Interp:
                     return True
                 if k is Kind.FUNC_CONTAINS and s.find(p) >= 0:
                     return True
-                if k is Kind.FUNC_WILDCARD and compile_glob([p]).fullmatch(s) is not None:
-                    return True
-                if k is Kind.FUNC_REGEX and compile_regex([p]).search(s) is not None:
-                    return True
-            return False
+                if k is Kind.FUNC_WILDCARD or k is Kind.FUNC_REGEX:
+                    # the engine itself (not the matchers' literal pre-filter);
+                    # a match that runs out of time is bottom
+                    try:
+                        if k is Kind.FUNC_WILDCARD:
+                            found = compile_glob([p]).fullmatch(s, timeout=MATCH_TIMEOUT)
+                        else:
+                            found = compile_regex([p]).search(s, timeout=MATCH_TIMEOUT)
+                    except TimeoutError:
+                        result = None
+                        continue
+                    if found is not None:
+                        return True
+            return result
         raise AssertionError(f"not a predicate: {k!r}")
 
 

@@ -1,8 +1,8 @@
 """Tree -> canonical subscription text.
 
-``parse(unparse(tree)) == tree`` for every tree ``parse`` can return (and
-every valid binary tree from the wire). Every binary operator is
-parenthesised except the outermost one; strings are written in double
+``parse(unparse(tree)) == tree`` for every tree ``parse`` can return and
+every valid tree from the wire. Every operator is parenthesised except the
+outermost one; strings are written in double
 quotes with ``"`` and ``\\`` escaped; names escape (with ``\\``) every
 character that may not appear unescaped in that place; int64 literals get
 an ``L``; reals are written with ``repr`` (shortest round-tripping form)
@@ -10,8 +10,12 @@ and always carry a ``.``, e.g. ``1.0e300``. A unary minus applied to a
 number literal is written ``-(5)`` so that it does not become the literal
 ``-5``.
 
-Logical operators with more than two operands (possible in trees from the
-wire) are written as a chain, which parses back as nested binary nodes.
+A logical node with n operands is written as one chain, ``(a || b || c)``,
+which the parser turns back into the same n-ary node. A logical node whose
+operand is a node of the same kind (``OR(OR(a, b), c)``, from the wire or
+from the text ``(a || b) || c``) gets that operand parenthesised, like any
+other operand, so it parses back with the same shape: ``validate`` does not
+flatten trees, and the evaluator and analyses treat both shapes alike.
 """
 
 from __future__ import annotations

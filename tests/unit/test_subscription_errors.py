@@ -117,7 +117,8 @@ ERRORS: list[tuple[str, str, int | None]] = [
     # NESTING_TOO_DEEP
     ("(" * (MAX_DEPTH + 1) + "i == 1" + ")" * (MAX_DEPTH + 1), "NESTING_TOO_DEEP", MAX_DEPTH),
     ("!" * 70 + "require(i)", "NESTING_TOO_DEEP", 7),
-    ("require(i)" + " || require(i)" * 70, "NESTING_TOO_DEEP", 0),
+    ("require(i) || !(" * 20 + "require(i) || " * 70 + "i + " * 30 + "1 > 0" + ")" * 20,
+     "NESTING_TOO_DEEP", 16 * 4),
     ("i" + " + 1" * 70 + " > 0", "NESTING_TOO_DEEP", 0),
     ("-" * 80 + "i == 1", "NESTING_TOO_DEEP", 16),
 ]
@@ -167,7 +168,7 @@ def test_chained_comparison_message():
     "(" * 100000,
     "!" * 100000 + "require(i)",
     "-" * 100000 + "1 == i",
-    "require(i) || " * 7000 + "require(i)",
+    "require(i) || !(" * 7000 + "require(i)" + ")" * 7000,
     "i" + " + 1" * 25000 + " > 0",
     "f(" * 30000 + "x" + ")" * 30000,
 ])
@@ -177,6 +178,22 @@ def test_huge_nesting_is_refused_fast(text):
         parse(text)
     assert info.value.code in ("NESTING_TOO_DEEP", "UNKNOWN_FUNC")
     assert time.perf_counter() - start < 5
+
+
+def test_long_logical_chains_are_one_level():
+    """a || b || ... is one n-ary node: its length is not nesting."""
+    for op in ("||", "&&", "^^"):
+        text = f" {op} ".join(f"require(i{n})" for n in range(5000))
+        start = time.perf_counter()
+        tree = parse(text)
+        assert time.perf_counter() - start < 5
+        assert len(tree.children) == 5000
+    # real nesting still counts, each chain one level
+    deep = "require(i) || !(" * (MAX_DEPTH // 2 - 1) + "require(i)" + ")" * (MAX_DEPTH // 2 - 1)
+    parse(deep)
+    with pytest.raises(SubscriptionError) as info:
+        parse("require(i) && (" + deep + " || require(j))")
+    assert info.value.code == "NESTING_TOO_DEEP"
 
 
 def test_max_depth_is_accepted():

@@ -8,6 +8,7 @@ import math
 import random
 
 import pytest
+import regex
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +27,15 @@ from elvin.subscription import (
 )
 from elvin.subscription.reference import evaluate as reference
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
+
+
+@pytest.fixture(autouse=True)
+def _empty_regex_cache():
+    """The regex module empties a full pattern cache with the global
+    ``random``; Hypothesis warns when that happens inside a strategy (the
+    validity filters compile patterns). Start each test with room to spare."""
+    regex.purge()
+
 
 SETTINGS = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
@@ -111,8 +121,19 @@ atom = st.one_of(comparison, str_equality, name_equality, name_equality, type_pr
                  substring_pred, regex_pred, glob_pred, equals_pred)
 
 
+LOGICAL = [Kind.AND, Kind.OR, Kind.XOR]
+
+
+def _nary(kinds, children):
+    """n-ary logical nodes, as the parser makes from ``a || b || c``."""
+    return st.tuples(st.sampled_from(kinds), st.lists(children, min_size=3, max_size=5)).map(
+        lambda t: node(t[0], *t[1]))
+
+
 def _logic(c):
-    return st.one_of(_binary([Kind.AND, Kind.OR, Kind.XOR], c), _unary([Kind.NOT], c))
+    # binary nodes too: a binary OR whose child is an OR is what the parser
+    # makes of (a || b) || c, and must round-trip through unparse
+    return st.one_of(_binary(LOGICAL, c), _nary(LOGICAL, c), _unary([Kind.NOT], c))
 
 
 raw_predicate = st.recursive(atom, _logic, max_leaves=6)
@@ -408,3 +429,126 @@ def test_deepest_texts_compile_and_agree(text):
     sub = compile(text)
     for attrs in ({}, {"a": "A"}, {"a": 1}, {"a": -1}, {"a": Int64(2)}, {"a": 0.5}):
         assert sub._evaluate_raw(attrs) is reference(sub.ast, attrs)
+
+
+# -- n-ary logical chains ------------------------------------------------------------
+
+def _req(v):
+    return node(Kind.FUNC_REQUIRE, node(Kind.NAME, value=v))
+
+
+@pytest.mark.parametrize("kind", LOGICAL)
+def test_nested_same_kind_round_trips_with_parentheses(kind):
+    a, b, c, d = (_req(v) for v in "abcd")
+    op = {Kind.AND: "&&", Kind.OR: "||", Kind.XOR: "^^"}[kind]
+    for tree, text in [
+        (node(kind, node(kind, a, b), c), f"(require(a) {op} require(b)) {op} require(c)"),
+        (node(kind, a, node(kind, b, c)), f"require(a) {op} (require(b) {op} require(c))"),
+        (node(kind, a, b, c), f"require(a) {op} require(b) {op} require(c)"),
+        (node(kind, node(kind, a, b, c), d),
+         f"(require(a) {op} require(b) {op} require(c)) {op} require(d)"),
+    ]:
+        assert validate(tree) is tree          # validate() keeps the shape
+        assert unparse(tree) == text
+        assert parse(text) == tree
+
+
+chain_names = st.sampled_from(["a", "b"]).map(lambda v: node(Kind.NAME, value=v))
+chain_literal = st.one_of(
+    st.sampled_from(["x", "y", "", "\u00e9"]).map(lambda v: node(Kind.STRING, value=v)),
+    st.sampled_from([0, 1, -1, INT32_MAX]).map(lambda v: node(Kind.INT32, value=v)),
+    st.sampled_from([1, 2 ** 53 + 1, INT64_MIN]).map(lambda v: node(Kind.INT64, value=v)),
+    st.sampled_from([1.0, 0.5, -0.0, 2.0 ** 53]).map(lambda v: node(Kind.REAL64, value=v)))
+chain_atom = st.one_of(
+    st.tuples(st.sampled_from([Kind.EQUALS, Kind.NOT_EQUALS]), chain_names, chain_literal,
+              st.booleans()).map(
+        lambda t: node(t[0], t[1], t[2]) if t[3] else node(t[0], t[2], t[1])),
+    st.tuples(chain_names, st.lists(chain_literal, min_size=1, max_size=3)).map(
+        lambda t: node(Kind.FUNC_EQUALS, t[0], *t[1])),
+    st.just(_req("a")))
+chain_operand = st.one_of(chain_atom, chain_atom.map(lambda n: node(Kind.NOT, n)))
+chain = st.tuples(st.sampled_from([Kind.AND, Kind.OR]),
+                  st.lists(chain_operand, min_size=2, max_size=8)).map(
+    lambda t: node(t[0], *t[1])).filter(_valid)
+chain_values = st.one_of(
+    st.sampled_from(["x", "y", "", "\u00e9", "z", 0, 1, -1, 2, INT32_MAX, Int64(1),
+                     Int64(2 ** 53 + 1), 2 ** 53 + 1, INT64_MIN, Int64(INT64_MIN), 1.0, 0.5,
+                     -0.0, 2.0 ** 53, math.nan, b"x", None, True]),
+    values)
+chain_notification = st.dictionaries(st.sampled_from(["a", "b"]), chain_values)
+
+
+@settings(SETTINGS, max_examples=500)
+@given(chain, chain_notification)
+def test_equality_chains_agree_with_reference(tree, attrs):
+    """||/&& chains of equalities on one attribute compile to set look-ups:
+    same answers as the reference, which compares one by one."""
+    sub = compile(tree)
+    expected = reference(tree, attrs)
+    assert sub._evaluate_raw(attrs) is expected, sub.source
+    assert sub.evaluate(attrs) is expected
+    assert sub.matches(attrs) is (expected is True)
+
+
+def test_ten_thousand_groups():
+    """A tickertape user in 10,000 groups: one flat OR, compiled to one set
+    look-up, indexed on Group with every value."""
+    import time
+
+    groups = [f"g{i}" for i in range(10000)]
+    text = " || ".join(f'Group == "{g}"' for g in groups)
+    start = time.perf_counter()
+    sub = compile(text)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 10, elapsed       # typically well under a second; the machine is shared
+    assert sub.ast.kind is Kind.OR and len(sub.ast.children) == 10000
+    assert len(sub.source) < 2000      # a set look-up, not 10,000 comparisons
+    for g in ("g0", "g5000", "g9999"):
+        assert sub.evaluate({"Group": g}) is True
+    assert sub.evaluate({"Group": "g10000"}) is False
+    assert sub.evaluate({"Group": 5}) is None
+    assert sub.evaluate({}) is None
+    assert sub.matches({"Group": "g1234", "Message": "hi"})
+    assert required_names(sub.ast) == {"Group"}
+    assert index_constraint(sub.ast) == ("Group", frozenset(groups))
+    assert unparse(parse(unparse(sub.ast))) == unparse(sub.ast)
+    # the same chain with && and !=, and behind a negation
+    sub = compile(" && ".join(f'Group != "{g}"' for g in groups))
+    assert sub.evaluate({"Group": "g77"}) is False
+    assert sub.evaluate({"Group": "elvin"}) is True
+    assert sub.evaluate({"Group": 1}) is None
+    sub = compile("!(" + text + ")")
+    assert sub.evaluate({"Group": "g77"}) is False
+    assert sub.evaluate({"Group": "elvin"}) is True
+
+
+def test_long_chains_that_do_not_merge_compile():
+    """Chains of unlike operands still compile (flat Python, no recursion)
+    and agree with the reference interpreter."""
+    n = 3000
+    ors = " || ".join(f"a{i} == {i}" for i in range(n))
+    ands = " && ".join(f"begins-with(s, 'x{i % 7}') || a{i} > {i}" for i in range(n))
+    xors = " ^^ ".join(f"a{i} == {i}" for i in range(200))
+    attrs = [{}, {f"a{n - 1}": n - 1}, {"a5": 5, "a7": 7}, {"s": "x3"},
+             {f"a{i}": i for i in range(n)}, {f"a{i}": i + 1 for i in range(n)}]
+    for text in (ors, ands, xors):
+        sub = compile(text)
+        for a in attrs:
+            assert sub._evaluate_raw(a) is reference(sub.ast, a)
+    assert index_constraint(parse(ors)) is None
+    assert required_names(parse(ors)) == frozenset()
+    assert index_constraint(parse("x == 1 || x == 2L || x == 3.5 || x == 'four'")) == \
+        ("x", frozenset({1, 2, 3.5, "four"}))
+
+
+@pytest.mark.parametrize("text", [
+    "equals(x, 0.0 / 0.0)", "equals(x, 0.0 / 0.0, 1)", "x == 0.0 / 0.0 || x == 1.0",
+    "x != 0.0 / 0.0 && x != 2", "equals(x, 0.0 / 0.0, 'a')",
+])
+def test_folded_nan_literal_equals_nothing(text):
+    """A NaN made by folding is never equal, even to the very same NaN object
+    (a set look-up would say it is: it tries identity first)."""
+    sub = compile(text)
+    for value in (math.nan, float("nan"), 1, 1.0, 2, Int64(1), "a", math.inf):
+        attrs = {"x": value}
+        assert sub._evaluate_raw(attrs) is reference(sub.ast, attrs), (text, value)
