@@ -324,6 +324,8 @@ def _literal(value: int | float | str) -> Node:
 
 _T, _F, _B = True, False, None
 _ALL = frozenset({_T, _F, _B})
+_ONLY_TRUE = frozenset({_T})
+_ONLY_FALSE = frozenset({_F})
 
 
 def names_of(node: Node) -> frozenset[str]:
@@ -357,12 +359,20 @@ def could_match_any(asts: Iterable[Node] | Mapping[object, Node],
 def _possible(node: Node, attrs: Mapping[str, object]) -> frozenset:
     kind = node.kind
     if kind in _BOOLEAN_CONNECTIVES:
-        parts = [_possible(child, attrs) for child in node.children]
+        children = node.children
+        if not children:
+            return _ALL
         if kind is Kind.NOT:
-            return frozenset(_not(v) for v in parts[0]) if parts else _ALL
+            return frozenset(_not(v) for v in _possible(children[0], attrs))
         op = {Kind.AND: _and, Kind.OR: _or, Kind.XOR: _xor}[kind]
-        result = parts[0] if parts else _ALL
-        for part in parts[1:]:
+        # A long chain stops as soon as its outcome is settled: T || ... is T,
+        # F && ... is F (a 10,000-term OR from a tickertape user stays cheap).
+        settled = {Kind.OR: _ONLY_TRUE, Kind.AND: _ONLY_FALSE}.get(kind)
+        result = _possible(children[0], attrs)
+        for child in children[1:]:
+            if result == settled:
+                break
+            part = _possible(child, attrs)
             result = frozenset(op(a, b) for a in result for b in part)
         return result
     # a predicate: decided if every name it uses is known
@@ -402,16 +412,11 @@ _UNKNOWN = object()
 
 
 @functools.lru_cache(maxsize=4096)
-def _compiled(node: Node):
-    from elvin.subscription import compile as compile_subscription
-    try:
-        return compile_subscription(node)
-    except Exception:  # e.g. a constant predicate the compiler calls trivial
-        return None
-
-
 def _evaluate(node: Node, attrs: Mapping[str, object]):
-    compiled = _compiled(node)
-    if compiled is None:
+    """One predicate, once: the plain interpreter costs far less than compiling
+    (a 10,000-term OR would otherwise compile 10,000 predicates per call)."""
+    from elvin.subscription.reference import evaluate
+    try:
+        return evaluate(node, attrs)
+    except Exception:  # a tree the interpreter cannot read: decide nothing
         return _UNKNOWN
-    return compiled.evaluate(attrs)
