@@ -115,7 +115,7 @@ class Constraint:
     def matches(self, value: object) -> bool:
         """Whether an attribute value satisfies this constraint, by the
         subscription language's own evaluator."""
-        outcome = _evaluate(self.node(), {_PLACEHOLDER: value})
+        outcome = _evaluate_compiled(self.node(), {_PLACEHOLDER: value})
         return outcome is True or outcome is _UNKNOWN  # unknown: stay conservative
 
     def __str__(self) -> str:
@@ -412,6 +412,22 @@ _UNKNOWN = object()
 
 
 @functools.lru_cache(maxsize=4096)
+def _compiled(node: Node):
+    """A constraint's predicate is tested against many values: compile it once."""
+    from elvin.subscription import compile as compile_subscription
+    try:
+        return compile_subscription(node)
+    except Exception:  # e.g. a constant predicate the compiler calls trivial
+        return None
+
+
+def _evaluate_compiled(node: Node, attrs: Mapping[str, object]):
+    compiled = _compiled(node)
+    if compiled is None:
+        return _UNKNOWN
+    return compiled.evaluate(attrs)
+
+
 def _evaluate(node: Node, attrs: Mapping[str, object]):
     """One predicate, once: the plain interpreter costs far less than compiling
     (a 10,000-term OR would otherwise compile 10,000 predicates per call)."""
