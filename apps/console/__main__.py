@@ -1,0 +1,5 @@
+"""``python -m elvin_apps.console``: the same as the ``elvin-console`` command."""
+
+from elvin_apps.console.cli import entry
+
+entry()

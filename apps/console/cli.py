@@ -1,0 +1,247 @@
+"""``elvin-console``: command line, startup and shutdown.
+
+The router URL comes from ``--elvin``, else ``ELVIN_URL``, else the config
+file, else ``elvin://127.0.0.1:2917``. A workspace (``--workspace`` or the
+config's ``workspace``) brings its own routers; an explicit ``--elvin`` (or
+``ELVIN_URL``) then replaces the URL of its first router, so one workspace
+can be pointed at another router from the command line.
+
+Exit codes (DESIGN.md): 0 ok, 1 usage or input error (bad flag, URL, config
+or workspace file), 2 cannot reach the router (only with ``--screenshot``,
+which must not wait forever), 3 other failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from elvin_apps.console import __version__
+
+log = logging.getLogger("elvin_apps.console")
+
+DEFAULT_URL = "elvin://127.0.0.1:2917"
+EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_FAILURE = 0, 1, 2, 3
+SCREENSHOT_CONNECT_TIMEOUT = 5.0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the suite's exit status for usage errors (1, not 2)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="elvin-console",
+        description="The developers' console for Elvin: write and test subscriptions, send "
+                    "typed notifications, watch quench and router statistics, on several "
+                    "routers at once.",
+        epilog="Router: --elvin, else $ELVIN_URL, else the config file, else "
+               f"{DEFAULT_URL}. Exit status: 0 ok, 1 usage or input error, 2 router "
+               "unreachable (--screenshot), 3 other failure.")
+    parser.add_argument("--elvin", "-e", metavar="URL", help="Elvin router URL")
+    parser.add_argument("--config", metavar="FILE",
+                        help="TOML config file (default: ~/.config/elvin/console.toml)")
+    parser.add_argument("--workspace", "-w", metavar="FILE",
+                        help="open this workspace (JSON or TOML) at startup")
+    parser.add_argument("--buffer", type=int, metavar="ROWS",
+                        help="rows a new consumer pane keeps (default 10000)")
+    parser.add_argument("--screenshot", metavar="FILE",
+                        help="render the main window to a PNG after startup, then exit")
+    parser.add_argument("--embedded-router", action="store_true",
+                        help="if nothing answers at a local URL, start the bundled router "
+                             "there (handy for trying the console alone)")
+    parser.add_argument("--log-level", default="WARNING",
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+                        type=str.upper, help="logging level (default WARNING)")
+    parser.add_argument("--version", action="version",
+                        version=f"elvin-console {__version__}")
+    return parser
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"elvin-console: {message}", file=sys.stderr)
+    return code
+
+
+def resolve_url(flag: str | None, config_url: str | None) -> tuple[str, bool]:
+    """The URL and whether it was given explicitly (flag or environment)."""
+    if flag:
+        return flag, True
+    if os.environ.get("ELVIN_URL"):
+        return os.environ["ELVIN_URL"], True
+    return config_url or DEFAULT_URL, False
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from elvin_apps.console.config import ConfigError, load
+    from elvin_apps.console.window import default_workspace
+    from elvin_apps.console.workspace import MAX_BUFFER, MIN_BUFFER, WorkspaceError
+    from elvin_apps.console.workspace import load as load_workspace
+
+    from elvin.protocol import URIError, parse_uri
+    try:
+        config = load(args.config, must_exist=bool(args.config))
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    buffer = args.buffer if args.buffer is not None else config.buffer
+    if not MIN_BUFFER <= buffer <= MAX_BUFFER:
+        return _fail(f"--buffer must be from {MIN_BUFFER} to {MAX_BUFFER}, not {buffer}",
+                     EXIT_USAGE)
+    url, explicit = resolve_url(args.elvin, config.elvin)
+    try:
+        parse_uri(url)
+    except URIError as exc:
+        return _fail(f"bad Elvin URL {url!r}: {exc}", EXIT_USAGE)
+    workspace_path = args.workspace or config.workspace
+    if workspace_path:
+        try:
+            workspace = load_workspace(workspace_path)
+        except WorkspaceError as exc:
+            return _fail(str(exc), EXIT_USAGE)
+        if explicit and workspace.routers:
+            workspace.routers[0] = dataclasses.replace(workspace.routers[0], url=url)
+        elif not workspace.routers:
+            workspace.routers = default_workspace(url).routers
+    else:
+        workspace = default_workspace(url, buffer)
+    if args.screenshot and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+    from elvin.qt import run_app
+
+    async def app_main() -> int:
+        try:
+            return await run(args, workspace, Path(workspace_path) if workspace_path else None,
+                             buffer)
+        except Exception:  # noqa: BLE001 - the exit status says "other failure"
+            log.exception("elvin-console failed")
+            return EXIT_FAILURE
+
+    try:
+        return run_app(app_main, [sys.argv[0]], quit_on_last_window_closed=False)
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+async def _answers(host: str, port: int, timeout: float = 1.0) -> bool:
+    try:
+        async with asyncio.timeout(timeout):
+            _reader, writer = await asyncio.open_connection(host, port)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()
+    return True
+
+
+async def start_embedded_router(url: str):
+    """The bundled router on a local URL where nothing answers, else None."""
+    from elvin.protocol import parse_uri
+    uri = parse_uri(url)
+    if uri.host not in ("127.0.0.1", "localhost", "::1") or await _answers(uri.host, uri.port):
+        return None
+    from elvin.router.embedded import EmbeddedRouter
+    router = EmbeddedRouter(port=uri.port, host="127.0.0.1" if uri.host == "localhost"
+                            else uri.host)
+    try:
+        await asyncio.get_running_loop().run_in_executor(None, router.start)
+    except Exception as exc:  # noqa: BLE001 - the console still runs, unconnected
+        log.warning("could not start the bundled router at %s: %s", url, exc)
+        return None
+    log.warning("started the bundled router at %s", router.url)
+    return router
+
+
+async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: int) -> int:
+    """Build the window on the running qasync loop; returns the exit status
+    when it closes (or right after ``--screenshot``)."""
+    from elvin_apps.console.routers import RouterRegistry
+    from elvin_apps.console.window import MainWindow
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    app.setApplicationName("elvin-console")
+    app.setApplicationVersion(__version__)
+    router = None
+    if args.embedded_router and workspace.routers:
+        router = await start_embedded_router(workspace.routers[0].url)
+    registry = RouterRegistry()
+    window = MainWindow(registry, buffer)
+    closed = asyncio.Event()
+    window.closed.connect(closed.set)
+    app.aboutToQuit.connect(closed.set)
+    await window.apply_workspace(workspace, path)
+    window.show()
+    previous = {sig: signal.signal(sig, lambda *_: window.close())
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    status = EXIT_OK
+    try:
+        if args.screenshot:
+            status = await take_screenshot(window, Path(args.screenshot))
+        else:
+            await closed.wait()
+    finally:
+        with contextlib.suppress(Exception):
+            await window.shutdown()
+        if router is not None:
+            await asyncio.get_running_loop().run_in_executor(None, router.stop)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return status
+
+
+async def wait_ready(window, timeout: float) -> bool:
+    """Every router connected and every wanted subscription made (bounded)."""
+    from elvin_apps.console.consumer import ConsumerPane
+
+    async def ready() -> None:
+        while True:
+            connected = all(entry.manager.state == "connected"
+                            for entry in window.registry.entries())
+            subscribed = all(pane.subscribed or not pane.wanted for pane in window.panes
+                             if isinstance(pane, ConsumerPane) and pane.entry() is not None)
+            if connected and subscribed:
+                return
+            await asyncio.sleep(0.05)
+
+    try:
+        async with asyncio.timeout(timeout):
+            await ready()
+    except TimeoutError:
+        return False
+    return True
+
+
+async def take_screenshot(window, path: Path) -> int:
+    status = EXIT_OK if await wait_ready(window, SCREENSHOT_CONNECT_TIMEOUT) \
+        else EXIT_UNREACHABLE
+    await asyncio.sleep(0.5)
+    window.repaint()
+    if not window.grab().save(str(path), "PNG"):
+        return _fail(f"cannot write screenshot {path}", EXIT_FAILURE)
+    print(f"screenshot saved to {path}")
+    return status
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,393 @@
+"""The main window: routers on the left, panes as dock widgets beside them.
+
+Panes are ``QDockWidget`` s, so they can be tabbed together, split side by
+side, or floated as separate windows; by default consumers (and the quench
+and router views) are tabbed in the upper area and producers in the lower
+one, so what is sent and what arrives are visible together. The File menu
+opens and saves workspaces (JSON or TOML) and exports the current consumer
+pane's rows; the Panes menu adds panes of each kind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from elvin_apps.console import __version__
+from elvin_apps.console.completion import AttributeNames
+from elvin_apps.console.consumer import ConsumerPane
+from elvin_apps.console.pane import Pane
+from elvin_apps.console.producer import ProducerPane
+from elvin_apps.console.quenchview import QuenchPane
+from elvin_apps.console.routers import RouterError, RouterRegistry
+from elvin_apps.console.routerspanel import RoutersPanel
+from elvin_apps.console.routerview import RouterViewPane
+from elvin_apps.console.tasks import spawn
+from elvin_apps.console.workspace import (
+    ConsumerSpec,
+    ProducerSpec,
+    QuenchSpec,
+    RouterSpec,
+    RouterViewSpec,
+    Workspace,
+    WorkspaceError,
+    load,
+    save,
+)
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QSplitter,
+    QTabWidget,
+    QWidget,
+)
+
+__all__ = ["MainWindow", "default_workspace"]
+
+WORKSPACE_FILTER = "Workspace (*.json *.toml);;JSON (*.json);;TOML (*.toml)"
+_KIND_LABELS = {"consumer": "Consumer", "producer": "Producer", "quench": "Quench",
+                "router": "Router statistics"}
+
+
+def default_workspace(url: str, buffer: int = 10_000) -> Workspace:
+    """What a first start shows: one router, a consumer and a producer."""
+    return Workspace([RouterSpec("default", url)],
+                     [ConsumerSpec(title="Consumer 1", router="default", buffer=buffer),
+                      ProducerSpec(title="Producer 1", router="default")])
+
+
+class PaneDock(QDockWidget):
+    """A dock holding one pane; closing it closes the pane."""
+
+    closing = Signal(object)
+
+    def __init__(self, pane: Pane, parent: QWidget | None = None) -> None:
+        super().__init__(pane.title(), parent)
+        self.pane = pane
+        self.setObjectName(f"pane-{id(pane)}")
+        self.setWidget(pane)
+        self.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetClosable |
+                         QDockWidget.DockWidgetFeature.DockWidgetMovable |
+                         QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        pane.titleChanged.connect(self.setWindowTitle)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)
+        self.closing.emit(self)
+        super().closeEvent(event)
+
+
+class MainWindow(QMainWindow):
+    """``closed`` is emitted when the user closes the window."""
+
+    closed = Signal()
+
+    def __init__(self, registry: RouterRegistry, buffer: int = 10_000,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.registry = registry
+        self.buffer = buffer
+        self.names = AttributeNames(self)
+        self.panes: list[Pane] = []
+        self.docks: dict[Pane, PaneDock] = {}
+        self.path: Path | None = None
+        self._counters: dict[str, int] = {}
+        self._last_consumer: ConsumerPane | None = None
+        self.setWindowTitle("Elvin console")
+        # panes dock inside an inner main window, so that they share all of its
+        # space; the routers list sits beside it in a splitter
+        self.dock_host = QMainWindow()
+        self.dock_host.setDockOptions(QMainWindow.DockOption.AnimatedDocks |
+                                      QMainWindow.DockOption.AllowTabbedDocks |
+                                      QMainWindow.DockOption.AllowNestedDocks)
+        self.dock_host.setTabPosition(Qt.DockWidgetArea.AllDockWidgetAreas,
+                                      QTabWidget.TabPosition.North)
+        self.dock_host.setDocumentMode(True)
+        placeholder = QWidget()
+        placeholder.setMaximumSize(0, 0)
+        self.dock_host.setCentralWidget(placeholder)
+        self.routers_panel = RoutersPanel(registry)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.routers_panel)
+        self.splitter.addWidget(self.dock_host)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setChildrenCollapsible(False)
+        self.setCentralWidget(self.splitter)
+        self._menus()
+        self.workspace_label = QLabel()
+        self.statusBar().addWidget(self.workspace_label, 1)
+        self._update_title()
+        self.resize(1280, 800)
+
+    # -- menus -----------------------------------------------------------------------------
+    def _menus(self) -> None:
+        bar = self.menuBar()
+        file = bar.addMenu("&File")
+        self._action(file, "&New workspace", self.new_workspace, QKeySequence.StandardKey.New)
+        self._action(file, "&Open workspace…", self.open_dialog, QKeySequence.StandardKey.Open)
+        self._action(file, "&Save workspace", self.save_current, QKeySequence.StandardKey.Save)
+        self._action(file, "Save workspace &as…", self.save_dialog,
+                     QKeySequence.StandardKey.SaveAs)
+        file.addSeparator()
+        self._action(file, "&Export received…", self.export_current, "Ctrl+E")
+        file.addSeparator()
+        self._action(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        panes = bar.addMenu("&Panes")
+        self._action(panes, "New &consumer", lambda: self.add_pane("consumer", focus=True),
+                     "Ctrl+Shift+C")
+        self._action(panes, "New &producer", lambda: self.add_pane("producer", focus=True),
+                     "Ctrl+Shift+P")
+        self._action(panes, "New &quench view", lambda: self.add_pane("quench", focus=True),
+                     "Ctrl+Shift+Q")
+        self._action(panes, "New &router statistics",
+                     lambda: self.add_pane("router", focus=True), "Ctrl+Shift+R")
+        panes.addSeparator()
+        self._action(panes, "Re&name current pane…", self.rename_current, "F2")
+        routers = bar.addMenu("&Routers")
+        self._action(routers, "&Add router…", self.routers_panel.add_router)
+        help_menu = bar.addMenu("&Help")
+        self._action(help_menu, "&About", self.about)
+
+    def _action(self, menu, text: str, slot, shortcut=None) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    # -- panes -------------------------------------------------------------------------------
+    def add_pane(self, kind: str, spec=None, focus: bool = False) -> Pane:
+        count = self._counters.get(kind, 0) + 1
+        self._counters[kind] = count
+        if spec is None:
+            spec = {"consumer": ConsumerSpec(buffer=self.buffer), "producer": ProducerSpec(),
+                    "quench": QuenchSpec(), "router": RouterViewSpec()}[kind]
+        if not spec.title:
+            spec.title = f"{_KIND_LABELS[kind]} {count}" if kind != "router" else \
+                _KIND_LABELS[kind] + (f" {count}" if count > 1 else "")
+        if not spec.router and len(self.registry):
+            spec.router = self.registry.names()[0]
+        if kind == "consumer":
+            pane: Pane = ConsumerPane(self.registry, self.names, spec)
+        elif kind == "producer":
+            pane = ProducerPane(self.registry, self.names, spec)
+        elif kind == "quench":
+            pane = QuenchPane(self.registry, self.names, spec)
+        elif kind == "router":
+            pane = RouterViewPane(self.registry, spec)
+        else:
+            raise ValueError(f"unknown pane kind {kind!r}")
+        dock = PaneDock(pane, self.dock_host)
+        dock.closing.connect(self._dock_closing)
+        dock.visibilityChanged.connect(lambda visible, p=pane: self._pane_shown(p, visible))
+        group = "producer" if kind == "producer" else "view"
+        same = [d for p, d in self.docks.items() if _group(p.kind) == group]
+        others = [d for p, d in self.docks.items() if _group(p.kind) != group]
+        if same:
+            self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+            self.dock_host.tabifyDockWidget(same[-1], dock)
+        elif others:
+            self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+            first, second = (others[0], dock) if group == "producer" else (dock, others[0])
+            self.dock_host.splitDockWidget(first, second, Qt.Orientation.Vertical)
+        else:
+            self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self.panes.append(pane)
+        self.docks[pane] = dock
+        if isinstance(pane, ConsumerPane) and self._last_consumer is None:
+            self._last_consumer = pane
+        if focus or len(same) == 0:
+            dock.show()
+            dock.raise_()
+        return pane
+
+    def _pane_shown(self, pane: Pane, visible: bool) -> None:
+        if visible and isinstance(pane, ConsumerPane):
+            self._last_consumer = pane
+
+    def _dock_closing(self, dock: PaneDock) -> None:
+        self.close_pane(dock.pane)
+
+    def close_pane(self, pane: Pane) -> None:
+        dock = self.docks.pop(pane, None)
+        if pane in self.panes:
+            self.panes.remove(pane)
+        if self._last_consumer is pane:
+            self._last_consumer = next((p for p in self.panes
+                                        if isinstance(p, ConsumerPane)), None)
+
+        async def finish() -> None:
+            with contextlib.suppress(Exception):
+                await pane.shutdown()
+            if dock is not None:
+                self.dock_host.removeDockWidget(dock)
+                dock.deleteLater()
+
+        spawn(finish(), f"closing {pane.title()}")
+
+    def panes_of(self, kind: str) -> list[Pane]:
+        return [pane for pane in self.panes if pane.kind == kind]
+
+    def show_pane(self, pane: Pane) -> None:
+        dock = self.docks.get(pane)
+        if dock is not None:
+            dock.show()
+            dock.raise_()
+
+    def rename_current(self) -> None:
+        pane = next((p for p in self.panes if p.isVisible() and p.hasFocus() or
+                     p.isAncestorOf(self.focusWidget() or self)), None)
+        pane = pane or (self.panes[-1] if self.panes else None)
+        if pane is None:
+            return
+        title, ok = QInputDialog.getText(self, "Rename pane", "Title", text=pane.title())
+        if ok and title.strip():
+            pane.set_title(title.strip())
+
+    # -- workspace -----------------------------------------------------------------------
+    def workspace(self) -> Workspace:
+        return Workspace(self.registry.specs(), [pane.to_spec() for pane in self.panes])
+
+    async def clear(self) -> None:
+        for pane in list(self.panes):
+            dock = self.docks.pop(pane)
+            self.panes.remove(pane)
+            with contextlib.suppress(Exception):
+                await pane.shutdown()
+            self.dock_host.removeDockWidget(dock)
+            dock.deleteLater()
+        self._last_consumer = None
+        self._counters.clear()
+        await self.registry.clear()
+
+    async def apply_workspace(self, workspace: Workspace, path: Path | None = None) -> None:
+        """Replace everything with ``workspace``."""
+        await self.clear()
+        for spec in workspace.routers:
+            try:
+                self.registry.add(spec)
+            except RouterError as exc:
+                QMessageBox.warning(self, "Workspace", str(exc))
+        for spec in workspace.panes:
+            self.add_pane(spec.kind, spec)
+        for kind in ("consumer", "producer"):
+            first = self.panes_of(kind)
+            if first:
+                self.show_pane(first[0])
+        self.path = path
+        self._update_title()
+        self.arrange()
+
+    def arrange(self) -> None:
+        """Default proportions: a narrow routers column; views get about
+        two thirds of the height, producers the rest."""
+        width = max(self.width(), 800)
+        left = min(300, width // 4)
+        self.splitter.setSizes([left, width - left])
+        view = next((d for p, d in self.docks.items() if _group(p.kind) == "view"), None)
+        producer = next((d for p, d in self.docks.items() if _group(p.kind) == "producer"),
+                        None)
+        if view is not None and producer is not None:
+            height = max(self.height() - 80, 300)
+            self.dock_host.resizeDocks([view, producer], [height * 64 // 100, height * 36 // 100],
+                             Qt.Orientation.Vertical)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(event)
+        if not getattr(self, "_arranged", False):
+            self._arranged = True
+            self.arrange()
+            QTimer.singleShot(0, self.arrange)   # again once the layout has its real size
+
+    async def open_workspace(self, path: str | Path) -> bool:
+        try:
+            workspace = load(path)
+        except WorkspaceError as exc:
+            QMessageBox.warning(self, "Open workspace", str(exc))
+            return False
+        await self.apply_workspace(workspace, Path(path))
+        self.statusBar().showMessage(f"Opened {path}", 5000)
+        return True
+
+    def save_workspace(self, path: str | Path) -> bool:
+        try:
+            save(self.workspace(), path)
+        except WorkspaceError as exc:
+            QMessageBox.warning(self, "Save workspace", str(exc))
+            return False
+        self.path = Path(path)
+        self._update_title()
+        self.statusBar().showMessage(f"Saved {path}", 5000)
+        return True
+
+    def new_workspace(self) -> None:
+        url = self.registry.specs()[0].url if len(self.registry) else "elvin://127.0.0.1:2917"
+        spawn(self.apply_workspace(default_workspace(url, self.buffer)), "new workspace")
+
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open workspace", "", WORKSPACE_FILTER)
+        if path:
+            spawn(self.open_workspace(path), "opening workspace")
+
+    def save_current(self) -> None:
+        if self.path is None:
+            self.save_dialog()
+        else:
+            self.save_workspace(self.path)
+
+    def save_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save workspace",
+                                              str(self.path or "workspace.json"),
+                                              WORKSPACE_FILTER)
+        if path:
+            if not Path(path).suffix:
+                path += ".json"
+            self.save_workspace(path)
+
+    def _update_title(self) -> None:
+        name = self.path.name if self.path else "unsaved workspace"
+        self.setWindowTitle(f"{name} — Elvin console")
+        self.workspace_label.setText(f"Workspace: {self.path}" if self.path else
+                                     "Workspace not saved yet (File ▸ Save workspace as…)")
+
+    # -- export --------------------------------------------------------------------------
+    def current_consumer(self) -> ConsumerPane | None:
+        if self._last_consumer in self.panes:
+            return self._last_consumer
+        return next((p for p in self.panes if isinstance(p, ConsumerPane)), None)
+
+    def export_current(self) -> None:
+        pane = self.current_consumer()
+        if pane is None:
+            QMessageBox.information(self, "Export", "There is no consumer pane to export from.")
+            return
+        pane.export_dialog()
+
+    def about(self) -> None:
+        QMessageBox.about(self, "Elvin console",
+                          f"<b>elvin-console</b> {__version__}<br>Write and test Elvin "
+                          "subscriptions, send notifications, watch quench and router "
+                          "statistics.")
+
+    # -- closing -------------------------------------------------------------------------
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)
+        self.closed.emit()
+        super().closeEvent(event)
+
+    async def shutdown(self) -> None:
+        for pane in list(self.panes):
+            with contextlib.suppress(Exception):
+                await pane.shutdown()
+        await self.registry.stop_all()
+
+
+def _group(kind: str) -> str:
+    return "producer" if kind == "producer" else "view"
+
