@@ -25,6 +25,7 @@ from elvin_apps.tickertape.scroller import BACKGROUND, ScrollerWidget
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QDialog,
     QHBoxLayout,
     QLabel,
     QMenu,
@@ -126,6 +127,7 @@ class TickerWindow(QWidget):
         self.reply_action = self._action("&Reply to latest…", self.reply_latest, "Ctrl+R")
         self.history_action = self._action("&History…", self.open_history, "Ctrl+H")
         self.groups_action = self._action("&Groups…", self.open_groups, "Ctrl+G")
+        self.news_action = self._action("&News subscription…", self.open_news_preset)
         self.pause_action = self._action("&Pause scrolling", self._toggle_pause, "Ctrl+P")
         self.pause_action.setCheckable(True)
         faster = self._action("Faster", lambda: self._speed(1.25), "Ctrl+=")
@@ -133,7 +135,7 @@ class TickerWindow(QWidget):
         about = self._action("&About", self._about)
         quit_action = self._action("&Quit", self.close, "Ctrl+Q")
         for action in (self.compose_action, self.reply_action, None, self.history_action,
-                       self.groups_action, None, self.pause_action, faster, slower, None,
+                       self.groups_action, self.news_action, None, self.pause_action, faster, slower, None,
                        about, quit_action):
             if action is None:
                 menu.addSeparator()
@@ -226,6 +228,28 @@ class TickerWindow(QWidget):
                 return
             self.controller.set_groups(groups, dialog.extra_subscription())
             self._save()
+
+        dialog.accepted.connect(done)
+        dialog.show()
+        return dialog
+
+    def open_news_preset(self) -> QDialog:
+        """Build a news subscription (feeds, title words, author) without writing
+        the expression; it joins the extra subscription with ``||``."""
+        from elvin_apps.newswatcher.preset import NewsPresetDialog, known_feeds
+
+        dialog = NewsPresetDialog(known_feeds(), self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def done() -> None:
+            expression = dialog.expression().strip()
+            if not expression:
+                return
+            old = self.config.extra_subscription.strip()
+            extra = f"({old}) || ({expression})" if old else expression
+            self.controller.set_groups(self.controller.groups, extra)
+            self._save()
+            self.show_notice("News subscription added")
 
         dialog.accepted.connect(done)
         dialog.show()

@@ -23,6 +23,8 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, Qt, QTimer
 from PySide6.QtGui import QColor, QEnterEvent, QGuiApplication
 from PySide6.QtWidgets import QApplication, QWidget
 
+from elvin.subscription import parse
+
 
 @pytest.fixture(autouse=True)
 def main_thread_gc():
@@ -351,3 +353,21 @@ def test_notifier_without_tray(qtbot):
     assert not mentions(msg("malice aforethought", sender="bob"))
     assert mentions(msg("direct", group="ALICE", sender="bob"))
     assert not mentions(msg("talking to myself, alice", sender="alice@example.org"))
+
+
+def test_news_preset_adds_to_the_extra_subscription(qtbot, tmp_path):
+    """The newswatcher preset, from the ticker's menu: the expression it builds
+    joins the extra subscription, and the controller subscribes with it."""
+    config = Config(user="me@host", groups=[Group("Chat")],
+                    extra_subscription='From == "boss"')
+    controller = TickerController(config, ScrollerModel(), History(tmp_path / "h.sqlite3"))
+    window = TickerWindow(controller, save_config=False)
+    qtbot.addWidget(window)
+    assert window.news_action in window.menu.actions()
+    dialog = window.open_news_preset()
+    dialog.title_words.setText("python")
+    expected = dialog.expression()
+    assert "python" in expected
+    dialog.accept()
+    assert config.extra_subscription == f'(From == "boss") || ({expected})'
+    parse(config.extra_subscription)  # still a valid subscription
