@@ -1,0 +1,209 @@
+"""``elvin-pipeline``: Spark jobs over the router's traffic archive.
+
+::
+
+    elvin-pipeline backtest EXPR ARCHIVE [--sample N] [--json] [--master URL]
+    elvin-pipeline report ARCHIVE --out DIR [--json] [--master URL]
+
+``backtest`` prints ``Matches: N`` (with the total, the matches per hour and
+a few matching notifications), or JSON with ``--json``. ``report`` writes
+CSV tables, PNG charts and ``index.html`` into ``--out`` and prints a
+summary. Spark runs on ``local[*]`` unless ``--master`` says otherwise; a
+progress line for running stages goes to stderr when it is a terminal.
+
+Exit codes: 0 ok; 1 usage or input error (bad flag, bad subscription -- the
+message shows where --, missing or empty archive); 3 any other failure (no
+Java, Spark failed to start or failed a job).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from elvin.errors import SubscriptionError
+from elvin.pipeline.archive import ArchiveError, check_archive
+from elvin.pipeline.session import JavaNotFoundError, Progress, find_java
+
+EXIT_OK, EXIT_INPUT, EXIT_FAILURE = 0, 1, 3
+
+try:
+    from importlib.metadata import version as _dist_version
+
+    VERSION = _dist_version("elvin-suite")
+except Exception:  # pragma: no cover - not installed
+    VERSION = "0.1.0"
+
+log = logging.getLogger("elvin.pipeline")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors exit 1, not argparse's 2
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--master", default=None, metavar="URL",
+                        help="Spark master (default local[*]), e.g. spark://host:7077")
+    common.add_argument("--json", action="store_true", help="print JSON instead of text")
+    common.add_argument("--log-level", default="warning",
+                        choices=["debug", "info", "warning", "error"],
+                        help="log level of the pipeline (default warning)")
+    parser = _Parser(prog="elvin-pipeline",
+                     description="Traffic reports and subscription back-tests over an Elvin "
+                                 "router's archive (Parquet), on Spark.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    bt = sub.add_parser("backtest", parents=[common],
+                        help="count the archived notifications a subscription matches",
+                        description="Count the archived notifications a subscription "
+                                    "expression would have matched.")
+    bt.add_argument("expression", metavar="EXPR", help="subscription expression")
+    bt.add_argument("archive", metavar="ARCHIVE", help="archive directory (router --archive)")
+    bt.add_argument("--sample", type=int, default=10, metavar="N",
+                    help="show up to N matching notifications (default 10)")
+    rp = sub.add_parser("report", parents=[common], help="traffic report (HTML, PNG, CSV)",
+                        description="Write a traffic report of the archive: volume per "
+                                    "hour, per tickertape Group and per attribute name, top "
+                                    "producers, fan-out and sizes.")
+    rp.add_argument("archive", metavar="ARCHIVE", help="archive directory (router --archive)")
+    rp.add_argument("--out", required=True, metavar="DIR", help="directory for the report")
+    return parser
+
+
+def _start_spark(master: str | None):
+    """(spark, created): a session, and whether this call started it."""
+    from pyspark.sql import SparkSession
+
+    from elvin.pipeline.session import spark_session
+
+    existing = SparkSession.getActiveSession()
+    if existing is not None:    # embedded use (tests, notebooks): keep its settings
+        existing.conf.set("spark.sql.ansi.enabled", "false")
+        return existing, False
+    return spark_session(master or "local[*]"), True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return int(exc.code or 0)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "backtest":
+            return _backtest(args)
+        return _report(args)
+    except SubscriptionError as exc:
+        print(f"elvin-pipeline: bad subscription: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except ArchiveError as exc:
+        print(f"elvin-pipeline: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except JavaNotFoundError as exc:
+        print(f"elvin-pipeline: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print("elvin-pipeline: interrupted", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as exc:  # noqa: BLE001 -- Spark failures: say what, exit 3
+        log.debug("failure", exc_info=True)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"elvin-pipeline: {args.command} failed: {first}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def _backtest(args) -> int:
+    from elvin.subscription import parse
+
+    if args.sample < 0:
+        print("elvin-pipeline: --sample must be 0 or more", file=sys.stderr)
+        return EXIT_INPUT
+    parse(args.expression)          # bad expression: exit 1 before starting Spark
+    check_archive(args.archive)     # same for a missing or empty archive
+    find_java()
+    spark, _ = _start_spark(args.master)
+    from elvin.pipeline.backtest import backtest
+
+    with Progress(spark, "back-test"):
+        result = backtest(spark, args.expression, args.archive, sample=args.sample)
+    if args.json:
+        print(result.dumps())
+        return EXIT_OK
+    print(_backtest_text(result, args.archive))
+    return EXIT_OK
+
+
+def _backtest_text(result, archive: str) -> str:
+    from elvin.text import format_value
+
+    share = f" ({result.matches / result.total:.2%} of {result.total})" if result.total else ""
+    lines = [f"Expression: {result.expression}",
+             f"Archive: {archive} ({result.total} notifications, "
+             f"{len(result.per_hour)} hours)",
+             f"Matches: {result.matches}{share}"]
+    busy = [(h, c) for h, c in result.per_hour if c]
+    if busy:
+        lines.append("Matches per hour (UTC, hours with matches):")
+        lines.extend(f"  {h}  {c}" for h, c in busy)
+    if result.sample:
+        lines.append(f"Sample (first {len(result.sample)} matches):")
+        for row in result.sample:
+            attrs = ", ".join(f"{name}: {format_value(value)}"
+                              for name, value in row["attributes"].items())
+            when = row["time"].strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+            lines.append(f"  {when} {row['producer'] or '-'}  {attrs}")
+    return "\n".join(lines)
+
+
+def _report(args) -> int:
+    check_archive(args.archive)
+    find_java()
+    spark, _ = _start_spark(args.master)
+    from elvin.pipeline.report import report
+
+    progress = Progress(spark, "report")
+    with progress:
+        result = report(spark, args.archive, args.out,
+                        stage=lambda label: setattr(progress, "label", f"report: {label}"))
+    if not result.charts:
+        print("elvin-pipeline: matplotlib is not installed: the report has no charts "
+              "(pip install matplotlib)", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"summary": result.summary,
+                          "files": [str(p) for p in result.files]}, indent=2,
+                         default=str))
+        return EXIT_OK
+    print(_report_text(result.summary, result))
+    return EXIT_OK
+
+
+def _report_text(summary: dict[str, Any], result) -> str:
+    lines = [f"Notifications: {summary['notifications']} in {summary['hours']} hours "
+             f"({summary['first']} .. {summary['last']})",
+             f"Producers: {summary['producers']}",
+             f"Bytes: {summary['bytes']}",
+             f"Matched nobody: {summary['matched_nobody']} "
+             f"({summary['matched_nobody_share']:.2%})",
+             f"Secure deliveries: {summary['secure']}",
+             f"Mean fan-out: {summary['mean_fanout']:.3f} clients",
+             f"Groups: {summary['groups']}, attribute names: {summary['attribute_names']}",
+             f"Report: {result.out_dir / 'index.html'}"]
+    return "\n".join(lines)
+
+
+def entry() -> None:  # console_scripts entry point
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    entry()

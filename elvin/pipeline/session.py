@@ -1,0 +1,139 @@
+"""Starting Spark for the pipeline: Java check, session settings, progress."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+from pathlib import Path
+from typing import TextIO
+
+__all__ = ["JavaNotFoundError", "SESSION_CONF", "Progress", "find_java", "spark_session"]
+
+#: Settings every pipeline session needs. ``spark.sql.ansi.enabled=false`` is
+#: required by the back-test: Elvin integer arithmetic wraps around (as in
+#: Java) and integer division by zero is bottom (NULL), which is Spark's
+#: non-ANSI behaviour; Spark 4 turns ANSI mode on by default, where overflow
+#: raises an error instead.
+SESSION_CONF = {
+    "spark.sql.ansi.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+class JavaNotFoundError(RuntimeError):
+    """No Java runtime: Spark cannot start."""
+
+
+def find_java() -> str:
+    """Path of the ``java`` Spark will run, or ``JavaNotFoundError``."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = Path(home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+        raise JavaNotFoundError(f"JAVA_HOME is {home}, but {candidate} is not an executable "
+                                "java; fix JAVA_HOME or unset it to use java from PATH")
+    found = shutil.which("java")
+    if found is None:
+        raise JavaNotFoundError("Spark needs a Java runtime (Java 17 or 21), and there is no "
+                                "java on PATH and no JAVA_HOME; install one (e.g. "
+                                "'apt install openjdk-17-jre-headless') or set JAVA_HOME")
+    return found
+
+
+def spark_session(master: str = "local[*]", app_name: str = "elvin-pipeline", *,
+                  shuffle_partitions: int | None = None, ui: bool = False,
+                  conf: dict[str, str] | None = None):
+    """A SparkSession configured for the pipeline (see ``SESSION_CONF``).
+
+    For a ``local`` master, ``SPARK_LOCAL_IP`` defaults to 127.0.0.1 so that a
+    machine with an odd host name still starts, and ``PYSPARK_PYTHON`` to
+    this interpreter. Raises ``JavaNotFoundError``
+    before trying to start the JVM when there is no Java.
+    """
+    find_java()
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Python workers (pandas UDFs) must run this interpreter, not "python3"
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName(app_name)
+    settings = dict(SESSION_CONF)
+    settings["spark.ui.enabled"] = "true" if ui else "false"
+    if shuffle_partitions is not None:
+        settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
+    elif master.startswith("local"):
+        settings["spark.sql.shuffle.partitions"] = "8"
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    for key in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone"):
+        spark.conf.set(key, settings[key])
+    return spark
+
+
+class Progress:
+    """Shows running Spark stages on a terminal (``stderr``), polling the
+    status tracker; does nothing when the stream is not a TTY.
+
+    ``with Progress(spark, "back-test"): ...``
+    """
+
+    def __init__(self, spark, label: str, stream: TextIO | None = None,
+                 interval: float = 0.5, force: bool = False) -> None:
+        self.spark = spark
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval = interval
+        self.enabled = force or (hasattr(self.stream, "isatty") and self.stream.isatty())
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._shown = 0
+        self.lines: list[str] = []
+
+    def __enter__(self) -> Progress:
+        if self.enabled:
+            self._thread = threading.Thread(target=self._run, name="spark-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            if self._shown:
+                self.stream.write("\r" + " " * self._shown + "\r")
+                self.stream.flush()
+
+    def status(self) -> str | None:
+        tracker = self.spark.sparkContext.statusTracker()
+        parts = []
+        for stage_id in sorted(tracker.getActiveStageIds()):
+            info = tracker.getStageInfo(stage_id)
+            if info is None:
+                continue
+            parts.append(f"stage {stage_id}: {info.numCompletedTasks}/{info.numTasks} tasks"
+                         + (f" ({info.numActiveTasks} running)" if info.numActiveTasks else ""))
+        if not parts:
+            return None
+        return f"{self.label}: " + "; ".join(parts)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                line = self.status()
+            except Exception:  # noqa: BLE001 -- the display must never break a job
+                return
+            if line is None:
+                continue
+            self.lines.append(line)
+            padded = line.ljust(self._shown)
+            self._shown = len(line)
+            self.stream.write("\r" + padded)
+            self.stream.flush()
