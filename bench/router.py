@@ -55,6 +55,7 @@ from elvin.protocol import (  # noqa: E402
 )
 
 WINDOW = 2000
+CHUNK = int(os.environ.get("BENCH_CHUNK", "1000"))  # notifications written per wake-up
 DELIVER_ID = int(PacketId.NOTIFY_DELIVER)
 
 
@@ -181,7 +182,7 @@ async def delivery_bench(port: int, seconds: float, paced_count: int,
         room = WINDOW - (sent - received)
         if room > 0:
             chunk = []
-            for _ in range(min(room, 200)):
+            for _ in range(min(room, CHUNK)):
                 chunk.append(frame(NotifyEmit({**base, "Seq": sent, "T": clock()})))
                 sent += 1
             producer.transport.write(b"".join(chunk))
