@@ -319,7 +319,7 @@ def write_table(directory: str | os.PathLike, table: pa.Table, prefix: str,
         order = np.argsort(hours, kind="stable")
         sorted_hours = hours[order]
         cuts = np.flatnonzero(np.diff(sorted_hours)) + 1
-        groups = [(int(sorted_hours[chunk[0]]), chunk)
+        groups = [(int(hours[chunk[0]]), chunk)  # chunk holds indices into the table
                   for chunk in np.split(order, cuts)]
     for hour, indices in groups:
         part = table if indices is None else table.take(pa.array(indices))
