@@ -1,0 +1,221 @@
+"""Settings: defaults, the TOML file, command-line flags, validation.
+
+The admin decides *where* the daemon may look (``roots``); subscribers only
+choose among those paths. So the roots are resolved (symlinks, ``..``) here,
+once, and must exist; ``/`` is refused as a root because the point of roots is
+that the whole file system is never watched.
+
+A TOML file (``filewatcher --config FILE``) uses the flag names as keys, with
+``-`` or ``_``::
+
+    elvin = "elvin://127.0.0.1:2917"
+    roots = ["/srv/www", "/home/shared"]
+    unbounded = "ignore"          # or "roots": watch every root for such subscriptions
+    debounce = 0.1                # seconds of quiet before a burst is reported
+    max-delay = 1.0               # report a busy file at least this often (seconds)
+    poll-interval = 2.0           # seconds, for watches that fell back to polling
+    max-watches = 256             # OS watches (directories) at most
+    max-paths-per-subscription = 10000
+    reconnect-grace = 10.0        # keep watches this long after a reconnection
+    status-file = "/run/elvin-filewatcher/status.json"
+    host = "www1"                 # File-Host (default: this machine's host name)
+    log-level = "info"
+    log-file = "/var/log/elvin-filewatcher.log"
+
+Precedence: command-line flag, then (for the router URL) ``ELVIN_URL``, then
+the file, then the default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+import socket
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elvin.protocol import URIError, parse_uri
+
+__all__ = ["Config", "ConfigError", "DEFAULT_URL", "LOG_LEVELS", "UNBOUNDED_POLICIES",
+           "default_status_file", "load_config", "resolve_url"]
+
+DEFAULT_URL = "elvin://127.0.0.1:2917"
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+UNBOUNDED_POLICIES = ("ignore", "roots")
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the file/flag and the key."""
+
+
+def default_status_file() -> str:
+    """Where the daemon writes its status when not told: the systemd runtime
+    directory (``RuntimeDirectory=elvin-filewatcher``, which is also root's
+    default, so ``sudo filewatcher status`` finds the service's file), else the
+    user's runtime directory, else a per-user /tmp dir."""
+    runtime = os.environ.get("RUNTIME_DIRECTORY")
+    if runtime:
+        return os.path.join(runtime.split(":")[0], "status.json")
+    if os.getuid() == 0:
+        return "/run/elvin-filewatcher/status.json"
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return os.path.join(xdg, "elvin-filewatcher", "status.json")
+    return os.path.join("/tmp", f"elvin-filewatcher-{os.getuid()}", "status.json")
+
+
+@dataclass
+class Config:
+    elvin: str | None = None
+    roots: list[str] = field(default_factory=list)
+    unbounded: str = "ignore"
+    debounce: float = 0.1
+    max_delay: float = 1.0
+    poll_interval: float = 2.0
+    max_watches: int = 256
+    max_paths_per_subscription: int = 10_000
+    reconnect_grace: float = 10.0
+    status_file: str = ""
+    host: str = ""
+    log_level: str = "info"
+    log_file: str = ""
+    source: str = "defaults"
+
+    def validate(self) -> Config:
+        """Check every value; resolve roots. Returns self."""
+        src = self.source
+        if self.elvin is not None:
+            try:
+                parse_uri(self.elvin)
+            except URIError as exc:
+                raise ConfigError(f"{src}: elvin: bad router URL {self.elvin!r}: {exc}") from None
+        if not self.roots:
+            raise ConfigError(f"{src}: no roots: name the directories subscribers may watch "
+                              "with --root DIR (repeatable) or roots = [...] in the config file")
+        resolved = []
+        for root in self.roots:
+            if not isinstance(root, str) or not root.strip():
+                raise ConfigError(f"{src}: roots: {root!r} is not a directory path")
+            real = os.path.realpath(os.path.expanduser(root))
+            if not os.path.isdir(real):
+                raise ConfigError(f"{src}: roots: {root!r} is not an existing directory")
+            if real == os.path.sep:
+                raise ConfigError(f"{src}: roots: {root!r} is the whole file system; name the "
+                                  "directories subscribers may watch")
+            if real not in resolved:
+                resolved.append(real)
+        # a root inside another root adds nothing: keep the outer one
+        self.roots = [r for r in resolved
+                      if not any(r != o and r.startswith(o + os.sep) for o in resolved)]
+        if self.unbounded not in UNBOUNDED_POLICIES:
+            raise ConfigError(f"{src}: unbounded: must be one of {', '.join(UNBOUNDED_POLICIES)}"
+                              f", not {self.unbounded!r}")
+        for name, low, high in (("debounce", 0.0, 60.0), ("max_delay", 0.0, 3600.0),
+                                ("poll_interval", 0.05, 3600.0),
+                                ("reconnect_grace", 0.0, 3600.0)):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) \
+                    or not math.isfinite(value) or not low <= value <= high:
+                raise ConfigError(f"{src}: {name.replace('_', '-')}: must be a number of "
+                                  f"seconds from {low:g} to {high:g}, not {value!r}")
+        if self.max_delay < self.debounce:
+            self.max_delay = self.debounce
+        for name, low in (("max_watches", 1), ("max_paths_per_subscription", 1)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ConfigError(f"{src}: {name.replace('_', '-')}: must be an integer >= "
+                                  f"{low}, not {value!r}")
+        if self.log_level not in LOG_LEVELS:
+            raise ConfigError(f"{src}: log-level: must be one of {', '.join(LOG_LEVELS)}, "
+                              f"not {self.log_level!r}")
+        if not self.host:
+            self.host = socket.gethostname() or "localhost"
+        if not self.status_file:
+            self.status_file = default_status_file()
+        return self
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "elvin": (str,),
+    "roots": (list,),
+    "unbounded": (str,),
+    "debounce": (int, float),
+    "max_delay": (int, float),
+    "poll_interval": (int, float),
+    "max_watches": (int,),
+    "max_paths_per_subscription": (int,),
+    "reconnect_grace": (int, float),
+    "status_file": (str,),
+    "host": (str,),
+    "log_level": (str,),
+    "log_file": (str,),
+}
+
+
+def _line_of(text: str, key: str) -> str:
+    m = re.search(rf"(?m)^\s*{re.escape(key)}\s*=", text)
+    return f", line {text.count(chr(10), 0, m.start()) + 1}" if m else ""
+
+
+def resolve_url(flag: str | None, environ: dict[str, str], configured: str | None) -> str:
+    """``--elvin``, else ``ELVIN_URL``, else the config file, else the default
+    (the suite's convention, DESIGN.md)."""
+    return flag or environ.get("ELVIN_URL") or configured or DEFAULT_URL
+
+
+def load_config(path: str | os.PathLike | None) -> Config:
+    """Read the TOML file (None: defaults only). Not validated yet: flags are
+    applied on top first, then ``validate()``."""
+    config = Config()
+    if path is None:
+        return config
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(path)!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    return config_from_dict(data, source=str(path), text=text)
+
+
+def config_from_dict(data: dict[str, Any], source: str = "configuration",
+                     text: str = "") -> Config:
+    config = Config(source=source)
+    for raw_key, value in data.items():
+        key = raw_key.replace("-", "_")
+        where = f"{source}{_line_of(text, raw_key)}"
+        if key not in _TYPES:
+            known = ", ".join(k.replace("_", "-") for k in _TYPES)
+            raise ConfigError(f"{where}: unknown setting {raw_key!r} (known: {known})")
+        types = _TYPES[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise ConfigError(f"{where}: {raw_key} has the wrong type "
+                              f"({type(value).__name__})")
+        if key == "roots" and not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where}: roots must be a list of directory paths")
+        if key == "log_level":
+            value = value.lower()
+        setattr(config, key, list(value) if key == "roots" else value)
+    return config
+
+
+def apply_overrides(config: Config, **flags: Any) -> Config:
+    """Put non-None command-line values over the file's (``roots`` from
+    ``--root`` replace the file's roots)."""
+    changes = {k: v for k, v in flags.items() if v is not None}
+    if changes:
+        config = dataclasses.replace(config, **changes)
+        if config.source == "defaults":
+            config.source = "command line"
+        else:
+            config.source = f"{config.source} + command line"
+    return config

@@ -1,0 +1,162 @@
+"""The status file: what the daemon watches and why, for ``filewatcher status``.
+
+The daemon rewrites one JSON file (atomically: write a temporary file, then
+rename) whenever its watch set, subscriptions or connection change, and every
+few seconds for the counters. A file rather than a control socket because it
+needs no protocol, works for any user who can read it, and survives for a
+post-mortem; the ``pid`` in it lets ``status`` tell a running daemon from a
+stale file.
+
+Format (``"format": 1``)::
+
+    {"format": 1, "version": "0.1.0", "pid": 123, "started": 1700000000.0,
+     "updated": 1700000005.0, "router": "elvin://...", "connection": "connected",
+     "roots": ["/srv/www"], "unbounded": "ignore", "os_watches": 3,
+     "watches": [{"path": "/srv/www", "recursive": true, "backend": "inotify",
+                  "pending": false, "error": null, "os_watches": 2,
+                  "subscriptions": [5], "interests": ["/srv/www/**"]}],
+     "subscriptions": [{"id": 5, "expression": "begins-with(File-Path, \\"/srv/www/\\")",
+                        "watching": ["/srv/www/**"], "unbounded": false, "notes": []}],
+     "counters": {"events": 10, "sent": 4, "quenched": 6, "failed": 0,
+                  "rescans": 0, "overflows": 0}}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+__all__ = ["StatusError", "format_status", "read_status", "write_status"]
+
+FORMAT = 1
+
+
+class StatusError(Exception):
+    """No usable status file (daemon not running, or never started)."""
+
+
+def write_status(path: str, status: Mapping[str, Any]) -> None:
+    """Replace the status file atomically (readers never see half a file)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".status-", suffix=".json", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump({"format": FORMAT, **status}, out, indent=1, sort_keys=False)
+            out.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def remove_status(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_status(path: str) -> dict[str, Any]:
+    """The status as written by the daemon; ``running`` is added (is the
+    writing process alive?). Raises StatusError with a clear message."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise StatusError(f"no status file at {path}: is the filewatcher running? "
+                          "(or give --status-file / --config)") from None
+    except OSError as exc:
+        raise StatusError(f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise StatusError(f"{path} is not a filewatcher status file ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise StatusError(f"{path} is not a filewatcher status file (format "
+                          f"{data.get('format') if isinstance(data, dict) else '?'})")
+    data["running"] = _alive(data.get("pid"))
+    return data
+
+
+def _table(rows: list[list[str]], out: TextIO) -> None:
+    if not rows:
+        return
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])] + [row[-1]]
+        out.write("  ".join(cells).rstrip() + "\n")
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s ago"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min ago"
+    return f"{seconds / 3600:.1f} h ago"
+
+
+def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None) -> None:
+    """The human-readable report: a header, the watches (with the
+    subscriptions holding each), then each subscription and what it watches."""
+    now = time.time() if now is None else now
+    state = "running" if data.get("running") else "NOT RUNNING (stale status file)"
+    out.write(f"filewatcher {data.get('version', '?')}  pid {data.get('pid')}  {state}  "
+              f"(updated {_ago(max(0.0, now - float(data.get('updated', now))))})\n")
+    out.write(f"router: {data.get('router')}  ({data.get('connection')})\n")
+    out.write(f"roots: {', '.join(data.get('roots', [])) or '-'}   "
+              f"unbounded subscriptions: {data.get('unbounded')}\n")
+    watches = data.get("watches", [])
+    out.write(f"OS watches: {data.get('os_watches', '?')} in {len(watches)} watched "
+              f"director{'y' if len(watches) == 1 else 'ies'}\n")
+    counters = data.get("counters", {})
+    if counters:
+        out.write("counters: " + ", ".join(f"{k} {v}" for k, v in counters.items()) + "\n")
+    out.write("\n")
+    if watches:
+        rows = [["WATCH", "MODE", "BACKEND", "OS", "SUBSCRIPTIONS", "FOR"]]
+        for w in watches:
+            mode = "recursive" if w.get("recursive") else "directory"
+            if w.get("pending"):
+                mode += " (pending)"
+            backend = w.get("backend", "?")
+            if w.get("error"):
+                backend += f" [{w['error']}]"
+            subs = ", ".join(f"#{s}" for s in w.get("subscriptions", [])) or "-"
+            rows.append([w.get("path", "?"), mode, backend, str(w.get("os_watches", "")),
+                         subs, "; ".join(w.get("interests", []))])
+        _table(rows, out)
+    else:
+        out.write("nothing is watched\n")
+    subs = data.get("subscriptions", [])
+    out.write("\n")
+    if subs:
+        rows = [["SUBSCRIPTION", "WATCHING", "EXPRESSION"]]
+        for s in subs:
+            watching = ", ".join(s.get("watching", [])) or "-"
+            expr = s.get("expression", "")
+            notes = s.get("notes", [])
+            if notes:
+                expr += "   -- " + "; ".join(notes)
+            rows.append([f"#{s.get('id')}", watching, expr])
+        _table(rows, out)
+    else:
+        out.write("no subscriptions refer to the filewatcher's attributes\n")
