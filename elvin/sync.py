@@ -23,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import queue
 import threading
+import time
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -46,7 +47,6 @@ from elvin.values import check_notification
 
 __all__ = ["SyncConnection", "SyncQuench", "SyncSubscription", "connect", "unotify"]
 
-_END = object()
 _loop_lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
@@ -90,36 +90,73 @@ def _run(coro, timeout: float | None = None) -> Any:
 
 
 class _BlockingStream:
-    """A thread-safe bounded queue fed on the loop thread (drop oldest)."""
+    """A thread-safe bounded buffer fed on the loop thread (drop oldest).
+
+    A deque under one lock; the condition is signalled only when a reader
+    is waiting and no signal is already on its way (a woken reader may take
+    a few milliseconds to get the GIL, while the loop thread pushes a whole
+    received chunk). The loop thread, which pushes every delivered
+    notification, so pays one lock round trip and an append per item rather
+    than ``queue.Queue``'s extra lock and per-item notify. A reader that
+    leaves items behind wakes the next waiting reader. Items pushed before
+    ``end`` are still handed out; then every reader gets
+    ``SubscriptionClosedError``."""
+
+    __slots__ = ("_items", "_maxsize", "dropped", "_ended", "_waiting", "_signalled",
+                 "_cond")
 
     def __init__(self, maxsize: int) -> None:
-        self._queue: queue.Queue = queue.Queue()
-        self._maxsize = maxsize
+        self._items: deque = deque()
+        self._maxsize = maxsize          # 0: unbounded
         self.dropped = 0
-        self._lock = threading.Lock()
+        self._ended = False
+        self._waiting = 0                # readers blocked in get()
+        self._signalled = False          # a notify is pending, not yet seen by a reader
+        self._cond = threading.Condition(threading.Lock())
 
     def push(self, item: Any) -> None:
-        with self._lock:
-            if self._maxsize and self._queue.qsize() >= self._maxsize:
-                try:
-                    self._queue.get_nowait()
-                    self.dropped += 1
-                except queue.Empty:
-                    pass
-            self._queue.put(item)
+        with self._cond:
+            items = self._items
+            if self._maxsize and len(items) >= self._maxsize:
+                items.popleft()
+                self.dropped += 1
+            items.append(item)
+            if self._waiting and not self._signalled:
+                self._signalled = True
+                self._cond.notify()
 
     def end(self) -> None:
-        self._queue.put(_END)
+        with self._cond:
+            self._ended = True
+            self._cond.notify_all()
 
     def get(self, timeout: float | None, what: str) -> Any:
-        try:
-            item = self._queue.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"no {what} event within {timeout} s") from None
-        if item is _END:
-            self._queue.put(_END)   # keep ending for other readers
-            raise SubscriptionClosedError(f"the {what} is closed")
-        return item
+        if timeout is not None and timeout < 0:
+            raise ValueError("'timeout' must be a non-negative number")
+        with self._cond:
+            items = self._items
+            deadline = None
+            while not items:
+                if deadline is None and timeout is not None:
+                    deadline = time.monotonic() + timeout
+                if self._ended:
+                    raise SubscriptionClosedError(f"the {what} is closed")
+                remaining = None
+                if deadline is not None:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError(f"no {what} event within {timeout} s")
+                self._waiting += 1
+                try:
+                    self._cond.wait(remaining)
+                finally:
+                    self._waiting -= 1
+                    self._signalled = False
+            item = items.popleft()
+            if items and self._waiting and not self._signalled:
+                self._signalled = True
+                self._cond.notify()
+            return item
 
 
 class SyncSubscription:

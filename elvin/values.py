@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import IntEnum
-from typing import Union
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -56,7 +55,7 @@ class Int64(int):
         return f"Int64({int(self)})"
 
 
-Value = Union[int, Int64, float, str, bytes]
+Value = int | Int64 | float | str | bytes
 Notification = Mapping[str, Value]
 
 

@@ -20,6 +20,7 @@ from elvin.client.errors import SubscriptionClosedError
 log = logging.getLogger("elvin.client")
 
 _tasks: set[asyncio.Task] = set()
+_isawaitable = inspect.isawaitable
 
 
 def call_listener(fn: Callable, *args: Any) -> None:
@@ -30,10 +31,15 @@ def call_listener(fn: Callable, *args: Any) -> None:
     except Exception:
         log.exception("listener %r raised", fn)
         return
-    if inspect.isawaitable(result):
-        task = asyncio.ensure_future(result)
-        _tasks.add(task)
-        task.add_done_callback(_task_done)
+    if result is not None and _isawaitable(result):
+        _spawn(result)
+
+
+def _spawn(awaitable: Any) -> None:
+    """Run an async listener's awaitable as a task kept alive until done."""
+    task = asyncio.ensure_future(awaitable)
+    _tasks.add(task)
+    task.add_done_callback(_task_done)
 
 
 def _task_done(task: asyncio.Task) -> None:
@@ -58,8 +64,16 @@ class EventStream:
 
     # -- producer side (the connection) -------------------------------------
     def push(self, item: Any) -> None:
+        # call_listener inlined: this runs once per delivered notification,
+        # and a sync listener's None result needs no awaitable check
         for fn in self._listeners:
-            call_listener(fn, item)
+            try:
+                result = fn(item)
+            except Exception:
+                log.exception("listener %r raised", fn)
+                continue
+            if result is not None and _isawaitable(result):
+                _spawn(result)
         if self._maxlen:
             if len(self._items) >= self._maxlen:
                 self._items.popleft()

@@ -92,6 +92,9 @@ DEFAULT_URL = "elvin://127.0.0.1:2917"
 CLIENT_VERSION = (4, 0)
 _XID_MAX = 0xFFFFFFFF
 _MAX_REDIRECTS = 5
+#: mid-session redirects: more than _MAX_REDIRECTS within this many seconds
+#: is a loop between misconfigured routers (spec 7.4.7 allows detecting it)
+_REDIRECT_WINDOW = 30.0
 _TEST_CONN_FRAME = frame_packet(TestConn())
 _CORK_LIMIT = 64 * 1024
 _CONF_CONN_FRAME = frame_packet(ConfConn())
@@ -166,9 +169,19 @@ class _Session(asyncio.Protocol):
         except ProtocolError as exc:
             self._bad_bytes(exc)
             return
-        dispatch = self.conn._dispatch
+        conn = self.conn
+        dispatch = conn._dispatch
+        deliver = conn._on_notify_deliver
         for packet in packets:
-            dispatch(self, packet)
+            # a subscriber's chunk is mostly NotifyDeliver: straight to the
+            # subscriptions, without the handler table of _dispatch
+            if type(packet) is NotifyDeliver:
+                try:
+                    deliver(self, packet)
+                except Exception:
+                    log.exception("error handling NotifyDeliver")
+            else:
+                dispatch(self, packet)
 
     def _bad_bytes(self, exc: ProtocolError) -> None:
         dispatch = self.conn._dispatch
@@ -348,6 +361,7 @@ class Connection:
         self.state = "connecting"
         self.drop_warnings = 0
         self.reconnects = 0
+        self._redirect_times: list[float] = []   # recent mid-session redirects
         self.test_conns_sent = 0
 
         self._session: _Session | None = None
@@ -623,16 +637,15 @@ class Connection:
     def _on_notify_deliver(self, session: _Session, packet: NotifyDeliver) -> None:
         subs = self._subs
         attributes = packet.attributes
-        for sub_id in packet.secure_matches:
+        secure = packet.secure_matches
+        for sub_id in secure:
             sub = subs.get(sub_id)
             if sub is not None:
                 sub._deliver(attributes, True)
-        if packet.insecure_matches:
-            secure = packet.secure_matches
-            for sub_id in packet.insecure_matches:
-                sub = subs.get(sub_id)
-                if sub is not None and sub_id not in secure:
-                    sub._deliver(attributes, False)
+        for sub_id in packet.insecure_matches:
+            sub = subs.get(sub_id)
+            if sub is not None and (not secure or sub_id not in secure):
+                sub._deliver(attributes, False)
 
     def _on_test_conn(self, session: _Session, packet) -> None:
         session.write(_CONF_CONN_FRAME)
@@ -695,13 +708,31 @@ class Connection:
             return  # closing, closed, or a reconnection in progress handles it
         for fn in self._lost_listeners:
             call_listener(fn, reason)
-        if self.reconnect:
+        # a redirect is followed even without ``reconnect``: the spec says a
+        # client receiving one MUST attempt to connect there (7.4.7)
+        redirect = reason.kind == "redirect" and reason.redirect
+        if redirect and self._redirect_loop():
+            self._finalize(CloseReason(
+                "redirect", f"too many redirections (more than {_MAX_REDIRECTS} within "
+                f"{_REDIRECT_WINDOW:g} s), the last to {reason.redirect}",
+                reason.disconn_reason, redirect=reason.redirect))
+            return
+        if self.reconnect or redirect:
             self.state = "reconnecting"
             self._ready.clear()
             self._reconnect_task = asyncio.get_running_loop().create_task(
                 self._reconnect_loop(reason))
         else:
             self._finalize(reason)
+
+    def _redirect_loop(self) -> bool:
+        """Note a mid-session redirect; True when they come so often that the
+        routers must be sending the client round in circles."""
+        now = asyncio.get_running_loop().time()
+        times = [t for t in self._redirect_times if now - t < _REDIRECT_WINDOW]
+        times.append(now)
+        self._redirect_times = times
+        return len(times) > _MAX_REDIRECTS
 
     def _finalize(self, reason: CloseReason) -> None:
         if self.state == "closed":
@@ -769,9 +800,10 @@ class Connection:
                 with contextlib.suppress(ValueError):
                     candidates.append(_uri(redirect))
                 redirect = None
-            candidates.append(self._uri)
-            if self._home_uri != self._uri:
-                candidates.append(self._home_uri)
+            if self.reconnect:   # else only the redirect is followed (see _session_lost)
+                candidates.append(self._uri)
+                if self._home_uri != self._uri:
+                    candidates.append(self._home_uri)
             for uri in candidates:
                 try:
                     await self._establish_any(uri)
@@ -792,6 +824,13 @@ class Connection:
                     call_listener(fn, self)
                 return
             attempts += 1
+            if not self.reconnect:
+                # the redirect could not be followed: closed, for that reason
+                self._finalize(CloseReason(
+                    "redirect", f"{reason.message}; cannot connect there: "
+                    f"{last_error or 'not a usable URI'}",
+                    reason.disconn_reason, redirect=reason.redirect, error=last_error))
+                return
             if self.reconnect_attempts is not None and attempts >= self.reconnect_attempts:
                 self._finalize(CloseReason("reconnect-failed",
                                            f"gave up after {attempts} attempts: {last_error}",

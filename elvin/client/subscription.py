@@ -86,6 +86,11 @@ class Subscription:
         return self
 
     async def __anext__(self) -> Notification:
+        # fast path: a buffered notification needs no wait (one coroutine
+        # per item instead of three); the stream handles waiting and the end
+        items = self._stream._items
+        if items:
+            return items.popleft()
         return await self._stream.next()
 
     async def modify(self, expr: str | None = None, *, keys_add: Keys | None = None,

@@ -16,6 +16,12 @@ and the stream is still in sync. ``feed`` raises the body's ``ProtocolError``
 (or ``LimitError``) with a ``packets`` attribute holding the packets decoded
 before it in the same call; the bytes after the bad frame stay buffered, so
 calling ``feed(b"")`` carries on with the packets that follow.
+
+``feed`` decodes each frame where it lies in the received chunk (a
+NotifyDeliver through ``xdr.decode_notify_deliver``, with no copy of its
+body); a chunk that completes a buffered partial frame is joined once, and a
+chunk that completes nothing is only appended, so a large packet arriving in
+many small chunks costs linear time.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import struct
 from elvin.errors import ProtocolError
 from elvin.protocol.limits import DEFAULT_LIMITS, Limits
 from elvin.protocol.packets import Packet
-from elvin.protocol.xdr import decode_packet, frame_packet
+from elvin.protocol.xdr import decode_notify_deliver, decode_packet, frame_packet
 
 __all__ = ["FrameDecoder", "frame", "frame_body"]
 
@@ -138,36 +144,59 @@ class FrameDecoder:
         return self._next_frames(data, 1 << 62)
 
     def feed(self, data: bytes | bytearray | memoryview = b"") -> list[Packet]:
-        """Buffer ``data``; return the packets it completes, in order."""
+        """Buffer ``data``; return the packets it completes, in order.
+
+        Frames are decoded where they lie in the received chunk: a
+        NotifyDeliver (what a subscriber mostly receives) goes through
+        ``decode_notify_deliver`` without a copy of its body, anything else
+        (or anything that fast path declines) through ``decode_packet``."""
+        if self._error is not None:
+            raise ProtocolError(f"stream out of sync after an earlier error: "
+                                f"{self._error}", None)
+        buf = self._buf
+        if buf:
+            buf += data
+            if len(buf) < 4:
+                return []
+            (length,) = _u32(buf, 0)
+            limit = self.limits.max_packet_length
+            if len(buf) < 4 + length and 0 < length <= limit and not length & 3:
+                # the first frame is still incomplete: appending is all there
+                # is to do (amortised linear however many chunks a frame takes)
+                return []
+            src = bytes(buf)      # one copy per frame-completing chunk
+            buf.clear()
+        else:
+            src = data if type(data) is bytes else bytes(data)
+        end = len(src)
+        pos = 0
+        packets: list[Packet] = []
         limits = self.limits
+        limit = limits.max_packet_length
+        u32 = _u32
+        fast = decode_notify_deliver
         try:
-            bodies = self._next_frames(data, 1 << 62)
-        except ProtocolError as exc:
-            # a bad header: hand over the good packets that came before it
-            packets = []
-            for body in getattr(exc, "frames", ()):
-                try:
-                    packets.append(decode_packet(body, limits))
-                except ProtocolError:
+            while end - pos >= 4:
+                (length,) = u32(src, pos)
+                if length > limit or length == 0 or length & 3:
+                    self._check_header(length, self._consumed + pos)
+                start = pos + 4
+                stop = start + length
+                if stop > end:
                     break
+                # consumed even if it does not decode: the stream stays in sync
+                pos = stop
+                packet = fast(src, start, stop, limits)
+                if packet is None:
+                    packet = decode_packet(src[start:stop], limits)
+                packets.append(packet)
+        except ProtocolError as exc:
+            # hand over the good packets that came before the bad frame/header
             exc.packets = packets  # type: ignore[attr-defined]
             raise
-        if len(bodies) == 1:
-            try:
-                return [decode_packet(bodies[0], limits)]
-            except ProtocolError as exc:
-                exc.packets = []  # type: ignore[attr-defined]
-                raise
-        packets = []
-        for i, body in enumerate(bodies):
-            try:
-                packets.append(decode_packet(body, limits))
-            except ProtocolError as exc:
-                exc.packets = packets  # type: ignore[attr-defined]
-                # give back the frames after the bad one so feed(b"") sees them
-                rest = b"".join(_p_u32(len(b)) + b for b in bodies[i + 1:])
-                if rest:
-                    self._buf[:0] = rest
-                    self._consumed -= len(rest)
-                raise
+        finally:
+            # keep the unconsumed tail (after a bad body, feed(b"") resumes there)
+            if pos < end:
+                buf += src[pos:] if pos else src
+            self._consumed += pos
         return packets

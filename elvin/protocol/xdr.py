@@ -48,7 +48,10 @@ never enforces ``Limits``; anything the decoder accepts can be re-encoded.
 Hot paths for the router and client: ``encode_attributes`` +
 ``frame_notify_deliver`` build a NotifyDeliver per subscriber without
 re-encoding the attributes, and NotifyEmit / UNotify / NotifyDeliver decode
-through one tight attribute loop.
+through one tight attribute loop (which caches attribute names);
+``decode_notify_deliver`` is the receiving counterpart of
+``frame_notify_deliver``: it decodes a NotifyDeliver in place in a receive
+buffer and defers to ``decode_packet`` for anything unusual.
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ from elvin.values import INT32_MAX, INT32_MIN, ElvinType, Int64, check_value
 __all__ = [
     "decode_ast",
     "decode_attributes",
+    "decode_notify_deliver",
     "decode_packet",
     "encode_ast",
     "encode_attributes",
@@ -258,6 +262,13 @@ def _read_value(data: bytes, o: int, end: int, limits: Limits,
     raise ProtocolError(f"{what}: unknown value typecode {tc}", o - 4)
 
 
+#: decoded attribute names by their UTF-8 bytes (see ``_read_attrs``); only
+#: names that passed every check are stored, and the length limit is checked
+#: again on every read, so the cache never changes what is accepted.
+_NAME_CACHE: dict[bytes, str] = {}
+_NAME_CACHE_SIZE = 4096
+
+
 def _read_attrs(data: bytes, o: int, end: int, limits: Limits,
                 what: str = "attributes") -> tuple[dict, int]:
     """The hot loop: an array of NameValue into a dict (inlined reads)."""
@@ -280,6 +291,7 @@ def _read_attrs(data: bytes, o: int, end: int, limits: Limits,
     u32 = _u32
     ii = _ii
     padlen = _PADLEN
+    names = _NAME_CACHE
     for _ in range(n):
         # -- name
         (ln,) = u32(data, o)
@@ -291,12 +303,21 @@ def _read_attrs(data: bytes, o: int, end: int, limits: Limits,
         if ln > max_name:
             raise LimitError(f"{what}: name of {ln} bytes exceeds the limit of {max_name}",
                              o, "max_name_length")
-        try:
-            name = data[s:e].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _utf8_error(f"{what}: attribute name", exc, s) from None
-        if "\0" in name:
-            raise _nul_error(f"{what}: attribute name", name, s)
+        # Names repeat from one notification to the next: the cache saves the
+        # UTF-8 decode and NUL scan, and hands back a str whose hash is
+        # already computed for the dict insert and the application's lookups.
+        raw = data[s:e]
+        name = names.get(raw)
+        if name is None:
+            try:
+                name = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _utf8_error(f"{what}: attribute name", exc, s) from None
+            if "\0" in name:
+                raise _nul_error(f"{what}: attribute name", name, s)
+            if len(names) >= _NAME_CACHE_SIZE:
+                names.clear()      # bounded: a stream of ever-new names cannot grow it
+            names[raw] = name
         o = e + padlen[ln & 3]
         # -- typed value: the typecode and the next word in one unpack
         tc, w = ii(data, o)
@@ -708,6 +729,79 @@ def decode_packet(data: bytes | bytearray | memoryview,
         raise _annotate(ProtocolError(f"{end - o} bytes of trailing data after a complete "
                                       f"{_NAMES[pid]} packet", o), data, pid)
     return packet
+
+
+_DELIVER_PID = _p_i32(int(PacketId.NOTIFY_DELIVER))
+
+
+def decode_notify_deliver(data: bytes, start: int, end: int,
+                          limits: Limits = DEFAULT_LIMITS) -> NotifyDeliver | None:
+    """The fast path of ``decode_packet`` for the packet a subscriber receives
+    most: the NotifyDeliver body at ``data[start:end]`` (``pkt_id`` first),
+    decoded in place, so a receive buffer holding hundreds of frames is not
+    copied frame by frame.
+
+    Returns ``None`` whenever the body is not a plainly valid NotifyDeliver
+    (another packet type, any error, more than one subscription id per
+    list): the caller then decodes ``data[start:end]`` with ``decode_packet``,
+    which gives the same packet or the exact error with offsets relative to
+    the packet. The fast path shares ``_read_attrs`` with the general one, so
+    whatever it returns is what ``decode_packet`` would have returned.
+
+    Reads are sequential and the offset only grows, so a body that would
+    read past ``end`` (into the next frame) always ends with an offset other
+    than ``end`` and is handed back to the general decoder."""
+    if (type(data) is not bytes       # slices of a bytearray would make opaques bytearrays
+            or end - start > limits.max_packet_length
+            or not data.startswith(_DELIVER_PID, start)):
+        return None
+    try:
+        attrs, o = _read_attrs(data, start + 4, end, limits, "NotifyDeliver attributes")
+        # the usual tail, no secure match and one insecure match, in one read
+        # (16 bytes may also be one secure match and no insecure one)
+        if (end - o == 16 and limits.max_array_length
+                and data.startswith(_NO_SECURE_ONE_INSECURE, o)):
+            secure: tuple[int, ...] = ()
+            insecure: tuple[int, ...] = _u64(data, o + 8)
+        else:
+            # otherwise each list is almost always empty or one subscription id
+            (n,) = _i32(data, o)
+            if n == 0:
+                secure = ()
+                o += 4
+            elif n == 1 and limits.max_array_length:
+                secure = _u64(data, o + 4)
+                o += 12
+            else:
+                return None
+            (n,) = _i32(data, o)
+            if n == 0:
+                insecure = ()
+                o += 4
+            elif n == 1 and limits.max_array_length:
+                insecure = _u64(data, o + 4)
+                o += 12
+            else:
+                return None
+            if o != end:
+                return None
+    except Exception:      # noqa: BLE001 - the general decoder reports it exactly
+        return None
+    # NotifyDeliver(attrs, secure, insecure) without the frozen dataclass's
+    # generated __init__ (object.__setattr__ by name, per field): the slots'
+    # own descriptors set the same three fields, in a third less time
+    packet = _new_object(NotifyDeliver)
+    _set_attributes(packet, attrs)
+    _set_secure(packet, secure)
+    _set_insecure(packet, insecure)
+    return packet
+
+
+_NO_SECURE_ONE_INSECURE = _p_ii(0, 1)     # the two id-list counts of the usual tail
+_new_object = object.__new__
+_set_attributes = NotifyDeliver.attributes.__set__        # type: ignore[attr-defined]
+_set_secure = NotifyDeliver.secure_matches.__set__        # type: ignore[attr-defined]
+_set_insecure = NotifyDeliver.insecure_matches.__set__    # type: ignore[attr-defined]
 
 
 def decode_ast(data: bytes | bytearray | memoryview, offset: int = 0,
