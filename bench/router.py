@@ -68,9 +68,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_router(port: int) -> subprocess.Popen:
+def start_router(port: int, archive: str | None = None) -> subprocess.Popen:
+    extra = ["--archive", archive] if archive else []
     proc = subprocess.Popen([sys.executable, "-m", "elvin.router", "--listen",
-                             f"elvin://127.0.0.1:{port}", "--log-level", "warning"],
+                             f"elvin://127.0.0.1:{port}", "--log-level", "warning", *extra],
                             cwd=ROOT, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -236,14 +237,16 @@ async def delivery_bench(port: int, seconds: float, paced_count: int,
             "router_cpu": router_load, "client_cpu": client_load}
 
 
-def run_delivery(seconds: float, paced_count: int) -> None:
+def run_delivery(seconds: float, paced_count: int, archive: str | None = None) -> None:
     try:
         import uvloop
         runner = uvloop.run
     except ImportError:  # pragma: no cover
         runner = asyncio.run
     port = free_port()
-    proc = start_router(port)
+    proc = start_router(port, archive)
+    if archive:
+        print(f"router archives every notification to {archive} (--archive)")
     try:
         result = runner(delivery_bench(port, seconds, paced_count, proc.pid))
     finally:
@@ -338,11 +341,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs")
     parser.add_argument("--only", choices=("delivery", "matching"))
+    parser.add_argument("--archive", metavar="DIR",
+                        help="run the delivery bench with elvind --archive DIR")
     args = parser.parse_args()
     seconds = 2.0 if args.quick else 5.0
     os.chdir(ROOT)
     if args.only in (None, "delivery"):
-        run_delivery(seconds, 1000 if args.quick else 3000)
+        run_delivery(seconds, 1000 if args.quick else 3000, args.archive)
     if args.only in (None, "matching"):
         run_matching([1000, 10000, 100000], 0.5 if args.quick else 2.0)
 

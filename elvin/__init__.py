@@ -18,10 +18,17 @@ _CLIENT_NAMES = frozenset({
 })
 
 
+# Router discovery (elvin.discovery), also imported lazily.
+_DISCOVERY_NAMES = frozenset({"discover", "discover_sync"})
+
+
 def __getattr__(name: str):
     if name in _CLIENT_NAMES:
         import elvin.client
         return getattr(elvin.client, name)
+    if name in _DISCOVERY_NAMES:
+        import elvin.discovery
+        return getattr(elvin.discovery, name)
     raise AttributeError(f"module 'elvin' has no attribute {name!r}")
 
 __version__ = "0.1.0"
@@ -41,6 +48,8 @@ __all__ = [
     "SubscriptionModified",
     "SubscriptionRemoved",
     "connect",
+    "discover",
+    "discover_sync",
     "unotify",
     "ElvinError",
     "ElvinType",

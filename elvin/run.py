@@ -1,7 +1,10 @@
 """``make run``: the bundled router, with the tickertape on top of it.
 
-Starts ``elvind`` on the default URL (unless a router already answers there),
-then the tickertape in the foreground when there is a display to show it on.
+Looks for a router first: ``ELVIN_URL`` if set, else router discovery (a
+default router on the LAN, or the scope in ``ELVIN_SCOPE``; ``ELVIN_DISCOVERY``
+tunes or disables it, see ``elvin.discovery``). Only when nothing answers does
+it start ``elvind`` on the default URL (unless a router already answers
+there), then the tickertape in the foreground when there is a display to show it on.
 On a machine without a display it keeps the router in the foreground and says
 how to reach it, so that ``make run`` is useful on a server too. Ctrl-C stops
 both.
@@ -27,6 +30,17 @@ def router_answers(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> bool:
             return True
     except OSError:
         return False
+
+
+def find_router(timeout: float | None = None) -> str | None:
+    """``ELVIN_URL``, else the first router discovery finds (within
+    ``timeout``, default ``elvin.discovery.APP_TIMEOUT``), else None."""
+    url = os.environ.get("ELVIN_URL")
+    if url:
+        return url
+    from elvin.discovery import APP_TIMEOUT, discover_url
+
+    return discover_url(APP_TIMEOUT if timeout is None else timeout)
 
 
 def has_display() -> bool:
@@ -62,18 +76,23 @@ def stop(process: subprocess.Popen | None) -> None:
 
 
 def main() -> int:
-    router = start_router()
+    url = find_router()
+    if url:
+        print(f"make run: using the router at {url}", flush=True)
+        router = None
+    else:
+        url, router = DEFAULT_URL, start_router()
     try:
         tickertape = importlib.util.find_spec("elvin_apps.tickertape") is not None
         if tickertape and has_display():
             return subprocess.call([sys.executable, "-m", "elvin_apps.tickertape",
-                                    "--elvin", DEFAULT_URL])
+                                    "--elvin", url])
         why = "no display found" if tickertape else "the tickertape is not installed"
         print(f"make run: {why}, so only the router runs. Try:\n"
-              f"  .venv/bin/ec -e {DEFAULT_URL} 'require(Message)'\n"
+              f"  .venv/bin/ec -e {url} 'require(Message)'\n"
               f"  printf 'Group: \"Chat\"\\nFrom: \"me\"\\nMessage: \"hello\"\\n"
               f"Message-Id: \"1\"\\n---\\n' | "
-              f".venv/bin/ep -e {DEFAULT_URL}\n"
+              f".venv/bin/ep -e {url}\n"
               "Ctrl-C stops it.", flush=True)
         if router is None:
             return 0

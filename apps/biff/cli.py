@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     url = resolve_url(args.elvin, config.elvin)
+    if not (args.elvin or os.environ.get("ELVIN_URL") or config.elvin):
+        from elvin.discovery import discover_url  # nothing configured: look for a router
+        url = discover_url() or url
     from elvin.protocol import URIError, parse_uri
     try:
         parse_uri(url)

@@ -102,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"--buffer must be from {MIN_BUFFER} to {MAX_BUFFER}, not {buffer}",
                      EXIT_USAGE)
     url, explicit = resolve_url(args.elvin, config.elvin)
+    if not (explicit or config.elvin or args.workspace or config.workspace):
+        from elvin.discovery import discover_url  # nothing configured: look for a router
+        url = discover_url() or url
     try:
         parse_uri(url)
     except URIError as exc:

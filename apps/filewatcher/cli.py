@@ -176,6 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = make_config(args)
         url = resolve_url(args.elvin, dict(os.environ), config.elvin)
+        if not (args.elvin or os.environ.get("ELVIN_URL") or config.elvin):
+            from elvin.discovery import discover_url  # nothing configured: look
+            url = discover_url() or url
         try:
             parse_uri(url)
         except URIError as exc:

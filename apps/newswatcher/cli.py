@@ -204,6 +204,9 @@ def run_command(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     url = resolve_url(args.elvin, config.elvin)
+    if not (args.elvin or os.environ.get("ELVIN_URL") or config.elvin):
+        from elvin.discovery import discover_url  # nothing configured: look for a router
+        url = discover_url() or url
     try:
         parse_uri(url)
     except URIError as exc:

@@ -1,4 +1,11 @@
 """Router federation: links between routers (Elvin Federation Protocol) and
-the event-domain topology manager (``elvin.federation.domain``, the MEDIator
-paper's event domains; ``elvin.federation.topology_file`` for topology files;
-the ``elvin-domain`` command in ``elvin.federation.domain_cli``)."""
+the event-domain topology manager.
+
+* ``packets``     federation packets and their XDR codec (sans-IO)
+* ``subast``      the SubAST wire form of pull filters (as Avis writes it)
+* ``pullfilter``  what a router asks each peer for (sans-IO)
+* ``config``      ``RouterConfig.federation``: the ``[federation]`` TOML table
+* ``service``     ``FederationService``: listeners, links, reconnects, forwarding
+* ``domain``      the MEDIator paper's event domains; ``topology_file`` for
+  topology files; the ``elvin-domain`` command in ``domain_cli``
+"""

@@ -54,18 +54,99 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tls-key", metavar="FILE", help="PEM private key for ssl URIs")
     parser.add_argument("--stats-interval", metavar="SECONDS", type=float,
                         help="seconds between Elvin-Router-Stats notifications (default 5)")
+    parser.add_argument("--archive", metavar="DIR",
+                        help="write every routed notification to a traffic archive "
+                             "(Parquet, partitioned by hour) in DIR, for elvin-pipeline")
+    discovery = parser.add_argument_group(
+        "discovery and redirection",
+        "Router discovery (SvrRqst/SvrAdvt over UDP, on by default) advertises the "
+        "listen URIs; clients beyond --max-connections are redirected (Disconn reason 2).")
+    discovery.add_argument("--no-discovery", dest="discovery", action="store_false",
+                           default=None, help="do not answer router discovery")
+    discovery.add_argument("--discovery-scope", metavar="NAME",
+                           help="scope name to advertise (default: none)")
+    discovery.add_argument("--no-discovery-default", dest="discovery_default",
+                           action="store_false", default=None,
+                           help="do not advertise as a default router (only clients "
+                                "asking for --discovery-scope find it)")
+    discovery.add_argument("--discovery-address", metavar="ADDRESS",
+                           help="multicast group, or a unicast address to answer on "
+                                "(default 224.4.0.1)")
+    discovery.add_argument("--discovery-port", metavar="PORT", type=int,
+                           help="UDP port (default 2917)")
+    discovery.add_argument("--discovery-interface", metavar="ADDRESS",
+                           help="local IPv4 address to multicast on (default: the system's)")
+    discovery.add_argument("--max-connections", metavar="N", type=int,
+                           help="connected clients beyond N are redirected to --redirect-to, "
+                                "or refused without it (default 0: no limit)")
+    discovery.add_argument("--redirect-to", metavar="URI",
+                           help="where clients beyond --max-connections are sent")
+    mobility = parser.add_argument_group(
+        "mobility", "A mobility proxy (elvin.mobility) buffers for clients that move out "
+        "and hands the buffer over when they move in, here or at another router.")
+    mobility.add_argument("--mobility", dest="mobility", action="store_true", default=None,
+                          help="run a mobility proxy inside the router")
+    mobility.add_argument("--mobility-quota", metavar="N", type=int,
+                          help="most notifications buffered per client (default 10000)")
+    mobility.add_argument("--mobility-expiry", metavar="SECONDS", type=float,
+                          help="seconds an unclaimed buffer is kept (default 3600)")
+    federation = parser.add_argument_group(
+        "federation", "Links to other routers (Elvin Federation Protocol, ewaf://host:port, "
+        "default port 2916); the [federation] table of --config (as written by "
+        "elvin-domain apply) sets filters per link. SIGHUP re-reads that table.")
+    federation.add_argument("--federation-listen", metavar="URI", action="append",
+                            help="accept federation links on this ewaf URI (repeatable)")
+    federation.add_argument("--federation-connect", metavar="URI", action="append",
+                            help="link to the router at this ewaf URI, everything allowed "
+                                 "both ways (repeatable)")
+    federation.add_argument("--federation-domain", metavar="NAME",
+                            help="this router's federation domain (unique; default: host "
+                                 "name and process)")
+    federation.add_argument("--federation-accept-any", action="store_true", default=None,
+                            help="accept links from routers not listed in [federation] "
+                                 "accept (everything allowed both ways)")
     parser.add_argument("--version", action="version", version=f"elvind {VERSION}")
     return parser
+
+
+def apply_federation_flags(config: RouterConfig, args: argparse.Namespace) -> RouterConfig:
+    """The --federation-* flags over the file's [federation] table."""
+    listen = getattr(args, "federation_listen", None)
+    connect = getattr(args, "federation_connect", None)
+    domain = getattr(args, "federation_domain", None)
+    accept_any = getattr(args, "federation_accept_any", None)
+    if not (listen or connect or domain or accept_any):
+        return config
+    import dataclasses
+
+    from elvin.federation.config import ConnectSpec, FederationConfig
+
+    fed = dataclasses.replace(config.federation) if config.federation else FederationConfig()
+    if listen:
+        fed.listen = list(listen)
+    if connect:
+        fed.connect = list(fed.connect) + [ConnectSpec(url) for url in connect]
+    if domain:
+        fed.router_domain = domain
+    if accept_any:
+        fed.accept_any = True
+    config.federation = fed
+    return config
 
 
 def make_config(args: argparse.Namespace) -> RouterConfig:
     config = load_config(args.config) if args.config else RouterConfig()
     if args.listen:
         config.listen = list(args.listen)
-    for name in ("log_level", "log_file", "tls_cert", "tls_key", "stats_interval"):
+    for name in ("log_level", "log_file", "tls_cert", "tls_key", "stats_interval",
+                 "archive", "discovery", "discovery_scope", "discovery_default",
+                 "discovery_address", "discovery_port", "discovery_interface",
+                 "max_connections", "redirect_to",
+                 "mobility", "mobility_quota", "mobility_expiry"):
         value = getattr(args, name)
         if value is not None:
             setattr(config, name, value)
+    apply_federation_flags(config, args)
     return config.validate("command line" if not args.config else
                            f"{args.config} + command line")
 
@@ -83,7 +164,25 @@ def setup_logging(config: RouterConfig) -> None:
     root.setLevel(config.log_level.upper())
 
 
-async def _serve(config: RouterConfig) -> None:
+async def reload_federation(router, args: argparse.Namespace) -> bool:
+    """SIGHUP: re-read --config and apply its [federation] table (plus the
+    --federation-* flags) to the running router; a bad file changes nothing."""
+    log = logging.getLogger("elvin.router")
+    if not getattr(args, "config", None):
+        log.warning("SIGHUP: no --config file to reload")
+        return False
+    try:
+        config = apply_federation_flags(load_config(args.config), args)
+        config.validate(f"{args.config} + command line")
+    except ConfigError as exc:
+        log.error("SIGHUP: %s; keeping the running federation configuration", exc)
+        return False
+    log.info("SIGHUP: reloading the federation configuration from %s", args.config)
+    await router.reconfigure_federation(config.federation)
+    return True
+
+
+async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -> None:
     from elvin.router.server import Router
 
     router = Router(config)
@@ -101,8 +200,21 @@ async def _serve(config: RouterConfig) -> None:
             loop.add_signal_handler(sig, request_stop, sig.name)
         except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
             pass
-    print(f"elvind {VERSION} listening on {' '.join(router.urls)}", file=sys.stderr,
-          flush=True)
+    reloads: set[asyncio.Task] = set()
+
+    def request_reload() -> None:
+        if args is not None and not stopping:
+            task = loop.create_task(reload_federation(router, args))
+            reloads.add(task)
+            task.add_done_callback(reloads.discard)
+
+    try:
+        loop.add_signal_handler(signal.SIGHUP, request_reload)
+    except (NotImplementedError, RuntimeError, AttributeError):  # pragma: no cover
+        pass
+    fed_urls = router.federation.urls if router.federation is not None else []
+    print(f"elvind {VERSION} listening on {' '.join(router.urls + fed_urls)}",
+          file=sys.stderr, flush=True)
     await router.serve_forever()
     if stopping:
         await stopping[0]
@@ -134,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError:
             pass
     try:
-        runner(_serve(config))
+        runner(_serve(config, args))
     except RouterStartError as exc:
         print(f"elvind: {exc}", file=sys.stderr)
         return EXIT_FAILURE

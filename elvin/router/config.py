@@ -12,11 +12,26 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     connect-timeout = 10          # seconds a new channel has to send ConnRqst/UNotify
     max-protocol-errors = 16      # then Disconn (reason 4) and close
     max-subscriptions = 1000000   # router-wide (IMPL_LIMIT beyond)
+    mobility = true               # run a mobility proxy in the router (elvin.mobility)
+    mobility-quota = 10000        # notifications buffered per moved-out client
+    mobility-expiry = 3600        # seconds an unclaimed buffer is kept
+    archive = "/var/lib/elvind/archive"  # traffic archive (Parquet), off by default
+    discovery = true              # answer router discovery (SvrRqst) on UDP
+    discovery-scope = ""          # scope name advertised (no ':')
+    discovery-default = true      # advertise as a default router (clients with no scope)
+    discovery-address = "224.4.0.1"  # ERDP multicast group, or a unicast address
+    discovery-port = 2917
+    discovery-interface = ""      # local IPv4 address to multicast on ("" = system's)
+    max-connections = 0           # 0 = no limit; beyond it, redirect-to or refuse
+    redirect-to = "elvin://other:2917"  # where clients beyond max-connections go
 
     [options]                     # connection options (spec 7.5): the default value,
     "Packet.Max-Length" = 1048576 # or a table with min/default/max
     "Subscription.Max-Count" = { min = 16, default = 1024, max = 4096 }
     "Send-Queue.Drop-Policy" = "oldest"
+
+A ``[federation]`` table configures router federation (``elvin-domain apply``
+writes it; see ``elvin.federation.config``).
 
 Command-line flags override the file. Every error is a ``ConfigError`` whose
 message names the file (and the line, when it can be found) and the key.
@@ -31,6 +46,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elvin.federation.config import (
+    FederationConfig,
+    FederationConfigError,
+    federation_from_dict,
+    federation_line,
+)
 from elvin.protocol import ElvinURI, URIError, parse_uri
 from elvin.router.options import DROP_POLICIES, INT_OPTIONS, OptionRanges
 
@@ -69,6 +90,27 @@ class RouterConfig:
     max_subscriptions: int = 1_000_000
     options: OptionRanges = field(default_factory=OptionRanges)
     use_uvloop: bool = True
+    #: directory of the traffic archive (elvin.pipeline.archive), None = off
+    archive: str | None = None
+    #: router discovery (elvin.discovery): answer SvrRqst, advertise listen URLs
+    discovery: bool = True
+    discovery_scope: str = ""
+    discovery_default: bool = True
+    discovery_address: str = "224.4.0.1"
+    discovery_port: int = 2917
+    discovery_interface: str = ""
+    #: connections beyond this (0 = unlimited) are redirected to ``redirect_to``
+    #: (Disconn reason 2 in answer to ConnRqst) or, without it, refused (Nack)
+    max_connections: int = 0
+    redirect_to: str | None = None
+    #: run a mobility proxy (elvin.mobility) inside the router, as a client
+    #: of it over loopback; quota = most notifications buffered per client,
+    #: expiry = seconds an unclaimed buffer is kept
+    mobility: bool = False
+    mobility_quota: int = 10_000
+    mobility_expiry: float = 3600.0
+    #: router federation (elvin.federation.config), None = off
+    federation: FederationConfig | None = None
 
     def validate(self, source: str = "configuration") -> RouterConfig:
         if not self.listen:
@@ -95,6 +137,23 @@ class RouterConfig:
         for name in ("max_protocol_errors", "max_subscriptions"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{source}: {name.replace('_', '-')} must be at least 1")
+        _validate_discovery(self, source)
+        if self.federation is not None:
+            try:
+                self.federation.validate()
+            except FederationConfigError as exc:
+                raise ConfigError(f"{source}: {exc}") from None
+        if self.mobility_quota < 1 or self.mobility_expiry <= 0:
+            raise ConfigError(f"{source}: mobility-quota must be at least 1 and "
+                              "mobility-expiry positive")
+        if self.archive is not None:
+            # the cheap checks here (exit 1 before listening); Router.start
+            # opens the archive and reports what only writing can tell
+            if not self.archive.strip():
+                raise ConfigError(f"{source}: archive: empty directory name")
+            archive = Path(self.archive)
+            if archive.exists() and not archive.is_dir():
+                raise ConfigError(f"{source}: archive {self.archive!r} is not a directory")
         return self
 
 
@@ -108,7 +167,49 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "close-timeout": ((int, float), "close_timeout"),
     "max-protocol-errors": (int, "max_protocol_errors"),
     "max-subscriptions": (int, "max_subscriptions"),
+    "archive": (str, "archive"),
+    "discovery-scope": (str, "discovery_scope"),
+    "discovery-address": (str, "discovery_address"),
+    "discovery-port": (int, "discovery_port"),
+    "discovery-interface": (str, "discovery_interface"),
+    "max-connections": (int, "max_connections"),
+    "redirect-to": (str, "redirect_to"),
+    "mobility-quota": (int, "mobility_quota"),
+    "mobility-expiry": ((int, float), "mobility_expiry"),
 }
+_FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
+          "mobility": "mobility"}
+
+
+def _validate_discovery(config: RouterConfig, source: str) -> None:
+    """Discovery and redirect settings (kept apart from ``validate`` so that
+    the other sections stay easy to merge)."""
+    import ipaddress
+    import socket
+
+    if ":" in config.discovery_scope:
+        raise ConfigError(f"{source}: discovery-scope {config.discovery_scope!r} may not "
+                          "contain ':' (discovery draft 5.1.1)")
+    try:
+        ipaddress.IPv4Address(config.discovery_address)
+    except ValueError:
+        raise ConfigError(f"{source}: discovery-address {config.discovery_address!r} is "
+                          "not an IPv4 address") from None
+    if config.discovery_interface:
+        try:
+            socket.inet_aton(config.discovery_interface)
+        except OSError:
+            raise ConfigError(f"{source}: discovery-interface "
+                              f"{config.discovery_interface!r} is not an IPv4 address") from None
+    if not 0 <= config.discovery_port <= 65535:
+        raise ConfigError(f"{source}: discovery-port {config.discovery_port} is out of range")
+    if config.max_connections < 0:
+        raise ConfigError(f"{source}: max-connections must be 0 (no limit) or more")
+    if config.redirect_to is not None:
+        try:
+            parse_uri(config.redirect_to)
+        except URIError as exc:
+            raise ConfigError(f"{source}: bad redirect-to URI: {exc}") from None
 
 
 def _line_of(text: str, key: str) -> str:
@@ -169,6 +270,17 @@ def config_from_dict(data: dict[str, Any], base: RouterConfig | None = None,
                 raise ConfigError(f"{where(raw_key)}: {raw_key!r} must be {expected}, not "
                                   f"{value!r}")
             setattr(config, attr, value)
+        elif key in _FLAGS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where(raw_key)}: {raw_key!r} must be true or false, not "
+                                  f"{value!r}")
+            setattr(config, _FLAGS[key], value)
+        elif key == "federation":
+            try:
+                config.federation = federation_from_dict(value, config.federation)
+            except FederationConfigError as exc:
+                raise ConfigError(f"{source}{federation_line(text, exc.key)}: {exc}") \
+                    from None
         elif key == "options":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where(raw_key)}: 'options' must be a table")

@@ -6,7 +6,9 @@ a private router.
         router.restart()                      # stop, then start on the SAME port
 
 ``EmbeddedRouter(port=0, host="127.0.0.1", config=None, **settings)``:
-``settings`` are ``RouterConfig`` fields (e.g. ``stats_interval=0.2``). The
+``settings`` are ``RouterConfig`` fields (e.g. ``stats_interval=0.2``, or
+``federation=FederationConfig(...)``: ``federation_urls`` then gives the
+bound ``ewaf://`` URLs, and ``restart()`` keeps their ports too). The
 router runs on its own event loop in a daemon thread; ``start()`` returns
 once it is listening (or raises what stopped it), ``stop()`` once it has
 sent Disconn to every client and closed.
@@ -41,10 +43,14 @@ class EmbeddedRouter:
                  config: RouterConfig | None = None, **settings: Any) -> None:
         self.host = host
         self._requested_port = port
-        base = config if config is not None else RouterConfig()
+        # a private router is not advertised unless asked (discovery=True or a
+        # config that says so): tests and apps' bundled routers stay private
+        base = config if config is not None else RouterConfig(discovery=False)
         self.config = dataclasses.replace(base, **settings) if settings else base
         self.router: Router | None = None
         self.port: int | None = None
+        #: the bound federation listen URLs (ewaf://...), once started
+        self.federation_urls: list[str] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -71,6 +77,10 @@ class EmbeddedRouter:
         port = self.port if self.port is not None else self._requested_port
         host = f"[{self.host}]" if ":" in self.host else self.host
         config = dataclasses.replace(self.config, listen=[f"elvin://{host}:{port}"])
+        if config.federation is not None and self.federation_urls:
+            # restart: listen for federation on the ports bound the first time
+            config = dataclasses.replace(config, federation=dataclasses.replace(
+                config.federation, listen=list(self.federation_urls)))
         started = threading.Event()
         failure: list[BaseException] = []
         loop = _new_loop(config.use_uvloop)
@@ -108,6 +118,8 @@ class EmbeddedRouter:
             raise failure[0]
         self._loop, self._thread, self.router = loop, thread, router
         self.port = router.ports[0]
+        if router.federation is not None:
+            self.federation_urls = router.federation.urls
         return self
 
     def call(self, fn, *args: Any, timeout: float = 10.0) -> Any:

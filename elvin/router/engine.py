@@ -134,6 +134,9 @@ class Engine:
         self._refs: dict[str, dict[int, Subscription]] = {}
         self._watchers: dict[str, list[Callable[[bool], None]]] = {}
         self.evaluations = 0     # predicates evaluated (for tests and statistics)
+        #: ``listener(ast, added)`` when a distinct subscription tree appears or
+        #: goes (federation keeps its pull filters from this); None = nobody
+        self.pred_listener: Callable[[Node, bool], None] | None = None
 
     # -- queries ----------------------------------------------------------------
     def __len__(self) -> int:
@@ -162,6 +165,10 @@ class Engine:
         """``callback(True)`` when the first subscription starts referring to
         ``name``, ``callback(False)`` when the last one stops."""
         self._watchers.setdefault(name, []).append(callback)
+
+    def predicate_asts(self) -> list[Node]:
+        """The distinct subscription trees (one per shared predicate)."""
+        return list(self._preds)
 
     @property
     def predicate_count(self) -> int:
@@ -246,6 +253,8 @@ class Engine:
             pred = Predicate(sub.ast, evaluate)
             self._preds[sub.ast] = pred
             self._file(pred)
+            if self.pred_listener is not None:
+                self.pred_listener(sub.ast, True)
         pred.subs[sub.id] = sub
         pred.invalidate()
         sub.pred = pred
@@ -260,6 +269,8 @@ class Engine:
         if not pred.subs:
             del self._preds[pred.ast]
             self._unfile(pred)
+            if self.pred_listener is not None:
+                self.pred_listener(pred.ast, False)
 
     def _file(self, pred: Predicate) -> None:
         ast = pred.ast

@@ -40,11 +40,13 @@ def _public(keys: frozenset[bytes]) -> frozenset[bytes]:
 
 
 class NotificationKeys:
-    """Public keys of a notification (or of a quench, which acts like one)."""
+    """Public keys of a notification (or of a quench, which acts like one);
+    ``raw`` keeps the keys as sent, for forwarding to federated routers."""
 
-    __slots__ = ("prod", "cons", "dprod", "dcons")
+    __slots__ = ("prod", "cons", "dprod", "dcons", "raw")
 
     def __init__(self, keys: Keys) -> None:
+        self.raw = keys
         self.prod = _public(keys.key_set(KeyScheme.SHA1_PRODUCER))
         self.cons = keys.key_set(KeyScheme.SHA1_CONSUMER)
         self.dprod = _public(keys.key_set(KeyScheme.SHA1_DUAL, 0))

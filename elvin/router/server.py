@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import logging
 import os
 import socket
 import ssl
 import time
+import weakref
 from collections.abc import Hashable
 from typing import Any
 
@@ -67,6 +69,13 @@ class Router:
         self._stopping = False
         self.compile = functools.lru_cache(maxsize=4096)(compile_subscription)
         self.engine.watch(STATS_ATTRIBUTE, self._stats_watch)
+        #: the traffic archive writer while running with ``archive`` set, else
+        #: None (``deliver`` tests only this, so the archive costs nothing when off)
+        self.archive: Any = None
+        #: the FederationService (elvin.federation) while ``config.federation``
+        #: is set, else None (``deliver`` tests only this)
+        self.federation: Any = None
+        self._producer_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> Router:
@@ -74,14 +83,25 @@ class Router:
         self._stopped = asyncio.Event()
         self._stopping = False
         self.stats = Stats()
+        if self.config.archive is not None:   # before listening: nothing unarchived
+            self._open_archive(self.config.archive)
         try:
             for uri in self.config.listen:
                 await self._listen(uri)
         except BaseException:
             await self._close_servers()
+            await self._close_archive()
             raise
         for url in self.urls:
             log.info("listening on %s", url)
+        try:
+            await self._start_federation()
+        except BaseException:
+            await self._close_servers()
+            await self._close_archive()
+            raise
+        await self._start_discovery()
+        await self._start_mobility()
         return self
 
     async def _listen(self, uri: str) -> None:
@@ -148,10 +168,13 @@ class Router:
                 await self._stopped.wait()
             return
         self._stopping = True
+        self._stop_discovery()          # withdraw the advertisement first
+        await self._stop_mobility()     # its client session closes like any other
         if self._stats_handle is not None:
             self._stats_handle.cancel()
             self._stats_handle = None
         await self._close_servers()
+        await self._stop_federation()   # Disconn to every federated router
         for session in list(self.sessions):
             try:
                 if session.state == CONNECTED:
@@ -166,6 +189,7 @@ class Router:
         for session in list(self.sessions):
             session.abort()
         await asyncio.sleep(0)
+        await self._close_archive()     # every session is gone: nothing more to route
         if self._stopped is not None:
             self._stopped.set()
         log.info("router stopped")
@@ -179,6 +203,120 @@ class Router:
                 await asyncio.wait_for(server.wait_closed(), 1.0)
             except Exception:
                 pass
+
+    # -- federation ----------------------------------------------------------------------
+    async def _start_federation(self) -> None:
+        fed = self.config.federation
+        if fed is None or not fed.enabled:
+            return
+        from elvin.federation.service import FederationService  # only when federating
+        service = FederationService(self, fed)
+        try:
+            await service.start()
+        except BaseException:
+            await service.stop()
+            raise
+        self.federation = service
+
+    async def _stop_federation(self) -> None:
+        service, self.federation = self.federation, None
+        if service is not None:
+            await service.stop()
+
+    async def reconfigure_federation(self, fed: Any) -> None:
+        """Apply a new ``[federation]`` section (SIGHUP): starts, changes or
+        stops the federation service without touching client sessions."""
+        self.config.federation = fed
+        if fed is None or not fed.enabled:
+            await self._stop_federation()
+        elif self.federation is None:
+            try:
+                await self._start_federation()
+            except Exception as exc:          # e.g. the port is taken: keep serving
+                log.error("cannot start federation: %s", exc)
+        else:
+            await self.federation.reconfigure(fed)
+
+    # -- mobility ------------------------------------------------------------------------
+    #: the mobility proxy (elvin.mobility) while running with ``mobility`` on
+    mobility: Any = None
+
+    async def _start_mobility(self) -> None:
+        """Run a mobility proxy as an internal client of this router: it uses
+        only the public client API over loopback, exactly as a standalone
+        ``elvin-mobility-proxy`` would, so the router needs no hooks for it."""
+        if not getattr(self.config, "mobility", False):
+            return
+        from elvin.mobility.proxy import start_in_router
+        try:
+            self.mobility = await start_in_router(self)
+        except Exception as exc:
+            await self.stop()
+            raise RouterStartError(f"cannot start the mobility proxy: {exc}") from None
+
+    async def _stop_mobility(self) -> None:
+        proxy, self.mobility = self.mobility, None
+        if proxy is not None:
+            try:
+                await proxy.stop()
+            except Exception:
+                log.exception("stopping the mobility proxy failed")
+
+    # -- discovery and redirection -------------------------------------------------------
+    #: the discovery responder (elvin.discovery) while running with discovery on
+    discovery: Any = None
+
+    async def _start_discovery(self) -> None:
+        """Answer router discovery for this router's listen URLs. A router that
+        cannot (no multicast route, port taken) still routes: discovery is a
+        convenience, so the failure is a warning, not a start-up error."""
+        config = self.config
+        if not config.discovery:
+            return
+        from elvin.discovery import DiscoveryResponder
+
+        responder = DiscoveryResponder(
+            lambda: self.urls, scope=config.discovery_scope, default=config.discovery_default,
+            address=config.discovery_address, port=config.discovery_port,
+            interface=config.discovery_interface)
+        try:
+            self.discovery = await responder.start()
+        except OSError as exc:
+            log.warning("router discovery is off: cannot answer on %s:%d (%s)",
+                        config.discovery_address, config.discovery_port,
+                        exc.strerror or exc)
+
+    def _stop_discovery(self) -> None:
+        responder, self.discovery = self.discovery, None
+        if responder is not None:
+            responder.close()
+
+    def redirect(self, url: str, sessions: Any = None) -> int:
+        """Hand clients over to the router at ``url``: each connected session
+        (all, or those in ``sessions``) gets Disconn reason 2 with ``url`` and
+        is closed; clients that follow redirects restore their session there.
+        Returns the number of sessions redirected. Call on the router's loop."""
+        from elvin.protocol import parse_uri
+
+        parse_uri(url)   # URIError (a ValueError) for a URL clients could not use
+        targets = list(self.sessions) if sessions is None else list(sessions)
+        count = 0
+        for session in targets:
+            if session.state == CONNECTED:
+                session.disconnect(DisconnReason.REDIRECT, url)
+                count += 1
+        if count:
+            log.info("redirected %d client(s) to %s", count, url)
+        return count
+
+    def refuse_connection(self) -> str | None | bool:
+        """Called for each ConnRqst: ``False`` to accept it, else where the
+        client is sent (``redirect-to``) or ``None`` to refuse it outright,
+        when ``max-connections`` sessions are already connected."""
+        limit = self.config.max_connections
+        if not limit or self.connection_count < limit:
+            return False
+        return self.config.redirect_to
 
     # -- sessions ------------------------------------------------------------------------
     def session_opened(self, session: Session) -> None:
@@ -214,10 +352,20 @@ class Router:
 
     # -- delivery ------------------------------------------------------------------------
     def deliver(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
-                nkeys: NotificationKeys | None) -> int:
-        """Deliver one notification; returns the number of NotifyDeliver packets."""
+                nkeys: NotificationKeys | None, *, producer: Any = None,
+                routing: tuple[str, ...] = ()) -> int:
+        """Deliver one notification; returns the number of NotifyDeliver packets.
+
+        ``producer`` (the sending ``Session``, or an id string) only names the
+        producer in the traffic archive. ``routing`` is the routing list of a
+        notification that came from a federated router (else empty).
+        """
         insecure, secure = self.engine.match(attrs, nkeys, deliver_insecure)
+        if self.archive is not None:
+            self._archive(attrs, block, insecure, secure, producer)
         if not insecure and not secure:
+            if self.federation is not None:
+                self.federation.forward(attrs, block, deliver_insecure, nkeys, routing)
             return 0
         if block is None:
             block = encode_attributes(attrs)
@@ -231,7 +379,84 @@ class Router:
             session.send_bytes(frame_notify_deliver(block, (), ids), True)
             count += 1
         self.stats.notifications_out += count
+        if self.federation is not None:     # after local delivery, with the same XDR
+            self.federation.forward(attrs, block, deliver_insecure, nkeys, routing)
         return count
+
+    # -- traffic archive ---------------------------------------------------------------
+    def _open_archive(self, directory: str) -> None:
+        """Start the archive writer (its own thread does the Parquet writing),
+        and prove the directory writable now rather than at the first flush."""
+        # imported here: pyarrow is only loaded by a router that archives
+        from elvin.pipeline.archive import ArchiveError, ArchiveRecord, ArchiveWriter
+
+        try:
+            writer = ArchiveWriter(directory)
+        except ArchiveError as exc:
+            raise RouterStartError(str(exc)) from None
+        probe = writer.directory / f".elvind-probe-{os.getpid()}"
+        try:
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            writer.close()
+            raise RouterStartError(f"cannot write in archive directory {directory}: "
+                                   f"{exc.strerror or exc}") from None
+        self._producer_ids = weakref.WeakKeyDictionary()
+        self._producer_serial = itertools.count(1)
+        self._archive_record = ArchiveRecord
+        self.archive = writer
+        log.info("archiving notifications in %s", writer.directory)
+
+    async def _close_archive(self) -> None:
+        """Write what is pending (in an executor thread: it blocks) and stop
+        archiving; a failure is logged with the number of rows lost."""
+        writer, self.archive = self.archive, None
+        if writer is None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(None, writer.close)
+        except Exception as exc:
+            log.error("archive %s: %s", writer.directory, exc)
+        else:
+            log.info("archive %s: %d notifications written", writer.directory,
+                     writer.rows_written)
+
+    def _archive(self, attrs: dict, block: bytes | None, insecure: dict, secure: dict,
+                 producer: Any) -> None:
+        """Queue one archive row (a list append under a lock; the writer thread
+        converts and writes). Counts come from ``engine.match``'s result before
+        ``deliver`` consumes it: a client is a session with any matching id."""
+        if secure:
+            clients = len(insecure.keys() | secure.keys())
+            subscriptions = (sum(map(len, insecure.values()))
+                             + sum(map(len, secure.values())))
+        else:
+            clients = len(insecure)
+            subscriptions = sum(map(len, insecure.values()))
+        if producer is not None and not isinstance(producer, str):
+            producer = self._producer_id(producer)
+        if not self.archive.append(self._archive_record(
+                attrs, producer, subscriptions, clients, bool(secure),
+                None if block is None else len(block), time.time())):
+            dropped = self.archive.dropped_rows
+            if dropped == 1 or dropped % 10_000 == 0:   # say so, but never flood the log
+                log.warning("archive %s: writer is behind, %d notifications not archived "
+                            "so far", self.archive.directory, dropped)
+
+    def _producer_id(self, session: Any) -> str:
+        """``N/host:port``: N numbers the producing channels of this router run
+        in order of their first notification, so ids stay unique when a peer
+        address is reused."""
+        ids = self._producer_ids
+        pid = ids.get(session)
+        if pid is None:
+            peer = getattr(session, "peer", None)
+            where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 \
+                else str(peer)
+            pid = ids[session] = f"{next(self._producer_serial)}/{where}"
+        return pid
 
     # -- statistics ---------------------------------------------------------------------
     @property

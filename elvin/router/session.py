@@ -377,6 +377,17 @@ class Session:
                       "Protocol version %1.%2 is not supported: this router speaks 4.0",
                       (p.client_major_version, p.client_minor_version))
             return
+        redirect = self.router.refuse_connection()
+        if redirect is not False:
+            # full (max-connections): the spec lets the router answer ConnRqst
+            # with Disconn (reason 2: connect there instead) or a Nack
+            if redirect:
+                log.info("%s: connection limit reached: redirecting to %s", self.peer,
+                         redirect)
+                self.disconnect(DisconnReason.REDIRECT, redirect)
+            else:
+                self.nack(p.xid, NackCode.IMPL_LIMIT, "Too many connections")
+            return
         try:
             check_keys(p.nfn_keys)
             check_keys(p.sub_keys)
@@ -426,7 +437,7 @@ class Session:
             return
         self.router.stats.notifications_in += 1
         self.router.deliver(p.attributes, None, p.deliver_insecure,
-                            prepare_notification(p.keys))
+                            prepare_notification(p.keys), producer=self)
 
     def _notify_emit(self, body: bytes) -> None:
         """NotifyEmit, hot path: the attributes are decoded once and their XDR
@@ -464,7 +475,7 @@ class Session:
             else:
                 nkeys = self.nfn_prepared
         self.router.stats.notifications_in += 1
-        self.router.deliver(attrs, body[4:end], deliver_insecure, nkeys)
+        self.router.deliver(attrs, body[4:end], deliver_insecure, nkeys, producer=self)
 
     def _notify_emit_packet(self, p: NotifyEmit) -> None:  # only reached if not CONNECTED
         self._violation("NotifyEmit before ConnRqst")

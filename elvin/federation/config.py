@@ -1,0 +1,320 @@
+"""Federation settings of a router: ``RouterConfig.federation``.
+
+In a router's TOML file this is the ``[federation]`` table that
+``elvin-domain apply`` writes (``elvin.federation.topology_file``)::
+
+    [federation]
+    router_domain = "hub"                   # unique name of this router (domain)
+    listen = "ewaf://0.0.0.0:2916"          # or a list; default port 2916
+    accept_any = false                      # accept routers not listed below
+    debounce = 0.05                         # seconds to gather subscription changes
+    reconnect_min = 0.5                     # backoff of outgoing links (seconds)
+    reconnect_max = 30
+
+    [[federation.connect]]                  # links this router dials
+    router = "edge"                         # expected router_domain (optional)
+    url = "ewaf://edge.example.com:2916"
+    outgoing = "require(News)"              # what may leave over the link
+    incoming = true                         # what may enter (true / false / expression)
+
+    [[federation.accept]]                   # routers allowed to dial in
+    router = "other"
+    outgoing = false
+    incoming = true
+
+Filters: ``true`` lets everything through, ``false`` nothing, a string is a
+subscription expression (``"true"``/``"false"`` strings work too, as in
+Avis's federation classes).
+
+In tests (and from Python) build it directly::
+
+    from elvin.federation.config import FederationConfig, ConnectSpec, AcceptSpec
+    RouterConfig(listen=["elvin://127.0.0.1:0"], federation=FederationConfig(
+        router_domain="a", listen=["ewaf://127.0.0.1:0"],
+        connect=[ConnectSpec("ewaf://127.0.0.1:4000", router="b")],
+        accept_any=True))
+
+``FederationConfig.validate()`` parses URLs and filter expressions and
+raises ``FederationConfigError`` naming the key (the router's config loader
+adds the file and line).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from elvin.errors import SubscriptionError
+from elvin.protocol.uri import ElvinURI, URIError, parse_uri
+from elvin.subscription import compile as compile_subscription
+from elvin.subscription.ast import Node
+
+__all__ = [
+    "FEDERATION_PORT", "AcceptSpec", "ConnectSpec", "FederationConfig",
+    "FederationConfigError", "Filter", "federation_from_dict", "federation_line",
+    "parse_ewaf_uri",
+]
+
+FEDERATION_PORT = 2916
+FilterSpec = bool | str
+
+
+class FederationConfigError(ValueError):
+    """A bad federation setting; ``key`` says which (``federation.connect[1].url``)."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"{key}: {problem}")
+        self.key = key
+        self.problem = problem
+
+
+def parse_ewaf_uri(text: str) -> ElvinURI:
+    """``ewaf://host[:port]`` (or the long form); port 0 = any free port."""
+    try:
+        return parse_uri(text, default_port=FEDERATION_PORT, scheme="ewaf",
+                         default_version=(1, 0))
+    except URIError as exc:
+        head, sep, tail = text.rpartition(":0")
+        if exc.part != "port" or not sep or (tail and not tail.startswith(";")):
+            raise
+        return dataclasses.replace(parse_uri(f"{head}:1{tail}", default_port=FEDERATION_PORT,
+                                             scheme="ewaf", default_version=(1, 0)), port=0)
+
+
+class Filter:
+    """A link filter: ``ast`` is True (everything), False (nothing) or a Node;
+    ``matches(attrs)`` answers for one notification (bottom is no)."""
+
+    __slots__ = ("ast", "text", "matches")
+
+    def __init__(self, spec: FilterSpec | Node) -> None:
+        if isinstance(spec, str) and spec.strip().lower() in ("true", "false"):
+            spec = spec.strip().lower() == "true"
+        if spec is True or spec is False:
+            self.ast: Node | bool = spec
+            self.text = "true" if spec else "false"
+            self.matches: Callable[[Mapping], bool] = (
+                (lambda attrs: True) if spec else (lambda attrs: False))
+            return
+        compiled = compile_subscription(spec)  # SubscriptionError if bad
+        self.ast = compiled.ast
+        self.text = compiled.text
+        self.matches = compiled.matches
+
+    def __repr__(self) -> str:
+        return f"Filter({self.text!r})"
+
+
+@dataclass
+class ConnectSpec:
+    url: str
+    router: str | None = None
+    outgoing: FilterSpec = True
+    incoming: FilterSpec = True
+
+
+@dataclass
+class AcceptSpec:
+    router: str
+    outgoing: FilterSpec = True
+    incoming: FilterSpec = True
+
+
+@dataclass
+class FederationConfig:
+    router_domain: str | None = None      # None: derived from the host name and pid
+    listen: list[str] = field(default_factory=list)
+    connect: list[ConnectSpec] = field(default_factory=list)
+    accept: list[AcceptSpec] = field(default_factory=list)
+    accept_any: bool = False
+    #: filters for routers accepted through ``accept_any``
+    accept_any_outgoing: FilterSpec = True
+    accept_any_incoming: FilterSpec = True
+    debounce: float = 0.05
+    reconnect_min: float = 0.5
+    reconnect_max: float = 30.0
+    connect_timeout: float = 10.0
+    keepalive: float = 60.0               # TestConn after this long without traffic
+    request_timeout: float = 20.0         # ConfConn / handshake reply deadline
+    max_routing: int = 64                 # longer routing lists are a protocol violation
+    max_disjuncts: int = 10000            # larger pull filters are sent as TRUE
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.listen or self.connect)
+
+    def validate(self) -> FederationConfig:
+        if self.router_domain is not None:
+            if not isinstance(self.router_domain, str) or not self.router_domain.strip():
+                raise FederationConfigError("federation.router_domain",
+                                            "must be a non-empty string")
+            if "\0" in self.router_domain:
+                raise FederationConfigError("federation.router_domain", "contains NUL")
+        for i, uri in enumerate(self.listen):
+            try:
+                parsed = parse_ewaf_uri(uri)
+            except (URIError, TypeError) as exc:
+                raise FederationConfigError(f"federation.listen[{i}]",
+                                            f"bad federation URL: {exc}") from None
+            if parsed.secure:
+                raise FederationConfigError(f"federation.listen[{i}]",
+                                            "TLS federation links are not supported")
+        seen: set[str] = set()
+        for i, spec in enumerate(self.connect):
+            key = f"federation.connect[{i + 1}]"
+            try:
+                parsed = parse_ewaf_uri(spec.url)
+            except (URIError, TypeError) as exc:
+                raise FederationConfigError(f"{key}.url", f"bad federation URL: {exc}") \
+                    from None
+            if parsed.port == 0:
+                raise FederationConfigError(f"{key}.url", "cannot connect to port 0")
+            self._check_filters(key, spec.outgoing, spec.incoming)
+        for i, spec in enumerate(self.accept):
+            key = f"federation.accept[{i + 1}]"
+            if not isinstance(spec.router, str) or not spec.router:
+                raise FederationConfigError(f"{key}.router", "must be a router domain name")
+            if spec.router in seen:
+                raise FederationConfigError(f"{key}.router",
+                                            f"router {spec.router!r} is listed twice")
+            seen.add(spec.router)
+            self._check_filters(key, spec.outgoing, spec.incoming)
+        self._check_filters("federation.accept_any", self.accept_any_outgoing,
+                            self.accept_any_incoming)
+        for name in ("debounce", "reconnect_min", "reconnect_max", "connect_timeout",
+                     "keepalive", "request_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
+                    or (value == 0 and name != "debounce"):
+                raise FederationConfigError(f"federation.{name}",
+                                            f"must be a positive number, not {value!r}")
+        if self.reconnect_max < self.reconnect_min:
+            raise FederationConfigError("federation.reconnect_max",
+                                        "must be at least reconnect_min")
+        for name in ("max_routing", "max_disjuncts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise FederationConfigError(f"federation.{name}",
+                                            f"must be a positive integer, not {value!r}")
+        return self
+
+    @staticmethod
+    def _check_filters(key: str, outgoing: Any, incoming: Any) -> None:
+        for name, spec in (("outgoing", outgoing), ("incoming", incoming)):
+            if not isinstance(spec, (bool, str)):
+                raise FederationConfigError(f"{key}.{name}", "must be true, false or a "
+                                            f"subscription expression, not {spec!r}")
+            try:
+                Filter(spec)
+            except SubscriptionError as exc:
+                raise FederationConfigError(f"{key}.{name}",
+                                            f"bad subscription expression: {exc}") from None
+
+
+_TOP = {"router_domain": str, "listen": (str, list), "accept_any": bool,
+        "accept_any_outgoing": (bool, str), "accept_any_incoming": (bool, str),
+        "debounce": (int, float), "reconnect_min": (int, float),
+        "reconnect_max": (int, float), "connect_timeout": (int, float),
+        "keepalive": (int, float), "request_timeout": (int, float),
+        "max_routing": int, "max_disjuncts": int}
+
+
+def federation_from_dict(data: Mapping[str, Any],
+                         base: FederationConfig | None = None) -> FederationConfig:
+    """The ``[federation]`` table -> ``FederationConfig`` (validated)."""
+    if not isinstance(data, Mapping):
+        raise FederationConfigError("federation", "must be a table")
+    config = dataclasses.replace(base) if base is not None else FederationConfig()
+    for raw_key, value in data.items():
+        key = raw_key.replace("-", "_")
+        if key in _TOP:
+            types = _TOP[key]
+            allowed = types if isinstance(types, tuple) else (types,)
+            if (isinstance(value, bool) and bool not in allowed) or \
+                    not isinstance(value, allowed):
+                raise FederationConfigError(f"federation.{raw_key}",
+                                            f"has the wrong type ({value!r})")
+            if key == "listen":
+                value = [value] if isinstance(value, str) else value
+                if not all(isinstance(v, str) for v in value):
+                    raise FederationConfigError("federation.listen",
+                                                "must be a URL or a list of URLs")
+                value = list(value)
+            setattr(config, key, value)
+        elif key == "connect":
+            config.connect = [_spec(ConnectSpec, t, f"federation.connect[{i + 1}]",
+                                    ("url", "router", "outgoing", "incoming"), "url")
+                              for i, t in enumerate(_tables(value, "federation.connect"))]
+        elif key == "accept":
+            config.accept = [_spec(AcceptSpec, t, f"federation.accept[{i + 1}]",
+                                   ("router", "outgoing", "incoming"), "router")
+                             for i, t in enumerate(_tables(value, "federation.accept"))]
+        else:
+            raise FederationConfigError(f"federation.{raw_key}", "unknown setting")
+    return config.validate()
+
+
+def _tables(value: Any, key: str) -> list[Mapping[str, Any]]:
+    if isinstance(value, Mapping):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(t, Mapping) for t in value):
+        raise FederationConfigError(key, "must be an array of tables ([[...]])")
+    return value
+
+
+def _spec(cls: type, table: Mapping[str, Any], key: str, allowed: tuple[str, ...],
+          required: str) -> Any:
+    unknown = set(table) - set(allowed)
+    if unknown:
+        raise FederationConfigError(f"{key}.{sorted(unknown)[0]}",
+                                    f"unknown setting (use {', '.join(allowed)})")
+    if required not in table:
+        raise FederationConfigError(f"{key}.{required}", "missing")
+    for name in ("url", "router"):
+        if name in table and not isinstance(table[name], str):
+            raise FederationConfigError(f"{key}.{name}", f"must be a string, not "
+                                        f"{table[name]!r}")
+    return cls(**dict(table))
+
+
+def federation_line(text: str, key: str) -> str:
+    """``", line N"`` for a ``federation.…`` key in the TOML ``text`` (or "").
+
+    ``federation.connect[2].url`` is looked up as the ``url =`` line after the
+    second ``[[federation.connect]]`` header; ``federation.listen`` as the
+    ``listen =`` line after ``[federation]``."""
+    if not text:
+        return ""
+    lines = text.splitlines()
+    m = re.match(r"federation\.(connect|accept)\[(\d+)\](?:\.(\w+))?$", key)
+    start = None
+    leaf: str | None
+    if m:
+        header = re.compile(rf"^\s*\[\[\s*federation\.{m.group(1)}\s*\]\]")
+        count = 0
+        for i, line in enumerate(lines):
+            if header.match(line):
+                count += 1
+                if count == int(m.group(2)):
+                    start = i
+                    break
+        leaf = m.group(3)
+    else:
+        for i, line in enumerate(lines):
+            if re.match(r"^\s*\[\s*federation\s*\]", line):
+                start = i
+                break
+        leaf = key.split(".", 1)[1].split("[")[0] if "." in key else None
+    if start is None:
+        return ""
+    if leaf:
+        pattern = re.compile(r"^\s*[\"']?{}[\"']?\s*=".format(re.escape(leaf).replace("_", "[_-]")))
+        for i in range(start + 1, len(lines)):
+            if re.match(r"^\s*\[", lines[i]):
+                break
+            if pattern.match(lines[i]):
+                return f", line {i + 1}"
+    return f", line {start + 1}"

@@ -1,0 +1,236 @@
+"""Helpers for tests with several federated routers on loopback.
+
+::
+
+    from tests.integration.federation_util import federated_routers, wait_until
+
+    routers = federated_routers(3)              # r0 <- r1 <- r2, a chain
+    try:
+        wait_linked(routers)                     # every link up
+        ... RawClient.connected(routers[2].port) ...
+    finally:
+        stop_all(routers)
+
+``federated_routers(n, links=None, filters=None, **settings)`` starts ``n``
+``EmbeddedRouter``s with router domains ``r0``..``r{n-1}``. ``links`` is a
+list of ``(a, b)`` pairs with ``a > b``: router ``a`` dials router ``b``
+(default: the chain ``(1, 0), (2, 1), ...``). Every router accepts exactly
+the routers that dial it. ``filters[(a, b)]`` may give ``a_out``, ``a_in``,
+``b_out``, ``b_in`` (True, False or an expression) for that link; the
+default lets everything through. ``settings`` go to every router's
+``FederationConfig`` (``debounce``, ``reconnect_min``...), so the tests run
+with a small debounce and fast reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from elvin.federation.config import AcceptSpec, ConnectSpec, FederationConfig
+from elvin.router.config import RouterConfig
+from elvin.router.embedded import EmbeddedRouter
+
+__all__ = ["fed_stats", "federated_routers", "link_stats", "linked_domains", "remote_pull",
+           "stop_all", "wait_linked",
+           "wait_until", "await_until"]
+
+FAST = {"debounce": 0.01, "reconnect_min": 0.05, "reconnect_max": 0.5}
+
+
+def federated_routers(n: int, links: Iterable[tuple[int, int]] | None = None,
+                      filters: Mapping[tuple[int, int], Mapping[str, Any]] | None = None,
+                      router_settings: Mapping[str, Any] | None = None,
+                      **settings: Any) -> list[EmbeddedRouter]:
+    links = list(links) if links is not None else [(i, i - 1) for i in range(1, n)]
+    filters = filters or {}
+    fed_settings = {**FAST, **settings}
+    for a, b in links:
+        if not a > b:
+            raise ValueError(f"link {(a, b)}: the dialling router must come later (a > b)")
+    routers: list[EmbeddedRouter] = []
+    try:
+        for i in range(n):
+            connect = []
+            accept = []
+            for a, b in links:
+                f = filters.get((a, b), {})
+                if a == i:
+                    connect.append(ConnectSpec(routers[b].federation_urls[0], router=f"r{b}",
+                                               outgoing=f.get("a_out", True),
+                                               incoming=f.get("a_in", True)))
+                elif b == i:
+                    accept.append(AcceptSpec(f"r{a}", outgoing=f.get("b_out", True),
+                                             incoming=f.get("b_in", True)))
+            fed = FederationConfig(router_domain=f"r{i}", listen=["ewaf://127.0.0.1:0"],
+                                   connect=connect, accept=accept, **fed_settings)
+            config = RouterConfig(federation=fed, discovery=False,
+                                  **dict(router_settings or {}))
+            routers.append(EmbeddedRouter(config=config).start())
+    except BaseException:
+        stop_all(routers)
+        raise
+    return routers
+
+
+def stop_all(routers: Iterable[EmbeddedRouter]) -> None:
+    for router in routers:
+        router.stop()
+
+
+def fed_stats(router: EmbeddedRouter) -> dict[str, int]:
+    """The router's federation counters (FedNotify sent/received...)."""
+    def get() -> dict[str, int]:
+        service = router.router.federation  # type: ignore[union-attr]
+        return service.stats.as_dict() if service is not None else {}
+    return router.call(get)
+
+
+def link_stats(router: EmbeddedRouter, domain: str) -> dict[str, int] | None:
+    """Counters of the router's link with ``domain`` (None if not linked)."""
+    def get() -> dict[str, int] | None:
+        service = router.router.federation  # type: ignore[union-attr]
+        link = service.link_for(domain) if service is not None else None
+        return link.stats.as_dict() if link is not None else None
+    return router.call(get)
+
+
+def linked_domains(router: EmbeddedRouter) -> set[str]:
+    def get() -> set[str]:
+        service = router.router.federation  # type: ignore[union-attr]
+        return set(service.linked) if service is not None else set()
+    return router.call(get)
+
+
+def remote_pull(router: EmbeddedRouter, domain: str) -> Any:
+    """The pull filter ``domain`` registered at ``router`` (False if none)."""
+    def get() -> Any:
+        link = router.router.federation.link_for(domain)  # type: ignore[union-attr]
+        return link.remote_pull if link is not None else None
+    return router.call(get)
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0,
+               interval: float = 0.01, what: str = "condition") -> Any:
+    """Poll ``predicate`` (blocking) until it is truthy; AssertionError on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+async def await_until(predicate: Callable[[], Any], timeout: float = 10.0,
+                      interval: float = 0.01, what: str = "condition") -> Any:
+    """``wait_until`` for async tests (yields to the test's event loop)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+def expected_links(routers: list[EmbeddedRouter],
+                   links: Iterable[tuple[int, int]] | None = None) -> dict[int, set[str]]:
+    n = len(routers)
+    links = list(links) if links is not None else [(i, i - 1) for i in range(1, n)]
+    want: dict[int, set[str]] = {i: set() for i in range(n)}
+    for a, b in links:
+        want[a].add(f"r{b}")
+        want[b].add(f"r{a}")
+    return want
+
+
+def wait_linked(routers: list[EmbeddedRouter], links: Iterable[tuple[int, int]] | None = None,
+                timeout: float = 10.0) -> None:
+    """Block until every router has exactly its configured links up."""
+    want = expected_links(routers, links)
+    wait_until(lambda: all(linked_domains(r) == want[i] for i, r in enumerate(routers)),
+               timeout, what=f"federation links {want}")
+
+
+class RawFederator:
+    """A hand-driven federation peer over a raw socket (asyncio streams), to
+    send a router exactly what a test wants, including nonsense."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        from elvin.protocol.framing import FrameDecoder
+
+        self.reader, self.writer = reader, writer
+        self.decoder = FrameDecoder()
+        self.pending: list[bytes] = []
+
+    @classmethod
+    async def open(cls, url: str) -> RawFederator:
+        from elvin.federation.config import parse_ewaf_uri
+
+        uri = parse_ewaf_uri(url)
+        reader, writer = await asyncio.open_connection(uri.host, uri.port)
+        return cls(reader, writer)
+
+    @classmethod
+    async def linked(cls, url: str, domain: str) -> RawFederator:
+        """Open and complete the handshake as router ``domain``."""
+        from elvin.federation.packets import FedConnRply, FedConnRqst
+
+        peer = await cls.open(url)
+        peer.send(FedConnRqst(1, 1, 0, domain))
+        reply = await peer.next()
+        assert isinstance(reply, FedConnRply), reply
+        peer.remote_domain = reply.router_domain
+        return peer
+
+    def send(self, packet: object) -> None:
+        from elvin.federation.packets import frame_fed_packet
+
+        self.writer.write(frame_fed_packet(packet))
+
+    def send_raw(self, data: bytes) -> None:
+        self.writer.write(data)
+
+    async def next(self, timeout: float = 5.0) -> object:
+        """The next packet; ``EOFError`` when the router closed the link."""
+        from elvin.federation.packets import decode_fed_packet
+
+        async def read() -> bytes:
+            while not self.pending:
+                try:
+                    data = await self.reader.read(65536)
+                except ConnectionResetError:   # closed with our data unread: a reset
+                    data = b""
+                if not data:
+                    raise EOFError("the router closed the federation link")
+                self.pending.extend(self.decoder.feed_frames(data))
+            return self.pending.pop(0)
+
+        return decode_fed_packet(await asyncio.wait_for(read(), timeout))
+
+    async def expect(self, cls: type, timeout: float = 5.0) -> Any:
+        """Skip packets until one of type ``cls`` (pull filters, keepalives)."""
+        while True:
+            packet = await self.next(timeout)
+            if isinstance(packet, cls):
+                return packet
+
+    async def until_closed(self, timeout: float = 5.0) -> list[object]:
+        got: list[object] = []
+        try:
+            while True:
+                got.append(await self.next(timeout))
+        except EOFError:
+            return got
+
+    async def close(self) -> None:
+        self.writer.close()
+        try:
+            await asyncio.wait_for(self.writer.wait_closed(), 2)
+        except Exception:
+            pass
