@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from elvin_apps.console.backtest import BacktestDialog
 from elvin_apps.console.completion import AttributeNames, NameCompleter
 from elvin_apps.console.detailview import DetailView
 from elvin_apps.console.export import FORMATS, ExportError, export, format_for_path
@@ -105,6 +106,12 @@ class ConsumerPane(Pane):
         self.subscribe_button.clicked.connect(self.apply)
         self.unsubscribe_button = QPushButton("Unsubscribe")
         self.unsubscribe_button.clicked.connect(self.unsubscribe)
+        self.backtest_button = QPushButton("Back-test…")
+        self.backtest_button.setToolTip("Run this subscription over a router's traffic "
+                                        "archive (elvin-pipeline, on Spark)")
+        self.backtest_button.clicked.connect(self.backtest_dialog)
+        self.backtest: BacktestDialog | None = None
+        self.backtest_archive = ""
         for sequence in ("Ctrl+Return", "Ctrl+Enter"):
             shortcut = QShortcut(QKeySequence(sequence), self.editor.edit)
             shortcut.setContext(Qt.ShortcutContext.WidgetShortcut)
@@ -115,6 +122,7 @@ class ConsumerPane(Pane):
         top.addStretch(1)
         top.addWidget(self.subscribe_button)
         top.addWidget(self.unsubscribe_button)
+        top.addWidget(self.backtest_button)
 
         # -- table toolbar ------------------------------------------------------------------
         self.model = NotificationTableModel(spec.buffer)
@@ -351,6 +359,7 @@ class ConsumerPane(Pane):
             button.setText("Subscribed")
             button.setEnabled(False)
         self.unsubscribe_button.setEnabled(subscribed or self.wanted)
+        self.backtest_button.setEnabled(valid)
         if not valid and self.editor.expression().strip():
             button.setToolTip("Fix the expression first: an invalid subscription is never "
                               "sent")
@@ -361,6 +370,29 @@ class ConsumerPane(Pane):
             button.setToolTip("The router has this subscription; edit it to change it")
         else:
             button.setToolTip("Send the subscription to the router (Ctrl+Enter)")
+
+    # -- back-test ------------------------------------------------------------------------
+    def backtest_dialog(self) -> BacktestDialog | None:
+        """Open the back-test of the editor's expression (one dialog per pane;
+        a new expression replaces the old dialog unless it is running)."""
+        if not self.editor.isValid():
+            self.set_status("Back-test: fix the expression first", error=True)
+            return None
+        dialog = self.backtest
+        expression = self.editor.expression()
+        if dialog is not None and (dialog.running or dialog.expression == expression):
+            dialog.show()
+            dialog.raise_()
+            return dialog
+        if dialog is not None:
+            self.backtest_archive = dialog.archive_edit.text()
+            dialog.deleteLater()
+        dialog = BacktestDialog(expression, self.backtest_archive, parent=self)
+        dialog.finished_run.connect(
+            lambda _outcome: setattr(self, "backtest_archive", dialog.archive_edit.text()))
+        self.backtest = dialog
+        dialog.show()
+        return dialog
 
     # -- the table ------------------------------------------------------------------------
     def tick(self) -> int:
@@ -574,6 +606,8 @@ class ConsumerPane(Pane):
     async def shutdown(self) -> None:
         self.timer.stop()
         self.wanted = False
+        if self.backtest is not None:
+            self.backtest.cancel()      # no Spark child outlives the console
         async with self._lock:
             await self._close_sub()
 

@@ -21,12 +21,18 @@ Schema (version 1)
 | --------------- | --------------------------------------- | ----------------------------------------- |
 | `time`          | timestamp(ms, UTC), not null            | arrival time at the router                |
 | `hour`          | string (the partition directory)        | `YYYY-MM-DDTHH` (UTC) of `time`           |
-| `producer`      | string (null if unknown)                | session id of the producer                |
+| `producer`      | string (null if unknown)                | producer channel, `N/host:port` (below)   |
 | `attributes`    | list<struct<...>>, not null (see below) | the notification, in its attribute order  |
 | `subscriptions` | int32, not null                         | subscriptions that matched it             |
 | `clients`       | int32, not null                         | clients it was delivered to               |
 | `secure`        | bool, not null                          | any match was a secure (key) match        |
 | `size`          | int32, not null                         | size in bytes (see below)                 |
+
+The router names a producer ``N/host:port``: its peer address, prefixed by
+a serial number (channels numbered in order of their first notification in
+that router run), so that a reused address is not mistaken for the same
+session. Notifications the router makes itself (statistics) and those
+archived by ``elvin-archive`` (a client cannot see the producer) have null.
 
 Each `attributes` entry is `struct<name: string not null, type: int8 not
 null, int32: int32, int64: int64, real64: double, string: string, opaque:
@@ -37,10 +43,11 @@ Elvin types therefore stay distinct (an int64 ``5`` is not an int32 ``5``, a
 string is never confused with an opaque), NaN, the infinities and -0.0
 survive as real64 values, and names keep the notification's order.
 
-``size`` is what the producer sent when the router knows it (the NotifyEmit
-packet length); otherwise the writer computes the XDR size of the attribute
-list (count, then name, type code and value of each attribute, each padded
-to 4 bytes), which is the packet length less its fixed header and keys.
+``size`` is the XDR size of the attribute list (count, then name, type code
+and value of each attribute, each padded to 4 bytes): the NotifyEmit packet
+length less its fixed header and keys. The router passes the length of the
+attribute block it received; when a record has no size the writer computes
+the same number from the attributes, so both sources agree.
 
 Writing
 -------
@@ -238,11 +245,19 @@ class _Converter:
         s: list[str | None] = []
         o: list[bytes | None] = []
         pos = 0
+        # bound methods and an inline range test: this loop is most of the
+        # archive's CPU cost, paid in the router's process
+        add_name, add_type = names.append, types.append
+        add_i32, add_i64, add_r64, add_s, add_o = i32.append, i64.append, r64.append, \
+            s.append, o.append
         for r, (ms, producer, attrs, nsubs, nclients, is_secure, size) in enumerate(rows):
             times[r] = ms
-            producers[r] = None if producer is None else str(producer)
-            subs[r] = _clamp32(nsubs)
-            clients[r] = _clamp32(nclients)
+            producers[r] = producer if producer is None or type(producer) is str \
+                else str(producer)
+            subs[r] = nsubs if type(nsubs) is int and 0 <= nsubs <= INT32_MAX \
+                else _clamp32(nsubs)
+            clients[r] = nclients if type(nclients) is int and 0 <= nclients <= INT32_MAX \
+                else _clamp32(nclients)
             secure[r] = bool(is_secure)
             offsets[r] = pos
             for name, value in attrs.items():
@@ -275,15 +290,18 @@ class _Converter:
                 if type(name) is not str or not name:
                     self.invalid += 1
                     continue
-                names.append(name)
-                types.append(code)
-                i32.append(value if code == _INT32 else None)
-                i64.append(int(value) if code == _INT64 else None)
-                r64.append(value if code == _REAL64 else None)
-                s.append(value if code == _STRING else None)
-                o.append(value if code == _OPAQUE else None)
+                add_name(name)
+                add_type(code)
+                add_i32(value if code == _INT32 else None)
+                add_i64(int(value) if code == _INT64 else None)
+                add_r64(value if code == _REAL64 else None)
+                add_s(value if code == _STRING else None)
+                add_o(value if code == _OPAQUE else None)
                 pos += 1
-            sizes[r] = _clamp32(size if size is not None else encoded_size(attrs))
+            if size is None:
+                size = encoded_size(attrs)
+            sizes[r] = size if type(size) is int and 0 <= size <= INT32_MAX \
+                else _clamp32(size)
         offsets[n] = pos
         entries = pa.StructArray.from_arrays(
             [pa.array(names, pa.string()), pa.array(types, pa.int8()),

@@ -4,15 +4,19 @@
 
     elvin-pipeline backtest EXPR ARCHIVE [--sample N] [--json] [--master URL]
     elvin-pipeline report ARCHIVE --out DIR [--json] [--master URL]
+    elvin-pipeline mobility TRACES --out DIR [--run ID]... [--plots N] [--json]
 
 ``backtest`` prints ``Matches: N`` (with the total, the matches per hour and
 a few matching notifications), or JSON with ``--json``. ``report`` writes
 CSV tables, PNG charts and ``index.html`` into ``--out`` and prints a
-summary. Spark runs on ``local[*]`` unless ``--master`` says otherwise; a
+summary. ``mobility`` reads the mobility benchmark's trace directory (CSV,
+see ``elvin.pipeline.mobility``), prints the delay / losses / duplicates
+table per support, rate and subscriptions, and writes it (CSV) with
+departure/arrival plots and ``index.html`` into ``--out``. Spark runs on ``local[*]`` unless ``--master`` says otherwise; a
 progress line for running stages goes to stderr when it is a terminal.
 
 Exit codes: 0 ok; 1 usage or input error (bad flag, bad subscription -- the
-message shows where --, missing or empty archive); 3 any other failure (no
+message shows where --, missing or empty archive, bad traces); 3 any other failure (no
 Java, Spark failed to start or failed a job).
 """
 
@@ -27,6 +31,7 @@ from typing import Any
 
 from elvin.errors import SubscriptionError
 from elvin.pipeline.archive import ArchiveError, check_archive
+from elvin.pipeline.mobility import TraceError, check_traces
 from elvin.pipeline.session import JavaNotFoundError, Progress, find_java
 
 EXIT_OK, EXIT_INPUT, EXIT_FAILURE = 0, 1, 3
@@ -75,6 +80,19 @@ def build_parser() -> argparse.ArgumentParser:
                                     "producers, fan-out and sizes.")
     rp.add_argument("archive", metavar="ARCHIVE", help="archive directory (router --archive)")
     rp.add_argument("--out", required=True, metavar="DIR", help="directory for the report")
+    mo = sub.add_parser("mobility", parents=[common],
+                        help="delay, losses and duplicates of mobility traces",
+                        description="Summarise the mobility benchmark's traces (a directory "
+                                    "of CSV files, one per run): move-in delay, losses and "
+                                    "duplicates per support, rate and subscriptions, with "
+                                    "departure/arrival plots.")
+    mo.add_argument("traces", metavar="TRACES", help="directory of trace CSV files")
+    mo.add_argument("--out", required=True, metavar="DIR",
+                    help="directory for mobility.csv, runs.csv, plots and index.html")
+    mo.add_argument("--run", action="append", default=[], metavar="ID", dest="runs",
+                    help="plot this run (repeatable; default: the first --plots runs)")
+    mo.add_argument("--plots", type=int, default=12, metavar="N",
+                    help="plot at most N runs when no --run is given (default 12)")
     return parser
 
 
@@ -102,11 +120,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "backtest":
             return _backtest(args)
+        if args.command == "mobility":
+            return _mobility(args)
         return _report(args)
     except SubscriptionError as exc:
         print(f"elvin-pipeline: bad subscription: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    except ArchiveError as exc:
+    except (ArchiveError, TraceError) as exc:
         print(f"elvin-pipeline: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except JavaNotFoundError as exc:
@@ -199,6 +219,32 @@ def _report_text(summary: dict[str, Any], result) -> str:
              f"Groups: {summary['groups']}, attribute names: {summary['attribute_names']}",
              f"Report: {result.out_dir / 'index.html'}"]
     return "\n".join(lines)
+
+
+def _mobility(args) -> int:
+    if args.plots < 0:
+        print("elvin-pipeline: --plots must be 0 or more", file=sys.stderr)
+        return EXIT_INPUT
+    check_traces(args.traces)       # bad directory or header: exit 1 before Spark
+    find_java()
+    spark, _ = _start_spark(args.master)
+    from elvin.pipeline.mobility import format_table, mobility
+
+    progress = Progress(spark, "mobility")
+    with progress:
+        result = mobility(spark, args.traces, args.out, plot_runs=args.runs or None,
+                          max_plots=args.plots,
+                          stage=lambda label: setattr(progress, "label", f"mobility: {label}"))
+    if result.plotted and not result.charts:
+        print("elvin-pipeline: matplotlib is not installed: no plots", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"groups": result.groups, "runs": result.runs,
+                          "files": [str(p) for p in result.files]}, indent=2))
+        return EXIT_OK
+    print(format_table(result.groups))
+    print(f"Runs: {len(result.runs)}, plotted: {len(result.plotted)}")
+    print(f"Report: {result.out_dir / 'index.html'}")
+    return EXIT_OK
 
 
 def entry() -> None:  # console_scripts entry point

@@ -1,0 +1,227 @@
+"""elvin-archive: a traffic archive of any Elvin router, written by a client.
+
+::
+
+    elvin-archive -e elvin://host:2917 'require(Group)' /var/lib/elvin/archive
+
+Subscribes with EXPR and writes each delivered notification to DIR in the
+format of the router's own archive (``elvind --archive``, see
+``elvin.pipeline.archive``), so that ``elvin-pipeline report|backtest`` read
+either. Routers that cannot archive (other implementations, or one you do not
+run) can be archived this way. A client sees less than the router, so some
+columns mean something else:
+
+* ``time``: when the notification arrived *here* (not at the router);
+* ``producer``: null -- the router does not say who sent it;
+* ``subscriptions``: how many of our subscription ids it matched (1: we hold
+  one subscription);
+* ``clients``: 1 -- this client; the router's real fan-out is unknown;
+* ``secure``: whether it matched our subscription through keys (``-P``/``-C``);
+* ``size``: the XDR size of its attribute list, as in the router's archive.
+
+Rows are written in batches by a background thread (``--batch-rows``,
+``--flush-seconds``); SIGINT (Ctrl-C) or SIGTERM writes what is pending and
+exits 0. The line ``elvin-archive: archiving ...`` goes to stderr once the
+subscription is in place: nothing sent after it is missed.
+
+Exit status: 0 after SIGINT/SIGTERM, 1 usage or input error (bad URI, bad
+subscription -- with its position --, bad key file, archive directory that
+cannot be written), 2 router unreachable or connection lost (what arrived
+before is written), 3 other failures (e.g. the disk refused the last rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+
+from elvin.client import (
+    CloseReason,
+    ConnectError,
+    ConnectionClosedError,
+    NackError,
+    Notification,
+    connect,
+)
+from elvin.errors import ElvinError, SubscriptionError
+from elvin.keys import Keys
+from elvin.protocol import URIError, parse_uri
+from elvin.tools import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    KEY_FORMATS,
+    KeyFileError,
+    ToolParser,
+    common_arguments,
+    elvin_url,
+    fail,
+    load_keys,
+    tls_context,
+)
+
+PROG = "elvin-archive"
+
+
+def build_parser() -> ToolParser:
+    parser = ToolParser(
+        prog=PROG,
+        description="Subscribe to an Elvin router and write every delivered notification "
+                    "to a traffic archive (Parquet, partitioned by hour), the format of "
+                    "elvind --archive, for elvin-pipeline.",
+        epilog=KEY_FORMATS + "\n\ncolumns a client cannot know: producer is null, "
+                             "clients is 1, time is the arrival here\n\nexit status: 0 on "
+                             "SIGINT/SIGTERM, 1 usage or input error, 2 router unreachable "
+                             "or connection lost, 3 other failure",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("subscription", metavar="EXPR",
+                        help="subscription expression, e.g. 'require(Group)'")
+    parser.add_argument("directory", metavar="DIR", help="archive directory (created)")
+    common_arguments(parser, "archive only secure notifications (accept_insecure=false; "
+                             "needs -P or -C)")
+    parser.add_argument("--batch-rows", type=int, default=10_000, metavar="N",
+                        help="write a file at the latest every N notifications "
+                             "(default 10000)")
+    parser.add_argument("--flush-seconds", type=float, default=5.0, metavar="SECONDS",
+                        help="... or SECONDS after a notification arrived (default 5)")
+    return parser
+
+
+class Recorder:
+    """Turns deliveries into archive rows (on the event loop: an append only)."""
+
+    def __init__(self, writer) -> None:
+        from elvin.pipeline.archive import ArchiveRecord
+
+        self.writer = writer
+        self.record = ArchiveRecord
+        self.count = 0
+
+    def notification(self, n: Notification) -> None:
+        self.count += 1
+        self.writer.append(self.record(n.attributes, None, 1, 1, bool(n.secure), None,
+                                       time.time()))
+
+
+async def run(args, url: str, keys: Keys | None, writer, tls=None) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        conn = await connect(url, timeout=args.timeout, ssl_context=tls)
+    except (ConnectError, OSError, TimeoutError) as exc:
+        return fail(PROG, f"cannot reach the router at {url}: {exc}", EXIT_UNREACHABLE)
+    except ConnectionClosedError as exc:
+        return fail(PROG, f"cannot connect to {url}: {exc}", EXIT_UNREACHABLE)
+    except ElvinError as exc:
+        return fail(PROG, f"cannot connect to {url}: {exc}", EXIT_FAILURE)
+    recorder = Recorder(writer)
+    closed: list[CloseReason] = []
+    conn.add_close_listener(lambda reason: (closed.append(reason), stop.set()))
+    try:
+        await conn.subscribe(args.subscription, keys=keys, accept_insecure=not args.secure,
+                             buffer_size=0, listener=recorder.notification)
+    except SubscriptionError as exc:
+        await conn.close()
+        return fail(PROG, f"bad subscription: {exc}", EXIT_USAGE)
+    except NackError as exc:
+        await conn.close()
+        return fail(PROG, f"the router refused the subscription: {exc}", EXIT_FAILURE)
+    except (ConnectionClosedError, OSError, TimeoutError) as exc:
+        await conn.close()
+        return fail(PROG, f"disconnected from {conn.url}: {exc}", EXIT_UNREACHABLE)
+    print(f"{PROG}: archiving notifications from {conn.url} matching "
+          f"{args.subscription!r} in {writer.directory}", file=sys.stderr, flush=True)
+    await stop.wait()
+    if closed and closed[0].kind != "closed":
+        return fail(PROG, f"disconnected from {conn.url}: {closed[0]}", EXIT_UNREACHABLE)
+    await conn.close()
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    url = elvin_url(args)
+    try:
+        parse_uri(url)
+    except URIError as exc:
+        return fail(PROG, f"bad Elvin URI {url!r}: {exc.message}", EXIT_USAGE)
+    from elvin.subscription import parse
+    try:
+        parse(args.subscription)
+    except SubscriptionError as exc:
+        return fail(PROG, f"bad subscription: {exc}", EXIT_USAGE)
+    if args.batch_rows < 1:
+        return fail(PROG, "--batch-rows must be at least 1", EXIT_USAGE)
+    if not args.flush_seconds > 0:
+        return fail(PROG, "--flush-seconds must be positive", EXIT_USAGE)
+    try:
+        producer, consumer = load_keys(args)
+        tls = tls_context(args)
+    except KeyFileError as exc:
+        return fail(PROG, str(exc), EXIT_USAGE)
+    if args.secure and not (producer or consumer):
+        return fail(PROG, "-x (secure only) needs keys: give -P FILE or -C FILE", EXIT_USAGE)
+    keys = Keys.for_subscription(producer=producer, consumer=consumer) \
+        if producer or consumer else None
+    writer = open_writer(args)
+    if isinstance(writer, int):
+        return writer
+    status = EXIT_FAILURE
+    try:
+        status = asyncio.run(run(args, url, keys, writer, tls))
+    except KeyboardInterrupt:
+        status = EXIT_OK
+    finally:
+        status = close_writer(writer, status)
+    return status
+
+
+def open_writer(args):
+    """The archive writer, or an exit status after saying why there is none."""
+    from elvin.pipeline.archive import ArchiveError, ArchiveWriter
+
+    try:
+        writer = ArchiveWriter(args.directory, batch_rows=args.batch_rows,
+                               flush_seconds=args.flush_seconds)
+    except ArchiveError as exc:
+        return fail(PROG, str(exc), EXIT_USAGE)
+    probe = writer.directory / f".elvin-archive-probe-{id(writer)}"
+    try:            # a directory we cannot write in: say so now, not at the first flush
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        writer.close()
+        return fail(PROG, f"cannot write in archive directory {args.directory}: "
+                          f"{exc.strerror or exc}", EXIT_USAGE)
+    return writer
+
+
+def close_writer(writer, status: int) -> int:
+    """Write what is pending; report the total (or the loss) on stderr."""
+    from elvin.pipeline.archive import ArchiveError
+
+    try:
+        writer.close()
+    except ArchiveError as exc:
+        fail(PROG, str(exc), EXIT_FAILURE)
+        return EXIT_FAILURE
+    print(f"{PROG}: {writer.rows_written} notifications written to {writer.directory}",
+          file=sys.stderr, flush=True)
+    return status
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()
