@@ -160,6 +160,29 @@ class TickerWindow(QWidget):
                           f"(Tickertape Chat Protocol 3001).<br>Router: {url}<br>"
                           f"You are: {self.config.user}")
 
+    # -- mobility -----------------------------------------------------------------
+    def add_mobility(self, mobility: QObject) -> None:
+        """Menu actions "Move out" / "Move in" and the mobility status (e.g.
+        "Caught up 3 messages") for an ``elvin_apps.tickertape.mobility``
+        ``TickerMobility``."""
+        self.mobility = mobility
+        self.move_out_action = self._action("Move &out", mobility.request_move_out)
+        self.move_in_action = self._action("Move &in", mobility.request_move_in)
+        self.move_out_action.setToolTip("Let the router keep your messages while you are away")
+        actions = self.menu.actions()
+        before = actions[-2] if len(actions) >= 2 else None   # above About, Quit
+        self.menu.insertActions(before, [self.move_out_action, self.move_in_action])
+        self.menu.insertSeparator(before)
+        mobility.statusChanged.connect(self.show_notice)
+
+        def refresh(*_args: object) -> None:
+            state = getattr(mobility, "state", "connected")
+            self.move_out_action.setEnabled(state == "connected")
+            self.move_in_action.setEnabled(state == "moved-out")
+        for signal in (mobility.statusChanged, mobility.movedOut, mobility.movedIn):
+            signal.connect(refresh)
+        refresh()
+
     # -- notices ----------------------------------------------------------------
     def show_notice(self, text: str, *, error: bool = False) -> None:
         self.notice.setText(text if len(text) < 90 else text[:87] + "…")

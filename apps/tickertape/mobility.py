@@ -1,0 +1,281 @@
+"""Mobility for the ticker: move out before the laptop sleeps or the network
+changes, move in when it is back, and catch up on what was said meanwhile.
+
+It uses ``elvin.mobility``'s requests directly (not ``MobileConnection``):
+the controller owns the subscriptions and the ``ConnectionManager`` owns the
+connection, so this only has to hand the subscriptions to the router's
+mobility proxy (``elvind --mobility``) at move-out, and feed the buffered
+messages to the controller at move-in. Private groups move too: their
+subscriptions go with their keys, in a move-out request that only the proxy
+can receive (it is sent with the proxy's public key), and the proxy
+subscribes with them, secure matches only, as the controller does. On
+move-in the controller resubscribes with the keys from its own
+configuration.
+
+Triggers:
+
+* the menu's "Move out" / "Move in";
+* sleep: logind's ``PrepareForSleep`` over D-Bus when there is a system bus
+  (move out before sleeping, move in on resume); and everywhere a wall-clock
+  gap timer: when two ticks of a short timer are much further apart than
+  they should be, the machine slept, and a client that had moved out moves
+  back in;
+* network change: ``QNetworkInformation`` when a backend loads: losing
+  "online" moves out (if the router can still be reached, e.g. a local one),
+  getting it back moves in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from elvin_apps.tickertape.controller import subscription_keys
+from elvin_apps.tickertape.qtcompat import emit
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
+
+from elvin.errors import ElvinError
+from elvin.mobility import MobilityError, SubscriptionSpec, Ticket
+from elvin.mobility.client import request_move_in, request_move_out
+
+log = logging.getLogger("elvin_apps.tickertape")
+
+#: Ticks of the sleep detector, and the extra wall-clock time between two
+#: ticks that means the machine was asleep (a busy loop delays a tick by
+#: milliseconds, a suspend by minutes).
+TICK_MS = 5000
+SLEEP_GAP = 30.0
+
+
+class TickerMobility(QObject):
+    """Moves the ticker's subscription out and in.
+
+    ``state``: ``"connected"``, ``"moving-out"``, ``"moved-out"``,
+    ``"moving-in"``. Signals: ``statusChanged(str)`` with a line for the
+    user ("Caught up 3 messages"); ``movedOut()``; ``movedIn(int)`` with the
+    number of messages caught up.
+    """
+
+    statusChanged = Signal(str)
+    movedOut = Signal()
+    movedIn = Signal(int)
+
+    def __init__(self, controller: Any, manager: Any, *, clock: Callable[[], float] = time.time,
+                 tick_ms: int = TICK_MS, sleep_gap: float = SLEEP_GAP,
+                 watch_system: bool = True, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.controller = controller
+        self.manager = manager
+        self.client_id = f"tickertape-{uuid.uuid4().hex}"
+        self.state = "connected"
+        self.ticket: Ticket | None = None
+        self.status = ""
+        self.caught_up = 0
+        self.clock = clock
+        self.sleep_gap = sleep_gap
+        self._task: asyncio.Future | None = None
+        self._recent_ids: deque[str] = deque(maxlen=2000)
+        #: subscription ids (in the move-out request) of the private groups:
+        #: a buffered message that matched one of them matched securely
+        self._private_ids: set[int] = set()
+        controller.messageReceived.connect(self._remember)
+        self._last_tick = clock()
+        self._timer = QTimer(self)
+        self._timer.setInterval(tick_ms)
+        self._timer.timeout.connect(self.tick)
+        self._timer.start()
+        self._network: Any = None
+        if watch_system:
+            self._watch_network()
+            self._watch_logind()
+
+    # -- what the user sees ------------------------------------------------------------
+    def _set_status(self, text: str) -> None:
+        self.status = text
+        emit(self.statusChanged, text)
+
+    def _remember(self, message: Any) -> None:
+        message_id = getattr(message, "message_id", None)
+        if message_id:
+            self._recent_ids.append(message_id)
+
+    # -- moving -------------------------------------------------------------------------
+    def _run(self, coro) -> asyncio.Future | None:
+        """Run a move in the background (one at a time); errors become status."""
+        if self._task is not None and not self._task.done():
+            coro.close()
+            return None
+
+        async def guarded() -> None:
+            try:
+                await coro
+            except (MobilityError, ElvinError, OSError, TimeoutError) as exc:
+                log.warning("mobility: %s", exc)
+                self._set_status(f"Mobility: {exc}")
+        try:
+            self._task = asyncio.ensure_future(guarded())
+        except RuntimeError:   # no event loop
+            coro.close()
+            return None
+        return self._task
+
+    def request_move_out(self) -> asyncio.Future | None:
+        return self._run(self.move_out())
+
+    def request_move_in(self) -> asyncio.Future | None:
+        return self._run(self.move_in())
+
+    async def move_out(self) -> Ticket | None:
+        """Hand the public subscription to the router's mobility proxy, then
+        disconnect. Returns the ticket (None if there was nothing to do)."""
+        if self.state != "connected":
+            return None
+        conn = self.manager.connection
+        if conn is None:
+            self._set_status("Not moved out: not connected")
+            return None
+        specs, self._private_ids = self._specs()
+        self.state = "moving-out"
+        try:
+            self.ticket = await request_move_out(conn, specs, client_id=self.client_id,
+                                                 timeout=5.0)
+        except BaseException:
+            self.state = "connected"
+            raise
+        await self.manager.stop()
+        self.state = "moved-out"
+        self._set_status("Moved out: the router keeps your messages")
+        emit(self.movedOut)
+        return self.ticket
+
+    def _specs(self) -> tuple[list[SubscriptionSpec], set[int]]:
+        """The controller's active subscriptions as the proxy should make
+        them: the public one (id 0), then one per private group with its keys
+        and secure matches only (ids 1...)."""
+        active = self.controller.active_expressions
+        expression = active.get("public")
+        specs = [SubscriptionSpec(0, expression)] if expression else []
+        private: set[int] = set()
+        for group in self.controller.groups.private():
+            expression = active.get(group.folded)
+            if expression and group.key:
+                sid = len(private) + 1
+                private.add(sid)
+                specs.append(SubscriptionSpec(sid, expression, False,
+                                              subscription_keys(group.key)))
+        return specs, private
+
+    async def move_in(self, url: str | None = None, timeout: float = 30.0) -> int:
+        """Reconnect (to ``url`` or the same router), restore the
+        subscriptions, and show what was buffered. Returns how many messages
+        were caught up."""
+        if self.state != "moved-out" or self.ticket is None:
+            return 0
+        self.state = "moving-in"
+        try:
+            if url is not None and url != self.manager.url:
+                await self.manager.set_url(url)
+            else:
+                self.manager.start()
+            conn = await self.manager.wait_connected(timeout)
+            # the controller resubscribes on "connected": wait for it, so that
+            # anything sent from now on arrives live (the paper's step 2)
+            await self.controller.wait_synced(timeout)
+            entries, reply = await request_move_in(conn, self.ticket, timeout=timeout)
+        except BaseException:
+            self.state = "moved-out" if self.manager.connection is None else "connected"
+            raise
+        self.ticket = None
+        self.state = "connected"
+        shown = 0
+        for attributes, ids in entries:
+            message_id = attributes.get("Message-Id")
+            if isinstance(message_id, str) and message_id in self._recent_ids:
+                continue    # it also came live after the resubscription
+            # a private group's subscription at the proxy took secure matches
+            # only, so what it buffered came with the group's key
+            secure = not self._private_ids.isdisjoint(ids)
+            if self.controller.handle(attributes, secure) is not None:
+                shown += 1
+        self.caught_up = shown
+        text = f"Caught up {shown} message{'' if shown == 1 else 's'}"
+        if reply.dropped:
+            text += f" ({reply.dropped} lost: the router's buffer "
+            text += "expired)" if reply.expired else "was full)"
+        self._set_status(text)
+        emit(self.movedIn, shown)
+        return shown
+
+    # -- triggers -----------------------------------------------------------------------
+    def tick(self) -> None:
+        """The sleep detector: a wall-clock gap far beyond the tick interval
+        means the machine was suspended."""
+        now = self.clock()
+        gap = now - self._last_tick - self._timer.interval() / 1000.0
+        self._last_tick = now
+        if gap > self.sleep_gap:
+            self.woke(gap)
+
+    def woke(self, slept: float) -> None:
+        log.info("mobility: woke after about %.0f s", slept)
+        if self.state == "moved-out":
+            self.request_move_in()
+        else:
+            # no move-out before the sleep (no warning came): nothing was buffered
+            self._set_status(f"Woke after {slept:.0f} s; messages sent meanwhile were missed")
+
+    def _watch_network(self) -> None:
+        try:
+            from PySide6.QtNetwork import QNetworkInformation
+            if not QNetworkInformation.loadDefaultBackend():
+                return
+            info = QNetworkInformation.instance()
+            if info is None or not info.supports(
+                    QNetworkInformation.Feature.Reachability):
+                return
+        except Exception:  # noqa: BLE001 - an optional convenience
+            return
+        self._network = info
+        self._online = info.reachability() == QNetworkInformation.Reachability.Online
+        info.reachabilityChanged.connect(self._reachability)
+
+    def _reachability(self, reachability: Any) -> None:
+        from PySide6.QtNetwork import QNetworkInformation
+        online = reachability == QNetworkInformation.Reachability.Online
+        if online == self._online:
+            return
+        self._online = online
+        if online:
+            self.request_move_in()
+        else:
+            self.request_move_out()
+
+    def _watch_logind(self) -> None:
+        with contextlib.suppress(Exception):
+            from PySide6.QtDBus import QDBusConnection
+            bus = QDBusConnection.systemBus()
+            if not bus.isConnected():
+                return
+            bus.connect("org.freedesktop.login1", "/org/freedesktop/login1",
+                        "org.freedesktop.login1.Manager", "PrepareForSleep",
+                        self, "1prepare_for_sleep(bool)")
+
+    @Slot(bool)
+    def prepare_for_sleep(self, going: bool) -> None:
+        """logind's PrepareForSleep: True before suspending, False on resume."""
+        if going:
+            self.request_move_out()
+        else:
+            self.request_move_in()
+
+    def close(self) -> None:
+        self._timer.stop()
+
+
+__all__ = ["TickerMobility"]

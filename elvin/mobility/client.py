@@ -1,0 +1,574 @@
+"""The mobility client library: ``MobileConnection`` and the requests it makes.
+
+``MobileConnection`` wraps an ``elvin.client.Connection`` the way the paper's
+client library wraps the target API: subscriptions made through it are kept
+(as ``MobileSubscription`` objects that outlive any one connection), and it
+adds ``move_out()`` and ``move_in()``. Applications that manage their own
+subscriptions (the tickertape) can use the lower-level ``request_move_out``,
+``request_move_in`` and ``ping`` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import secrets
+import time
+import uuid
+from collections import OrderedDict, deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from elvin.client import Notification
+from elvin.errors import ElvinError
+from elvin.keys import EMPTY_KEYS, Keys
+from elvin.mobility import protocol as P
+from elvin.mobility.exchange import Reply, exchange, hello
+from elvin.mobility.proxy import canonical
+
+__all__ = [
+    "MobileConnection",
+    "MobileSubscription",
+    "MoveInReport",
+    "Ticket",
+    "hello",
+    "ping",
+    "request_move_in",
+    "request_move_out",
+]
+
+SYNC_OPTIONS = ("none", "ping", "delay")
+
+log = logging.getLogger("elvin.mobility")
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """What a client needs to collect its buffer: handed out at move-out.
+    ``secret`` authenticates the download; keep it to yourself.
+    ``proxy_key``: the move-out proxy's public key, which the move-in and
+    download requests (they carry the secret) are sent with."""
+
+    client_id: str
+    proxy: str           # the move-out proxy's id
+    router_url: str      # the router it serves (for the direct download)
+    secret: str = field(repr=False)    # never in logs
+    quota: int
+    expiry: float
+    moved_out_at: float
+    proxy_key: bytes = field(default=b"", repr=False)
+
+
+@dataclass
+class MoveInReport:
+    """The outcome of a move-in: ``caught_up`` buffered notifications were
+    delivered; ``dropped`` were lost at the proxy (quota, or ``expired``);
+    ``duplicates`` were suppressed (with ``dedup``); ``delay`` is the time
+    move_in took (seconds); ``abbreviated`` when the client came back to the
+    proxy it left; ``ping_ok`` None unless the ping option ran."""
+
+    caught_up: int = 0
+    dropped: int = 0
+    expired: bool = False
+    duplicates: int = 0
+    abbreviated: bool = False
+    ping_ok: bool | None = None
+    delay: float = 0.0
+    merged_live: int = 0
+
+
+# -- the protocol's client-side requests --------------------------------------------
+async def request_move_out(connection: Any, subscriptions: Sequence[P.SubscriptionSpec], *,
+                           client_id: str, proxy: str | None = None, quota: int | None = None,
+                           expiry: float | None = None, timeout: float = 10.0,
+                           proxy_key: bytes | None = None) -> Ticket:
+    """Ask the proxy (``proxy``, default the connection's router URL) to
+    subscribe for ``client_id``; returns once it has, with the ticket.
+
+    The request holds the subscriptions' raw keys, so it goes privately to
+    the proxy: with ``proxy_key`` (its public key, if pinned) or the key a
+    ``hello`` exchange returns."""
+    proxy_id = proxy or connection.url
+    if proxy_key is None:
+        proxy_key = await hello(connection, proxy_id, timeout)
+    request: dict[str, Any] = {P.REQUEST: P.MOVE_OUT, P.PROXY: proxy_id, P.CLIENT: client_id,
+                               P.SUBSCRIPTIONS: P.encode_subscriptions(subscriptions)}
+    if quota is not None:
+        request[P.QUOTA] = int(quota)
+    if expiry is not None:
+        request[P.EXPIRY] = float(expiry)
+    reply = await exchange(connection, request, timeout, to_key=proxy_key)
+    attrs = reply.attributes
+    secret = attrs.get(P.SECRET)
+    if not isinstance(secret, str):
+        raise P.MobilityError("the proxy's move-out reply carries no secret", "malformed")
+    granted_quota = attrs.get(P.QUOTA)
+    granted_expiry = attrs.get(P.EXPIRY)
+    return Ticket(client_id, proxy_id, connection.url, secret,
+                  granted_quota if isinstance(granted_quota, int) else 0,
+                  float(granted_expiry) if isinstance(granted_expiry, (int, float)) else 0.0,
+                  time.time(), proxy_key)
+
+
+async def request_move_in(connection: Any, ticket: Ticket, *, proxy: str | None = None,
+                          previous_proxy: str | None = None, previous_url: str | None = None,
+                          via: str = P.VIA_DIRECT, timeout: float = 30.0,
+                          proxy_key: bytes | None = None) -> tuple[list[P.Entry], Reply]:
+    """Ask the proxy here (default: the connection's router URL) for the
+    buffer ``ticket`` stands for: held by the same proxy (abbreviated move-in)
+    or downloaded from the move-out proxy (full move-in). Returns the buffered
+    notifications in arrival order, and the reply (counts, dropped, expired).
+
+    The request holds the secret, so it goes privately to the proxy here:
+    with ``proxy_key``, the ticket's key when it is the move-out proxy, or
+    the key a ``hello`` returns. The ticket's key also goes along (as
+    ``From-Key``) so that the proxy here can send the download privately."""
+    here = proxy or connection.url
+    previous = previous_proxy or ticket.proxy
+    from_url = previous_url or (previous if previous_proxy else ticket.router_url)
+    same_as_ticket = canonical(previous) == canonical(ticket.proxy)
+    if proxy_key is None:
+        if ticket.proxy_key and same_as_ticket and canonical(here) == canonical(previous):
+            proxy_key = ticket.proxy_key
+        else:
+            proxy_key = await hello(connection, here, min(timeout, 10.0))
+    request: dict[str, Any] = {
+        P.REQUEST: P.MOVE_IN, P.PROXY: here, P.CLIENT: ticket.client_id,
+        P.SECRET: ticket.secret, P.FROM: previous, P.FROM_URL: from_url, P.VIA: via}
+    if ticket.proxy_key and same_as_ticket:
+        request[P.FROM_KEY] = ticket.proxy_key
+    reply = await exchange(connection, request, timeout, to_key=proxy_key)
+    entries: list[P.Entry] = []
+    for blob in reply.blobs:
+        entries.extend(P.decode_batch(blob))
+    return entries, reply
+
+
+async def ping(connection: Any, proxy: str, client_id: str, *, interval: float = 0.05,
+               timeout: float = 5.0) -> bool:
+    """The paper's ping synchronisation: publish ping requests for the
+    move-out proxy through the bus until one of its responses comes back
+    (True), or ``timeout`` passes (False). Call it after subscribing at the
+    new router: a response proves routes to here are in place."""
+    ping_id = secrets.token_hex(8)
+    answered = asyncio.get_running_loop().create_future()
+
+    def on_response(_notification: Any) -> None:
+        if not answered.done():
+            answered.set_result(True)
+
+    sub = await connection.subscribe(
+        f"{P.PING} == \"response\" && {P.CLIENT} == {P.quote(client_id)} && "
+        f"{P.PING_ID} == {P.quote(ping_id)}", buffer_size=0, listener=on_response)
+    try:
+        deadline = time.monotonic() + timeout
+        while not answered.done() and time.monotonic() < deadline:
+            await connection.send({P.PING: "request", P.PROXY: proxy, P.CLIENT: client_id,
+                                   P.PING_ID: ping_id})
+            await asyncio.wait([answered], timeout=interval)
+        return answered.done()
+    finally:
+        with contextlib.suppress(ElvinError, OSError):
+            await sub.close()
+
+
+# -- MobileSubscription ---------------------------------------------------------------
+class MobileSubscription:
+    """A subscription that survives moves: iterate it, ``await get()``, or
+    add listeners, as with ``elvin.client.Subscription``. Notifications
+    buffered while the client was away arrive here on move-in."""
+
+    def __init__(self, owner: MobileConnection, sub_id: int, expression: str,
+                 accept_insecure: bool, buffer_size: int, keys: Keys = EMPTY_KEYS) -> None:
+        self.owner = owner
+        self.id = sub_id
+        self.expression = expression
+        self.accept_insecure = accept_insecure
+        #: the subscription's keys: the client's own state, used again at
+        #: every router it moves to (never taken back from the wire)
+        self.keys = keys
+        self.closed = False
+        self.delivered = 0
+        self.dropped = 0
+        self.subscription: Any = None    # the current connection's Subscription
+        self._buffer_size = buffer_size
+        self._items: deque = deque()
+        self._listeners: list[Callable[[Any], object]] = []
+        self._waiter: asyncio.Future | None = None
+
+    def _push(self, notification: Any) -> None:
+        self.delivered += 1
+        for fn in list(self._listeners):
+            try:
+                result = fn(notification)
+                if asyncio.iscoroutine(result):
+                    asyncio.ensure_future(result)
+            except Exception:  # noqa: BLE001 - one listener must not stop delivery
+                log.exception("listener %r raised", fn)
+        if self._buffer_size:
+            if len(self._items) >= self._buffer_size:
+                self._items.popleft()
+                self.dropped += 1
+            self._items.append(notification)
+            if self._waiter is not None and not self._waiter.done():
+                self._waiter.set_result(None)
+
+    def add_listener(self, fn: Callable[[Any], object]) -> None:
+        self._listeners.append(fn)
+
+    def remove_listener(self, fn: Callable) -> None:
+        self._listeners.remove(fn)
+
+    @property
+    def pending(self) -> int:
+        return len(self._items)
+
+    def get_nowait(self) -> Any:
+        if self._items:
+            return self._items.popleft()
+        raise asyncio.QueueEmpty
+
+    async def get(self, timeout: float | None = None) -> Any:
+        async with asyncio.timeout(timeout):
+            while not self._items:
+                if self.closed:
+                    raise P.MobilityError("the subscription is closed", "closed")
+                self._waiter = asyncio.get_running_loop().create_future()
+                await self._waiter
+        return self._items.popleft()
+
+    def __aiter__(self) -> MobileSubscription:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.get()
+        except P.MobilityError:
+            raise StopAsyncIteration from None
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.owner._subs.pop(self.id, None)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        sub, self.subscription = self.subscription, None
+        if sub is not None:
+            with contextlib.suppress(ElvinError, OSError):
+                await sub.close()
+
+    def __repr__(self) -> str:
+        return f"<MobileSubscription {self.id} {self.expression!r}>"
+
+
+# -- MobileConnection -------------------------------------------------------------------
+class MobileConnection:
+    """A connection that can move out and move in (paper, section 3).
+
+    ``MobileConnection(conn)`` wraps an open connection (or ``await
+    MobileConnection.open(url)``). ``client_id`` identifies the client to the
+    proxies (default: random). ``proxy`` is the id of the proxy at the
+    current router (default: the router's URL, which is what proxies call
+    themselves by default). ``dedup=(producer_attr, seq_attr)`` suppresses a
+    notification whose (producer, sequence) was already delivered; without it
+    duplicates are delivered, as in the paper. ``quota``/``expiry`` are asked
+    of the proxy at move-out (it may grant less). ``proxy_keys``: public
+    keys of proxies known in advance, by proxy id (``MobilityProxy.public_key``
+    of a proxy with a configured ``key``): requests to those proxies are sent
+    with the pinned key instead of one learnt from a ``hello``, which an
+    active attacker could answer (see the ``elvin.mobility`` threat model).
+    """
+
+    def __init__(self, connection: Any, *, client_id: str | None = None,
+                 proxy: str | None = None, dedup: tuple[str, str] | None = None,
+                 quota: int | None = None, expiry: float | None = None,
+                 timeout: float = 10.0, download_timeout: float = 30.0,
+                 proxy_keys: Mapping[str, bytes] | None = None) -> None:
+        self._conn = connection
+        self.proxy_keys = {canonical(k): bytes(v) for k, v in (proxy_keys or {}).items()}
+        self.client_id = client_id or uuid.uuid4().hex
+        self.proxy = proxy
+        self.dedup = dedup
+        self.quota = quota
+        self.expiry = expiry
+        self.timeout = timeout
+        self.download_timeout = download_timeout
+        self.state = "connected"
+        self.ticket: Ticket | None = None
+        self.duplicates = 0
+        self._subs: dict[int, MobileSubscription] = {}
+        self._next_id = 0
+        self._listeners: list[Callable[[Any], object]] = []
+        self._merging = False
+        self._merge_queue: deque[list] = deque()
+        self._last_live: dict | None = None
+        self._last_decision: tuple[dict | None, bool] = (None, True)
+        self._seen: OrderedDict[Any, tuple[deque, set]] = OrderedDict()
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, url: str, **kwargs: Any) -> MobileConnection:
+        from elvin.client import connect
+        return cls(await connect(url), **kwargs)
+
+    @property
+    def connection(self) -> Any:
+        """The current ``elvin.client.Connection`` (None while moved out)."""
+        return self._conn
+
+    @property
+    def subscriptions(self) -> list[MobileSubscription]:
+        return list(self._subs.values())
+
+    def add_listener(self, fn: Callable[[Any], object]) -> None:
+        """``fn(notification)`` once per notification delivered to any of the
+        subscriptions (however many it matched), live or caught up."""
+        self._listeners.append(fn)
+
+    # -- using it ------------------------------------------------------------------------
+    async def subscribe(self, expression: str, *, keys: Keys | None = None,
+                        accept_insecure: bool = True,
+                        listener: Callable[[Any], object] | None = None,
+                        buffer_size: int = 1000) -> MobileSubscription:
+        """Subscribe now, and wherever the client moves. ``keys`` (as for
+        ``Connection.subscribe``) move too: the move-out request hands them,
+        raw keys included, privately to the proxy, which subscribes with
+        them while the client is away."""
+        if self.state != "connected":
+            raise P.MobilityError(f"cannot subscribe while {self.state}", "state")
+        if keys is not None and not isinstance(keys, Keys):
+            raise TypeError(f"keys must be elvin.Keys, not {type(keys).__name__}")
+        msub = MobileSubscription(self, self._next_id, expression, accept_insecure,
+                                  buffer_size, keys or EMPTY_KEYS)
+        if listener is not None:
+            msub.add_listener(listener)
+        await self._attach(msub, self._conn)
+        self._next_id += 1
+        self._subs[msub.id] = msub
+        return msub
+
+    async def send(self, notification: Mapping[str, Any], **kwargs: Any) -> bool:
+        """Publish through the current router. Publishing while moved out is
+        the application's business (the paper: a local buffer suffices)."""
+        if self._conn is None or self.state == "moved-out":
+            raise P.MobilityError("moved out: publish after move_in", "state")
+        return await self._conn.send(notification, **kwargs)
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+        for msub in list(self._subs.values()):
+            msub.closed = True
+            if msub._waiter is not None and not msub._waiter.done():
+                msub._waiter.set_result(None)
+
+    async def _attach(self, msub: MobileSubscription, conn: Any) -> None:
+        msub.subscription = await conn.subscribe(
+            msub.expression, keys=msub.keys, accept_insecure=msub.accept_insecure,
+            buffer_size=0,
+            listener=functools.partial(self._on_live, msub))
+
+    # -- delivery ---------------------------------------------------------------------------
+    def _accept(self, attrs: Mapping[str, Any]) -> bool:
+        """Duplicate suppression by (producer, sequence), when configured and
+        both attributes are present."""
+        if self.dedup is None:
+            return True
+        producer = attrs.get(self.dedup[0])
+        seq = attrs.get(self.dedup[1])
+        if producer is None or not isinstance(seq, int):
+            return True
+        seen = self._seen.get(producer)
+        if seen is None:
+            seen = self._seen[producer] = (deque(), set())
+            while len(self._seen) > 10_000:
+                self._seen.popitem(last=False)
+        order, members = seen
+        if seq in members:
+            self.duplicates += 1
+            return False
+        order.append(seq)
+        members.add(seq)
+        if len(order) > 65_536:
+            members.discard(order.popleft())
+        return True
+
+    def _notify_listeners(self, attrs: dict, secure: bool) -> None:
+        for fn in list(self._listeners):
+            try:
+                fn(Notification(attrs, secure, None))
+            except Exception:  # noqa: BLE001 - one listener must not stop delivery
+                log.exception("listener %r raised", fn)
+
+    def _buffered_secure(self, sub_ids: Sequence[int]) -> bool:
+        """Whether a buffered notification matched securely. The buffer does
+        not record it, but a subscription that refuses insecure matches can
+        only have had secure ones (the proxy subscribed with the same keys
+        and ``accept_insecure``); otherwise it is reported insecure."""
+        subs = self._subs
+        return any(sid in subs and not subs[sid].accept_insecure for sid in sub_ids)
+
+    def _deliver(self, attrs: dict, sub_ids: Sequence[int], secure: bool) -> bool:
+        if not self._accept(attrs):
+            return False
+        self._notify_listeners(attrs, secure)
+        for sid in sub_ids:
+            msub = self._subs.get(sid)
+            if msub is not None and not msub.closed:
+                msub._push(Notification(attrs, secure, msub))  # type: ignore[arg-type]
+        return True
+
+    def _on_live(self, msub: MobileSubscription, notification: Any) -> None:
+        attrs = notification.attributes
+        secure = bool(notification.secure)
+        if self._merging:
+            # step 2 of the full move-in: the receiver stores what the new
+            # router delivers in the merge queue until the buffer is in
+            queue = self._merge_queue
+            if attrs is self._last_live and queue and queue[-1][0] is attrs:
+                queue[-1][1].append(msub.id)
+            else:
+                self._last_live = attrs
+                queue.append([attrs, [msub.id], secure])
+            return
+        # one notification matching several subscriptions arrives as several
+        # calls with the same attributes dict: decide (dedup) once
+        last, accepted = self._last_decision
+        if attrs is not last:
+            if self._accept(attrs):
+                accepted = True
+                self._notify_listeners(attrs, secure)
+            else:
+                accepted = False
+            self._last_decision = (attrs, accepted)
+        if accepted and not msub.closed:
+            msub._push(Notification(attrs, secure, msub))  # type: ignore[arg-type]
+
+    # -- moving -------------------------------------------------------------------------------
+    async def move_out(self) -> Ticket:
+        """Hand the subscriptions to the proxy here; once it has subscribed
+        (its acknowledgement), detach (close the connection). Returns the
+        ticket (also kept as ``self.ticket``)."""
+        async with self._lock:
+            if self.state != "connected" or self._conn is None:
+                raise P.MobilityError(f"cannot move out while {self.state}", "state")
+            conn = self._conn
+            specs = [P.SubscriptionSpec(m.id, m.expression, m.accept_insecure, m.keys)
+                     for m in self._subs.values()]
+            proxy = self.proxy or conn.url
+            ticket = await request_move_out(conn, specs, client_id=self.client_id,
+                                            proxy=proxy, quota=self.quota,
+                                            expiry=self.expiry, timeout=self.timeout,
+                                            proxy_key=self.proxy_keys.get(canonical(proxy)))
+            self.ticket = ticket
+            self.state = "moved-out"
+            for msub in self._subs.values():
+                msub.subscription = None
+            self._conn = None
+            with contextlib.suppress(Exception):
+                await conn.close(timeout=self.timeout)
+            return ticket
+
+    async def collect(self, previous_proxy: str | None = None, *, proxy: str | None = None,
+                      via: str = P.VIA_DIRECT) -> MoveInReport:
+        """Collect the buffer again after a ``move_in`` whose download failed
+        (the move-out proxy was unreachable, say): the subscriptions here
+        already work, and the buffer is still at the move-out proxy until it
+        expires. Its notifications are delivered after those that arrived
+        live meanwhile, so per-producer order may not hold across the two."""
+        async with self._lock:
+            ticket, conn = self.ticket, self._conn
+            if self.state != "connected" or ticket is None or conn is None:
+                raise P.MobilityError("no buffer left to collect", "state")
+            started = time.monotonic()
+            duplicates_before = self.duplicates
+            here = proxy or self.proxy or conn.url
+            entries, reply = await request_move_in(
+                conn, ticket, proxy=here, previous_proxy=previous_proxy, via=via,
+                timeout=self.download_timeout, proxy_key=self.proxy_keys.get(canonical(here)))
+            self.ticket = None
+            caught_up = sum(self._deliver(attrs, ids, self._buffered_secure(ids))
+                            for attrs, ids in entries)
+            return MoveInReport(caught_up=caught_up, dropped=reply.dropped,
+                                expired=reply.expired,
+                                duplicates=self.duplicates - duplicates_before,
+                                delay=time.monotonic() - started)
+
+    async def move_in(self, url: str | None = None, previous_proxy: str | None = None, *,
+                      connection: Any = None, proxy: str | None = None, sync: str = "none",
+                      delay: float = 1.0, ping_timeout: float = 5.0,
+                      via: str = P.VIA_DIRECT) -> MoveInReport:
+        """Reattach at ``url`` (or on the open ``connection``) and collect
+        what was buffered.
+
+        ``previous_proxy``: the move-out proxy's id (default: the one moved
+        out from; by default proxy ids are router URLs, so this is also where
+        the new proxy connects for the direct download). Back at the same
+        proxy this is the paper's abbreviated move-in; elsewhere the full
+        move-in: merge queue, subscribe here, ``sync`` (``"ping"`` through
+        the bus, or ``"delay"`` seconds), download through the proxy here
+        (``via="direct"``: it connects to the old router; ``"bus"``: through
+        federated routers), then deliver the buffer, then the merge queue.
+        """
+        if sync not in SYNC_OPTIONS:
+            raise ValueError(f"sync must be one of {', '.join(SYNC_OPTIONS)}, not {sync!r}")
+        async with self._lock:
+            ticket = self.ticket
+            if self.state != "moved-out" or ticket is None:
+                raise P.MobilityError(f"cannot move in while {self.state}", "state")
+            started = time.monotonic()
+            if connection is None:
+                from elvin.client import connect
+                connection = await connect(url or ticket.router_url)
+            here = proxy or self.proxy or connection.url
+            previous = previous_proxy or ticket.proxy
+            abbreviated = canonical(previous) == canonical(here)
+            report = MoveInReport(abbreviated=abbreviated)
+            duplicates_before = self.duplicates
+            # steps 1-2: merge queue, subscriptions at the new router
+            self._merging, self._merge_queue, self._last_live = True, deque(), None
+            self._conn = connection
+            self.state = "moving-in"
+            entries: list[P.Entry] = []
+            try:
+                await asyncio.gather(*(self._attach(m, connection)
+                                       for m in self._subs.values()))
+                if not abbreviated:
+                    if sync == "ping":
+                        report.ping_ok = await ping(connection, previous, self.client_id,
+                                                    timeout=ping_timeout)
+                    elif sync == "delay":
+                        await asyncio.sleep(delay)
+                # steps 3-4: download through the proxy here
+                entries, reply = await request_move_in(
+                    connection, ticket, proxy=here, previous_proxy=previous_proxy,
+                    via=via, timeout=self.download_timeout,
+                    proxy_key=self.proxy_keys.get(canonical(here)))
+                report.dropped, report.expired = reply.dropped, reply.expired
+                self.ticket = None
+                if reply.dropped:
+                    log.warning("client %s: %d notifications were dropped while away (%s)",
+                                self.client_id, reply.dropped,
+                                "the buffer expired" if reply.expired else "quota")
+            finally:
+                # steps 5-6: switch and merge (also after a failure: the
+                # subscriptions here work, only the buffer is missing)
+                report.merged_live = len(self._merge_queue)
+                caught_up = 0
+                for attrs, ids in entries:
+                    caught_up += self._deliver(attrs, ids, self._buffered_secure(ids))
+                queue = self._merge_queue
+                while queue:
+                    attrs, ids, secure = queue.popleft()
+                    self._deliver(attrs, ids, secure)
+                self._merging = False
+                self._last_decision = (None, True)
+                self.state = "connected"
+                report.caught_up = caught_up
+                report.duplicates = self.duplicates - duplicates_before
+                report.delay = time.monotonic() - started
+            return report
