@@ -39,7 +39,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -48,6 +47,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _common import free_port, start_elvind, stop_processes, wait_listening  # noqa: E402
 
 from elvin.protocol import FrameDecoder, NotifyDeliver, NotifyEmit, frame_packet  # noqa: E402
 from elvin.values import Int64  # noqa: E402
@@ -94,35 +95,17 @@ def codec_figures(count: int) -> tuple[float, float]:
 # ---------------------------------------------------------------------------------------
 # processes and CPU accounting
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def router_process():
+    """elvind on a free port (its log on our stderr): yields its URL and pid."""
     port = free_port()
     url = f"elvin://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "elvin.router", "--listen", url,
-                             "--log-level", "warning"], cwd=ROOT)
+    proc = start_elvind("--listen", url, stderr=None)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the router did not start") from None
-                time.sleep(0.05)
+        wait_listening(proc, port, time.monotonic() + 20)
         yield url, proc.pid
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_processes([proc])
 
 
 def process_cpu(pid: int | None) -> float:

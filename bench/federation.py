@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,70 +32,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from elvin.protocol import (  # noqa: E402
-    ConnRqst,
-    FrameDecoder,
-    NotifyEmit,
-    PacketId,
-    SubAddRqst,
-    decode_packet,
-    frame,
+from _common import (  # noqa: E402
+    free_port,
+    open_peer,
+    percentile,
+    start_elvind,
+    stop_processes,
+    wait_listening,
 )
 
+from elvin.protocol import NotifyEmit, SubAddRqst, decode_packet, frame  # noqa: E402
+
 WINDOW = 2000
-DELIVER_ID = int(PacketId.NOTIFY_DELIVER)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-# ---------------------------------------------------------------------------------------
-# raw clients
-
-class Client(asyncio.Protocol):
-    def __init__(self) -> None:
-        self.decoder = FrameDecoder()
-        self.replies: asyncio.Queue = asyncio.Queue()
-        self.on_deliver = None
-        self.transport = None
-        self.writable = asyncio.Event()
-        self.writable.set()
-
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        for body in self.decoder.feed_frames(data):
-            if body[3] == DELIVER_ID and self.on_deliver is not None:
-                self.on_deliver(body)
-            else:
-                self.replies.put_nowait(decode_packet(body))
-
-    def pause_writing(self) -> None:
-        self.writable.clear()
-
-    def resume_writing(self) -> None:
-        self.writable.set()
-
-    async def request(self, packet):
-        self.transport.write(frame(packet))
-        return await asyncio.wait_for(self.replies.get(), 10)
-
-
-async def connect(port: int, options: dict | None = None) -> Client:
-    _, client = await asyncio.get_running_loop().create_connection(Client, "127.0.0.1", port)
-    await client.request(ConnRqst(1, 4, 0, options or {}))
-    return client
-
-
-def percentile(values: list[float], p: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, int(len(values) * p))]
 
 
 # ---------------------------------------------------------------------------------------
@@ -120,28 +67,21 @@ def start_chain(tmp: Path) -> tuple[list[subprocess.Popen], list[int]]:
                      "outgoing = true", "incoming = true"]
         path = tmp / f"r{i}.toml"
         path.write_text("\n".join(text) + "\n")
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "elvin.router", "--config", str(path),
-             "--log-level", "warning"], cwd=ROOT, stderr=subprocess.PIPE, text=True))
+        procs.append(start_elvind("--config", str(path)))
     deadline = time.monotonic() + 30
-    for proc, port in zip(procs, client_ports, strict=True):
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    raise SystemExit(f"elvind failed: {proc.stderr.read()}") from None
-                if time.monotonic() > deadline:
-                    raise SystemExit("elvind did not start") from None
-                time.sleep(0.05)
+    try:
+        for proc, port in zip(procs, client_ports, strict=True):
+            wait_listening(proc, port, deadline)
+    except BaseException:
+        stop_processes(procs)
+        raise
     return procs, client_ports
 
 
 async def throughput(producer_port: int, consumer_port: int, seconds: float,
                      paced: int) -> dict:
-    consumer = await connect(consumer_port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
-    producer = await connect(producer_port)
+    consumer = await open_peer(consumer_port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
+    producer = await open_peer(producer_port)
     await consumer.request(SubAddRqst(2, 'require(Seq) && Kind == "bench"'))
     clock = time.perf_counter
     received = 0
@@ -184,7 +124,7 @@ async def throughput(producer_port: int, consumer_port: int, seconds: float,
                 chunk.append(frame(NotifyEmit({**base, "Seq": sent, "T": clock()})))
                 sent += 1
             producer.transport.write(b"".join(chunk))
-            await producer.writable.wait()
+            await producer.can_write.wait()
         arrived.clear()
         try:
             await asyncio.wait_for(arrived.wait(), 10)
@@ -232,13 +172,7 @@ def end_to_end(seconds: float, paced: int) -> None:
             remote = asyncio.run(throughput(ports[0], ports[2], seconds, paced))
             local = asyncio.run(throughput(ports[0], ports[0], seconds, paced))
         finally:
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_processes(procs)
     print_throughput("r0 -> r2 (two federation hops)", remote)
     print_throughput("r0 -> r0 (same router, for scale)", local)
     print(f"machine: {os.cpu_count()} cores; producer and consumer share this process")
@@ -283,7 +217,7 @@ def traffic(count: int) -> None:
 
 async def _traffic_case(routers, subscriptions, count, remote_pull, wait_until) -> int:
     r0, r1, r2 = routers
-    consumer = await connect(r2.port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
+    consumer = await open_peer(r2.port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
     received = 0
 
     def on_deliver(body: bytes) -> None:
@@ -299,7 +233,7 @@ async def _traffic_case(routers, subscriptions, count, remote_pull, wait_until) 
             if time.monotonic() > deadline:
                 raise SystemExit("pull filter never reached r0")
             await asyncio.sleep(0.01)
-    producer = await connect(r0.port)
+    producer = await open_peer(r0.port)
     expected = 0
     chunk = []
     for n in range(count):
@@ -311,7 +245,7 @@ async def _traffic_case(routers, subscriptions, count, remote_pull, wait_until) 
         if len(chunk) == 500:
             producer.transport.write(b"".join(chunk))
             chunk = []
-            await producer.writable.wait()
+            await producer.can_write.wait()
             await asyncio.sleep(0)
     producer.transport.write(b"".join(chunk))
     # a sentinel everyone wants marks the end of the stream

@@ -34,7 +34,6 @@ import argparse
 import asyncio
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,92 +43,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from elvin.protocol import (  # noqa: E402
-    ConnRqst,
-    FrameDecoder,
-    NotifyEmit,
-    PacketId,
-    SubAddRqst,
-    decode_packet,
-    frame,
+from _common import (  # noqa: E402
+    free_port,
+    open_peer,
+    percentile,
+    start_elvind,
+    stop_processes,
+    wait_listening,
 )
+
+from elvin.protocol import NotifyEmit, SubAddRqst, decode_packet, frame  # noqa: E402
 
 WINDOW = 2000
 CHUNK = int(os.environ.get("BENCH_CHUNK", "1000"))  # notifications written per wake-up
-DELIVER_ID = int(PacketId.NOTIFY_DELIVER)
 
 
 # ---------------------------------------------------------------------------------------
 # delivery over TCP
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_router(port: int, archive: str | None = None) -> subprocess.Popen:
     extra = ["--archive", archive] if archive else []
-    proc = subprocess.Popen([sys.executable, "-m", "elvin.router", "--listen",
-                             f"elvin://127.0.0.1:{port}", "--log-level", "warning", *extra],
-                            cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc
-        except OSError:
-            if proc.poll() is not None:
-                raise SystemExit(f"elvind failed: {proc.stderr.read()}") from None
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("elvind did not start")
-
-
-class Peer(asyncio.Protocol):
-    """A raw-codec client: replies go to a future, deliveries to ``on_deliver``."""
-
-    def __init__(self) -> None:
-        self.decoder = FrameDecoder()
-        self.replies: asyncio.Queue = asyncio.Queue()
-        self.on_deliver = None
-        self.transport = None
-        self.can_write = asyncio.Event()
-        self.can_write.set()
-
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        for body in self.decoder.feed_frames(data):
-            if body[3] == DELIVER_ID and self.on_deliver is not None:
-                self.on_deliver(body)
-            else:
-                self.replies.put_nowait(decode_packet(body))
-
-    def pause_writing(self) -> None:
-        self.can_write.clear()
-
-    def resume_writing(self) -> None:
-        self.can_write.set()
-
-    async def request(self, packet):
-        self.transport.write(frame(packet))
-        return await asyncio.wait_for(self.replies.get(), 10)
-
-
-async def open_peer(port: int, options: dict | None = None) -> Peer:
-    loop = asyncio.get_running_loop()
-    _, peer = await loop.create_connection(Peer, "127.0.0.1", port)
-    await peer.request(ConnRqst(1, 4, 0, options or {}))
-    return peer
-
-
-def percentile(values: list[float], p: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, int(len(values) * p))]
+    proc = start_elvind("--listen", f"elvin://127.0.0.1:{port}", *extra)
+    wait_listening(proc, port, time.monotonic() + 20)
+    return proc
 
 
 def process_cpu(pid: int) -> float:
@@ -250,8 +186,7 @@ def run_delivery(seconds: float, paced_count: int, archive: str | None = None) -
     try:
         result = runner(delivery_bench(port, seconds, paced_count, proc.pid))
     finally:
-        proc.terminate()
-        proc.communicate(timeout=10)
+        stop_processes([proc])
     print("== delivery over loopback TCP (router in its own process, 1 producer, "
           "1 consumer, 1 matching subscription)")
     print(f"delivered notifications/s   {result['rate']:>12,.0f}   "

@@ -21,29 +21,20 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 from elvin_apps.biff import __version__
+
+from elvin.tools import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, ToolParser, fail
 
 log = logging.getLogger("elvin_apps.biff")
 
 DEFAULT_URL = "elvin://127.0.0.1:2917"
-EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_FAILURE = 0, 1, 2, 3
 CONNECT_TIMEOUT = 5.0
 SCREENSHOT_SETTLE = 1.0   # seconds for the others' answers to arrive
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse exits with 2 on usage errors; DESIGN.md says 1 (2 means
-    the router cannot be reached)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = ToolParser(
         prog="biff",
         description="Coffee biff: click the cup when you go for a coffee; see who else is.",
         epilog=f"Router: --elvin, else $ELVIN_URL, else the config file, else {DEFAULT_URL}. "
@@ -69,8 +60,7 @@ def resolve_url(flag: str | None, config_url: str | None) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"biff: {message}", file=sys.stderr)
-    return code
+    return fail("biff", message, code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,16 +98,13 @@ def main(argv: list[str] | None = None) -> int:
                          "without one)", EXIT_FAILURE)
         os.environ["QT_QPA_PLATFORM"] = "offscreen"   # a screenshot needs no screen
 
-    from elvin.qt import run_app
+    from elvin.qt import run_app_cli
 
     async def app_main() -> int:
         return await run(biff, url, config.text, Path(args.screenshot) if args.screenshot
                          else None)
 
-    try:
-        return run_app(app_main, [sys.argv[0]], quit_on_last_window_closed=False)
-    except KeyboardInterrupt:
-        return EXIT_OK
+    return run_app_cli(app_main)
 
 
 async def run(biff, url: str, default_text: str, screenshot: Path | None) -> int:
@@ -185,11 +172,8 @@ async def take_screenshot(window, path: Path) -> int:
     await asyncio.sleep(SCREENSHOT_SETTLE)
     window.refresh()
     window.marquee.rewind()     # show the start of the list, not mid-scroll
-    window.repaint()
-    if not window.grab().save(str(path), "PNG"):
-        return _fail(f"cannot write screenshot {path}", EXIT_FAILURE)
-    print(f"screenshot saved to {path}: {window.qbiff.biff.summary()}")
-    return EXIT_OK
+    from elvin.qt import save_screenshot
+    return save_screenshot(window, path, "biff", detail=window.qbiff.biff.summary())
 
 
 def entry() -> None:

@@ -25,23 +25,16 @@ from pathlib import Path
 
 from elvin_apps.console import __version__
 
+from elvin.tools import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, ToolParser, fail
+
 log = logging.getLogger("elvin_apps.console")
 
 DEFAULT_URL = "elvin://127.0.0.1:2917"
-EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_FAILURE = 0, 1, 2, 3
 SCREENSHOT_CONNECT_TIMEOUT = 5.0
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with the suite's exit status for usage errors (1, not 2)."""
-
-    def error(self, message: str):  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = ToolParser(
         prog="elvin-console",
         description="The developers' console for Elvin: write and test subscriptions, send "
                     "typed notifications, watch quench and router statistics, on several "
@@ -70,8 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"elvin-console: {message}", file=sys.stderr)
-    return code
+    return fail("elvin-console", message, code)
 
 
 def resolve_url(flag: str | None, config_url: str | None) -> tuple[str, bool]:
@@ -124,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.screenshot and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-    from elvin.qt import run_app
+    from elvin.qt import run_app_cli
 
     async def app_main() -> int:
         try:
@@ -134,10 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             log.exception("elvin-console failed")
             return EXIT_FAILURE
 
-    try:
-        return run_app(app_main, [sys.argv[0]], quit_on_last_window_closed=False)
-    except KeyboardInterrupt:
-        return EXIT_OK
+    return run_app_cli(app_main)
 
 
 async def _answers(host: str, port: int, timeout: float = 1.0) -> bool:
@@ -234,11 +223,8 @@ async def take_screenshot(window, path: Path) -> int:
     status = EXIT_OK if await wait_ready(window, SCREENSHOT_CONNECT_TIMEOUT) \
         else EXIT_UNREACHABLE
     await asyncio.sleep(0.5)
-    window.repaint()
-    if not window.grab().save(str(path), "PNG"):
-        return _fail(f"cannot write screenshot {path}", EXIT_FAILURE)
-    print(f"screenshot saved to {path}")
-    return status
+    from elvin.qt import save_screenshot
+    return save_screenshot(window, path, "elvin-console", status)
 
 
 def entry() -> None:

@@ -1,10 +1,11 @@
 """``tickertape``: command line, startup and shutdown.
 
 The router URL comes from ``--elvin``, else ``ELVIN_URL``, else the config
-file, else ``elvin://127.0.0.1:2917``. With none given and no router
-answering there, the app starts the bundled router itself (in-process, on
-port 2917) so that ``make run`` works on a bare machine; other local clients
-can use it while the ticker runs.
+file, else a router found by discovery (``elvin.discovery``), else
+``elvin://127.0.0.1:2917``. With none of these and no router answering
+there, the app starts the bundled router itself (in-process, on port
+2917) so that ``make run`` works on a bare machine; other local clients can
+use it while the ticker runs.
 
 Exit codes (DESIGN.md): 0 ok, 1 usage or input error (bad flag, URL or config
 file), 2 cannot reach the router (only with ``--screenshot``, which must not
@@ -67,6 +68,19 @@ def resolve_url(flag: str | None, config_url: str | None) -> tuple[str, bool]:
     return DEFAULT_URL, False
 
 
+def choose_url(flag: str | None, config_url: str | None) -> tuple[str, bool]:
+    """``resolve_url``, then, when nothing was configured, router discovery
+    (``elvin.discovery``: a default router, or ``ELVIN_SCOPE``'s): a router
+    found that way counts as chosen, so the bundled one is not started."""
+    url, chosen = resolve_url(flag, config_url)
+    if chosen:
+        return url, chosen
+    from elvin.discovery import discover_url
+
+    found = discover_url()
+    return (found, True) if found else (url, False)
+
+
 async def router_answers(host: str, port: int, timeout: float = 1.0) -> bool:
     """Is something listening on host:port? (a TCP connect, nothing sent)"""
     try:
@@ -84,7 +98,8 @@ def start_bundled_router(port: int = DEFAULT_PORT):
     """Start the bundled router on 127.0.0.1:port; ``None`` if it cannot."""
     try:
         from elvin.router.embedded import EmbeddedRouter
-        router = EmbeddedRouter(port=port)
+        # with a mobility proxy, so that the menu's Move out / Move in work
+        router = EmbeddedRouter(port=port, mobility=True)
         router.start()
         log.warning("no router at 127.0.0.1:%d: started the bundled router there", port)
         return router
@@ -109,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc), EXIT_USAGE)
     if args.user:
         config.user = args.user
-    url, chosen = resolve_url(args.elvin, config.elvin)
+    url, chosen = choose_url(args.elvin, config.elvin)
     from elvin.protocol import URIError, parse_uri
     try:
         uri = parse_uri(url)
@@ -118,15 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.screenshot and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no screen: render offscreen
 
-    from elvin.qt import run_app
+    from elvin.qt import run_app_cli
 
     async def app_main() -> int:
         return await run(args, config, url, chosen, uri)
 
-    try:
-        return run_app(app_main, [sys.argv[0]], quit_on_last_window_closed=False)
-    except KeyboardInterrupt:
-        return EXIT_OK
+    return run_app_cli(app_main)
 
 
 async def run(args: argparse.Namespace, config, url: str, chosen: bool, uri) -> int:
@@ -166,6 +178,8 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool, uri) -> 
     controller = TickerController(config, model, history, manager)
     window = TickerWindow(controller, status=StatusWidget(manager),
                           save_config=not args.screenshot)
+    from elvin_apps.tickertape.mobility import TickerMobility
+    window.add_mobility(TickerMobility(controller, manager, parent=window))
     notifier = Notifier(window, enabled=config.notify_mentions)
     notifier.activated.connect(lambda: (window.showNormal(), window.raise_()))
     controller.notifier = notifier
@@ -209,11 +223,8 @@ async def take_screenshot(window, manager, controller, path: Path) -> int:
     except (TimeoutError, Exception):  # noqa: BLE001 - screenshot the state we are in
         status = EXIT_UNREACHABLE
     await asyncio.sleep(0.5)
-    window.repaint()
-    if not window.grab().save(str(path), "PNG"):
-        return _fail(f"cannot write screenshot {path}", EXIT_FAILURE)
-    print(f"screenshot saved to {path}")
-    return status
+    from elvin.qt import save_screenshot
+    return save_screenshot(window, path, "tickertape", status)
 
 
 def entry() -> None:

@@ -218,9 +218,12 @@ class TickerController(QObject):
         self._dirty = True
         if self._sync_task is None or self._sync_task.done():
             try:
-                self._sync_task = asyncio.ensure_future(self._sync_loop())
+                loop = asyncio.get_event_loop()
             except RuntimeError:  # no event loop (unit tests without qasync)
                 self._sync_task = None
+                return
+            # the coroutine is made only once there is a loop to run it
+            self._sync_task = loop.create_task(self._sync_loop())
 
     async def wait_synced(self, timeout: float = 10.0) -> None:
         """Wait until the router has the subscriptions the settings ask for."""

@@ -98,11 +98,16 @@ class FrameDecoder:
         self._error = ProtocolError(message, offset)
         raise self._error
 
+    def _out_of_sync(self) -> ProtocolError:
+        """What every ``feed`` raises once a bad header has broken the stream
+        (the check stays inline: both feeds are on the hot path)."""
+        return ProtocolError(f"stream out of sync after an earlier error: {self._error}",
+                             None)
+
     def _next_frames(self, data: bytes | bytearray | memoryview, max_frames: int) -> list:
         """Split off up to ``max_frames`` complete bodies (as bytes)."""
         if self._error is not None:
-            raise ProtocolError(f"stream out of sync after an earlier error: "
-                                f"{self._error}", None)
+            raise self._out_of_sync()
         buf = self._buf
         if buf:
             buf += data
@@ -151,8 +156,7 @@ class FrameDecoder:
         ``decode_notify_deliver`` without a copy of its body, anything else
         (or anything that fast path declines) through ``decode_packet``."""
         if self._error is not None:
-            raise ProtocolError(f"stream out of sync after an earlier error: "
-                                f"{self._error}", None)
+            raise self._out_of_sync()
         buf = self._buf
         if buf:
             buf += data

@@ -1,4 +1,8 @@
-"""Running a Qt application with asyncio on the Qt event loop (qasync)."""
+"""Running a Qt application with asyncio on the Qt event loop (qasync).
+
+Also the pieces the apps' command lines share around it: ``run_app_cli``
+(the exit status, Ctrl-C) and ``save_screenshot`` (``--screenshot FILE``),
+so that every Qt app exits and reports the same way."""
 
 from __future__ import annotations
 
@@ -6,14 +10,16 @@ import asyncio
 import inspect
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import qasync
 from PySide6.QtWidgets import QApplication
 
 from elvin.qt.maingc import MainThreadGC
+from elvin.tools import EXIT_FAILURE, EXIT_OK, fail
 
-__all__ = ["application", "run_app"]
+__all__ = ["application", "run_app", "run_app_cli", "save_screenshot"]
 
 
 def application(argv: Sequence[str] | None = None) -> QApplication:
@@ -60,3 +66,29 @@ def run_app(main: Callable[[], Awaitable[Any] | Any], argv: Sequence[str] | None
     finally:
         collector.stop()
         asyncio.set_event_loop(None)
+
+
+def run_app_cli(main: Callable[[], Awaitable[int]]) -> int:
+    """``run_app`` for an app's command line: ``main`` returns the exit
+    status (closing the last window does not quit behind its back, so that it
+    can clean up first), and Ctrl-C that Python sees before the app's own
+    handlers are in place exits with 0, as the app's would."""
+    try:
+        return run_app(main, [sys.argv[0]], quit_on_last_window_closed=False)
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def save_screenshot(widget: Any, path: Path, prog: str, status: int = EXIT_OK,
+                    detail: str = "") -> int:
+    """Repaint ``widget`` and save it to ``path`` as a PNG (``--screenshot``).
+
+    Says ``screenshot saved to PATH`` (``: detail`` after it) on stdout and
+    returns ``status`` (what the app found while waiting for the window to
+    settle, e.g. 2 for an unreachable router); if the file cannot be written,
+    says so on stderr as ``prog`` and returns 3."""
+    widget.repaint()
+    if not widget.grab().save(str(path), "PNG"):
+        return fail(prog, f"cannot write screenshot {path}", EXIT_FAILURE)
+    print(f"screenshot saved to {path}" + (f": {detail}" if detail else ""))
+    return status

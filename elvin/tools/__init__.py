@@ -1,7 +1,11 @@
 """Command-line tools speaking Avis's ``ec``/``ep`` text format.
 
 Shared pieces: the Elvin URL default, key files, the argument parser that
-exits with status 1 on usage errors (the suite's convention, DESIGN.md).
+exits with status 1 on usage errors (the suite's convention, DESIGN.md), and
+the set-up every tool does the same way before it works (checking the URL and
+the subscription, reading keys and TLS certificates, reporting a failure to
+connect, stopping on SIGINT/SIGTERM), so that ``ec``, ``ep`` and
+``elvin-archive`` say the same thing with the same exit status.
 
 Key files (``-P/--producer-key FILE``, ``-C/--consumer-key FILE``, both
 repeatable) hold *raw* keys, in Avis's formats:
@@ -21,11 +25,22 @@ tools apply the SHA-1 transform where the scheme puts a public key
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import os
+import signal
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from elvin import __version__
-from elvin.client import DEFAULT_URL
+from elvin.client import DEFAULT_URL, ConnectionClosedError
+from elvin.errors import ElvinError, SubscriptionError
+from elvin.keys import Keys
+from elvin.protocol import URIError, parse_uri
+
+if TYPE_CHECKING:
+    import ssl
 
 EXIT_OK = 0
 EXIT_USAGE = 1
@@ -35,6 +50,20 @@ EXIT_FAILURE = 3
 
 class KeyFileError(ValueError):
     pass
+
+
+class ToolError(Exception):
+    """A failure a tool reports on stderr and exits with ``status``. The
+    shared set-up steps raise it, so that a tool's ``main`` handles them all
+    in one place: ``except ToolError as exc: return exc.report(PROG)``."""
+
+    def __init__(self, message: str, status: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+    def report(self, prog: str) -> int:
+        return fail(prog, self.message, self.status)
 
 
 class ToolParser(argparse.ArgumentParser):
@@ -74,7 +103,7 @@ key files hold raw keys: [00 de ad be ef] (hex), "string" (UTF-8), or #data
 (the rest of the file, raw); hex and string forms may be one per line"""
 
 
-def tls_context(args: argparse.Namespace):
+def tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
     """An ssl.SSLContext for ``--tls-ca``, or None for the default."""
     if not getattr(args, "tls_ca", None):
         return None
@@ -154,3 +183,68 @@ def load_keys(args: argparse.Namespace) -> tuple[list[bytes], list[bytes]]:
 def fail(prog: str, message: str, status: int) -> int:
     print(f"{prog}: {message}", file=sys.stderr, flush=True)
     return status
+
+
+def checked_url(args: argparse.Namespace) -> str:
+    """The router URL (``-e``, ``$ELVIN_URL``, the default), checked before
+    anything connects: ``ToolError`` (usage) if it is not an Elvin URI."""
+    url = elvin_url(args)
+    try:
+        parse_uri(url)
+    except URIError as exc:
+        raise ToolError(f"bad Elvin URI {url!r}: {exc.message}") from None
+    return url
+
+
+def check_subscription(expression: str) -> None:
+    """``ToolError`` (usage, with the error's position) for an expression
+    the router would refuse, so that it is said before connecting."""
+    from elvin.subscription import parse
+    try:
+        parse(expression)
+    except SubscriptionError as exc:
+        raise ToolError(f"bad subscription: {exc}") from None
+
+
+def keys_and_tls(args: argparse.Namespace, scheme: Callable[..., Keys]
+                 ) -> tuple[Keys | None, ssl.SSLContext | None]:
+    """The keys of ``-P``/``-C`` through ``scheme`` (``Keys.for_subscription``
+    for consumers, ``Keys.for_notification`` for producers; None without key
+    files) and the ``--tls-ca`` SSL context (None for the default).
+    ``ToolError`` (usage) for an unreadable file, or ``-x`` without keys."""
+    try:
+        producer, consumer = load_keys(args)
+        tls = tls_context(args)
+    except KeyFileError as exc:
+        raise ToolError(str(exc)) from None
+    if args.secure and not (producer or consumer):
+        raise ToolError("-x (secure only) needs keys: give -P FILE or -C FILE")
+    keys = scheme(producer=producer, consumer=consumer) if producer or consumer else None
+    return keys, tls
+
+
+#: what connecting (``elvin.client.connect``, ``elvin.sync.connect``) may raise
+CONNECT_ERRORS = (OSError, TimeoutError, ElvinError)
+
+
+def connect_failure(url: str, exc: BaseException, unreachable: str = "") -> ToolError:
+    """What to say, and the exit status, when connecting to ``url`` raised
+    ``exc`` (one of ``CONNECT_ERRORS``): 2 if the router could not be reached
+    or closed the connection (``unreachable`` goes before the first), 3 for
+    anything else the router answered."""
+    if isinstance(exc, (OSError, TimeoutError)):    # ConnectError is an OSError
+        return ToolError(f"{unreachable}{exc}", EXIT_UNREACHABLE)
+    if isinstance(exc, ConnectionClosedError):
+        return ToolError(f"cannot connect to {url}: {exc}", EXIT_UNREACHABLE)
+    return ToolError(f"cannot connect to {url}: {exc}", EXIT_FAILURE)
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event that SIGINT and SIGTERM set (where the running loop can
+    handle signals), for the tools that run until they are told to stop."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop

@@ -34,35 +34,34 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import signal
 import sys
 import time
 
 from elvin.client import (
     CloseReason,
-    ConnectError,
     ConnectionClosedError,
     NackError,
     Notification,
     connect,
 )
-from elvin.errors import ElvinError, SubscriptionError
+from elvin.errors import SubscriptionError
 from elvin.keys import Keys
-from elvin.protocol import URIError, parse_uri
 from elvin.tools import (
+    CONNECT_ERRORS,
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     KEY_FORMATS,
-    KeyFileError,
+    ToolError,
     ToolParser,
+    check_subscription,
+    checked_url,
     common_arguments,
-    elvin_url,
+    connect_failure,
     fail,
-    load_keys,
-    tls_context,
+    keys_and_tls,
+    stop_on_signals,
 )
 
 PROG = "elvin-archive"
@@ -109,19 +108,11 @@ class Recorder:
 
 
 async def run(args, url: str, keys: Keys | None, writer, tls=None) -> int:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     try:
         conn = await connect(url, timeout=args.timeout, ssl_context=tls)
-    except (ConnectError, OSError, TimeoutError) as exc:
-        return fail(PROG, f"cannot reach the router at {url}: {exc}", EXIT_UNREACHABLE)
-    except ConnectionClosedError as exc:
-        return fail(PROG, f"cannot connect to {url}: {exc}", EXIT_UNREACHABLE)
-    except ElvinError as exc:
-        return fail(PROG, f"cannot connect to {url}: {exc}", EXIT_FAILURE)
+    except CONNECT_ERRORS as exc:
+        return connect_failure(url, exc, f"cannot reach the router at {url}: ").report(PROG)
     recorder = Recorder(writer)
     closed: list[CloseReason] = []
     conn.add_close_listener(lambda reason: (closed.append(reason), stop.set()))
@@ -149,29 +140,16 @@ async def run(args, url: str, keys: Keys | None, writer, tls=None) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    url = elvin_url(args)
     try:
-        parse_uri(url)
-    except URIError as exc:
-        return fail(PROG, f"bad Elvin URI {url!r}: {exc.message}", EXIT_USAGE)
-    from elvin.subscription import parse
-    try:
-        parse(args.subscription)
-    except SubscriptionError as exc:
-        return fail(PROG, f"bad subscription: {exc}", EXIT_USAGE)
-    if args.batch_rows < 1:
-        return fail(PROG, "--batch-rows must be at least 1", EXIT_USAGE)
-    if not args.flush_seconds > 0:
-        return fail(PROG, "--flush-seconds must be positive", EXIT_USAGE)
-    try:
-        producer, consumer = load_keys(args)
-        tls = tls_context(args)
-    except KeyFileError as exc:
-        return fail(PROG, str(exc), EXIT_USAGE)
-    if args.secure and not (producer or consumer):
-        return fail(PROG, "-x (secure only) needs keys: give -P FILE or -C FILE", EXIT_USAGE)
-    keys = Keys.for_subscription(producer=producer, consumer=consumer) \
-        if producer or consumer else None
+        url = checked_url(args)
+        check_subscription(args.subscription)
+        if args.batch_rows < 1:
+            raise ToolError("--batch-rows must be at least 1")
+        if not args.flush_seconds > 0:
+            raise ToolError("--flush-seconds must be positive")
+        keys, tls = keys_and_tls(args, Keys.for_subscription)
+    except ToolError as exc:
+        return exc.report(PROG)
     writer = open_writer(args)
     if isinstance(writer, int):
         return writer

@@ -34,13 +34,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import signal
 import sys
 from datetime import datetime
 
 from elvin.client import (
     CloseReason,
-    ConnectError,
     ConnectionClosedError,
     NackError,
     Notification,
@@ -49,23 +47,25 @@ from elvin.client import (
     SubscriptionRemoved,
     connect,
 )
-from elvin.errors import ElvinError, SubscriptionError
+from elvin.errors import SubscriptionError
 from elvin.keys import Keys
-from elvin.protocol import URIError, parse_uri
 from elvin.text import format_notification
 from elvin.tools import (
+    CONNECT_ERRORS,
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     KEY_FORMATS,
-    KeyFileError,
+    ToolError,
     ToolParser,
+    check_subscription,
+    checked_url,
     common_arguments,
-    elvin_url,
+    connect_failure,
     fail,
-    load_keys,
-    tls_context,
+    keys_and_tls,
+    stop_on_signals,
 )
 from elvin.values import Int64
 
@@ -134,19 +134,11 @@ class Printer:
 
 
 async def run(args, url: str, keys: Keys | None, names: list[str], tls=None) -> int:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     try:
         conn = await connect(url, timeout=args.timeout, ssl_context=tls)
-    except (ConnectError, OSError, TimeoutError) as exc:
-        return fail(PROG, str(exc), EXIT_UNREACHABLE)
-    except ConnectionClosedError as exc:
-        return fail(PROG, f"cannot connect to {url}: {exc}", EXIT_UNREACHABLE)
-    except ElvinError as exc:
-        return fail(PROG, f"cannot connect to {url}: {exc}", EXIT_FAILURE)
+    except CONNECT_ERRORS as exc:
+        return connect_failure(url, exc).report(PROG)
     printer = Printer(sys.stdout)
     closed: list[CloseReason] = []
     conn.add_close_listener(lambda reason: (closed.append(reason), stop.set()))
@@ -187,29 +179,16 @@ async def run(args, url: str, keys: Keys | None, names: list[str], tls=None) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    url = elvin_url(args)
     try:
-        parse_uri(url)
-    except URIError as exc:
-        return fail(PROG, f"bad Elvin URI {url!r}: {exc.message}", EXIT_USAGE)
-    names = [n.strip() for n in (args.quench or "").split(",") if n.strip()]
-    if args.subscription is None and not names:
-        parser.error("give a subscription expression (or --quench NAMES)")
-    if args.subscription is not None:
-        from elvin.subscription import parse
-        try:
-            parse(args.subscription)
-        except SubscriptionError as exc:
-            return fail(PROG, f"bad subscription: {exc}", EXIT_USAGE)
-    try:
-        producer, consumer = load_keys(args)
-        tls = tls_context(args)
-    except KeyFileError as exc:
-        return fail(PROG, str(exc), EXIT_USAGE)
-    if args.secure and not (producer or consumer):
-        return fail(PROG, "-x (secure only) needs keys: give -P FILE or -C FILE", EXIT_USAGE)
-    keys = Keys.for_subscription(producer=producer, consumer=consumer) \
-        if producer or consumer else None
+        url = checked_url(args)
+        names = [n.strip() for n in (args.quench or "").split(",") if n.strip()]
+        if args.subscription is None and not names:
+            parser.error("give a subscription expression (or --quench NAMES)")
+        if args.subscription is not None:
+            check_subscription(args.subscription)
+        keys, tls = keys_and_tls(args, Keys.for_subscription)
+    except ToolError as exc:
+        return exc.report(PROG)
     try:
         return asyncio.run(run(args, url, keys, names, tls))
     except KeyboardInterrupt:

@@ -24,24 +24,22 @@ import io
 import signal
 import sys
 
-from elvin.client import ConnectError, ConnectionClosedError
-from elvin.errors import ElvinError
+from elvin.client import ConnectionClosedError
 from elvin.keys import Keys
-from elvin.protocol import URIError, parse_uri
 from elvin.text import NotificationReader, TextFormatError
 from elvin.tools import (
-    EXIT_FAILURE,
+    CONNECT_ERRORS,
     EXIT_OK,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     KEY_FORMATS,
-    KeyFileError,
+    ToolError,
     ToolParser,
+    checked_url,
     common_arguments,
-    elvin_url,
+    connect_failure,
     fail,
-    load_keys,
-    tls_context,
+    keys_and_tls,
 )
 
 PROG = "ep"
@@ -64,20 +62,11 @@ def build_parser() -> ToolParser:
 
 def main(argv: list[str] | None = None, stdin=None) -> int:
     args = build_parser().parse_args(argv)
-    url = elvin_url(args)
     try:
-        parse_uri(url)
-    except URIError as exc:
-        return fail(PROG, f"bad Elvin URI {url!r}: {exc.message}", EXIT_USAGE)
-    try:
-        producer, consumer = load_keys(args)
-        tls = tls_context(args)
-    except KeyFileError as exc:
-        return fail(PROG, str(exc), EXIT_USAGE)
-    if args.secure and not (producer or consumer):
-        return fail(PROG, "-x (secure only) needs keys: give -P FILE or -C FILE", EXIT_USAGE)
-    keys = Keys.for_notification(producer=producer, consumer=consumer) \
-        if producer or consumer else None
+        url = checked_url(args)
+        keys, tls = keys_and_tls(args, Keys.for_notification)
+    except ToolError as exc:
+        return exc.report(PROG)
 
     if stdin is None:
         # newline="\n": a \r inside a string is data, not a line break
@@ -86,12 +75,8 @@ def main(argv: list[str] | None = None, stdin=None) -> int:
     import elvin.sync
     try:
         conn = elvin.sync.connect(url, timeout=args.timeout, ssl_context=tls)
-    except (ConnectError, OSError, TimeoutError) as exc:
-        return fail(PROG, str(exc), EXIT_UNREACHABLE)
-    except ConnectionClosedError as exc:
-        return fail(PROG, f"cannot connect to {url}: {exc}", EXIT_UNREACHABLE)
-    except ElvinError as exc:
-        return fail(PROG, f"cannot connect to {url}: {exc}", EXIT_FAILURE)
+    except CONNECT_ERRORS as exc:
+        return connect_failure(url, exc).report(PROG)
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     reader = NotificationReader()

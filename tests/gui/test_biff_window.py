@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
 from elvin_apps.biff import CoffeeBiff
 from elvin_apps.biff.cup import badge_text, cup_pixmap
 from elvin_apps.biff.marquee import Marquee
@@ -22,27 +21,6 @@ from PySide6.QtGui import QColor
 
 import elvin
 from elvin.qt import ConnectionManager, StatusWidget
-
-
-@pytest.fixture
-def router():
-    from elvin.router.embedded import EmbeddedRouter
-    r = EmbeddedRouter()
-    r.start()
-    try:
-        yield r
-    finally:
-        r.stop()
-
-
-@pytest.fixture
-def qt_loop(qapp):
-    import qasync
-    loop = qasync.QEventLoop(qapp, already_running=False)
-    asyncio.set_event_loop(loop)
-    yield loop
-    loop.close()
-    asyncio.set_event_loop(None)
 
 
 async def until(predicate, timeout: float = 5.0, what: str = "condition") -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import csv
-import gc
 import io
 import os
 import subprocess
@@ -45,36 +44,14 @@ from elvin.values import Int64
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def main_thread_gc():
-    """Cycles are collected on the main thread only, as run_app does: a Qt
-    object collected in the router's thread would leave a dangling timer."""
-    gc.collect()
-    gc.disable()
-    yield
-    gc.collect()
-    gc.enable()
+# cycles are collected on the main thread only, as run_app does (tests/gui/conftest.py)
+pytestmark = pytest.mark.usefixtures("main_thread_gc")
 
 
 @pytest.fixture
-def router():
-    from elvin.router.embedded import EmbeddedRouter
-    r = EmbeddedRouter(stats_interval=0.2)
-    r.start()
-    try:
-        yield r
-    finally:
-        r.stop()
-
-
-@pytest.fixture
-def qt_loop(qapp):
-    import qasync
-    loop = qasync.QEventLoop(qapp, already_running=False)
-    asyncio.set_event_loop(loop)
-    yield loop
-    loop.close()
-    asyncio.set_event_loop(None)
+def router(make_router):
+    """Router statistics every 0.2 s, for the router view panes."""
+    return make_router(stats_interval=0.2)
 
 
 async def until(condition, timeout: float = 10.0, what: str = "condition") -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from elvin.qt import ConnectionManager, StatusWidget, SubscriptionEditor
 from elvin.qt.editor import tokens
 from elvin.qt.status import STATE_COLOURS
@@ -79,28 +77,7 @@ def test_highlighter_applies_distinct_colours(qtbot):
                 colours['"x"']}) == 5
 
 
-@pytest.fixture
-def router():
-    """The bundled router in a thread on a free loopback port (the
-    integration tests' fixture lives in tests/integration/conftest.py)."""
-    from elvin.router.embedded import EmbeddedRouter
-    r = EmbeddedRouter()
-    r.start()
-    try:
-        yield r
-    finally:
-        r.stop()
-
-
-@pytest.fixture
-def qt_loop(qapp):
-    """A qasync loop on the Qt event loop, as the apps use (elvin.qt.run_app)."""
-    import qasync
-    loop = qasync.QEventLoop(qapp, already_running=False)
-    asyncio.set_event_loop(loop)
-    yield loop
-    loop.close()
-    asyncio.set_event_loop(None)
+# router (tests/conftest.py) and qt_loop (tests/gui/conftest.py) are shared fixtures
 
 
 def test_connection_manager_and_status_widget(qtbot, qt_loop, router):

@@ -9,7 +9,6 @@ subprocess or from a plain ``elvin.client`` connection.
 from __future__ import annotations
 
 import asyncio
-import gc
 import subprocess
 import sys
 import time
@@ -32,38 +31,9 @@ from elvin.text import format_notification
 
 ROOT = Path(__file__).resolve().parents[2]
 
-@pytest.fixture(autouse=True)
-def main_thread_gc():
-    """Cycles are collected on the main thread only, as the app does
-    (qtcompat.MainThreadGC): a Qt object collected in the router's or a
-    resolver's thread would leave a dangling timer behind."""
-    gc.collect()
-    gc.disable()
-    yield
-    gc.collect()
-    gc.enable()
-
-
-
-@pytest.fixture
-def router():
-    from elvin.router.embedded import EmbeddedRouter
-    r = EmbeddedRouter()
-    r.start()
-    try:
-        yield r
-    finally:
-        r.stop()
-
-
-@pytest.fixture
-def qt_loop(qapp):
-    import qasync
-    loop = qasync.QEventLoop(qapp, already_running=False)
-    asyncio.set_event_loop(loop)
-    yield loop
-    loop.close()
-    asyncio.set_event_loop(None)
+# cycles are collected on the main thread only, as the app does (tests/gui/conftest.py);
+# router and qt_loop are shared fixtures too (tests/conftest.py, tests/gui/conftest.py)
+pytestmark = pytest.mark.usefixtures("main_thread_gc")
 
 
 class Apps:

@@ -1,39 +1,4 @@
-"""Fixtures for tests against a real router on a free loopback port.
-
-* ``router``      a fresh ``EmbeddedRouter`` per test (started; stopped after)
-* ``router_url``  its URL, e.g. ``"elvin://127.0.0.1:40123"``
-* ``make_router`` a factory for routers with other settings:
-                  ``make_router(stats_interval=0.2)`` (stopped after the test)
-
-These fixtures are shared with the client library's tests: keep them stable.
-"""
-
-from __future__ import annotations
-
-import pytest
-
-from elvin.router.embedded import EmbeddedRouter
-
-
-@pytest.fixture
-def make_router():
-    routers: list[EmbeddedRouter] = []
-
-    def factory(**settings) -> EmbeddedRouter:
-        router = EmbeddedRouter(**settings).start()
-        routers.append(router)
-        return router
-
-    yield factory
-    for router in routers:
-        router.stop()
-
-
-@pytest.fixture
-def router(make_router) -> EmbeddedRouter:
-    return make_router()
-
-
-@pytest.fixture
-def router_url(router) -> str:
-    return router.url
+"""The ``router``, ``router_url`` and ``make_router`` fixtures these tests use
+live in ``tests/conftest.py`` (shared with the GUI tests); helpers for
+``elvind`` subprocesses are in ``process_util``, for federated routers in
+``federation_util``."""

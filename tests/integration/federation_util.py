@@ -112,30 +112,37 @@ def remote_pull(router: EmbeddedRouter, domain: str) -> Any:
     return router.call(get)
 
 
+class _Deadline:
+    """The timeout that ``wait_until`` and ``await_until`` share (they differ
+    only in how they sleep between polls)."""
+
+    def __init__(self, timeout: float, what: str) -> None:
+        self.at = time.monotonic() + timeout
+        self.what = what
+
+    def check(self) -> None:
+        if time.monotonic() > self.at:
+            raise AssertionError(f"timed out waiting for {self.what}")
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0,
                interval: float = 0.01, what: str = "condition") -> Any:
     """Poll ``predicate`` (blocking) until it is truthy; AssertionError on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+    deadline = _Deadline(timeout, what)
+    while not (value := predicate()):
+        deadline.check()
         time.sleep(interval)
+    return value
 
 
 async def await_until(predicate: Callable[[], Any], timeout: float = 10.0,
                       interval: float = 0.01, what: str = "condition") -> Any:
     """``wait_until`` for async tests (yields to the test's event loop)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+    deadline = _Deadline(timeout, what)
+    while not (value := predicate()):
+        deadline.check()
         await asyncio.sleep(interval)
+    return value
 
 
 def expected_links(routers: list[EmbeddedRouter],

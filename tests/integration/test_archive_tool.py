@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,8 @@ import pytest
 from elvin.client import connect
 from elvin.pipeline.archive import encoded_size, read_archive
 from elvin.values import Int64
+
+from .process_util import free_port
 
 TOOL = [sys.executable, "-m", "elvin.tools.archive"]
 
@@ -41,12 +42,6 @@ def finish(proc: subprocess.Popen, sig: int | None = None) -> tuple[int, str]:
             proc.kill()
             proc.communicate()
     return proc.returncode, err
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 async def send_and_wait(url: str, notifications: list[dict], matching: int) -> None:

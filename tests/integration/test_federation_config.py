@@ -24,14 +24,8 @@ from .federation_util import (
     stop_all,
     wait_until,
 )
+from .process_util import free_port, stop
 from .rawclient import RawClient
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 TOPOLOGY = """
 [domain]
@@ -215,11 +209,7 @@ def test_sighup_makes_elvind_reload_its_federation_table(tmp_path):
         os.kill(proc.pid, signal.SIGHUP)
         wait_until(lambda: linked_domains(hub) == set(), what="elvind to unlink after SIGHUP")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         stop_all([hub])
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,8 @@ from elvin_apps.newswatcher.feedserver import FeedServer, Item, rss
 
 from elvin.client import connect
 
+from .process_util import free_port
+
 CMD = [sys.executable, "-m", "elvin_apps.newswatcher"]
 
 
@@ -25,12 +26,6 @@ def run(*args: str, env: dict | None = None, timeout: float = 30) -> subprocess.
     environ.update(env or {})
     return subprocess.run(CMD + list(args), capture_output=True, text=True, timeout=timeout,
                           env=environ)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_version_and_help():

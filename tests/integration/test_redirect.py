@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +21,8 @@ import elvin
 from elvin import Keys
 from elvin.client import ConnectionClosedError, NackError, SubscriptionAdded, connect
 from elvin.subscription import parse
+
+from .process_util import free_port, stop
 
 SECRET = b"redirect secret"
 TIMEOUT = 10.0
@@ -151,7 +151,7 @@ async def test_redirect_to_a_dead_router_falls_back(make_router):
     """A reconnecting client whose redirect target cannot be reached goes back
     through the default selection (its router) and keeps its subscriptions."""
     home = make_router()
-    dead = f"elvin://127.0.0.1:{_free_port()}"
+    dead = f"elvin://127.0.0.1:{free_port()}"
     conn = await connect(home.url, timeout=2, reconnect=True, reconnect_delay=0.05)
     try:
         sub = await conn.subscribe("require(back)")
@@ -169,7 +169,7 @@ async def test_redirect_to_a_dead_router_falls_back(make_router):
 
 async def test_unfollowable_redirect_closes_a_plain_client(make_router):
     home = make_router()
-    dead = f"elvin://127.0.0.1:{_free_port()}"
+    dead = f"elvin://127.0.0.1:{free_port()}"
     conn = await connect(home.url, timeout=2)
     await asyncio.to_thread(home.call, home.router.redirect, dead)
     reason = await asyncio.wait_for(conn.closed, TIMEOUT)
@@ -201,15 +201,9 @@ def test_redirect_rejects_bad_urls(make_router):
         router.call(router.router.redirect, "not a uri")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 async def test_elvind_flags_redirect(make_router):
     spare = make_router()
-    port = _free_port()
+    port = free_port()
     url = f"elvin://127.0.0.1:{port}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "elvin.router", "--listen", url, "--no-discovery",
@@ -230,9 +224,4 @@ async def test_elvind_flags_redirect(make_router):
             assert port_of(first) == port
             assert port_of(second) == spare.port
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, TIMEOUT)

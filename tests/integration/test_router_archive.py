@@ -12,9 +12,7 @@ import asyncio
 import math
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 
 import pytest
@@ -26,7 +24,7 @@ from elvin.router.config import ConfigError, RouterConfig, config_from_dict
 from elvin.router.server import Router, RouterStartError
 from elvin.values import Int64
 
-ELVIND = [sys.executable, "-m", "elvin.router"]
+from .process_util import ELVIND, free_port, wait_listening
 
 
 async def wait_for(predicate, timeout: float = 10.0) -> None:
@@ -120,27 +118,12 @@ async def test_archive_is_off_by_default(make_router, tmp_path):
         await producer.send({"n": 1})
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_elvind(args: list[str], port: int) -> subprocess.Popen:
     proc = subprocess.Popen([*ELVIND, "--listen", f"elvin://127.0.0.1:{port}",
                              "--log-level", "info", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"elvind exited early: {proc.communicate()}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("elvind did not start")
+    wait_listening(port, proc, timeout=20)
+    return proc
 
 
 @pytest.mark.parametrize("how", ["flag", "toml"])

@@ -10,7 +10,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,28 +18,8 @@ from elvin.protocol import ConnRply, Disconn, NotifyDeliver
 from elvin.router.config import RouterConfig
 from elvin.router.server import Router
 
+from .process_util import ELVIND, free_port, wait_listening
 from .rawclient import Closed, RawClient
-
-ELVIND = [sys.executable, "-m", "elvin.router"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_listening(port: int, proc: subprocess.Popen, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"elvind exited early: {proc.communicate()}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError("elvind did not start listening")
 
 
 def run(args, **kwargs) -> subprocess.CompletedProcess:

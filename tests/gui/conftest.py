@@ -1,0 +1,39 @@
+"""Fixtures for the Qt tests (``router`` and ``make_router`` come from
+``tests/conftest.py``).
+
+* ``qt_loop``        a qasync event loop on the Qt event loop, as the apps run
+                     (``elvin.qt.run_app``); closed after the test.
+* ``main_thread_gc`` cyclic garbage collected on the main thread only, as the
+                     apps do (``qtcompat.MainThreadGC``). Not autouse: a test
+                     module that builds Qt objects next to a router thread opts
+                     in with ``pytestmark = pytest.mark.usefixtures("main_thread_gc")``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+
+import pytest
+
+
+@pytest.fixture
+def main_thread_gc():
+    """A Qt object collected in the router's or a resolver's thread would
+    leave a dangling timer behind: collect before and after the test, never
+    during it."""
+    gc.collect()
+    gc.disable()
+    yield
+    gc.collect()
+    gc.enable()
+
+
+@pytest.fixture
+def qt_loop(qapp):
+    import qasync
+    loop = qasync.QEventLoop(qapp, already_running=False)
+    asyncio.set_event_loop(loop)
+    yield loop
+    loop.close()
+    asyncio.set_event_loop(None)
