@@ -5,7 +5,6 @@ with "Caught up N messages"; the menu actions and the sleep detector drive it.""
 from __future__ import annotations
 
 import asyncio
-import gc
 from pathlib import Path
 
 import pytest
@@ -19,36 +18,13 @@ from elvin_apps.tickertape.window import TickerWindow
 import elvin.client
 from elvin.qt import ConnectionManager
 
-
-@pytest.fixture(autouse=True)
-def main_thread_gc():
-    # as in test_tickertape_app: Qt objects are collected on the main thread only
-    gc.collect()
-    gc.disable()
-    yield
-    gc.collect()
-    gc.enable()
+# Qt objects are collected on the main thread only (tests/gui/conftest.py)
+pytestmark = pytest.mark.usefixtures("main_thread_gc")
 
 
 @pytest.fixture
-def routers():
-    from elvin.router.embedded import EmbeddedRouter
-    made = [EmbeddedRouter(mobility=True).start(), EmbeddedRouter(mobility=True).start()]
-    try:
-        yield made
-    finally:
-        for r in made:
-            r.stop()
-
-
-@pytest.fixture
-def qt_loop(qapp):
-    import qasync
-    loop = qasync.QEventLoop(qapp, already_running=False)
-    asyncio.set_event_loop(loop)
-    yield loop
-    loop.close()
-    asyncio.set_event_loop(None)
+def routers(make_router):
+    return [make_router(mobility=True), make_router(mobility=True)]
 
 
 def run(loop, coro, timeout: float = 40):

@@ -26,8 +26,9 @@ import time
 
 __all__ = ["ELVIND", "free_port", "stop", "wait_listening"]
 
-#: ``elvind`` as this interpreter runs it (no console script needed)
-ELVIND = [sys.executable, "-m", "elvin.router"]
+#: ``elvind`` as this interpreter runs it (no console script needed), not
+#: answering router discovery: a test's router must not be found by others
+ELVIND = [sys.executable, "-m", "elvin.router", "--no-discovery"]
 
 
 def free_port() -> int:

@@ -4,7 +4,6 @@ true`` in its TOML) and the standalone ``elvin-mobility-proxy``."""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,27 +13,9 @@ import pytest
 from elvin.client import connect
 from elvin.mobility import MobileConnection, MobilityError
 
-ELVIND = [sys.executable, "-m", "elvin.router", "--no-discovery"]
+from .process_util import ELVIND, free_port, wait_listening
+
 PROXY = [sys.executable, "-m", "elvin.mobility.proxy"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_listening(port: int, proc: subprocess.Popen, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"process exited early: {proc.communicate()}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError("elvind did not start listening")
 
 
 @pytest.fixture
