@@ -78,6 +78,12 @@ class EventStream:
             if len(self._items) >= self._maxlen:
                 self._items.popleft()
                 self.dropped += 1
+                if self.dropped == 1 and not self._listeners:
+                    # an iterator-only reader is losing items: say so once (with
+                    # listeners, the buffer is usually just not being read)
+                    log.warning("%s buffer full (buffer_size=%d): dropping the oldest; "
+                                "read faster or ask for a larger buffer_size",
+                                self._what, self._maxlen)
             self._items.append(item)
             waiter = self._waiter
             if waiter is not None:

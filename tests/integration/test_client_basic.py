@@ -176,15 +176,19 @@ async def test_async_iteration_ends_on_close(router_url):
         await sub.close()   # idempotent
 
 
-async def test_bounded_buffer_drops_oldest(router_url):
+async def test_bounded_buffer_drops_oldest(router_url, caplog):
     async with connect(router_url) as conn:
         sub = await conn.subscribe("require(seq)", buffer_size=5)
         probe = await conn.subscribe("seq == 19")
-        for i in range(20):
-            await conn.send({"seq": i})
-        await probe.get(timeout=5)       # everything has arrived by now
+        with caplog.at_level("WARNING", logger="elvin.client"):
+            for i in range(20):
+                await conn.send({"seq": i})
+            await probe.get(timeout=5)       # everything has arrived by now
         assert sub.pending == 5 and sub.dropped == 15
         assert [n["seq"] for n in await next_n(sub, 5)] == [15, 16, 17, 18, 19]
+        # the loss is said once, with the size to change
+        full = [r for r in caplog.records if "buffer full" in r.getMessage()]
+        assert len(full) == 1 and "buffer_size=5" in full[0].getMessage()
 
 
 async def test_modify_subscription(router_url):
