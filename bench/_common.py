@@ -14,6 +14,7 @@ the path when it runs as ``python bench/NAME.py``.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import sys
@@ -36,13 +37,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_elvind(*args: str, stderr: int | None = subprocess.PIPE) -> subprocess.Popen:
+def start_elvind(*args: str, stderr: int | None = subprocess.PIPE,
+                 nice: int = 0) -> subprocess.Popen:
     """``elvind ARGS --log-level warning`` from the repository root. Its
     stderr is piped, so that a failure to start can say why, unless
-    ``stderr=None`` (then it goes to the bench's own)."""
+    ``stderr=None`` (then it goes to the bench's own). ``nice`` lowers its
+    priority (the console bench runs the router behind the GUI)."""
     return subprocess.Popen([sys.executable, "-m", "elvin.router", *args,
                              "--log-level", "warning"],
-                            cwd=ROOT, stderr=stderr, text=True)
+                            cwd=ROOT, stderr=stderr, text=True,
+                            preexec_fn=(lambda: os.nice(nice)) if nice else None)
 
 
 def wait_listening(proc: subprocess.Popen, port: int, deadline: float) -> None:

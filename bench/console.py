@@ -36,7 +36,6 @@ import contextlib
 import gc
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -45,6 +44,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _common import free_port, start_elvind, wait_listening  # noqa: E402
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 PRODUCER = r"""
@@ -80,31 +82,15 @@ def rss_mib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _niced(nice: int):
     return (lambda: os.nice(nice)) if nice else None
 
 
 def start_router_process(nice: int = 0) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    url = f"elvin://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "elvin.router", "--listen", url],
-                            preexec_fn=_niced(nice),
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return proc, url
-        if proc.poll() is not None:
-            raise SystemExit(f"elvind exited: {proc.stderr.read().decode()}")
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("elvind did not start")
+    proc = start_elvind("--listen", f"elvin://127.0.0.1:{port}", nice=nice)
+    wait_listening(proc, port, time.monotonic() + 15)
+    return proc, f"elvin://127.0.0.1:{port}"
 
 
 async def flood(args: argparse.Namespace, url: str) -> dict:

@@ -32,7 +32,6 @@ import asyncio
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _common import free_port, start_elvind, wait_listening  # noqa: E402
 from elvin_apps.newswatcher.config import from_mapping  # noqa: E402
 from elvin_apps.newswatcher.daemon import NewsWatcher  # noqa: E402
 from elvin_apps.newswatcher.feedserver import FeedServer, Item, rss  # noqa: E402
@@ -86,26 +86,11 @@ def serve_feeds(count: int, items: int) -> None:
     server.stop()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_router() -> tuple[subprocess.Popen, str]:
     port = free_port()
-    url = f"elvin://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "elvin.router", "--listen", url,
-                             "--log-level", "warning"], cwd=ROOT)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return proc, url
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the router did not start") from None
-            time.sleep(0.05)
+    proc = start_elvind("--listen", f"elvin://127.0.0.1:{port}", stderr=None)
+    wait_listening(proc, port, time.monotonic() + 20)
+    return proc, f"elvin://127.0.0.1:{port}"
 
 
 class FeedProcess:
