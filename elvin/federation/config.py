@@ -10,6 +10,7 @@ In a router's TOML file this is the ``[federation]`` table that
     debounce = 0.05                         # seconds to gather subscription changes
     reconnect_min = 0.5                     # backoff of outgoing links (seconds)
     reconnect_max = 30
+    tls_ca = "/etc/elvind/federation-ca.pem"  # CA for ewaf:1.0/ssl,none,xdr/... links
 
     [[federation.connect]]                  # links this router dials
     router = "edge"                         # expected router_domain (optional)
@@ -21,6 +22,13 @@ In a router's TOML file this is the ``[federation]`` table that
     router = "other"
     outgoing = false
     incoming = true
+
+TLS: a ``listen`` URL with the ssl protocol stack
+(``ewaf:1.0/ssl,none,xdr/0.0.0.0:2917``) is served with the router's
+``tls-cert`` / ``tls-key``; a ``connect`` URL with it verifies the peer's
+certificate (and that it names the URL's host) against ``tls_ca``, or the
+system's trust store when ``tls_ca`` is not set. Peers are never accepted
+unverified: routers with self-signed certificates need ``tls_ca``.
 
 Filters: ``true`` lets everything through, ``false`` nothing, a string is a
 subscription expression (``"true"``/``"false"`` strings work too, as in
@@ -42,6 +50,7 @@ adds the file and line).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -138,9 +147,15 @@ class FederationConfig:
     reconnect_max: float = 30.0
     connect_timeout: float = 10.0
     keepalive: float = 60.0               # TestConn after this long without traffic
-    request_timeout: float = 20.0         # ConfConn / handshake reply deadline
+    request_timeout: float = 20.0         # handshake / FedSubReplace reply deadline
+    request_retries: int = 1              # FedSubReplace resends before the link is closed
     max_routing: int = 64                 # longer routing lists are a protocol violation
     max_disjuncts: int = 10000            # larger pull filters are sent as TRUE
+    #: PEM file of the CA certificate(s) that routers dialled over TLS
+    #: (``ewaf:1.0/ssl,none,xdr/host:port``) must present a certificate from;
+    #: None = the system's default trust store. The peer's certificate and
+    #: host name are always verified (there is no unverified mode).
+    tls_ca: str | None = None
 
     @property
     def enabled(self) -> bool:
@@ -159,9 +174,6 @@ class FederationConfig:
             except (URIError, TypeError) as exc:
                 raise FederationConfigError(f"federation.listen[{i}]",
                                             f"bad federation URL: {exc}") from None
-            if parsed.secure:
-                raise FederationConfigError(f"federation.listen[{i}]",
-                                            "TLS federation links are not supported")
         seen: set[str] = set()
         for i, spec in enumerate(self.connect):
             key = f"federation.connect[{i + 1}]"
@@ -199,6 +211,16 @@ class FederationConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise FederationConfigError(f"federation.{name}",
                                             f"must be a positive integer, not {value!r}")
+        if self.tls_ca is not None:
+            if not isinstance(self.tls_ca, str) or not self.tls_ca:
+                raise FederationConfigError("federation.tls_ca", "must be a file name")
+            if not os.path.isfile(self.tls_ca):
+                raise FederationConfigError("federation.tls_ca",
+                                            f"CA file {self.tls_ca!r}: no such file")
+        value = self.request_retries
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise FederationConfigError("federation.request_retries",
+                                        f"must be a whole number (0 or more), not {value!r}")
         return self
 
     @staticmethod
@@ -219,7 +241,7 @@ _TOP = {"router_domain": str, "listen": (str, list), "accept_any": bool,
         "debounce": (int, float), "reconnect_min": (int, float),
         "reconnect_max": (int, float), "connect_timeout": (int, float),
         "keepalive": (int, float), "request_timeout": (int, float),
-        "max_routing": int, "max_disjuncts": int}
+        "request_retries": int, "max_routing": int, "max_disjuncts": int, "tls_ca": str}
 
 
 def federation_from_dict(data: Mapping[str, Any],

@@ -35,6 +35,17 @@ or is longer than ``max_routing``, a wrong protocol version or an unknown
 domain get a Nack (for a request) or a Disconn (reason 4) and the link is
 closed, with the reason logged; clients of the router never notice.
 
+Dead peers: TestConn after ``keepalive`` seconds of silence, and the link
+is closed when the peer says nothing for another ``keepalive``; a
+FedSubReplace not acknowledged within ``request_timeout`` is resent
+``request_retries`` times (as Avis does) and then the link is closed
+("request timeout" in the log). Outgoing links are redialled.
+
+TLS: ``ewaf:1.0/ssl,none,xdr/host:port`` listeners serve the router's
+``tls-cert``/``tls-key``; outgoing TLS links verify the peer against
+``tls_ca`` (default: the system trust store; never unverified), and a failed
+handshake is logged once per link with its URL.
+
 Statistics (``FederationService.stats`` and each link's ``stats``) count
 FedNotify packets sent and received, so tests can check where traffic went.
 """
@@ -47,6 +58,7 @@ import itertools
 import logging
 import random
 import socket
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -140,6 +152,11 @@ class Link(asyncio.Protocol):
         self._replace_task: asyncio.Task | None = None
         self.sent_pull: bytes | None = None           # encoding of the last one we sent
         self.acked_pull = False
+        self._pull_sent: PullFilter = False           # ... and the filter itself (retries)
+        self._pull_xid = 0                            # xid of the latest FedSubReplace
+        #: requests awaiting an Ack/Nack: xid -> (deadline on the loop clock, attempt)
+        self._requests: dict[int, tuple[float, int]] = {}
+        self._request_timer: asyncio.TimerHandle | None = None
         self.established = False
         self.stats = FederationStats()
         self.closed = asyncio.get_running_loop().create_future()
@@ -232,9 +249,64 @@ class Link(asyncio.Protocol):
             return
         self.sent_pull = encoded
         self.acked_pull = False
-        self._send(FedSubReplace(next(self._xids), pull))
+        self._pull_sent = pull
+        self._send_sub_replace(0)
+
+    def _send_sub_replace(self, attempt: int) -> None:
+        xid = self._pull_xid = next(self._xids)
+        self._send(FedSubReplace(xid, self._pull_sent))
         self.stats.sub_replace_sent += 1
         self.service.stats.sub_replace_sent += 1
+        self._track_request(xid, attempt)
+
+    # -- request timeouts ------------------------------------------------------------
+    # FedSubReplace is the only request a linked router sends (the handshake's
+    # FedConnRqst has its own deadline, TestConn is the keepalive's business).
+    # Avis's Link answers a FedSubReplace timeout (Federation.Request-Timeout,
+    # 20 s) by logging a warning and sending the subscription again, forever,
+    # leaving dead peers to the liveness check. We retry the same way
+    # (``request_retries`` times, default 1) and then give up: the link is
+    # closed with a warning saying why, and an outgoing link is redialled by
+    # its _Connector (a peer that keeps up TCP and TestConn but never answers
+    # a request would otherwise never get our pull filter, silently).
+    def _track_request(self, xid: int, attempt: int) -> None:
+        loop = asyncio.get_running_loop()
+        timeout = self.service.config.request_timeout
+        self._requests[xid] = (loop.time() + timeout, attempt)
+        if self._request_timer is None:
+            self._request_timer = loop.call_later(timeout, self._requests_due)
+
+    def _requests_due(self) -> None:
+        self._request_timer = None
+        if self.state != LINKED:
+            return
+        config = self.service.config
+        loop = asyncio.get_running_loop()
+        now = loop.time() + 0.001     # asyncio may run a timer a clock tick early
+        for xid, (deadline, attempt) in list(self._requests.items()):
+            if deadline > now:
+                break
+            del self._requests[xid]
+            if xid != self._pull_xid:
+                continue          # superseded by a later FedSubReplace, itself pending
+            if attempt < config.request_retries:
+                log.warning("federation peer %r (%s) did not answer FedSubReplace "
+                            "(xid %d) within %g s; sending it again", self.remote_domain,
+                            self.peer, xid, config.request_timeout)
+                self._send_sub_replace(attempt + 1)
+                continue
+            log.warning("federation peer %r (%s) did not answer FedSubReplace within %g s "
+                        "(%d attempts): request timeout; closing the link%s",
+                        self.remote_domain, self.peer, config.request_timeout, attempt + 1,
+                        " (will redial)" if self.role == "connect" else "")
+            self.close(0)
+            return
+        if self._request_timer is not None:       # set by a resend above
+            self._request_timer.cancel()
+            self._request_timer = None
+        if self._requests:
+            first = next(iter(self._requests.values()))[0]
+            self._request_timer = loop.call_at(first, self._requests_due)
 
     def close(self, reason: int = DisconnReason.SHUTDOWN, message: str = "") -> None:
         """Disconn (unless reason is 0) and close after the write buffer drains."""
@@ -257,10 +329,11 @@ class Link(asyncio.Protocol):
         self.close(DisconnReason.PROTOCOL_ERRORS, reason[:200])
 
     def _cancel_timers(self) -> None:
-        for handle in (self._timer, self._keepalive):
+        for handle in (self._timer, self._keepalive, self._request_timer):
             if handle is not None:
                 handle.cancel()
-        self._timer = self._keepalive = None
+        self._timer = self._keepalive = self._request_timer = None
+        self._requests.clear()
         if self._replace_task is not None:
             self._replace_task.cancel()
             self._replace_task = None
@@ -386,7 +459,9 @@ class Link(asyncio.Protocol):
         elif isinstance(packet, FedSubReplace):
             self._fed_sub_replace(packet)
         elif isinstance(packet, Ack):
-            self.acked_pull = True
+            if self._requests.pop(packet.xid, None) is not None and \
+                    packet.xid == self._pull_xid:
+                self.acked_pull = True
         elif isinstance(packet, Nack):
             log.warning("federation peer %r rejected our request (Nack %d: %s); closing",
                         self.remote_domain, packet.error, packet.message)
@@ -499,7 +574,17 @@ class _Connector:
         self.service = service
         self.spec = spec
         self.link: Link | None = None
+        self._reported = ""          # the last failure logged as a warning
         self.task = asyncio.get_running_loop().create_task(self._run())
+
+    def _failed(self, problem: str) -> None:
+        """Log a TLS failure as a warning once (repeats at debug level)."""
+        message = f"federation link to {self.spec.url}: {problem}"
+        if message != self._reported:
+            self._reported = message
+            log.warning("%s; will retry", message)
+        else:
+            log.debug("%s", message)
 
     async def _run(self) -> None:
         service = self.service
@@ -509,18 +594,30 @@ class _Connector:
         loop = asyncio.get_running_loop()
         while not service.stopping:
             link = None
+            tls: dict[str, Any] = {}
             try:
+                if uri.secure:
+                    tls = {"ssl": service.client_ssl(), "server_hostname": host,
+                           "ssl_handshake_timeout": service.config.connect_timeout}
                 _t, link = await asyncio.wait_for(
                     loop.create_connection(lambda: Link(service, "connect", self.spec),
-                                           host, uri.port),
+                                           host, uri.port, **tls),
                     service.config.connect_timeout)
+            except ssl.SSLError as exc:
+                detail = exc.reason or str(exc)
+                if isinstance(exc, ssl.SSLCertVerificationError):
+                    detail = f"certificate verify failed: {exc.verify_message or detail}"
+                self._failed(f"TLS handshake failed: {detail}")
             except (TimeoutError, OSError) as exc:
                 log.debug("federation connect to %s failed: %s", self.spec.url, exc)
+            except Exception as exc:       # RouterStartError: tls_ca cannot be loaded
+                self._failed(str(exc))
             if link is not None:
                 self.link = link
                 was_linked = await link.closed
                 self.link = None
                 if was_linked:
+                    self._reported = ""
                     delay = service.config.reconnect_min
             if service.stopping:
                 return
@@ -551,6 +648,8 @@ class FederationService:
         self.links: set[Link] = set()              # every open connection
         self.linked: dict[str, Link] = {}          # established, by remote domain
         self._servers: list[asyncio.AbstractServer] = []
+        self._tls_servers: set[asyncio.AbstractServer] = set()
+        self._client_ssl: tuple[str | None, ssl.SSLContext] | None = None
         self._connectors: list[_Connector] = []
         self._local: dict[Any, None] = {}
         self._flush: asyncio.TimerHandle | None = None
@@ -562,19 +661,11 @@ class FederationService:
         engine = self.router.engine
         self._local = dict.fromkeys(engine.predicate_asts())
         engine.pred_listener = self._local_changed
-        loop = asyncio.get_running_loop()
         try:
             for uri in self.config.listen:
-                parsed = parse_ewaf_uri(uri)
-                host = None if parsed.host in ("", "*") else parsed.host.strip("[]")
-                try:
-                    server = await loop.create_server(lambda: Link(self, "accept"), host,
-                                                      parsed.port, reuse_address=True)
-                except OSError as exc:
-                    from elvin.router.server import RouterStartError
-                    raise RouterStartError(f"cannot listen for federation on {uri}: "
-                                           f"{exc.strerror or exc}") from None
-                self._servers.append(server)
+                await self._listen(uri)
+            if any(parse_ewaf_uri(spec.url).secure for spec in self.config.connect):
+                self.client_ssl()          # a bad tls_ca stops the start, clearly
         except BaseException:
             await self._close_servers()
             raise
@@ -604,8 +695,66 @@ class FederationService:
         for link in list(self.links):
             link.abort()
 
+    async def _listen(self, uri: str) -> None:
+        """Listen on one ``federation.listen`` URL (RouterStartError if not)."""
+        from elvin.router.server import RouterStartError
+
+        parsed = parse_ewaf_uri(uri)
+        host = None if parsed.host in ("", "*") else parsed.host.strip("[]")
+        context = self._server_ssl(uri) if parsed.secure else None
+        try:
+            server = await asyncio.get_running_loop().create_server(
+                lambda: Link(self, "accept"), host, parsed.port, reuse_address=True,
+                ssl=context,
+                ssl_handshake_timeout=self.config.connect_timeout if context else None)
+        except OSError as exc:
+            raise RouterStartError(f"cannot listen for federation on {uri}: "
+                                   f"{exc.strerror or exc}") from None
+        self._servers.append(server)
+        if context is not None:
+            self._tls_servers.add(server)
+
+    def _server_ssl(self, uri: str) -> ssl.SSLContext:
+        """The TLS context of a federation listener: the router's certificate
+        and key (``tls-cert`` / ``tls-key``), as for client TLS listeners."""
+        from elvin.router.server import RouterStartError
+
+        config = self.router.config
+        cert, key = getattr(config, "tls_cert", None), getattr(config, "tls_key", None)
+        if not cert or not key:
+            raise RouterStartError(f"federation listener {uri} uses TLS (ssl): give the "
+                                   "router's --tls-cert and --tls-key")
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        try:
+            context.load_cert_chain(cert, key)
+        except (OSError, ssl.SSLError) as exc:
+            raise RouterStartError(f"federation listener {uri}: cannot load TLS certificate "
+                                   f"{cert!r} / key {key!r}: {exc}") from None
+        return context
+
+    def client_ssl(self) -> ssl.SSLContext:
+        """The TLS context for dialling ``ewaf:1.0/ssl,none,xdr/...`` links:
+        the peer's certificate must chain to ``tls_ca`` (or, without it, to the
+        system's trust store) and name the URL's host. There is deliberately
+        no unverified mode: a self-signed peer needs ``tls_ca``.
+        RouterStartError naming the file if it cannot be loaded."""
+        ca = self.config.tls_ca
+        if self._client_ssl is not None and self._client_ssl[0] == ca:
+            return self._client_ssl[1]
+        try:
+            context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca)
+        except (OSError, ssl.SSLError) as exc:
+            from elvin.router.server import RouterStartError
+            links = ", ".join(spec.url for spec in self.config.connect
+                              if parse_ewaf_uri(spec.url).secure)
+            raise RouterStartError(f"federation.tls_ca {ca!r} (for {links}): cannot load "
+                                   f"the CA certificate(s): {exc}") from None
+        self._client_ssl = (ca, context)
+        return context
+
     async def _close_servers(self) -> None:
         servers, self._servers = self._servers, []
+        self._tls_servers.clear()
         for server in servers:
             server.close()
         for server in servers:
@@ -620,6 +769,7 @@ class FederationService:
         are closed, and every link's filters are replaced."""
         old = self.config
         self.config = config
+        self._client_ssl = None          # tls_ca may have changed (file or contents)
         if config.router_domain and config.router_domain != self.domain:
             log.info("federation: router domain changes from %r to %r: relinking",
                      self.domain, config.router_domain)
@@ -629,15 +779,11 @@ class FederationService:
                 link.close(DisconnReason.SHUTDOWN, "router domain changed")
         if list(config.listen) != list(old.listen):
             await self._close_servers()
-            loop = asyncio.get_running_loop()
             for uri in config.listen:
-                parsed = parse_ewaf_uri(uri)
-                host = None if parsed.host in ("", "*") else parsed.host.strip("[]")
                 try:
-                    self._servers.append(await loop.create_server(
-                        lambda: Link(self, "accept"), host, parsed.port, reuse_address=True))
-                except OSError as exc:
-                    log.error("federation: cannot listen on %s: %s", uri, exc)
+                    await self._listen(uri)
+                except Exception as exc:        # RouterStartError
+                    log.error("federation: %s", exc)
         keep: list[_Connector] = []
         wanted = list(config.connect)
         for connector in self._connectors:
@@ -672,7 +818,8 @@ class FederationService:
             for sock in server.sockets or ():
                 host, port = sock.getsockname()[:2]
                 shown = f"[{host}]" if ":" in host else host
-                url = f"ewaf://{shown}:{port}"
+                url = (f"ewaf:1.0/ssl,none,xdr/{shown}:{port}" if server in self._tls_servers
+                       else f"ewaf://{shown}:{port}")
                 if url not in out:
                     out.append(url)
         return out

@@ -105,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     federation.add_argument("--federation-accept-any", action="store_true", default=None,
                             help="accept links from routers not listed in [federation] "
                                  "accept (everything allowed both ways)")
+    federation.add_argument("--federation-tls-ca", metavar="FILE",
+                            help="PEM CA certificate(s) to verify routers dialled over TLS "
+                                 "(ewaf:1.0/ssl,none,xdr/host:port); default: the system's "
+                                 "trust store")
     parser.add_argument("--version", action="version", version=f"elvind {VERSION}")
     return parser
 
@@ -115,7 +119,8 @@ def apply_federation_flags(config: RouterConfig, args: argparse.Namespace) -> Ro
     connect = getattr(args, "federation_connect", None)
     domain = getattr(args, "federation_domain", None)
     accept_any = getattr(args, "federation_accept_any", None)
-    if not (listen or connect or domain or accept_any):
+    tls_ca = getattr(args, "federation_tls_ca", None)
+    if not (listen or connect or domain or accept_any or tls_ca):
         return config
     import dataclasses
 
@@ -130,6 +135,8 @@ def apply_federation_flags(config: RouterConfig, args: argparse.Namespace) -> Ro
         fed.router_domain = domain
     if accept_any:
         fed.accept_any = True
+    if tls_ca:
+        fed.tls_ca = tls_ca
     config.federation = fed
     return config
 

@@ -51,6 +51,7 @@ from elvin.federation.config import (
     FederationConfigError,
     federation_from_dict,
     federation_line,
+    parse_ewaf_uri,
 )
 from elvin.protocol import ElvinURI, URIError, parse_uri
 from elvin.router.options import DROP_POLICIES, INT_OPTIONS, OptionRanges
@@ -143,6 +144,10 @@ class RouterConfig:
                 self.federation.validate()
             except FederationConfigError as exc:
                 raise ConfigError(f"{source}: {exc}") from None
+            for i, uri in enumerate(self.federation.listen):
+                if parse_ewaf_uri(uri).secure and not (self.tls_cert and self.tls_key):
+                    raise ConfigError(f"{source}: federation.listen[{i}] {uri!r} uses TLS "
+                                      "(ssl): give the router's --tls-cert and --tls-key")
         if self.mobility_quota < 1 or self.mobility_expiry <= 0:
             raise ConfigError(f"{source}: mobility-quota must be at least 1 and "
                               "mobility-expiry positive")

@@ -17,7 +17,9 @@ list of ``(a, b)`` pairs with ``a > b``: router ``a`` dials router ``b``
 (default: the chain ``(1, 0), (2, 1), ...``). Every router accepts exactly
 the routers that dial it. ``filters[(a, b)]`` may give ``a_out``, ``a_in``,
 ``b_out``, ``b_in`` (True, False or an expression) for that link; the
-default lets everything through. ``settings`` go to every router's
+default lets everything through. ``fed_listen`` is the URL every router
+listens on (``ewaf:1.0/ssl,none,xdr/127.0.0.1:0`` for TLS links, with
+``router_settings`` giving ``tls_cert``/``tls_key``). ``settings`` go to every router's
 ``FederationConfig`` (``debounce``, ``reconnect_min``...), so the tests run
 with a small debounce and fast reconnects.
 """
@@ -33,7 +35,8 @@ from elvin.federation.config import AcceptSpec, ConnectSpec, FederationConfig
 from elvin.router.config import RouterConfig
 from elvin.router.embedded import EmbeddedRouter
 
-__all__ = ["fed_stats", "federated_routers", "link_stats", "linked_domains", "remote_pull",
+__all__ = ["RawFederator", "RawListener", "fed_stats", "federated_routers", "link_stats",
+           "linked_domains", "remote_pull", "single_router",
            "stop_all", "wait_linked",
            "wait_until", "await_until"]
 
@@ -43,6 +46,7 @@ FAST = {"debounce": 0.01, "reconnect_min": 0.05, "reconnect_max": 0.5}
 def federated_routers(n: int, links: Iterable[tuple[int, int]] | None = None,
                       filters: Mapping[tuple[int, int], Mapping[str, Any]] | None = None,
                       router_settings: Mapping[str, Any] | None = None,
+                      fed_listen: str = "ewaf://127.0.0.1:0",
                       **settings: Any) -> list[EmbeddedRouter]:
     links = list(links) if links is not None else [(i, i - 1) for i in range(1, n)]
     filters = filters or {}
@@ -64,7 +68,7 @@ def federated_routers(n: int, links: Iterable[tuple[int, int]] | None = None,
                 elif b == i:
                     accept.append(AcceptSpec(f"r{a}", outgoing=f.get("b_out", True),
                                              incoming=f.get("b_in", True)))
-            fed = FederationConfig(router_domain=f"r{i}", listen=["ewaf://127.0.0.1:0"],
+            fed = FederationConfig(router_domain=f"r{i}", listen=[fed_listen],
                                    connect=connect, accept=accept, **fed_settings)
             config = RouterConfig(federation=fed, discovery=False,
                                   **dict(router_settings or {}))
@@ -241,3 +245,68 @@ class RawFederator:
             await asyncio.wait_for(self.writer.wait_closed(), 2)
         except Exception:
             pass
+
+
+class RawListener:
+    """A raw federation peer that routers dial: ``accept()`` gives the next
+    incoming connection as a ``RawFederator``; ``accept_linked(domain)``
+    also answers its FedConnRqst as router ``domain``. ``ssl`` is an
+    ``ssl.SSLContext`` for a TLS listener."""
+
+    def __init__(self) -> None:
+        self.accepted: asyncio.Queue[RawFederator] = asyncio.Queue()
+        self.server: asyncio.AbstractServer | None = None
+        self.port = 0
+        self.url = ""
+
+    @classmethod
+    async def start(cls, ssl: Any = None) -> RawListener:
+        listener = cls()
+
+        async def on_connection(reader: asyncio.StreamReader,
+                                writer: asyncio.StreamWriter) -> None:
+            await listener.accepted.put(RawFederator(reader, writer))
+
+        listener.server = await asyncio.start_server(on_connection, "127.0.0.1", 0, ssl=ssl)
+        listener.port = listener.server.sockets[0].getsockname()[1]
+        scheme = "ewaf:1.0/ssl,none,xdr/" if ssl is not None else "ewaf://"
+        listener.url = f"{scheme}127.0.0.1:{listener.port}"
+        return listener
+
+    async def accept(self, timeout: float = 10.0) -> RawFederator:
+        return await asyncio.wait_for(self.accepted.get(), timeout)
+
+    async def accept_linked(self, domain: str, timeout: float = 10.0) -> RawFederator:
+        from elvin.federation.packets import FedConnRply, FedConnRqst
+
+        peer = await self.accept(timeout)
+        rqst = await peer.expect(FedConnRqst, timeout)
+        peer.send(FedConnRply(rqst.xid, domain))
+        peer.remote_domain = rqst.router_domain
+        return peer
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            try:
+                await asyncio.wait_for(self.server.wait_closed(), 2)
+            except Exception:
+                pass
+        while not self.accepted.empty():
+            await self.accepted.get_nowait().close()
+
+
+def single_router(domain: str = "r0", connect: Iterable[str] = (),
+                  accept: Iterable[str] = (), listen: bool = False,
+                  router_settings: Mapping[str, Any] | None = None,
+                  **settings: Any) -> EmbeddedRouter:
+    """One router ``domain`` dialling the ``connect`` URLs (any router domain
+    answering) and accepting the router domains in ``accept`` (listening on
+    loopback when there are any, or with ``listen``)."""
+    fed = FederationConfig(
+        router_domain=domain,
+        listen=["ewaf://127.0.0.1:0"] if (listen or accept) else [],
+        connect=[ConnectSpec(url) for url in connect],
+        accept=[AcceptSpec(name) for name in accept], **{**FAST, **settings})
+    config = RouterConfig(federation=fed, discovery=False, **dict(router_settings or {}))
+    return EmbeddedRouter(config=config).start()
