@@ -69,7 +69,8 @@ class Router:
         self._stopping = False
         self.compile = functools.lru_cache(maxsize=4096)(compile_subscription)
         self.engine.watch(STATS_ATTRIBUTE, self._stats_watch)
-        #: the traffic archive writer while running with ``archive`` set, else
+        #: the traffic archive's ArchiveProcess (elvin.pipeline.archive_process)
+        #: while running with ``archive`` set, else
         #: None (``deliver`` tests only this, so the archive costs nothing when off)
         self.archive: Any = None
         #: the FederationService (elvin.federation) while ``config.federation``
@@ -385,48 +386,50 @@ class Router:
 
     # -- traffic archive ---------------------------------------------------------------
     def _open_archive(self, directory: str) -> None:
-        """Start the archive writer (its own thread does the Parquet writing),
-        and prove the directory writable now rather than at the first flush."""
-        # imported here: pyarrow is only loaded by a router that archives
-        from elvin.pipeline.archive import ArchiveError, ArchiveRecord, ArchiveWriter
+        """Check the directory (errors name it, before listening) and start the
+        archive's child process (elvin.pipeline.archive_process: the Parquet
+        writing does not share this process's GIL)."""
+        from elvin.pipeline.archive_process import ArchiveProcess, ArchiveProcessError
 
         try:
-            writer = ArchiveWriter(directory)
-        except ArchiveError as exc:
+            archive = ArchiveProcess(directory)
+        except ArchiveProcessError as exc:
             raise RouterStartError(str(exc)) from None
-        probe = writer.directory / f".elvind-probe-{os.getpid()}"
         try:
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as exc:
-            writer.close()
-            raise RouterStartError(f"cannot write in archive directory {directory}: "
-                                   f"{exc.strerror or exc}") from None
+            archive.start(asyncio.get_running_loop())
+        except Exception as exc:
+            raise RouterStartError(f"cannot start the archive process for {directory}: "
+                                   f"{exc}") from None
         self._producer_ids = weakref.WeakKeyDictionary()
         self._producer_serial = itertools.count(1)
-        self._archive_record = ArchiveRecord
-        self.archive = writer
-        log.info("archiving notifications in %s", writer.directory)
+        self.archive = archive
+        log.info("archiving notifications in %s (writer process %d)", archive.directory,
+                 archive.pid)
 
     async def _close_archive(self) -> None:
-        """Write what is pending (in an executor thread: it blocks) and stop
-        archiving; a failure is logged with the number of rows lost."""
-        writer, self.archive = self.archive, None
-        if writer is None:
+        """Send what is pending to the archive process and wait for it to write
+        everything and exit; rows written or lost are logged."""
+        archive, self.archive = self.archive, None
+        if archive is None:
             return
-        loop = asyncio.get_running_loop()
-        try:
-            await loop.run_in_executor(None, writer.close)
-        except Exception as exc:
-            log.error("archive %s: %s", writer.directory, exc)
+        summary = await archive.close()
+        if summary.written is None:     # the child died: its files are all we have
+            log.error("archive %s: %s; of %d notifications, those it had not written are "
+                      "lost", archive.directory, summary.error, summary.received)
+        elif summary.error or summary.lost:
+            log.error("archive %s: %d notifications written, %d lost: %s",
+                      archive.directory, summary.written, summary.lost, summary.error)
         else:
-            log.info("archive %s: %d notifications written", writer.directory,
-                     writer.rows_written)
+            log.info("archive %s: %d notifications written", archive.directory,
+                     summary.written)
+        if summary.dropped:
+            log.warning("archive %s: %d notifications not archived (writer was behind)",
+                        archive.directory, summary.dropped)
 
     def _archive(self, attrs: dict, block: bytes | None, insecure: dict, secure: dict,
                  producer: Any) -> None:
-        """Queue one archive row (a list append under a lock; the writer thread
-        converts and writes). Counts come from ``engine.match``'s result before
+        """Queue one archive row: a tuple for the archive process (which decodes
+        ``block``). Counts come from ``engine.match``'s result before
         ``deliver`` consumes it: a client is a session with any matching id."""
         if secure:
             clients = len(insecure.keys() | secure.keys())
@@ -437,13 +440,13 @@ class Router:
             subscriptions = sum(map(len, insecure.values()))
         if producer is not None and not isinstance(producer, str):
             producer = self._producer_id(producer)
-        if not self.archive.append(self._archive_record(
-                attrs, producer, subscriptions, clients, bool(secure),
-                None if block is None else len(block), time.time())):
-            dropped = self.archive.dropped_rows
-            if dropped == 1 or dropped % 10_000 == 0:   # say so, but never flood the log
-                log.warning("archive %s: writer is behind, %d notifications not archived "
-                            "so far", self.archive.directory, dropped)
+        if type(block) is not bytes:
+            try:
+                block = encode_attributes(attrs) if block is None else bytes(block)
+            except ValueError:
+                block = attrs       # not encodable: the child takes the dict itself
+        self.archive.append((time.time(), producer, subscriptions, clients, bool(secure),
+                             block))
 
     def _producer_id(self, session: Any) -> str:
         """``N/host:port``: N numbers the producing channels of this router run

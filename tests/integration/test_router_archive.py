@@ -207,3 +207,52 @@ async def test_unwritable_archive_as_root_is_a_startup_error():
                        match="cannot create archive directory /proc/elvin-archive-test"):
         await router.start()
     assert router.ports == []
+
+
+async def test_archive_child_process_is_complete_after_stop(make_router, tmp_path):
+    # the Parquet writing happens in a child process (not sharing the router's
+    # GIL); Router.stop sends it the rows still buffered and waits for it
+    archive = tmp_path / "archive"
+    router = make_router(archive=str(archive))
+    pid = router.router.archive.pid
+    assert pid is not None and pid != os.getpid()
+    count = 3000        # several batches for the pipe, many rows still buffered at stop
+    received: list = []
+    async with connect(router.url) as consumer, connect(router.url) as producer:
+        await consumer.subscribe("require(seq)", listener=received.append)
+        for i in range(count):
+            await producer.send({"seq": i, "big": Int64(-i), "o": b"\x00" * (i % 7)})
+        await wait_for(lambda: len(received) == count)
+    router.stop()
+    with pytest.raises(ProcessLookupError):     # the child exited and was reaped
+        os.kill(pid, 0)
+    rows = read_archive(archive)
+    assert sorted(row["attributes"]["seq"] for row in rows) == list(range(count))
+    for row in rows:
+        attrs = row["attributes"]
+        assert type(attrs["big"]) is Int64 and attrs["big"] == -attrs["seq"]
+        assert attrs["o"] == b"\x00" * (attrs["seq"] % 7)
+        assert (row["subscriptions"], row["clients"], row["secure"]) == (1, 1, False)
+        assert row["size"] == encoded_size(attrs)
+
+
+async def test_killed_archive_process_does_not_stop_routing(make_router, tmp_path, caplog):
+    archive = tmp_path / "archive"
+    router = make_router(archive=str(archive))
+    writer = router.router.archive
+    received: list = []
+    async with connect(router.url) as consumer, connect(router.url) as producer:
+        await consumer.subscribe("require(seq)", listener=received.append)
+        for i in range(10):
+            await producer.send({"seq": i})
+        await wait_for(lambda: len(received) == 10)
+        os.kill(writer.pid, signal.SIGKILL)
+        await wait_for(lambda: writer.dead)
+        for i in range(10, 1010):
+            await producer.send({"seq": i})
+        await wait_for(lambda: len(received) == 1010)
+    assert [n["seq"] for n in received] == list(range(1010))
+    errors = [r for r in caplog.records if "archive writer process" in r.getMessage()]
+    assert len(errors) == 1 and errors[0].levelname == "ERROR"   # said once
+    router.stop()       # no exception: the router stops normally
+    assert writer.lost_rows >= 1000
