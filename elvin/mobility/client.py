@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elvin.client import Notification
+from elvin.client._stream import EventStream
 from elvin.errors import ElvinError
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.mobility import protocol as P
@@ -192,70 +193,54 @@ class MobileSubscription:
         self.keys = keys
         self.closed = False
         self.delivered = 0
-        self.dropped = 0
         self.subscription: Any = None    # the current connection's Subscription
-        self._buffer_size = buffer_size
-        self._items: deque = deque()
-        self._listeners: list[Callable[[Any], object]] = []
-        self._waiter: asyncio.Future | None = None
+        # the same bounded buffer + listeners as elvin.client.Subscription, so
+        # that iterating, get() and drop counting behave exactly alike
+        self._stream = EventStream(buffer_size, "mobile subscription")
 
     def _push(self, notification: Any) -> None:
         self.delivered += 1
-        for fn in list(self._listeners):
-            try:
-                result = fn(notification)
-                if asyncio.iscoroutine(result):
-                    asyncio.ensure_future(result)
-            except Exception:  # noqa: BLE001 - one listener must not stop delivery
-                log.exception("listener %r raised", fn)
-        if self._buffer_size:
-            if len(self._items) >= self._buffer_size:
-                self._items.popleft()
-                self.dropped += 1
-            self._items.append(notification)
-            if self._waiter is not None and not self._waiter.done():
-                self._waiter.set_result(None)
+        self._stream.push(notification)
+
+    def _end(self) -> None:
+        """Closed: iteration ends once what is buffered has been read."""
+        self.closed = True
+        self._stream.end()
+
+    @property
+    def dropped(self) -> int:
+        """Notifications dropped from the iterator buffer (oldest first)."""
+        return self._stream.dropped
 
     def add_listener(self, fn: Callable[[Any], object]) -> None:
-        self._listeners.append(fn)
+        self._stream.add_listener(fn)
 
     def remove_listener(self, fn: Callable) -> None:
-        self._listeners.remove(fn)
+        self._stream.remove_listener(fn)
 
     @property
     def pending(self) -> int:
-        return len(self._items)
+        return self._stream.pending
 
     def get_nowait(self) -> Any:
-        if self._items:
-            return self._items.popleft()
-        raise asyncio.QueueEmpty
+        return self._stream.get_nowait()
 
     async def get(self, timeout: float | None = None) -> Any:
-        async with asyncio.timeout(timeout):
-            while not self._items:
-                if self.closed:
-                    raise P.MobilityError("the subscription is closed", "closed")
-                self._waiter = asyncio.get_running_loop().create_future()
-                await self._waiter
-        return self._items.popleft()
+        """The next notification; SubscriptionClosedError once closed and
+        drained, TimeoutError after ``timeout`` seconds."""
+        return await self._stream.get(timeout)
 
     def __aiter__(self) -> MobileSubscription:
         return self
 
     async def __anext__(self) -> Any:
-        try:
-            return await self.get()
-        except P.MobilityError:
-            raise StopAsyncIteration from None
+        return await self._stream.next()
 
     async def close(self) -> None:
         if self.closed:
             return
-        self.closed = True
+        self._end()
         self.owner._subs.pop(self.id, None)
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
         sub, self.subscription = self.subscription, None
         if sub is not None:
             with contextlib.suppress(ElvinError, OSError):
@@ -362,9 +347,7 @@ class MobileConnection:
         if self._conn is not None:
             await self._conn.close()
         for msub in list(self._subs.values()):
-            msub.closed = True
-            if msub._waiter is not None and not msub._waiter.done():
-                msub._waiter.set_result(None)
+            msub._end()
 
     async def _attach(self, msub: MobileSubscription, conn: Any) -> None:
         msub.subscription = await conn.subscribe(

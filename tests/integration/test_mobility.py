@@ -425,3 +425,24 @@ async def test_a_repeated_download_gets_the_same_buffer_only_with_the_secret(mak
     finally:
         await conn.close()
         await pub.close()
+
+
+async def test_a_mobile_subscription_iterates_and_ends_like_a_subscription(router):
+    """Same buffer semantics as elvin.client.Subscription: bounded (oldest
+    dropped and counted), iteration ends at close, get() then says closed."""
+    from elvin.client import SubscriptionClosedError
+
+    mc = await MobileConnection.open(router.url)
+    try:
+        sub = await mc.subscribe("Kind == 'iter'", buffer_size=3)
+        async with connect(router.url) as producer:
+            await publish(producer, "p", range(5), Kind="iter")
+        await until(lambda: sub.delivered == 5)
+        assert sub.pending == 3 and sub.dropped == 2
+        assert sub.get_nowait()["Seq"] == 2
+        await sub.close()
+        assert [n["Seq"] async for n in sub] == [3, 4]   # drained, then ended
+        with pytest.raises(SubscriptionClosedError):
+            await sub.get(timeout=1)
+    finally:
+        await mc.close()
