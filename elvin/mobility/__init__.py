@@ -67,7 +67,8 @@ and, except ``hello``, ``Mobility.Client`` (the client's unique id):
     packet per subscription, encoded by the client protocol codec (xid = the
     client's id for the subscription, then the expression,
     ``accept_insecure`` and the keys of every scheme, raw key bytes
-    included, exactly as the client subscribes). (A JSON string
+    included, exactly as the client's router matches it: the subscription's
+    keys plus the connection-level subscription keys). (A JSON string
     ``[{"id", "expression", "accept_insecure"}]``, the first version's
     keyless form, is still accepted.) Optional ``Mobility.Quota`` (most
     notifications to buffer) and ``Mobility.Expiry`` (seconds). The proxy
@@ -173,7 +174,14 @@ Beyond the paper
 * Keyed subscriptions move: the proxy subscribes with the client's keys (so
   it buffers secure notifications for them, and only what the keys allow),
   and at the new router the client resubscribes with the keys it kept
-  itself, never with keys taken from the wire. The buffer does not record
+  itself, never with keys taken from the wire. Connection-level keys
+  (``MobileConnection.set_keys``, or those of the wrapped connection) move
+  as well: the router matches a subscription with its own keys plus its
+  connection's subscription keys, so the client merges its connection's
+  subscription keys into every subscription it hands over (the proxy's
+  connection has none of them), and at the new router it sets its
+  connection-level keys again, from its own state, before resubscribing.
+  The buffer does not record
   whether a notification matched securely; the client reports a buffered
   notification as secure when a subscription it matched refuses insecure
   ones (so it can only have matched securely).
@@ -196,8 +204,9 @@ Not protected against:
   client would then send the move-out request (subscriptions and raw keys)
   or the move-in request (the secret) to the attacker, which could collect
   the buffer first. Pinning proxy keys (``ProxyConfig.key`` /
-  ``elvin-mobility-proxy --key-file``, and ``MobileConnection(proxy_keys=
-  ...)`` or ``proxy_key=`` on the request functions) removes the ``hello``
+  ``elvin-mobility-proxy --key-file`` / ``elvind --mobility-key-file``,
+  and ``MobileConnection(proxy_keys=...)`` or ``proxy_key=`` on the
+  request functions) removes the ``hello``
   and this attack; a ticket's key is pinned by the move-out exchange (which
   itself rests on the ``hello`` unless pinned). An active attacker can also
   flood the proxies with requests (a proxy bounds the work it takes on:
@@ -221,8 +230,8 @@ buffer stays at the old proxy until it expires, and
 ``MobileConnection.collect()`` tries again.
 
 Limits: publishing while moved out is the application's business, as in
-the paper; connection-level keys (``Connection.set_keys``) are not moved,
-only the keys given to ``MobileConnection.subscribe``.
+the paper. ``MobileConnection.set_keys`` is refused while moved out (the
+proxy subscribed with the keys the client had when it left).
 """
 
 from elvin.mobility.client import (

@@ -266,6 +266,13 @@ class MobileConnection:
     of a proxy with a configured ``key``): requests to those proxies are sent
     with the pinned key instead of one learnt from a ``hello``, which an
     active attacker could answer (see the ``elvin.mobility`` threat model).
+
+    Connection-level keys (``set_keys``, as ``Connection.set_keys``, or the
+    keys the wrapped connection was opened with) move too: they are the
+    client's own state (``notification_keys``, ``subscription_keys``), the
+    subscription keys go to the proxy at move-out merged into every
+    subscription's own keys (the router combines them the same way), and
+    both are set again on the new connection at move-in.
     """
 
     def __init__(self, connection: Any, *, client_id: str | None = None,
@@ -294,6 +301,11 @@ class MobileConnection:
         self._last_decision: tuple[dict | None, bool] = (None, True)
         self._seen: OrderedDict[Any, tuple[deque, set]] = OrderedDict()
         self._lock = asyncio.Lock()
+        #: connection-level keys: the client's own state, set again on every
+        #: connection it moves to (never taken back from the wire)
+        self.notification_keys: Keys = EMPTY_KEYS
+        self.subscription_keys: Keys = EMPTY_KEYS
+        self._remember_keys(connection)
 
     @classmethod
     async def open(cls, url: str, **kwargs: Any) -> MobileConnection:
@@ -335,6 +347,41 @@ class MobileConnection:
         self._next_id += 1
         self._subs[msub.id] = msub
         return msub
+
+    async def set_keys(self, *, add_notification: Keys | None = None,
+                       del_notification: Keys | None = None,
+                       add_subscription: Keys | None = None,
+                       del_subscription: Keys | None = None) -> None:
+        """Change the connection-level keys (``Connection.set_keys`` on the
+        current connection), and remember them: they move with the client.
+        The subscription keys apply to every subscription, here, at the
+        proxy while away (merged into each subscription's keys) and at the
+        next router; the notification keys to what ``send`` publishes."""
+        async with self._lock:
+            if self.state != "connected" or self._conn is None:
+                raise P.MobilityError(f"cannot set keys while {self.state}", "state")
+            await self._conn.set_keys(add_notification=add_notification,
+                                      del_notification=del_notification,
+                                      add_subscription=add_subscription,
+                                      del_subscription=del_subscription)
+            self._remember_keys(self._conn)
+
+    def _remember_keys(self, conn: Any) -> None:
+        """Keep the connection's connection-level keys as the client's state
+        (they are local: what this client set, never what a router sent)."""
+        notification = getattr(conn, "notification_keys", None)
+        subscription = getattr(conn, "subscription_keys", None)
+        self.notification_keys = notification if isinstance(notification, Keys) else EMPTY_KEYS
+        self.subscription_keys = subscription if isinstance(subscription, Keys) else EMPTY_KEYS
+
+    async def _restore_keys(self, conn: Any) -> None:
+        """Set the remembered connection-level keys on a new connection
+        (those it lacks: adding a key twice is a Nack)."""
+        add_n = self.notification_keys - conn.notification_keys
+        add_s = self.subscription_keys - conn.subscription_keys
+        if add_n or add_s:
+            await conn.set_keys(add_notification=add_n if add_n else None,
+                                add_subscription=add_s if add_s else None)
 
     async def send(self, notification: Mapping[str, Any], **kwargs: Any) -> bool:
         """Publish through the current router. Publishing while moved out is
@@ -440,7 +487,14 @@ class MobileConnection:
             if self.state != "connected" or self._conn is None:
                 raise P.MobilityError(f"cannot move out while {self.state}", "state")
             conn = self._conn
-            specs = [P.SubscriptionSpec(m.id, m.expression, m.accept_insecure, m.keys)
+            # keys set on the connection directly count too: they are its own
+            self._remember_keys(conn)
+            # The router matches each subscription with its keys plus the
+            # connection's subscription keys; the proxy's connection has none
+            # of the client's, so each subscription carries both.
+            conn_keys = self.subscription_keys
+            specs = [P.SubscriptionSpec(m.id, m.expression, m.accept_insecure,
+                                        m.keys | conn_keys if conn_keys else m.keys)
                      for m in self._subs.values()]
             proxy = self.proxy or conn.url
             ticket = await request_move_out(conn, specs, client_id=self.client_id,
@@ -518,6 +572,8 @@ class MobileConnection:
             self.state = "moving-in"
             entries: list[P.Entry] = []
             try:
+                # the connection-level keys first, from the client's state
+                await self._restore_keys(connection)
                 await asyncio.gather(*(self._attach(m, connection)
                                        for m in self._subs.values()))
                 if not abbreviated:

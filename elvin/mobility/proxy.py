@@ -35,6 +35,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from elvin.errors import ElvinError, SubscriptionError
@@ -45,7 +46,7 @@ from elvin.protocol import URIError, parse_uri
 
 log = logging.getLogger("elvin.mobility")
 
-__all__ = ["MobilityProxy", "ProxyConfig", "main"]
+__all__ = ["MobilityProxy", "ProxyConfig", "load_key_file", "main"]
 
 #: Requests (and ping answers) being handled at once; beyond, new ones are
 #: dropped and counted in ``stats["overload"]``.
@@ -87,6 +88,23 @@ class ProxyConfig:
         if self.key is not None and (not isinstance(self.key, bytes) or not self.key):
             raise ValueError("a mobility proxy key must be non-empty bytes")
         return self
+
+
+def load_key_file(path: str | Path) -> bytes:
+    """Read a proxy's raw private key from ``path``: the file's bytes, as
+    they are (``elvin-mobility-proxy --key-file`` and ``elvind
+    --mobility-key-file`` / ``mobility-key-file``). Raises ``ValueError``
+    naming the file and what is wrong with it (missing, unreadable, empty)."""
+    try:
+        with open(path, "rb") as f:
+            key = f.read()
+    except OSError as exc:
+        raise ValueError(f"cannot read mobility key file {str(path)!r}: "
+                         f"{exc.strerror or exc}") from None
+    if not key:
+        raise ValueError(f"mobility key file {str(path)!r} is empty (it must hold the "
+                         "proxy's raw private key, its bytes as they are)")
+    return key
 
 
 def canonical(name: str) -> str:
@@ -182,7 +200,8 @@ class MobilityProxy:
             accept_insecure=True, buffer_size=0, listener=self._on_request))
         self._subs.append(await self.connection.subscribe(
             f"{P.PING} == \"request\" && ({names})", buffer_size=0, listener=self._on_ping))
-        log.info("mobility proxy %r serving at %s", self.id, self.connection.url)
+        log.info("mobility proxy %r serving at %s (public key %s)", self.id,
+                 self.connection.url, self.public_key.hex())
         return self
 
     async def stop(self) -> None:
@@ -512,7 +531,8 @@ async def start_in_router(router: Any) -> MobilityProxy:
     """Start a proxy as an internal client of ``router`` (an
     ``elvin.router.server.Router`` that has started), over loopback through
     the public client API like any other client. It answers to every URL the
-    router listens on."""
+    router listens on. Its key comes from the router's ``mobility_key_file``
+    (``load_key_file``), else it is random."""
     urls = [u for u in router.urls if "/ssl," not in u]
     if not urls:
         raise RuntimeError("the mobility proxy needs a plain TCP listen URI")
@@ -525,9 +545,11 @@ async def start_in_router(router: Any) -> MobilityProxy:
     for host in ("127.0.0.1", "localhost"):
         aliases.add(f"elvin://{host}:{port}")
     conf = router.config
+    key_file = getattr(conf, "mobility_key_file", None)
     config = ProxyConfig(id=getattr(conf, "mobility_id", None) or url, aliases=tuple(aliases),
                          quota=getattr(conf, "mobility_quota", ProxyConfig.quota),
-                         expiry=getattr(conf, "mobility_expiry", ProxyConfig.expiry))
+                         expiry=getattr(conf, "mobility_expiry", ProxyConfig.expiry),
+                         key=load_key_file(key_file) if key_file else None)
     return await MobilityProxy(url, config).start()
 
 
@@ -585,10 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s elvin-mobility-proxy %(levelname)s: %(message)s")
     url = args.elvin or os.environ.get("ELVIN_URL") or "elvin://127.0.0.1:2917"
     try:
-        key = None
-        if args.key_file:
-            with open(args.key_file, "rb") as f:
-                key = f.read()
+        key = load_key_file(args.key_file) if args.key_file else None
         config = ProxyConfig(id=args.id, aliases=tuple(args.alias), quota=args.quota,
                              expiry=args.expiry, max_clients=args.max_clients,
                              key=key).validate()

@@ -90,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
                           help="most notifications buffered per client (default 10000)")
     mobility.add_argument("--mobility-expiry", metavar="SECONDS", type=float,
                           help="seconds an unclaimed buffer is kept (default 3600)")
+    mobility.add_argument("--mobility-key-file", metavar="FILE",
+                          help="the proxy's raw private key (the file's bytes, as "
+                               "elvin-mobility-proxy --key-file): a stable public key "
+                               "that clients can pin (default: a new random key at "
+                               "each start)")
     federation = parser.add_argument_group(
         "federation", "Links to other routers (Elvin Federation Protocol, ewaf://host:port, "
         "default port 2916); the [federation] table of --config (as written by "
@@ -149,7 +154,7 @@ def make_config(args: argparse.Namespace) -> RouterConfig:
                  "archive", "discovery", "discovery_scope", "discovery_default",
                  "discovery_address", "discovery_port", "discovery_interface",
                  "max_connections", "redirect_to",
-                 "mobility", "mobility_quota", "mobility_expiry"):
+                 "mobility", "mobility_quota", "mobility_expiry", "mobility_key_file"):
         value = getattr(args, name)
         if value is not None:
             setattr(config, name, value)
@@ -222,6 +227,9 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
     fed_urls = router.federation.urls if router.federation is not None else []
     print(f"elvind {VERSION} listening on {' '.join(router.urls + fed_urls)}",
           file=sys.stderr, flush=True)
+    if router.mobility is not None:
+        print(f"elvind: mobility proxy {router.mobility.id!r} (public key "
+              f"{router.mobility.public_key.hex()})", file=sys.stderr, flush=True)
     await router.serve_forever()
     if stopping:
         await stopping[0]

@@ -15,6 +15,7 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     mobility = true               # run a mobility proxy in the router (elvin.mobility)
     mobility-quota = 10000        # notifications buffered per moved-out client
     mobility-expiry = 3600        # seconds an unclaimed buffer is kept
+    mobility-key-file = "/etc/elvind/mobility.key"  # proxy's raw private key (pinnable)
     archive = "/var/lib/elvind/archive"  # traffic archive (Parquet), off by default
     discovery = true              # answer router discovery (SvrRqst) on UDP
     discovery-scope = ""          # scope name advertised (no ':')
@@ -106,10 +107,13 @@ class RouterConfig:
     redirect_to: str | None = None
     #: run a mobility proxy (elvin.mobility) inside the router, as a client
     #: of it over loopback; quota = most notifications buffered per client,
-    #: expiry = seconds an unclaimed buffer is kept
+    #: expiry = seconds an unclaimed buffer is kept; key file = the proxy's
+    #: raw private key (the file's bytes, as ``elvin-mobility-proxy
+    #: --key-file``), so that clients can pin its public key (default: random)
     mobility: bool = False
     mobility_quota: int = 10_000
     mobility_expiry: float = 3600.0
+    mobility_key_file: str | None = None
     #: router federation (elvin.federation.config), None = off
     federation: FederationConfig | None = None
 
@@ -151,6 +155,12 @@ class RouterConfig:
         if self.mobility_quota < 1 or self.mobility_expiry <= 0:
             raise ConfigError(f"{source}: mobility-quota must be at least 1 and "
                               "mobility-expiry positive")
+        if self.mobility_key_file is not None:
+            from elvin.mobility.proxy import load_key_file
+            try:
+                load_key_file(self.mobility_key_file)
+            except ValueError as exc:
+                raise ConfigError(f"{source}: mobility-key-file: {exc}") from None
         if self.archive is not None:
             # the cheap checks here (exit 1 before listening); Router.start
             # opens the archive and reports what only writing can tell
@@ -181,6 +191,7 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "redirect-to": (str, "redirect_to"),
     "mobility-quota": (int, "mobility_quota"),
     "mobility-expiry": ((int, float), "mobility_expiry"),
+    "mobility-key-file": (str, "mobility_key_file"),
 }
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
           "mobility": "mobility"}

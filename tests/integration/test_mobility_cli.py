@@ -142,3 +142,74 @@ async def test_standalone_proxy_with_a_key_file_can_be_pinned(spawn, router, tmp
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(10) == 0
     assert public_key(raw).hex() in proc.communicate()[1]
+
+
+async def test_elvind_mobility_key_file_can_be_pinned(spawn, tmp_path):
+    """``elvind --mobility-key-file`` gives its proxy a fixed key, printed at
+    startup like the standalone proxy's, that a client can pin."""
+    from elvin.keys import public_key
+    raw = bytes(range(40, 80))
+    key_file = tmp_path / "mobility.key"
+    key_file.write_bytes(raw)
+    port = free_port()
+    url = f"elvin://127.0.0.1:{port}"
+    proc = spawn(ELVIND + ["--listen", url, "--mobility", "--mobility-key-file",
+                           str(key_file)])
+    wait_listening(port, proc)
+    mc = await MobileConnection.open(url, timeout=1.0, proxy_keys={url: public_key(raw)})
+    await mc.subscribe("require(Seq)")
+    pub = await connect(url)
+    observer = await pub.subscribe("require(Seq)")
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                ticket = await mc.move_out()
+                break
+            except MobilityError as exc:
+                if exc.code != "timeout" or time.monotonic() > deadline:
+                    raise
+        assert ticket.proxy_key == public_key(raw)
+        await pub.send({"Seq": 1})
+        await observer.get(timeout=10)      # so the proxy has it queued too
+        report = await mc.move_in(url)
+        assert report.abbreviated and report.caught_up == 1
+    finally:
+        await mc.close()
+        await pub.close()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(10) == 0
+    assert public_key(raw).hex() in proc.communicate()[1]
+
+
+def test_elvind_mobility_key_file_in_toml(tmp_path):
+    """The TOML key, checked before listening: a bad file is a usage error
+    (exit 1) that names the file and what is wrong."""
+    port = free_port()
+    config = tmp_path / "elvind.toml"
+    missing = tmp_path / "no-such.key"
+    config.write_text(f'listen = "elvin://127.0.0.1:{port}"\nmobility = true\n'
+                      f'mobility-key-file = "{missing}"\n')
+    result = subprocess.run(ELVIND + ["--config", str(config)], capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 1
+    assert "mobility-key-file" in result.stderr and str(missing) in result.stderr
+    assert "No such file" in result.stderr
+
+
+def test_elvind_empty_mobility_key_file_exits_1(tmp_path):
+    empty = tmp_path / "empty.key"
+    empty.write_bytes(b"")
+    result = subprocess.run(ELVIND + ["--listen", f"elvin://127.0.0.1:{free_port()}",
+                                      "--mobility", "--mobility-key-file", str(empty)],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert str(empty) in result.stderr and "empty" in result.stderr
+
+
+def test_standalone_proxy_bad_key_file_exit_1(tmp_path):
+    missing = tmp_path / "no-such.key"
+    result = subprocess.run(PROXY + ["--key-file", str(missing)], capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 1
+    assert str(missing) in result.stderr and "No such file" in result.stderr

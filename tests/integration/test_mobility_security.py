@@ -313,3 +313,106 @@ async def test_without_the_old_proxys_key_the_new_proxy_asks_for_it(router, via)
             await mc.close()
             await pub.close()
             await spy.conn.close()
+
+
+@pytest.mark.parametrize("where, opened_with_keys", [
+    ("same", False), ("other", False), ("other", True)])
+async def test_connection_level_keys_move(make_router, where, opened_with_keys):
+    """A private group keyed only at connection level (``set_keys``, or the
+    keys the wrapped connection was opened with): while away the proxy
+    buffers what carries the key and nothing else, and at the new router
+    the keys are set again from the client's state, so secure notifications
+    keep arriving live."""
+    old = make_router(mobility=True)
+    new = old if where == "same" else make_router(mobility=True)
+    raw = b"group key \x00\xff" + secrets.token_bytes(8)
+    sub_keys = Keys.consumer_subscription(raw)
+    ntfn_keys = Keys.consumer_notification(raw)
+    own_ntfn = Keys.producer_notification(b"my producer key")
+    wrong = Keys.consumer_notification(b"wrong")
+    if opened_with_keys:
+        mc = MobileConnection(await connect(old.url, subscription_keys=sub_keys,
+                                            notification_keys=own_ntfn))
+    else:
+        mc = await MobileConnection.open(old.url)
+        await mc.set_keys(add_subscription=sub_keys, add_notification=own_ntfn)
+    assert mc.subscription_keys == sub_keys and mc.notification_keys == own_ntfn
+    keyed = await mc.subscribe("require(Seq)", accept_insecure=False)
+    assert keyed.keys == Keys()                      # no keys of its own
+    pub_old, pub_new = await connect(old.url), await connect(new.url)
+    try:
+        await pub_old.send({"Seq": 0}, keys=ntfn_keys, deliver_insecure=False)
+        first = await keyed.get(timeout=5)
+        assert (first["Seq"], first.secure) == (0, True)
+        await mc.move_out()
+        with pytest.raises(MobilityError) as info:
+            await mc.set_keys(add_subscription=Keys.consumer_subscription(b"later"))
+        assert info.value.code == "state"
+        # the proxy subscribed with the connection's keys merged in
+        handler = proxy_of(old).handlers[mc.client_id]
+        assert [s.keys for s in handler.subscriptions] == [sub_keys]
+        await pub_old.send({"Seq": 1}, keys=ntfn_keys, deliver_insecure=False)
+        await pub_old.send({"Seq": 2})                                   # no key
+        await pub_old.send({"Seq": 3}, keys=wrong, deliver_insecure=False)
+        await pub_old.send({"Seq": 4}, keys=wrong)                      # wrong, insecure
+        # a probe after the others: once it is buffered, the rest were judged
+        await pub_old.send({"Seq": 5}, keys=ntfn_keys, deliver_insecure=False)
+        await await_until(lambda: buffered(old, mc.client_id) == 2)
+        report = await mc.move_in(new.url)
+        assert report.caught_up == 2 and report.abbreviated == (where == "same")
+        caught = [keyed.get_nowait() for _ in range(keyed.pending)]
+        assert [(n["Seq"], n.secure) for n in caught] == [(1, True), (5, True)]
+        # the new connection has the keys again, from the client's state
+        assert mc.connection.subscription_keys == sub_keys
+        assert mc.connection.notification_keys == own_ntfn
+        assert mc.subscription_keys == sub_keys
+        await pub_new.send({"Seq": 6})
+        await pub_new.send({"Seq": 7}, keys=wrong, deliver_insecure=False)
+        await pub_new.send({"Seq": 8}, keys=ntfn_keys, deliver_insecure=False)
+        live = await keyed.get(timeout=5)
+        assert (live["Seq"], live.secure) == (8, True)
+        # and they can change again, and move again
+        await mc.set_keys(del_subscription=sub_keys)
+        assert mc.subscription_keys == Keys() and mc.connection.subscription_keys == Keys()
+    finally:
+        await mc.close()
+        await pub_old.close()
+        await pub_new.close()
+
+
+async def test_router_proxy_with_a_key_file_can_be_pinned(make_router, tmp_path):
+    """``mobility_key_file`` gives the proxy inside the router a fixed key:
+    clients that pin it move out and in with no hello at all (the exchange
+    an active attacker could answer), at the same router and at another."""
+    from elvin.keys import public_key
+    raw_a, raw_b = secrets.token_bytes(32), b"\x00key b\xff" * 3
+    (tmp_path / "a.key").write_bytes(raw_a)
+    (tmp_path / "b.key").write_bytes(raw_b)
+    old = make_router(mobility=True, mobility_key_file=str(tmp_path / "a.key"))
+    new = make_router(mobility=True, mobility_key_file=str(tmp_path / "b.key"))
+    assert proxy_of(old).public_key == public_key(raw_a)
+    assert proxy_of(new).public_key == public_key(raw_b)
+    pinned = {old.url: public_key(raw_a), new.url: public_key(raw_b)}
+    mc = await MobileConnection.open(old.url, proxy_keys=pinned)
+    sub = await mc.subscribe("require(Seq)")
+    pub = await connect(old.url)
+    try:
+        ticket = await mc.move_out()
+        assert ticket.proxy_key == public_key(raw_a)
+        await pub.send({"Seq": 1})
+        await await_until(lambda: buffered(old, mc.client_id) == 1)
+        report = await mc.move_in(old.url)
+        assert report.abbreviated and report.caught_up == 1
+        assert (await sub.get(timeout=5))["Seq"] == 1
+        await mc.move_out()
+        await pub.send({"Seq": 2})
+        await await_until(lambda: buffered(old, mc.client_id) == 1)
+        report = await mc.move_in(new.url)
+        assert not report.abbreviated and report.caught_up == 1
+        assert (await sub.get(timeout=5))["Seq"] == 2
+        # nobody asked either proxy for its key
+        assert proxy_of(old).stats["hello"] == 0 and proxy_of(new).stats["hello"] == 0
+        assert proxy_of(old).stats["download"] == 1 and proxy_of(new).stats["move_in"] == 1
+    finally:
+        await mc.close()
+        await pub.close()

@@ -67,3 +67,34 @@ def test_flags_override_file(tmp_path):
 
 def test_defaults_validate():
     assert RouterConfig().validate().listen == ["elvin://127.0.0.1:2917"]
+
+
+def test_mobility_key_file_in_toml_and_flags(tmp_path):
+    key = tmp_path / "mobility.key"
+    key.write_bytes(b"\x00raw key\xff")
+    path = write(tmp_path, f'mobility = true\nmobility-key-file = "{key}"\n')
+    assert load_config(path).validate().mobility_key_file == str(key)
+    args = build_parser().parse_args(["--mobility", "--mobility-key-file", str(key)])
+    config = make_config(args)
+    assert config.mobility and config.mobility_key_file == str(key)
+    assert RouterConfig().mobility_key_file is None
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: None, "No such file"),
+    (lambda p: p.write_bytes(b""), "is empty"),
+    (lambda p: p.mkdir(), "cannot read mobility key file"),
+])
+def test_bad_mobility_key_file_is_a_clear_config_error(tmp_path, make, message):
+    key = tmp_path / "mobility.key"
+    make(key)
+    path = write(tmp_path, f'mobility = true\nmobility-key-file = "{key}"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path).validate(str(path))
+    text = str(info.value)
+    assert str(path) in text and "mobility-key-file" in text
+    assert str(key) in text and message in text
+    args = build_parser().parse_args(["--mobility", "--mobility-key-file", str(key)])
+    with pytest.raises(ConfigError) as info:
+        make_config(args)
+    assert str(key) in str(info.value) and message in str(info.value)
