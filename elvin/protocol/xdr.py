@@ -765,26 +765,20 @@ def decode_notify_deliver(data: bytes, start: int, end: int,
             insecure: tuple[int, ...] = _u64(data, o + 8)
         else:
             # otherwise each list is almost always empty or one subscription id
-            (n,) = _i32(data, o)
-            if n == 0:
-                secure = ()
-                o += 4
-            elif n == 1 and limits.max_array_length:
-                secure = _u64(data, o + 4)
-                o += 12
-            else:
-                return None
-            (n,) = _i32(data, o)
-            if n == 0:
-                insecure = ()
-                o += 4
-            elif n == 1 and limits.max_array_length:
-                insecure = _u64(data, o + 4)
-                o += 12
-            else:
-                return None
+            ids: list[tuple[int, ...]] = []
+            for _list in (0, 1):                    # secure, then insecure
+                (n,) = _i32(data, o)
+                if n == 0:
+                    ids.append(())
+                    o += 4
+                elif n == 1 and limits.max_array_length:
+                    ids.append(_u64(data, o + 4))
+                    o += 12
+                else:
+                    return None
             if o != end:
                 return None
+            secure, insecure = ids
     except Exception:      # noqa: BLE001 - the general decoder reports it exactly
         return None
     # NotifyDeliver(attrs, secure, insecure) without the frozen dataclass's
