@@ -5,7 +5,9 @@ default router on the LAN, or the scope in ``ELVIN_SCOPE``; ``ELVIN_DISCOVERY``
 tunes or disables it, see ``elvin.discovery``). Only when nothing answers does
 it start ``elvind`` on the default URL (unless a router already answers
 there), then the tickertape in the foreground when there is a display to show it on.
-On a machine without a display it keeps the router in the foreground and says
+When a display is set but Qt cannot use it (missing xcb libraries, no X server
+answering), it says why in one line, naming the libraries and their Debian
+packages, instead of letting Qt abort. On a machine without a display it keeps the router in the foreground and says
 how to reach it, so that ``make run`` is useful on a server too. Ctrl-C stops
 both.
 """
@@ -19,6 +21,8 @@ import socket
 import subprocess
 import sys
 import time
+
+from elvin.display_check import display_problem
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 2917
 DEFAULT_URL = f"elvin://{DEFAULT_HOST}:{DEFAULT_PORT}"
@@ -84,10 +88,14 @@ def main() -> int:
         url, router = DEFAULT_URL, start_router()
     try:
         tickertape = importlib.util.find_spec("elvin_apps.tickertape") is not None
-        if tickertape and has_display():
+        problem = display_problem() if tickertape and has_display() else None
+        if tickertape and has_display() and problem is None:
             return subprocess.call([sys.executable, "-m", "elvin_apps.tickertape",
                                     "--elvin", url])
-        why = "no display found" if tickertape else "the tickertape is not installed"
+        if problem is not None:
+            why = f"the tickertape cannot start: {problem}"
+        else:
+            why = "no display found" if tickertape else "the tickertape is not installed"
         print(f"make run: {why}, so only the router runs. Try:\n"
               f"  .venv/bin/ec -e {url} 'require(Message)'\n"
               f"  printf 'Group: \"Chat\"\\nFrom: \"me\"\\nMessage: \"hello\"\\n"

@@ -73,15 +73,40 @@ async def running(cfg: Config, url: str, data_dir: Path, **kwargs):
         await watcher.stop()
 
 
-async def collect(sub, count: int, timeout: float = 10, quiet: float = 0.0) -> list[dict]:
-    """``count`` notifications, then any others arriving within ``quiet`` s."""
-    out = [dict(await sub.get(timeout=timeout)) for _ in range(count)]
-    while quiet:
-        try:
-            out.append(dict(await sub.get(timeout=quiet)))
-        except TimeoutError:
-            break
+async def collect(sub, count: int, timeout: float = 10, *,
+                  complete: NewsWatcher | None = None) -> list[dict]:
+    """``count`` notifications; with ``complete``, then everything else that
+    watcher's polls so far sent to ``sub`` (see :func:`the_rest`)."""
+    out = [await next_article(sub, timeout) for _ in range(count)]
+    if complete is not None:
+        out += await the_rest(sub, complete, like=out[-1])
     return out
+
+
+async def the_rest(sub, watcher: NewsWatcher, like: dict) -> list[dict]:
+    """What ``sub`` got from ``watcher``'s finished polls beyond what was read.
+
+    Proof by ordering, not by waiting a while: once no feed is mid-poll, a
+    marker sent on the watcher's own connection (a copy of ``like``, which
+    ``sub`` matches) reaches ``sub`` after everything the watcher sent before
+    it."""
+    await until(lambda: not any(r.busy for r in watcher.runners.values()))
+    token = f"marker-{time.monotonic_ns()}"
+    assert await watcher.conn.send({**like, "Test-Marker": token})
+    rest = []
+    while True:
+        note = dict(await sub.get(timeout=10))
+        if note.get("Test-Marker") == token:
+            return rest
+        if "Test-Marker" not in note:          # another test step's marker is not news
+            rest.append(note)
+
+
+async def next_article(sub, timeout: float = 10) -> dict:
+    """The next notification that is not a marker (see :func:`the_rest`)."""
+    while "Test-Marker" in (note := dict(await sub.get(timeout=timeout))):
+        pass
+    return note
 
 
 async def until(condition, timeout: float = 10) -> None:
@@ -99,9 +124,9 @@ async def test_articles_arrive_with_the_documented_attributes(router_url, feeds,
     async with connect(router_url) as consumer:
         everything = await consumer.subscribe("require(News-Feed)")
         linux = await consumer.subscribe(groups_expression(["linux"]))   # a tickertape's
-        async with running(cfg, router_url, tmp_path):
-            notes = await collect(everything, 6, quiet=0.5)
-            ticker = await collect(linux, 2, quiet=0.5)
+        async with running(cfg, router_url, tmp_path) as w:
+            notes = await collect(everything, 6, complete=w)
+            ticker = await collect(linux, 2, complete=w)
     assert len(notes) == 6               # 2 LWN articles x 2 groups + 2 Planet articles
     got = by_title(notes)
     lwn1 = got[("LWN story 1 about Python", "news")]
@@ -137,11 +162,14 @@ async def test_unsubscribed_feeds_are_not_fetched_and_polling_follows_subscripti
         router_url, feeds, tmp_path):
     cfg = config(feeds, LWN, PLANET_FEED, TECH_FEED)
     async with connect(router_url) as consumer, running(cfg, router_url, tmp_path) as w:
-        await asyncio.sleep(1.0)
-        assert feeds.count() == 0, "nothing is subscribed: nothing may be fetched"
-
+        assert w.selection.polled_names() == []
+        subscribed_at = time.time()
         lwn = await consumer.subscribe('News-Feed == "lwn"')
         await until(lambda: feeds.count("/lwn.rss") >= 3)
+        # nothing was fetched before something was subscribed, and only the
+        # subscribed feed since (three polls of it prove the others had time)
+        assert all(e.when >= subscribed_at for e in feeds.requests()), \
+            "nothing is subscribed: nothing may be fetched"
         assert feeds.count("/planet.atom") == feeds.count("/tech.rss") == 0
         status = read_status(tmp_path / "status.json")
         entry = {f["name"]: f for f in status["feeds"]}
@@ -155,14 +183,22 @@ async def test_unsubscribed_feeds_are_not_fetched_and_polling_follows_subscripti
         await until(lambda: feeds.count("/tech.rss") >= 2)
         assert feeds.count("/planet.atom") == 0
 
-        # unsubscribing stops polling
+        # unsubscribing stops polling: once the quench has told the watcher
+        # and no poll is in flight, lwn and tech are not fetched again while
+        # planet, subscribed now as the clock, is polled three more times
         await lwn.close()
         await ticker.close()
-        await asyncio.sleep(INTERVAL * 2)           # a poll in flight may finish
+        await until(lambda: w.selection.polled_names() == [])
+        await until(lambda: not any(r.busy for r in w.runners.values()))
         before = feeds.counts()
-        await asyncio.sleep(1.2)
-        assert feeds.counts() == before, "polling went on after the subscription went"
-        assert w.selection.polled_names() == []
+        await consumer.subscribe('News-Feed == "planet"')
+        await until(lambda: feeds.count("/planet.atom") >= 3)
+        after = feeds.counts()
+        assert (after.get("/lwn.rss"), after.get("/tech.rss")) == \
+            (before.get("/lwn.rss"), before.get("/tech.rss")), \
+            "polling went on after the subscription went"
+        await consumer.close()
+        await until(lambda: w.selection.polled_names() == [])
         await until(lambda: not any(f["polled"] for f in
                                     read_status(tmp_path / "status.json")["feeds"]))
 
@@ -173,9 +209,8 @@ async def test_title_words_keep_every_feed_polled_but_send_only_matches(
     async with connect(router_url) as consumer:
         sub = await consumer.subscribe('contains(fold-case(News-Title), "python")')
         async with running(cfg, router_url, tmp_path) as w:
-            notes = await collect(sub, 2, quiet=0.8)
-            await until(lambda: all(feeds.count(p) >= 1 for p in
-                                    ("/lwn.rss", "/planet.atom", "/tech.rss")))
+            await until(lambda: all(w.feed_stats(f).ok >= 1 for f in ("lwn", "planet", "tech")))
+            notes = await collect(sub, 2, complete=w)
             assert w.dropped >= 3               # auto-quench: the rest never left
             assert w.suppressed == 1            # the linux copy of the same article
     assert sorted((n["News-Title"], n["Group"]) for n in notes) == [
@@ -186,24 +221,23 @@ async def test_a_restart_publishes_no_duplicates(router_url, feeds, tmp_path):
     cfg = config(feeds, LWN)
     async with connect(router_url) as consumer:
         sub = await consumer.subscribe('News-Feed == "lwn" && Group == "news"')
-        async with running(cfg, router_url, tmp_path):
-            first = await collect(sub, 2, quiet=1.0)
+        async with running(cfg, router_url, tmp_path) as w:
+            first = await collect(sub, 2, complete=w)
         assert len(first) == 2
         polls_before = feeds.count("/lwn.rss")
 
         # restarted with the same data dir, unchanged feed: nothing again,
         # and the saved ETag makes the first fetch conditional
-        async with running(cfg, router_url, tmp_path):
-            await until(lambda: feeds.count("/lwn.rss") >= polls_before + 3)
-            with pytest.raises(TimeoutError):
-                await sub.get(timeout=0.5)
+        async with running(cfg, router_url, tmp_path) as w:
+            await until(lambda: w.feed_stats("lwn").not_modified >= 3)
+            assert await the_rest(sub, w, like=first[0]) == []
         after_restart = feeds.requests("/lwn.rss")[polls_before]
         assert after_restart.conditional and after_restart.status == 304
 
         # one new article while stopped: exactly that one after the restart
         feeds.set("/lwn.rss", rss("LWN.net", lwn_items(3)))
-        async with running(cfg, router_url, tmp_path):
-            again = await collect(sub, 1, quiet=1.5)
+        async with running(cfg, router_url, tmp_path) as w:
+            again = await collect(sub, 1, complete=w)
     assert [n["News-Title"] for n in again] == ["LWN story 3"]
 
 
@@ -212,14 +246,16 @@ async def test_conditional_get_is_used(router_url, feeds, tmp_path):
     async with connect(router_url) as consumer:
         await consumer.subscribe('News-Feed == "lwn"')
         async with running(cfg, router_url, tmp_path) as w:
-            await until(lambda: feeds.count("/lwn.rss", status=304) >= 3)
+            # wait on what the newswatcher has handled, not on the server's
+            # log: the server logs a request before its answer reaches us
+            await until(lambda: w.fetcher.stats.not_modified >= 3)
             feeds.set("/lwn.rss", rss("LWN.net", lwn_items(3)))
-            await until(lambda: feeds.count("/lwn.rss", status=200) >= 2)
-            await until(lambda: feeds.count("/lwn.rss", status=304) >= 5)
+            await until(lambda: w.fetcher.stats.ok >= 2)
+            await until(lambda: w.fetcher.stats.not_modified >= 5)
             log = feeds.requests("/lwn.rss")
             assert not log[0].conditional
             assert all(entry.conditional for entry in log[1:])
-            assert w.fetcher.stats.not_modified >= 5
+            assert feeds.count("/lwn.rss", status=304) >= 5
             assert w.feed_stats("lwn").articles == 3
 
 
@@ -276,21 +312,23 @@ async def test_bad_feeds_are_retried_with_backoff_and_do_not_stop_the_others(
 
 
 async def test_reload_adds_and_removes_feeds(router_url, feeds, tmp_path):
-    cfg = config(feeds, LWN)
+    lwn_in_tech = {**LWN, "groups": ["tech"]}       # polled all along: the test's clock
+    cfg = config(feeds, lwn_in_tech)
     async with connect(router_url) as consumer:
         sub = await consumer.subscribe('Group == "tech"')
         async with running(cfg, router_url, tmp_path) as w:
-            await asyncio.sleep(0.5)
+            await until(lambda: feeds.count("/lwn.rss") >= 2)
             assert feeds.count("/tech.rss") == 0
-            w.reload(config(feeds, LWN, TECH_FEED))
-            (note,) = await collect(sub, 1)
-            assert note["News-Feed"] == "tech"
-            w.reload(config(feeds, LWN))
-            await asyncio.sleep(INTERVAL * 2)
+            w.reload(config(feeds, lwn_in_tech, TECH_FEED))
+            notes = await collect(sub, 3)          # 2 from lwn, 1 from tech
+            assert [n["News-Feed"] for n in notes].count("tech") == 1
+            w.reload(config(feeds, lwn_in_tech))
+            await until(lambda: "tech" not in w.runners and not w._background)  # stopped
+            await until(lambda: not any(r.busy for r in w.runners.values()))
             before = feeds.count("/tech.rss")
-            await asyncio.sleep(1.0)
+            lwn_before = feeds.count("/lwn.rss")
+            await until(lambda: feeds.count("/lwn.rss") >= lwn_before + 3)
             assert feeds.count("/tech.rss") == before
-            assert "tech" not in w.runners
 
 
 async def test_scoop_polls_and_publishes_everything(router_url, feeds, tmp_path):
@@ -301,7 +339,7 @@ async def test_scoop_polls_and_publishes_everything(router_url, feeds, tmp_path)
             await until(lambda: w.published == 7)                   # 4 + 2 + 1, none dropped
             assert all(feeds.count(p) >= 1 for p in ("/lwn.rss", "/planet.atom", "/tech.rss"))
             assert w.dropped == 0
-            (note,) = await collect(sub, 1, quiet=0.3)
+            (note,) = await collect(sub, 1, complete=w)
             assert note["News-Feed"] == "tech"
             assert "scoop" in format_status(read_status(tmp_path / "status.json"))
 
@@ -315,7 +353,7 @@ async def test_router_restart_resumes_polling(router, feeds, tmp_path):
             await asyncio.to_thread(router.restart)
             await until(lambda: w.conn.is_open and consumer.is_open, timeout=15)
             feeds.set("/lwn.rss", rss("LWN.net", lwn_items(3)))
-            (note,) = await collect(sub, 1, timeout=10, quiet=0.5)
+            (note,) = await collect(sub, 1, timeout=10, complete=w)
             assert note["News-Title"] == "LWN story 3"
             assert w.selection.polled_names() == ["lwn"]
 
@@ -325,11 +363,11 @@ async def test_initial_items_limits_the_first_backlog(router_url, feeds, tmp_pat
     cfg = config(feeds, {**LWN, "groups": ["news"], "initial_items": 1})
     async with connect(router_url) as consumer:
         sub = await consumer.subscribe('News-Feed == "lwn"')
-        async with running(cfg, router_url, tmp_path):
-            first = await collect(sub, 1, quiet=1.0)
+        async with running(cfg, router_url, tmp_path) as w:
+            first = await collect(sub, 1, complete=w)
             assert [n["News-Title"] for n in first] == ["LWN story 3"]
             feeds.set("/lwn.rss", rss("LWN.net", lwn_items(4)))
-            later = await collect(sub, 1, quiet=1.0)
+            later = await collect(sub, 1, complete=w)
             assert [n["News-Title"] for n in later] == ["LWN story 4"]
 
 
@@ -340,8 +378,8 @@ async def test_a_feed_in_several_groups_sends_only_the_copies_needed(
         by_feed = await reader.subscribe('News-Feed == "lwn"')
         both = await ticker.subscribe(groups_expression(["news", "linux"]))
         async with running(cfg, router_url, tmp_path) as w:
-            from_feed = await collect(by_feed, 2, quiet=1.0)
-            from_groups = await collect(both, 2, quiet=0.5)
+            from_feed = await collect(by_feed, 2, complete=w)
+            from_groups = await collect(both, 2, complete=w)
             assert w.suppressed == 2
     # one copy per article for each subscriber, not one per group
     assert sorted(n["News-Title"] for n in from_feed) == ["LWN story 1 about Python",
@@ -355,8 +393,8 @@ async def test_each_group_still_gets_its_copy(router_url, feeds, tmp_path):
     async with connect(router_url) as news, connect(router_url) as linux:
         news_sub = await news.subscribe(groups_expression(["news"]))
         linux_sub = await linux.subscribe(groups_expression(["linux"]))
-        async with running(cfg, router_url, tmp_path):
-            got_news = await collect(news_sub, 2, quiet=1.0)
-            got_linux = await collect(linux_sub, 2, quiet=0.5)
+        async with running(cfg, router_url, tmp_path) as w:
+            got_news = await collect(news_sub, 2, complete=w)
+            got_linux = await collect(linux_sub, 2, complete=w)
     assert {n["Group"] for n in got_news} == {"news"}
     assert {n["Group"] for n in got_linux} == {"linux"}
