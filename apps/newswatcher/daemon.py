@@ -56,6 +56,24 @@ __all__ = ["FeedRunner", "NewsWatcher", "STATE_NAME"]
 
 STATE_NAME = "state.json"
 RETRY_WHILE_DISCONNECTED = 5.0
+STOP_TIMEOUT = 10.0          # a task that outlives its cancellation this long is left
+
+
+async def stop_task(task: asyncio.Task, timeout: float, what: str) -> None:
+    """Cancel ``task`` and wait for it to end, at most ``timeout`` seconds.
+
+    Why not ``with suppress(CancelledError): await task``: that also swallows
+    a cancellation of the *caller*, so a stop that is itself cancelled (a
+    second SIGTERM, a test's time limit) carried on, and it waited forever
+    for a task that did not end. ``asyncio.wait`` lets the caller's
+    cancellation through and bounds the wait; a task left behind is logged.
+    """
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        log.error("%s did not stop within %g s after being cancelled", what, timeout)
+    elif not task.cancelled() and task.exception() is not None:
+        log.error("%s ended with an error: %s", what, task.exception())
 
 
 @dataclass
@@ -97,9 +115,7 @@ class FeedRunner:
 
     async def stop(self) -> None:
         if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+            await stop_task(self.task, STOP_TIMEOUT, f"feed {self.feed.name}")
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -283,10 +299,7 @@ class NewsWatcher:
         for runner in list(self.runners.values()):
             await runner.stop()
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await stop_task(task, STOP_TIMEOUT, task.get_name())
         self.state.flush()
         if self.conn is not None:
             with contextlib.suppress(Exception):
