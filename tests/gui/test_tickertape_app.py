@@ -126,7 +126,7 @@ def test_ep_message_appears_in_group_colour(qtbot, qt_loop, router, tmp_path):
     first, second = app.model.entries()
     assert (first.message.text, first.colour) == ("hello from ep", hash_colour("Chat"))
     assert (second.message.text, second.colour) == ("legacy news", "#00c000")
-    assert second.message.timeout == 60 and second.lifetime == 60
+    assert second.message.timeout == 60 and second.lifetime == pytest.approx(60)
     assert first.uid in scroller.lane  # the scroller follows the model
 
 
@@ -418,3 +418,51 @@ def test_router_restart_keeps_the_ticker_going(qtbot, qt_loop, router, tmp_path)
 
     run(qt_loop, scenario(), timeout=60)
     assert any(t.startswith("after") for t in texts(app))
+
+
+def test_message_typed_during_an_outage_is_sent_on_reconnection(qtbot, qt_loop, router,
+                                                               tmp_path):
+    """Compose while the router is down: the dialog's text is kept, the strip
+    says it will send when connected and that we are not connected, and once a
+    router is back on the same port a real subscriber gets the message."""
+    from elvin_apps.tickertape.window import TickerWindow
+
+    import elvin.sync
+    from elvin.qt import StatusWidget
+
+    apps = Apps(router.url, tmp_path)
+    app = apps.make([Group("Chat")])
+    window = TickerWindow(app, status=StatusWidget(app.manager), save_config=False)
+    qtbot.addWidget(window)
+    window.show()
+    received = []
+
+    async def scenario():
+        await apps.ready(app)
+        assert window.state_label.isHidden()
+        router.stop()
+        await until(lambda: app.manager.state != "connected")
+        assert window.state_label.isVisible()
+        assert window.state_label.text() in ("Reconnecting…", "Not connected", "Connecting…")
+        dialog = window.open_compose(None)
+        dialog.text_edit.setText("typed while the router was away")
+        dialog.send_button.click()
+        assert list(app.outbox) and "will send when connected" in window.notice.text()
+        # The router comes back on the same port; a real subscriber is in place
+        # before the app can reconnect (the app's loop is blocked until then).
+        router.start()
+        subscriber = elvin.sync.connect(router.url)
+        sub = subscriber.subscribe('Group == "Chat"')
+        try:
+            await until(lambda: not app.outbox, timeout=20)
+            received.append(sub.get(timeout=10))
+        finally:
+            subscriber.close()
+        await until(lambda: window.state_label.isHidden())
+        await apps.close()
+
+    run(qt_loop, scenario(), timeout=60)
+    message = received[0]
+    assert message["Message"] == "typed while the router was away"
+    assert message["From"] == "me@test"
+    assert "will send" not in window.notice.text()
