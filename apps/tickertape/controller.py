@@ -97,6 +97,8 @@ class TickerController(QObject):
         self.notifier = notifier
         self.mentions = MentionMatcher(config.user)
         self.model.is_mention = self.mentions
+        if history is not None:
+            self.model.sender_of = self._sender_in_history
         self.known = KnownGroups()
         self.threads: list[str] = []          # extra-group threads we started
         self.received = 0
@@ -150,6 +152,10 @@ class TickerController(QObject):
             log.exception("could not handle a notification")
             self.rejected += 1
             return None
+
+    def _sender_in_history(self, message_id: str) -> str | None:
+        message = self.history.by_message_id(message_id) if self.history is not None else None
+        return message.sender if message is not None else None
 
     def _listener(self, notification: Any) -> None:
         # Called by the client for each delivery, possibly hundreds in a row
