@@ -297,7 +297,8 @@ class TickerWindow(QWidget):
             return None
         if self.history_window is None:
             self.history_window = HistoryWindow(self.controller.history,
-                                                self.controller.model.palette)
+                                                self.controller.model.palette,
+                                                is_mention=self.controller.mentions)
             self.history_window.replyRequested.connect(self.open_compose)
             self.controller.messageReceived.connect(self.history_window.add_message)
         else:
