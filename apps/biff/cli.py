@@ -102,15 +102,17 @@ def main(argv: list[str] | None = None) -> int:
 
     async def app_main() -> int:
         return await run(biff, url, config.text, Path(args.screenshot) if args.screenshot
-                         else None)
+                         else None, notify=config.notify, sound=config.sound)
 
     return run_app_cli(app_main)
 
 
-async def run(biff, url: str, default_text: str, screenshot: Path | None) -> int:
+async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
+              notify: bool = True, sound: bool = False) -> int:
     """Connect, build the window, run until it closes (or take the
     screenshot); always announce departure on the way out."""
     from elvin_apps.biff.cup import cup_icon
+    from elvin_apps.biff.notify import CoffeeNotifier
     from elvin_apps.biff.qtbiff import QtBiff
     from elvin_apps.biff.tray import make_tray
     from elvin_apps.biff.window import CoffeeWindow
@@ -136,8 +138,11 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None) -> int
         return _fail(f"cannot reach the Elvin router at {url}: {error}", EXIT_UNREACHABLE)
 
     qbiff = QtBiff(biff, manager)
-    window = CoffeeWindow(qbiff, status=StatusWidget(manager), default_text=default_text)
+    notifier = CoffeeNotifier(enabled=notify and screenshot is None, sound=sound)
+    window = CoffeeWindow(qbiff, status=StatusWidget(manager, show_url=False),
+                          default_text=default_text, notifier=notifier)
     tray = make_tray(qbiff, window)
+    notifier.tray = tray.icon if tray is not None else None
     closed = asyncio.Event()
     window.closed.connect(closed.set)
     app.aboutToQuit.connect(closed.set)
@@ -171,7 +176,6 @@ async def take_screenshot(window, path: Path) -> int:
     """Let the others' answers arrive, then save the window as a PNG."""
     await asyncio.sleep(SCREENSHOT_SETTLE)
     window.refresh()
-    window.marquee.rewind()     # show the start of the list, not mid-scroll
     from elvin.qt import save_screenshot
     return save_screenshot(window, path, "biff", detail=window.qbiff.biff.summary())
 

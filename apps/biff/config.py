@@ -9,6 +9,8 @@ that name the file and the key, so a typo is not silently ignored::
     heartbeat = 30          # seconds between refreshes
     coffee_minutes = 15     # a coffee ends by itself after this long
     text = "kitchen"        # pre-filled "where/when" text
+    notify = true           # tell me when someone starts a coffee
+    sound = false           # ... with a sound
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class BiffConfig:
     heartbeat: float = 30.0
     coffee_minutes: float = 15.0
     text: str = ""
+    notify: bool = True     # a desktop notification when someone starts a coffee
+    sound: bool = False     # ... with a sound
     path: Path | None = None
 
 
@@ -44,6 +48,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "heartbeat": (int, float),
     "coffee_minutes": (int, float),
     "text": (str,),
+    "notify": (bool,),
+    "sound": (bool,),
 }
 _LIMITS = {"heartbeat": (0.1, 3600.0), "coffee_minutes": (0.1, 24 * 60.0)}
 
@@ -73,8 +79,9 @@ def load(path: str | os.PathLike | None = None, *, must_exist: bool = False) -> 
         kinds = _TYPES.get(key)
         if kinds is None:
             raise ConfigError(f"{file}: unknown key {key!r} (known: {', '.join(_TYPES)})")
-        if isinstance(value, bool) or not isinstance(value, kinds):
-            wanted = " or ".join("number" if k in (int, float) else "string" for k in kinds)
+        if isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds):
+            wanted = " or ".join("number" if k in (int, float) else
+                                 "true or false" if k is bool else "string" for k in kinds)
             raise ConfigError(f"{file}: {key} must be a {wanted.split(' or ')[0]}, "
                               f"not {type(value).__name__} {value!r}")
         if key in _LIMITS:

@@ -167,6 +167,10 @@ class Biff:
     def connection(self) -> Connection | None:
         return self._connection
 
+    def now(self) -> float:
+        """A reading of the clock the roster's ``since`` and ``expires`` use."""
+        return self._clock()
+
     @property
     def started(self) -> bool:
         return self._subscription is not None

@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from elvin_apps.biff.core import Biff
+from elvin_apps.biff.notify import new_starters
 from PySide6.QtCore import QObject, Signal
 
 from elvin.qt import ConnectionManager
@@ -28,9 +29,12 @@ class QtBiff(QObject):
     """Signals: ``changed()`` after any visible change; ``countChanged(int)``
     when the number of active users changes; ``activeChanged(bool)`` when
     the local user's state flips (also when ``active_timeout`` ends it);
-    ``error(str)`` when starting on a connection fails."""
+    ``started(list)`` with the other people who just became active (see
+    ``notify.new_starters``); ``error(str)`` when starting on a connection
+    fails."""
 
     changed = Signal()
+    started = Signal(list)
     countChanged = Signal(int)
     activeChanged = Signal(bool)
     error = Signal(str)
@@ -42,6 +46,7 @@ class QtBiff(QObject):
         self._manager = manager
         self._count = biff.count
         self._active = biff.is_active
+        self._drinkers = biff.active_members
         self._tasks: set[asyncio.Task] = set()
         self._closed = False
         biff.add_listener(self._on_biff_changed)
@@ -91,7 +96,12 @@ class QtBiff(QObject):
         self._spawn(self.attach())
 
     def _on_biff_changed(self, biff: Biff) -> None:
+        drinkers = biff.active_members
+        fresh = new_starters(self._drinkers, drinkers, biff.now())
+        self._drinkers = drinkers
         self.changed.emit()
+        if fresh:
+            self.started.emit(fresh)
         count, active = biff.count, biff.is_active
         if count != self._count:
             self._count = count

@@ -1,8 +1,10 @@
 """The coffee biff window: a cup to click, who is drinking, how many.
 
 Layout, top to bottom: the cup button beside the count and an optional
-"where/when" field; the one-line scrolling list of drinkers; the
-connection status. The cup is full and steaming while you are having a
+"where/when" field; the list of people (those having a coffee, with their
+note and for how long, then those around, in grey); a line that says the
+list may be out of date while not connected; the connection status (the
+router's URL in its tooltip) and the notification settings. The cup is full and steaming while you are having a
 coffee, so the button shows your own state at a glance.
 """
 
@@ -10,15 +12,16 @@ from __future__ import annotations
 
 from elvin_apps.biff import protocol
 from elvin_apps.biff.cup import cup_icon
-from elvin_apps.biff.marquee import Marquee
+from elvin_apps.biff.notify import CoffeeNotifier
+from elvin_apps.biff.people import PeopleList
 from elvin_apps.biff.qtbiff import QtBiff
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QCloseEvent, QFont, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMenu,
     QSizePolicy,
     QToolButton,
     QVBoxLayout,
@@ -29,6 +32,7 @@ __all__ = ["CoffeeWindow"]
 
 IDLE_TEXT = "I'm having a coffee"
 ACTIVE_TEXT = "Done with my coffee"
+STALE_TEXT = "Not connected: this list may be out of date"
 
 
 class CoffeeWindow(QWidget):
@@ -37,9 +41,11 @@ class CoffeeWindow(QWidget):
     closed = Signal()
 
     def __init__(self, qbiff: QtBiff, status: QWidget | None = None,
-                 default_text: str = "", parent: QWidget | None = None) -> None:
+                 default_text: str = "", parent: QWidget | None = None, *,
+                 notifier: CoffeeNotifier | None = None) -> None:
         super().__init__(parent)
         self.qbiff = qbiff
+        self.notifier = notifier
         biff = qbiff.biff
         self.setWindowTitle(f"Coffee biff — {biff.user}")
         self._icons = {full: cup_icon(full=full, steam=full) for full in (False, True)}
@@ -70,14 +76,13 @@ class CoffeeWindow(QWidget):
                               "press Enter to start (or to update it)")
         self.where.returnPressed.connect(self._where_entered)
 
-        self.marquee = Marquee(self, biff.empty_text or "")
-        self.marquee.setObjectName("drinkers")
-        frame = QFrame(self)
-        frame.setFrameShape(QFrame.Shape.StyledPanel)
-        frame.setFrameShadow(QFrame.Shadow.Sunken)
-        frame_layout = QHBoxLayout(frame)
-        frame_layout.setContentsMargins(2, 2, 2, 2)
-        frame_layout.addWidget(self.marquee)
+        self.people = PeopleList(biff, self)
+        self.people.setObjectName("people")
+        self.people.setMinimumHeight(120)
+        self.stale_label = QLabel(STALE_TEXT, self)
+        self.stale_label.setObjectName("stale")
+        self.stale_label.setStyleSheet("color: #9a6700")
+        self.stale_label.hide()
 
         counts = QHBoxLayout()
         counts.setSpacing(8)
@@ -93,15 +98,45 @@ class CoffeeWindow(QWidget):
         top.addLayout(side, 1)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
-        layout.addWidget(frame)
+        layout.addWidget(self.people, 1)
+        layout.addWidget(self.stale_label)
+        bottom = QHBoxLayout()
         self.status = status
         if status is not None:
             status.setParent(self)
-            layout.addWidget(status)
+            bottom.addWidget(status, 1)
+        else:
+            bottom.addStretch(1)
+        self.settings_button = QToolButton(self)
+        self.settings_button.setText("Notifications")
+        self.settings_button.setAutoRaise(True)
+        self.settings_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self.settings_button)
+        self.notify_action = QAction("Tell me when someone starts a coffee", menu,
+                                     checkable=True)
+        self.sound_action = QAction("With a sound", menu, checkable=True)
+        menu.addAction(self.notify_action)
+        menu.addAction(self.sound_action)
+        self.settings_button.setMenu(menu)
+        if notifier is not None:
+            self.notify_action.setChecked(notifier.enabled)
+            self.sound_action.setChecked(notifier.sound)
+            self.notify_action.toggled.connect(self._notify_toggled)
+            self.sound_action.toggled.connect(lambda on: setattr(notifier, "sound", on))
+            qbiff.started.connect(lambda members: notifier.started(members, biff.render))
+            self.sound_action.setEnabled(notifier.enabled)
+        else:
+            self.settings_button.hide()
+        bottom.addWidget(self.settings_button)
+        layout.addLayout(bottom)
 
         QShortcut(QKeySequence.StandardKey.Quit, self, self.close)
         qbiff.changed.connect(self.refresh)
-        self.resize(460, 0)
+        manager = getattr(qbiff, "manager", None)
+        if manager is not None:
+            manager.stateChanged.connect(self._connection_state)
+            self._connection_state(manager.state)
+        self.resize(460, 360)
         self.refresh()
 
     # -- what is shown ----------------------------------------------------------------
@@ -120,13 +155,25 @@ class CoffeeWindow(QWidget):
         self.count_label.setEnabled(count > 0)      # a grey 0: nothing to see
         self.count_caption.setText("person having a coffee" if count == 1 else
                                    "people having a coffee")
-        self.marquee.setItems([biff.render(m) + (" (you)" if m.local else "")
-                               for m in drinkers])
+        self.people.refresh()
         self.setWindowIcon(self._icons[active])
 
+    def _connection_state(self, state: str) -> None:
+        stale = state != "connected"
+        self.stale_label.setVisible(stale)
+        self.people.set_stale(stale)
+
+    def _notify_toggled(self, on: bool) -> None:
+        self.notifier.enabled = on
+        self.sound_action.setEnabled(on)
+
     def drinkers_text(self) -> str:
-        """The list line as shown (for tests and accessibility)."""
-        return self.marquee.text()
+        """The people having a coffee, as one line (tests, tray tooltip)."""
+        biff = self.qbiff.biff
+        drinkers = biff.active_members
+        if not drinkers:
+            return biff.empty_text or ""
+        return ", ".join(biff.render(m) + (" (you)" if m.local else "") for m in drinkers)
 
     def count(self) -> int:
         return int(self.count_label.text())

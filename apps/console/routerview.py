@@ -8,6 +8,11 @@ charted for the one chosen: notifications in and out per second,
 connections, subscriptions and quenches, and drops per interval (the
 counter is cumulative, so the chart shows its increase, with the total in
 the summary line).
+
+After a router restart (a new Router-Id: host, pid and start time) the pane
+follows the router it is connected to: the first Router-Id not seen before
+the reconnection is taken as that router's, and selected if the old one
+of the connected router was (a router the user picked stays picked).
 """
 
 from __future__ import annotations
@@ -86,6 +91,10 @@ class RouterViewPane(Pane):
         self._lock = asyncio.Lock()
         self.samples: dict[str, deque[Sample]] = {}
         self.received = 0
+        #: the Router-Id taken as the connected router's, and the ids seen
+        #: before the last (re)connection (the next new one is the router's)
+        self.own_id: str | None = None
+        self._seen_before: set[str] | None = set()
 
         self.id_combo = QComboBox()
         self.id_combo.setToolTip("Routers whose statistics arrive here (federated routers "
@@ -152,6 +161,7 @@ class RouterViewPane(Pane):
         self.redraw()
 
     def on_connected(self, conn: Connection) -> None:
+        self._seen_before = set(self.samples)
         sub = self.sub
         if sub is None or sub.closed or sub.connection is not conn:
             spawn(self._subscribe(), "router statistics",
@@ -160,6 +170,8 @@ class RouterViewPane(Pane):
     def on_router_changed(self) -> None:
         self.samples.clear()
         self.id_combo.clear()
+        self.own_id = None
+        self._seen_before = set()
         self.redraw()
         spawn(self._subscribe(), "router statistics", lambda m: self.set_status(m, error=True))
 
@@ -198,11 +210,23 @@ class RouterViewPane(Pane):
             samples = self.samples[router_id] = deque(maxlen=MAX_SAMPLES)
             self.id_combo.addItem(router_id, router_id)
         samples.append(Sample.from_notification(notification, time.monotonic()))
+        if self._seen_before is not None and router_id not in self._seen_before:
+            self._follow(router_id)
         self.received += 1
         if self.received == 1:
             self.set_status("")
         if router_id == self.current_id():
             self.redraw()
+
+    def _follow(self, router_id: str) -> None:
+        """``router_id`` is the connected router's (new since the last
+        connection): select it if the pane was showing that router."""
+        self._seen_before = None
+        previous, self.own_id = self.own_id, router_id
+        if previous is not None and self.current_id() == previous:
+            self.id_combo.setCurrentIndex(self.id_combo.findData(router_id))
+            self.set_status(f"The router restarted: now showing {router_id} "
+                            f"(was {previous}).")
 
     def current_id(self) -> str:
         return self.id_combo.currentData() or ""

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -38,8 +39,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["NewsPresetDialog", "ask_news_subscription", "build_expression", "known_feeds",
-           "split_words"]
+__all__ = ["NewsPresetDialog", "ask_news_subscription", "build_expression",
+           "expression_clauses", "known_feeds", "split_words"]
+
+#: Shown instead of the (empty) feed list.
+NO_FEEDS_TEXT = ("No feeds to choose from yet: no newswatcher on this computer has "
+                 "announced any (it lists its feeds once it runs; start it with "
+                 "<code>newswatcher</code>). Type feed names under <i>Other feeds</i>, or "
+                 "leave them empty to get articles from every feed.")
 
 
 def quote(text: str) -> str:
@@ -69,6 +76,15 @@ def build_expression(feeds: Iterable[str] = (), title_words: Iterable[str] = (),
                      categories: Iterable[str] = ()) -> str:
     """The subscription for the choices; no choice at all means every
     newswatcher article (``require(News-Feed)``)."""
+    return " && ".join(expression_clauses(feeds, title_words, all_words=all_words,
+                                          author=author, categories=categories))
+
+
+def expression_clauses(feeds: Iterable[str] = (), title_words: Iterable[str] = (), *,
+                       all_words: bool = False, author: str = "",
+                       categories: Iterable[str] = ()) -> list[str]:
+    """The clauses :func:`build_expression` joins with ``&&`` (the dialog's
+    preview shows one per line)."""
     feeds = [f for f in dict.fromkeys(f.strip() for f in feeds) if f]
     parts = ["require(News-Feed)"]
     if len(feeds) == 1:
@@ -86,7 +102,7 @@ def build_expression(feeds: Iterable[str] = (), title_words: Iterable[str] = (),
     if cats:
         parts.append(_any_or_all([f"contains(News-Categories, {quote('|' + c + '|')})"
                                   for c in cats], False))
-    return " && ".join(parts)
+    return parts
 
 
 def known_feeds(data_dir: Path | None = None, config_path: Path | None = None) -> list[str]:
@@ -116,7 +132,7 @@ class NewsPresetDialog(QDialog):
                  selected: Iterable[str] = ()) -> None:
         super().__init__(parent)
         self.setWindowTitle("News subscription")
-        self.resize(520, 480)
+        self.resize(520, 480 if feeds else 380)
         chosen = set(selected)
 
         self.feed_list = QListWidget(self)
@@ -137,6 +153,10 @@ class NewsPresetDialog(QDialog):
         self.preview = QPlainTextEdit(self)
         self.preview.setReadOnly(True)
         self.preview.setMaximumHeight(90)
+        # one clause per line, never wrapped: a wrap would break names like
+        # fold-case at their hyphen and make the expression hard to read
+        self.preview.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.preview.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.error = QLabel(self)
         self.error.setStyleSheet("color: #b00020")
         self.error.setWordWrap(True)
@@ -145,6 +165,15 @@ class NewsPresetDialog(QDialog):
         hint = QLabel("Feeds (none ticked: every feed)", self)
         form.addRow(hint)
         form.addRow(self.feed_list)
+        self.no_feeds = QLabel(NO_FEEDS_TEXT, self)
+        self.no_feeds.setWordWrap(True)
+        self.no_feeds.setStyleSheet("color: #5f6368; padding: 6px 0")
+        form.addRow(self.no_feeds)
+        if feeds:
+            self.no_feeds.hide()
+        else:
+            hint.hide()
+            self.feed_list.hide()
         form.addRow("Other feeds:", self.other_feeds)
         form.addRow("Words in title:", self.title_words)
         form.addRow("", self.all_words)
@@ -173,17 +202,20 @@ class NewsPresetDialog(QDialog):
         names += [n.strip() for n in self.other_feeds.text().split(",") if n.strip()]
         return list(dict.fromkeys(names))
 
+    def clauses(self) -> list[str]:
+        return expression_clauses(self.chosen_feeds(), split_words(self.title_words.text()),
+                                  all_words=self.all_words.isChecked(),
+                                  author=self.author.text(),
+                                  categories=self.categories.text().split(","))
+
     def expression(self) -> str:
-        return build_expression(self.chosen_feeds(), split_words(self.title_words.text()),
-                                all_words=self.all_words.isChecked(),
-                                author=self.author.text(),
-                                categories=self.categories.text().split(","))
+        return " && ".join(self.clauses())
 
     def _update(self) -> None:
         from elvin.errors import SubscriptionError
         from elvin.subscription import parse
         text = self.expression()
-        self.preview.setPlainText(text)
+        self.preview.setPlainText("\n&& ".join(self.clauses()))
         try:
             parse(text)
         except SubscriptionError as exc:

@@ -67,11 +67,18 @@ class TickerController(QObject):
     Signals: ``messageReceived(Message)`` for each message accepted,
     ``messageSent(dict)`` with the attributes sent, ``problem(str)`` for
     errors worth showing to the user (send failures, a bad extra
-    subscription), ``knownGroupsChanged()`` and ``subscriptionsChanged()``.
+    subscription), ``knownGroupsChanged()`` and ``subscriptionsChanged()``,
+    ``outboxChanged(int)`` with the number of messages waiting for a router.
+
+    What the user typed is never dropped because the router is away: a
+    message sent while not connected (or whose sending fails because the
+    connection went) waits in :attr:`outbox`, already built (so its
+    Message-Id does not change), and goes out in order on reconnection.
     """
 
     messageReceived = Signal(object)
     messageSent = Signal(object)
+    outboxChanged = Signal(int)
     problem = Signal(str)
     knownGroupsChanged = Signal()
     subscriptionsChanged = Signal()
@@ -90,6 +97,8 @@ class TickerController(QObject):
         self.notifier = notifier
         self.mentions = MentionMatcher(config.user)
         self.model.is_mention = self.mentions
+        if history is not None:
+            self.model.sender_of = self._sender_in_history
         self.known = KnownGroups()
         self.threads: list[str] = []          # extra-group threads we started
         self.received = 0
@@ -105,6 +114,9 @@ class TickerController(QObject):
         self._quench = None
         self._dirty = False
         self._sync_task: asyncio.Task | None = None
+        #: built messages waiting for a router: (attributes, keys)
+        self.outbox: deque[tuple[dict[str, object], Keys | None]] = deque()
+        self._flush_task: asyncio.Task | None = None
 
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(HISTORY_FLUSH_MS)
@@ -140,6 +152,10 @@ class TickerController(QObject):
             log.exception("could not handle a notification")
             self.rejected += 1
             return None
+
+    def _sender_in_history(self, message_id: str) -> str | None:
+        message = self.history.by_message_id(message_id) if self.history is not None else None
+        return message.sender if message is not None else None
 
     def _listener(self, notification: Any) -> None:
         # Called by the client for each delivery, possibly hundreds in a row
@@ -213,6 +229,7 @@ class TickerController(QObject):
             self.known.clear()
             emit(self.knownGroupsChanged)
         self.request_sync()
+        self._flush_outbox_soon()
 
     def request_sync(self) -> None:
         self._dirty = True
@@ -338,13 +355,8 @@ class TickerController(QObject):
     async def send(self, draft: Draft) -> dict[str, object]:
         """Send a draft; returns the attributes sent. Raises ComposeError
         for a bad draft and ElvinError/OSError when it cannot be sent."""
-        attributes, keys = self.prepare(draft)
-        thread = attributes.get("Thread-Id")
-        if isinstance(thread, str) and draft.reply_to is None and thread not in self.threads:
-            self.threads.append(thread)
-            self.request_sync()
-            with contextlib.suppress(TimeoutError):
-                await self.wait_synced(5.0)
+        attributes, keys = self._start_thread(draft)
+        await self._wait_for_thread(attributes, draft)
         conn = self.connection
         if conn is None:
             raise ElvinError("not connected to a router")
@@ -352,18 +364,79 @@ class TickerController(QObject):
         emit(self.messageSent, attributes)
         return attributes
 
+    def _start_thread(self, draft: Draft) -> tuple[dict[str, object], Keys | None]:
+        """Build the draft; a new extra-group thread is followed from now on."""
+        attributes, keys = self.prepare(draft)
+        thread = attributes.get("Thread-Id")
+        if isinstance(thread, str) and draft.reply_to is None and thread not in self.threads:
+            self.threads.append(thread)
+            self.request_sync()
+        return attributes, keys
+
+    async def _wait_for_thread(self, attributes: Mapping[str, object],
+                               draft: Draft | None) -> None:
+        # a thread we start must be subscribed before its first message goes,
+        # or the first replies could arrive before we listen for them
+        thread = attributes.get("Thread-Id")
+        if isinstance(thread, str) and (draft is None or draft.reply_to is None):
+            with contextlib.suppress(TimeoutError):
+                await self.wait_synced(5.0)
+
+    @property
+    def online(self) -> bool:
+        """Whether a send now would reach a router (not merely wait for one)."""
+        conn = self.connection
+        return conn is not None and getattr(conn, "state", "open") == "open" \
+            and getattr(self.manager, "state", "connected") == "connected"
+
     def send_soon(self, draft: Draft) -> asyncio.Future | None:
-        """Send in the background; failures become ``problem`` signals."""
-        async def run() -> None:
-            try:
-                await self.send(draft)
-            except (ElvinError, OSError, ValueError) as exc:
-                emit(self.problem, f"Not sent: {exc}")
+        """Send in the background. A bad draft becomes a ``problem``; while
+        there is no router the message waits in the outbox (``outboxChanged``)
+        and goes on reconnection."""
         try:
-            return asyncio.ensure_future(run())
-        except RuntimeError:
-            emit(self.problem, "Not sent: no event loop")
+            attributes, keys = self._start_thread(draft)
+        except ValueError as exc:   # ComposeError: the dialog checks first
+            emit(self.problem, f"Not sent: {exc}")
             return None
+        self.outbox.append((attributes, keys))
+        emit(self.outboxChanged, len(self.outbox))
+        return self._flush_outbox_soon()
+
+    def _flush_outbox_soon(self) -> asyncio.Future | None:
+        if not self.outbox:
+            return None
+        if self._flush_task is not None and not self._flush_task.done():
+            return self._flush_task
+        try:
+            self._flush_task = asyncio.ensure_future(self._flush_outbox())
+        except RuntimeError:   # no event loop: it waits for the next connection
+            return None
+        return self._flush_task
+
+    async def _flush_outbox(self) -> None:
+        """Send what waits, oldest first, while connected. A message leaves
+        the outbox only once written to a live connection; a connection
+        failure leaves it (and those after it) for the next reconnection."""
+        while self.outbox and self.online:
+            attributes, keys = self.outbox[0]
+            await self._wait_for_thread(attributes, None)
+            conn = self.connection
+            if conn is None or not self.online:
+                break
+            try:
+                await conn.send(attributes, keys=keys, deliver_insecure=keys is None)
+            except (TypeError, ValueError) as exc:
+                # the router's limits refuse it: waiting would not help
+                self.outbox.popleft()
+                emit(self.outboxChanged, len(self.outbox))
+                emit(self.problem, f"Not sent: {exc}")
+                continue
+            except (ElvinError, OSError) as exc:
+                log.info("message kept for the next connection: %s", exc)
+                break
+            self.outbox.popleft()
+            emit(self.outboxChanged, len(self.outbox))
+            emit(self.messageSent, attributes)
 
     async def close(self) -> None:
         self._flush_timer.stop()

@@ -9,6 +9,7 @@ widget only has to draw what the model holds.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ class Entry:
     shown_at: float
     expires_at: float
     mention: bool = False
+    #: who the message answers (the referent's sender) when that is known
+    replied_to: str | None = None
     uid: int = field(default_factory=lambda: next(_uids))
     version: int = 0  # bumped on replacement: the widget re-lays the text out
 
@@ -78,6 +81,11 @@ class ScrollerModel(QObject):
         self.clock = clock
         self.max_entries = max_entries
         self.is_mention: Callable[[Message], bool] = lambda _m: False
+        #: the sender of a message no longer shown, by Message-Id (the
+        #: controller asks the history), so a reply can say whom it answers
+        self.sender_of: Callable[[str], str | None] = lambda _id: None
+        #: muted senders and groups: (kind, folded name) -> until (model clock)
+        self.mutes: dict[tuple[str, str], float] = {}
         self._entries: dict[int, Entry] = {}          # uid -> entry, in arrival order
         self._by_replacement: dict[tuple[str, str], int] = {}
         self._killed: set[str] = set()
@@ -137,7 +145,10 @@ class ScrollerModel(QObject):
             return None
         if message.timeout is not None and message.timeout < 0:
             return None
+        if self.is_muted(message):
+            return None
         now = self.clock()
+        replied_to = self.referent_sender(message)
         lifetime = self.lifetime_of(message)
         colour = self.palette.colour(message.group)
         mention = self.is_mention(message)
@@ -149,12 +160,13 @@ class ScrollerModel(QObject):
                 old.message = message
                 old.colour = colour
                 old.mention = mention
+                old.replied_to = replied_to
                 old.shown_at = now
                 old.expires_at = now + lifetime
                 old.version += 1
                 emit(self.replaced, old)
                 return old
-        entry = Entry(message, colour, now, now + lifetime, mention)
+        entry = Entry(message, colour, now, now + lifetime, mention, replied_to)
         self._entries[entry.uid] = entry
         if message.replacement_id:
             self._by_replacement[(self.groups_key(message.group), message.replacement_id)] = \
@@ -203,6 +215,48 @@ class ScrollerModel(QObject):
         for entry in doomed:
             self._remove(entry)
         return len(doomed)
+
+    def referent_sender(self, message: Message) -> str | None:
+        """The sender of the message ``message`` replies to, if we have it."""
+        if not message.in_reply_to:
+            return None
+        shown = self.find(message.in_reply_to)
+        if shown is not None:
+            return shown.message.sender
+        try:
+            return self.sender_of(message.in_reply_to)
+        except Exception:  # noqa: BLE001 - a lookup failure only loses the name
+            return None
+
+    # -- muting ----------------------------------------------------------------
+    def mute(self, kind: str, name: str, seconds: float | None = None) -> int:
+        """Stop showing messages from a sender (``kind`` "sender") or in a
+        group ("group") for ``seconds``, or until the app quits (None).
+        Those shown now go at once; returns how many."""
+        if kind not in ("sender", "group"):
+            raise ValueError(f"mute: unknown kind {kind!r}")
+        until = math.inf if seconds is None else self.clock() + seconds
+        self.mutes[(kind, fold(name))] = until
+        doomed = [e for e in self._entries.values() if self.is_muted(e.message)]
+        for entry in doomed:
+            self._remove(entry)
+        return len(doomed)
+
+    def unmute_all(self) -> None:
+        self.mutes.clear()
+
+    def is_muted(self, message: Message) -> bool:
+        mutes = self.mutes
+        if not mutes:
+            return False
+        now = self.clock()
+        for key in (("sender", fold(message.sender)), ("group", fold(message.group))):
+            until = mutes.get(key)
+            if until is not None:
+                if until > now:
+                    return True
+                del mutes[key]   # the while is over
+        return False
 
     def clear(self) -> None:
         self._entries.clear()

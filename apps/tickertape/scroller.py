@@ -6,6 +6,10 @@ one cached pixmap per message (text is laid out once, when the message
 arrives or is replaced, never per frame), and painting only the messages
 that are on screen. The timer stops when there is nothing to show, so an
 idle ticker costs no CPU.
+
+When messages arrive faster than one line shows them, the line says how
+many wait ("+N waiting") and speeds up (up to ``MAX_CATCH_UP`` times) until
+the backlog is gone; while the pointer holds it, it says "paused".
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from elvin_apps.tickertape.message import Message
 from elvin_apps.tickertape.model import Entry, ScrollerModel
 from elvin_apps.tickertape.palette import text_colour_on
 from elvin_apps.tickertape.qtcompat import emit
-from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QAction,
     QColor,
@@ -51,6 +55,17 @@ FRAME_INTERVAL_MS = 16
 MIN_OPACITY = 0.35
 DRAG_THRESHOLD = 4
 EDGE_FADE = 18.0
+#: Fastest the line runs to catch up with a backlog, as a multiple of the
+#: user's speed; each waiting message adds ``CATCH_UP_STEP`` to the factor.
+MAX_CATCH_UP = 3.0
+CATCH_UP_STEP = 0.25
+#: Pixels a tooltip adds around its text (frame and margins), generously.
+TIP_FRAME = 16
+BADGE = QColor(40, 42, 46, 235)
+BADGE_TEXT = QColor("#ffd166")
+#: Minutes offered by the right-click "Mute" menu (None: until restart).
+MUTE_CHOICES: tuple[tuple[str, float | None], ...] = (
+    ("for 1 hour", 3600.0), ("until Tickertape restarts", None))
 
 
 class ScrollerWidget(QWidget):
@@ -114,6 +129,26 @@ class ScrollerWidget(QWidget):
     @property
     def animating(self) -> bool:
         return self._timer.isActive()
+
+    @property
+    def waiting(self) -> int:
+        """Messages that arrived but have not entered the line yet."""
+        return len(self.lane.fresh)
+
+    @property
+    def effective_speed(self) -> float:
+        """The user's speed, raised while a backlog waits so that it clears."""
+        factor = min(MAX_CATCH_UP, 1.0 + CATCH_UP_STEP * self.waiting)
+        return self.speed * factor
+
+    def status_text(self) -> str:
+        """What the badge at the right end says ("" when nothing)."""
+        parts = []
+        if self.paused and not self.lane.idle:
+            parts.append("paused")
+        if self.waiting:
+            parts.append(f"+{self.waiting} waiting")
+        return " · ".join(parts)
 
     def set_speed(self, speed: float) -> None:
         self.speed = max(1.0, float(speed))
@@ -180,7 +215,7 @@ class ScrollerWidget(QWidget):
         gap = now - self._last_tick
         self._last_tick = now
         self.tick_gaps.append(gap)
-        dx = 0.0 if self.paused else -self.speed * min(gap, 0.1)
+        dx = 0.0 if self.paused else -self.effective_speed * min(gap, 0.1)
         self.lane.advance(dx, now)
         if len(self._cache) > 2 * len(self.lane.visible) + 16:
             visible = {item.uid for item in self.lane.visible}
@@ -229,6 +264,7 @@ class ScrollerWidget(QWidget):
             painter.drawPixmap(QPointF(round(item.x), round(y)), pixmap)
         painter.setOpacity(1.0)
         self._paint_edges(painter)
+        self._paint_badge(painter)
         if self.lane.idle:
             painter.setPen(DIM)
             painter.drawText(self.rect().adjusted(12, 0, -12, 0),
@@ -250,6 +286,25 @@ class ScrollerWidget(QWidget):
             gradient.setColorAt(1.0, clear)
             painter.fillRect(QRectF(min(x0, x1), 0.0, edge, height), gradient)
 
+    def _paint_badge(self, painter: QPainter) -> None:
+        """"paused" / "+N waiting" at the right end, over the entering text."""
+        text = self.status_text()
+        if not text:
+            return
+        font = QFont(self.font())
+        font.setPointSizeF(max(6.0, font.pointSizeF() * 0.8))
+        font.setBold(True)
+        fm = QFontMetricsF(font)
+        w, h = fm.horizontalAdvance(text) + 14.0, fm.height() + 4.0
+        rect = QRectF(self.width() - w - 4.0, (self.height() - h) / 2, w, h)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(BADGE)
+        painter.drawRoundedRect(rect, h / 2, h / 2)
+        painter.setFont(font)
+        painter.setPen(BADGE_TEXT)
+        painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
+
     idle_text = "No messages yet — double-click or press Ctrl+N to send one"
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
@@ -264,11 +319,13 @@ class ScrollerWidget(QWidget):
 
     def enterEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         self._hover = True
+        self.update()
         super().enterEvent(event)
 
     def leaveEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         self._hover = False
         self._start()
+        self.update()
         super().leaveEvent(event)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
@@ -350,6 +407,9 @@ class ScrollerWidget(QWidget):
         menu = QMenu(self)
         if entry is None:
             menu.addAction("New message…", lambda: emit(self.composeRequested))
+            if self.model.mutes:
+                menu.addAction(_action(menu, f"Unmute all ({len(self.model.mutes)})",
+                                       self.model.unmute_all))
             return menu
         message = entry.message
         menu.addAction(_action(menu, "Reply…", lambda: emit(self.replyRequested, message)))
@@ -363,17 +423,49 @@ class ScrollerWidget(QWidget):
         menu.addAction(_action(menu, "Hide", lambda: self.model.hide(entry.uid)))
         menu.addAction(_action(menu, "Kill thread",
                                lambda: self.model.kill_thread(message)))
+        self._add_mute_menu(menu, message)
         return menu
+
+    def _add_mute_menu(self, menu: QMenu, message: Message) -> None:
+        mute = menu.addMenu("Mute")
+        name, _domain = _split_sender(message.sender)
+        for kind, label, value in (("sender", name, message.sender),
+                                   ("group", f"group {message.group}", message.group)):
+            for when, seconds in MUTE_CHOICES:
+                mute.addAction(_action(mute, f"{label} {when}",
+                                       lambda *_checked, k=kind, v=value, s=seconds:
+                                       self.model.mute(k, v, s)))
+        if self.model.mutes:
+            menu.addAction(_action(menu, f"Unmute all ({len(self.model.mutes)})",
+                                   self.model.unmute_all))
 
     def event(self, event: QEvent) -> bool:
         if event.type() == QEvent.Type.ToolTip:
             entry = self.entry_at(event.pos().x())
             if entry is not None:
-                QToolTip.showText(event.globalPos(), tooltip_text(entry.message), self)
+                text = tooltip_text(entry.message, entry.replied_to)
+                QToolTip.showText(self.tooltip_anchor(event.pos().x(), text), text, self)
             else:
                 QToolTip.hideText()
             return True
         return super().event(event)
+
+
+    def tooltip_anchor(self, x: float, text: str) -> QPoint:
+        """Where to show a tooltip so that it never covers the line it
+        describes: below the strip, or above it when the screen ends below.
+        (Qt puts a tip 16 px under the point it is given, and moves it up by
+        its height plus 24 px only when it would leave the screen; so for
+        "above" the point is raised by the tip's height, estimated with the
+        tooltip font plus room for its frame.)"""
+        below = self.mapToGlobal(QPoint(int(x), self.height()))
+        screen = self.screen().availableGeometry() if self.screen() is not None else None
+        tip = QFontMetricsF(QToolTip.font()).boundingRect(
+            QRectF(0, 0, 600, 2000), int(Qt.TextFlag.TextWordWrap), text)
+        tip_height = int(tip.height()) + TIP_FRAME
+        if screen is None or below.y() + 16 + tip_height <= screen.bottom():
+            return below
+        return self.mapToGlobal(QPoint(int(x), -16 - tip_height))
 
 
 def _age_opacity(entry: Entry, now: float) -> float:
@@ -392,14 +484,14 @@ def copy_text(message: Message) -> None:
     QGuiApplication.clipboard().setText(f"{message.sender}: {message.text}")
 
 
-def tooltip_text(message: Message) -> str:
+def tooltip_text(message: Message, replied_to: str | None = None) -> str:
     """Plain-text details shown when hovering over a message."""
     when = datetime.fromtimestamp(message.received).strftime("%H:%M:%S")
     lines = [f"{message.group} — {message.sender} at {when}", message.text[:1000]]
     if message.urls:
         lines.append("Link: " + message.urls[0] + "  (click to open)")
     if message.in_reply_to:
-        lines.append("Reply in a thread")
+        lines.append(f"Reply to {replied_to}" if replied_to else "Reply in a thread")
     if message.secure:
         lines.append("Private (received with a key)")
     return "\n".join(lines)
@@ -433,6 +525,15 @@ def _draw_padlock(p: QPainter, x: float, centre_y: float, size: float, colour: Q
                QPointF(shackle.right(), body.top()))
 
 
+def reply_prefix(message: Message, replied_to: str | None) -> str:
+    """"↪ alice: " before a reply whose referent we know, "↪ " otherwise."""
+    if not message.in_reply_to:
+        return ""
+    if replied_to:
+        return f"\N{RIGHTWARDS ARROW WITH HOOK} {_split_sender(replied_to)[0]}: "
+    return "\N{RIGHTWARDS ARROW WITH HOOK} "
+
+
 def render_entry(entry: Entry, font: QFont, line_height: int, dpr: float) -> QPixmap:
     """Lay out and draw one message once: a coloured group pill (with a
     padlock when it came with a key), the sender in the group colour, then
@@ -449,7 +550,7 @@ def render_entry(entry: Entry, font: QFont, line_height: int, dpr: float) -> QPi
     name, domain = _split_sender(message.sender)
     name = fm_bold.elidedText(name, Qt.TextElideMode.ElideRight, 200.0)
     domain = fm.elidedText(domain, Qt.TextElideMode.ElideRight, 160.0) if domain else ""
-    prefix = "\N{RIGHTWARDS ARROW WITH HOOK} " if message.in_reply_to else ""
+    prefix = reply_prefix(message, entry.replied_to)
     link = " \N{NORTH EAST ARROW}" if message.urls else ""
     text = fm.elidedText(prefix + message.text, Qt.TextElideMode.ElideRight, MAX_ITEM_WIDTH)
 

@@ -1,8 +1,10 @@
 """The main window: a slim, always-on-top strip with the scroller.
 
 Left: the connection dot (drag it to move a frameless window; hover for the
-router and the last error). Middle: the scroller. Right: a short-lived notice
-(sent / not sent) and the menu button. Everything else (compose, history,
+router and the last error) and, while not connected, the state in words.
+Middle: the scroller. Right: a notice (sent / will send when connected /
+not sent; long ones are shortened and open in full when clicked) and the
+menu button. Everything else (compose, history,
 groups) opens in its own window so the strip stays one line high.
 """
 
@@ -23,7 +25,7 @@ from elvin_apps.tickertape.notifier import app_icon
 from elvin_apps.tickertape.qtcompat import emit
 from elvin_apps.tickertape.scroller import BACKGROUND, ScrollerWidget
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QFontMetrics, QKeySequence, QMouseEvent
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
@@ -37,6 +39,32 @@ from PySide6.QtWidgets import (
 log = logging.getLogger("elvin_apps.tickertape")
 
 NOTICE_MS = 6000
+#: Errors stay longer: they need reading.
+ERROR_NOTICE_MS = 20000
+#: Widest share of the strip a notice takes; longer text is shortened and
+#: shown in full on click (and in its tooltip).
+NOTICE_SHARE = 0.45
+#: The connection state in words, shown next to the dot while not connected.
+STATE_WORDS = {
+    "connecting": "Connecting…",
+    "reconnecting": "Reconnecting…",
+    "disconnected": "Not connected",
+}
+
+
+class NoticeLabel(QLabel):
+    """The strip's notice: one line, and a click shows the whole text."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.full_text = ""
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        if self.full_text and event.button() == Qt.MouseButton.LeftButton:
+            QMessageBox.information(self.window(), "Tickertape", self.full_text)
+            return
+        super().mousePressEvent(event)
 
 
 class TickerWindow(QWidget):
@@ -70,12 +98,15 @@ class TickerWindow(QWidget):
         font.setPointSizeF(self.config.font_size)
         self.scroller.setFont(font)
         self.status = status
-        self.notice = QLabel(self)
+        self.state_label = QLabel(self)
+        self.state_label.setStyleSheet("color: #e0a100; padding: 0 4px")
+        self.state_label.hide()
+        self.notice = NoticeLabel(self)
         self.notice.setStyleSheet("color: #c0c4c8; padding: 0 6px")
         self.notice.hide()
         self._notice_timer = QTimer(self)
         self._notice_timer.setSingleShot(True)
-        self._notice_timer.timeout.connect(self.notice.hide)
+        self._notice_timer.timeout.connect(self._notice_expired)
 
         self.menu_button = QToolButton(self)
         self.menu_button.setText("\N{TRIGRAM FOR HEAVEN}")
@@ -99,6 +130,7 @@ class TickerWindow(QWidget):
             status.setCursor(Qt.CursorShape.SizeAllCursor)
             status.installEventFilter(self)
             layout.addWidget(status)
+        layout.addWidget(self.state_label)
         layout.addWidget(self.scroller, 1)
         layout.addWidget(self.notice)
         layout.addWidget(self.menu_button)
@@ -109,6 +141,11 @@ class TickerWindow(QWidget):
         controller.problem.connect(lambda text: self.show_notice(text, error=True))
         controller.messageSent.connect(
             lambda attrs: self.show_notice(f"Sent to {attrs.get('Group')}"))
+        controller.outboxChanged.connect(self._outbox_changed)
+        manager = controller.manager
+        if manager is not None and hasattr(manager, "stateChanged"):
+            manager.stateChanged.connect(self._state_changed)
+            self._state_changed(manager.state)
 
     # -- menu and shortcuts ----------------------------------------------------
     def _action(self, text: str, slot: Callable[[], object], shortcut: str | None = None) -> QAction:
@@ -184,12 +221,45 @@ class TickerWindow(QWidget):
         refresh()
 
     # -- notices ----------------------------------------------------------------
-    def show_notice(self, text: str, *, error: bool = False) -> None:
-        self.notice.setText(text if len(text) < 90 else text[:87] + "…")
-        self.notice.setToolTip(text)
+    def show_notice(self, text: str, *, error: bool = False, sticky: bool = False) -> None:
+        """Show ``text`` on the strip: for a while (longer for errors), or
+        until replaced when ``sticky``. Text wider than the notice's share of
+        the strip is shortened; the tooltip and a click give all of it."""
+        room = max(120, int(self.width() * NOTICE_SHARE))
+        metrics = QFontMetrics(self.notice.font())
+        shown = metrics.elidedText(text, Qt.TextElideMode.ElideRight, room - 12)
+        shortened = shown != text
+        self.notice.full_text = text if shortened else ""
+        self.notice.setText(shown)
+        self.notice.setToolTip(text + ("\n(click to read it all)" if shortened else ""))
+        self.notice.setCursor(Qt.CursorShape.PointingHandCursor if shortened
+                              else Qt.CursorShape.ArrowCursor)
         self.notice.setStyleSheet(f"color: {'#ff8a80' if error else '#c0c4c8'}; padding: 0 6px")
         self.notice.show()
-        self._notice_timer.start(NOTICE_MS)
+        if sticky:
+            self._notice_timer.stop()
+        else:
+            self._notice_timer.start(ERROR_NOTICE_MS if error else NOTICE_MS)
+
+    def _notice_expired(self) -> None:
+        if self.controller.outbox:   # what waits is always said
+            self._outbox_changed(len(self.controller.outbox))
+        else:
+            self.notice.hide()
+
+    def _outbox_changed(self, waiting: int) -> None:
+        if waiting:
+            what = "1 message" if waiting == 1 else f"{waiting} messages"
+            self.show_notice(f"{what} will send when connected", sticky=True)
+        elif not self._notice_timer.isActive():
+            self.notice.hide()
+
+    def _state_changed(self, state: str) -> None:
+        words = STATE_WORDS.get(state, "")
+        self.state_label.setText(words)
+        self.state_label.setVisible(bool(words))
+        if self.status is not None:
+            self.state_label.setToolTip(self.status.toolTip())
 
     # -- dialogs ----------------------------------------------------------------
     def group_names_for_compose(self) -> list[str]:
@@ -227,7 +297,8 @@ class TickerWindow(QWidget):
             return None
         if self.history_window is None:
             self.history_window = HistoryWindow(self.controller.history,
-                                                self.controller.model.palette)
+                                                self.controller.model.palette,
+                                                is_mention=self.controller.mentions)
             self.history_window.replyRequested.connect(self.open_compose)
             self.controller.messageReceived.connect(self.history_window.add_message)
         else:

@@ -40,11 +40,15 @@ class _Dot(QWidget):
 class StatusWidget(QWidget):
     """Shows the state of a :class:`ConnectionManager`: green when
     connected, amber while connecting or reconnecting, red when
-    disconnected, with the router URL and the last error as text/tooltip."""
+    disconnected, with the router URL and the last error as text/tooltip.
+    ``show_url=False`` keeps the URL (a detail most users need not read) to
+    the tooltip: the text is then just the state in words."""
 
-    def __init__(self, manager: ConnectionManager, parent: QWidget | None = None) -> None:
+    def __init__(self, manager: ConnectionManager, parent: QWidget | None = None, *,
+                 show_url: bool = True) -> None:
         super().__init__(parent)
         self.manager = manager
+        self.show_url = show_url
         self.dot = _Dot(self)
         self.label = QLabel(self)
         layout = QHBoxLayout(self)
@@ -72,7 +76,13 @@ class StatusWidget(QWidget):
             "reconnecting": f"Reconnecting to {url}…",
             "disconnected": f"Not connected to {url}",
         }.get(state, state)
-        self.label.setText(text)
+        shown = text if self.show_url else {
+            "connected": "Connected",
+            "connecting": "Connecting…",
+            "reconnecting": "Reconnecting…",
+            "disconnected": "Not connected",
+        }.get(state, state)
+        self.label.setText(shown)
         self.dot.set_colour(STATE_COLOURS.get(state, "#808080"))
         error = self.manager.last_error
         self.setToolTip(f"{text}\n{error}" if error and state != "connected" else text)

@@ -8,15 +8,22 @@ the other.
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
 import time
 
-from elvin_apps.biff import CoffeeBiff
+import pytest
+from elvin_apps.biff import CoffeeBiff, protocol
 from elvin_apps.biff.cup import badge_text, cup_pixmap
 from elvin_apps.biff.marquee import Marquee
+from elvin_apps.biff.notify import CoffeeNotifier, new_starters
+from elvin_apps.biff.people import IDLE, for_how_long, short_name
 from elvin_apps.biff.qtbiff import QtBiff
+from elvin_apps.biff.roster import Member
 from elvin_apps.biff.tray import make_tray
 from elvin_apps.biff.window import ACTIVE_TEXT, IDLE_TEXT, CoffeeWindow
-from PySide6.QtCore import Qt
+from PySide6.QtCore import ClassInfo, QObject, Qt, Slot
+from PySide6.QtDBus import QDBusConnection
 from PySide6.QtGui import QColor
 
 import elvin
@@ -83,8 +90,11 @@ def test_click_the_cup_and_the_other_window_updates(qtbot, qt_loop, router):
         qtbot.keyClick(bob.window.where, Qt.Key.Key_Return)
         await until(lambda: alice.window.count() == 2, 3)
         assert alice.window.count_caption.text() == "people having a coffee"
-        assert alice.window.marquee.items() == ["alice — in 5 minutes at the kitchen (you)",
-                                               "bob — me too"]
+        assert alice.window.drinkers_text() == ("alice — in 5 minutes at the kitchen (you), "
+                                                "bob — me too")
+        assert [row[:2] for row in alice.window.people.texts()] == [
+            ("\N{HOT BEVERAGE} alice (you)", "in 5 minutes at the kitchen"),
+            ("\N{HOT BEVERAGE} bob", "me too")]
         assert bob.window.cup.isChecked()
 
         # alice is done
@@ -167,3 +177,157 @@ def test_no_tray_headless_is_fine(qtbot, qt_loop, router):
     desk = Desk(qtbot, router.url, "alice")
     assert make_tray(desk.qbiff, desk.window) is None     # offscreen: no tray
     assert desk.window.windowTitle() == "Coffee biff — alice"
+
+
+class NotificationService(QObject):
+    """A freedesktop notification service on a private D-Bus (a real
+    dbus-daemon), recording the Notify calls it gets."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__()
+        self.calls: list[tuple] = []
+        self.bus = QDBusConnection.connectToBus(address, f"service-{address}")
+        assert self.bus.registerService("org.freedesktop.Notifications")
+        assert self.bus.registerObject("/org/freedesktop/Notifications", self._exported(),
+                                       QDBusConnection.RegisterOption.ExportAllSlots)
+
+    def _exported(self) -> QObject:
+        calls = self.calls
+
+        @ClassInfo({"D-Bus Interface": "org.freedesktop.Notifications"})
+        class Exported(QObject):
+            @Slot(str, "uint", str, str, str, "QStringList", "QVariantMap", int, result="uint")
+            def Notify(self, app, replaces, icon, summary, body, actions, hints,  # noqa: N802
+                       timeout):
+                calls.append((app, summary, body, dict(hints), timeout))
+                return len(calls)
+
+        self._object = Exported()
+        return self._object
+
+
+@pytest.fixture
+def session_bus():
+    """A private session bus (dbus-daemon), its address; skipped without one."""
+    if shutil.which("dbus-daemon") is None or shutil.which("gdbus") is None:
+        pytest.skip("dbus-daemon and gdbus are needed")
+    daemon = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        yield daemon.stdout.readline().strip()
+    finally:
+        daemon.terminate()
+        daemon.wait(5)
+
+
+def presence(user: str, status: str, text: str = "", duration: int = 0) -> dict:
+    return protocol.encode("update", user=user, client_id=f"id-{user}", groups=("coffee",),
+                           status=status, text=text, duration=duration)
+
+
+def test_people_list_shows_notes_durations_and_idle_people(qtbot, qt_loop, router):
+    """A fixed list: who has a coffee with their note and for how long (from
+    the Status-Duration they announced), then who is around, in grey."""
+    desk = Desk(qtbot, router.url, "bob@desk.example")
+
+    async def scenario():
+        await desk.start()
+        async with elvin.connect(router.url) as other:
+            await other.send(presence("carol@lab.example", "coffee", "kitchen", 4 * 60 + 10))
+            await other.send(presence("dave@lab.example", "online"))
+            await other.send(presence("erin@lab.example", "coffee", "", 5))
+            await until(lambda: len(desk.window.people.texts()) == 4, 3, "four people listed")
+        rows.extend(desk.window.people.texts())
+        grey.extend(people.topLevelItem(i).foreground(0).color() == IDLE for i in range(4))
+        tips.append(people.topLevelItem(0).toolTip(0))
+        await desk.close()
+
+    people = desk.window.people
+    rows, grey, tips = [], [], []
+    qt_loop.run_until_complete(asyncio.wait_for(scenario(), 20))
+    assert rows == [("\N{HOT BEVERAGE} carol", "kitchen", "for 4 min"),
+                    ("\N{HOT BEVERAGE} erin", "", "just now"),
+                    ("   bob (you)", "", ""),
+                    ("   dave", "", "")]
+    assert grey == [False, False, True, True]
+    assert tips == ["carol@lab.example"]
+    assert [for_how_long(s) for s in (0, 59, 60, 3599, 3600, 3960)] == [
+        "just now", "just now", "for 1 min", "for 59 min", "for 1 h", "for 1 h 6 min"]
+    assert short_name("ann@a", {"ann@a", "Ann@b"}) == "ann@a"
+
+
+def test_a_desktop_notification_when_someone_starts_a_coffee(qtbot, qt_loop, router,
+                                                             session_bus):
+    service = NotificationService(session_bus)
+    alice = Desk(qtbot, router.url, "alice")
+    alice.notifier = CoffeeNotifier(bus_address=session_bus, sound=True)
+    alice.window = CoffeeWindow(alice.qbiff, notifier=alice.notifier)
+    qtbot.addWidget(alice.window)
+    bob = Desk(qtbot, router.url, "bob")
+    assert alice.notifier.backend == "freedesktop"
+
+    async def scenario():
+        await alice.start()
+        await bob.start()
+        await until(lambda: len(alice.biff.members) == 2, 3)
+        bob.qbiff.setActive(True, "kitchen")
+        await until(lambda: service.calls, 5, "the service got a notification")
+        # switched off in the window: bob's next coffee is not told
+        alice.window.notify_action.setChecked(False)
+        bob.qbiff.setActive(False)
+        await until(lambda: alice.biff.count == 0, 3)
+        bob.qbiff.setActive(True, "again")
+        await until(lambda: alice.biff.count == 1, 3)
+        # alice's own coffee is never news to her
+        alice.window.notify_action.setChecked(True)
+        alice.qbiff.setActive(True)
+        await until(lambda: alice.biff.count == 2, 3)
+        async with elvin.connect(router.url) as probe:   # a round trip, then count
+            await probe.send(presence("zed", "online"))
+            await until(lambda: "zed" in {m.user for m in alice.biff.members}, 3)
+        await alice.close()
+        await bob.close()
+
+    qt_loop.run_until_complete(asyncio.wait_for(scenario(), 30))
+    alice.notifier.wait()
+    assert len(service.calls) == 1
+    app, summary, body, hints, timeout = service.calls[0]
+    assert (app, summary, body) == ("Coffee biff", "bob is having a coffee", "bob — kitchen")
+    assert hints == {"category": "presence.online", "sound-name": "message-new-instant"}
+    assert timeout == 8000
+
+
+def test_notification_falls_back_quietly(qtbot, session_bus):
+    """No service on the bus and no tray: nothing is shown, nothing breaks."""
+    notifier = CoffeeNotifier(bus_address=session_bus)
+    assert notifier.backend == "none"
+    assert notifier.notify("x", "y") == "none" and notifier.shown == 0
+    assert CoffeeNotifier(enabled=False).notify("x", "y") == "off"
+    old = Member("k", "old", "coffee", since=0.0)
+    new = Member("n", "new", "coffee", since=290.0)
+    me = Member("m", "me", "coffee", since=295.0, local=True)
+    assert new_starters([], [old, new, me], now=300.0) == [new]
+
+
+def test_while_disconnected_the_list_may_be_out_of_date(qtbot, qt_loop, router):
+    desk = Desk(qtbot, router.url, "alice")
+    status = StatusWidget(desk.manager, show_url=False)
+    desk.window.layout().addWidget(status)
+
+    async def scenario():
+        await desk.start()
+        assert desk.window.stale_label.isHidden()
+        port = router.url.rsplit(":", 1)[1]
+        assert status.text() == "Connected" and port in status.toolTip()
+        router.stop()
+        await until(lambda: desk.manager.state != "connected", 5)
+        assert desk.window.stale_label.isVisible()
+        assert desk.window.people.stale
+        assert status.text() in ("Reconnecting…", "Not connected", "Connecting…")
+        assert port in status.toolTip() and port not in status.text()
+        router.start()
+        await until(lambda: desk.manager.state == "connected", 10)
+        assert desk.window.stale_label.isHidden() and not desk.window.people.stale
+        await desk.close()
+
+    qt_loop.run_until_complete(asyncio.wait_for(scenario(), 30))

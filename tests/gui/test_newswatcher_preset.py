@@ -66,13 +66,46 @@ def test_dialog(qtbot):
                 ' || contains(fold-case(News-Title), "rust")) && '
                 'contains(fold-case(News-Author), "jon")')
     assert dialog.expression() == expected
-    assert dialog.preview.toPlainText() == expected
+    assert dialog.preview.toPlainText() == expected.replace(" && ", "\n&& ")
     assert dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).isEnabled()
     dialog.all_words.setChecked(True)
     assert '"python") && contains(fold-case(News-Title), "rust")' in dialog.expression()
     qtbot.keyClicks(dialog.other_feeds, "extra")
     assert dialog.chosen_feeds() == ["lwn", "hn", "extra"]
     parse(dialog.preview.toPlainText())
+
+
+def test_preview_never_breaks_a_clause_across_lines(qtbot):
+    """Long clauses are not wrapped (a wrap broke fold-case at its hyphen):
+    each laid-out block of the preview is one line, one clause."""
+    dialog = NewsPresetDialog(["lwn"])
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    qtbot.keyClicks(dialog.title_words, "python rust golang haskell ocaml")
+    qtbot.keyClicks(dialog.author, "Jonathan Corbet")
+    document = dialog.preview.document()
+    block = document.begin()
+    blocks = []
+    while block.isValid():
+        blocks.append((block.text(), block.layout().lineCount()))
+        block = block.next()
+    assert len(blocks) == 3
+    assert all(lines == 1 for _text, lines in blocks), blocks
+    parse(dialog.preview.toPlainText())
+
+
+def test_empty_feed_list_is_explained(qtbot):
+    dialog = NewsPresetDialog([])
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.feed_list.isHidden() and dialog.no_feeds.isVisible()
+    assert "no newswatcher" in dialog.no_feeds.text()
+    assert dialog.expression() == "require(News-Feed)"
+    full = NewsPresetDialog(["lwn"])
+    qtbot.addWidget(full)
+    full.show()
+    assert full.feed_list.isVisible() and full.no_feeds.isHidden()
 
 
 def test_known_feeds_from_status_then_config(tmp_path):

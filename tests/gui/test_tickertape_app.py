@@ -24,6 +24,7 @@ from elvin_apps.tickertape.model import ScrollerModel
 from elvin_apps.tickertape.outgoing import Draft
 from elvin_apps.tickertape.palette import hash_colour
 from elvin_apps.tickertape.scroller import ScrollerWidget
+from PySide6.QtCore import QUrl
 
 import elvin.client
 from elvin.qt import ConnectionManager
@@ -126,7 +127,7 @@ def test_ep_message_appears_in_group_colour(qtbot, qt_loop, router, tmp_path):
     first, second = app.model.entries()
     assert (first.message.text, first.colour) == ("hello from ep", hash_colour("Chat"))
     assert (second.message.text, second.colour) == ("legacy news", "#00c000")
-    assert second.message.timeout == 60 and second.lifetime == 60
+    assert second.message.timeout == 60 and second.lifetime == pytest.approx(60)
     assert first.uid in scroller.lane  # the scroller follows the model
 
 
@@ -418,3 +419,103 @@ def test_router_restart_keeps_the_ticker_going(qtbot, qt_loop, router, tmp_path)
 
     run(qt_loop, scenario(), timeout=60)
     assert any(t.startswith("after") for t in texts(app))
+
+
+def test_message_typed_during_an_outage_is_sent_on_reconnection(qtbot, qt_loop, router,
+                                                               tmp_path):
+    """Compose while the router is down: the dialog's text is kept, the strip
+    says it will send when connected and that we are not connected, and once a
+    router is back on the same port a real subscriber gets the message."""
+    from elvin_apps.tickertape.window import TickerWindow
+
+    import elvin.sync
+    from elvin.qt import StatusWidget
+
+    apps = Apps(router.url, tmp_path)
+    app = apps.make([Group("Chat")])
+    window = TickerWindow(app, status=StatusWidget(app.manager), save_config=False)
+    qtbot.addWidget(window)
+    window.show()
+    received = []
+
+    async def scenario():
+        await apps.ready(app)
+        assert window.state_label.isHidden()
+        router.stop()
+        await until(lambda: app.manager.state != "connected")
+        assert window.state_label.isVisible()
+        assert window.state_label.text() in ("Reconnecting…", "Not connected", "Connecting…")
+        dialog = window.open_compose(None)
+        dialog.text_edit.setText("typed while the router was away")
+        dialog.send_button.click()
+        assert list(app.outbox) and "will send when connected" in window.notice.text()
+        # The router comes back on the same port; a real subscriber is in place
+        # before the app can reconnect (the app's loop is blocked until then).
+        router.start()
+        subscriber = elvin.sync.connect(router.url)
+        sub = subscriber.subscribe('Group == "Chat"')
+        try:
+            await until(lambda: not app.outbox, timeout=20)
+            received.append(sub.get(timeout=10))
+        finally:
+            subscriber.close()
+        await until(lambda: window.state_label.isHidden())
+        await apps.close()
+
+    run(qt_loop, scenario(), timeout=60)
+    message = received[0]
+    assert message["Message"] == "typed while the router was away"
+    assert message["From"] == "me@test"
+    assert "will send" not in window.notice.text()
+
+
+def test_history_detail_pane_and_mentions(qtbot, qt_loop, router, tmp_path):
+    """Messages from ep, in the history window: the ones that mention the user
+    stand out and can be shown alone; the detail pane has a selected reply in
+    full, with its group, link, whom it answers and its thread."""
+    from elvin_apps.tickertape.historywindow import MENTION_BACKGROUND
+    from elvin_apps.tickertape.window import TickerWindow
+
+    apps = Apps(router.url, tmp_path)
+    app = apps.make([Group("Chat")], user="me@test")
+    window = TickerWindow(app, save_config=False)
+    qtbot.addWidget(window)
+    long_text = "a long answer " + "with many words " * 40 + "THE END"
+
+    async def scenario():
+        await apps.ready(app)
+        await ep(router.url, chat("where shall we eat?", From="bob@test"),
+                 chat(long_text, From="carol@test", **{"In-Reply-To": "id-where shall we eat?",
+                                                       "Thread-Id": "t1",
+                                                       "Attachment": "Content-Type: text/uri-list"
+                                                       "\r\n\r\nhttps://menu.example/\r\n"}),
+                 chat("hey me, are you coming?", From="dave@test"))
+        await until(lambda: len(app.model) == 3)
+        app.flush_history()
+        check_history_window()
+        await apps.close()
+
+    def check_history_window():
+        history = window.open_history()
+        qtbot.addWidget(history)
+        assert len(history.messages()) == 3   # read from the history file
+        rows = [history.tree.topLevelItem(i) for i in range(3)]
+        highlighted = [row.background(3).color() == MENTION_BACKGROUND for row in rows]
+        assert highlighted == [False, False, True]
+        history.tree.setCurrentItem(rows[1])
+        detail = history.detail.toPlainText()
+        assert "THE END" in detail                       # the full text, not cut
+        assert "Chat" in detail and "carol@test" in detail
+        assert "In reply to" in detail and "bob@test: where shall we eat?" in detail
+        assert "https://menu.example/" in detail
+        assert "2 messages" in detail and "show the thread" in detail
+        history.detail.anchorClicked.emit(QUrl("thread:show"))
+        assert [m.text for m in history.messages()][0] == "where shall we eat?"
+        history.tree.setCurrentItem(history.tree.topLevelItem(0))
+        history.threads.setChecked(False)
+        history.mentions_only.setChecked(True)
+        assert [m.text for m in history.messages()] == ["hey me, are you coming?"]
+        history.tree.setCurrentItem(history.tree.topLevelItem(0))
+        assert "Mentions you" in history.detail.toPlainText()
+
+    run(qt_loop, scenario())

@@ -14,14 +14,20 @@ from elvin_apps.tickertape.groups import Group, GroupError, GroupList
 from elvin_apps.tickertape.groupsdialog import GroupsDialog
 from elvin_apps.tickertape.history import History
 from elvin_apps.tickertape.historywindow import HistoryWindow
+from elvin_apps.tickertape.lane import Lane
 from elvin_apps.tickertape.message import Message, from_notification
 from elvin_apps.tickertape.model import ScrollerModel
 from elvin_apps.tickertape.palette import hash_colour
-from elvin_apps.tickertape.scroller import ScrollerWidget, tooltip_text
+from elvin_apps.tickertape.scroller import (
+    CATCH_UP_STEP,
+    MAX_CATCH_UP,
+    ScrollerWidget,
+    tooltip_text,
+)
 from elvin_apps.tickertape.window import TickerWindow
 from PySide6.QtCore import QEvent, QPoint, QPointF, Qt, QTimer
-from PySide6.QtGui import QColor, QEnterEvent, QGuiApplication
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtGui import QColor, QEnterEvent, QGuiApplication, QHelpEvent
+from PySide6.QtWidgets import QApplication, QToolTip, QWidget
 
 from elvin.subscription import parse
 
@@ -168,7 +174,7 @@ def test_context_menu_actions(scroller, model, qtbot):
     menu = scroller.context_menu(scroller.lane.item(root.uid).x + 5)
     actions = {a.text(): a for a in menu.actions() if a.text()}
     assert list(actions) == ["Reply…", "Open link", "Copy text", "Copy link", "Hide",
-                             "Kill thread"]
+                             "Kill thread", "Mute"]
     actions["Copy text"].trigger()
     assert QGuiApplication.clipboard().text() == "alice: root"
     actions["Kill thread"].trigger()
@@ -178,6 +184,126 @@ def test_context_menu_actions(scroller, model, qtbot):
     assert len(model) == 0
     empty = scroller.context_menu(5000)
     assert [a.text() for a in empty.actions()] == ["New message…"]
+
+
+def submenu_actions(menu, title: str) -> dict:
+    sub = next(a.menu() for a in menu.actions() if a.text() == title)
+    return {a.text(): a for a in sub.actions()}
+
+
+def test_mute_sender_and_group_for_a_while(qtbot, qapp):
+    """Right-click > Mute: the sender's (or group's) messages go at once and
+    new ones are not shown until the while is over; others carry on."""
+    now = [1000.0]
+    model = ScrollerModel(GroupList([Group("Chat"), Group("News")]), clock=lambda: now[0])
+    scroller = ScrollerWidget(model)
+    qtbot.addWidget(scroller)
+    scroller.resize(800, 40)
+    a = model.add(msg("from alice", sender="alice@example.org"))
+    model.add(msg("from bob", sender="bob"))
+    scroller.user_paused = True
+    place_visible(scroller, a.uid)
+    mute = submenu_actions(scroller.context_menu(scroller.lane.item(a.uid).x + 5), "Mute")
+    assert list(mute) == ["alice for 1 hour", "alice until Tickertape restarts",
+                          "group Chat for 1 hour", "group Chat until Tickertape restarts"]
+    mute["alice for 1 hour"].trigger()
+    assert [e.message.text for e in model.entries()] == ["from bob"]
+    assert model.add(msg("again", message_id="a2", sender="Alice@example.org")) is None
+    assert model.add(msg("bob again", message_id="b2", sender="bob")) is not None
+    now[0] += 3601
+    assert model.add(msg("an hour later", message_id="a3", sender="alice@example.org"))
+    model.mute("group", "news")
+    assert model.add(msg("quiet", message_id="n1", group="NEWS")) is None
+    empty = scroller.context_menu(5000)
+    assert [a.text() for a in empty.actions()] == ["New message…", "Unmute all (1)"]
+    empty.actions()[1].trigger()
+    assert model.add(msg("loud", message_id="n2", group="News")) is not None
+
+
+def test_reply_says_whom_it_answers(scroller, model, tmp_path):
+    root = model.add(msg("lunch?", message_id="r", sender="alice@example.org"))
+    reply = model.add(msg("yes!", message_id="r1", in_reply_to="r", sender="bob"))
+    assert reply.replied_to == "alice@example.org"
+    assert "Reply to alice@example.org" in tooltip_text(reply.message, reply.replied_to)
+    narrow = scroller._item_width(reply)
+    model.hide(root.uid)
+    unknown = model.add(msg("yes!", message_id="r2", in_reply_to="gone", sender="bob"))
+    assert unknown.replied_to is None
+    assert scroller._item_width(reply) > scroller._item_width(unknown)  # "↪ alice: " drawn
+    assert narrow == scroller._item_width(reply)
+    # the referent is no longer shown: the controller asks the history
+    controller = TickerController(Config(user="me@host", groups=[Group("Chat")]),
+                                  ScrollerModel(), History(tmp_path / "h.sqlite3"))
+    controller.handle({"Group": "Chat", "From": "carol", "Message": "first",
+                       "Message-Id": "c1", "Timeout": -1})   # logged, not shown
+    controller.flush_history()
+    answer = controller.handle({"Group": "Chat", "From": "dave", "Message": "re",
+                                "Message-Id": "d1", "In-Reply-To": "c1"})
+    assert controller.model.find(answer.message_id).replied_to == "carol"
+    controller.history.close()
+
+
+def test_backlog_is_shown_and_caught_up(scroller, model, qtbot):
+    """A burst longer than the line: "+N waiting" says so, and the line runs
+    faster until the backlog has entered (about twice as fast here)."""
+    for i in range(11):
+        model.add(msg(f"message number {i} with a few words in it", message_id=str(i)))
+    waiting = scroller.waiting
+    assert waiting >= 5 and scroller.status_text() == f"+{waiting} waiting"
+    assert scroller.effective_speed > scroller.speed
+    scroller.user_paused = True
+    scroller.update()
+    qtbot.wait(50)
+    image = scroller.grab().toImage()
+    assert colour_pixels(image, "#ffd166") > 5   # the badge is drawn
+
+    def seconds_to_clear(catch_up: bool) -> float:
+        lane = Lane(800, measure=lambda _uid: 330.0)
+        for uid in range(11):
+            lane.add(uid)
+        elapsed = 0.0
+        while lane.fresh:
+            factor = min(MAX_CATCH_UP, 1 + CATCH_UP_STEP * len(lane.fresh)) if catch_up else 1
+            lane.advance(-80 * factor * 0.05)
+            elapsed += 0.05
+        return elapsed
+
+    assert seconds_to_clear(True) < 0.6 * seconds_to_clear(False)
+
+
+def test_paused_is_said_while_the_pointer_holds_the_line(scroller, model, qtbot):
+    model.add(msg("hold me"))
+    assert scroller.status_text() == ""
+    QApplication.sendEvent(scroller, QEnterEvent(QPointF(5, 5), QPointF(5, 5), QPointF(5, 5)))
+    assert scroller.status_text() == "paused"
+    qtbot.wait(50)
+    assert colour_pixels(scroller.grab().toImage(), "#ffd166") > 5
+    leave(scroller)
+    assert scroller.status_text() == ""
+
+
+@pytest.mark.parametrize("pointer", ["near its top", "in the middle"])
+@pytest.mark.parametrize("where", ["top", "bottom"])
+def test_tooltip_never_covers_its_message(scroller, model, qtbot, where, pointer):
+    entry = model.add(msg("a message with a tooltip", urls=("https://example.org/",),
+                          in_reply_to="x"))
+    scroller.user_paused = True
+    place_visible(scroller, entry.uid)
+    screen = scroller.screen().availableGeometry()
+    y = screen.top() + 10 if where == "top" else screen.bottom() - scroller.height() - 2
+    scroller.move(screen.left() + 10, y)
+    qtbot.wait(20)
+    x = int(scroller.lane.item(entry.uid).x + 20)
+    local = QPoint(x, 4 if pointer == "near its top" else scroller.height() // 2)
+    QApplication.sendEvent(scroller, QHelpEvent(QEvent.Type.ToolTip, local,
+                                                scroller.mapToGlobal(local)))
+    tips = []
+    qtbot.waitUntil(lambda: tips.extend(w for w in QApplication.topLevelWidgets()
+                                        if w.inherits("QTipLabel") and w.isVisible())
+                    or bool(tips), timeout=2000)
+    strip = scroller.rect().translated(scroller.mapToGlobal(QPoint(0, 0)))
+    assert not tips[0].geometry().intersects(strip), (tips[0].geometry(), strip)
+    QToolTip.hideText()
 
 
 def test_replacement_keeps_place(scroller, model):

@@ -1,0 +1,159 @@
+"""Telling the user that someone just started a coffee.
+
+Where the desktop runs the freedesktop notification service
+(``org.freedesktop.Notifications`` on the session D-Bus; GNOME, KDE, XFCE,
+dunst, ...), the message goes there; else, where there is a system tray,
+as a tray balloon; else nowhere (the window's list still shows it).
+
+QtDBus finds the service, but PySide6 cannot give an argument the D-Bus
+type ``uint32`` that ``Notify`` requires (a Python int always goes as
+``int32``, and the service refuses the call), so the call itself is made by
+GLib's ``gdbus`` tool, which every GLib-based desktop has, with explicitly
+typed arguments, in the background. If it is missing or the call fails, the
+tray balloon is used instead. A sound is optional: the service is asked for the
+``message-new-instant`` sound theme event, and without the service the
+display's bell rings.
+
+Only a *start* is worth telling: someone whose coffee began more than
+:data:`FRESH_SECONDS` ago (an instance that answered our "who is there?",
+or one we heard again after a reconnection) is not news.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Iterable
+
+from elvin_apps.biff.roster import Member
+from PySide6.QtCore import QObject, QProcess, Signal
+from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+
+__all__ = ["CoffeeNotifier", "FRESH_SECONDS", "new_starters"]
+
+log = logging.getLogger("elvin_apps.biff")
+
+SERVICE = "org.freedesktop.Notifications"
+PATH = "/org/freedesktop/Notifications"
+#: A coffee that began longer ago than this is not announced.
+FRESH_SECONDS = 120.0
+#: Milliseconds a notification stays (the service may choose otherwise).
+EXPIRE_MS = 8000
+
+
+def new_starters(before: Iterable[Member], after: Iterable[Member], now: float) -> list[Member]:
+    """Members active in ``after`` but not in ``before`` (by user), not
+    ourselves, whose coffee began within :data:`FRESH_SECONDS` of ``now``."""
+    was = {m.user.casefold() for m in before}
+    return [m for m in after if m.user.casefold() not in was and not m.local
+            and now - m.since <= FRESH_SECONDS]
+
+
+class CoffeeNotifier(QObject):
+    """Shows notifications; ``backend`` says how ("freedesktop", "tray" or
+    "none"). ``notified(str, str)`` is emitted with the title and body of
+    each notification shown (whatever the backend)."""
+
+    notified = Signal(str, str)
+
+    def __init__(self, tray: QSystemTrayIcon | None = None, *, enabled: bool = True,
+                 sound: bool = False, bus_address: str | None = None,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.tray = tray
+        self.enabled = enabled
+        self.sound = sound
+        self.bus_address = bus_address     # None: the session bus
+        self._gdbus = shutil.which("gdbus")
+        self._service = self._gdbus is not None and _service_present(bus_address)
+        self._calls: set[QProcess] = set()
+        self.shown = 0
+
+    @property
+    def backend(self) -> str:
+        if self._service:
+            return "freedesktop"
+        if self.tray is not None and self.tray.isVisible():
+            return "tray"
+        return "none"
+
+    def notify(self, title: str, body: str) -> str:
+        """Show one notification (when enabled); returns the backend used."""
+        if not self.enabled:
+            return "off"
+        backend = self.backend
+        if backend == "freedesktop":
+            self._send_dbus(title, body)
+        else:
+            self._fallback(title, body)
+        if backend != "none":
+            self.shown += 1
+        self.notified.emit(title, body)
+        return backend
+
+    def _fallback(self, title: str, body: str) -> None:
+        if self.tray is not None and self.tray.isVisible():
+            self.tray.showMessage(title, body, QSystemTrayIcon.MessageIcon.Information,
+                                  EXPIRE_MS)
+        if self.sound:
+            QApplication.beep()
+
+    def started(self, members: Iterable[Member], render) -> None:
+        """One notification for the people who just started a coffee."""
+        members = list(members)
+        if not members:
+            return
+        if len(members) == 1:
+            title = f"{members[0].user} is having a coffee"
+        else:
+            title = f"{len(members)} people are having a coffee"
+        self.notify(title, "\n".join(render(m) for m in members))
+
+    def _send_dbus(self, title: str, body: str) -> None:
+        hints = "{'category': <'presence.online'>"
+        if self.sound:
+            hints += ", 'sound-name': <'message-new-instant'>"
+        hints += "}"
+        bus = ["--address", self.bus_address] if self.bus_address else ["--session"]
+        arguments = ["call", *bus, "--dest", SERVICE, "--object-path", PATH,
+                     "--method", f"{SERVICE}.Notify", "Coffee biff", "uint32 0", "",
+                     title, body, "@as []", "@a{sv} " + hints, f"int32 {EXPIRE_MS}"]
+        process = QProcess(self)
+        self._calls.add(process)
+
+        def finished(code: int, _status: object) -> None:
+            if process not in self._calls:
+                return           # a crash reports twice (error and finished)
+            self._calls.discard(process)
+            if code != 0:
+                error = bytes(process.readAllStandardError()).decode(errors="replace").strip()
+                log.info("desktop notification failed (%s): using the tray", error)
+                self._fallback(title, body)
+            process.deleteLater()
+
+        process.finished.connect(finished)
+        process.errorOccurred.connect(
+            lambda _error: process.state() == QProcess.ProcessState.NotRunning
+            and finished(1, None))
+        process.start(self._gdbus, arguments)
+
+    def wait(self, msecs: int = 5000) -> None:
+        """Wait for the notifications being sent (tests, shutdown)."""
+        for process in list(self._calls):
+            process.waitForFinished(msecs)
+
+
+def _service_present(address: str | None) -> bool:
+    """Whether the notification service runs on the bus (QtDBus asks the
+    bus; no QtDBus or no bus: False)."""
+    try:
+        from PySide6.QtDBus import QDBusConnection
+    except ImportError:          # a PySide6 without QtDBus
+        return False
+    if address:
+        connection = QDBusConnection.connectToBus(address, f"biff-notify-{address}")
+    else:
+        connection = QDBusConnection.sessionBus()
+    if not connection.isConnected():
+        return False
+    return bool(connection.interface().isServiceRegistered(SERVICE).value())

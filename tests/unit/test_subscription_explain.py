@@ -1,0 +1,68 @@
+"""Explain a match: each clause's three-valued result and why, from the
+reference interpreter; and the elvin-explain command reading ec/ep text."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from elvin.subscription import parse
+from elvin.subscription.explain import explain
+from elvin.subscription.reference import evaluate
+from elvin.text import format_notification
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPRESSION = 'Price < 10 && (Symbol == "ACME" || begins-with(Symbol, "AC")) && !require(Halted)'
+
+
+def results(attrs: dict) -> dict[str, tuple]:
+    return {s.text: (s.word, s.reason) for s in explain(EXPRESSION, attrs)}
+
+
+@pytest.mark.parametrize("attrs", [
+    {"Price": 5, "Symbol": "ACME"}, {"Price": 12.5}, {"Price": "cheap", "Symbol": "ACME"},
+    {"Price": 5, "Symbol": 3, "Halted": 1}, {"Price": 5, "Symbol": "XYZ"}, {}])
+def test_the_whole_agrees_with_the_reference_evaluator(attrs):
+    assert explain(EXPRESSION, attrs)[0].result == evaluate(parse(EXPRESSION), attrs)
+
+
+def test_each_clause_says_why():
+    got = results({"Price": 12.5})
+    assert got["Price < 10"] == ("false", "Price = 12.5")
+    assert got['Symbol == "ACME"'] == ("bottom", "missing attribute Symbol")
+    assert got["require(Halted)"] == ("bottom", "missing attribute Halted")
+    got = results({"Price": "cheap", "Symbol": 3})
+    assert got["Price < 10"] == ("bottom", "wrong type: Price is a string but 10 is an int32")
+    assert got['begins-with(Symbol, "AC")'] == (
+        "bottom", "wrong type: Symbol is an int32, not a string")
+    got = results({"Price": 5, "Symbol": "ACME"})
+    assert got["Price < 10"] == ("true", "")
+    steps = explain(EXPRESSION, {"Price": 5, "Symbol": "ACME"})
+    assert [s.depth for s in steps] == [0, 1, 1, 2, 2, 1, 2]
+
+
+def test_cli_reads_ec_text_and_marks_the_failing_clause(tmp_path):
+    text = (format_notification({"Price": 5, "Symbol": "ACME", "Halted": 1}) + "\n---\n"
+            "$time 2024-01-01T00:00:00.000+0000\n"
+            + format_notification({"Price": "cheap"}) + "\n---\n")
+    run = [sys.executable, "-m", "elvin.tools.explain"]
+    result = subprocess.run([*run, 'Price < 10 && !require(Halted)'], input=text,
+                            capture_output=True, text=True, cwd=ROOT, timeout=30)
+    assert result.returncode == 0, result.stderr
+    first, second = result.stdout.strip().split("\n\n")
+    assert first.splitlines()[0] == "notification 1 (line 1): false — does not match"
+    assert "✓ true    Price < 10" in first
+    assert "✗ false   !require(Halted)" in first
+    assert "bottom — does not match" in second.splitlines()[0]
+    assert "wrong type: Price is a string" in second
+    assert "missing attribute Halted" in second
+    bad = subprocess.run([*run, "Price <"], input=text, capture_output=True, text=True,
+                         cwd=ROOT, timeout=30)
+    assert bad.returncode == 1 and bad.stderr.startswith("elvin-explain: bad subscription")
+    garbage = subprocess.run([*run, "require(x)"], input="not an attribute line\n",
+                             capture_output=True, text=True, cwd=ROOT, timeout=30)
+    assert garbage.returncode == 1 and "line 1" in garbage.stderr
+    assert "Traceback" not in bad.stderr + garbage.stderr
