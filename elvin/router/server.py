@@ -17,7 +17,6 @@ per notification, or forwarded as received) with two small packs.
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 import logging
 import os
@@ -41,7 +40,7 @@ from elvin.router.quench import QuenchManager
 from elvin.router.security import NotificationKeys
 from elvin.router.session import CLOSING, CONNECTED, Session
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
-from elvin.subscription import compile as compile_subscription
+from elvin.subscription.shapes import ShapeCompiler
 
 log = logging.getLogger("elvin.router")
 
@@ -67,7 +66,9 @@ class Router:
         self._stopped: asyncio.Event | None = None
         self._stats_handle: asyncio.TimerHandle | None = None
         self._stopping = False
-        self.compile = functools.lru_cache(maxsize=4096)(compile_subscription)
+        #: text -> Registered (ast, matches) or SubscriptionError; parses, checks
+        #: and compiles once per expression shape (elvin.subscription.shapes)
+        self.compile = ShapeCompiler().compile
         self.engine.watch(STATS_ATTRIBUTE, self._stats_watch)
         #: the traffic archive's ArchiveProcess (elvin.pipeline.archive_process)
         #: while running with ``archive`` set, else

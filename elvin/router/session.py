@@ -556,7 +556,8 @@ class Session:
         if compiled is None:
             return
         sub = engine.add(self, p.expression, compiled.ast, compiled.matches,
-                         p.accept_insecure, p.keys, self.sub_keys)
+                         p.accept_insecure, p.keys, self.sub_keys, compiled.names,
+                         compiled.index)
         self.send(SubRply(p.xid, sub.id))
         self.router.quench.subscription_added(sub)
 
