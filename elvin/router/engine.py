@@ -50,10 +50,16 @@ from elvin.router.security import (
 )
 from elvin.subscription import index_constraint, index_value, required_names
 from elvin.subscription.ast import Kind, Node
+from elvin.subscription.patterns import match_budget
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Engine", "Predicate", "Subscription", "referenced_names"]
+__all__ = ["EVALUATION_BUDGET", "Engine", "Predicate", "Subscription", "referenced_names"]
+
+#: seconds of regex() / wildcard() matching one notification may cost in all;
+#: beyond it the remaining pattern matches are bottom for that notification
+#: (each match alone is limited to patterns.MATCH_TIMEOUT)
+EVALUATION_BUDGET = 0.05
 
 
 def referenced_names(ast: Node) -> frozenset[str]:
@@ -156,6 +162,7 @@ class Engine:
         self._refs: dict[str, dict[int, Subscription]] = {}
         self._watchers: dict[str, list[Callable[[bool], None]]] = {}
         self.evaluations = 0     # predicates evaluated (for tests and statistics)
+        self._budget = match_budget(EVALUATION_BUDGET)
         #: ``listener(ast, added)`` when a distinct subscription tree appears or
         #: goes (federation keeps its pull filters from this); None = nobody
         self.pred_listener: Callable[[Node, bool], None] | None = None
@@ -430,6 +437,13 @@ class Engine:
         secure: dict[Hashable, list[int]] = {}
         preds = self.candidates(attrs)
         self.evaluations += len(preds)
+        with self._budget:
+            self._match(preds, attrs, nkeys, deliver_insecure, insecure, secure)
+        return insecure, secure
+
+    def _match(self, preds: list[Predicate], attrs: Mapping[str, Any],
+               nkeys: NotificationKeys | None, deliver_insecure: bool, insecure: dict,
+               secure: dict) -> None:
         for pred in preds:
             try:
                 if pred.evaluate(attrs) is not True:
@@ -464,7 +478,6 @@ class Engine:
                     target[sub.owner] = [*prev, sub.id]
                 else:
                     prev.append(sub.id)
-        return insecure, secure
 
     def match_owners(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,
                      deliver_insecure: bool = True) -> dict[Hashable, tuple[list, list]]:

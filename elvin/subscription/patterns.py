@@ -79,6 +79,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
+import time
 import unicodedata
 from collections.abc import Callable
 
@@ -86,13 +87,46 @@ import regex as _regex
 
 __all__ = ["PatternError", "ere_to_python", "glob_to_python", "compile_regex",
            "compile_glob", "engine_pattern", "regex_matcher", "glob_matcher",
-           "required_literals", "MATCH_TIMEOUT"]
+           "required_literals", "MATCH_TIMEOUT", "match_budget"]
 
 RE_DUP_MAX = 255
 MAX_GROUP_NESTING = 32
 #: Seconds that one match of a regex() or wildcard() predicate may take;
 #: after that it is given up and the predicate is bottom for the notification.
 MATCH_TIMEOUT = 0.02
+
+#: [deadline] (``time.perf_counter``) shared by every pattern match until
+#: ``match_budget`` clears it; 0.0 = no budget
+_DEADLINE = [0.0]
+
+
+class match_budget:
+    """``with match_budget(seconds): ...``: all regex() and wildcard() matches
+    inside share ``seconds``; once they are spent, every further match is
+    bottom at once. The router wraps each notification's evaluation in one,
+    so N subscriptions whose patterns run out of time cost one budget, not
+    N x ``MATCH_TIMEOUT``. Not reentrant (one per thread of evaluation)."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __enter__(self) -> match_budget:
+        _DEADLINE[0] = time.perf_counter() + self.seconds
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _DEADLINE[0] = 0.0
+
+
+def _time_left(timeout: float) -> float:
+    """The time one match may take now (<= 0: none left in the budget)."""
+    deadline = _DEADLINE[0]
+    if not deadline:
+        return timeout
+    left = deadline - time.perf_counter()
+    return timeout if left > timeout else left
 _FLAGS = _regex.DOTALL | _regex.VERSION0
 
 
@@ -472,22 +506,25 @@ def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool |
     without the engine (a time-limited call costs a few microseconds: the
     ``regex`` module reads the CPU clock)."""
     timeout = MATCH_TIMEOUT
+
+    def run(value: str) -> bool | None:
+        left = _time_left(timeout)
+        if left <= 0:
+            return None
+        try:
+            return method(value, timeout=left) is not None
+        except TimeoutError:
+            return None
+
     if required is None:
-        def matcher(value: str) -> bool | None:
-            try:
-                return method(value, timeout=timeout) is not None
-            except TimeoutError:
-                return None
+        matcher = run
     elif len(required) == 1:
         needle = required[0]
 
         def matcher(value: str) -> bool | None:
             if needle not in value:
                 return False
-            try:
-                return method(value, timeout=timeout) is not None
-            except TimeoutError:
-                return None
+            return run(value)
     else:
         def matcher(value: str) -> bool | None:
             for needle in required:
@@ -495,10 +532,7 @@ def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool |
                     break
             else:
                 return False
-            try:
-                return method(value, timeout=timeout) is not None
-            except TimeoutError:
-                return None
+            return run(value)
 
     return matcher
 

@@ -56,7 +56,7 @@ from elvin.subscription.parser import _Builder, parse_tree, unescape
 from elvin.values import Int64
 
 __all__ = ["FAST_PATH_MAX", "MAX_CODES", "MAX_SHAPES", "Registered", "ShapeCompiler",
-           "tokenise"]
+           "compile_text", "tokenise"]
 
 #: texts longer than this (characters) skip the shape cache: they are rare,
 #: and a shape is only worth learning if it comes back
@@ -436,6 +436,16 @@ class Registered:
         return f"Registered({self.text!r})"
 
 
+def compile_text(text: str) -> Registered:
+    """The ordinary way, with no cache: parse (lark), check, fold, build.
+    Shares no state, so a worker thread may run it (the router compiles
+    long expressions so, off its loop)."""
+    tree = parse_tree(text)
+    check(tree, text)
+    matches, evaluate, _source = build(fold(tree))
+    return Registered(text, tree, matches, evaluate)
+
+
 class ShapeCompiler:
     """``compile(text) -> Registered`` (or ``SubscriptionError``), sharing
     parse templates and code across subscriptions of one shape. Sans-IO, not
@@ -462,10 +472,7 @@ class ShapeCompiler:
 
     def _slow(self, text: str) -> Registered:
         self.slow += 1
-        tree = parse_tree(text)
-        check(tree, text)
-        matches, evaluate, _source = build(fold(tree))
-        return Registered(text, tree, matches, evaluate)
+        return compile_text(text)
 
     def _fast(self, text: str, key: tuple, starts: list[int], texts: list[str],
               literals: list[int]) -> Registered:
