@@ -288,10 +288,10 @@ class Engine:
             pred = Predicate(sub.ast, evaluate, key)
             self._preds[key] = pred
             self._file(pred, index)
-        else:
-            sub.ast = pred.ast      # one tree per predicate in memory
             if self.pred_listener is not None:
                 self.pred_listener(sub.ast, True)
+        else:
+            sub.ast = pred.ast      # one tree per predicate in memory
         pred.subs[sub.id] = sub
         pred.invalidate()
         sub.pred = pred
