@@ -36,6 +36,7 @@ from elvin.protocol import (
 )
 from elvin.router.config import RouterConfig, parse_listen_uri
 from elvin.router.engine import Engine
+from elvin.router.fairness import Scheduler
 from elvin.router.options import initial_options
 from elvin.router.quench import QuenchManager
 from elvin.router.security import NotificationKeys
@@ -84,6 +85,7 @@ class Router:
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> Router:
         self.loop = asyncio.get_running_loop()
+        self.scheduler = Scheduler(self.loop)
         self._stopped = asyncio.Event()
         self._stopping = False
         self.stats = Stats()

@@ -29,10 +29,10 @@ Nothing a client does can raise out of this module: every packet is
 handled inside a ``try`` and an unexpected failure is logged and answered
 with a Nack (PROT_ERROR) when the packet had an xid.
 
-Fairness: the router's loop is shared, so a session handles at most
-``SLICE_SECONDS`` of packets per loop turn; the rest waits in ``_backlog``
-(reading from that client paused) and is handled on later turns, after
-other clients had theirs. An expression longer than
+Fairness: the router's loop is shared, so a session's packets wait in its
+``_backlog`` (reading from that client paused) and the router's
+``fairness.Scheduler`` handles them a few at a time, in turn with the other
+busy sessions, a few milliseconds per loop turn. An expression longer than
 ``shapes.FAST_PATH_MAX`` characters is compiled on the router's worker
 thread; until it is done the session's later packets wait, so replies still
 come in request order.
@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +86,7 @@ from elvin.protocol import (
     decode_packet,
     frame,
 )
+from elvin.router.fairness import QUANTUM
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
     KeyError_,
@@ -112,8 +112,6 @@ _ZERO4 = b"\0\0\0\0"
 _ONE4 = b"\0\0\0\1"
 _NOTIFY_EMIT = int(PacketId.NOTIFY_EMIT).to_bytes(4, "big")
 
-#: longest a session's packets may hold the loop in one turn (seconds)
-SLICE_SECONDS = 0.004
 #: expressions longer than this (characters) compile on the worker thread
 OFF_LOOP_LENGTH = FAST_PATH_MAX
 
@@ -173,7 +171,6 @@ class Session:
         self._released = False
         self._backlog: deque = deque()     # packets (bodies) not handled yet
         self._busy = False                 # an expression is compiling off the loop
-        self._drain_scheduled = False
         self._reading_paused = {"backlog": False, "send": False}
 
     def __repr__(self) -> str:
@@ -230,16 +227,25 @@ class Session:
             backlog.append(_Violation(f"bad frame: {exc}"))
         else:
             backlog.extend(bodies)
-        self._drain()
+        scheduler = self.router.scheduler
+        if scheduler.idle and len(backlog) <= QUANTUM and not self._busy:
+            self.drain(QUANTUM)         # nobody waits: no detour through the scheduler
+        else:
+            self._wake()
 
-    def _drain(self) -> None:
-        """Handle backlog packets for at most SLICE_SECONDS, then yield the
-        loop to other clients (reading from this one paused meanwhile)."""
-        self._drain_scheduled = False
+    def _wake(self) -> None:
+        if self._backlog and not self._busy:
+            self._pause_reading("backlog", True)
+            self.router.scheduler.wake(self)
+
+    def drain(self, quantum: int) -> bool:
+        """Handle up to ``quantum`` backlog packets (the router's scheduler
+        calls this in turn with the other busy sessions); True if more wait
+        and can be handled now."""
         backlog = self._backlog
-        clock = time.perf_counter
-        deadline = clock() + SLICE_SECONDS
-        while backlog and not self._busy:
+        for _ in range(quantum):
+            if not backlog or self._busy:
+                break
             if self.state is CLOSING or self.state is CLOSED:
                 backlog.clear()
                 break
@@ -249,13 +255,11 @@ class Session:
                 backlog.clear()
                 break
             self._packet(body)
-            if clock() > deadline:
-                break
         more = bool(backlog) and self.state is not CLOSING and self.state is not CLOSED
+        if not more:
+            backlog.clear()
         self._pause_reading("backlog", more)
-        if more and not self._busy and not self._drain_scheduled:
-            self._drain_scheduled = True
-            self.loop.call_soon(self._drain)
+        return more and not self._busy
 
     def _pause_reading(self, why: str, on: bool) -> None:
         """Reading is paused while any reason holds (a backlog, a full send queue)."""
@@ -620,7 +624,7 @@ class Session:
         except Exception:
             log.exception("%s: finishing a subscription request failed", self.peer)
         finally:
-            self._drain()
+            self._wake()
 
     def _expression_nack(self, xid: int, expression: str, exc: SubscriptionError) -> None:
         args = exc.args_ or ((exc.position if exc.position is not None else 0), expression)
