@@ -50,7 +50,7 @@ from elvin.router.security import (
 )
 from elvin.subscription import index_constraint, index_value, required_names
 from elvin.subscription.ast import Kind, Node
-from elvin.subscription.patterns import match_budget
+from elvin.subscription.patterns import BUDGET, set_evaluation_budget
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ class Engine:
         self._refs: dict[str, dict[int, Subscription]] = {}
         self._watchers: dict[str, list[Callable[[bool], None]]] = {}
         self.evaluations = 0     # predicates evaluated (for tests and statistics)
-        self._budget = match_budget(EVALUATION_BUDGET)
+        set_evaluation_budget(EVALUATION_BUDGET)
         #: ``listener(ast, added)`` when a distinct subscription tree appears or
         #: goes (federation keeps its pull filters from this); None = nobody
         self.pred_listener: Callable[[Node, bool], None] | None = None
@@ -437,13 +437,7 @@ class Engine:
         secure: dict[Hashable, list[int]] = {}
         preds = self.candidates(attrs)
         self.evaluations += len(preds)
-        with self._budget:
-            self._match(preds, attrs, nkeys, deliver_insecure, insecure, secure)
-        return insecure, secure
-
-    def _match(self, preds: list[Predicate], attrs: Mapping[str, Any],
-               nkeys: NotificationKeys | None, deliver_insecure: bool, insecure: dict,
-               secure: dict) -> None:
+        BUDGET[0] += 1          # a new evaluation budget for this notification
         for pred in preds:
             try:
                 if pred.evaluate(attrs) is not True:
@@ -478,6 +472,7 @@ class Engine:
                     target[sub.owner] = [*prev, sub.id]
                 else:
                     prev.append(sub.id)
+        return insecure, secure
 
     def match_owners(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,
                      deliver_insecure: bool = True) -> dict[Hashable, tuple[list, list]]:

@@ -87,7 +87,8 @@ import regex as _regex
 
 __all__ = ["PatternError", "ere_to_python", "glob_to_python", "compile_regex",
            "compile_glob", "engine_pattern", "regex_matcher", "glob_matcher",
-           "required_literals", "MATCH_TIMEOUT", "match_budget"]
+           "required_literals", "MATCH_TIMEOUT", "BUDGET", "match_budget",
+           "set_evaluation_budget"]
 
 RE_DUP_MAX = 255
 MAX_GROUP_NESTING = 32
@@ -95,39 +96,54 @@ MAX_GROUP_NESTING = 32
 #: after that it is given up and the predicate is bottom for the notification.
 MATCH_TIMEOUT = 0.02
 
-#: [deadline] (``time.perf_counter``) shared by every pattern match until
-#: ``match_budget`` clears it; 0.0 = no budget
-_DEADLINE = [0.0]
+#: The evaluation budget: [evaluation serial, deadline, serial the deadline
+#: was set for, budget seconds (0.0: none)]. Whoever evaluates many
+#: subscriptions for one notification (the router's engine) bumps the serial
+#: (``BUDGET[0] += 1``: no call on the hot path); the first pattern match of
+#: a serial starts its budget; once it is spent, every further match of that
+#: serial is bottom at once, so N subscriptions whose patterns run out of
+#: time cost one budget, not N x ``MATCH_TIMEOUT``.
+BUDGET = [0, 0.0, 0, 0.0]
+_FLAGS = _regex.DOTALL | _regex.VERSION0
+
+
+def set_evaluation_budget(seconds: float) -> None:
+    """Seconds of pattern matching per evaluation serial (0: unlimited)."""
+    BUDGET[3] = seconds
 
 
 class match_budget:
-    """``with match_budget(seconds): ...``: all regex() and wildcard() matches
-    inside share ``seconds``; once they are spent, every further match is
-    bottom at once. The router wraps each notification's evaluation in one,
-    so N subscriptions whose patterns run out of time cost one budget, not
-    N x ``MATCH_TIMEOUT``. Not reentrant (one per thread of evaluation)."""
+    """``with match_budget(seconds): ...``: one evaluation serial with its
+    own budget (tests; the engine bumps the serial itself)."""
 
-    __slots__ = ("seconds",)
+    __slots__ = ("seconds", "_saved")
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
+        self._saved = 0.0
 
     def __enter__(self) -> match_budget:
-        _DEADLINE[0] = time.perf_counter() + self.seconds
+        self._saved = BUDGET[3]
+        BUDGET[3] = self.seconds if self.seconds > 0 else 1e-12
+        BUDGET[0] += 1
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _DEADLINE[0] = 0.0
+        BUDGET[3] = self._saved
+        BUDGET[0] += 1
 
 
 def _time_left(timeout: float) -> float:
     """The time one match may take now (<= 0: none left in the budget)."""
-    deadline = _DEADLINE[0]
-    if not deadline:
+    state = BUDGET
+    if not state[3]:
         return timeout
-    left = deadline - time.perf_counter()
+    now = time.perf_counter()
+    if state[2] != state[0]:
+        state[2] = state[0]
+        state[1] = now + state[3]
+    left = state[1] - now
     return timeout if left > timeout else left
-_FLAGS = _regex.DOTALL | _regex.VERSION0
 
 
 class PatternError(ValueError):
