@@ -27,7 +27,7 @@ from elvin.protocol import ConnRqst, FrameDecoder, PacketId, decode_packet, fram
 ROOT = Path(__file__).resolve().parent.parent
 DELIVER_ID = int(PacketId.NOTIFY_DELIVER)
 
-__all__ = ["DELIVER_ID", "ROOT", "Peer", "free_port", "open_peer", "percentile",
+__all__ = ["DELIVER_ID", "ROOT", "Peer", "free_port", "open_peer", "percentile", "process_cpu",
            "start_elvind", "stop_processes", "wait_listening"]
 
 
@@ -117,6 +117,15 @@ async def open_peer(port: int, options: dict | None = None) -> Peer:
     _, peer = await loop.create_connection(Peer, "127.0.0.1", port)
     await peer.request(ConnRqst(1, 4, 0, options or {}))
     return peer
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by a process (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
 
 
 def percentile(values: list[float], p: float) -> float:

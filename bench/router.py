@@ -1,6 +1,8 @@
 """Router benchmarks: delivery over loopback TCP, and in-process matching.
 
-Run: .venv/bin/python bench/router.py [--quick] [--only delivery|matching]
+Run: .venv/bin/python bench/router.py [--quick] [--only delivery|matching|registration]
+     .venv/bin/python bench/router.py --only registration [--subs N] [--workload mix]
+     .venv/bin/python bench/router.py --reconnect [--clients 1000] [--per-client 100]
 
 1. Delivery: ``elvind`` runs in its own process (so it has a core of its
    own); one producer and one consumer (asyncio protocols on uvloop, in this
@@ -26,6 +28,14 @@ Run: .venv/bin/python bench/router.py [--quick] [--only delivery|matching]
    notification runs a different, cold compiled predicate (CPU caches, not the
    index, make most of the growth: the same engine hitting 10 groups costs
    what it costs with 1,000 subscriptions; see "B, hot").
+3. Registration (``bench/_registration.py``): ``--subs`` (100,000) subscriptions
+   ``Group == "gN" && require(Message)`` (and a mix of equality, begins-with,
+   regex, fold-case and arithmetic), 1,000 SubAddRqst pipelined per connection
+   over 100 connections: subscriptions/s, router RSS per subscription, and a
+   bystander's worst publish -> deliver round trip meanwhile.
+4. ``--reconnect``: 1,000 clients x 100 subscriptions re-subscribe at once after
+   a router restart: time until all are acknowledged, the bystander's worst
+   round trip.
 """
 
 from __future__ import annotations
@@ -47,10 +57,12 @@ from _common import (  # noqa: E402
     free_port,
     open_peer,
     percentile,
+    process_cpu,
     start_elvind,
     stop_processes,
     wait_listening,
 )
+from _registration import run_reconnect, run_registration  # noqa: E402
 
 from elvin.protocol import NotifyEmit, SubAddRqst, decode_packet, frame  # noqa: E402
 
@@ -66,15 +78,6 @@ def start_router(port: int, archive: str | None = None) -> subprocess.Popen:
     proc = start_elvind("--listen", f"elvin://127.0.0.1:{port}", *extra)
     wait_listening(proc, port, time.monotonic() + 20)
     return proc
-
-
-def process_cpu(pid: int) -> float:
-    """CPU seconds (user + system) used so far by a process (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return float("nan")
 
 
 async def delivery_bench(port: int, seconds: float, paced_count: int,
@@ -211,9 +214,10 @@ def run_delivery(seconds: float, paced_count: int, archive: str | None = None) -
 
 def build_engine(n: int, layout: str):
     from elvin.router.engine import Engine
-    from elvin.subscription import compile
+    from elvin.router.server import Router
 
     engine = Engine()
+    compile = Router().compile      # what the router registers subscriptions with
     cache: dict[str, object] = {}
     groups = 10 if layout == "A" else max(n // 100, 1)
     for i in range(n):
@@ -275,12 +279,28 @@ def run_matching(sizes: list[int], seconds: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs")
-    parser.add_argument("--only", choices=("delivery", "matching"))
+    parser.add_argument("--only", choices=("delivery", "matching", "registration"))
+    parser.add_argument("--subs", type=int, default=100_000,
+                        help="subscriptions for the registration bench (default 100,000)")
+    parser.add_argument("--per-conn", type=int, default=1000,
+                        help="SubAddRqst pipelined per connection (default 1,000)")
+    parser.add_argument("--workload", choices=("tickertape", "mix", "both"), default="both",
+                        help="registration workload (default both)")
+    parser.add_argument("--reconnect", action="store_true",
+                        help="only the mass-reconnect bench")
+    parser.add_argument("--clients", type=int, default=1000)
+    parser.add_argument("--per-client", type=int, default=100)
     parser.add_argument("--archive", metavar="DIR",
                         help="run the delivery bench with elvind --archive DIR")
     args = parser.parse_args()
     seconds = 2.0 if args.quick else 5.0
     os.chdir(ROOT)
+    if args.reconnect:
+        run_reconnect(args.clients, args.per_client)
+        return
+    if args.only in (None, "registration"):
+        workloads = ["tickertape", "mix"] if args.workload == "both" else [args.workload]
+        run_registration(args.subs, args.per_conn, workloads)
     if args.only in (None, "delivery"):
         run_delivery(seconds, 1000 if args.quick else 3000, args.archive)
     if args.only in (None, "matching"):

@@ -50,10 +50,16 @@ from elvin.router.security import (
 )
 from elvin.subscription import index_constraint, index_value, required_names
 from elvin.subscription.ast import Kind, Node
+from elvin.subscription.patterns import BUDGET, set_evaluation_budget
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Engine", "Predicate", "Subscription", "referenced_names"]
+__all__ = ["EVALUATION_BUDGET", "Engine", "Predicate", "Subscription", "referenced_names"]
+
+#: seconds of regex() / wildcard() matching one notification may cost in all;
+#: beyond it the remaining pattern matches are bottom for that notification
+#: (each match alone is limited to patterns.MATCH_TIMEOUT)
+EVALUATION_BUDGET = 0.05
 
 
 def referenced_names(ast: Node) -> frozenset[str]:
@@ -68,7 +74,8 @@ class Subscription:
                  "effective_keys", "prepared", "names", "pred", "plain")
 
     def __init__(self, sub_id: int, owner: Hashable, text: str, ast: Node,
-                 accept_insecure: bool, keys: Keys, owner_keys: Keys) -> None:
+                 accept_insecure: bool, keys: Keys, owner_keys: Keys,
+                 names: frozenset[str] | None = None) -> None:
         self.id = sub_id
         self.owner = owner
         self.text = text
@@ -76,7 +83,7 @@ class Subscription:
         self.accept_insecure = accept_insecure
         self.keys = keys
         self.owner_keys = owner_keys
-        self.names = referenced_names(ast)
+        self.names = referenced_names(ast) if names is None else names
         self.pred: Predicate | None = None
         self._rekey()
 
@@ -90,13 +97,34 @@ class Subscription:
         return f"Subscription({self.id}, {self.text!r})"
 
 
+class _TreeKey:
+    """A tree as a dict key, hashed once: hashing a ``Node`` walks the whole
+    tree (with a Python-level ``Kind.__hash__`` per node), and registration
+    looks each new tree up, stores it, and deletes it later."""
+
+    __slots__ = ("ast", "_hash")
+
+    def __init__(self, ast: Node) -> None:
+        self.ast = ast
+        self._hash = hash(ast)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _TreeKey) and self._hash == other._hash
+                and self.ast == other.ast)
+
+
 class Predicate:
     """An expression shared by the subscriptions registered with it."""
 
-    __slots__ = ("ast", "evaluate", "subs", "place", "_groups", "_special")
+    __slots__ = ("ast", "key", "evaluate", "subs", "place", "_groups", "_special")
 
-    def __init__(self, ast: Node, evaluate: Callable[[Mapping[str, Any]], Any]) -> None:
+    def __init__(self, ast: Node, evaluate: Callable[[Mapping[str, Any]], Any],
+                 key: _TreeKey | None = None) -> None:
         self.ast = ast
+        self.key = key if key is not None else _TreeKey(ast)
         self.evaluate = evaluate
         self.subs: dict[int, Subscription] = {}
         self.place: tuple = ()
@@ -127,13 +155,14 @@ class Engine:
         self._ids = itertools.count(first_id)
         self.subs: dict[int, Subscription] = {}
         self.by_owner: dict[Hashable, dict[int, Subscription]] = {}
-        self._preds: dict[Node, Predicate] = {}
+        self._preds: dict[_TreeKey, Predicate] = {}
         # attribute -> (value index {index_value: {pred: None}}, name index {pred: None})
         self._by_attr: dict[str, tuple[dict, dict]] = {}
         self._always: dict[Predicate, None] = {}
         self._refs: dict[str, dict[int, Subscription]] = {}
         self._watchers: dict[str, list[Callable[[bool], None]]] = {}
         self.evaluations = 0     # predicates evaluated (for tests and statistics)
+        set_evaluation_budget(EVALUATION_BUDGET)
         #: ``listener(ast, added)`` when a distinct subscription tree appears or
         #: goes (federation keeps its pull filters from this); None = nobody
         self.pred_listener: Callable[[Node, bool], None] | None = None
@@ -168,7 +197,7 @@ class Engine:
 
     def predicate_asts(self) -> list[Node]:
         """The distinct subscription trees (one per shared predicate)."""
-        return list(self._preds)
+        return [key.ast for key in self._preds]
 
     @property
     def predicate_count(self) -> int:
@@ -185,14 +214,19 @@ class Engine:
     # -- changes ------------------------------------------------------------------
     def add(self, owner: Hashable, text: str, ast: Node, evaluate: Callable,
             accept_insecure: bool = True, keys: Keys = EMPTY_KEYS,
-            owner_keys: Keys = EMPTY_KEYS) -> Subscription:
+            owner_keys: Keys = EMPTY_KEYS, names: frozenset[str] | None = None,
+            index: tuple | None = None) -> Subscription:
         """Register a subscription; ``evaluate(attrs)`` is its compiled form
         returning ``True`` for a match (``CompiledSubscription.matches``: the
-        router does not need to tell false from bottom)."""
-        sub = Subscription(next(self._ids), owner, text, ast, accept_insecure, keys, owner_keys)
+        router does not need to tell false from bottom). When the caller
+        knows them (``elvin.subscription.shapes`` does, per shape), ``names``
+        are the attribute names the tree refers to and ``index`` is
+        ``(index_constraint(ast), required_names(ast))``."""
+        sub = Subscription(next(self._ids), owner, text, ast, accept_insecure, keys, owner_keys,
+                           names)
         self.subs[sub.id] = sub
         self.by_owner.setdefault(owner, {})[sub.id] = sub
-        self._attach(sub, evaluate)
+        self._attach(sub, evaluate, index)
         self._add_refs(sub)
         return sub
 
@@ -247,14 +281,17 @@ class Engine:
         return subs
 
     # -- index maintenance ---------------------------------------------------------
-    def _attach(self, sub: Subscription, evaluate: Callable) -> None:
-        pred = self._preds.get(sub.ast)
+    def _attach(self, sub: Subscription, evaluate: Callable, index: tuple | None = None) -> None:
+        key = _TreeKey(sub.ast)
+        pred = self._preds.get(key)
         if pred is None:
-            pred = Predicate(sub.ast, evaluate)
-            self._preds[sub.ast] = pred
-            self._file(pred)
+            pred = Predicate(sub.ast, evaluate, key)
+            self._preds[key] = pred
+            self._file(pred, index)
             if self.pred_listener is not None:
                 self.pred_listener(sub.ast, True)
+        else:
+            sub.ast = pred.ast      # one tree per predicate in memory
         pred.subs[sub.id] = sub
         pred.invalidate()
         sub.pred = pred
@@ -267,16 +304,16 @@ class Engine:
         pred.subs.pop(sub.id, None)
         pred.invalidate()
         if not pred.subs:
-            del self._preds[pred.ast]
+            del self._preds[pred.key]
             self._unfile(pred)
             if self.pred_listener is not None:
                 self.pred_listener(pred.ast, False)
 
-    def _file(self, pred: Predicate) -> None:
+    def _file(self, pred: Predicate, index: tuple | None = None) -> None:
         ast = pred.ast
         constraint = None
         try:
-            constraint = index_constraint(ast)
+            constraint = index_constraint(ast) if index is None else index[0]
         except Exception:       # analysis must never stop a subscription
             log.exception("index_constraint failed for %r", ast)
         if constraint is not None:
@@ -297,7 +334,7 @@ class Engine:
                 return
         names: frozenset[str] = frozenset()
         try:
-            names = required_names(ast)
+            names = required_names(ast) if index is None else index[1]
         except Exception:
             log.exception("required_names failed for %r", ast)
         if names:
@@ -400,6 +437,7 @@ class Engine:
         secure: dict[Hashable, list[int]] = {}
         preds = self.candidates(attrs)
         self.evaluations += len(preds)
+        BUDGET[0] += 1          # a new evaluation budget for this notification
         for pred in preds:
             try:
                 if pred.evaluate(attrs) is not True:

@@ -32,9 +32,14 @@ Receive-Queue.Max-Length     int32   1        1 MiB     2**31-1    (accepted, se
 Send-Queue.Drop-Policy       string  oldest newest largest none    send queue
 Send-Queue.Max-Length        int32   1 KiB    2 MiB     64 MiB     send queue (bytes)
 Subscription.Max-Count       int32   16       2048      65536      session
-Subscription.Max-Length      int32   1 KiB    8 KiB     1 MiB      session (UTF-8 bytes)
+Subscription.Max-Length      int32   1 KiB    8 KiB     256 KiB    session (UTF-8 bytes)
 TCP.Send-Immediately         int32   0        1         1          TCP_NODELAY
 ===========================  ======  =======  ========  =========  ======================
+
+A client asking for more than the maximum is granted the maximum (rule b).
+The maxima bound what one client can make the router do: the longest
+expression (compiled on a worker thread, never on the loop), the most
+subscriptions, the largest packet.
 
 The router has no receive queue: it processes each packet as it is read and
 stops reading from a client whose replies it cannot deliver. Spec 7.5.1 says
@@ -104,7 +109,9 @@ def _default_ranges() -> dict[str, tuple[int, int, int]]:
         "Receive-Queue.Max-Length": (1, MiB, 2**31 - 1),
         "Send-Queue.Max-Length": (KiB, 2 * MiB, 64 * MiB),
         "Subscription.Max-Count": (16, 2048, 65536),
-        "Subscription.Max-Length": (KiB, 8 * KiB, MiB),
+        # 256 KiB: an OR of ~10,000 terms; it compiles off the loop in well
+        # under a second (the longest compile a client can make the router do)
+        "Subscription.Max-Length": (KiB, 8 * KiB, 256 * KiB),
         "TCP.Send-Immediately": (0, 1, 1),
     }
 

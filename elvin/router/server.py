@@ -17,7 +17,7 @@ per notification, or forwarded as received) with two small packs.
 from __future__ import annotations
 
 import asyncio
-import functools
+import concurrent.futures
 import itertools
 import logging
 import os
@@ -36,12 +36,13 @@ from elvin.protocol import (
 )
 from elvin.router.config import RouterConfig, parse_listen_uri
 from elvin.router.engine import Engine
+from elvin.router.fairness import Scheduler
 from elvin.router.options import initial_options
 from elvin.router.quench import QuenchManager
 from elvin.router.security import NotificationKeys
 from elvin.router.session import CLOSING, CONNECTED, Session
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
-from elvin.subscription import compile as compile_subscription
+from elvin.subscription.shapes import ShapeCompiler, compile_text
 
 log = logging.getLogger("elvin.router")
 
@@ -67,7 +68,10 @@ class Router:
         self._stopped: asyncio.Event | None = None
         self._stats_handle: asyncio.TimerHandle | None = None
         self._stopping = False
-        self.compile = functools.lru_cache(maxsize=4096)(compile_subscription)
+        #: text -> Registered (ast, matches) or SubscriptionError; parses, checks
+        #: and compiles once per expression shape (elvin.subscription.shapes)
+        self.compile = ShapeCompiler().compile
+        self._compile_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self.engine.watch(STATS_ATTRIBUTE, self._stats_watch)
         #: the traffic archive's ArchiveProcess (elvin.pipeline.archive_process)
         #: while running with ``archive`` set, else
@@ -81,6 +85,7 @@ class Router:
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> Router:
         self.loop = asyncio.get_running_loop()
+        self.scheduler = Scheduler(self.loop)
         self._stopped = asyncio.Event()
         self._stopping = False
         self.stats = Stats()
@@ -191,6 +196,9 @@ class Router:
             session.abort()
         await asyncio.sleep(0)
         await self._close_archive()     # every session is gone: nothing more to route
+        pool, self._compile_pool = self._compile_pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
         if self._stopped is not None:
             self._stopped.set()
         log.info("router stopped")
@@ -318,6 +326,17 @@ class Router:
         if not limit or self.connection_count < limit:
             return False
         return self.config.redirect_to
+
+    def compile_off_loop(self, text: str) -> asyncio.Future:
+        """Compile a long expression on the router's one worker thread (the
+        GIL is handed back to the loop every few milliseconds, so the other
+        clients keep moving); the future gives a ``Registered`` or raises
+        ``SubscriptionError``."""
+        if self._compile_pool is None:
+            self._compile_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="elvind-compile")
+        return self.loop.run_in_executor(self._compile_pool,  # type: ignore[union-attr]
+                                         compile_text, text)
 
     # -- sessions ------------------------------------------------------------------------
     def session_opened(self, session: Session) -> None:

@@ -29,6 +29,14 @@ Nothing a client does can raise out of this module: every packet is
 handled inside a ``try`` and an unexpected failure is logged and answered
 with a Nack (PROT_ERROR) when the packet had an xid.
 
+Fairness: the router's loop is shared, so a session's packets wait in its
+``_backlog`` (reading from that client paused) and the router's
+``fairness.Scheduler`` handles them a few at a time, in turn with the other
+busy sessions, a few milliseconds per loop turn. An expression longer than
+``shapes.FAST_PATH_MAX`` characters is compiled on the router's worker
+thread; until it is done the session's later packets wait, so replies still
+come in request order.
+
 SecRqst (7.4.8): adding a key that is already registered, or removing one
 that is not, is a protocol error, answered with KEY_EXISTS / NO_SUCH_KEY
 and nothing is changed (the request is atomic). Avis silently ignores such
@@ -42,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from elvin.errors import NackCode, ProtocolError, SubscriptionError
@@ -77,6 +86,7 @@ from elvin.protocol import (
     decode_packet,
     frame,
 )
+from elvin.router.fairness import QUANTUM
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
     KeyError_,
@@ -87,6 +97,7 @@ from elvin.router.security import (
     prepare_notification,
 )
 from elvin.router.sendqueue import TRANSPORT_HIGH_WATER, TRANSPORT_LOW_WATER, SendQueue
+from elvin.subscription.shapes import FAST_PATH_MAX
 from elvin.values import INT32_MAX, INT32_MIN, Int64
 
 if TYPE_CHECKING:
@@ -100,6 +111,18 @@ _CONF_CONN = frame(ConfConn())
 _ZERO4 = b"\0\0\0\0"
 _ONE4 = b"\0\0\0\1"
 _NOTIFY_EMIT = int(PacketId.NOTIFY_EMIT).to_bytes(4, "big")
+
+#: expressions longer than this (characters) compile on the worker thread
+OFF_LOOP_LENGTH = FAST_PATH_MAX
+
+
+class _Violation:
+    """A framing error found after frames still waiting in the backlog."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 # Limits field -> connection option, for QOS_LIMIT Nacks
 _LIMIT_OPTIONS = {
@@ -146,6 +169,9 @@ class Session:
         self._connect_timer = None
         self._close_timer = None
         self._released = False
+        self._backlog: deque = deque()     # packets (bodies) not handled yet
+        self._busy = False                 # an expression is compiling off the loop
+        self._reading_paused = {"backlog": False, "send": False}
 
     def __repr__(self) -> str:
         return f"<Session {self.peer} {self.state}>"
@@ -193,19 +219,63 @@ class Session:
     def data_received(self, data: bytes) -> None:
         if self.state is CLOSING or self.state is CLOSED:
             return
+        backlog = self._backlog
         try:
             bodies = self.decoder.feed_frames(data)
         except ProtocolError as exc:
-            for body in getattr(exc, "frames", ()):
-                self._packet(body)
-                if self.state is CLOSING or self.state is CLOSED:
-                    return
-            self._violation(f"bad frame: {exc}")
-            return
-        for body in bodies:
-            self._packet(body)
+            backlog.extend(getattr(exc, "frames", ()))
+            backlog.append(_Violation(f"bad frame: {exc}"))
+        else:
+            backlog.extend(bodies)
+        scheduler = self.router.scheduler
+        if scheduler.idle and len(backlog) <= QUANTUM and not self._busy:
+            self.drain(QUANTUM)         # nobody waits: no detour through the scheduler
+        else:
+            self._wake()
+
+    def _wake(self) -> None:
+        if self._backlog and not self._busy:
+            self._pause_reading("backlog", True)
+            self.router.scheduler.wake(self)
+
+    def drain(self, quantum: int) -> bool:
+        """Handle up to ``quantum`` backlog packets (the router's scheduler
+        calls this in turn with the other busy sessions); True if more wait
+        and can be handled now."""
+        backlog = self._backlog
+        for _ in range(quantum):
+            if not backlog or self._busy:
+                break
             if self.state is CLOSING or self.state is CLOSED:
-                return
+                backlog.clear()
+                break
+            body = backlog.popleft()
+            if type(body) is _Violation:
+                self._violation(body.reason)
+                backlog.clear()
+                break
+            self._packet(body)
+        more = bool(backlog) and self.state is not CLOSING and self.state is not CLOSED
+        if not more:
+            backlog.clear()
+        self._pause_reading("backlog", more)
+        return more and not self._busy
+
+    def _pause_reading(self, why: str, on: bool) -> None:
+        """Reading is paused while any reason holds (a backlog, a full send queue)."""
+        paused = self._reading_paused
+        was = any(paused.values())
+        paused[why] = on
+        now = any(paused.values())
+        if was == now or self.transport is None:
+            return
+        try:
+            if now:
+                self.transport.pause_reading()
+            else:
+                self.transport.resume_reading()
+        except Exception:
+            pass
 
     # -- dispatch ----------------------------------------------------------------------
     def _packet(self, body: bytes) -> None:
@@ -304,13 +374,7 @@ class Session:
         self.abort()
 
     def _backpressure(self, on: bool) -> None:
-        try:
-            if on:
-                self.transport.pause_reading()
-            else:
-                self.transport.resume_reading()
-        except Exception:
-            pass
+        self._pause_reading("send", on)
 
     # -- closing -----------------------------------------------------------------------
     def _release(self) -> None:
@@ -521,21 +585,50 @@ class Session:
             self.router.quench.set_owner_keys(self, new_nfn)
 
     # -- subscriptions -----------------------------------------------------------------
-    def _check_expression(self, xid: int, expression: str):
-        """Compile an expression or answer with a Nack (returns None)."""
+    def _check_expression(self, xid: int, expression: str, then) -> None:
+        """Compile an expression, then ``then(compiled)``; or answer with a
+        Nack (and ``then`` is not called). A long expression compiles on the
+        router's worker thread: the session handles nothing else until it is
+        done, so its replies stay in request order."""
         limit = self.options.max_subscription_length
         if len(expression) > limit // 4 and len(expression.encode("utf-8")) > limit:
             self.nack(xid, NackCode.QOS_LIMIT,
                       f"Subscription expression longer than %1 ({limit} bytes)",
                       ("Subscription.Max-Length",))
-            return None
+            return
+        if len(expression) <= OFF_LOOP_LENGTH:
+            try:
+                compiled = self.router.compile(expression)
+            except SubscriptionError as exc:
+                self._expression_nack(xid, expression, exc)
+                return
+            then(compiled)
+            return
+        self._busy = True
+        future = self.router.compile_off_loop(expression)
+        future.add_done_callback(lambda f: self._compiled(f, xid, expression, then))
+
+    def _compiled(self, future, xid: int, expression: str, then) -> None:
+        self._busy = False
         try:
-            return self.router.compile(expression)
-        except SubscriptionError as exc:
-            args = exc.args_ or ((exc.position if exc.position is not None else 0),
-                                 expression)
-            self.nack(xid, exc.nack_code, exc.message, args)
-            return None
+            if self.state is not CONNECTED:
+                return
+            exc = future.exception()
+            if exc is None:
+                then(future.result())
+            elif isinstance(exc, SubscriptionError):
+                self._expression_nack(xid, expression, exc)
+            else:
+                log.error("%s: compiling a subscription failed: %r", self.peer, exc)
+                self.nack(xid, NackCode.PROT_ERROR, "Internal router error")
+        except Exception:
+            log.exception("%s: finishing a subscription request failed", self.peer)
+        finally:
+            self._wake()
+
+    def _expression_nack(self, xid: int, expression: str, exc: SubscriptionError) -> None:
+        args = exc.args_ or ((exc.position if exc.position is not None else 0), expression)
+        self.nack(xid, exc.nack_code, exc.message, args)
 
     def _sub_add_rqst(self, p: SubAddRqst) -> None:
         engine = self.router.engine
@@ -552,11 +645,13 @@ class Session:
         except KeyError_ as exc:
             self.nack(p.xid, exc.code, exc.message, exc.args_)
             return
-        compiled = self._check_expression(p.xid, p.expression)
-        if compiled is None:
-            return
-        sub = engine.add(self, p.expression, compiled.ast, compiled.matches,
-                         p.accept_insecure, p.keys, self.sub_keys)
+        self._check_expression(p.xid, p.expression, lambda c: self._sub_add(p, c))
+
+    def _sub_add(self, p: SubAddRqst, compiled) -> None:
+        sub = self.router.engine.add(self, p.expression, compiled.ast, compiled.matches,
+                                     p.accept_insecure, p.keys, self.sub_keys,
+                                     getattr(compiled, "names", None),
+                                     getattr(compiled, "index", None))
         self.send(SubRply(p.xid, sub.id))
         self.router.quench.subscription_added(sub)
 
@@ -576,11 +671,15 @@ class Session:
         except KeyError_ as exc:
             self.nack(p.xid, exc.code, exc.message, exc.args_)
             return
-        compiled = None
         if p.expression:
-            compiled = self._check_expression(p.xid, p.expression)
-            if compiled is None:
-                return          # the old expression stays in place
+            self._check_expression(p.xid, p.expression, lambda c: self._sub_mod(p, sub, c))
+        else:
+            self._sub_mod(p, sub, None)
+
+    def _sub_mod(self, p: SubModRqst, sub, compiled) -> None:
+        if self.router.engine.get(sub.id) is not sub:     # gone while compiling
+            self.nack(p.xid, NackCode.NO_SUCH_SUB, "No such subscription: %1", (id64(sub.id),))
+            return
         quench = self.router.quench
         before = quench.view(sub)
         old_ast = sub.ast

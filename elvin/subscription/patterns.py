@@ -79,6 +79,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
+import time
 import unicodedata
 from collections.abc import Callable
 
@@ -86,14 +87,63 @@ import regex as _regex
 
 __all__ = ["PatternError", "ere_to_python", "glob_to_python", "compile_regex",
            "compile_glob", "engine_pattern", "regex_matcher", "glob_matcher",
-           "required_literals", "MATCH_TIMEOUT"]
+           "required_literals", "MATCH_TIMEOUT", "BUDGET", "match_budget",
+           "set_evaluation_budget"]
 
 RE_DUP_MAX = 255
 MAX_GROUP_NESTING = 32
 #: Seconds that one match of a regex() or wildcard() predicate may take;
 #: after that it is given up and the predicate is bottom for the notification.
 MATCH_TIMEOUT = 0.02
+
+#: The evaluation budget: [evaluation serial, deadline, serial the deadline
+#: was set for, budget seconds (0.0: none)]. Whoever evaluates many
+#: subscriptions for one notification (the router's engine) bumps the serial
+#: (``BUDGET[0] += 1``: no call on the hot path); the first pattern match of
+#: a serial starts its budget; once it is spent, every further match of that
+#: serial is bottom at once, so N subscriptions whose patterns run out of
+#: time cost one budget, not N x ``MATCH_TIMEOUT``.
+BUDGET = [0, 0.0, 0, 0.0]
 _FLAGS = _regex.DOTALL | _regex.VERSION0
+
+
+def set_evaluation_budget(seconds: float) -> None:
+    """Seconds of pattern matching per evaluation serial (0: unlimited)."""
+    BUDGET[3] = seconds
+
+
+class match_budget:
+    """``with match_budget(seconds): ...``: one evaluation serial with its
+    own budget (tests; the engine bumps the serial itself)."""
+
+    __slots__ = ("seconds", "_saved")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._saved = 0.0
+
+    def __enter__(self) -> match_budget:
+        self._saved = BUDGET[3]
+        BUDGET[3] = self.seconds if self.seconds > 0 else 1e-12
+        BUDGET[0] += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        BUDGET[3] = self._saved
+        BUDGET[0] += 1
+
+
+def _time_left(timeout: float) -> float:
+    """The time one match may take now (<= 0: none left in the budget)."""
+    state = BUDGET
+    if not state[3]:
+        return timeout
+    now = time.perf_counter()
+    if state[2] != state[0]:
+        state[2] = state[0]
+        state[1] = now + state[3]
+    left = state[1] - now
+    return timeout if left > timeout else left
 
 
 class PatternError(ValueError):
@@ -472,22 +522,25 @@ def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool |
     without the engine (a time-limited call costs a few microseconds: the
     ``regex`` module reads the CPU clock)."""
     timeout = MATCH_TIMEOUT
+
+    def run(value: str) -> bool | None:
+        left = _time_left(timeout)
+        if left <= 0:
+            return None
+        try:
+            return method(value, timeout=left) is not None
+        except TimeoutError:
+            return None
+
     if required is None:
-        def matcher(value: str) -> bool | None:
-            try:
-                return method(value, timeout=timeout) is not None
-            except TimeoutError:
-                return None
+        matcher = run
     elif len(required) == 1:
         needle = required[0]
 
         def matcher(value: str) -> bool | None:
             if needle not in value:
                 return False
-            try:
-                return method(value, timeout=timeout) is not None
-            except TimeoutError:
-                return None
+            return run(value)
     else:
         def matcher(value: str) -> bool | None:
             for needle in required:
@@ -495,10 +548,7 @@ def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool |
                     break
             else:
                 return False
-            try:
-                return method(value, timeout=timeout) is not None
-            except TimeoutError:
-                return None
+            return run(value)
 
     return matcher
 

@@ -1,0 +1,551 @@
+"""Register subscriptions by *shape*: parse, check and compile once per shape.
+
+Most subscriptions a router sees differ only in their constants
+(``Group == "g1" && require(Message)``, ``Group == "g2" && ...``). Their
+*shape* is the token sequence with each literal replaced by its class
+(string, int32, int64 or real64 literal): it decides everything the lark
+parser does (LALR looks only at token types; the callbacks at operator,
+function and name texts, which stay in the key), so one parse gives a
+*template* that rebuilds the exact tree lark would make for any text of that
+shape -- every node, value and character offset -- from the new tokens.
+
+``ShapeCompiler.compile(text)`` therefore costs, for a known shape, one
+regex pass over the text, the literal conversions (the parser's own
+``_Builder.number`` and ``unescape``), the tree, and:
+
+* **checks**: when the shape has no constant sub-expression (no node whose
+  operands are all literals) the checker's verdict depends on the literals
+  only through the literal range checks and the regex/wildcard patterns, so
+  only those run (the checker's own ``leaf`` and ``string_predicate``); any
+  other shape runs the whole checker;
+* **code**: such a shape's folded tree is the tree itself, and the compiler
+  writes the same code for any constants of the same *value class* (see
+  ``_number_class``), so the source is generated once with sentinel
+  constants, the sentinels become parameters of a factory function, and a
+  subscription costs one call of the factory (a closure over its
+  constants). Shapes whose code holds objects built from constants (sets of
+  ``equals``, regex and wildcard matchers, ``contains`` alternations) are
+  compiled per subscription by ``compiler.build``, as before.
+
+Anything unusual -- a character the tokeniser does not know, a literal the
+parser would reject, a shape the template cannot describe, a text longer than
+``FAST_PATH_MAX`` -- goes the ordinary way (``parse`` + ``compiler.build``),
+which also produces every error message. The result is the same either way;
+``tests/unit/test_subscription_shapes.py`` checks it on random expressions.
+
+Caches are bounded: at most ``MAX_SHAPES`` shapes (least recently used
+dropped first), each with at most ``MAX_CODES`` code templates (one per
+combination of numeric value classes).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lark import Token
+
+from elvin.errors import SubscriptionError
+from elvin.subscription.analysis import _literal_key, index_constraint, required_names
+from elvin.subscription.ast import LITERAL_KINDS, Kind, Node
+from elvin.subscription.checker import _Checker, check, fold
+from elvin.subscription.compiler import build, generate
+from elvin.subscription.parser import _Builder, parse_tree, unescape
+from elvin.values import Int64
+
+__all__ = ["FAST_PATH_MAX", "MAX_CODES", "MAX_SHAPES", "Registered", "ShapeCompiler",
+           "compile_text", "tokenise"]
+
+#: texts longer than this (characters) skip the shape cache: they are rare,
+#: and a shape is only worth learning if it comes back
+FAST_PATH_MAX = 2048
+#: shapes remembered (least recently used forgotten first)
+MAX_SHAPES = 4096
+#: code templates per shape (numeric value classes seen)
+MAX_CODES = 16
+
+# The grammar's tokens (grammar.lark), in the order lark's basic lexer tries
+# them: STRING, NUMBER and NAME (priority 2; their first characters never
+# overlap), then the operators, longest first.
+_TOKEN = (r"""(?:"(?:[^"\\]|\\[\s\S])*"|'(?:[^'\\]|\\[\s\S])*'"""
+          r"""|[0-9][0-9A-Za-z_]*(?:\.(?:[0-9]*[eE][+-][0-9A-Za-z_]*|[0-9A-Za-z_]*))?"""
+          r"""|(?:[A-Za-z_]|[^\x00-\x7f\s]|\\[\s\S])(?:[!#-&*+\--Z^-~]|[^\x00-\x7f\s]|\\[\s\S])*"""
+          r"""|\|\||\^\^|&&|>>>|>>|<<|==|!=|<=|>=|[!<>|^&+\-*/%~(),])""")
+_SPACE = r"[ \t\r\n\f\v]*"
+#: the whole text is tokens and white space (checked in C before the loop)
+_WHOLE = re.compile(f"(?:{_SPACE}{_TOKEN})+{_SPACE}")
+_PAIRS = re.compile(f"({_SPACE})({_TOKEN})")
+_LITERAL_FIRST = frozenset("\"'0123456789")
+
+_BUILDER = _Builder()
+# key parts of literals: never the text of a token
+_STRING_KEY, _INT32_KEY, _INT64_KEY, _REAL_KEY = "\x00s", "\x00i", "\x00l", "\x00r"
+
+
+class _Unusual(Exception):
+    """The fast path does not handle this text: take the ordinary way."""
+
+
+def tokenise(text: str) -> tuple[tuple, list[int], list[str], list[int]] | None:
+    """``(shape key, token starts, token texts, literal token indexes)``, or
+    None if the text holds something the tokeniser does not know (lark will
+    say what is wrong with it)."""
+    if _WHOLE.fullmatch(text) is None:
+        return None
+    key: list[str] = []
+    starts: list[int] = []
+    texts: list[str] = []
+    literals: list[int] = []
+    pos = 0
+    i = 0
+    for space, tok in _PAIRS.findall(text):
+        pos += len(space)
+        starts.append(pos)
+        pos += len(tok)
+        texts.append(tok)
+        c = tok[0]
+        if c in _LITERAL_FIRST:
+            literals.append(i)
+            if c == '"' or c == "'":
+                key.append(_STRING_KEY)
+            elif tok[-1] in "lL":
+                key.append(_INT64_KEY)
+            elif "." in tok:
+                key.append(_REAL_KEY)
+            else:
+                key.append(_INT32_KEY)
+        else:
+            key.append(tok)
+        i += 1
+    return tuple(key), starts, texts, literals
+
+
+def _literal(tok: str, start: int) -> Node:
+    """The leaf the parser makes of a literal token (its errors: _Unusual)."""
+    if tok[0] in "\"'":
+        body = tok[1:-1]
+        return Node(Kind.STRING, value=unescape(body) if "\\" in body else body, pos=start)
+    try:
+        return _BUILDER.number([Token("NUMBER", tok, start_pos=start)]).node
+    except SubscriptionError:
+        raise _Unusual from None
+
+
+# -- value classes: what the compiler's code depends on besides the shape ---------------
+
+_EXACT = 2 ** 53
+
+
+def _number_class(kind: Kind, value: Any) -> tuple:
+    """Everything ``compiler.py`` decides from a numeric literal's value (the
+    sign, zero, integral reals, magnitudes beyond exact doubles), so that one
+    code template serves every value of a class."""
+    if kind is Kind.REAL64:
+        return ("r", math.copysign(1.0, value) < 0, value == 0, float(value).is_integer(),
+                abs(value) < _EXACT)
+    return ("i" if kind is Kind.INT32 else "l", value < 0, value == 0, abs(value) > _EXACT)
+
+
+def _sentinel(kind: Kind, cls: tuple, slot: int, family: int) -> Any:
+    """A constant of class ``cls`` whose text appears nowhere else in generated
+    code (``family`` gives a second, different set for the cross-check)."""
+    if kind is Kind.STRING:
+        return f"\x00{family}:{slot}\x00"
+    if cls[2]:                          # zero: the class has one value, no parameter
+        return -0.0 if kind is Kind.REAL64 and cls[1] else (0.0 if kind is Kind.REAL64 else 0)
+    base = 1_000_003_000 + 100_000 * family + 37 * slot
+    if kind is Kind.REAL64:
+        if cls[4]:
+            value = float(base) if cls[3] else base + 0.25
+        else:
+            value = float(2 ** 60 + 2 ** 12 * (base % 1_000_000))
+    elif kind is Kind.INT64 and cls[3]:
+        value = 2 ** 60 + base
+    else:
+        value = base
+    return -value if cls[1] else value
+
+
+class _CodeTemplate:
+    """A factory ``make(*params) -> (matches, evaluate)`` for one shape and
+    numeric value classes, with the order of its parameters."""
+
+    __slots__ = ("make", "params")
+
+    def __init__(self, make: Callable, params: tuple[tuple[int, str], ...]) -> None:
+        self.make = make
+        self.params = params       # (literal slot, "v" value | "f" float | "q" Int64)
+
+
+def _parameterise(tree: Node, slots: list[Node], values: list[Any]) -> tuple[str, dict,
+                                                                             list] | None:
+    """Source with sentinel ``values`` in the literal ``slots`` of ``tree``
+    replaced by parameter names; None if the code holds objects built from
+    the constants (sets, matchers), which a parameter cannot stand for."""
+    replace = {id(node): value for node, value in zip(slots, values, strict=True)}
+
+    def swap(node: Node) -> Node:
+        if id(node) in replace:
+            return Node(node.kind, value=replace[id(node)], pos=node.pos)
+        if not node.children:
+            return node
+        return Node(node.kind, tuple(swap(c) for c in node.children), node.value, node.pos)
+
+    source, namespace = generate(swap(tree))
+    params: list[tuple[int, str]] = []
+    leftovers: list[str] = []
+    for slot, (node, value) in enumerate(zip(slots, values, strict=True)):
+        if node.kind is Kind.STRING:
+            pattern = re.escape(repr(value))
+            source, count = re.subn(pattern, f"_p{slot}v", source)
+            if count:
+                params.append((slot, "v"))
+            continue
+        if value == 0:
+            continue
+        leftovers.append(str(abs(int(value))) if node.kind is not Kind.REAL64
+                         else repr(abs(value)))
+        float_text = repr(float(value))
+        source, count = re.subn(r"(?<![\w.])" + re.escape(float_text) + r"(?![\w.])",
+                                f"_p{slot}f", source)
+        if count:
+            params.append((slot, "f"))
+        if node.kind is not Kind.REAL64:
+            source, count = re.subn(r"(?<![\w.])" + re.escape(repr(int(value))) + r"(?![\w.])",
+                                    f"_p{slot}v", source)
+            if count:
+                params.append((slot, "v"))
+            for name, obj in list(namespace.items()):
+                if type(obj) is Int64 and obj == value:
+                    source = re.sub(r"\b" + name + r"\b", f"_p{slot}q", source)
+                    del namespace[name]
+                    params.append((slot, "q"))
+    if "\\x00" in source or any(text in source for text in leftovers):
+        return None                     # a sentinel survived in some other form
+    from elvin.subscription.compiler import _BASE_NAMESPACE
+    if any(name not in _BASE_NAMESPACE for name in namespace if name != "__builtins__"):
+        return None                     # sets, matchers...: built per subscription
+    return source, namespace, params
+
+
+def _code_template(tree: Node, slots: list[Node], classes: list[tuple]) -> _CodeTemplate | None:
+    made = []
+    for family in (1, 2):
+        values = [_sentinel(node.kind, cls, slot, family)
+                  for slot, (node, cls) in enumerate(zip(slots, classes, strict=True))]
+        made.append(_parameterise(tree, slots, values))
+    if made[0] is None or made[1] is None or made[0][0] != made[1][0]:
+        return None     # not parameterisable, or the code depends on the values
+    source, namespace, params = made[0]
+    names = [f"_p{slot}{form}" for slot, form in params]
+    body = "".join("    " + line + "\n" for line in source.splitlines())
+    factory = (f"def _make({', '.join(names)}):\n{body}"
+               "    return _matches, _evaluate\n")
+    exec(compile(factory, "<subscription shape>", "exec"), namespace)  # noqa: S102
+    return _CodeTemplate(namespace["_make"], tuple(params))
+
+
+# -- shapes ---------------------------------------------------------------------------
+
+class _Shape:
+    """What one shape's first text taught: how to rebuild the tree, which
+    checks depend on the constants, and code templates."""
+
+    __slots__ = ("template", "build", "slot_tokens", "negated", "simple", "checks", "codes",
+                 "numeric_slots", "names", "index", "slot_kinds")
+
+    def __init__(self) -> None:
+        self.template: tuple = ()
+        self.build: Callable[[list[int], list[Node]], Node] = _no_build
+        self.slot_tokens: list[int] = []    # literal slot -> token index of its value
+        self.negated: list[bool] = []       # literal slot -> written with a leading '-'
+        self.simple = False
+        self.checks: list[tuple] = []       # template paths of nodes to re-check
+        self.codes: dict[tuple, _CodeTemplate | None] = {}
+        self.numeric_slots: list[int] = []
+        self.slot_kinds: list[Kind] = []
+        self.names: frozenset[str] = frozenset()
+        #: (attribute, literal slots) of the index constraint, or None; and
+        #: the required names (both decided by the shape: see _index_slots)
+        self.index: tuple[tuple[str, tuple[int, ...]] | None, frozenset[str]] | None = None
+
+
+def _no_build(starts: list[int], leaves: list[Node]) -> Node:
+    raise _Unusual
+
+
+def _builder(template: tuple) -> Callable[[list[int], list[Node]], Node]:
+    """``build(starts, leaves)``: the template's tree as one generated
+    expression (no recursion, positional ``Node`` arguments)."""
+    namespace: dict[str, object] = {"Node": Node}
+
+    def expr(t: tuple) -> str:
+        if t[0] == "L":
+            return f"L[{t[1]}]"
+        if t[0] == "N":
+            name = f"_n{len(namespace)}"
+            namespace[name] = t[1]
+            return f"Node(_NAME, (), {name}, s[{t[2]}])"
+        kind = f"_k{int(t[1])}"
+        namespace[kind] = t[1]
+        children = "".join(expr(c) + ", " for c in t[2])
+        return f"Node({kind}, ({children}), None, s[{t[3]}])"
+
+    namespace["_NAME"] = Kind.NAME
+    source = f"def _build(s, L):\n    return {expr(template)}\n"
+    exec(compile(source, "<subscription shape>", "exec"), namespace)  # noqa: S102
+    return namespace["_build"]  # type: ignore[return-value]
+
+
+def _learn(tree: Node, starts: list[int], texts: list[str], literals: list[int]) -> _Shape:
+    """A shape from a parsed and checked tree and its tokens (_Unusual if the
+    tree cannot be described by its tokens)."""
+    at = {start: i for i, start in enumerate(starts)}
+    literal_set = set(literals)
+    shape = _Shape()
+    slots_by_token: dict[int, int] = {}
+
+    def visit(node: Node) -> tuple:
+        ti = at.get(node.pos)
+        if ti is None:
+            raise _Unusual
+        if node.kind in LITERAL_KINDS:
+            negated = texts[ti] == "-"
+            lit = ti + 1 if negated else ti
+            if lit not in literal_set or lit in slots_by_token:
+                raise _Unusual
+            made = _literal(texts[lit], starts[lit])
+            value = -made.value if negated else made.value  # type: ignore[operator]
+            if made.kind is not node.kind or type(value) is not type(node.value) \
+                    or value != node.value:
+                raise _Unusual
+            slot = len(shape.slot_tokens)
+            shape.slot_kinds.append(node.kind)
+            slots_by_token[lit] = slot
+            shape.slot_tokens.append(lit)
+            shape.negated.append(negated)
+            return ("L", slot, ti)
+        if node.kind is Kind.NAME:
+            return ("N", node.value, ti)
+        return ("O", node.kind, tuple(visit(c) for c in node.children), ti)
+
+    shape.template = visit(tree)
+    if len(slots_by_token) != len(literals):
+        raise _Unusual
+    shape.build = _builder(shape.template)
+    shape.simple = _no_constant_operands(tree)
+    if shape.simple:
+        shape.checks = _constant_checks(shape.template)
+        shape.index = _index_slots(shape)
+    shape.numeric_slots = [i for i, lit in enumerate(shape.slot_tokens)
+                           if texts[lit][0] not in "\"'"]
+    shape.names = frozenset(n.value for n in tree.walk() if n.kind is Kind.NAME)  # type: ignore
+    return shape
+
+
+def _index_slots(shape: _Shape) -> tuple | None:
+    """The index constraint and required names of a shape without constant
+    operands. ``analysis._constraint`` takes the attribute and the kind of
+    each literal from the shape and only the values from the literals, so it
+    is run once on a tree of distinct sentinel literals and the keys it
+    returns are traced back to their slots. (When an ``&&`` has two
+    constrained sides it keeps the one with fewer distinct values: with
+    sentinels, the fewer literals; any side is sound.)"""
+    leaves = []
+    by_key: dict[object, int] = {}
+    for slot, kind in enumerate(shape.slot_kinds):
+        value = _sentinel(kind, (None, False, False, False, True) if kind is Kind.REAL64
+                          else (None, False, False, False), slot, 3)
+        leaf = Node(kind, value=value)
+        key = _literal_key(leaf)
+        if key in by_key:
+            return None
+        by_key[key] = slot
+        leaves.append(leaf)
+    tree = shape.build(_Positions(), leaves)  # type: ignore[arg-type]
+    constraint = index_constraint(tree)
+    required = required_names(tree)
+    if constraint is None:
+        return None, required
+    attr, keys = constraint
+    try:
+        slots = tuple(sorted(by_key[k] for k in keys))
+    except KeyError:
+        return None
+    return (attr, slots), required
+
+
+def _index_hint(shape: _Shape, leaves: list[Node]) -> tuple | None:
+    index = shape.index
+    if index is None:
+        return None
+    constraint, required = index
+    if constraint is None:
+        return index
+    attr, slots = constraint
+    return (attr, frozenset([_literal_key(leaves[s]) for s in slots])), required
+
+
+def _no_constant_operands(tree: Node) -> bool:
+    """No node has only literal operands: nothing folds, and the checker's
+    verdict depends on the literals only through ``_constant_checks``."""
+    for node in tree.walk():
+        if node.children and all(c.kind in LITERAL_KINDS for c in node.children):
+            return False
+    return True
+
+
+def _constant_checks(template: tuple) -> list[tuple]:
+    """Template paths of the nodes whose check depends on a constant's value:
+    numeric literals (ranges) and regex / wildcard calls (their patterns)."""
+    out: list[tuple] = []
+    stack: list[tuple[tuple, tuple]] = [(template, ())]
+    while stack:
+        t, path = stack.pop()
+        if t[0] == "O":
+            if t[1] in (Kind.FUNC_REGEX, Kind.FUNC_WILDCARD):
+                out.append(path)
+            for i, child in reversed(list(enumerate(t[2]))):
+                stack.append((child, (*path, i)))
+        elif t[0] == "L":
+            out.append(path)
+    return out
+
+
+class Registered:
+    """What the router keeps of a compiled subscription: the checked tree,
+    ``matches(attrs) -> bool`` and ``evaluate(attrs) -> True/False/None``."""
+
+    __slots__ = ("text", "ast", "matches", "evaluate", "names", "index")
+
+    def __init__(self, text: str, ast: Node, matches: Callable[[Mapping], bool],
+                 evaluate: Callable[[Mapping], bool | None],
+                 names: frozenset[str] | None = None, index: tuple | None = None) -> None:
+        self.text = text
+        self.ast = ast
+        self.matches = matches
+        self.evaluate = evaluate
+        #: the attribute names the tree refers to, when the shape told
+        self.names = names
+        #: ``(index_constraint(ast), required_names(ast))`` when the shape told
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"Registered({self.text!r})"
+
+
+def compile_text(text: str) -> Registered:
+    """The ordinary way, with no cache: parse (lark), check, fold, build.
+    Shares no state, so a worker thread may run it (the router compiles
+    long expressions so, off its loop)."""
+    tree = parse_tree(text)
+    check(tree, text)
+    matches, evaluate, _source = build(fold(tree))
+    return Registered(text, tree, matches, evaluate)
+
+
+class ShapeCompiler:
+    """``compile(text) -> Registered`` (or ``SubscriptionError``), sharing
+    parse templates and code across subscriptions of one shape. Sans-IO, not
+    thread-safe: use one per thread."""
+
+    def __init__(self, max_shapes: int = MAX_SHAPES) -> None:
+        self.max_shapes = max_shapes
+        self._shapes: dict[tuple, _Shape | None] = {}
+        self.fast = 0        # texts compiled from a known shape (statistics, tests)
+        self.slow = 0        # texts compiled the ordinary way
+
+    def __len__(self) -> int:
+        return len(self._shapes)
+
+    def compile(self, text: str) -> Registered:
+        if isinstance(text, str) and len(text) <= FAST_PATH_MAX:
+            tokens = tokenise(text)
+            if tokens is not None:
+                try:
+                    return self._fast(text, *tokens)
+                except _Unusual:
+                    pass
+        return self._slow(text)
+
+    def _slow(self, text: str) -> Registered:
+        self.slow += 1
+        return compile_text(text)
+
+    def _fast(self, text: str, key: tuple, starts: list[int], texts: list[str],
+              literals: list[int]) -> Registered:
+        shapes = self._shapes
+        shape = shapes.pop(key, False)
+        if shape is False:
+            tree = parse_tree(text)     # errors: as from the ordinary way
+            check(tree, text)
+            try:
+                shape = _learn(tree, starts, texts, literals)
+            except _Unusual:
+                shape = None
+            if len(shapes) >= self.max_shapes:
+                del shapes[next(iter(shapes))]
+        shapes[key] = shape             # (re)inserted last: least recently used first
+        if shape is None:
+            raise _Unusual
+        leaves = []
+        for lit, negated in zip(shape.slot_tokens, shape.negated, strict=True):
+            leaf = _literal(texts[lit], starts[lit])
+            if negated:
+                leaf = Node(leaf.kind, value=-leaf.value, pos=starts[lit - 1])  # type: ignore
+            leaves.append(leaf)
+        tree = shape.build(starts, leaves)
+        if shape.simple:
+            checker = _Checker(text)
+            try:
+                for path in shape.checks:
+                    node = tree
+                    for i in path:
+                        node = node.children[i]
+                    if node.kind in LITERAL_KINDS:
+                        checker.leaf(node)
+                    else:
+                        checker.string_predicate(node)
+            except SubscriptionError:
+                raise _Unusual from None    # the ordinary way says it as the checker does
+            code = self._code(shape, leaves)
+            if code is not None:
+                args = []
+                for slot, form in code.params:
+                    value = leaves[slot].value
+                    args.append(value if form == "v" else float(value) if form == "f"  # type: ignore
+                                else Int64(value))  # type: ignore[arg-type]
+                matches, evaluate = code.make(*args)
+                self.fast += 1
+                return Registered(text, tree, matches, evaluate, shape.names,
+                                  _index_hint(shape, leaves))
+        else:
+            check(tree, text)
+        self.fast += 1
+        matches, evaluate, _source = build(fold(tree))
+        return Registered(text, tree, matches, evaluate, shape.names)
+
+    def _code(self, shape: _Shape, leaves: list[Node]) -> _CodeTemplate | None:
+        classes = tuple(_number_class(leaves[i].kind, leaves[i].value)
+                        for i in shape.numeric_slots)
+        codes = shape.codes
+        if classes in codes:
+            return codes[classes]
+        if len(codes) >= MAX_CODES:
+            return None
+        all_classes = []
+        numeric = dict(zip(shape.numeric_slots, classes, strict=True))
+        for i in range(len(leaves)):
+            all_classes.append(numeric.get(i, ()))
+        tree = shape.build(_Positions(), leaves)  # type: ignore[arg-type]
+        code = codes[classes] = _code_template(tree, leaves, all_classes)
+        return code
+
+
+class _Positions:
+    """Any index -> -1: a tree without positions (code does not depend on them)."""
+
+    def __getitem__(self, index: int) -> int:
+        return -1

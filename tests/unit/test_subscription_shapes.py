@@ -1,0 +1,145 @@
+"""Shape-compiled subscriptions (elvin.subscription.shapes) are exactly the
+ordinary ones: the same tree as the lark parser (positions included), the
+same checks and errors, the same evaluation -- and subscriptions sharing a
+shape never see each other's constants."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elvin.errors import SubscriptionError
+from elvin.subscription import compile as compile_one
+from elvin.subscription.parser import parse_tree
+from elvin.subscription.patterns import match_budget, regex_matcher
+from elvin.subscription.shapes import ShapeCompiler
+
+NAMES = ("A", "B", "C")
+
+# atoms with typed holes: i int32, l int64, r real64, s string, x regex-safe string
+ATOMS = (
+    "{n} == {i}", "{n} != {i}", "{n} < {r}", "{n} >= {l}", "{n} == {s}", "{n} != {s}",
+    "begins-with({n}, {s})", "ends-with({n}, {s}, {s})", "contains({n}, {s})",
+    "fold-case({n}) == {s}", "regex({n}, {x})", "wildcard({n}, {x})", "require({n})",
+    "{n} + {i} > {i}", "{n} * {r} <= {i}", "equals({n}, {s}, {s})", "equals({n}, {i}, {r})",
+    "({n} == {i})", "{n} == -{i}", "{n} - -{r} < 0", "size({n}) > {i}", "int32({n})",
+    "!({n} == {i})", "{n} % {i} == {i}", "{n} << {i} > {l}",
+)
+
+INT32 = st.sampled_from([0, 1, 7, 42, 2147483647, 2147483648, 99999999999]) | \
+    st.integers(0, 3000)
+HOLES = {
+    "i": INT32.map(str),
+    "l": st.integers(0, 2**63).map(lambda v: f"{v}L"),
+    "r": st.sampled_from(["0.0", "1.5", "2.0", "1.0e3", "3.25", "9007199254740993.0",
+                          "1.0e400"]),
+    "s": st.text(st.sampled_from("ab \"'\\é"), max_size=4).map(
+        lambda t: '"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'),
+    "x": st.text(st.sampled_from("abc"), min_size=1, max_size=3).map(lambda t: f'"{t}"'),
+}
+
+
+@st.composite
+def shapes(draw):
+    """A text template: atoms joined by &&, ||, ^^ with some parentheses."""
+    def atom():
+        return draw(st.sampled_from(ATOMS)).replace("{n}", draw(st.sampled_from(NAMES)))
+
+    text = atom()
+    for _ in range(draw(st.integers(0, 3))):
+        op = draw(st.sampled_from([" && ", " || ", " ^^ "]))
+        text = f"({text}){op}{atom()}" if draw(st.booleans()) else f"{text}{op}{atom()}"
+    return text
+
+
+def fill(draw, template: str) -> str:
+    out = []
+    i = 0
+    while i < len(template):
+        if template[i] == "{" and template[i + 2] == "}":
+            out.append(draw(HOLES[template[i + 1]]))
+            i += 3
+        else:
+            out.append(template[i])
+            i += 1
+    return "".join(out)
+
+
+VALUES = st.sampled_from([0, 1, 42, -7, 2147483648, 2.0, 1.5, -0.0, math.nan, math.inf,
+                          "a", "ab", "é", "", b"x", "abc", "A"])
+NOTIFICATIONS = st.dictionaries(st.sampled_from(NAMES), VALUES, max_size=3)
+
+
+def positions(node):
+    """The tree with every node's position (equality ignores ``pos``)."""
+    return (node.kind, node.value, node.pos, tuple(positions(c) for c in node.children))
+
+
+def ordinary(text: str):
+    try:
+        return compile_one(text)
+    except SubscriptionError as exc:
+        return exc
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_shape_compiled_equals_individually_compiled(data):
+    template = data.draw(shapes())
+    compiler = ShapeCompiler()
+    for _ in range(3):      # the first text teaches the shape, the others use it
+        text = fill(data.draw, template)
+        expected = ordinary(text)
+        try:
+            got = compiler.compile(text)
+        except SubscriptionError as exc:
+            assert isinstance(expected, SubscriptionError), (text, exc)
+            assert (exc.code, exc.position, exc.message) == \
+                (expected.code, expected.position, expected.message)
+            continue
+        assert not isinstance(expected, SubscriptionError), (text, expected)
+        assert positions(got.ast) == positions(parse_tree(text)), text
+        for attrs in data.draw(st.lists(NOTIFICATIONS, min_size=1, max_size=6)):
+            assert got.evaluate(attrs) is expected.evaluate(attrs), (text, attrs)
+            assert got.matches(attrs) is expected.matches(attrs), (text, attrs)
+
+
+def test_subscriptions_of_one_shape_keep_their_own_constants():
+    compiler = ShapeCompiler()
+    subs = [compiler.compile(f'Group == "g{i}" && Level > {i}') for i in range(50)]
+    assert compiler.fast == 50 and len(compiler) == 1
+    for i, sub in enumerate(subs):
+        assert sub.matches({"Group": f"g{i}", "Level": i + 1})
+        assert not sub.matches({"Group": f"g{i}", "Level": i})
+        assert not sub.matches({"Group": f"g{i + 1}", "Level": 1000})
+        assert sub.index == (("Group", frozenset({f"g{i}"})), frozenset({"Group", "Level"}))
+
+
+def test_a_bad_constant_in_a_known_shape_gets_the_ordinary_error():
+    compiler = ShapeCompiler()
+    compiler.compile("x == 5 && regex(y, \"a\")")
+    for text in ("x == 2147483648 && regex(y, \"a\")", "x == 5 && regex(y, \"(\")"):
+        try:
+            compiler.compile(text)
+        except SubscriptionError as exc:
+            expected = ordinary(text)
+            assert (exc.code, exc.position) == (expected.code, expected.position)
+        else:
+            raise AssertionError(f"{text} accepted")
+
+
+def test_the_shape_cache_is_bounded():
+    compiler = ShapeCompiler(max_shapes=10)
+    for i in range(30):
+        compiler.compile(f"A{i} == 1")
+    assert len(compiler) == 10
+
+
+def test_a_spent_match_budget_makes_patterns_bottom():
+    matcher = regex_matcher(["b+"])
+    assert matcher("abbb") is True
+    with match_budget(0.0):
+        assert matcher("abbb") is None          # no time left: bottom, at once
+    assert matcher("abbb") is True
