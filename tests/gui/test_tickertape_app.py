@@ -200,9 +200,9 @@ def test_private_group_needs_the_key(qtbot, qt_loop, router, tmp_path):
         await ep(router.url, {"Group": "Secret", "From": "mallory", "Message": "forged",
                               "Message-Id": "f"})
         await ep(router.url, chat("public marker"))
+        # the marker was sent after the rest: once it is shown, so is all else
         for c in (member, outsider, snoop):
             await until(lambda c=c: "public marker" in texts(c))
-        await asyncio.sleep(0.3)
         await apps.close()
 
     run(qt_loop, scenario())
@@ -307,10 +307,11 @@ def test_group_changes_resubscribe(qtbot, qt_loop, router, tmp_path):
         await until(lambda: len(app.model) == 2)
         app.set_groups(GroupList([Group("News", key="k")]))
         await app.wait_synced(10)
-        await app.send(Draft("News", "keyed"))
+        # ep has said goodbye (DisconnRqst answered) before "keyed" is sent,
+        # so c2 and n2 would be shown before it: "keyed" is the marker
         await ep(router.url, chat("c2"), {**chat("n2"), "Group": "News"})
+        await app.send(Draft("News", "keyed"))
         await until(lambda: "keyed" in texts(app))
-        await asyncio.sleep(0.3)
         await apps.close()
 
     run(qt_loop, scenario())

@@ -292,7 +292,8 @@ async def test_drop_warning_for_a_slow_consumer(router_url):
         payload = "x" * 16_000       # 10 MB in all: more than the socket buffers hold
         for i in range(600):
             await producer.send({"flood": i, "payload": payload})
-        await asyncio.sleep(0.5)
+        # a reply to the producer proves the router handled every send before it
+        await producer.set_keys()          # an empty SecRqst: a round trip
         consumer._session.transport.resume_reading()
         await producer.send({"flood": -1})
         while True:

@@ -90,7 +90,9 @@ async def test_quench_listener_and_modify_and_close(router_url):
         await q.close()
         assert q.closed and producer.quenches == []
         await consumer.subscribe("Beta == 3")
-        await asyncio.sleep(0.2)
+        # the subscription is in place (its reply came); a reply to the
+        # producer comes after any quench event the router sent it before
+        await producer.set_keys()          # an empty SecRqst: a round trip
         assert len(q.subscriptions) == 1   # closed: no more events
 
 

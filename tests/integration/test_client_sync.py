@@ -61,7 +61,9 @@ def test_iteration_ends_when_connection_closes(router_url):
     thread = threading.Thread(target=consume)
     thread.start()
     import time
-    time.sleep(0.5)
+    deadline = time.monotonic() + 10
+    while results != [1] and time.monotonic() < deadline:   # the thread is iterating
+        time.sleep(0.01)
     conn.close()
     thread.join(5)
     assert not thread.is_alive() and results == [1]
