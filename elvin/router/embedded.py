@@ -6,7 +6,8 @@ a private router.
         router.restart()                      # stop, then start on the SAME port
 
 ``EmbeddedRouter(port=0, host="127.0.0.1", config=None, **settings)``:
-``settings`` are ``RouterConfig`` fields (e.g. ``stats_interval=0.2``, or
+``settings`` are ``RouterConfig`` fields (e.g. ``stats_interval=0.2``;
+``quench=False`` emulates a router without quench, as Avis; or
 ``federation=FederationConfig(...)``: ``federation_urls`` then gives the
 bound ``ewaf://`` URLs, and ``restart()`` keeps their ports too). The
 router runs on its own event loop in a daemon thread; ``start()`` returns
