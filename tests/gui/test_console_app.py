@@ -596,8 +596,6 @@ def test_quench_view_shows_another_clients_subscriptions(qt_loop, qtbot, router)
 def test_quench_view_at_a_router_without_quench(qt_loop, qtbot, make_router):
     """The view says the router has no quench instead of staying empty, and
     watches once the console reconnects to a router that has quench."""
-    import dataclasses
-
     plain = make_router(quench=False)
 
     async def scenario(console: Console):
@@ -611,11 +609,7 @@ def test_quench_view_at_a_router_without_quench(qt_loop, qtbot, make_router):
         assert "does not support quench" in quench.status_label.text()
         assert "color: #c62828" not in quench.status_label.styleSheet()   # not an error
 
-        def restart() -> None:
-            plain.stop()
-            plain.config = dataclasses.replace(plain.config, quench=True)
-            plain.start()
-        restart()   # same port: the console reconnects by itself
+        plain.restart(quench=True)   # same port: the console reconnects by itself
         async with elvin.client.connect(plain.url) as other:
             await other.subscribe("require(Price)")
             await until(lambda: len(quench.active_expressions()) == 1, timeout=20,

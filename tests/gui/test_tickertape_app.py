@@ -293,8 +293,6 @@ def test_known_groups_from_quench(qtbot, qt_loop, router, tmp_path):
 def test_known_groups_tab_at_a_router_without_quench(qtbot, qt_loop, make_router, tmp_path):
     """The tab says the router has no quench instead of staying empty, and
     fills again once the app reconnects to a router that has quench."""
-    import dataclasses
-
     from elvin_apps.tickertape.window import TickerWindow
 
     router = make_router(quench=False)
@@ -312,11 +310,7 @@ def test_known_groups_tab_at_a_router_without_quench(qtbot, qt_loop, make_router
         seen["note"] = dialog.known_note_label.text()
         seen["list shown"] = dialog.known_list.isVisible()
 
-        def restart() -> None:
-            router.stop()
-            router.config = dataclasses.replace(router.config, quench=True)
-            router.start()
-        restart()   # same port; the app reconnects by itself
+        router.restart(quench=True)   # same port; the app reconnects by itself
         await until(lambda: "Chat" in app.known.counts(), timeout=20)
         await until(lambda: not dialog.known_note_label.isVisible())
         seen["after"] = [dialog.known_list.item(i).text()

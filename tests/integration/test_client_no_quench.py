@@ -5,7 +5,6 @@ everything, and quench coming back after a reconnection or a redirect."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 
 import pytest
@@ -33,12 +32,8 @@ def auto_quench_warnings(caplog) -> list[str]:
 
 
 async def restart_with(router, **settings) -> None:
-    """Stop ``router`` and start it again on the same port with other settings."""
-    def restart() -> None:
-        router.stop()
-        router.config = dataclasses.replace(router.config, **settings)
-        router.start()
-    await asyncio.to_thread(restart)
+    """``router.restart(**settings)`` off the event loop (it blocks)."""
+    await asyncio.to_thread(lambda: router.restart(**settings))
 
 
 async def test_quench_raises_quench_not_supported(make_router):

@@ -9,7 +9,6 @@ subscribes, changes files and checks the notifications and the watch set
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import errno
 import io
 import logging
@@ -514,12 +513,8 @@ async def test_the_daemon_sends_nothing_nobody_wants(start_watcher, consumer, ro
 
 
 async def restart_with(router, **settings) -> None:
-    """Stop ``router`` and start it again on the same port with other settings."""
-    def restart() -> None:
-        router.stop()
-        router.config = dataclasses.replace(router.config, **settings)
-        router.start()
-    await asyncio.to_thread(restart)
+    """``router.restart(**settings)`` off the event loop (it blocks)."""
+    await asyncio.to_thread(lambda: router.restart(**settings))
 
 
 def status_text(fw: FileWatcher) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -368,12 +367,8 @@ async def test_each_group_still_gets_its_copy(router_url, feeds, tmp_path):
 
 
 async def restart_with(router, **settings) -> None:
-    """Stop ``router`` and start it again on the same port with other settings."""
-    def restart() -> None:
-        router.stop()
-        router.config = dataclasses.replace(router.config, **settings)
-        router.start()
-    await asyncio.to_thread(restart)
+    """``router.restart(**settings)`` off the event loop (it blocks)."""
+    await asyncio.to_thread(lambda: router.restart(**settings))
 
 
 async def test_no_quench_router_falls_back_to_scoop_mode(make_router, feeds, tmp_path, caplog):
