@@ -12,7 +12,7 @@ from elvin.values import ElvinType, Int64
 # cheap and free of asyncio for the sans-IO layers.
 _CLIENT_NAMES = frozenset({
     "CloseReason", "ConnectError", "Connection", "ConnectionClosedError", "NackError",
-    "Notification", "OptionsRejectedError", "Quench", "Subscription",
+    "Notification", "OptionsRejectedError", "Quench", "QuenchNotSupported", "Subscription",
     "SubscriptionAdded", "SubscriptionModified", "SubscriptionRemoved",
     "SubscriptionClosedError", "connect", "unotify",
 })
@@ -42,6 +42,7 @@ __all__ = [
     "Notification",
     "OptionsRejectedError",
     "Quench",
+    "QuenchNotSupported",
     "Subscription",
     "SubscriptionAdded",
     "SubscriptionClosedError",

@@ -289,6 +289,12 @@ class SyncConnection:
     def auto_quench_stats(self) -> dict | None:
         return self.connection.auto_quench_stats
 
+    @property
+    def supports_quench(self) -> bool | None:
+        """As ``Connection.supports_quench``; ``quench()`` raises
+        ``QuenchNotSupported`` at a router without quench."""
+        return self.connection.supports_quench
+
     def send(self, notification: Mapping[str, Any], *, keys: Keys | None = None,
              deliver_insecure: bool = True) -> bool:
         """Send a notification. Returns False when auto-quench dropped it.

@@ -6,6 +6,10 @@ as they appear, change and disappear, each as an expression
 (``elvin.subscription.unparse`` of the AST the router sent). Removed terms
 stay listed, greyed, until "Clear removed", so a subscription that came and
 went quickly is not missed; a log underneath keeps every event with its time.
+
+A router without quench (protocol subset C is optional; Avis lacks it)
+refuses with ``QuenchNotSupported``: the table makes way for a note that
+says so, and the pane asks again whenever the console (re)connects.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from elvin.client import (
     Connection,
     Quench,
     QuenchEvent,
+    QuenchNotSupported,
     SubscriptionAdded,
     SubscriptionRemoved,
 )
@@ -122,8 +127,16 @@ class QuenchPane(Pane):
         self._mono = mono
         self.log.setFont(mono)
         self.log.setPlaceholderText("Quench events appear here as subscriptions come and go.")
+        # in the table's place when the router has no quench
+        self.note = QLabel()
+        self.note.setWordWrap(True)
+        self.note.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.note.setStyleSheet("QLabel { background: palette(base); border: 1px solid "
+                                "palette(mid); padding: 24px; color: #5f6368; }")
+        self.note.hide()
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.table)
+        splitter.addWidget(self.note)
         splitter.addWidget(self.log)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
@@ -163,9 +176,20 @@ class QuenchPane(Pane):
             self._reset_table()
             try:
                 self.quench = await conn.quench(names, listener=self._event, buffer_size=0)
+            except QuenchNotSupported:
+                self._show_note(
+                    f"Router {self.router_name} does not support quench (Elvin protocol "
+                    "subset C), so it cannot tell which of its subscriptions refer to "
+                    f"{', '.join(names)}.\n\nThe view asks again when the console "
+                    "reconnects.")
+                self.set_status(f"Not watching: router {self.router_name} does not "
+                                "support quench.")
+                self._update_buttons()
+                return
             except ElvinError as exc:
                 self.set_status(f"The router refused the quench: {exc}", error=True)
                 return
+            self._show_note(None)
             self.names.add(names)
             self.set_status(f"Watching subscriptions on {self.router_name} that refer to "
                             f"{', '.join(names)}.")
@@ -186,6 +210,7 @@ class QuenchPane(Pane):
     async def _stop(self) -> None:
         async with self._lock:
             await self._close()
+        self._show_note(None)
         self.set_status("Stopped.")
         self._update_buttons()
 
@@ -200,6 +225,17 @@ class QuenchPane(Pane):
             spawn(self._start(self.applied), "quench", lambda m: self.set_status(m, error=True))
         else:
             spawn(self._stop(), "quench")
+
+    def _show_note(self, text: str | None) -> None:
+        """A note in the table's place (None: the table again)."""
+        self.note.setText(text or "")
+        self.note.setVisible(text is not None)
+        self.table.setVisible(text is None)
+
+    @property
+    def note_text(self) -> str | None:
+        """The note shown instead of the table, if any (tests)."""
+        return self.note.text() if not self.note.isHidden() else None
 
     def _update_buttons(self) -> None:
         active = self.quench is not None and not self.quench.closed

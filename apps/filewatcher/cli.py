@@ -38,6 +38,7 @@ from elvin_apps.filewatcher.config import (
 from elvin_apps.filewatcher.status import StatusError, format_status, read_status
 
 from elvin.protocol import URIError, parse_uri
+from elvin.tools import CONNECT_ERRORS, connect_failure
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_FAILURE = 0, 1, 2, 3
 
@@ -122,9 +123,11 @@ async def run(config: Config, url: str) -> int:
     watcher = FileWatcher(config, url)
     try:
         await watcher.start()
-    except OSError as exc:      # ConnectError is an OSError
-        print(f"filewatcher: cannot reach the router at {url}: {exc}", file=sys.stderr)
-        return EXIT_UNREACHABLE
+    except CONNECT_ERRORS as exc:
+        # unreachable or lost (2), or a request the router refused, e.g. a
+        # Nack to ConnRqst (3): one line either way, never a traceback
+        return connect_failure(url, exc, f"cannot reach the router at {url}: ") \
+            .report("filewatcher")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:
@@ -197,8 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - the last resort: say it, exit 3
-        log.exception("filewatcher failed")
-        print(f"filewatcher: {exc}", file=sys.stderr)
+        log.debug("filewatcher failed", exc_info=True)   # the traceback, for debugging
+        print(f"filewatcher: {exc} (--log-level debug shows where)", file=sys.stderr)
         return EXIT_FAILURE
 
 

@@ -17,6 +17,14 @@ before the outage are kept, so consumers that reconnect more slowly do not
 lose theirs. At the end of the grace a snapshot re-scan reports what changed
 while notifications could not be delivered. An inotify overflow triggers
 the same re-scan.
+
+A router without quench (subset C is optional; Avis lacks it) answers the
+quench with ``QuenchNotSupported``: nothing can say what is wanted, so the
+daemon falls back to the roots, as ``unbounded = "roots"`` does (one pseudo
+subscription, ``NO_QUENCH``, that watches every root), announces every change
+under them (auto-quench sends everything too), says so once in the log and
+in the status, and asks for quench again after each reconnection, returning
+to quench-driven watching when the router has it.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from elvin_apps.filewatcher.coalesce import Coalescer
 from elvin_apps.filewatcher.config import Config
 from elvin_apps.filewatcher.pathset import FILE, Interest, TermPaths, analyse
 from elvin_apps.filewatcher.snapshots import Snapshots
-from elvin_apps.filewatcher.status import remove_status, write_status
+from elvin_apps.filewatcher.status import NO_QUENCH_NOTE, remove_status, write_status
 from elvin_apps.filewatcher.watches import (
     CREATED,
     DELETED,
@@ -49,9 +57,9 @@ from elvin_apps.filewatcher.watches import (
     plan,
 )
 
-from elvin.client import ConnectionClosedError, connect
+from elvin.client import ConnectionClosedError, QuenchNotSupported, connect
 from elvin.errors import ElvinError
-from elvin.subscription import unparse
+from elvin.subscription import parse, unparse
 from elvin.subscription.ast import Node
 
 __all__ = ["FileWatcher"]
@@ -62,6 +70,8 @@ BEFORE_RECONNECT = "before-reconnect"
 OUTBOX_SIZE = 10_000
 CATCH_UP_LIMIT = 10_000
 STATUS_LIST_LIMIT = 50
+#: the pseudo subscription that stands for "everything" at a router without quench
+NO_QUENCH = "no-quench"
 
 
 def _rebase(interest: Interest, real: str) -> str:
@@ -125,6 +135,8 @@ class FileWatcher:
         self._connect_options = dict(connect_options or {})
         self.conn: Any = None
         self.quench: Any = None
+        #: the router refused quench: watching the roots (see the module doc)
+        self.no_quench = False
         self.manager: WatchManager | None = None
         self.snapshots = Snapshots()
         self.coalescer = Coalescer(config.debounce, config.max_delay, existed=self._existed)
@@ -174,8 +186,7 @@ class FileWatcher:
             self.conn.add_connection_lost_listener(self._on_lost)
             self.conn.add_reconnect_listener(self._on_reconnected)
             self.conn.add_close_listener(self._on_closed)
-            self.quench = await self.conn.quench(ALL_NAMES, listener=self._on_quench_event,
-                                                 buffer_size=0)
+            await self._ask_for_quench()
             await self._reconcile()
             for coro in (self._reconcile_loop(), self._rescan_loop(), self._send_loop(),
                          self._status_loop()):
@@ -238,6 +249,40 @@ class FileWatcher:
         await self.close()
 
     # ------------------------------------------------------------------------------
+    # quench, or the roots at a router without it
+    async def _ask_for_quench(self) -> None:
+        """Quench on our attribute names; at a router that refuses quench,
+        fall back to the roots. Other errors are raised."""
+        try:
+            quench = await self.conn.quench(ALL_NAMES, listener=self._on_quench_event,
+                                            buffer_size=0)
+        except QuenchNotSupported:
+            self._quench_lost()
+            return
+        self.quench = quench
+        if self.no_quench:
+            self.no_quench = False
+            log.info("%s supports quench again: watching only what subscriptions ask for",
+                     self.conn.url)
+        self._want_reconcile()
+        self._status_changed()
+
+    def _quench_lost(self) -> None:
+        self.quench = None
+        if not self.no_quench:
+            self.no_quench = True
+            log.warning("%s: %s", self.conn.url, NO_QUENCH_NOTE)
+        self._want_reconcile()
+        self._status_changed()
+
+    async def _retry_quench(self) -> None:
+        try:
+            await self._ask_for_quench()
+        except (ElvinError, OSError, TimeoutError) as exc:
+            # the next reconnection asks again; meanwhile the roots stay watched
+            log.warning("could not ask %s for quench again: %s", self.conn.url, exc)
+
+    # ------------------------------------------------------------------------------
     # connection events
     def _on_quench_event(self, _event: object) -> None:
         self._want_reconcile()
@@ -251,7 +296,15 @@ class FileWatcher:
         self._status_changed()
 
     def _on_reconnected(self, _conn: object) -> None:
-        log.info("reconnected to %s; quench restored", self.conn.url)
+        quench = self.quench
+        if quench is not None and not quench.closed:
+            log.info("reconnected to %s; quench restored", self.conn.url)
+        elif self.conn.supports_quench is False:
+            log.info("reconnected to %s", self.conn.url)
+            self._quench_lost()             # the new router refused to restore it
+        else:
+            log.info("reconnected to %s; asking for quench again", self.conn.url)
+            self._tasks.append(self._loop.create_task(self._retry_quench()))
         self._in_outage = False
         if self._grace_handle is not None:
             self._grace_handle.cancel()
@@ -312,13 +365,24 @@ class FileWatcher:
             log.warning("subscription #%s: %s", term_id, "; ".join(cached.notes))
         return cached
 
+    def _no_quench_term(self) -> TermPaths:
+        """The roots, as ``unbounded = "roots"`` watches them."""
+        paths = analyse(_ANY_PATH, self.config.roots, policy="roots")
+        return TermPaths(paths.interests, True, (NO_QUENCH_NOTE,))
+
     async def _reconcile(self) -> None:
-        if self.conn is None or self.quench is None or self.manager is None:
+        if self.conn is None or self.manager is None:
+            return
+        if self.quench is None and not self.no_quench:
             return
         if self.conn.state != "open" or self._in_outage:
             return      # the reconnect listener re-plans once the quench is restored
-        asts = dict(self.quench.subscriptions)
-        terms = {tid: self._analyse(tid, ast) for tid, ast in asts.items()}
+        if self.quench is not None:
+            asts = dict(self.quench.subscriptions)
+            terms = {tid: self._analyse(tid, ast) for tid, ast in asts.items()}
+        else:
+            asts = {NO_QUENCH: _ANY_PATH}
+            terms = {NO_QUENCH: self._no_quench_term()}
         self._warned_terms &= set(asts)
         interest_terms: dict[Interest, set[Any]] = collections.defaultdict(set)
         for tid, paths in terms.items():
@@ -574,6 +638,13 @@ class FileWatcher:
         state = self.conn.state
         return {"open": "connected"}.get(state, state)
 
+    def _quench_state(self) -> str:
+        """For the status: "on", "off" (the router has no quench: roots), or
+        "unknown" before the router answered."""
+        if self.no_quench:
+            return "off"
+        return "on" if self.quench is not None else "unknown"
+
     def status(self) -> dict[str, Any]:
         """What is watched and why, as written to the status file."""
         manager = self.manager
@@ -619,10 +690,14 @@ class FileWatcher:
             "updated": time.time(), "router": self.conn.url if self.conn else self.url,
             "connection": self.connection_state(), "roots": list(self.config.roots),
             "unbounded": self.config.unbounded,
+            "quench": self._quench_state(),
             "os_watches": count,
             "watches": watches, "subscriptions": subscriptions,
             "counters": dict(self.counters),
         }
+
+
+_ANY_PATH = parse("require(File-Path)")
 
 
 def _limit(items: list[str]) -> list[str]:

@@ -11,7 +11,7 @@ Format (``"format": 1``)::
 
     {"format": 1, "version": "0.1.0", "pid": 123, "started": 1700000000.0,
      "updated": 1700000005.0, "router": "elvin://...", "connection": "connected",
-     "roots": ["/srv/www"], "unbounded": "ignore", "os_watches": 3,
+     "roots": ["/srv/www"], "unbounded": "ignore", "quench": "on", "os_watches": 3,
      "watches": [{"path": "/srv/www", "recursive": true, "backend": "inotify",
                   "pending": false, "error": null, "os_watches": 2,
                   "subscriptions": [5], "interests": ["/srv/www/**"]}],
@@ -19,6 +19,9 @@ Format (``"format": 1``)::
                         "watching": ["/srv/www/**"], "unbounded": false, "notes": []}],
      "counters": {"events": 10, "sent": 4, "quenched": 6, "failed": 0,
                   "rescans": 0, "overflows": 0}}
+
+``quench`` is ``"on"``, or ``"off"`` when the router has no quench (the
+daemon then watches the roots, under the pseudo subscription ``no-quench``).
 """
 
 from __future__ import annotations
@@ -30,9 +33,11 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-__all__ = ["StatusError", "format_status", "read_status", "write_status"]
+__all__ = ["NO_QUENCH_NOTE", "StatusError", "format_status", "read_status", "write_status"]
 
 FORMAT = 1
+#: what the daemon says, in the log and here, at a router without quench
+NO_QUENCH_NOTE = "router has no quench: announcing everything under the roots"
 
 
 class StatusError(Exception):
@@ -124,6 +129,8 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
     out.write(f"router: {data.get('router')}  ({data.get('connection')})\n")
     out.write(f"roots: {', '.join(data.get('roots', [])) or '-'}   "
               f"unbounded subscriptions: {data.get('unbounded')}\n")
+    if data.get("quench") == "off":
+        out.write(f"quench: {NO_QUENCH_NOTE}\n")
     watches = data.get("watches", [])
     out.write(f"OS watches: {data.get('os_watches', '?')} in {len(watches)} watched "
               f"director{'y' if len(watches) == 1 else 'ies'}\n")

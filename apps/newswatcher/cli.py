@@ -257,7 +257,7 @@ async def serve(config, url: str, data_dir: Path, extra_feeds: list, scoop: bool
     from elvin_apps.newswatcher.config import ConfigError, load
     from elvin_apps.newswatcher.daemon import NewsWatcher
 
-    import elvin
+    from elvin.tools import CONNECT_ERRORS, connect_failure
     try:
         lock = _lock(data_dir)
         lock.__enter__()
@@ -269,12 +269,17 @@ async def serve(config, url: str, data_dir: Path, extra_feeds: list, scoop: bool
                               extra_feeds=extra_feeds)
         try:
             await watcher.start()
-        except (elvin.ConnectError, OSError, TimeoutError) as exc:
-            return _fail(f"cannot reach the Elvin router at {url}: {exc}", EXIT_UNREACHABLE)
-        except Exception as exc:  # noqa: BLE001
-            log.exception("startup failed")
+        except CONNECT_ERRORS as exc:
+            # unreachable or lost (2), or a request the router refused, e.g.
+            # a Nack to ConnRqst (3): one line either way, never a traceback
             await watcher.stop()
-            return _fail(f"startup failed: {exc}", EXIT_FAILURE)
+            failure = connect_failure(url, exc, f"cannot reach the Elvin router at {url}: ")
+            return _fail(failure.message, failure.status)
+        except Exception as exc:  # noqa: BLE001
+            log.debug("startup failed", exc_info=True)   # the traceback, for debugging
+            await watcher.stop()
+            return _fail(f"startup failed: {exc} (--log-level debug shows where)",
+                         EXIT_FAILURE)
 
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()

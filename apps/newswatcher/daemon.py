@@ -20,6 +20,13 @@ goes idle (the router's subscriptions are unknown); after reconnection the
 quench reports the subscriptions again and polling resumes. An article is
 marked seen only once it was handed to the connection, so an outage in the
 middle of a feed republishes nothing and loses nothing.
+
+A router without quench (subset C is optional; Avis lacks it) refuses the
+quench with ``QuenchNotSupported``: nothing says which feeds are wanted, so
+the service falls back to scoop mode (every feed polled, every article sent:
+auto-quench sends everything there too), says so once in the log and in the
+status, and asks for quench again after each reconnection, returning to
+quench-driven polling when the router has it.
 """
 
 from __future__ import annotations
@@ -45,10 +52,11 @@ from elvin_apps.newswatcher.config import Config, FeedConfig
 from elvin_apps.newswatcher.feeds import Fetcher, FetchError, backoff_delay
 from elvin_apps.newswatcher.selection import Selection
 from elvin_apps.newswatcher.state import StateStore
-from elvin_apps.newswatcher.status import STATUS_NAME, write_status
+from elvin_apps.newswatcher.status import NO_QUENCH_NOTE, STATUS_NAME, write_status
 
 import elvin
-from elvin.client import ConnectionClosedError
+from elvin.client import ConnectionClosedError, QuenchNotSupported
+from elvin.errors import ElvinError
 
 log = logging.getLogger("elvin_apps.newswatcher")
 
@@ -251,6 +259,8 @@ class NewsWatcher:
         self.runners: dict[str, FeedRunner] = {}
         self.conn: elvin.Connection | None = None
         self.quench: elvin.Quench | None = None
+        #: the router refused quench: scoop mode until one has it (module doc)
+        self.no_quench = False
         self.published = 0
         self.dropped = 0
         self.suppressed = 0          # group copies no subscription still needed
@@ -278,18 +288,15 @@ class NewsWatcher:
         self.conn.add_connection_lost_listener(self._lost)
         self.conn.add_reconnect_listener(self._reconnected)
         if not self.scoop:
-            # existing subscriptions are reported through the listener before
-            # quench() returns, so the first selection is complete here
-            self.quench = await self.conn.quench(sorted(PRODUCED), buffer_size=0,
-                                                 listener=self._quench_event)
+            await self._ask_for_quench()
         self._running = True
         for feed in self.feeds:
             self._start_runner(feed)
         self._tasks = [asyncio.create_task(self._status_loop(), name="newswatcher status"),
                        asyncio.create_task(self._state_loop(), name="newswatcher state")]
         log.info("newswatcher %s: %d feed(s), %s, router %s", __version__, len(self.feeds),
-                 "scoop mode" if self.scoop else "polling what the quench asks for",
-                 self.conn.url)
+                 "scoop mode" if self.scoop or self.no_quench
+                 else "polling what the quench asks for", self.conn.url)
         self._write_status()
 
     async def stop(self) -> None:
@@ -356,6 +363,39 @@ class NewsWatcher:
             runner.start()
 
     # -- Elvin ------------------------------------------------------------------------
+    async def _ask_for_quench(self) -> None:
+        """Quench on the produced names; scoop mode at a router without quench.
+        Existing subscriptions are reported through the listener before
+        quench() returns, so the selection is complete when this does."""
+        try:
+            quench = await self.conn.quench(sorted(PRODUCED), buffer_size=0,
+                                            listener=self._quench_event)
+        except QuenchNotSupported:
+            self._quench_lost()
+            return
+        self.quench = quench
+        if self.no_quench:
+            self.no_quench = False
+            self.selection.set_scoop(False)
+            log.info("%s supports quench again: polling what the quench asks for",
+                     self.conn.url)
+        self.changed()
+
+    def _quench_lost(self) -> None:
+        self.quench = None
+        if not self.no_quench:
+            self.no_quench = True
+            log.warning("%s: %s", self.conn.url, NO_QUENCH_NOTE)
+            self.selection.set_scoop(True)
+        self.changed()
+
+    async def _retry_quench(self) -> None:
+        try:
+            await self._ask_for_quench()
+        except (ElvinError, OSError, TimeoutError) as exc:
+            # the next reconnection asks again; meanwhile scoop mode goes on
+            log.warning("could not ask %s for quench again: %s", self.conn.url, exc)
+
     def _quench_event(self, event) -> None:
         self.selection.apply(event)
         self.changed()
@@ -382,6 +422,13 @@ class NewsWatcher:
 
     def _reconnected(self, _conn) -> None:
         log.info("reconnected to %s", self.conn.url if self.conn else self.url)
+        if not self.scoop and (self.quench is None or self.quench.closed):
+            if self.conn.supports_quench is False:
+                self._quench_lost()           # the new router refused to restore it
+            else:
+                task = asyncio.create_task(self._retry_quench())
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
         self.changed()
 
     async def publish(self, feed: FeedConfig, articles: list[Article],
@@ -461,6 +508,7 @@ class NewsWatcher:
             "pid": os.getpid(), "started": self.started, "running": self._running,
             "newswatcher_version": __version__, "elvin": self.conn.url if self.conn else self.url,
             "connected": bool(self.conn and self.conn.is_open), "scoop": self.scoop,
+            "no_quench": self.no_quench,
             "config": str(self.config.path) if self.config.path else None,
             "data_dir": str(self.data_dir), "quench_terms": len(self.selection.terms),
             "totals": {"published": self.published, "dropped": self.dropped,

@@ -10,7 +10,7 @@ monitoring scripts may read it too::
     {"version": 1, "newswatcher_version": "0.1.0", "pid": 1234,
      "started": 1700000000.0, "updated": ...,
      "running": true, "elvin": "elvin://...", "connected": true, "scoop": false,
-     "config": "/etc/elvin/newswatcher.toml", "quench_terms": 3,
+     "no_quench": false, "config": "/etc/elvin/newswatcher.toml", "quench_terms": 3,
      "totals": {"published": 120, "dropped": 40, "requests": 30, "not_modified": 20, ...},
      "feeds": [{"name": "lwn", "url": "...", "groups": ["news"], "from": "lwn",
                 "interval": 900.0, "polled": true, "scoop": false,
@@ -18,6 +18,9 @@ monitoring scripts may read it too::
                 "last_poll": 1700000100.0, "last_result": "200: 3 new",
                 "errors": 0, "last_error": null, "next_poll": 1700001000.0,
                 "published": 12}]}
+
+``no_quench`` is true when the router has no quench (subset C): the daemon
+then polls every feed as in scoop mode, until it reconnects to one with it.
 """
 
 from __future__ import annotations
@@ -30,11 +33,13 @@ from typing import Any
 
 from elvin_apps.newswatcher.state import atomic_write
 
-__all__ = ["StatusError", "format_status", "pid_alive", "read_status", "write_status",
-           "STATUS_NAME"]
+__all__ = ["NO_QUENCH_NOTE", "StatusError", "format_status", "pid_alive", "read_status",
+           "write_status", "STATUS_NAME"]
 
 STATUS_NAME = "status.json"
 VERSION = 1
+#: what the daemon says, in the log and the status, at a router without quench
+NO_QUENCH_NOTE = "router has no quench: scoop mode, every feed is polled"
 
 
 class StatusError(Exception):
@@ -102,8 +107,12 @@ def format_status(document: dict[str, Any], now: float | None = None, *,
                      f"{document.get('pid')}, updated {_ago(document.get('updated'), now)})")
     feeds = document.get("feeds", [])
     polled = [f for f in feeds if f.get("polled")]
-    mode = "scoop mode: every feed is polled" if document.get("scoop") else \
-        f"{document.get('quench_terms', 0)} subscription(s) seen by the quench"
+    if document.get("no_quench"):
+        mode = NO_QUENCH_NOTE
+    elif document.get("scoop"):
+        mode = "scoop mode: every feed is polled"
+    else:
+        mode = f"{document.get('quench_terms', 0)} subscription(s) seen by the quench"
     lines.append(f"{len(polled)} of {len(feeds)} feed(s) polled; {mode}")
     totals = document.get("totals") or {}
     if totals:

@@ -36,6 +36,7 @@ from elvin_apps.tickertape.outgoing import Draft, build_notification
 from elvin_apps.tickertape.qtcompat import emit
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from elvin.client import QuenchNotSupported
 from elvin.errors import ElvinError, SubscriptionError
 from elvin.keys import Keys
 
@@ -47,6 +48,10 @@ SLICE_SECONDS = 0.008
 #: Most messages waiting to be shown; beyond that the oldest are dropped
 #: (the scroller keeps only the newest few hundred anyway).
 INBOX_MAX = 20_000
+#: what the Known groups tab says at a router without quench (subset C)
+NO_QUENCH_NOTE = ("This router does not support quench, so the groups other people "
+                  "subscribe to cannot be listed. Add groups by name on the "
+                  "\u201cMy groups\u201d tab.")
 
 
 def notification_keys(key: str) -> Keys:
@@ -74,6 +79,9 @@ class TickerController(QObject):
     message sent while not connected (or whose sending fails because the
     connection went) waits in :attr:`outbox`, already built (so its
     Message-Id does not change), and goes out in order on reconnection.
+
+    ``known_groups_note`` says why the known groups cannot be listed (the
+    router has no quench, or the quench failed), None while they can.
     """
 
     messageReceived = Signal(object)
@@ -112,6 +120,7 @@ class TickerController(QObject):
         self._public = None
         self._private: dict[str, tuple[Any, str]] = {}   # folded -> (Subscription, key)
         self._quench = None
+        self.known_groups_note: str | None = None
         self._dirty = False
         self._sync_task: asyncio.Task | None = None
         #: built messages waiting for a router: (attributes, keys)
@@ -287,7 +296,7 @@ class TickerController(QObject):
                                        buffer_size=0)
             self._private[folded] = (sub, group.key)
             self.active_expressions[folded] = expression
-        if self._quench is None:
+        if self._quench is None or self._quench.closed:
             await self._start_quench(conn)
         emit(self.subscriptionsChanged)
 
@@ -321,15 +330,35 @@ class TickerController(QObject):
         self.active_expressions["public"] = expression
 
     async def _start_quench(self, conn: Any) -> None:
+        """Discover known groups by quench. A router without quench was told
+        once per session (``supports_quench``); each reconnection asks again."""
+        self._quench = None
+        if getattr(conn, "supports_quench", None) is False:
+            self._set_known_note(NO_QUENCH_NOTE)
+            return
         try:
             quench = await conn.quench(list(GROUP_ATTRIBUTES), buffer_size=0)
-        except (ElvinError, OSError, ValueError) as exc:
-            log.info("group discovery unavailable: %s", exc)
+        except QuenchNotSupported:
+            self._set_known_note(NO_QUENCH_NOTE)
             return
+        except (ElvinError, OSError, ValueError) as exc:
+            self._set_known_note(f"The known groups cannot be listed: {exc}")
+            return
+        self._set_known_note(None)
         self._quench = quench
         for term_id, ast in quench.subscriptions.items():
             self.known.set_term(term_id, ast)
         quench.add_listener(self._on_quench_event)
+        emit(self.knownGroupsChanged)
+
+    def _set_known_note(self, note: str | None) -> None:
+        if note == self.known_groups_note:
+            return
+        if note is not None:
+            log.info("group discovery unavailable at %s: %s",
+                     getattr(self.connection, "url", "?"), note)
+            self.known.clear()
+        self.known_groups_note = note
         emit(self.knownGroupsChanged)
 
     def _on_quench_event(self, event: Any) -> None:

@@ -49,11 +49,14 @@ class GroupsDialog(QDialog):
 
     def __init__(self, groups: GroupList, *, extra: str = "",
                  known: Callable[[], dict[str, int]] | None = None,
+                 known_note: Callable[[], str | None] | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Groups")
         self.resize(640, 380)
         self._known = known or (lambda: {})
+        # why there is no list (e.g. the router has no quench), shown instead of it
+        self._known_note = known_note or (lambda: None)
         self._palette = Palette(groups)  # "auto" shows the colour really in use
 
         self.table = QTableWidget(0, len(COLUMNS), self)
@@ -88,11 +91,19 @@ class GroupsDialog(QDialog):
         known_buttons.addWidget(refresh)
         known_buttons.addWidget(add_known)
         known_buttons.addStretch(1)
+        self.add_known_button = add_known
         known_tab = QWidget(self)
         known_layout = QVBoxLayout(known_tab)
         known_layout.addWidget(QLabel("Groups people on this router subscribe to "
                                       "(number of subscriptions):", known_tab))
-        known_layout.addWidget(self.known_list)
+        self.known_note_label = QLabel(known_tab)
+        self.known_note_label.setWordWrap(True)
+        self.known_note_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.known_note_label.setStyleSheet(
+            "QLabel { background: palette(base); border: 1px solid palette(mid); "
+            "padding: 24px; color: #5f6368; }")
+        known_layout.addWidget(self.known_note_label, 1)
+        known_layout.addWidget(self.known_list, 1)
         known_layout.addLayout(known_buttons)
 
         self.extra_edit = _subscription_editor(self, extra)
@@ -173,6 +184,11 @@ class GroupsDialog(QDialog):
 
     # -- known groups ----------------------------------------------------------------
     def refresh_known(self) -> None:
+        note = self._known_note()
+        self.known_note_label.setText(note or "")
+        self.known_note_label.setVisible(bool(note))
+        self.known_list.setVisible(not note)
+        self.add_known_button.setEnabled(not note)
         self.known_list.clear()
         mine = {fold(n) for n in self.row_names()}
         for name, count in sorted(self._known().items(), key=lambda kv: (-kv[1], kv[0].lower())):

@@ -310,7 +310,9 @@ class TickerWindow(QWidget):
     def open_groups(self) -> GroupsDialog:
         dialog = GroupsDialog(self.controller.groups,
                               extra=self.config.extra_subscription,
-                              known=self.controller.known.counts, parent=self)
+                              known=self.controller.known.counts,
+                              known_note=lambda: self.controller.known_groups_note,
+                              parent=self)
         self.controller.knownGroupsChanged.connect(dialog.refresh_known)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
 

@@ -12,6 +12,10 @@
 
 See ``Connection`` for the whole API (send, subscribe, quench, set_keys,
 set_options, close, listeners for close / connection lost / reconnected).
+
+Quench (protocol subset C) is optional: a router without it (Avis) makes
+``conn.quench()`` raise :class:`QuenchNotSupported` and
+``conn.supports_quench`` False; ``auto_quench`` then sends everything.
 """
 
 from elvin.client.connection import DEFAULT_URL, Connection, connect, unotify
@@ -20,6 +24,7 @@ from elvin.client.errors import (
     ConnectionClosedError,
     NackError,
     OptionsRejectedError,
+    QuenchNotSupported,
     SubscriptionClosedError,
 )
 from elvin.client.events import (
@@ -44,6 +49,7 @@ __all__ = [
     "OptionsRejectedError",
     "Quench",
     "QuenchEvent",
+    "QuenchNotSupported",
     "QuenchTerm",
     "Subscription",
     "SubscriptionAdded",

@@ -15,18 +15,30 @@ quench carries every key used for sending plus the connection's
 notification keys; a notification sent with ``deliver_insecure=False`` is
 checked only against terms the router reported as matching the quench
 securely. A term that cannot be compiled is assumed to match.
+
+Quench is optional (protocol subset C; the Avis router lacks it). When the
+router refuses it (``Connection.supports_quench`` is False) auto-quench
+logs one warning and lets every notification through, as a producer with
+nobody to tell it what is wanted must. Each new session asks again (its
+internal quench is restored, or created at the next ``send()``), so
+reconnecting to a router with quench turns filtering back on, with one
+info line.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING
 
+from elvin.client.errors import QuenchNotSupported
 from elvin.client.quench import Quench
 from elvin.keys import EMPTY_KEYS, Keys
 
 if TYPE_CHECKING:
     from elvin.client.connection import Connection
+
+log = logging.getLogger("elvin.client")
 
 
 class AutoQuench:
@@ -36,6 +48,9 @@ class AutoQuench:
         self.sent = 0
         self.dropped = 0
         self._lock: asyncio.Lock | None = None
+        #: the warning about a router without quench was logged (once per
+        #: change from filtering to sending everything)
+        self._off_logged = False
 
     def stats(self) -> dict[str, int]:
         terms = len(self.quench.terms) if self.quench is not None else 0
@@ -45,12 +60,22 @@ class AutoQuench:
         conn = self.connection
         if conn.state != "open":
             await conn._live_session()   # wait for a reconnection to restore the quench
+        if conn.supports_quench is False:
+            return self._unfiltered()
         needed_keys = keys | conn.notification_keys if keys else conn.notification_keys
         quench = self.quench
         if (quench is None or quench.closed or not attributes.keys() <= quench.names
                 or (needed_keys and needed_keys - quench.keys)):
-            await self._cover(attributes.keys(), needed_keys)
+            try:
+                await self._cover(attributes.keys(), needed_keys)
+            except QuenchNotSupported:
+                return self._unfiltered()
             quench = self.quench
+            if conn.supports_quench is False or quench is None or quench.closed:
+                return self._unfiltered()
+        if self._off_logged:
+            self._off_logged = False
+            log.info("auto-quench on again: %s supports quench", conn.url)
         for term in quench.terms.values():
             if not deliver_insecure and not term.secure:
                 continue
@@ -60,11 +85,22 @@ class AutoQuench:
         self.dropped += 1
         return False
 
+    def _unfiltered(self) -> bool:
+        """The router has no quench: nothing can be known, so send."""
+        if not self._off_logged:
+            self._off_logged = True
+            log.warning("auto-quench off: %s does not support quench (protocol subset C); "
+                        "sending every notification", self.connection.url)
+        self.sent += 1
+        return True
+
     async def _cover(self, names, keys: Keys) -> None:
         if self._lock is None:
             self._lock = asyncio.Lock()
         conn = self.connection
         async with self._lock:
+            if conn.supports_quench is False:
+                return   # found out while this call waited for the lock
             quench = self.quench
             if quench is None or quench.closed:
                 session = await conn._live_session()

@@ -32,6 +32,7 @@ from elvin.client.errors import (
     ConnectError,
     ConnectionClosedError,
     OptionsRejectedError,
+    QuenchNotSupported,
     nack_exception,
 )
 from elvin.client.events import (
@@ -322,6 +323,14 @@ class Connection:
     ``closed`` (a future that resolves to a :class:`CloseReason` when the
     connection is finally closed), ``state`` (``"connecting"``, ``"open"``,
     ``"reconnecting"``, ``"closing"``, ``"closed"``).
+
+    ``supports_quench``: whether the router of the current session
+    implements quench (subset C, optional; Avis lacks it), as its answer to
+    a quench request said: True after a QnchRply, False after Nack NOT_IMPL
+    (``quench()`` raised :class:`QuenchNotSupported`), None while no quench
+    request has been answered. Each new session (reconnection, redirect)
+    starts at None, since the next router may differ: restoring quenches
+    decides it again, and ``auto_quench`` turns itself back on there.
     """
 
     def __init__(self, url: str | ElvinURI = DEFAULT_URL, *,
@@ -363,6 +372,7 @@ class Connection:
         self.reconnects = 0
         self._redirect_times: list[float] = []   # recent mid-session redirects
         self.test_conns_sent = 0
+        self.supports_quench: bool | None = None
 
         self._session: _Session | None = None
         self._xid = 0
@@ -525,6 +535,7 @@ class Connection:
         self._uri = uri
         session.established = True
         self._session = session
+        self.supports_quench = None   # a new router: its first quench answer says
         if self.keepalive:
             session.keepalive_task = loop.create_task(self._keepalive_loop(session))
 
@@ -617,6 +628,8 @@ class Connection:
             request, expression = pending.request
             exc = nack_exception(packet.error, packet.message, packet.args,
                                  type(request).__name__, expression)
+            if isinstance(exc, QuenchNotSupported) and session is self._session:
+                self.supports_quench = False
             if not future.done():
                 future.set_exception(exc)
             return
@@ -683,6 +696,7 @@ class Connection:
                 log.debug("quench event for unknown quench %d ignored", qid)
 
     def _bind_quench(self, quench: Quench, quench_id: int, new: bool = False) -> None:
+        self.supports_quench = True   # a QnchRply: this router has quench
         if new and quench not in self._quench_list:
             self._quench_list.append(quench)
         if quench.id is not None and self._quenches.get(quench.id) is quench:
@@ -863,8 +877,15 @@ class Connection:
         for obj, result in zip(objects, results, strict=True):
             if isinstance(result, BaseException):
                 # the new router refuses it (e.g. a different language
-                # version): end it rather than leave it silently dead
-                log.error("could not restore %r after reconnecting: %s", obj, result)
+                # version, or no quench at all): end it rather than leave it
+                # silently dead. Auto-quench's own quench is its business.
+                if isinstance(result, QuenchNotSupported):
+                    if not getattr(obj, "_internal", False):
+                        log.warning("%s does not support quench (%s): the quench on %s "
+                                    "is ended", self.url, result.message,
+                                    ", ".join(sorted(obj.names)))
+                else:
+                    log.error("could not restore %r after reconnecting: %s", obj, result)
                 if obj in self._subscriptions:
                     self._subscriptions.remove(obj)
                 if obj in self._quench_list:
@@ -1056,7 +1077,14 @@ class Connection:
         (QnchAddRqst). Subscriptions that already exist are reported (as
         ``SubscriptionAdded`` events, present in ``q.subscriptions``) by the
         time this returns. ``listener`` is added before the request goes out,
-        so it sees those events too."""
+        so it sees those events too.
+
+        A router without quench (subset C is optional) makes this raise
+        :class:`QuenchNotSupported` and sets ``supports_quench`` to False.
+        A quench restored after a reconnection to such a router is ended
+        (its iteration stops, ``closed`` is True); an application that falls
+        back to producing everything tries ``quench()`` again from a
+        reconnect listener, to recover when quench is back."""
         names = _names(names, "quench")
         if not names:
             raise ValueError("a quench needs at least one attribute name")

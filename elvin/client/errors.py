@@ -21,6 +21,7 @@ __all__ = [
     "ConnectionClosedError",
     "NackError",
     "OptionsRejectedError",
+    "QuenchNotSupported",
     "SubscriptionClosedError",
     "nack_exception",
     "render_nack_message",
@@ -49,6 +50,21 @@ class NackError(ElvinError):
         self.message = render_nack_message(template, self.args_)
         where = f" (to {request})" if request else ""
         super().__init__(f"{self.name} [{self.code}]{where}: {self.message}")
+
+
+class QuenchNotSupported(NackError):
+    """The router does not implement quench (protocol subset C, which is
+    optional): it answered a quench request with Nack NOT_IMPL (2007), as
+    the Avis router does ("Quench not supported").
+
+    Quench is an optimisation, so an application catches this and falls
+    back to producing everything (``Connection.supports_quench`` is then
+    False). A ``NackError``, so ``except NackError`` catches it too.
+    """
+
+
+#: the requests whose NOT_IMPL answer means "no quench at this router"
+QUENCH_REQUESTS = frozenset({"QnchAddRqst", "QnchModRqst", "QnchDelRqst"})
 
 
 class ConnectionClosedError(ElvinError):
@@ -107,11 +123,14 @@ def render_nack_message(template: str, args: tuple) -> str:
 def nack_exception(code: int, template: str, args: tuple, request: str = "",
                    expression: str | None = None) -> ElvinError:
     """The exception for a Nack: SubscriptionError for the subscription
-    language codes (with the offset from the first argument), else NackError."""
+    language codes (with the offset from the first argument),
+    QuenchNotSupported for NOT_IMPL to a quench request, else NackError."""
     if 2101 <= code <= 2112:
         position = args[0] if args and type(args[0]) is int else None
         if position is not None and position < 0:
             position = None
         message = render_nack_message(template, args) or NackCode(code).name
         return SubscriptionError(code, message, position, expression, tuple(args))
+    if code == NackCode.NOT_IMPL and request in QUENCH_REQUESTS:
+        return QuenchNotSupported(code, template, args, request)
     return NackError(code, template, args, request)

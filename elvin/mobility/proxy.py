@@ -555,7 +555,9 @@ async def start_in_router(router: Any) -> MobilityProxy:
 
 # -- elvin-mobility-proxy ------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from elvin.tools import ToolParser  # usage errors exit 1, as every tool's
+
+    parser = ToolParser(
         prog="elvin-mobility-proxy",
         description="Mobility proxy for Elvin clients that move between routers: "
                     "buffers for moved-out clients and hands the buffer over on move-in.")
@@ -601,7 +603,7 @@ async def _run(url: str, config: ProxyConfig) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     import os
 
-    from elvin.client import ConnectError
+    from elvin.tools import CONNECT_ERRORS, connect_failure
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s elvin-mobility-proxy %(levelname)s: %(message)s")
@@ -616,13 +618,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     try:
         asyncio.run(_run(url, config))
-    except (ConnectError, OSError) as exc:
-        print(f"elvin-mobility-proxy: cannot reach the router at {url}: {exc}",
-              file=sys.stderr)
-        return 2
     except URIError as exc:
         print(f"elvin-mobility-proxy: bad router URL {url!r}: {exc}", file=sys.stderr)
         return 1
+    except CONNECT_ERRORS as exc:
+        # unreachable or lost (2), or a request the router refused, e.g. a
+        # Nack to ConnRqst (3): one line either way, never a traceback
+        return connect_failure(url, exc, f"cannot reach the router at {url}: ") \
+            .report("elvin-mobility-proxy")
     except KeyboardInterrupt:
         return 0
     return 0

@@ -57,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--archive", metavar="DIR",
                         help="write every routed notification to a traffic archive "
                              "(Parquet, partitioned by hour) in DIR, for elvin-pipeline")
+    parser.add_argument("--no-quench", dest="quench", action="store_false", default=None,
+                        help="emulate a router without quench (protocol subset C), as "
+                             "Avis is: quench requests get Nack NOT_IMPL (2007) \"Quench "
+                             "not supported\"; for testing clients' fallbacks")
     discovery = parser.add_argument_group(
         "discovery and redirection",
         "Router discovery (SvrRqst/SvrAdvt over UDP, on by default) advertises the "
@@ -154,7 +158,8 @@ def make_config(args: argparse.Namespace) -> RouterConfig:
                  "archive", "discovery", "discovery_scope", "discovery_default",
                  "discovery_address", "discovery_port", "discovery_interface",
                  "max_connections", "redirect_to",
-                 "mobility", "mobility_quota", "mobility_expiry", "mobility_key_file"):
+                 "mobility", "mobility_quota", "mobility_expiry", "mobility_key_file",
+                 "quench"):
         value = getattr(args, name)
         if value is not None:
             setattr(config, name, value)

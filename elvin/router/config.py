@@ -25,6 +25,7 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     discovery-interface = ""      # local IPv4 address to multicast on ("" = system's)
     max-connections = 0           # 0 = no limit; beyond it, redirect-to or refuse
     redirect-to = "elvin://other:2917"  # where clients beyond max-connections go
+    quench = false                # emulate a router without quench (subset C), as Avis
 
     [options]                     # connection options (spec 7.5): the default value,
     "Packet.Max-Length" = 1048576 # or a table with min/default/max
@@ -116,6 +117,10 @@ class RouterConfig:
     mobility_key_file: str | None = None
     #: router federation (elvin.federation.config), None = off
     federation: FederationConfig | None = None
+    #: quench (protocol subset C). False emulates routers without it (Avis):
+    #: QnchAddRqst/QnchModRqst/QnchDelRqst are answered with Nack NOT_IMPL
+    #: (2007) "Quench not supported", so that clients' fallbacks can be tested
+    quench: bool = True
 
     def validate(self, source: str = "configuration") -> RouterConfig:
         if not self.listen:
@@ -194,7 +199,7 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "mobility-key-file": (str, "mobility_key_file"),
 }
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
-          "mobility": "mobility"}
+          "mobility": "mobility", "quench": "quench"}
 
 
 def _validate_discovery(config: RouterConfig, source: str) -> None:

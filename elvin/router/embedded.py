@@ -4,9 +4,11 @@ a private router.
     with EmbeddedRouter() as router:          # 127.0.0.1, a free port
         connect(router.url)                   # "elvin://127.0.0.1:PORT"
         router.restart()                      # stop, then start on the SAME port
+        router.restart(quench=False)          # ... with other settings
 
 ``EmbeddedRouter(port=0, host="127.0.0.1", config=None, **settings)``:
-``settings`` are ``RouterConfig`` fields (e.g. ``stats_interval=0.2``, or
+``settings`` are ``RouterConfig`` fields (e.g. ``stats_interval=0.2``;
+``quench=False`` emulates a router without quench, as Avis; or
 ``federation=FederationConfig(...)``: ``federation_urls`` then gives the
 bound ``ewaf://`` URLs, and ``restart()`` keeps their ports too). The
 router runs on its own event loop in a daemon thread; ``start()`` returns
@@ -144,9 +146,13 @@ class EmbeddedRouter:
             thread.join(timeout)
         self._loop = self._thread = None
 
-    def restart(self, timeout: float = 10.0) -> EmbeddedRouter:
-        """Stop, then start again on the same port."""
+    def restart(self, timeout: float = 10.0, **settings: Any) -> EmbeddedRouter:
+        """Stop, then start again on the same port; ``settings`` (RouterConfig
+        fields) change the configuration first, e.g. ``restart(quench=False)``
+        to find out how clients cope with a different router there."""
         self.stop(timeout)
+        if settings:
+            self.config = dataclasses.replace(self.config, **settings)
         return self.start(timeout)
 
     def __enter__(self) -> EmbeddedRouter:

@@ -100,6 +100,8 @@ class Router:
             raise
         for url in self.urls:
             log.info("listening on %s", url)
+        if not self.config.quench:
+            log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
         try:
             await self._start_federation()
         except BaseException:

@@ -704,7 +704,19 @@ class Session:
         quench.subscription_removed(sub, before)
 
     # -- quench ------------------------------------------------------------------------
+    def _quench_refused(self, xid: int) -> bool:
+        """With ``quench = false`` answer a quench request as Avis does (its
+        router lacks subset C): Nack NOT_IMPL "Quench not supported". An
+        ordinary refusal, not a protocol error: it does not count towards
+        ``max_protocol_errors``."""
+        if self.router.config.quench:
+            return False
+        self.nack(xid, NackCode.NOT_IMPL, "Quench not supported")
+        return True
+
     def _qnch_add_rqst(self, p: QnchAddRqst) -> None:
+        if self._quench_refused(p.xid):
+            return
         if not p.names:
             self.nack(p.xid, NackCode.EMPTY_QUENCH, "Quench has no attribute names")
             return
@@ -727,6 +739,8 @@ class Session:
         return q
 
     def _qnch_mod_rqst(self, p: QnchModRqst) -> None:
+        if self._quench_refused(p.xid):
+            return
         q = self._own_quench(p.xid, p.quench_id)
         if q is None:
             return
@@ -745,6 +759,8 @@ class Session:
         self.send(QnchRply(p.xid, q.id))  # after the notifications it caused, as for add
 
     def _qnch_del_rqst(self, p: QnchDelRqst) -> None:
+        if self._quench_refused(p.xid):
+            return
         q = self._own_quench(p.xid, p.quench_id)
         if q is None:
             return

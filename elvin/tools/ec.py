@@ -24,6 +24,11 @@ read them too::
     Subscription: "require(File-Path)"
     ---
 
+A router without quench (protocol subset C is optional; Avis lacks it) gets
+one line on stderr saying so, and ``ec`` goes on printing the notifications
+of its subscription; with ``--quench`` and no subscription there is nothing
+left to do, and it exits with status 3.
+
 Exit status: 0 on SIGINT/SIGTERM, 1 for usage errors (bad URI, bad
 subscription, bad key file), 2 when the router cannot be reached or the
 connection is lost, 3 for other failures.
@@ -42,6 +47,7 @@ from elvin.client import (
     ConnectionClosedError,
     NackError,
     Notification,
+    QuenchNotSupported,
     SubscriptionAdded,
     SubscriptionModified,
     SubscriptionRemoved,
@@ -148,7 +154,16 @@ async def run(args, url: str, keys: Keys | None, names: list[str], tls=None) -> 
                                  accept_insecure=not args.secure, buffer_size=0,
                                  listener=printer.notification)
         if names:
-            await conn.quench(names, keys=keys, buffer_size=0, listener=printer.quench_event)
+            try:
+                await conn.quench(names, keys=keys, buffer_size=0,
+                                  listener=printer.quench_event)
+            except QuenchNotSupported:
+                if args.subscription is None:
+                    await conn.close()
+                    return fail(PROG, f"{conn.url} does not support quench (protocol subset "
+                                "C): no quench events to print", EXIT_FAILURE)
+                print(f"{PROG}: {conn.url} does not support quench (protocol subset C): "
+                      "printing notifications only", file=sys.stderr, flush=True)
     except SubscriptionError as exc:
         await conn.close()
         return fail(PROG, f"bad subscription: {exc}", EXIT_USAGE)

@@ -594,6 +594,32 @@ def test_quench_view_shows_another_clients_subscriptions(qt_loop, qtbot, router)
     run(qt_loop, qtbot, scenario)
 
 
+def test_quench_view_at_a_router_without_quench(qt_loop, qtbot, make_router):
+    """The view says the router has no quench instead of staying empty, and
+    watches once the console reconnects to a router that has quench."""
+    plain = make_router(quench=False)
+
+    async def scenario(console: Console):
+        window = await console.open(basic(plain.url, QuenchSpec(title="Q", router="local",
+                                                                names=["Price"],
+                                                                active=True)))
+        quench = window.panes_of("quench")[0]
+        await until(lambda: quench.note_text is not None, what="the note")
+        assert quench.note_text.startswith("Router local does not support quench")
+        assert quench.table.isHidden() and quench.stop_button.isEnabled()
+        assert "does not support quench" in quench.status_label.text()
+        assert "color: #c62828" not in quench.status_label.styleSheet()   # not an error
+
+        plain.restart(quench=True)   # same port: the console reconnects by itself
+        async with elvin.client.connect(plain.url) as other:
+            await other.subscribe("require(Price)")
+            await until(lambda: len(quench.active_expressions()) == 1, timeout=20,
+                        what="the quench after reconnecting")
+        assert quench.note_text is None and not quench.table.isHidden()
+
+    run(qt_loop, qtbot, scenario)
+
+
 def test_router_view_receives_stats(qt_loop, qtbot, router):
     async def scenario(console: Console):
         window = await console.open(basic(router.url, RouterViewSpec(title="R",

@@ -291,6 +291,40 @@ def test_known_groups_from_quench(qtbot, qt_loop, router, tmp_path):
     assert counts["Chat"] >= 1 and counts["Lunch"] == 1 and counts["Sports"] == 1
 
 
+def test_known_groups_tab_at_a_router_without_quench(qtbot, qt_loop, make_router, tmp_path):
+    """The tab says the router has no quench instead of staying empty, and
+    fills again once the app reconnects to a router that has quench."""
+    from elvin_apps.tickertape.window import TickerWindow
+
+    router = make_router(quench=False)
+    apps = Apps(router.url, tmp_path)
+    app = apps.make([Group("Chat")])
+    window = TickerWindow(app, save_config=False)
+    qtbot.addWidget(window)
+    seen = {}
+
+    async def scenario():
+        await apps.ready(app)
+        dialog = window.open_groups()
+        dialog.tabs.setCurrentIndex(1)
+        await until(lambda: dialog.known_note_label.isVisible())
+        seen["note"] = dialog.known_note_label.text()
+        seen["list shown"] = dialog.known_list.isVisible()
+
+        router.restart(quench=True)   # same port; the app reconnects by itself
+        await until(lambda: "Chat" in app.known.counts(), timeout=20)
+        await until(lambda: not dialog.known_note_label.isVisible())
+        seen["after"] = [dialog.known_list.item(i).text()
+                         for i in range(dialog.known_list.count())]
+        dialog.close()
+        await apps.close()
+
+    run(qt_loop, scenario(), timeout=60)
+    assert seen["note"].startswith("This router does not support quench")
+    assert not seen["list shown"]
+    assert seen["after"] == ["Chat  (1)"]
+
+
 def test_group_changes_resubscribe(qtbot, qt_loop, router, tmp_path):
     apps = Apps(router.url, tmp_path)
     app = apps.make([Group("Chat")], extra="Message ==")  # a broken extra subscription

@@ -251,6 +251,28 @@ def test_ec_quench_events(router_url):
         assert ec.stop() == 0
 
 
+def test_ec_quench_at_a_router_without_quench_keeps_consuming(make_router):
+    plain = make_router(quench=False)
+    ec = Ec("-e", plain.url, "--quench", "Watched", "require(Watched)")
+    try:
+        ec.wait_connected()
+        said = [line for line in ec.err if "quench" in line]
+        assert len(said) == 1 and "does not support quench" in said[0], ec.err
+        assert ep("-e", plain.url, input='Watched: "still here"\n---\n').returncode == 0
+        (block,) = ec.notifications(1)
+        assert attribute_text(block) == 'Watched: "still here"\n---\n'
+    finally:
+        assert ec.stop() == 0
+    assert "Traceback" not in "".join(ec.err)
+    # with nothing but --quench there is nothing to do: one line, status 3
+    result = subprocess.run([PYTHON, "-m", "elvin.tools.ec", "-e", plain.url, "--quench",
+                             "Watched"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 3
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("ec: ") and f":{plain.port} does not support quench" in line
+    assert line.endswith("no quench events to print")
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ec_exits_cleanly_on_signal(router_url, sig):
     ec = Ec("-e", router_url, "require(x)")

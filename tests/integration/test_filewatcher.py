@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import io
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 from elvin_apps.filewatcher.config import Config
 from elvin_apps.filewatcher.daemon import FileWatcher
-from elvin_apps.filewatcher.status import read_status
+from elvin_apps.filewatcher.status import format_status, read_status
 
 from elvin.client import connect
 
@@ -505,3 +507,75 @@ async def test_the_daemon_sends_nothing_nobody_wants(start_watcher, consumer, ro
     assert n["File-Event"] == "deleted"
     await until(lambda: fw.counters["sent"] + fw.counters["quenched"] >= 2, what="counters")
     assert fw.counters["sent"] == 1 and fw.counters["quenched"] >= 1
+
+
+# -- a router without quench (elvind --no-quench, as Avis) -----------------------
+
+
+async def restart_with(router, **settings) -> None:
+    """``router.restart(**settings)`` off the event loop (it blocks)."""
+    await asyncio.to_thread(lambda: router.restart(**settings))
+
+
+def status_text(fw: FileWatcher) -> str:
+    out = io.StringIO()
+    format_status({**fw.status(), "running": True}, out)
+    return out.getvalue()
+
+
+async def test_no_quench_router_watches_the_roots_and_announces_everything(
+        start_watcher, make_router, root, caplog):
+    caplog.set_level(logging.INFO)
+    plain = make_router(quench=False)
+    fw = await start_watcher(url=plain.url)          # starts: no traceback, no exit
+    assert fw.no_quench
+    await until(lambda: watched(fw), what="the roots to be watched")
+    assert set(watched(fw)) == {(str(root), True)}
+    status = fw.status()
+    assert status["quench"] == "off"
+    assert [s["id"] for s in status["subscriptions"]] == ["no-quench"]
+    assert "quench: router has no quench: announcing everything under the roots" \
+        in status_text(fw)
+    async with connect(plain.url) as consumer:
+        sub = await consumer.subscribe(f'begins-with(File-Path, "{root}/")')
+        (root / "deep").mkdir()
+        write(root / "deep" / "a.txt")
+        got = await collect(sub)
+        assert (("created", str(root / "deep" / "a.txt")) in
+                [(n["File-Event"], n["File-Path"]) for n in got])
+    said = [r for r in caplog.records if r.name == "elvin_apps.filewatcher"
+            and "router has no quench" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING
+
+
+async def test_back_to_quench_when_the_router_has_it_again(start_watcher, make_router, root):
+    """Restarted with quench, the router's subscriptions drive the watches
+    again; restarted without, the daemon falls back to the roots again."""
+    router = make_router(quench=False)
+    fw = await start_watcher(url=router.url, reconnect_grace=0.3)
+    assert fw.no_quench and fw.status()["quench"] == "off"
+    consumer = await connect(router.url, reconnect=True, reconnect_delay=0.05,
+                             reconnect_max_delay=0.3)
+    try:
+        target = root / "only.txt"
+        sub = await consumer.subscribe(f'File-Path == "{target}"')
+        reconnects = fw.conn.reconnects
+        await restart_with(router, quench=True)
+        await until(lambda: fw.conn.reconnects > reconnects and consumer.is_open,
+                    what="both to reconnect")
+        await until(lambda: fw.status()["quench"] == "on", what="quench again")
+        await until(lambda: set(watched(fw)) == {(str(root), False)} and not fw.in_grace,
+                    what="the watch the subscription asks for (and no more)")
+        assert "router has no quench" not in status_text(fw)
+        write(target, "1")
+        (n,) = await collect(sub)
+        assert (n["File-Event"], n["File-Path"]) == ("created", str(target))
+
+        reconnects = fw.conn.reconnects
+        await restart_with(router, quench=False)
+        await until(lambda: fw.conn.reconnects > reconnects, what="the reconnection")
+        await until(lambda: fw.status()["quench"] == "off", what="the fallback")
+        await until(lambda: set(watched(fw)) == {(str(root), True)} and not fw.in_grace,
+                    what="the roots to be watched again")
+    finally:
+        await consumer.close()

@@ -82,3 +82,46 @@ def test_unreachable_router_exit_code(tmp_path):
                           str(tmp_path / "missing")], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 1 and "not an existing directory" in out.stderr
+
+
+async def test_daemon_at_a_router_without_quench_runs_and_says_so(tmp_path):
+    """The issue's case: ``filewatcher --root DIR`` at ``elvind --no-quench``
+    used to exit 3 with a traceback; now it watches the roots and says so."""
+    from .process_util import ELVIND, free_port, stop, wait_listening
+
+    port = free_port()
+    router = subprocess.Popen([*ELVIND, "--no-quench", "--listen", f"elvin://127.0.0.1:{port}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    status_file = tmp_path / "status.json"
+    proc = None
+    try:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, wait_listening, port, router)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "elvin_apps.filewatcher", "--root", str(tmp_path),
+             "--elvin", f"elvin://127.0.0.1:{port}", "--status-file", str(status_file)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        def status():
+            try:
+                return read_status(str(status_file))
+            except StatusError:
+                return None
+
+        data = await loop.run_in_executor(None, _wait_for, status)
+        assert data["quench"] == "off"
+        out = subprocess.run(
+            [sys.executable, "-m", "elvin_apps.filewatcher", "status", "--status-file",
+             str(status_file)], capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        assert "router has no quench: announcing everything under the roots" in out.stdout
+        proc.send_signal(signal.SIGTERM)
+        assert await loop.run_in_executor(None, proc.wait, 15) == 0
+        stderr = proc.stderr.read()
+        assert "Traceback" not in stderr
+        assert stderr.count("router has no quench") == 1, stderr
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        stop(router)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from pathlib import Path
 
@@ -398,3 +399,53 @@ async def test_each_group_still_gets_its_copy(router_url, feeds, tmp_path):
             got_linux = await collect(linux_sub, 2, complete=w)
     assert {n["Group"] for n in got_news} == {"news"}
     assert {n["Group"] for n in got_linux} == {"linux"}
+
+
+# -- a router without quench (elvind --no-quench, as Avis) -----------------------
+
+
+async def restart_with(router, **settings) -> None:
+    """``router.restart(**settings)`` off the event loop (it blocks)."""
+    await asyncio.to_thread(lambda: router.restart(**settings))
+
+
+async def test_no_quench_router_falls_back_to_scoop_mode(make_router, feeds, tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    plain = make_router(quench=False)
+    cfg = config(feeds, LWN, PLANET_FEED, TECH_FEED)
+    async with connect(plain.url) as consumer:
+        sub = await consumer.subscribe('News-Feed == "tech"')
+        async with running(cfg, plain.url, tmp_path) as w:       # starts: no exit 3
+            assert w.no_quench and not w.scoop
+            # every feed, every copy (generous: a loaded machine may time a fetch out)
+            await until(lambda: w.published == 7, timeout=30)
+            assert all(feeds.count(p) >= 1 for p in ("/lwn.rss", "/planet.atom", "/tech.rss"))
+            (note,) = await collect(sub, 1, quiet=0.3)
+            assert note["News-Feed"] == "tech"
+            await until(lambda: read_status(tmp_path / "status.json")["no_quench"])
+            text = format_status(read_status(tmp_path / "status.json"))
+            assert "router has no quench: scoop mode, every feed is polled" in text
+    said = [r for r in caplog.records if r.name == "elvin_apps.newswatcher"
+            and "router has no quench" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING
+
+
+async def test_quench_driven_polling_again_when_the_router_has_quench(make_router, feeds,
+                                                                       tmp_path):
+    router = make_router(quench=False)
+    cfg = config(feeds, LWN, TECH_FEED)
+    async with connect(router.url, reconnect=True, reconnect_delay=0.05) as consumer:
+        await consumer.subscribe('News-Feed == "lwn"')
+        async with running(cfg, router.url, tmp_path) as w:
+            await until(lambda: w.selection.polled_names() == ["lwn", "tech"])
+            reconnects = w.conn.reconnects
+            await restart_with(router, quench=True)
+            await until(lambda: w.conn.reconnects > reconnects and not w.no_quench,
+                        timeout=15)
+            await until(lambda: w.selection.polled_names() == ["lwn"])   # tech is idle
+            await until(lambda: not read_status(tmp_path / "status.json")["no_quench"])
+
+            reconnects = w.conn.reconnects
+            await restart_with(router, quench=False)
+            await until(lambda: w.conn.reconnects > reconnects and w.no_quench, timeout=15)
+            assert w.selection.polled_names() == ["lwn", "tech"]

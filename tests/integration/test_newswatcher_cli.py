@@ -146,3 +146,37 @@ async def test_sigint_stops_cleanly(router_url, tmp_path, sig):
         proc.send_signal(sig)
         _out, err = await asyncio.to_thread(proc.communicate, timeout=15)
     assert proc.returncode == 0, err
+
+
+async def test_the_issue_case_a_router_without_quench(tmp_path):
+    """``newswatcher --feed URL --elvin <router without quench>`` used to exit
+    3 ("startup failed: NOT_IMPL..."); now it polls in scoop mode and says so."""
+    from .process_util import ELVIND, stop, wait_listening
+
+    port = free_port()
+    url = f"elvin://127.0.0.1:{port}"
+    router = subprocess.Popen([*ELVIND, "--no-quench", "--listen", url],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    local = tmp_path / "f.xml"
+    local.write_text(rss("F", [Item("f1", "Fallback news")]))
+    data = tmp_path / "data"
+    try:
+        await asyncio.to_thread(wait_listening, port, router)
+        async with connect(url) as consumer:
+            sub = await consumer.subscribe("require(News-Title)")
+            proc = subprocess.Popen(CMD + ["--feed", str(local), "--elvin", url,
+                                           "--data-dir", str(data)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                note = await sub.get(timeout=15)
+                assert note["News-Title"] == "Fallback news"
+                status = run("status", "--data-dir", str(data))
+                assert status.returncode == 0, status.stderr
+                assert "router has no quench: scoop mode, every feed is polled" in status.stdout
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                _, err = await asyncio.to_thread(proc.communicate, timeout=15)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err and err.count("router has no quench") == 1, err
+    finally:
+        stop(router)

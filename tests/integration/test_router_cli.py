@@ -204,3 +204,21 @@ async def test_tls_listener(tmp_path):
         await client.close()
     finally:
         await tls_router.stop()
+
+
+async def test_no_quench_flag_emulates_a_router_without_subset_c(elvind):
+    from elvin.errors import NackCode
+    from elvin.protocol import Nack, QnchAddRqst
+
+    port = free_port()
+    proc = elvind("--listen", f"elvin://127.0.0.1:{port}", "--no-quench")
+    await asyncio.to_thread(wait_listening, port, proc)
+    client = await RawClient.connected(port)
+    reply = await client.request(QnchAddRqst(client.xid(), ("Group",), True))
+    assert isinstance(reply, Nack)
+    assert (reply.error, reply.message) == (NackCode.NOT_IMPL, "Quench not supported")
+    await client.close()
+    proc.send_signal(signal.SIGTERM)
+    _, err = await asyncio.to_thread(proc.communicate, timeout=15)
+    assert proc.returncode == 0
+    assert "quench (subset C) off" in err

@@ -6,6 +6,7 @@ from elvin.errors import NackCode
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.protocol import (
     Nack,
+    NotifyDeliver,
     QnchAddRqst,
     QnchDelRqst,
     QnchModRqst,
@@ -198,3 +199,26 @@ async def test_quencher_connection_keys_from_sec_rqst(router):
     assert n.term_id == sub2 and n.secure_quench_ids == (qid,)
     await quencher.close()
     await consumer.close()
+
+
+async def test_no_quench_router_refuses_every_quench_request_as_avis_does(make_router):
+    """``quench = false`` (elvind --no-quench): Nack NOT_IMPL "Quench not
+    supported" to all three requests, as Avis answers, and never a
+    protocol error: the session stays up however often it is asked."""
+    router = make_router(quench=False)
+    quencher = await RawClient.connected(router.port)
+    consumer = await RawClient.connected(router.port)
+    requests = [lambda xid: QnchAddRqst(xid, ("A",), True),
+                lambda xid: QnchModRqst(xid, 1, names_add=("B",)),
+                lambda xid: QnchDelRqst(xid, 1)]
+    for _ in range(20):   # more than max_protocol_errors (16)
+        for make in requests:
+            reply = await quencher.request(make(quencher.xid()))
+            assert isinstance(reply, Nack), reply
+            assert (reply.error, reply.message) == (NackCode.NOT_IMPL, "Quench not supported")
+    await consumer.subscribe("require(A)")
+    await quencher.subscribe("require(Marker)")   # still connected and served
+    consumer.notify({"Marker": 1})
+    assert (await quencher.expect(NotifyDeliver)).attributes == {"Marker": 1}
+    for c in (quencher, consumer):
+        await c.close()

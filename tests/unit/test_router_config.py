@@ -98,3 +98,13 @@ def test_bad_mobility_key_file_is_a_clear_config_error(tmp_path, make, message):
     with pytest.raises(ConfigError) as info:
         make_config(args)
     assert str(key) in str(info.value) and message in str(info.value)
+
+
+def test_quench_key_and_no_quench_flag(tmp_path):
+    assert RouterConfig().quench is True
+    assert load_config(write(tmp_path, "quench = false\n")).quench is False
+    assert make_config(build_parser().parse_args(["--no-quench"])).quench is False
+    assert make_config(build_parser().parse_args([])).quench is True
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, '\nquench = "no"\n'))
+    assert "line 2" in str(info.value) and "'quench' must be true or false" in str(info.value)
