@@ -148,3 +148,12 @@ def test_report_without_matplotlib(spark, archive, tmp_path, monkeypatch, capsys
     assert not list(out.glob("*.png"))
     assert "No charts" in (out / "index.html").read_text(encoding="utf-8")
     assert sum(int(r["notifications"]) for r in _csv(out / "hours.csv")) == 500
+
+
+def test_a_local_session_starts_its_jvm_for_a_quick_start(spark):
+    """Local runs are dominated by the JVM's start-up (LOCAL_JAVA_OPTIONS)."""
+    from elvin.pipeline.session import LOCAL_JAVA_OPTIONS
+
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    arguments = set(runtime.getInputArguments())
+    assert set(LOCAL_JAVA_OPTIONS.split()) <= arguments, arguments
