@@ -214,7 +214,10 @@ def test_bad_expression_shows_its_position_and_is_not_sent(qt_loop, qtbot, route
                            Qt.KeyboardModifier.ControlModifier)
             assert consumer.apply() is False
             assert "Not sent" in consumer.status_label.text()
-            await asyncio.sleep(0.3)
+            # a round trip on the pane's connection and the watcher's: anything
+            # sent before would have been handled and its quench event seen
+            await window.registry.get("local").connection.set_keys()
+            await watcher.set_keys()
             assert consumer.sub is None and window.registry.get("local").connection\
                 .subscriptions == []
             assert quench.subscriptions == {}            # nothing reached the router
@@ -588,7 +591,9 @@ def test_quench_view_shows_another_clients_subscriptions(qt_loop, qtbot, router)
             quench.clear_removed()
             assert quench.table.rowCount() == 1
             await other.subscribe("require(Unrelated)")     # not about Price: not shown
-            await asyncio.sleep(0.3)
+            # a round trip on the pane's connection: a quench event the router
+            # sent for that subscription would have arrived before its reply
+            await window.registry.get("local").connection.set_keys()
             assert len(quench.active_expressions()) == 1
 
     run(qt_loop, qtbot, scenario)
