@@ -201,6 +201,7 @@ class ConsumerPane(Pane):
         header.customContextMenuRequested.connect(self._header_menu)
         self.view.selectionModel().selectionChanged.connect(self._selection_changed)
         self.detail = DetailView()
+        self.detail.explain_button.clicked.connect(self.explain_selected)
         self.plot = AttributePlot()
         self.plot.hide()
         # below the table: the plot (when something is plotted) beside the detail
@@ -563,6 +564,15 @@ class ConsumerPane(Pane):
         previous = self.proxy.index(proxy_row - 1, 0).data(RECORD_ROLE) \
             if proxy_row > 0 else None
         self.detail.show_record(record, previous)
+
+    def selected_record(self) -> Received | None:
+        indexes = self.view.selectionModel().selectedRows()
+        return indexes[0].data(RECORD_ROLE) if indexes else None
+
+    def explain_selected(self) -> None:
+        record = self.selected_record()
+        self.explainRequested.emit(record.attributes if record else None,
+                                   self.editor.expression())
 
     def visible_records(self) -> list[Received]:
         if not self.proxy.active:

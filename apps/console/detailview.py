@@ -47,6 +47,10 @@ class DetailView(QWidget):
         self.copy_button.setToolTip("Copy this notification in ec/ep text form")
         self.copy_button.setEnabled(False)
         self.copy_button.clicked.connect(self.copy)
+        self.explain_button = QPushButton("Explain…")
+        self.explain_button.setToolTip("Why does the pane's subscription match this "
+                                       "notification (or would another not)? Clause by clause")
+        self.explain_button.setEnabled(False)
         self.tree = QTreeWidget()
         self.tree.setColumnCount(4)
         self.tree.setHeaderLabels(["Attribute", "Type", "Value", "Previous"])
@@ -64,6 +68,7 @@ class DetailView(QWidget):
         self._mono = mono
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
+        top.addWidget(self.explain_button)
         top.addWidget(self.copy_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -76,6 +81,7 @@ class DetailView(QWidget):
         self.record, self.previous = record, previous
         self.tree.clear()
         self.copy_button.setEnabled(record is not None)
+        self.explain_button.setEnabled(record is not None)
         if record is None:
             self.header.setText("Select a notification to see all its values.")
             return

@@ -152,7 +152,10 @@ class ProducerPane(Pane):
         save = QPushButton("Save…")
         save.setToolTip("Save this notification as ec/ep text (ep sends it as is)")
         save.clicked.connect(self.save_dialog)
-        for button in (paste, load, save):
+        explain = QPushButton("Explain…")
+        explain.setToolTip("Would a subscription match this notification? Clause by clause")
+        explain.clicked.connect(self.explain_draft)
+        for button in (paste, load, save, explain):
             self.attributes.button_row.addWidget(button)
         self.attributes.changed.connect(self._update_buttons)
 
@@ -260,6 +263,21 @@ class ProducerPane(Pane):
         notification = self.attributes.notification()
         self.names.add(notification)
         return notification, self._keys(), self.insecure_box.isChecked()
+
+    def draft(self) -> dict[str, Value] | None:
+        """The notification being written, or None while it is not valid."""
+        try:
+            return self.attributes.notification()
+        except TypedValueError:
+            return None
+
+    def explain_draft(self) -> None:
+        draft = self.draft()
+        if draft is None:
+            self.set_status("Explain: fix the notification first "
+                            f"({self.attributes.errors()[0]})", error=True)
+            return
+        self.explainRequested.emit(draft, "")
 
     def send_once(self) -> bool:
         """Send the editor's notification; False (nothing sent) if invalid."""

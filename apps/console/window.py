@@ -16,6 +16,7 @@ from pathlib import Path
 from elvin_apps.console import __version__
 from elvin_apps.console.completion import AttributeNames
 from elvin_apps.console.consumer import ConsumerPane
+from elvin_apps.console.explainview import ExplainDialog, Source
 from elvin_apps.console.pane import Pane
 from elvin_apps.console.producer import ProducerPane
 from elvin_apps.console.quenchview import QuenchPane
@@ -149,6 +150,9 @@ class MainWindow(QMainWindow):
                      lambda: self.add_pane("router", focus=True), "Ctrl+Shift+R")
         panes.addSeparator()
         self._action(panes, "Re&name current pane…", self.rename_current, "F2")
+        tools = bar.addMenu("&Tools")
+        self._action(tools, "&Explain a match…", lambda: self.explain(None, ""),
+                     "Ctrl+Shift+X")
         routers = bar.addMenu("&Routers")
         self._action(routers, "&Add router…", self.routers_panel.add_router)
         help_menu = bar.addMenu("&Help")
@@ -184,6 +188,7 @@ class MainWindow(QMainWindow):
             pane = RouterViewPane(self.registry, spec)
         else:
             raise ValueError(f"unknown pane kind {kind!r}")
+        pane.explainRequested.connect(self.explain)
         dock = PaneDock(pane, self.dock_host)
         dock.closing.connect(self._dock_closing)
         dock.visibilityChanged.connect(lambda visible, p=pane: self._pane_shown(p, visible))
@@ -356,6 +361,36 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{name} — Elvin console")
         self.workspace_label.setText(f"Workspace: {self.path}" if self.path else
                                      "Workspace not saved yet (File ▸ Save workspace as…)")
+
+    # -- explain -----------------------------------------------------------------------
+    def explain(self, attributes=None, expression: str = "") -> ExplainDialog:
+        """Open "Explain a match" (one per window), with this notification and
+        subscription when given; else the current consumer's subscription."""
+        dialog = getattr(self, "explain_dialog", None)
+        if dialog is None:
+            dialog = ExplainDialog(self.names, self._explain_sources, self)
+            self.explain_dialog = dialog
+        consumer = self.current_consumer()
+        if not expression and not dialog.editor.expression().strip() and consumer:
+            expression = consumer.editor.expression()
+        dialog.set_expression(expression)
+        if attributes is not None:
+            dialog.set_notification(attributes)
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        return dialog
+
+    def _explain_sources(self) -> list[Source]:
+        sources: list[Source] = []
+        for pane in self.panes:
+            if isinstance(pane, ConsumerPane):
+                sources.append((f"Selected row of {pane.title()}",
+                                lambda p=pane: (r.attributes if (r := p.selected_record())
+                                                else None)))
+            elif isinstance(pane, ProducerPane):
+                sources.append((f"Draft of {pane.title()}", pane.draft))
+        return sources
 
     # -- export --------------------------------------------------------------------------
     def current_consumer(self) -> ConsumerPane | None:
