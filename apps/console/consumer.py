@@ -22,8 +22,10 @@ from elvin_apps.console.backtest import BacktestDialog
 from elvin_apps.console.completion import AttributeNames, NameCompleter
 from elvin_apps.console.detailview import DetailView
 from elvin_apps.console.export import FORMATS, ExportError, export, format_for_path
+from elvin_apps.console.keyindex import KeyIndex, key_of, previous_of_key
 from elvin_apps.console.keyseditor import KeysButton
 from elvin_apps.console.keytext import KeySpec
+from elvin_apps.console.keytree import KeyTree
 from elvin_apps.console.notificationmodel import (
     RECORD_ROLE,
     NotificationFilter,
@@ -41,6 +43,7 @@ from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
+    QComboBox,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
@@ -151,6 +154,15 @@ class ConsumerPane(Pane):
         self.columns_menu = QMenu(self)
         self.columns_menu.aboutToShow.connect(self._fill_columns_menu)
         self.columns_button.setMenu(self.columns_menu)
+        self.key_combo = QComboBox()
+        self.key_combo.addItem("No key", "")
+        self.key_combo.setToolTip("Key attribute (e.g. Group, Symbol): a tree with counts "
+                                  "and latest values per key value, the detail compared "
+                                  "with the previous notification of the same key, one "
+                                  "plot line per key value")
+        self.key_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.key_combo.activated.connect(
+            lambda index: self.set_key(self.key_combo.itemData(index) or ""))
         self.buffer_spin = QSpinBox()
         self.buffer_spin.setRange(MIN_BUFFER, MAX_BUFFER)
         self.buffer_spin.setSingleStep(1000)
@@ -174,6 +186,8 @@ class ConsumerPane(Pane):
         tools.addWidget(self.filter_edit, 1)
         tools.addWidget(self.regex_box)
         tools.addWidget(self.columns_button)
+        tools.addWidget(QLabel("Key"))
+        tools.addWidget(self.key_combo)
         tools.addSpacing(8)
         tools.addWidget(QLabel("Keep"))
         tools.addWidget(self.buffer_spin)
@@ -209,8 +223,19 @@ class ConsumerPane(Pane):
         below.addWidget(self.plot)
         below.addWidget(self.detail)
         below.setChildrenCollapsible(False)
+        self.keys = KeyIndex()
+        self.key_tree = KeyTree(self.keys)
+        self.key_tree.keyActivated.connect(self.select_latest_of)
+        self.key_tree.hide()
+        table_split = QSplitter(Qt.Orientation.Horizontal)
+        table_split.addWidget(self.key_tree)
+        table_split.addWidget(self.view)
+        table_split.setStretchFactor(0, 1)
+        table_split.setStretchFactor(1, 3)
+        table_split.setChildrenCollapsible(False)
+        self.table_split = table_split
         splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.view)
+        splitter.addWidget(table_split)
         splitter.addWidget(below)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
@@ -235,6 +260,9 @@ class ConsumerPane(Pane):
         self.keys_button.changed.connect(self._update_buttons)
         self.set_columns(spec.columns)
         self.set_plotted(spec.plots)
+        if spec.key:
+            self._offer_key(spec.key)
+            self.set_key(spec.key)
         self._filter_changed()
         self._update_buttons()
         self.set_status("Not subscribed. Write a subscription and press Subscribe "
@@ -419,12 +447,75 @@ class ConsumerPane(Pane):
                         self._numeric.add(name)
         if new:
             self.names.add(new)
+            for name in sorted(new, key=str.casefold):
+                self._offer_key(name)
+        if self.keys.key:
+            self.key_tree.update_keys(self.keys.feed(batch))
         if self.plot.names:
             self.plot.feed(batch, self.proxy.accepts)
 
     def set_plotted(self, names: list[str]) -> None:
         """Plot these numeric attributes over time (up to four)."""
         self.plot.set_names(names)
+        if self.keys.key:
+            self.plot.set_key(self.keys.key, self.model.rows(), self.proxy.accepts)
+
+    # -- key attribute ----------------------------------------------------------------
+    def _offer_key(self, name: str) -> None:
+        """Add ``name`` to the key choices, in sorted place."""
+        combo = self.key_combo
+        if combo.findData(name) >= 0:
+            return
+        at = 1
+        while at < combo.count() and combo.itemText(at).casefold() < name.casefold():
+            at += 1
+        combo.insertItem(at, name, name)
+
+    def set_key(self, name: str) -> None:
+        """Use ``name`` as the key attribute ("" for none): the per-key tree,
+        the same-key diff and one plot line per key value, from the rows
+        already received on."""
+        if name:
+            self._offer_key(name)
+        self.key_combo.setCurrentIndex(max(self.key_combo.findData(name), 0))
+        self.keys.key = name
+        self.keys.clear()
+        self.keys.feed(self.model.rows())
+        self.key_tree.rebuild()
+        self.key_tree.setVisible(bool(name))
+        self.plot.set_key(name, self.model.rows(), self.proxy.accepts)
+        indexes = self.view.selectionModel().selectedRows()
+        if indexes:
+            self.show_detail(indexes[0].row())
+
+    def select_latest_of(self, key_value: str) -> None:
+        """Select the newest row of this key value (tree click)."""
+        entry = self.keys.stats.get(key_value)
+        if entry is None:
+            return
+        row = self._source_row(entry.latest)
+        if row is None:
+            return
+        proxy_index = self.proxy.mapFromSource(self.model.index(row, 0))
+        if proxy_index.isValid():
+            self.view.selectRow(proxy_index.row())
+            self.view.scrollTo(proxy_index)
+        else:           # hidden by the filter: show it anyway
+            self._show_source_row(row)
+
+    def _source_row(self, record: Received) -> int | None:
+        rows = self.model.rows()
+        low, high = 0, len(rows) - 1
+        while low <= high:            # rows are in delivery (seq) order
+            middle = (low + high) // 2
+            seq = rows[middle].seq
+            if seq == record.seq:
+                return middle
+            if seq < record.seq:
+                low = middle + 1
+            else:
+                high = middle - 1
+        return None
 
     def toggle_plot(self, name: str, on: bool) -> None:
         names = list(self.plot.names)
@@ -449,6 +540,8 @@ class ConsumerPane(Pane):
     def clear(self) -> None:
         self.model.clear()
         self.plot.clear()
+        self.keys.clear()
+        self.key_tree.rebuild()
         self.detail.show_record(None, None)
         self._update_stats()
 
@@ -559,11 +652,26 @@ class ConsumerPane(Pane):
         self.show_detail(indexes[0].row())
 
     def show_detail(self, proxy_row: int) -> None:
-        """Show the detail of a visible row, diffed with the visible row above."""
+        """Show the detail of a visible row, diffed with the visible row above,
+        or with a key attribute, with the previous notification of that key
+        (filtered out or not)."""
+        if self.keys.key:
+            source = self.proxy.mapToSource(self.proxy.index(proxy_row, 0))
+            self._show_source_row(source.row())
+            return
         record = self.proxy.index(proxy_row, 0).data(RECORD_ROLE)
         previous = self.proxy.index(proxy_row - 1, 0).data(RECORD_ROLE) \
             if proxy_row > 0 else None
         self.detail.show_record(record, previous)
+
+    def _show_source_row(self, row: int) -> None:
+        rows = self.model.rows()
+        if not 0 <= row < len(rows):
+            return
+        key = self.keys.key
+        record = rows[row]
+        self.detail.show_record(record, previous_of_key(rows, row, key),
+                                f"{key} {key_of(record, key)}" if key else "")
 
     def selected_record(self) -> Received | None:
         indexes = self.view.selectionModel().selectedRows()
@@ -611,7 +719,7 @@ class ConsumerPane(Pane):
             accept_insecure=self.insecure_box.isChecked(),
             producer_keys=keys.producer, consumer_keys=keys.consumer,
             filter=self.filter_edit.text(), regex=self.regex_box.isChecked(),
-            plots=list(self.plot.names))
+            plots=list(self.plot.names), key=self.keys.key)
 
     async def shutdown(self) -> None:
         self.timer.stop()

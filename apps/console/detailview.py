@@ -77,7 +77,10 @@ class DetailView(QWidget):
         self.record: Received | None = None
         self.previous: Received | None = None
 
-    def show_record(self, record: Received | None, previous: Received | None) -> None:
+    def show_record(self, record: Received | None, previous: Received | None,
+                    same: str = "") -> None:
+        """``same`` says what ``previous`` shares with ``record`` (e.g.
+        ``Symbol ACME``) when it is not simply the row above."""
         self.record, self.previous = record, previous
         self.tree.clear()
         self.copy_button.setEnabled(record is not None)
@@ -86,8 +89,12 @@ class DetailView(QWidget):
             self.header.setText("Select a notification to see all its values.")
             return
         secure = "secure match (keys)" if record.secure else "insecure match"
-        against = f"compared with #{previous.seq}" if previous is not None else \
-            "no previous notification to compare with"
+        if previous is not None:
+            against = f"compared with #{previous.seq}" + \
+                (f", the previous one of {same}" if same else "")
+        else:
+            against = f"the first of {same}" if same else \
+                "no previous notification to compare with"
         self.header.setText(f"<b>#{record.seq}</b> at {timestamp(record.time, True)}, "
                             f"{len(record.attributes)} attributes, {secure}; {against}")
         items = []

@@ -100,6 +100,8 @@ class ConsumerSpec:
     filter: str = ""
     regex: bool = False
     plots: list[str] = field(default_factory=list)    # numeric attributes plotted
+    key: str = ""           # the key attribute: per-key tree, diff and plot series
+    detail: bool = True     # the detail (and plot) below the table shown
 
 
 @dataclass
@@ -301,7 +303,9 @@ def _pane(table: Any, where: str) -> PaneSpec:
                             _get(table, "accept_insecure", (bool,), True, where),
                             producer, consumer, _get(table, "filter", (str,), "", where),
                             _get(table, "regex", (bool,), False, where),
-                            _strings(table, "plots", where))
+                            _strings(table, "plots", where),
+                            _get(table, "key", (str,), "", where),
+                            _get(table, "detail", (bool,), True, where))
     if kind == "producer":
         attributes = [_attribute(item, f"{where}.attributes[{i}]")
                       for i, item in enumerate(_get(table, "attributes", (list,), [], where))]
