@@ -137,6 +137,7 @@ class TimeSeriesChart(QWidget):
         self.fit_time = fit_time        # the time axis spans the data (up to window)
         self.break_gaps = break_gaps    # no line across a long pause (values, not rates)
         self.fill_first = True          # shade under the first series
+        self.dash_later = True          # series after the first dashed
         self.data: list[list[Point]] = [[] for _ in self.series]
         self.setMinimumSize(260, 150)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
@@ -286,7 +287,7 @@ class TimeSeriesChart(QWidget):
                     fill.setAlpha(28)
                     painter.fillPath(area, fill)
                 pen = QPen(colour, 2)
-                if index and len(self.series) <= 4:   # dashed: equal values stay visible
+                if index and self.dash_later:   # dashed: equal values stay visible
                     pen.setStyle(Qt.PenStyle.DashLine)
                 painter.setPen(pen)
                 painter.setBrush(Qt.BrushStyle.NoBrush)

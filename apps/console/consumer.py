@@ -74,6 +74,26 @@ def _count(n: int) -> str:
     return f"{n:,}"
 
 
+class StayOpenMenu(QMenu):
+    """A menu of check boxes that stays open while the user ticks several
+    (a plain QMenu closes after each click)."""
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        action = self.actionAt(event.position().toPoint())
+        if action is not None and action.isCheckable() and action.isEnabled():
+            action.trigger()
+            return
+        super().mouseReleaseEvent(event)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        action = self.activeAction()
+        if event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Return, Qt.Key.Key_Enter) and \
+                action is not None and action.isCheckable() and action.isEnabled():
+            action.trigger()
+            return
+        super().keyPressEvent(event)
+
+
 class ConsumerPane(Pane):
     kind = "consumer"
 
@@ -151,7 +171,7 @@ class ConsumerPane(Pane):
         self.columns_button.setText("Columns")
         self.columns_button.setToolTip("Show chosen attributes as columns")
         self.columns_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        self.columns_menu = QMenu(self)
+        self.columns_menu = StayOpenMenu(self)
         self.columns_menu.aboutToShow.connect(self._fill_columns_menu)
         self.columns_button.setMenu(self.columns_menu)
         self.key_combo = QComboBox()
@@ -168,6 +188,8 @@ class ConsumerPane(Pane):
         self.buffer_spin.setSingleStep(1000)
         self.buffer_spin.setGroupSeparatorShown(True)
         self.buffer_spin.setValue(spec.buffer)
+        self.buffer_spin.setPrefix("Keep ")
+        self.buffer_spin.setSuffix(" rows")
         self.buffer_spin.setToolTip("Rows kept; when more arrive the oldest are dropped "
                                     "(and counted) so memory stays bounded")
         self.buffer_spin.editingFinished.connect(
@@ -179,6 +201,12 @@ class ConsumerPane(Pane):
         self.export_button.setToolTip("Save the rows shown (after the filter) as ec text, "
                                       "JSON lines or CSV")
         self.export_button.clicked.connect(self.export_dialog)
+        self.detail_button = QToolButton()
+        self.detail_button.setText("Detail")
+        self.detail_button.setCheckable(True)
+        self.detail_button.setChecked(spec.detail)
+        self.detail_button.setToolTip("Show the selected notification's detail (and the plot) "
+                                      "under the table; off: the table takes the room")
         tools = QHBoxLayout()
         tools.addWidget(self.pause_button)
         tools.addWidget(self.clear_button)
@@ -189,11 +217,10 @@ class ConsumerPane(Pane):
         tools.addWidget(QLabel("Key"))
         tools.addWidget(self.key_combo)
         tools.addSpacing(8)
-        tools.addWidget(QLabel("Keep"))
         tools.addWidget(self.buffer_spin)
-        tools.addWidget(QLabel("rows"))
         tools.addWidget(self.follow_box)
         tools.addWidget(self.export_button)
+        tools.addWidget(self.detail_button)
 
         # -- table and detail -------------------------------------------------------------
         self.view = QTableView()
@@ -237,6 +264,9 @@ class ConsumerPane(Pane):
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(table_split)
         splitter.addWidget(below)
+        self.below = below
+        self.detail_button.toggled.connect(self.set_detail_shown)
+        below.setVisible(spec.detail)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
         splitter.setChildrenCollapsible(False)
@@ -488,6 +518,11 @@ class ConsumerPane(Pane):
         if indexes:
             self.show_detail(indexes[0].row())
 
+    def set_detail_shown(self, shown: bool) -> None:
+        self.below.setVisible(shown)
+        if self.detail_button.isChecked() != shown:
+            self.detail_button.setChecked(shown)
+
     def select_latest_of(self, key_value: str) -> None:
         """Select the newest row of this key value (tree click)."""
         entry = self.keys.stats.get(key_value)
@@ -587,7 +622,9 @@ class ConsumerPane(Pane):
         menu = self.columns_menu
         menu.clear()
         chosen = self.model.columns()
-        names = list(dict.fromkeys(chosen + self.seen_names()))
+        # one stable order (by name), whatever is ticked: ticking never moves
+        # an entry under the pointer
+        names = sorted(set(chosen) | self._seen, key=str.casefold)
         if not names:
             action = menu.addAction("No attributes received yet")
             action.setEnabled(False)
@@ -603,7 +640,8 @@ class ConsumerPane(Pane):
             menu.addAction("Hide all attribute columns", lambda: self.set_columns([]))
         numeric = [n for n in names if n in self._numeric]
         if numeric:
-            plot_menu = menu.addMenu("Plot over time")
+            plot_menu = StayOpenMenu("Plot over time", menu)
+            menu.addMenu(plot_menu)
             for name in numeric[:50]:
                 action = QAction(name, plot_menu)
                 action.setCheckable(True)
@@ -719,7 +757,8 @@ class ConsumerPane(Pane):
             accept_insecure=self.insecure_box.isChecked(),
             producer_keys=keys.producer, consumer_keys=keys.consumer,
             filter=self.filter_edit.text(), regex=self.regex_box.isChecked(),
-            plots=list(self.plot.names), key=self.keys.key)
+            plots=list(self.plot.names), key=self.keys.key,
+            detail=self.detail_button.isChecked())
 
     async def shutdown(self) -> None:
         self.timer.stop()

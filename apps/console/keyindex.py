@@ -50,11 +50,12 @@ class KeyIndex:
         self.stats.clear()
         self.overflow = 0
 
-    def feed(self, records: Iterable[Received]) -> set[str]:
-        """Count ``records``; returns the key values that changed."""
+    def feed(self, records: Iterable[Received]) -> list[str]:
+        """Count ``records``; returns the key values that changed, in order
+        of first appearance (so the tree lists new ones in that order)."""
         if not self.key:
-            return set()
-        changed = set()
+            return []
+        changed: dict[str, None] = {}
         stats = self.stats
         for record in records:
             value = key_of(record, self.key)
@@ -67,8 +68,8 @@ class KeyIndex:
             else:
                 entry.count += 1
                 entry.latest = record
-            changed.add(value)
-        return changed
+            changed[value] = None
+        return list(changed)
 
     def values(self) -> list[str]:
         return list(self.stats)

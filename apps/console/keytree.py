@@ -1,9 +1,9 @@
 """The per-key tree of a consumer pane (MQTT Explorer's topic tree, by key).
 
 One row per value of the key attribute, in order of first appearance:
-the value, how many notifications had it, when the latest came, and the
-latest one in brief; expanding a row lists the latest value of each
-attribute. Rows are updated from ``KeyIndex`` after each flush of the
+the value, how many notifications had it, and the latest one in brief
+(when it came in the tooltip); expanding a row lists the latest value of
+each attribute with its type. Rows are updated from ``KeyIndex`` after each flush of the
 table, only for the key values that changed.
 """
 
@@ -30,14 +30,14 @@ class KeyTree(QTreeWidget):
         super().__init__(parent)
         self.index = index
         self.items: dict[str, QTreeWidgetItem] = {}
-        self.setColumnCount(4)
-        self.setHeaderLabels(["Key", "Count", "Latest", "Latest values"])
+        self.setColumnCount(3)
+        self.setHeaderLabels(["Key", "Count", "Latest values"])
         self.setUniformRowHeights(True)
         self.setAlternatingRowColors(True)
         header = self.header()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
-        for column, width in enumerate((110, 56, 92)):
+        for column, width in enumerate((110, 56)):
             header.resizeSection(column, width)
         self.itemExpanded.connect(self._fill_children)
         self.currentItemChanged.connect(self._current_changed)
@@ -69,9 +69,8 @@ class KeyTree(QTreeWidget):
                 new.append(item)
             latest = entry.latest
             item.setText(1, f"{entry.count:,}")
-            item.setText(2, timestamp(latest.time))
-            item.setText(3, latest.summary(160))
-            item.setToolTip(3, latest.text())
+            item.setText(2, latest.summary(160))
+            item.setToolTip(2, f"#{latest.seq} at {timestamp(latest.time)}\n{latest.text()}")
             if item.isExpanded():
                 self._fill_children(item)
         if new:
@@ -84,8 +83,8 @@ class KeyTree(QTreeWidget):
         record: Received = entry.latest
         item.takeChildren()
         for name, value in record.attributes.items():
-            child = QTreeWidgetItem([name, "", type_name(value), display_value(value)])
-            child.setToolTip(3, display_value(value))
+            child = QTreeWidgetItem([name, type_name(value), display_value(value)])
+            child.setToolTip(2, display_value(value))
             item.addChild(child)
 
     def _current_changed(self, current: QTreeWidgetItem | None, _previous) -> None:
@@ -97,4 +96,4 @@ class KeyTree(QTreeWidget):
 
     def row_texts(self) -> dict[str, tuple[str, str]]:
         """``{key value: (count, latest summary)}`` as shown (tests)."""
-        return {value: (item.text(1), item.text(3)) for value, item in self.items.items()}
+        return {value: (item.text(1), item.text(2)) for value, item in self.items.items()}

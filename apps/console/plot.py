@@ -81,7 +81,7 @@ class AttributePlot(QWidget):
         labels = list(self.points)
         self.chart.series = [(label, COLOURS[i % len(COLOURS)])
                              for i, label in enumerate(labels)]
-        self.chart.fill_first = not self.key
+        self.chart.fill_first = self.chart.dash_later = not self.key
         if not self.names:
             title = ""
         elif self.key:

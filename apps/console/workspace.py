@@ -115,6 +115,7 @@ class ProducerSpec:
     consumer_keys: list[str] = field(default_factory=list)
     rate: float = 1.0
     history: list[str] = field(default_factory=list)   # sent notifications, ec text
+    expanded: bool = False  # the full editor; else the one-line publish bar
 
 
 @dataclass
@@ -316,7 +317,8 @@ def _pane(table: Any, where: str) -> PaneSpec:
                                  f"100000 per second, not {rate}")
         return ProducerSpec(title, router, attributes,
                             _get(table, "deliver_insecure", (bool,), True, where),
-                            producer, consumer, rate, _strings(table, "history", where))
+                            producer, consumer, rate, _strings(table, "history", where),
+                            _get(table, "expanded", (bool,), False, where))
     if kind == "quench":
         return QuenchSpec(title, router, _strings(table, "names", where),
                           _get(table, "active", (bool,), False, where))
