@@ -154,8 +154,117 @@ async def console(url: str) -> None:
     window.close()
 
 
+# -- tickertape ---------------------------------------------------------------------------
+CHAT = [("alice@example.org", "Chat", "morning all — coffee at 10?", {}),
+        ("bob@example.org", "dev", "build 4711 is green again", {}),
+        ("carol@example.org", "Chat", "sam, can you look at the release notes?", {}),
+        ("dave@example.org", "news", "Elvin 4 router release notes",
+         {"Attachment": "MIME-Version: 1.0\r\nContent-Type: text/uri-list\r\n\r\n"
+                        "https://example.org/elvin/release-notes\r\n"}),
+        ("bob@example.org", "Chat", "count me in", {"In-Reply-To": "chat-0"}),
+        ("erin@example.org", "dev", "reviewing the federation patch now", {}),
+        ("alice@example.org", "Chat", "kitchen in 5", {}),
+        ("carol@example.org", "dev", "who broke the nightly?", {})]
+
+
+async def send_chat(conn) -> None:
+    for n, (sender, group, text, extra) in enumerate(CHAT):
+        await conn.send({"Group": group, "From": sender, "Message": text,
+                         "Message-Id": f"chat-{n}", "org.tickertape.message": 3001,
+                         "Timeout": 10, **extra})
+        await asyncio.sleep(0.05)
+
+
+async def tickertape(url: str) -> None:
+    from elvin_apps.tickertape.config import Config
+    from elvin_apps.tickertape.controller import TickerController
+    from elvin_apps.tickertape.groups import Group
+    from elvin_apps.tickertape.history import History
+    from elvin_apps.tickertape.model import ScrollerModel
+    from elvin_apps.tickertape.window import TickerWindow
+
+    import elvin.client
+    from elvin.qt import ConnectionManager, StatusWidget
+    with tempfile.TemporaryDirectory() as data:
+        config = Config(user="sam@example.org",
+                        groups=[Group("Chat"), Group("dev", colour="#6a1b9a"),
+                                Group("news", colour="#2e7d32")])
+        manager = ConnectionManager(url)
+        history = History(Path(data) / "history.sqlite3")
+        controller = TickerController(config, ScrollerModel(), history, manager)
+        window = TickerWindow(controller, status=StatusWidget(manager), save_config=False)
+        window.resize(1100, window.height())
+        window.show()
+        manager.start()
+        await manager.wait_connected(10)
+        await controller.wait_synced(10)
+        async with elvin.client.connect(url) as conn:
+            await send_chat(conn)
+        await until(lambda: len(controller.model.entries()) >= len(CHAT))
+        await asyncio.sleep(4)                    # let the strip scroll a little
+        save(window, "tickertape.png")
+        history_window = window.open_history()
+        if history_window is not None:
+            history_window.resize(900, 520)
+            await asyncio.sleep(0.3)
+            tree = history_window.tree
+            if tree.topLevelItemCount() > 3:
+                tree.setCurrentItem(tree.topLevelItem(3))     # the one with a link
+            await asyncio.sleep(0.2)
+            save(history_window, "tickertape-history.png")
+            history_window.close()
+        window.hide()
+        await controller.close()
+        await manager.stop()
+        history.close()
+
+
+# -- biff ------------------------------------------------------------------------------------
+PEOPLE = [("alice@example.org", "in 5 minutes at the kitchen"),
+          ("bob@example.org", "long black, anyone?"),
+          ("carol@example.org", ""),
+          ("dave@example.org", "")]
+
+
+async def biff(url: str) -> None:
+    from elvin_apps.biff import CoffeeBiff
+    from elvin_apps.biff.notify import CoffeeNotifier
+    from elvin_apps.biff.qtbiff import QtBiff
+    from elvin_apps.biff.window import CoffeeWindow
+
+    import elvin.client
+    from elvin.qt import ConnectionManager, StatusWidget
+    async with contextlib.AsyncExitStack() as stack:
+        peers = []
+        for user, text in PEOPLE:
+            conn = await stack.enter_async_context(elvin.client.connect(url))
+            peer = CoffeeBiff(user, heartbeat=5)
+            await peer.start(conn)
+            if text:
+                await peer.activate(text)
+            peers.append(peer)
+        manager = ConnectionManager(url)
+        me = CoffeeBiff("me@example.org", heartbeat=5)
+        qbiff = QtBiff(me, manager)
+        window = CoffeeWindow(qbiff, status=StatusWidget(manager, show_url=False),
+                              notifier=CoffeeNotifier(enabled=False))
+        manager.start()
+        await manager.wait_connected(10)
+        await qbiff.attach()
+        window.show()
+        await until(lambda: len(me.members) >= len(PEOPLE) + 1)
+        await until(lambda: window.count() >= 2)
+        await asyncio.sleep(0.5)
+        save(window, "biff.png")
+        window.hide()
+        await qbiff.close()
+        await manager.stop()
+        for peer in peers:
+            await peer.stop()
+
+
 # -- main ---------------------------------------------------------------------------------
-APPS = {"console": console}
+APPS = {"tickertape": tickertape, "biff": biff, "console": console}
 
 
 def main(argv: list[str] | None = None) -> int:
