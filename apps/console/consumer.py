@@ -649,7 +649,14 @@ class ConsumerPane(Pane):
                 action.setEnabled(name in self.plot.names or
                                   len(self.plot.names) < MAX_PLOTTED)
                 action.toggled.connect(lambda on, n=name: self.toggle_plot(n, on))
+                action.toggled.connect(lambda _on, m=plot_menu: self._plot_limit(m))
                 plot_menu.addAction(action)
+
+    def _plot_limit(self, menu: QMenu) -> None:
+        """The open Plot menu: at the limit, only ticked names can change."""
+        full = len(self.plot.names) >= MAX_PLOTTED
+        for action in menu.actions():
+            action.setEnabled(action.isChecked() or not full)
 
     def toggle_column(self, name: str, on: bool) -> None:
         columns = self.model.columns()

@@ -75,6 +75,11 @@ class KeyTree(QTreeWidget):
                 self._fill_children(item)
         if new:
             self.addTopLevelItems(new)
+        if self.index.overflow:       # a key with too many values (a sequence number?)
+            header = self.headerItem()
+            header.setText(0, f"{self.index.key} (first {self.index.limit:,})")
+            header.setToolTip(0, f"{self.index.overflow:,} notifications had other values "
+                                 "of the key and are not in the tree")
 
     def _fill_children(self, item: QTreeWidgetItem) -> None:
         entry = self.index.stats.get(item.data(0, KEY_ROLE))

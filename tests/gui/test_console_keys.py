@@ -97,3 +97,16 @@ def test_plot_lines_break_at_gaps_and_missing_values():
     assert segments(gap) == [gap]                     # rates and counts: never broken
     holed = [(0.0, 1.0), (1.0, math.nan), (2.0, 3.0)]
     assert segments(holed) == [[(0.0, 1.0)], [(2.0, 3.0)]]
+
+
+def test_key_index_is_bounded_and_finds_the_previous_of_a_key():
+    from elvin_apps.console.keyindex import KeyIndex, previous_of_key
+    from elvin_apps.console.received import Received
+    records = [Received(n + 1, float(n), {"Seq": n, "Group": "ab"[n % 2]}, False)
+               for n in range(5)]
+    index = KeyIndex("Seq", limit=3)
+    assert index.feed(records) == ["0", "1", "2"]
+    assert index.overflow == 2 and index.values() == ["0", "1", "2"]
+    assert previous_of_key(records, 4, "Group").seq == 3
+    assert previous_of_key(records, 1, "Group") is None
+    assert previous_of_key(records, 1, "").seq == 1        # no key: the row above
