@@ -10,7 +10,11 @@ Below: the live table (``NotificationTableModel`` behind a text/regex
 filter), fed in batches by a timer, with pause/resume, a bounded buffer that
 drops the oldest rows and says how many, a rate indicator, columns chosen
 from the names received, and the detail of the selected notification
-diffed against the row above it.
+diffed against the row above it. With a key attribute chosen (``Group``,
+``Symbol``), a tree of key values sits beside the table, the detail is
+diffed against the previous notification of the same key and plots draw a
+line per key value (``keyindex``, ``keytree``). "Explain…" asks the window
+to explain the selected row against the pane's subscription.
 """
 
 from __future__ import annotations
