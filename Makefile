@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: run test bench lint setup clean
+.PHONY: run test bench lint setup clean screenshots
 
 setup: $(STAMP)
 
@@ -26,6 +26,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# docs/screenshots/*.png: the apps offscreen, with traffic through a real elvind
+screenshots: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/screenshots.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check elvin apps tests bench

@@ -5,7 +5,9 @@ and value. Every row is checked as it is edited, per type
 (``typed.parse_typed``): a bad cell turns red with the reason as its
 tooltip, and the first problem is spelt out under the table
 ("row 2, Price: 'abc' is not a number"), so the Send button is never the
-place where a user learns about a typo.
+place where a user learns about a typo. A blank row (no name, no value),
+as "Add attribute" makes it, is not an error: it is left out until the
+user types into it, and only a grey hint says what to do.
 """
 
 from __future__ import annotations
@@ -115,7 +117,9 @@ class AttributeTable(QWidget):
         self._updating = False
         self.validate()
         if focus:
+            self.table.setFocus(Qt.FocusReason.OtherFocusReason)
             self.table.setCurrentCell(row, NAME)
+            self.table.scrollToItem(self.table.item(row, NAME))
             self.table.editItem(self.table.item(row, NAME))
         return row
 
@@ -155,7 +159,9 @@ class AttributeTable(QWidget):
 
     # -- whole notification -----------------------------------------------------------
     def attributes(self) -> list[AttributeSpec]:
-        return [self._row(row) for row in range(self.table.rowCount())]
+        """The rows, without blank ones (a row being added)."""
+        return [spec for spec in (self._row(row) for row in range(self.table.rowCount()))
+                if not _blank(spec)]
 
     def set_attributes(self, attributes: list[AttributeSpec]) -> None:
         self._updating = True
@@ -189,10 +195,17 @@ class AttributeTable(QWidget):
     def validate(self) -> bool:
         errors: list[str] = []
         seen: dict[str, int] = {}
+        blank = filled = 0
         self._updating = True
         try:
             for row in range(self.table.rowCount()):
                 spec = self._row(row)
+                if _blank(spec):                 # being added: not an error yet
+                    blank += 1
+                    self._mark(row, NAME, "")
+                    self._mark(row, VALUE, "")
+                    continue
+                filled += 1
                 label = f"row {row + 1}" + (f", {spec.name}" if spec.name.strip() else "")
                 name_error = value_error = ""
                 try:
@@ -213,13 +226,18 @@ class AttributeTable(QWidget):
                 self._mark(row, VALUE, value_error)
         finally:
             self._updating = False
-        if not self.table.rowCount():
+        hint = ""
+        if not filled and blank:
+            hint = "Type the new attribute's name, choose its type and give its value."
+            errors.append("the new attribute has no name yet")
+        elif not filled:
             errors.append("Add at least one attribute: a notification cannot be empty.")
         self._errors = errors
-        shown = errors[0] if errors else ""
-        if len(errors) > 1:
+        shown = hint or (errors[0] if errors else "")
+        if len(errors) > 1 and not hint:
             shown += f" (and {len(errors) - 1} more)"
         self.error_label.setText(shown)
+        self.error_label.setStyleSheet("color: #757575;" if hint else "color: #c62828;")
         self.error_label.setVisible(bool(shown))
         self.changed.emit()
         return not errors
@@ -242,3 +260,7 @@ class AttributeTable(QWidget):
     def names(self) -> list[str]:
         return [spec.name for spec in self.attributes() if spec.name.strip()]
 
+
+
+def _blank(spec: AttributeSpec) -> bool:
+    return not spec.name.strip() and not spec.value

@@ -19,7 +19,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-__all__ = ["TimeSeriesChart", "nice_ticks", "format_number"]
+__all__ = ["TimeSeriesChart", "nice_ticks", "format_number", "segments"]
 
 Point = tuple[float, float]
 
@@ -91,13 +91,42 @@ def format_number(value: float) -> str:
     return f"{value:.1f}"
 
 
+def segments(points: Sequence[Point], break_gaps: bool = False) -> list[list[Point]]:
+    """The runs of ``points`` to draw as connected lines. A non-finite value
+    (a notification of the key without the value) always breaks the line;
+    with ``break_gaps`` so does a pause much longer than the series' usual
+    interval (four times the median, and at least two seconds), so that a
+    line never pretends a value held while nothing arrived."""
+    gap = math.inf
+    if break_gaps and len(points) > 2:
+        steps = sorted(b[0] - a[0] for a, b in zip(points, points[1:], strict=False))
+        gap = max(4 * steps[len(steps) // 2], 2.0)
+    runs: list[list[Point]] = []
+    run: list[Point] = []
+    last = None
+    for t, value in points:
+        if not math.isfinite(value):
+            if run:
+                runs.append(run)
+            run, last = [], None
+            continue
+        if last is not None and t - last > gap:
+            runs.append(run)
+            run = []
+        run.append((t, value))
+        last = t
+    if run:
+        runs.append(run)
+    return runs
+
+
 class TimeSeriesChart(QWidget):
     """``set_data([points per series])``; points are (monotonic time, value)."""
 
     def __init__(self, title: str, series: Sequence[tuple[str, str]], window: float = 300,
                  unit: str = "", parent: QWidget | None = None,
                  clock: Callable[[], float] = time.monotonic, zero_based: bool = True,
-                 fit_time: bool = False) -> None:
+                 fit_time: bool = False, break_gaps: bool = False) -> None:
         super().__init__(parent)
         self.title = title
         self.series = list(series)
@@ -106,6 +135,9 @@ class TimeSeriesChart(QWidget):
         self.clock = clock
         self.zero_based = zero_based    # counts and rates: 0 at the bottom
         self.fit_time = fit_time        # the time axis spans the data (up to window)
+        self.break_gaps = break_gaps    # no line across a long pause (values, not rates)
+        self.fill_first = True          # shade under the first series
+        self.dash_later = True          # series after the first dashed
         self.data: list[list[Point]] = [[] for _ in self.series]
         self.setMinimumSize(260, 150)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
@@ -119,7 +151,7 @@ class TimeSeriesChart(QWidget):
 
     def latest(self, index: int) -> float | None:
         points = self.data[index] if index < len(self.data) else []
-        return points[-1][1] if points else None
+        return next((v for _t, v in reversed(points) if math.isfinite(v)), None)
 
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt API)
         painter = QPainter(self)
@@ -232,39 +264,37 @@ class TimeSeriesChart(QWidget):
             painter.drawText(plot, Qt.AlignmentFlag.AlignCenter, "waiting for data…")
             return
 
-        # the series
+        # the series: one path per unbroken run
         painter.setClipRect(plot.adjusted(-1, -2, 1, 1))
         for index, points in enumerate(visible):
-            if not points:
-                continue
             colour = QColor(self.series[index][1])
-            path = QPainterPath()
-            for n, (t, value) in enumerate(points):
-                value = value if math.isfinite(value) else 0.0
-                point = QPointF(plot.left() + (t - start) / window * plot.width(),
-                                plot.bottom() - (value - bottom_value) / span_value *
-                                plot.height())
-                if n == 0:
-                    path.moveTo(point)
-                else:
-                    path.lineTo(point)
-            if index == 0 and len(points) > 1:
-                area = QPainterPath(path)
-                area.lineTo(path.currentPosition().x(), plot.bottom())
-                area.lineTo(path.elementAt(0).x, plot.bottom())
-                area.closeSubpath()
-                fill = QColor(colour)
-                fill.setAlpha(28)
-                painter.fillPath(area, fill)
-            pen = QPen(colour, 2)
-            if index:          # later series dashed: equal values stay visible
-                pen.setStyle(Qt.PenStyle.DashLine)
-            painter.setPen(pen)
-            painter.setBrush(Qt.BrushStyle.NoBrush)
-            painter.drawPath(path)
-            if len(points) == 1:
-                painter.setBrush(colour)
-                painter.drawEllipse(path.currentPosition(), 2.5, 2.5)
+            for run in segments(points, self.break_gaps):
+                path = QPainterPath()
+                for n, (t, value) in enumerate(run):
+                    point = QPointF(plot.left() + (t - start) / window * plot.width(),
+                                    plot.bottom() - (value - bottom_value) / span_value *
+                                    plot.height())
+                    if n == 0:
+                        path.moveTo(point)
+                    else:
+                        path.lineTo(point)
+                if index == 0 and len(run) > 1 and self.fill_first:
+                    area = QPainterPath(path)
+                    area.lineTo(path.currentPosition().x(), plot.bottom())
+                    area.lineTo(path.elementAt(0).x, plot.bottom())
+                    area.closeSubpath()
+                    fill = QColor(colour)
+                    fill.setAlpha(28)
+                    painter.fillPath(area, fill)
+                pen = QPen(colour, 2)
+                if index and self.dash_later:   # dashed: equal values stay visible
+                    pen.setStyle(Qt.PenStyle.DashLine)
+                painter.setPen(pen)
+                painter.setBrush(Qt.BrushStyle.NoBrush)
+                painter.drawPath(path)
+                if len(run) == 1:
+                    painter.setBrush(colour)
+                    painter.drawEllipse(path.currentPosition(), 2.5, 2.5)
 
 
 def _time_step(window: float) -> float:

@@ -10,7 +10,11 @@ Below: the live table (``NotificationTableModel`` behind a text/regex
 filter), fed in batches by a timer, with pause/resume, a bounded buffer that
 drops the oldest rows and says how many, a rate indicator, columns chosen
 from the names received, and the detail of the selected notification
-diffed against the row above it.
+diffed against the row above it. With a key attribute chosen (``Group``,
+``Symbol``), a tree of key values sits beside the table, the detail is
+diffed against the previous notification of the same key and plots draw a
+line per key value (``keyindex``, ``keytree``). "Explain…" asks the window
+to explain the selected row against the pane's subscription.
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from elvin_apps.console.backtest import BacktestDialog
 from elvin_apps.console.completion import AttributeNames, NameCompleter
 from elvin_apps.console.detailview import DetailView
 from elvin_apps.console.export import FORMATS, ExportError, export, format_for_path
+from elvin_apps.console.keyindex import KeyIndex, key_of, previous_of_key
 from elvin_apps.console.keyseditor import KeysButton
 from elvin_apps.console.keytext import KeySpec
+from elvin_apps.console.keytree import KeyTree
 from elvin_apps.console.notificationmodel import (
     RECORD_ROLE,
     NotificationFilter,
@@ -41,6 +47,7 @@ from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
+    QComboBox,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
@@ -69,6 +76,26 @@ FLUSH_INTERVAL_MS = 100
 
 def _count(n: int) -> str:
     return f"{n:,}"
+
+
+class StayOpenMenu(QMenu):
+    """A menu of check boxes that stays open while the user ticks several
+    (a plain QMenu closes after each click)."""
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        action = self.actionAt(event.position().toPoint())
+        if action is not None and action.isCheckable() and action.isEnabled():
+            action.trigger()
+            return
+        super().mouseReleaseEvent(event)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        action = self.activeAction()
+        if event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Return, Qt.Key.Key_Enter) and \
+                action is not None and action.isCheckable() and action.isEnabled():
+            action.trigger()
+            return
+        super().keyPressEvent(event)
 
 
 class ConsumerPane(Pane):
@@ -148,14 +175,25 @@ class ConsumerPane(Pane):
         self.columns_button.setText("Columns")
         self.columns_button.setToolTip("Show chosen attributes as columns")
         self.columns_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        self.columns_menu = QMenu(self)
+        self.columns_menu = StayOpenMenu(self)
         self.columns_menu.aboutToShow.connect(self._fill_columns_menu)
         self.columns_button.setMenu(self.columns_menu)
+        self.key_combo = QComboBox()
+        self.key_combo.addItem("No key", "")
+        self.key_combo.setToolTip("Key attribute (e.g. Group, Symbol): a tree with counts "
+                                  "and latest values per key value, the detail compared "
+                                  "with the previous notification of the same key, one "
+                                  "plot line per key value")
+        self.key_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.key_combo.activated.connect(
+            lambda index: self.set_key(self.key_combo.itemData(index) or ""))
         self.buffer_spin = QSpinBox()
         self.buffer_spin.setRange(MIN_BUFFER, MAX_BUFFER)
         self.buffer_spin.setSingleStep(1000)
         self.buffer_spin.setGroupSeparatorShown(True)
         self.buffer_spin.setValue(spec.buffer)
+        self.buffer_spin.setPrefix("Keep ")
+        self.buffer_spin.setSuffix(" rows")
         self.buffer_spin.setToolTip("Rows kept; when more arrive the oldest are dropped "
                                     "(and counted) so memory stays bounded")
         self.buffer_spin.editingFinished.connect(
@@ -167,6 +205,12 @@ class ConsumerPane(Pane):
         self.export_button.setToolTip("Save the rows shown (after the filter) as ec text, "
                                       "JSON lines or CSV")
         self.export_button.clicked.connect(self.export_dialog)
+        self.detail_button = QToolButton()
+        self.detail_button.setText("Detail")
+        self.detail_button.setCheckable(True)
+        self.detail_button.setChecked(spec.detail)
+        self.detail_button.setToolTip("Show the selected notification's detail (and the plot) "
+                                      "under the table; off: the table takes the room")
         tools = QHBoxLayout()
         tools.addWidget(self.pause_button)
         tools.addWidget(self.clear_button)
@@ -174,12 +218,13 @@ class ConsumerPane(Pane):
         tools.addWidget(self.filter_edit, 1)
         tools.addWidget(self.regex_box)
         tools.addWidget(self.columns_button)
+        tools.addWidget(QLabel("Key"))
+        tools.addWidget(self.key_combo)
         tools.addSpacing(8)
-        tools.addWidget(QLabel("Keep"))
         tools.addWidget(self.buffer_spin)
-        tools.addWidget(QLabel("rows"))
         tools.addWidget(self.follow_box)
         tools.addWidget(self.export_button)
+        tools.addWidget(self.detail_button)
 
         # -- table and detail -------------------------------------------------------------
         self.view = QTableView()
@@ -201,6 +246,7 @@ class ConsumerPane(Pane):
         header.customContextMenuRequested.connect(self._header_menu)
         self.view.selectionModel().selectionChanged.connect(self._selection_changed)
         self.detail = DetailView()
+        self.detail.explain_button.clicked.connect(self.explain_selected)
         self.plot = AttributePlot()
         self.plot.hide()
         # below the table: the plot (when something is plotted) beside the detail
@@ -208,9 +254,23 @@ class ConsumerPane(Pane):
         below.addWidget(self.plot)
         below.addWidget(self.detail)
         below.setChildrenCollapsible(False)
+        self.keys = KeyIndex()
+        self.key_tree = KeyTree(self.keys)
+        self.key_tree.keyActivated.connect(self.select_latest_of)
+        self.key_tree.hide()
+        table_split = QSplitter(Qt.Orientation.Horizontal)
+        table_split.addWidget(self.key_tree)
+        table_split.addWidget(self.view)
+        table_split.setStretchFactor(0, 1)
+        table_split.setStretchFactor(1, 3)
+        table_split.setChildrenCollapsible(False)
+        self.table_split = table_split
         splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.view)
+        splitter.addWidget(table_split)
         splitter.addWidget(below)
+        self.below = below
+        self.detail_button.toggled.connect(self.set_detail_shown)
+        below.setVisible(spec.detail)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
         splitter.setChildrenCollapsible(False)
@@ -234,6 +294,9 @@ class ConsumerPane(Pane):
         self.keys_button.changed.connect(self._update_buttons)
         self.set_columns(spec.columns)
         self.set_plotted(spec.plots)
+        if spec.key:
+            self._offer_key(spec.key)
+            self.set_key(spec.key)
         self._filter_changed()
         self._update_buttons()
         self.set_status("Not subscribed. Write a subscription and press Subscribe "
@@ -418,12 +481,80 @@ class ConsumerPane(Pane):
                         self._numeric.add(name)
         if new:
             self.names.add(new)
+            for name in sorted(new, key=str.casefold):
+                self._offer_key(name)
+        if self.keys.key:
+            self.key_tree.update_keys(self.keys.feed(batch))
         if self.plot.names:
             self.plot.feed(batch, self.proxy.accepts)
 
     def set_plotted(self, names: list[str]) -> None:
         """Plot these numeric attributes over time (up to four)."""
         self.plot.set_names(names)
+        if self.keys.key:
+            self.plot.set_key(self.keys.key, self.model.rows(), self.proxy.accepts)
+
+    # -- key attribute ----------------------------------------------------------------
+    def _offer_key(self, name: str) -> None:
+        """Add ``name`` to the key choices, in sorted place."""
+        combo = self.key_combo
+        if combo.findData(name) >= 0:
+            return
+        at = 1
+        while at < combo.count() and combo.itemText(at).casefold() < name.casefold():
+            at += 1
+        combo.insertItem(at, name, name)
+
+    def set_key(self, name: str) -> None:
+        """Use ``name`` as the key attribute ("" for none): the per-key tree,
+        the same-key diff and one plot line per key value, from the rows
+        already received on."""
+        if name:
+            self._offer_key(name)
+        self.key_combo.setCurrentIndex(max(self.key_combo.findData(name), 0))
+        self.keys.key = name
+        self.keys.clear()
+        self.keys.feed(self.model.rows())
+        self.key_tree.rebuild()
+        self.key_tree.setVisible(bool(name))
+        self.plot.set_key(name, self.model.rows(), self.proxy.accepts)
+        indexes = self.view.selectionModel().selectedRows()
+        if indexes:
+            self.show_detail(indexes[0].row())
+
+    def set_detail_shown(self, shown: bool) -> None:
+        self.below.setVisible(shown)
+        if self.detail_button.isChecked() != shown:
+            self.detail_button.setChecked(shown)
+
+    def select_latest_of(self, key_value: str) -> None:
+        """Select the newest row of this key value (tree click)."""
+        entry = self.keys.stats.get(key_value)
+        if entry is None:
+            return
+        row = self._source_row(entry.latest)
+        if row is None:
+            return
+        proxy_index = self.proxy.mapFromSource(self.model.index(row, 0))
+        if proxy_index.isValid():
+            self.view.selectRow(proxy_index.row())
+            self.view.scrollTo(proxy_index)
+        else:           # hidden by the filter: show it anyway
+            self._show_source_row(row)
+
+    def _source_row(self, record: Received) -> int | None:
+        rows = self.model.rows()
+        low, high = 0, len(rows) - 1
+        while low <= high:            # rows are in delivery (seq) order
+            middle = (low + high) // 2
+            seq = rows[middle].seq
+            if seq == record.seq:
+                return middle
+            if seq < record.seq:
+                low = middle + 1
+            else:
+                high = middle - 1
+        return None
 
     def toggle_plot(self, name: str, on: bool) -> None:
         names = list(self.plot.names)
@@ -448,6 +579,8 @@ class ConsumerPane(Pane):
     def clear(self) -> None:
         self.model.clear()
         self.plot.clear()
+        self.keys.clear()
+        self.key_tree.rebuild()
         self.detail.show_record(None, None)
         self._update_stats()
 
@@ -493,7 +626,9 @@ class ConsumerPane(Pane):
         menu = self.columns_menu
         menu.clear()
         chosen = self.model.columns()
-        names = list(dict.fromkeys(chosen + self.seen_names()))
+        # one stable order (by name), whatever is ticked: ticking never moves
+        # an entry under the pointer
+        names = sorted(set(chosen) | self._seen, key=str.casefold)
         if not names:
             action = menu.addAction("No attributes received yet")
             action.setEnabled(False)
@@ -509,7 +644,8 @@ class ConsumerPane(Pane):
             menu.addAction("Hide all attribute columns", lambda: self.set_columns([]))
         numeric = [n for n in names if n in self._numeric]
         if numeric:
-            plot_menu = menu.addMenu("Plot over time")
+            plot_menu = StayOpenMenu("Plot over time", menu)
+            menu.addMenu(plot_menu)
             for name in numeric[:50]:
                 action = QAction(name, plot_menu)
                 action.setCheckable(True)
@@ -517,7 +653,14 @@ class ConsumerPane(Pane):
                 action.setEnabled(name in self.plot.names or
                                   len(self.plot.names) < MAX_PLOTTED)
                 action.toggled.connect(lambda on, n=name: self.toggle_plot(n, on))
+                action.toggled.connect(lambda _on, m=plot_menu: self._plot_limit(m))
                 plot_menu.addAction(action)
+
+    def _plot_limit(self, menu: QMenu) -> None:
+        """The open Plot menu: at the limit, only ticked names can change."""
+        full = len(self.plot.names) >= MAX_PLOTTED
+        for action in menu.actions():
+            action.setEnabled(action.isChecked() or not full)
 
     def toggle_column(self, name: str, on: bool) -> None:
         columns = self.model.columns()
@@ -558,11 +701,35 @@ class ConsumerPane(Pane):
         self.show_detail(indexes[0].row())
 
     def show_detail(self, proxy_row: int) -> None:
-        """Show the detail of a visible row, diffed with the visible row above."""
+        """Show the detail of a visible row, diffed with the visible row above,
+        or with a key attribute, with the previous notification of that key
+        (filtered out or not)."""
+        if self.keys.key:
+            source = self.proxy.mapToSource(self.proxy.index(proxy_row, 0))
+            self._show_source_row(source.row())
+            return
         record = self.proxy.index(proxy_row, 0).data(RECORD_ROLE)
         previous = self.proxy.index(proxy_row - 1, 0).data(RECORD_ROLE) \
             if proxy_row > 0 else None
         self.detail.show_record(record, previous)
+
+    def _show_source_row(self, row: int) -> None:
+        rows = self.model.rows()
+        if not 0 <= row < len(rows):
+            return
+        key = self.keys.key
+        record = rows[row]
+        self.detail.show_record(record, previous_of_key(rows, row, key),
+                                f"{key} {key_of(record, key)}" if key else "")
+
+    def selected_record(self) -> Received | None:
+        indexes = self.view.selectionModel().selectedRows()
+        return indexes[0].data(RECORD_ROLE) if indexes else None
+
+    def explain_selected(self) -> None:
+        record = self.selected_record()
+        self.explainRequested.emit(record.attributes if record else None,
+                                   self.editor.expression())
 
     def visible_records(self) -> list[Received]:
         if not self.proxy.active:
@@ -601,7 +768,8 @@ class ConsumerPane(Pane):
             accept_insecure=self.insecure_box.isChecked(),
             producer_keys=keys.producer, consumer_keys=keys.consumer,
             filter=self.filter_edit.text(), regex=self.regex_box.isChecked(),
-            plots=list(self.plot.names))
+            plots=list(self.plot.names), key=self.keys.key,
+            detail=self.detail_button.isChecked())
 
     async def shutdown(self) -> None:
         self.timer.stop()

@@ -47,6 +47,10 @@ class DetailView(QWidget):
         self.copy_button.setToolTip("Copy this notification in ec/ep text form")
         self.copy_button.setEnabled(False)
         self.copy_button.clicked.connect(self.copy)
+        self.explain_button = QPushButton("Explain…")
+        self.explain_button.setToolTip("Why does the pane's subscription match this "
+                                       "notification (or would another not)? Clause by clause")
+        self.explain_button.setEnabled(False)
         self.tree = QTreeWidget()
         self.tree.setColumnCount(4)
         self.tree.setHeaderLabels(["Attribute", "Type", "Value", "Previous"])
@@ -64,6 +68,7 @@ class DetailView(QWidget):
         self._mono = mono
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
+        top.addWidget(self.explain_button)
         top.addWidget(self.copy_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -72,16 +77,24 @@ class DetailView(QWidget):
         self.record: Received | None = None
         self.previous: Received | None = None
 
-    def show_record(self, record: Received | None, previous: Received | None) -> None:
+    def show_record(self, record: Received | None, previous: Received | None,
+                    same: str = "") -> None:
+        """``same`` says what ``previous`` shares with ``record`` (e.g.
+        ``Symbol ACME``) when it is not simply the row above."""
         self.record, self.previous = record, previous
         self.tree.clear()
         self.copy_button.setEnabled(record is not None)
+        self.explain_button.setEnabled(record is not None)
         if record is None:
             self.header.setText("Select a notification to see all its values.")
             return
         secure = "secure match (keys)" if record.secure else "insecure match"
-        against = f"compared with #{previous.seq}" if previous is not None else \
-            "no previous notification to compare with"
+        if previous is not None:
+            against = f"compared with #{previous.seq}" + \
+                (f", the previous one of {same}" if same else "")
+        else:
+            against = f"the first of {same}" if same else \
+                "no previous notification to compare with"
         self.header.setText(f"<b>#{record.seq}</b> at {timestamp(record.time, True)}, "
                             f"{len(record.attributes)} attributes, {secure}; {against}")
         items = []

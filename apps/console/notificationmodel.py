@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from elvin_apps.console.received import Received, display_value, timestamp
 from elvin_apps.console.ringbuffer import RingBuffer
@@ -149,6 +149,10 @@ class NotificationTableModel(QAbstractTableModel):
 
     def record(self, row: int) -> Received:
         return self._rows[row]
+
+    def rows(self) -> Sequence[Received]:
+        """The rows, oldest first, without a copy (indexable, sized)."""
+        return self._rows
 
     def records(self) -> list[Received]:
         return list(self._rows)

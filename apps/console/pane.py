@@ -29,6 +29,8 @@ class Pane(QWidget):
 
     kind = "pane"
     titleChanged = Signal(str)
+    # (attributes or None, subscription or ""): open "Explain a match" with these
+    explainRequested = Signal(object, str)
 
     def __init__(self, registry: RouterRegistry, title: str, router: str,
                  parent: QWidget | None = None) -> None:

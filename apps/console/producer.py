@@ -6,6 +6,10 @@ rate; every send once, and every repeat run, lands in the history, where one
 click (double-click or Resend) sends exactly the same notification again,
 with the same keys and flag. Notifications load from and save to the ec/ep
 text format, so definitions can be shared with ``ep`` scripts.
+
+Folded (the default), the pane is a one-line publish bar: the router, the
+notification in brief, Send, and "Edit" to unfold the full editor, so that
+the consumer panes above get the height.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from elvin_apps.console.routers import RouterRegistry
 from elvin_apps.console.tasks import spawn
 from elvin_apps.console.typed import TypedValueError
 from elvin_apps.console.workspace import AttributeSpec, ProducerSpec
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -39,6 +43,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QToolButton,
     QVBoxLayout,
@@ -120,6 +125,7 @@ class EcTextDialog(QDialog):
 
 class ProducerPane(Pane):
     kind = "producer"
+    expandedChanged = Signal(bool)
 
     def __init__(self, registry: RouterRegistry, names: AttributeNames,
                  spec: ProducerSpec | None = None, parent: QWidget | None = None) -> None:
@@ -137,10 +143,27 @@ class ProducerPane(Pane):
                                      "(off: secure subscribers only)")
         self.keys_button = KeysButton(KeySpec(spec.producer_keys, spec.consumer_keys),
                                       "Notification keys", self)
+        self.summary_label = QLabel()
+        self.summary_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.summary_label.setMinimumWidth(80)
+        self.summary_label.setSizePolicy(QSizePolicy.Policy.Ignored,
+                                         QSizePolicy.Policy.Preferred)
+        self.bar_send = QPushButton("Send")
+        self.bar_send.setToolTip("Send this notification once (Ctrl+Enter)")
+        self.bar_send.clicked.connect(self.send_once)
+        self.expand_button = QToolButton()
+        self.expand_button.setCheckable(True)
+        self.expand_button.toggled.connect(self.set_expanded)
         top = self.router_row()
         top.addWidget(self.insecure_box)
         top.addWidget(self.keys_button)
-        top.addStretch(1)
+        top.addWidget(self.summary_label, 1)
+        top.addWidget(self.bar_send)
+        self.top_stretch = QWidget()
+        self.top_stretch.setSizePolicy(QSizePolicy.Policy.Expanding,
+                                       QSizePolicy.Policy.Preferred)
+        top.addWidget(self.top_stretch)
+        top.addWidget(self.expand_button)
 
         self.attributes = AttributeTable()
         paste = QPushButton("Paste ec…")
@@ -152,9 +175,13 @@ class ProducerPane(Pane):
         save = QPushButton("Save…")
         save.setToolTip("Save this notification as ec/ep text (ep sends it as is)")
         save.clicked.connect(self.save_dialog)
-        for button in (paste, load, save):
+        explain = QPushButton("Explain…")
+        explain.setToolTip("Would a subscription match this notification? Clause by clause")
+        explain.clicked.connect(self.explain_draft)
+        for button in (paste, load, save, explain):
             self.attributes.button_row.addWidget(button)
         self.attributes.changed.connect(self._update_buttons)
+        self.attributes.changed.connect(self._update_summary)
 
         self.send_button = QPushButton("Send")
         self.send_button.setToolTip("Send this notification once (Ctrl+Enter)")
@@ -221,6 +248,7 @@ class ProducerPane(Pane):
         splitter.setStretchFactor(1, 1)
         splitter.setChildrenCollapsible(False)
         self.history_list.setMinimumHeight(48)
+        self.full = splitter
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -246,7 +274,47 @@ class ProducerPane(Pane):
         self._update_buttons()
         self._update_sent()
         self.set_status("")
+        self._expanded = None
+        self.set_expanded(spec.expanded)
         self.ready()
+
+    # -- folding -------------------------------------------------------------------------
+    @property
+    def expanded(self) -> bool:
+        return bool(self._expanded)
+
+    def set_expanded(self, expanded: bool) -> None:
+        """The full editor (True) or the one-line publish bar."""
+        if expanded == self._expanded:
+            return
+        self._expanded = expanded
+        for widget in (self.full, self.insecure_box, self.keys_button, self.top_stretch):
+            widget.setVisible(expanded)
+        for widget in (self.summary_label, self.bar_send):
+            widget.setVisible(not expanded)
+        self.expand_button.blockSignals(True)
+        self.expand_button.setChecked(expanded)
+        self.expand_button.blockSignals(False)
+        self.expand_button.setText("Fold \N{BLACK UP-POINTING SMALL TRIANGLE}" if expanded
+                                   else "Edit \N{BLACK DOWN-POINTING SMALL TRIANGLE}")
+        self.expand_button.setToolTip("Fold back to the one-line publish bar" if expanded
+                                      else "Unfold the editor: attributes, keys, repeat, "
+                                      "history")
+        self._update_summary()
+        self.expandedChanged.emit(expanded)
+
+    def _update_summary(self) -> None:
+        try:
+            notification = self.attributes.notification()
+        except TypedValueError as exc:
+            self.summary_label.setText(f"Not ready: {exc}")
+            self.summary_label.setStyleSheet("color: #c62828;")
+            self.summary_label.setToolTip("Edit to fix it")
+            return
+        text = Received(0, 0.0, notification, False).summary(400)
+        self.summary_label.setText(text)
+        self.summary_label.setStyleSheet("font-family: monospace;")
+        self.summary_label.setToolTip(format_notification(notification))
 
     # -- sending --------------------------------------------------------------------------
     def _keys(self) -> Keys | None:
@@ -260,6 +328,21 @@ class ProducerPane(Pane):
         notification = self.attributes.notification()
         self.names.add(notification)
         return notification, self._keys(), self.insecure_box.isChecked()
+
+    def draft(self) -> dict[str, Value] | None:
+        """The notification being written, or None while it is not valid."""
+        try:
+            return self.attributes.notification()
+        except TypedValueError:
+            return None
+
+    def explain_draft(self) -> None:
+        draft = self.draft()
+        if draft is None:
+            self.set_status("Explain: fix the notification first "
+                            f"({self.attributes.errors()[0]})", error=True)
+            return
+        self.explainRequested.emit(draft, "")
 
     def send_once(self) -> bool:
         """Send the editor's notification; False (nothing sent) if invalid."""
@@ -417,6 +500,7 @@ class ProducerPane(Pane):
     def _update_buttons(self) -> None:
         valid = self.attributes.is_valid()
         self.send_button.setEnabled(valid)
+        self.bar_send.setEnabled(valid)
         self.repeat_button.setEnabled(valid or self.repeater is not None)
 
     # -- ec text files -------------------------------------------------------------------
@@ -490,7 +574,7 @@ class ProducerPane(Pane):
                         for a in self.attributes.attributes()],
             deliver_insecure=self.insecure_box.isChecked(),
             producer_keys=keys.producer, consumer_keys=keys.consumer,
-            rate=self.rate_spin.value(), history=history)
+            rate=self.rate_spin.value(), history=history, expanded=self.expanded)
 
     async def shutdown(self) -> None:
         await self.stop_repeat()

@@ -1,5 +1,10 @@
 """The main window: routers on the left, panes as dock widgets beside them.
 
+The routers sidebar folds away (View menu, the "Routers" button in the
+status bar, or by itself below 1200 px wide), leaving each router's state
+in words in the status bar; producers start as a one-line publish bar, so
+the consumer table gets the height.
+
 Panes are ``QDockWidget`` s, so they can be tabbed together, split side by
 side, or floated as separate windows; by default consumers (and the quench
 and router views) are tabbed in the upper area and producers in the lower
@@ -16,6 +21,7 @@ from pathlib import Path
 from elvin_apps.console import __version__
 from elvin_apps.console.completion import AttributeNames
 from elvin_apps.console.consumer import ConsumerPane
+from elvin_apps.console.explainview import ExplainDialog, Source
 from elvin_apps.console.pane import Pane
 from elvin_apps.console.producer import ProducerPane
 from elvin_apps.console.quenchview import QuenchPane
@@ -43,8 +49,10 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
+    QSizePolicy,
     QSplitter,
     QTabWidget,
+    QToolButton,
     QWidget,
 )
 
@@ -118,10 +126,30 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setChildrenCollapsible(False)
+        # the sidebar never sets the window's minimum width (below 1200 px it
+        # folds by itself), so the window can be made narrow with it shown
+        self.splitter.setCollapsible(0, True)
+        self.routers_panel.setMinimumWidth(0)
+        policy = self.routers_panel.sizePolicy()
+        policy.setHorizontalPolicy(QSizePolicy.Policy.Ignored)
+        self.routers_panel.setSizePolicy(policy)
         self.setCentralWidget(self.splitter)
+        self.sidebar_button = QToolButton()
+        self.sidebar_button.setCheckable(True)
+        self.sidebar_button.setChecked(True)
+        self.sidebar_button.setAutoRaise(True)
+        self.sidebar_button.toggled.connect(self.set_sidebar_shown)
+        self._sidebar_chosen = False        # the user's choice beats the automatic one
+        self.routers_summary = QLabel()
+        self.routers_summary.setTextFormat(Qt.TextFormat.RichText)
         self._menus()
         self.workspace_label = QLabel()
+        self.statusBar().addWidget(self.sidebar_button)
+        self.statusBar().addWidget(self.routers_summary)
         self.statusBar().addWidget(self.workspace_label, 1)
+        registry.routersChanged.connect(self._watch_routers)
+        self._watched: set[int] = set()
+        self._watch_routers()
         self._update_title()
         self.resize(1280, 800)
 
@@ -138,6 +166,12 @@ class MainWindow(QMainWindow):
         self._action(file, "&Export received…", self.export_current, "Ctrl+E")
         file.addSeparator()
         self._action(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        view = bar.addMenu("&View")
+        self.sidebar_action = self._action(view, "&Routers sidebar",
+                                           lambda on: self.set_sidebar_shown(on, chosen=True),
+                                           "Ctrl+Shift+B")
+        self.sidebar_action.setCheckable(True)
+        self.sidebar_action.setChecked(True)
         panes = bar.addMenu("&Panes")
         self._action(panes, "New &consumer", lambda: self.add_pane("consumer", focus=True),
                      "Ctrl+Shift+C")
@@ -149,6 +183,9 @@ class MainWindow(QMainWindow):
                      lambda: self.add_pane("router", focus=True), "Ctrl+Shift+R")
         panes.addSeparator()
         self._action(panes, "Re&name current pane…", self.rename_current, "F2")
+        tools = bar.addMenu("&Tools")
+        self._action(tools, "&Explain a match…", lambda: self.explain(None, ""),
+                     "Ctrl+Shift+X")
         routers = bar.addMenu("&Routers")
         self._action(routers, "&Add router…", self.routers_panel.add_router)
         help_menu = bar.addMenu("&Help")
@@ -184,6 +221,9 @@ class MainWindow(QMainWindow):
             pane = RouterViewPane(self.registry, spec)
         else:
             raise ValueError(f"unknown pane kind {kind!r}")
+        pane.explainRequested.connect(self.explain)
+        if isinstance(pane, ProducerPane):
+            pane.expandedChanged.connect(lambda _on: QTimer.singleShot(0, self.arrange_heights))
         dock = PaneDock(pane, self.dock_host)
         dock.closing.connect(self._dock_closing)
         dock.visibilityChanged.connect(lambda visible, p=pane: self._pane_shown(p, visible))
@@ -287,17 +327,73 @@ class MainWindow(QMainWindow):
 
     def arrange(self) -> None:
         """Default proportions: a narrow routers column; views get about
-        two thirds of the height, producers the rest."""
+        two thirds of the height, producers the rest (a folded producer
+        only its bar)."""
         width = max(self.width(), 800)
         left = min(300, width // 4)
         self.splitter.setSizes([left, width - left])
+        self.arrange_heights()
+
+    def arrange_heights(self) -> None:
         view = next((d for p, d in self.docks.items() if _group(p.kind) == "view"), None)
         producer = next((d for p, d in self.docks.items() if _group(p.kind) == "producer"),
                         None)
         if view is not None and producer is not None:
-            height = max(self.height() - 80, 300)
-            self.dock_host.resizeDocks([view, producer], [height * 64 // 100, height * 36 // 100],
-                             Qt.Orientation.Vertical)
+            height = max(self.dock_host.height(), 300)
+            pane = producer.pane
+            if isinstance(pane, ProducerPane) and not pane.expanded:
+                low = producer.minimumSizeHint().height() + 4
+            else:
+                low = height * 36 // 100
+            self.dock_host.resizeDocks([view, producer], [height - low, low],
+                                       Qt.Orientation.Vertical)
+
+    # -- routers sidebar -----------------------------------------------------------------
+    def set_sidebar_shown(self, shown: bool, chosen: bool = True) -> None:
+        if chosen:
+            self._sidebar_chosen = True
+        self.routers_panel.setVisible(shown)
+        for control in (self.sidebar_button, self.sidebar_action):
+            control.blockSignals(True)
+            control.setChecked(shown)
+            control.blockSignals(False)
+        self.sidebar_button.setText("\N{BLACK LEFT-POINTING SMALL TRIANGLE} Routers" if shown
+                                    else "\N{BLACK RIGHT-POINTING SMALL TRIANGLE} Routers")
+        self.sidebar_button.setToolTip("Fold the routers sidebar away (Ctrl+Shift+B)" if shown
+                                       else "Show the routers sidebar (Ctrl+Shift+B)")
+        self._update_routers_summary()
+
+    @property
+    def sidebar_shown(self) -> bool:
+        return not self.routers_panel.isHidden()
+
+    def _watch_routers(self) -> None:
+        for entry in self.registry.entries():
+            if id(entry.manager) not in self._watched:
+                self._watched.add(id(entry.manager))
+                entry.manager.stateChanged.connect(self._update_routers_summary)
+        self._update_routers_summary()
+
+    def _update_routers_summary(self, *_args) -> None:
+        """Each router's state in words, while the sidebar is folded."""
+        if self.sidebar_shown:
+            self.routers_summary.setText("")
+            self.routers_summary.hide()
+            return
+        parts = []
+        for entry in self.registry.entries():
+            state = entry.manager.state
+            colour = _STATE_COLOURS.get(state, "#c62828")
+            words = _STATE_WORDS.get(state, state)
+            parts.append(f"<span style='color:{colour}'>\N{BLACK CIRCLE}</span> "
+                         f"{_html(entry.name)} {words}")
+        self.routers_summary.setText(" · ".join(parts) or "no router")
+        self.routers_summary.show()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        if not self._sidebar_chosen:
+            self.set_sidebar_shown(self.width() >= SIDEBAR_MIN_WIDTH, chosen=False)
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)
@@ -357,6 +453,36 @@ class MainWindow(QMainWindow):
         self.workspace_label.setText(f"Workspace: {self.path}" if self.path else
                                      "Workspace not saved yet (File ▸ Save workspace as…)")
 
+    # -- explain -----------------------------------------------------------------------
+    def explain(self, attributes=None, expression: str = "") -> ExplainDialog:
+        """Open "Explain a match" (one per window), with this notification and
+        subscription when given; else the current consumer's subscription."""
+        dialog = getattr(self, "explain_dialog", None)
+        if dialog is None:
+            dialog = ExplainDialog(self.names, self._explain_sources, self)
+            self.explain_dialog = dialog
+        consumer = self.current_consumer()
+        if not expression and not dialog.editor.expression().strip() and consumer:
+            expression = consumer.editor.expression()
+        dialog.set_expression(expression)
+        if attributes is not None:
+            dialog.set_notification(attributes)
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        return dialog
+
+    def _explain_sources(self) -> list[Source]:
+        sources: list[Source] = []
+        for pane in self.panes:
+            if isinstance(pane, ConsumerPane):
+                sources.append((f"Selected row of {pane.title()}",
+                                lambda p=pane: (r.attributes if (r := p.selected_record())
+                                                else None)))
+            elif isinstance(pane, ProducerPane):
+                sources.append((f"Draft of {pane.title()}", pane.draft))
+        return sources
+
     # -- export --------------------------------------------------------------------------
     def current_consumer(self) -> ConsumerPane | None:
         if self._last_consumer in self.panes:
@@ -386,6 +512,16 @@ class MainWindow(QMainWindow):
             with contextlib.suppress(Exception):
                 await pane.shutdown()
         await self.registry.stop_all()
+
+
+SIDEBAR_MIN_WIDTH = 1200
+_STATE_COLOURS = {"connected": "#2e7d32", "connecting": "#ef8f00", "reconnecting": "#ef8f00"}
+_STATE_WORDS = {"connected": "connected", "connecting": "connecting…",
+                "reconnecting": "reconnecting…", "disconnected": "not connected"}
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _group(kind: str) -> str:

@@ -100,6 +100,8 @@ class ConsumerSpec:
     filter: str = ""
     regex: bool = False
     plots: list[str] = field(default_factory=list)    # numeric attributes plotted
+    key: str = ""           # the key attribute: per-key tree, diff and plot series
+    detail: bool = True     # the detail (and plot) below the table shown
 
 
 @dataclass
@@ -113,6 +115,7 @@ class ProducerSpec:
     consumer_keys: list[str] = field(default_factory=list)
     rate: float = 1.0
     history: list[str] = field(default_factory=list)   # sent notifications, ec text
+    expanded: bool = False  # the full editor; else the one-line publish bar
 
 
 @dataclass
@@ -301,7 +304,9 @@ def _pane(table: Any, where: str) -> PaneSpec:
                             _get(table, "accept_insecure", (bool,), True, where),
                             producer, consumer, _get(table, "filter", (str,), "", where),
                             _get(table, "regex", (bool,), False, where),
-                            _strings(table, "plots", where))
+                            _strings(table, "plots", where),
+                            _get(table, "key", (str,), "", where),
+                            _get(table, "detail", (bool,), True, where))
     if kind == "producer":
         attributes = [_attribute(item, f"{where}.attributes[{i}]")
                       for i, item in enumerate(_get(table, "attributes", (list,), [], where))]
@@ -312,7 +317,8 @@ def _pane(table: Any, where: str) -> PaneSpec:
                                  f"100000 per second, not {rate}")
         return ProducerSpec(title, router, attributes,
                             _get(table, "deliver_insecure", (bool,), True, where),
-                            producer, consumer, rate, _strings(table, "history", where))
+                            producer, consumer, rate, _strings(table, "history", where),
+                            _get(table, "expanded", (bool,), False, where))
     if kind == "quench":
         return QuenchSpec(title, router, _strings(table, "names", where),
                           _get(table, "active", (bool,), False, where))

@@ -175,7 +175,10 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool, uri) -> 
 
     manager = ConnectionManager(url)
     model = ScrollerModel()
-    controller = TickerController(config, model, history, manager)
+    # what waits for a router is kept on disk: quitting first loses nothing
+    outbox = None if args.screenshot else \
+        Path(args.data_dir or default_data_dir()) / "outbox.ec"
+    controller = TickerController(config, model, history, manager, outbox_path=outbox)
     window = TickerWindow(controller, status=StatusWidget(manager),
                           save_config=not args.screenshot)
     from elvin_apps.tickertape.mobility import TickerMobility

@@ -23,6 +23,7 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from elvin_apps.tickertape.config import Config
@@ -32,6 +33,12 @@ from elvin_apps.tickertape.history import History
 from elvin_apps.tickertape.message import Message, from_notification, new_message_id
 from elvin_apps.tickertape.model import ScrollerModel
 from elvin_apps.tickertape.notifier import MentionMatcher
+from elvin_apps.tickertape.outboxfile import (
+    PRIVATE_MARK,
+    OutboxError,
+    load_outbox,
+    save_outbox,
+)
 from elvin_apps.tickertape.outgoing import Draft, build_notification
 from elvin_apps.tickertape.qtcompat import emit
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -79,6 +86,9 @@ class TickerController(QObject):
     message sent while not connected (or whose sending fails because the
     connection went) waits in :attr:`outbox`, already built (so its
     Message-Id does not change), and goes out in order on reconnection.
+    With ``outbox_path`` the outbox is also kept on disk after every change
+    (``outboxfile``), so quitting before a router answers loses nothing:
+    the next start sends it.
 
     ``known_groups_note`` says why the known groups cannot be listed (the
     router has no quench, or the quench failed), None while they can.
@@ -93,7 +103,7 @@ class TickerController(QObject):
 
     def __init__(self, config: Config, model: ScrollerModel, history: History | None = None,
                  manager: Any = None, notifier: Any = None,
-                 parent: QObject | None = None) -> None:
+                 parent: QObject | None = None, outbox_path: Path | None = None) -> None:
         super().__init__(parent)
         self.config = config
         self.groups = config.group_list
@@ -126,6 +136,11 @@ class TickerController(QObject):
         #: built messages waiting for a router: (attributes, keys)
         self.outbox: deque[tuple[dict[str, object], Keys | None]] = deque()
         self._flush_task: asyncio.Task | None = None
+        self.outbox_path = outbox_path
+        self.startup_notice = ""        # for the window to show once it is up
+        if outbox_path is not None:
+            self._load_outbox(outbox_path)
+            self.outboxChanged.connect(self._save_outbox)
 
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(HISTORY_FLUSH_MS)
@@ -466,6 +481,40 @@ class TickerController(QObject):
             self.outbox.popleft()
             emit(self.outboxChanged, len(self.outbox))
             emit(self.messageSent, attributes)
+
+    # -- the outbox on disk -----------------------------------------------------
+    def _load_outbox(self, path: Path) -> None:
+        try:
+            saved = load_outbox(path)
+        except OutboxError as exc:
+            # keep the user's text for them to rescue; never overwrite it
+            aside = path.with_name(path.name + ".unreadable")
+            with contextlib.suppress(OSError):
+                path.replace(aside)
+            log.warning("%s (moved to %s)", exc, aside)
+            self.startup_notice = f"Messages from last time not read (kept in {aside}): {exc}"
+            return
+        for attributes in saved:
+            private = attributes.pop(PRIVATE_MARK, None)
+            keys = None
+            if private:
+                group = self.groups.find(str(attributes.get("Group", "")))
+                if group is None or not group.private:
+                    log.warning("a saved message to %s was dropped: the group has no key "
+                                "any more", attributes.get("Group"))
+                    continue
+                keys = notification_keys(group.key)
+            self.outbox.append((attributes, keys))
+
+    def _save_outbox(self, _waiting: int = 0) -> None:
+        if self.outbox_path is None:
+            return
+        saved = [dict(attributes, **{PRIVATE_MARK: 1}) if keys is not None else attributes
+                 for attributes, keys in self.outbox]
+        try:
+            save_outbox(self.outbox_path, saved)
+        except OutboxError as exc:
+            emit(self.problem, f"{exc} (the waiting messages are lost if you quit)")
 
     async def close(self) -> None:
         self._flush_timer.stop()

@@ -142,6 +142,10 @@ class TickerWindow(QWidget):
         controller.messageSent.connect(
             lambda attrs: self.show_notice(f"Sent to {attrs.get('Group')}"))
         controller.outboxChanged.connect(self._outbox_changed)
+        if controller.startup_notice:
+            self.show_notice(controller.startup_notice, error=True)
+        elif controller.outbox:          # saved when the user last quit
+            self._outbox_changed(len(controller.outbox))
         manager = controller.manager
         if manager is not None and hasattr(manager, "stateChanged"):
             manager.stateChanged.connect(self._state_changed)

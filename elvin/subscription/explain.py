@@ -20,7 +20,7 @@ from elvin.subscription.ast import LEAF_KINDS, Kind, Node
 from elvin.subscription.reference import _Interp
 from elvin.subscription.unparse import unparse_brief
 
-__all__ = ["Step", "explain", "format_explanation", "RESULT_WORDS"]
+__all__ = ["Step", "explain", "failing", "format_explanation", "RESULT_WORDS"]
 
 RESULT_WORDS = {True: "true", False: "false", None: "bottom"}
 _MARKS = {True: "\N{CHECK MARK}", False: "\N{BALLOT X}", None: "\N{UP TACK}"}
@@ -47,6 +47,12 @@ class Step:
     text: str
     result: bool | None
     reason: str = ""
+    kind: Kind | None = None
+
+    @property
+    def logical(self) -> bool:
+        """An ``&&``/``||``/``^^``/``!`` whose operands follow it."""
+        return self.kind in _LOGICAL
 
     @property
     def word(self) -> str:
@@ -87,13 +93,48 @@ def explain(tree: Node | str, attrs: Mapping[str, object]) -> list[Step]:
             return
         result = recorder.truths[id(node)]
         steps.append(Step(depth, unparse_brief(node, 80), result,
-                          _why(node, result, recorder, attrs)))
+                          _why(node, result, recorder, attrs), node.kind))
         if node.kind in _LOGICAL:
             for child in node.children:
                 walk(child, depth + 1)
 
     walk(tree, 0)
     return steps
+
+
+def failing(steps: list[Step]) -> list[int]:
+    """The indexes of the steps that make the whole expression fail: below
+    a failed ``&&`` each operand that is not true, below a failed ``||``
+    every operand, and otherwise the step itself (a comparison, a
+    function, or a ``!``/``^^`` whose operands were fine). Empty when the
+    expression matches. These are the clauses a developer has to change.
+    """
+    if not steps or steps[0].result is True:
+        return []
+    out: list[int] = []
+
+    def children(index: int) -> list[int]:
+        depth = steps[index].depth
+        found = []
+        for n in range(index + 1, len(steps)):
+            if steps[n].depth <= depth:
+                break
+            if steps[n].depth == depth + 1:
+                found.append(n)
+        return found
+
+    def mark(index: int) -> None:
+        step = steps[index]
+        if step.kind in (Kind.AND, Kind.OR):
+            below = [n for n in children(index) if steps[n].result is not True]
+            if below:
+                for n in below:
+                    mark(n)
+                return
+        out.append(index)
+
+    mark(0)
+    return out
 
 
 def _names(node: Node) -> list[str]:

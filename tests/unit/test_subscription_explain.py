@@ -66,3 +66,13 @@ def test_cli_reads_ec_text_and_marks_the_failing_clause(tmp_path):
                              capture_output=True, text=True, cwd=ROOT, timeout=30)
     assert garbage.returncode == 1 and "line 1" in garbage.stderr
     assert "Traceback" not in bad.stderr + garbage.stderr
+
+
+def test_failing_names_the_clauses_to_change():
+    from elvin.subscription.explain import failing
+    steps = explain(EXPRESSION, {"Price": 12.5, "Symbol": "ACME", "Halted": 1})
+    assert [steps[i].text for i in failing(steps)] == ["Price < 10", "!require(Halted)"]
+    steps = explain(EXPRESSION, {"Price": 5, "Symbol": "XYZ"})
+    assert [steps[i].text for i in failing(steps)] == [
+        'Symbol == "ACME"', 'begins-with(Symbol, "AC")', "!require(Halted)"]
+    assert failing(explain("Price < 10 && Symbol == \"ACME\"", {"Price": 5, "Symbol": "ACME"})) == []
