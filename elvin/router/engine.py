@@ -50,7 +50,7 @@ from elvin.router.security import (
 )
 from elvin.subscription import index_constraint, index_value, required_names
 from elvin.subscription.ast import Kind, Node
-from elvin.subscription.patterns import BUDGET, set_evaluation_budget
+from elvin.subscription.patterns import thread_budget
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,6 @@ class Engine:
         self._refs: dict[str, dict[int, Subscription]] = {}
         self._watchers: dict[str, list[Callable[[bool], None]]] = {}
         self.evaluations = 0     # predicates evaluated (for tests and statistics)
-        set_evaluation_budget(EVALUATION_BUDGET)
         #: ``listener(ast, added)`` when a distinct subscription tree appears or
         #: goes (federation keeps its pull filters from this); None = nobody
         self.pred_listener: Callable[[Node, bool], None] | None = None
@@ -437,41 +436,48 @@ class Engine:
         secure: dict[Hashable, list[int]] = {}
         preds = self.candidates(attrs)
         self.evaluations += len(preds)
-        BUDGET[0] += 1          # a new evaluation budget for this notification
-        for pred in preds:
-            try:
-                if pred.evaluate(attrs) is not True:
+        # a new evaluation budget for this notification, in this thread only
+        # and only while matching (patterns.thread_budget says why)
+        budget = thread_budget()
+        budget[0] += 1
+        budget[3] = EVALUATION_BUDGET
+        try:
+            for pred in preds:
+                try:
+                    if pred.evaluate(attrs) is not True:
+                        continue
+                except Exception:       # evaluation never raises, by contract; be safe
+                    log.exception("evaluating %r failed", pred.ast)
                     continue
-            except Exception:       # evaluation never raises, by contract; be safe
-                log.exception("evaluating %r failed", pred.ast)
-                continue
-            groups = pred._groups
-            if groups is None:
-                pred._build()
                 groups = pred._groups
-            if deliver_insecure:
-                for owner, ids in groups:  # type: ignore[union-attr]
-                    prev = insecure.get(owner)
-                    if prev is None:
-                        insecure[owner] = ids
-                    elif type(prev) is tuple:
-                        insecure[owner] = [*prev, *ids]
+                if groups is None:
+                    pred._build()
+                    groups = pred._groups
+                if deliver_insecure:
+                    for owner, ids in groups:  # type: ignore[union-attr]
+                        prev = insecure.get(owner)
+                        if prev is None:
+                            insecure[owner] = ids
+                        elif type(prev) is tuple:
+                            insecure[owner] = [*prev, *ids]
+                        else:
+                            prev.extend(ids)
+                for sub in pred._special:  # type: ignore[union-attr]
+                    if nkeys is not None and prepared_match(nkeys, sub.prepared):
+                        target = secure
+                    elif deliver_insecure and sub.accept_insecure:
+                        target = insecure
                     else:
-                        prev.extend(ids)
-            for sub in pred._special:  # type: ignore[union-attr]
-                if nkeys is not None and prepared_match(nkeys, sub.prepared):
-                    target = secure
-                elif deliver_insecure and sub.accept_insecure:
-                    target = insecure
-                else:
-                    continue
-                prev = target.get(sub.owner)
-                if prev is None:
-                    target[sub.owner] = [sub.id]
-                elif type(prev) is tuple:
-                    target[sub.owner] = [*prev, sub.id]
-                else:
-                    prev.append(sub.id)
+                        continue
+                    prev = target.get(sub.owner)
+                    if prev is None:
+                        target[sub.owner] = [sub.id]
+                    elif type(prev) is tuple:
+                        target[sub.owner] = [*prev, sub.id]
+                    else:
+                        prev.append(sub.id)
+        finally:
+            budget[3] = 0.0
         return insecure, secure
 
     def match_owners(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,

@@ -79,6 +79,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
+import threading
 import time
 import unicodedata
 from collections.abc import Callable
@@ -87,8 +88,7 @@ import regex as _regex
 
 __all__ = ["PatternError", "ere_to_python", "glob_to_python", "compile_regex",
            "compile_glob", "engine_pattern", "regex_matcher", "glob_matcher",
-           "required_literals", "MATCH_TIMEOUT", "BUDGET", "match_budget",
-           "set_evaluation_budget"]
+           "required_literals", "MATCH_TIMEOUT", "match_budget", "thread_budget"]
 
 RE_DUP_MAX = 255
 MAX_GROUP_NESTING = 32
@@ -96,25 +96,39 @@ MAX_GROUP_NESTING = 32
 #: after that it is given up and the predicate is bottom for the notification.
 MATCH_TIMEOUT = 0.02
 
-#: The evaluation budget: [evaluation serial, deadline, serial the deadline
-#: was set for, budget seconds (0.0: none)]. Whoever evaluates many
-#: subscriptions for one notification (the router's engine) bumps the serial
-#: (``BUDGET[0] += 1``: no call on the hot path); the first pattern match of
-#: a serial starts its budget; once it is spent, every further match of that
-#: serial is bottom at once, so N subscriptions whose patterns run out of
-#: time cost one budget, not N x ``MATCH_TIMEOUT``.
-BUDGET = [0, 0.0, 0, 0.0]
+class _ThreadBudget(threading.local):
+    """The evaluation budget of one thread: [evaluation serial, deadline,
+    serial the deadline was set for, budget seconds (0.0: none)].
+
+    Whoever evaluates many subscriptions for one notification (the router's
+    engine) sets the seconds and bumps the serial for each notification; the
+    first pattern match of a serial starts its budget; once it is spent,
+    every further match of that serial is bottom at once, so N subscriptions
+    whose patterns run out of time cost one budget, not N x ``MATCH_TIMEOUT``.
+
+    Why per thread and only while the engine matches: a budget left switched
+    on for the whole process (it once was) was shared by every evaluation in
+    it that never bumps the serial (an app's own evaluator, the quench
+    analysis, tests, a second router in another thread), so after 50 ms of
+    pattern matching in all, every regex() there was bottom for good."""
+
+    def __init__(self) -> None:
+        self.state = [0, 0.0, 0, 0.0]
+
+
+_THREAD = _ThreadBudget()
 _FLAGS = _regex.DOTALL | _regex.VERSION0
 
 
-def set_evaluation_budget(seconds: float) -> None:
-    """Seconds of pattern matching per evaluation serial (0: unlimited)."""
-    BUDGET[3] = seconds
+def thread_budget() -> list:
+    """This thread's budget state (see :class:`_ThreadBudget`); the engine
+    holds on to it for the duration of one ``match``."""
+    return _THREAD.state
 
 
 class match_budget:
     """``with match_budget(seconds): ...``: one evaluation serial with its
-    own budget (tests; the engine bumps the serial itself)."""
+    own budget in this thread (tests; the engine sets its own)."""
 
     __slots__ = ("seconds", "_saved")
 
@@ -123,19 +137,21 @@ class match_budget:
         self._saved = 0.0
 
     def __enter__(self) -> match_budget:
-        self._saved = BUDGET[3]
-        BUDGET[3] = self.seconds if self.seconds > 0 else 1e-12
-        BUDGET[0] += 1
+        state = _THREAD.state
+        self._saved = state[3]
+        state[3] = self.seconds if self.seconds > 0 else 1e-12
+        state[0] += 1
         return self
 
     def __exit__(self, *exc: object) -> None:
-        BUDGET[3] = self._saved
-        BUDGET[0] += 1
+        state = _THREAD.state
+        state[3] = self._saved
+        state[0] += 1
 
 
 def _time_left(timeout: float) -> float:
     """The time one match may take now (<= 0: none left in the budget)."""
-    state = BUDGET
+    state = _THREAD.state
     if not state[3]:
         return timeout
     now = time.perf_counter()

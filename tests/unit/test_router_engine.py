@@ -133,3 +133,23 @@ def test_index_keeps_evaluations_flat_with_scale():
         result = engine.match_owners({"Group": f"g{i * 7}", "Message": "w!"})
         assert sum(len(v[1]) for v in result.values()) == 1
     assert engine.evaluations == 100
+
+
+def test_the_engines_evaluation_budget_does_not_outlive_its_match():
+    """The per-notification pattern budget applies while the engine matches,
+    in its thread; evaluations elsewhere in the process (an app's own
+    evaluator next to a bundled router, the quench analysis) are never cut
+    short by it, however much pattern matching they do in all."""
+    import time
+
+    from elvin.router.engine import EVALUATION_BUDGET
+
+    engine = Engine()
+    add(engine, "o", 'regex(s, "^(a|b)*c$")')
+    assert engine.match_owners({"s": "ab" * 10 + "c"})
+    subject = compile('regex(s, "^(a|b)*c$")')
+    value = {"s": "ab" * 200 + "c"}
+    start, results = time.perf_counter(), []
+    while time.perf_counter() - start < EVALUATION_BUDGET * 4:
+        results.append(subject(value))
+    assert set(results) == {True}, f"{results.count(None)} of {len(results)} were bottom"
