@@ -49,6 +49,7 @@ from elvin.client import (
     SubscriptionRemoved,
 )
 from elvin.errors import ElvinError
+from elvin.quenching import Wanted, wanted
 from elvin.subscription import unparse
 
 __all__ = ["QuenchPane", "parse_names"]
@@ -74,6 +75,15 @@ def _expression(ast) -> str:
         return unparse(ast)
     except Exception as exc:  # noqa: BLE001 - show the term even if it cannot be printed
         return f"<cannot print: {exc}>"
+
+
+def describe_wanted(name: str, values: Wanted) -> str:
+    """One line for a producer: which values of ``name`` anyone can match."""
+    if values.unbounded:
+        return "any value (a subscription does not narrow it down)"
+    if values.nothing:
+        return "none (no subscription can match it)"
+    return "  or  ".join(sorted(unparse(c.node(name)) for c in values.constraints))
 
 
 class QuenchPane(Pane):
@@ -134,12 +144,26 @@ class QuenchPane(Pane):
         self.note.setStyleSheet("QLabel { background: palette(base); border: 1px solid "
                                 "palette(mid); padding: 24px; color: #5f6368; }")
         self.note.hide()
+        # what a producer needs from the quench: the values subscribers want
+        self.wanted_table = QTableWidget(0, 2)
+        self.wanted_table.setHorizontalHeaderLabels(["Attribute", "Values subscribers want"])
+        self.wanted_table.verticalHeader().hide()
+        self.wanted_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.wanted_table.setWordWrap(False)
+        self.wanted_table.horizontalHeader().resizeSection(0, 120)
+        self.wanted_table.horizontalHeader().setSectionResizeMode(
+            1, QHeaderView.ResizeMode.Stretch)
+        self.wanted_table.setToolTip("Worked out from the subscriptions above "
+                                     "(elvin.quenching.wanted): a producer need only "
+                                     "send these values")
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.table)
         splitter.addWidget(self.note)
+        splitter.addWidget(self.wanted_table)
         splitter.addWidget(self.log)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 1)
+        for index, stretch in enumerate((5, 5, 1, 2)):   # table, note, wanted, log
+            splitter.setStretchFactor(index, stretch)
+        self.wanted_table.setMinimumHeight(60)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.setSpacing(4)
@@ -190,6 +214,7 @@ class QuenchPane(Pane):
                 self.set_status(f"The router refused the quench: {exc}", error=True)
                 return
             self._show_note(None)
+            self._refresh_wanted()
             self.names.add(names)
             self.set_status(f"Watching subscriptions on {self.router_name} that refer to "
                             f"{', '.join(names)}.")
@@ -259,6 +284,7 @@ class QuenchPane(Pane):
                 font.setStrikeOut(True)
                 self.table.item(row, EXPRESSION).setFont(font)
             self._log(now, f"removed  #{event.term_id}")
+            self._refresh_wanted()
             return
         state = "added" if isinstance(event, SubscriptionAdded) else "modified"
         text = _expression(event.ast)
@@ -281,6 +307,26 @@ class QuenchPane(Pane):
             item.setForeground(QBrush())
             item.setBackground(QBrush(_STATE_COLOURS[state]))
         self._log(now, f"{state:<8} #{event.term_id}: {text}")
+        self._refresh_wanted()
+
+    def _refresh_wanted(self) -> None:
+        quench = self.quench
+        subscriptions = dict(quench.subscriptions) if quench is not None else {}
+        names = sorted(quench.names) if quench is not None else []
+        self.wanted_table.setRowCount(len(names))
+        for row, name in enumerate(names):
+            text = describe_wanted(name, wanted(subscriptions, name))
+            for column, value in enumerate((name, text)):
+                item = QTableWidgetItem(value)
+                item.setToolTip(value)
+                if column == 1:
+                    item.setFont(self._mono)
+                self.wanted_table.setItem(row, column, item)
+
+    def wanted_values(self) -> dict[str, str]:
+        """``{attribute: what subscribers want of it}`` as shown (tests)."""
+        return {self.wanted_table.item(r, 0).text(): self.wanted_table.item(r, 1).text()
+                for r in range(self.wanted_table.rowCount())}
 
     def _set(self, row: int, column: int, text: str) -> None:
         self.table.item(row, column).setText(text)
@@ -291,6 +337,7 @@ class QuenchPane(Pane):
     def _reset_table(self) -> None:
         self.table.setRowCount(0)
         self.rows.clear()
+        self.wanted_table.setRowCount(0)
 
     def clear_removed(self) -> None:
         keep = [(term, row) for term, row in self.rows.items()

@@ -776,3 +776,27 @@ def test_router_view_follows_a_restarted_router(qt_loop, qtbot, router):
         assert "restarted" in view.status_label.text()
 
     run(qt_loop, qtbot, scenario)
+
+
+def test_quench_view_shows_the_values_subscribers_want(qt_loop, qtbot, router):
+    """What a producer needs: per watched attribute, the values some
+    subscription can match (elvin.quenching.wanted), kept up to date."""
+    async def scenario(console: Console):
+        window = await console.open(basic(router.url, QuenchSpec(title="Q", router="local")))
+        quench = window.panes_of("quench")[0]
+        async with elvin.client.connect(router.url) as other:
+            await other.subscribe('Symbol == "ACME" && Price > 10')
+            await other.subscribe('begins-with(Symbol, "BE")')
+            qtbot.keyClicks(quench.names_edit, "Symbol")
+            qtbot.keyClick(quench.names_edit, Qt.Key.Key_Return)
+            await until(lambda: len(quench.active_expressions()) == 2)
+            assert quench.wanted_values() == {
+                "Symbol": 'Symbol == "ACME"  or  begins-with(Symbol, "BE")'}
+            anything = await other.subscribe("require(Symbol)")
+            await until(lambda: quench.wanted_values()["Symbol"].startswith("any value"))
+            await anything.close()
+            await until(lambda: "or" in quench.wanted_values()["Symbol"])
+            quench.wanted_table.parentWidget().parentWidget().resize(900, 520)
+            quench.grab().save("/tmp/quench-wanted.png")
+
+    run(qt_loop, qtbot, scenario)
