@@ -89,7 +89,8 @@ async def scripted():
 
 
 async def test_keepalive_keeps_an_idle_connection(router_url):
-    async with connect(router_url, keepalive=0.2, keepalive_timeout=0.5) as conn:
+    # the router's answer may be slow on a loaded machine: only its absence counts
+    async with connect(router_url, keepalive=0.2, keepalive_timeout=10) as conn:
         sub = await conn.subscribe("require(alive)")
         async with asyncio.timeout(20):
             while conn.test_conns_sent < 2:          # two keepalives answered in time
