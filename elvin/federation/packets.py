@@ -168,8 +168,8 @@ def frame_fed_packet(packet: object) -> bytes:
 # decoding
 
 def _annotate(exc: ProtocolError, pid: int | None, xid: int | None) -> ProtocolError:
-    exc.packet_id = pid  # type: ignore[attr-defined]
-    exc.xid = xid  # type: ignore[attr-defined]
+    exc.packet_id = pid
+    exc.xid = xid
     return exc
 
 

@@ -682,8 +682,8 @@ _HAS_XID = frozenset(int(pid) for pid, cls in PACKET_CLASSES.items()
 
 
 def _annotate(exc: ProtocolError, data: bytes, pid: int | None) -> ProtocolError:
-    exc.packet_id = pid  # type: ignore[attr-defined]
-    exc.xid = (_u32(data, 4)[0]  # type: ignore[attr-defined]
+    exc.packet_id = pid
+    exc.xid = (_u32(data, 4)[0]
                if pid in _HAS_XID and len(data) >= 8 else None)
     return exc
 
