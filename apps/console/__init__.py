@@ -2,7 +2,7 @@
 
 Write and test subscriptions, send typed notifications, watch quench and the
 router's live statistics, against several routers at once. Everything talks
-to routers through ``elvin.client`` / ``elvin.qt`` (DESIGN.md: apps never
+to routers through ``elvin.client`` / ``elvin.qt`` (docs/architecture.md: apps never
 parse packets) and runs asyncio on the Qt loop with qasync.
 
 Modules, one job each:

@@ -17,7 +17,7 @@ that topology. Nothing is written when the file is refused. Pushing the
 configuration to running routers is not implemented yet: install each
 fragment in its router's configuration and restart the router.
 
-Exit codes (DESIGN.md): 0 ok, 1 usage or input error (including a refused
+Exit codes (docs/architecture.md): 0 ok, 1 usage or input error (including a refused
 topology), 3 other failure (e.g. the output directory cannot be written).
 """
 

@@ -1,7 +1,7 @@
 """Command-line tools speaking Avis's ``ec``/``ep`` text format.
 
 Shared pieces: the Elvin URL default, key files, the argument parser that
-exits with status 1 on usage errors (the suite's convention, DESIGN.md), and
+exits with status 1 on usage errors (the suite's convention, docs/architecture.md), and
 the set-up every tool does the same way before it works (checking the URL and
 the subscription, reading keys and TLS certificates, reporting a failure to
 connect, stopping on SIGINT/SIGTERM), so that ``ec``, ``ep`` and
