@@ -41,6 +41,7 @@ fi
 # the suite itself with its core dependencies, afresh each run (pip rebuilds a
 # local directory every time; not editable, so that the packaging is checked too)
 "$BIN/python" -m pip install --quiet .
+rm -rf build   # setuptools' in-tree staging copy: stale duplicates of the sources
 for heavy in PySide6 qasync pyspark pyarrow pandas matplotlib watchdog feedparser; do
     if (cd "$WORK" && "$BIN/python" -c "import $heavy" 2>/dev/null); then
         fail "$heavy is installed in the core-only venv: it must be an extra"

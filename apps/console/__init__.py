@@ -9,7 +9,7 @@ Modules, one job each:
 
 ===================  =========================================================
 typed                typed attribute values as text: parse and check per type
-keytext              raw key lines ("string" / [hex]) -> elvin.Keys
+keytext              raw key lines ("string" / [hex], elvin.keytext) -> elvin.Keys
 ringbuffer           the bounded row store (drop oldest, O(1) index)
 received             one received notification (a table row) and its text
 rate                 the rate indicator's sliding-window meter

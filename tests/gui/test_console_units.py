@@ -104,15 +104,16 @@ def test_value_text_round_trips(value):
 def test_key_lines():
     assert parse_key_line("[de ad]") == b"\xde\xad"
     assert parse_key_line('"a \\"b\\""') == b'a "b"'
-    assert parse_key_line("plain secret") == b"plain secret"
+    with pytest.raises(KeyTextError, match="expected"):   # bare text: refused, as by ec
+        parse_key_line("plain secret")
     with pytest.raises(KeyTextError):
         parse_key_line("[zz]")
     with pytest.raises(KeyTextError, match="producer key line 2"):
-        KeySpec(["ok", "[1]"]).raw()
+        KeySpec(['"ok"', "[1]"]).raw()
 
 
 def test_key_spec_builds_scheme_keys():
-    spec = KeySpec(producer=["p"], consumer=[])
+    spec = KeySpec(producer=['"p"'], consumer=[])
     notification = spec.notification_keys()
     subscription = spec.subscription_keys()
     assert notification == Keys.for_notification(producer=[b"p"])
