@@ -20,6 +20,8 @@ from pathlib import Path
 
 from elvin_apps.tickertape.groups import Group, GroupError, GroupList
 
+from elvin.fileutil import atomic_write
+
 APP_DIR = "elvin"
 CONFIG_NAME = "tickertape.toml"
 DEFAULT_URL = "elvin://127.0.0.1:2917"
@@ -263,11 +265,6 @@ def save(config: Config, path: Path | str | None = None) -> Path:
     """Write the config atomically (temp file + rename), readable only by
     the user since private group keys are in it."""
     file = Path(path) if path else (config.path or default_config_path())
-    file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = file.with_suffix(file.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(dumps(config))
-    os.replace(tmp, file)
+    atomic_write(file, dumps(config), mode=0o600)
     config.path = file
     return file
