@@ -16,7 +16,6 @@ rate                 the rate indicator's sliding-window meter
 diff                 what changed between two notifications
 export               received notifications as ec text, JSON lines or CSV
 workspace            the workspace file (routers and panes; JSON or TOML)
-tomlwrite            the few TOML shapes the workspace and config need
 config               the console's own TOML config file
 tasks                running coroutines from Qt slots, errors reported
 routers              saved routers, each with its own ConnectionManager

@@ -40,10 +40,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elvin_apps.console import tomlwrite
 from elvin_apps.console.keytext import KeySpec, KeyTextError
 from elvin_apps.console.typed import TYPES, TypedValueError, check_attribute_name, parse_typed
 
+from elvin import tomlwrite
 from elvin.fileutil import atomic_write
 from elvin.values import INT32_MAX, INT32_MIN, Int64, Value
 

@@ -10,7 +10,6 @@ import math
 import tomllib
 
 import pytest
-from elvin_apps.console import tomlwrite
 from elvin_apps.console.chart import format_number, nice_ticks
 from elvin_apps.console.completion import escape_name, word_before
 from elvin_apps.console.config import ConfigError
@@ -45,6 +44,7 @@ from elvin_apps.console.workspace import (
     save,
 )
 
+from elvin import tomlwrite
 from elvin.keys import Keys, KeyScheme, public_key
 from elvin.text import parse_notifications
 from elvin.values import Int64
