@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: run test bench lint setup clean screenshots
+.PHONY: run test core-check bench lint setup clean screenshots
 
 setup: $(STAMP)
 
@@ -15,14 +15,19 @@ $(STAMP): pyproject.toml setup.py scripts/ensure-system-packages.sh
 	bash scripts/ensure-system-packages.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[all,test]'
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/python -m elvin.run
 
-test: $(STAMP)
+test: $(STAMP) core-check
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+# the core-only install (no extras) in .venv-core: elvind, ec/ep, the hints of the
+# commands that need an extra, the protocol/language/router tests
+core-check:
+	PYTHON=$(PYTHON) bash scripts/core-only-check.sh
 
 bench: $(STAMP)
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
@@ -35,4 +40,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check elvin apps tests bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .venv-core build *.egg-info

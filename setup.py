@@ -1,6 +1,6 @@
 """Package discovery that pyproject.toml cannot express.
 
-``apps/`` is installed as the import package ``elvin_apps`` (DESIGN.md), and
+``apps/`` is installed as the import package ``elvin_apps`` (docs/architecture.md), and
 setuptools' declarative ``find`` does not follow a renamed directory, so the
 app packages are listed here, found afresh on every build.
 """

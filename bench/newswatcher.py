@@ -3,7 +3,7 @@
     .venv/bin/python bench/newswatcher.py [--feeds 200] [--items 50] [--steady 10]
 
 Setup: a router (``python -m elvin.router``) and the feed server
-(``elvin_apps.newswatcher.feedserver`` on 127.0.0.1) each run as a separate
+(``tests/feedserver.py`` on 127.0.0.1) each run as a separate
 process; the newswatcher and one consumer run in this process. All feeds are
 on one host, so the per-host politeness limits are opened up for the bench
 (``min_host_interval = 0``, 16 requests in flight) and every feed polls every
@@ -44,10 +44,10 @@ sys.path.insert(0, str(ROOT))
 from _common import free_port, start_elvind, wait_listening  # noqa: E402
 from elvin_apps.newswatcher.config import from_mapping  # noqa: E402
 from elvin_apps.newswatcher.daemon import NewsWatcher  # noqa: E402
-from elvin_apps.newswatcher.feedserver import FeedServer, Item, rss  # noqa: E402
 from elvin_apps.tickertape.groups import groups_expression  # noqa: E402
 
 from elvin.client import connect  # noqa: E402
+from tests.feedserver import FeedServer, Item, rss  # noqa: E402
 
 GROUPS = 50
 T0 = 1_714_564_800

@@ -1,6 +1,6 @@
 """The Elvin suite: content-based publish/subscribe in the Elvin 4 tradition.
 
-The package's layers are described in DESIGN.md; this module re-exports the
+The package's layers are described in docs/architecture.md; this module re-exports the
 names most users need.
 """
 

@@ -61,10 +61,32 @@ class ElvinError(Exception):
 
 
 class ProtocolError(ElvinError):
-    """Bytes that are not a valid Elvin packet; says what and at which offset."""
+    """Bytes that are not a valid Elvin packet; says what and at which offset.
+
+    The codec fills in what it knew when it gave up, so that a caller can
+    answer precisely and lose nothing that arrived intact:
+
+    * ``packet_id`` / ``xid``: the packet being decoded (``None`` if unknown),
+      so a router can Nack the right request;
+    * ``frames``: from ``FrameDecoder.feed_frames``, the whole packet bodies
+      that came before a bad frame header in the same chunk;
+    * ``packets``: the same for ``FrameDecoder.feed``, already decoded.
+
+    They are declared here (not set ad hoc) so that a typo in a reader is an
+    AttributeError rather than a silent ``getattr`` default.
+    """
+
+    packet_id: int | None
+    xid: int | None
+    frames: list[bytes]
+    packets: list
 
     def __init__(self, message: str, offset: int | None = None) -> None:
         self.offset = offset
+        self.packet_id = None
+        self.xid = None
+        self.frames = []
+        self.packets = []
         where = f" at byte {offset}" if offset is not None else ""
         super().__init__(f"{message}{where}")
 

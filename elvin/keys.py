@@ -2,8 +2,8 @@
 
 Sans-IO and shared by the codec (which carries ``Keys`` in packets), the
 router (which matches notifications against subscriptions) and the client
-(which builds keys from raw secrets). ``../shared/reference/KEYS.md`` is the
-authority for the schemes:
+(which builds keys from raw secrets). ``docs/keys.md`` states the rules
+for the schemes:
 
 =========  ==  ==============================  ====================
 scheme     id  key sets on the wire            raw key held by
@@ -77,7 +77,7 @@ class Keys:
         return cls({int(scheme): tuple(frozenset(ks) for ks in key_sets)})
 
     # -- client-side builders from raw keys ----------------------------------
-    # Which side sends what (KEYS.md): in the producer scheme the producer's
+    # Which side sends what (docs/keys.md): in the producer scheme the producer's
     # notifications carry the raw key and subscriptions carry SHA-1(raw); in
     # the consumer scheme subscriptions carry the raw key and notifications
     # carry SHA-1(raw); the dual scheme does both at once (set 0 = producer

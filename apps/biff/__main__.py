@@ -1,5 +1,5 @@
 """``python -m elvin_apps.biff``: the coffee biff app."""
 
-from elvin_apps.biff.cli import entry
+from elvin_apps.launch import biff
 
-entry()
+biff()

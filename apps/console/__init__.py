@@ -2,21 +2,20 @@
 
 Write and test subscriptions, send typed notifications, watch quench and the
 router's live statistics, against several routers at once. Everything talks
-to routers through ``elvin.client`` / ``elvin.qt`` (DESIGN.md: apps never
+to routers through ``elvin.client`` / ``elvin.qt`` (docs/architecture.md: apps never
 parse packets) and runs asyncio on the Qt loop with qasync.
 
 Modules, one job each:
 
 ===================  =========================================================
 typed                typed attribute values as text: parse and check per type
-keytext              raw key lines ("string" / [hex]) -> elvin.Keys
+keytext              raw key lines ("string" / [hex], elvin.keytext) -> elvin.Keys
 ringbuffer           the bounded row store (drop oldest, O(1) index)
 received             one received notification (a table row) and its text
 rate                 the rate indicator's sliding-window meter
 diff                 what changed between two notifications
 export               received notifications as ec text, JSON lines or CSV
 workspace            the workspace file (routers and panes; JSON or TOML)
-tomlwrite            the few TOML shapes the workspace and config need
 config               the console's own TOML config file
 tasks                running coroutines from Qt slots, errors reported
 routers              saved routers, each with its own ConnectionManager

@@ -1,5 +1,5 @@
 """``python -m elvin_apps.console``: the same as the ``elvin-console`` command."""
 
-from elvin_apps.console.cli import entry
+from elvin_apps.launch import console
 
-entry()
+console()

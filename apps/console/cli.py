@@ -6,7 +6,7 @@ config's ``workspace``) brings its own routers; an explicit ``--elvin`` (or
 ``ELVIN_URL``) then replaces the URL of its first router, so one workspace
 can be pointed at another router from the command line.
 
-Exit codes (DESIGN.md): 0 ok, 1 usage or input error (bad flag, URL, config
+Exit codes (docs/architecture.md): 0 ok, 1 usage or input error (bad flag, URL, config
 or workspace file), 2 cannot reach the router (only with ``--screenshot``,
 which must not wait forever), 3 other failure.
 """

@@ -1,8 +1,9 @@
 """Raw Elvin keys written as text, one per line, and the Keys they make.
 
-A developer types the *raw* (private) keys they hold, as the ``ec``/``ep``
-key files do: ``[de ad be ef]`` for bytes in hex, ``"text"`` or plain text
-for a UTF-8 string. The console then applies the scheme rules itself
+A developer types the *raw* (private) keys they hold exactly as in the
+``ec``/``ep`` key files, read by the same code (``elvin.keytext``):
+``[de ad be ef]`` for bytes in hex, ``"text"`` for a UTF-8 string (bare
+text is refused, as ``ec`` refuses it). The console then applies the scheme rules itself
 (``Keys.for_notification`` / ``Keys.for_subscription``: producer, consumer
 and dual schemes at once, SHA-1 where the scheme wants a public key), so the
 user never has to know which side hashes what.
@@ -10,54 +11,12 @@ user never has to know which side hashes what.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from elvin.keys import Keys
+from elvin.keytext import KeyTextError, parse_key_line, parse_key_lines
 
 __all__ = ["KeyTextError", "KeySpec", "parse_key_line", "parse_key_lines"]
-
-
-class KeyTextError(ValueError):
-    """A key line that cannot be read; the message names the line."""
-
-
-def parse_key_line(line: str) -> bytes:
-    """One raw key: ``[hex bytes]``, ``"quoted string"`` or plain text."""
-    text = line.strip()
-    if text.startswith("[") and text.endswith("]"):
-        digits = "".join(text[1:-1].split())
-        try:
-            key = bytes.fromhex(digits)
-        except ValueError:
-            raise KeyTextError(f"{text!r} is not hex bytes (e.g. [de ad be ef])") from None
-    elif len(text) >= 2 and text[0] == text[-1] == '"':
-        out, escaped = [], False
-        for ch in text[1:-1]:
-            if escaped or ch != "\\":
-                out.append(ch)
-                escaped = False
-            else:
-                escaped = True
-        key = "".join(out).encode("utf-8")
-    else:
-        key = text.encode("utf-8")
-    if not key:
-        raise KeyTextError("empty key")
-    return key
-
-
-def parse_key_lines(lines: Iterable[str], what: str = "key") -> list[bytes]:
-    """Every key in ``lines`` (blank lines and ``//`` comments skipped)."""
-    keys = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip() or line.strip().startswith("//"):
-            continue
-        try:
-            keys.append(parse_key_line(line))
-        except KeyTextError as exc:
-            raise KeyTextError(f"{what} line {number}: {exc}") from None
-    return keys
 
 
 @dataclass

@@ -40,10 +40,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elvin_apps.console import tomlwrite
 from elvin_apps.console.keytext import KeySpec, KeyTextError
 from elvin_apps.console.typed import TYPES, TypedValueError, check_attribute_name, parse_typed
 
+from elvin import tomlwrite
+from elvin.fileutil import atomic_write
 from elvin.values import INT32_MAX, INT32_MIN, Int64, Value
 
 __all__ = [
@@ -185,11 +186,8 @@ def file_format(path: str | Path) -> str:
 
 def save(workspace: Workspace, path: str | Path) -> None:
     text = dumps(workspace, file_format(path))
-    target = Path(path)
-    temporary = target.with_name(target.name + ".tmp")
     try:
-        temporary.write_text(text, encoding="utf-8")
-        temporary.replace(target)     # never leave a half-written workspace
+        atomic_write(path, text, mode=0o600)   # never a half-written workspace
     except OSError as exc:
         raise WorkspaceError(f"cannot write {path}: {exc.strerror or exc}") from None
 

@@ -163,7 +163,7 @@ def _line_of(text: str, key: str) -> str:
 
 def resolve_url(flag: str | None, environ: dict[str, str], configured: str | None) -> str:
     """``--elvin``, else ``ELVIN_URL``, else the config file, else the default
-    (the suite's convention, DESIGN.md)."""
+    (the suite's convention, docs/architecture.md)."""
     return flag or environ.get("ELVIN_URL") or configured or DEFAULT_URL
 
 

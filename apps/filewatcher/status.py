@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Mapping
 from typing import Any, TextIO
+
+from elvin.fileutil import atomic_write, pid_alive
 
 __all__ = ["NO_QUENCH_NOTE", "StatusError", "format_status", "read_status", "write_status"]
 
@@ -46,21 +47,8 @@ class StatusError(Exception):
 
 def write_status(path: str, status: Mapping[str, Any]) -> None:
     """Replace the status file atomically (readers never see half a file)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, mode=0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".status-", suffix=".json", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({"format": FORMAT, **status}, out, indent=1, sort_keys=False)
-            out.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    text = json.dumps({"format": FORMAT, **status}, indent=1, sort_keys=False) + "\n"
+    atomic_write(path, text, mode=0o644)
 
 
 def remove_status(path: str) -> None:
@@ -68,18 +56,6 @@ def remove_status(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
-
-
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def read_status(path: str) -> dict[str, Any]:
@@ -98,7 +74,7 @@ def read_status(path: str) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise StatusError(f"{path} is not a filewatcher status file (format "
                           f"{data.get('format') if isinstance(data, dict) else '?'})")
-    data["running"] = _alive(data.get("pid"))
+    data["running"] = pid_alive(data.get("pid"))
     return data
 
 

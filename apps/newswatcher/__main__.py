@@ -1,5 +1,5 @@
 """``python -m elvin_apps.newswatcher``: the same as the ``newswatcher`` command."""
 
-from elvin_apps.newswatcher.cli import entry
+from elvin_apps.launch import newswatcher
 
-entry()
+newswatcher()

@@ -8,7 +8,7 @@
     newswatcher reload [--config FILE] [--data-dir DIR]
     newswatcher --version
 
-``run`` (the default) is a foreground daemon (DESIGN.md): logs to stderr or
+``run`` (the default) is a foreground daemon (docs/architecture.md): logs to stderr or
 ``--log-file``, stops cleanly on SIGTERM/SIGINT (state saved, status marked
 stopped, Elvin connection closed), re-reads its config on SIGHUP (``reload``
 sends that signal to the pid in the status file, so ``systemctl reload`` and

@@ -1,6 +1,6 @@
 """The TOML configuration: which feeds, how often, how politely.
 
-One file per tool (DESIGN.md): ``$XDG_CONFIG_HOME/elvin/newswatcher.toml`` by
+One file per tool (docs/architecture.md): ``$XDG_CONFIG_HOME/elvin/newswatcher.toml`` by
 default, ``--config FILE`` otherwise; flags (``--elvin``, ``--feed``,
 ``--scoop``, ``--data-dir``) and ``ELVIN_URL`` override it, and no file at all
 is fine (then only ``--feed`` gives feeds). Everything is validated when the

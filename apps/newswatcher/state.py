@@ -22,11 +22,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from elvin.fileutil import atomic_write
 
 log = logging.getLogger("elvin_apps.newswatcher.state")
 
@@ -153,21 +154,3 @@ def _opt_str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` all at once (same-directory temp file,
-    fsync, rename), creating the directory if needed."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -26,12 +26,11 @@ then polls every feed as in scoop mode, until it reconnects to one with it.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-from elvin_apps.newswatcher.state import atomic_write
+from elvin.fileutil import atomic_write, pid_alive
 
 __all__ = ["NO_QUENCH_NOTE", "StatusError", "format_status", "pid_alive", "read_status",
            "write_status", "STATUS_NAME"]
@@ -62,18 +61,6 @@ def read_status(path: Path) -> dict[str, Any]:
     if not isinstance(document, dict) or not isinstance(document.get("feeds"), list):
         raise StatusError(f"{path}: not a newswatcher status file")
     return document
-
-
-def pid_alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True           # exists, owned by someone else
-    return True
 
 
 def _ago(when: object, now: float) -> str:

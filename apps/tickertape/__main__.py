@@ -1,5 +1,5 @@
 """``python -m elvin_apps.tickertape``: the same as the ``tickertape`` command."""
 
-from elvin_apps.tickertape.cli import entry
+from elvin_apps.launch import tickertape
 
-entry()
+tickertape()

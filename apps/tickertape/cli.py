@@ -7,7 +7,7 @@ there, the app starts the bundled router itself (in-process, on port
 2917) so that ``make run`` works on a bare machine; other local clients can
 use it while the ticker runs.
 
-Exit codes (DESIGN.md): 0 ok, 1 usage or input error (bad flag, URL or config
+Exit codes (docs/architecture.md): 0 ok, 1 usage or input error (bad flag, URL or config
 file), 2 cannot reach the router (only with ``--screenshot``, which must not
 wait forever), 3 other failure.
 """

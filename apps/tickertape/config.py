@@ -20,6 +20,9 @@ from pathlib import Path
 
 from elvin_apps.tickertape.groups import Group, GroupError, GroupList
 
+from elvin.fileutil import atomic_write
+from elvin.tomlwrite import toml_string, toml_value
+
 APP_DIR = "elvin"
 CONFIG_NAME = "tickertape.toml"
 DEFAULT_URL = "elvin://127.0.0.1:2917"
@@ -204,31 +207,6 @@ def load(path: Path | str | None = None, *, must_exist: bool = False) -> Config:
     return config
 
 
-def _toml_string(text: str) -> str:
-    out = ['"']
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    return _toml_string(str(value))
-
-
 def dumps(config: Config) -> str:
     """The TOML text of a Config (round-trips through :func:`from_mapping`)."""
     lines = ["# Tickertape settings (elvin suite). Edited by the app; comments are not kept.", ""]
@@ -241,11 +219,11 @@ def dumps(config: Config) -> str:
             continue
         if value == getattr(defaults, f.name) and f.name not in ("user", "speed"):
             continue
-        lines.append(f"{f.name} = {_toml_value(value)}")
+        lines.append(f"{f.name} = {toml_value(value)}")
     if not config.groups:
         lines.append("groups = []")
     for group in config.groups:
-        lines += ["", "[[groups]]", f"name = {_toml_string(group.name)}"]
+        lines += ["", "[[groups]]", f"name = {toml_string(group.name)}"]
         if not group.subscribe:
             lines.append("subscribe = false")
         if group.min_time != Group.min_time:
@@ -253,9 +231,9 @@ def dumps(config: Config) -> str:
         if group.max_time != Group.max_time:
             lines.append(f"max_time = {group.max_time}")
         if group.key:
-            lines.append(f"key = {_toml_string(group.key)}")
+            lines.append(f"key = {toml_string(group.key)}")
         if group.colour:
-            lines.append(f"colour = {_toml_string(group.colour)}")
+            lines.append(f"colour = {toml_string(group.colour)}")
     return "\n".join(lines) + "\n"
 
 
@@ -263,11 +241,6 @@ def save(config: Config, path: Path | str | None = None) -> Path:
     """Write the config atomically (temp file + rename), readable only by
     the user since private group keys are in it."""
     file = Path(path) if path else (config.path or default_config_path())
-    file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = file.with_suffix(file.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(dumps(config))
-    os.replace(tmp, file)
+    atomic_write(file, dumps(config), mode=0o600)
     config.path = file
     return file

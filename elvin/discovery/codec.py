@@ -24,7 +24,7 @@ the responder and ``discover()`` can drop the datagram with a debug log.
 Version compatibility is *not* a decoding error: compatible packets are
 chosen with :func:`is_compatible`, as the draft says to "discard" the others.
 
-The XDR primitives are the client protocol's (``elvin.protocol.xdr``), so both
+The XDR primitives are the client protocol's (``elvin.protocol.xdrprim``), so both
 protocols read strings, booleans and counts exactly alike.
 """
 
@@ -34,14 +34,15 @@ import struct
 from dataclasses import dataclass
 
 from elvin.errors import ProtocolError
-from elvin.protocol.xdr import (  # shared XDR primitives (private to the protocol package)
-    _put_bool,
-    _put_string,
-    _put_u32,
-    _read_bool,
-    _read_count,
-    _read_string,
-    _read_uint,
+from elvin.protocol.xdrprim import (
+    INT32,
+    put_bool,
+    put_string,
+    put_u32,
+    read_bool,
+    read_count,
+    read_string,
+    read_uint,
 )
 
 __all__ = [
@@ -70,7 +71,6 @@ MAX_DATAGRAM = 1472
 
 _UINT8_MAX = 0xFF
 _ID32_MAX = 0xFFFFFFFF
-_S_I32 = struct.Struct(">i")
 
 
 class DiscoveryDecodeError(ProtocolError):
@@ -133,16 +133,16 @@ def check_scope(scope: str) -> str:
 
 
 def _advt_body(p: SvrAdvt, uris: tuple[str, ...]) -> bytearray:
-    b = bytearray(_S_I32.pack(SVR_ADVT))
-    _put_u32(b, p.major_version, "major_version", _UINT8_MAX)
-    _put_u32(b, p.minor_version, "minor_version", _UINT8_MAX)
-    _put_bool(b, p.default)
-    _put_u32(b, p.revision, "revision", _ID32_MAX)
-    _put_string(b, check_scope(p.scope), "scope_name")
-    _put_string(b, p.server_name, "server_name")
-    b += _S_I32.pack(len(uris))
+    b = bytearray(INT32.pack(SVR_ADVT))
+    put_u32(b, p.major_version, "major_version", _UINT8_MAX)
+    put_u32(b, p.minor_version, "minor_version", _UINT8_MAX)
+    put_bool(b, p.default)
+    put_u32(b, p.revision, "revision", _ID32_MAX)
+    put_string(b, check_scope(p.scope), "scope_name")
+    put_string(b, p.server_name, "server_name")
+    b += INT32.pack(len(uris))
     for uri in uris:
-        _put_string(b, uri, "uri")
+        put_string(b, uri, "uri")
     return b
 
 
@@ -155,16 +155,16 @@ def encode(packet: Packet, max_size: int = MAX_DATAGRAM) -> bytes:
     Bad field values raise ``TypeError``/``ValueError`` naming the field.
     """
     if isinstance(packet, SvrRqst):
-        b = bytearray(_S_I32.pack(SVR_RQST))
-        _put_u32(b, packet.major_version, "major_version", _UINT8_MAX)
-        _put_u32(b, packet.minor_version, "minor_version", _UINT8_MAX)
-        _put_u32(b, packet.locality, "locality", _UINT8_MAX)
+        b = bytearray(INT32.pack(SVR_RQST))
+        put_u32(b, packet.major_version, "major_version", _UINT8_MAX)
+        put_u32(b, packet.minor_version, "minor_version", _UINT8_MAX)
+        put_u32(b, packet.locality, "locality", _UINT8_MAX)
         return bytes(b)
     if isinstance(packet, SvrAdvtClose):
-        b = bytearray(_S_I32.pack(SVR_ADVT_CLOSE))
-        _put_u32(b, packet.major_version, "major_version", _UINT8_MAX)
-        _put_u32(b, packet.minor_version, "minor_version", _UINT8_MAX)
-        _put_string(b, packet.server_name, "server")
+        b = bytearray(INT32.pack(SVR_ADVT_CLOSE))
+        put_u32(b, packet.major_version, "major_version", _UINT8_MAX)
+        put_u32(b, packet.minor_version, "minor_version", _UINT8_MAX)
+        put_string(b, packet.server_name, "server")
         return bytes(b)
     if isinstance(packet, SvrAdvt):
         if packet.revision == 0:
@@ -193,33 +193,33 @@ def decode(data: bytes | bytearray | memoryview) -> Packet:
     try:
         if end < 4:
             raise DiscoveryDecodeError(f"datagram of {end} bytes is too short for a pkt_id", 0)
-        (pid,) = _S_I32.unpack_from(data, 0)
+        (pid,) = INT32.unpack_from(data, 0)
         o = 4
-        major, o = _read_uint(data, o, "major_version", _UINT8_MAX)
-        minor, o = _read_uint(data, o, "minor_version", _UINT8_MAX)
+        major, o = read_uint(data, o, "major_version", _UINT8_MAX)
+        minor, o = read_uint(data, o, "minor_version", _UINT8_MAX)
         packet: Packet
         if pid == SVR_RQST:
-            locality, o = _read_uint(data, o, "locality", _UINT8_MAX)
+            locality, o = read_uint(data, o, "locality", _UINT8_MAX)
             packet = SvrRqst(locality, major, minor)
         elif pid == SVR_ADVT:
-            default, o = _read_bool(data, o, "default_flag")
-            revision, o = _read_uint(data, o, "revision", _ID32_MAX)
+            default, o = read_bool(data, o, "default_flag")
+            revision, o = read_uint(data, o, "revision", _ID32_MAX)
             if revision == 0:
                 raise DiscoveryDecodeError("revision 0 is reserved", o - 4)
-            scope, o = _read_string(data, o, end, "scope_name")
+            scope, o = read_string(data, o, end, "scope_name")
             if ":" in scope:
                 raise DiscoveryDecodeError(f"scope name {scope!r} contains ':'", o)
-            server, o = _read_string(data, o, end, "server_name")
-            count, o = _read_count(data, o, end, "uri[]", 4, end, "")
+            server, o = read_string(data, o, end, "server_name")
+            count, o = read_count(data, o, end, "uri[]", 4, end, "")
             if count == 0:
                 raise DiscoveryDecodeError("advertisement without URIs", o - 4)
             uris = []
             for _ in range(count):
-                uri, o = _read_string(data, o, end, "uri")
+                uri, o = read_string(data, o, end, "uri")
                 uris.append(uri)
             packet = SvrAdvt(server, tuple(uris), scope, default, revision, major, minor)
         elif pid == SVR_ADVT_CLOSE:
-            server, o = _read_string(data, o, end, "server")
+            server, o = read_string(data, o, end, "server")
             packet = SvrAdvtClose(server, major, minor)
         else:
             raise DiscoveryDecodeError(f"unknown ERDP packet type {pid}", 0)

@@ -17,16 +17,14 @@ that topology. Nothing is written when the file is refused. Pushing the
 configuration to running routers is not implemented yet: install each
 fragment in its router's configuration and restart the router.
 
-Exit codes (DESIGN.md): 0 ok, 1 usage or input error (including a refused
+Exit codes (docs/architecture.md): 0 ok, 1 usage or input error (including a refused
 topology), 3 other failure (e.g. the output directory cannot be written).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -37,6 +35,7 @@ from elvin.federation.topology_file import (
     load_topology,
     render_fragment,
 )
+from elvin.fileutil import atomic_write
 
 EXIT_OK = 0
 EXIT_INPUT = 1
@@ -119,27 +118,13 @@ def summary(topology: Topology) -> str:
     return "\n".join(out)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def apply(topology: Topology, out_dir: Path) -> list[Path]:
     """Write every router's fragment into ``out_dir``; the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name in topology.routers:
         path = out_dir / f"{name}.toml"
-        _write_atomic(path, render_fragment(topology, name))
+        atomic_write(path, render_fragment(topology, name))
         written.append(path)
     return written
 

@@ -37,7 +37,7 @@ from typing import ClassVar
 from elvin.errors import ProtocolError
 from elvin.federation.subast import PullFilter, decode_subast, encode_subast_into
 from elvin.keys import EMPTY_KEYS, Keys
-from elvin.protocol import xdr
+from elvin.protocol import xdr, xdrprim
 from elvin.protocol.limits import DEFAULT_LIMITS, LimitError, Limits
 from elvin.protocol.packets import ConfConn, Disconn, DropWarn, Nack, TestConn
 from elvin.values import Value
@@ -54,13 +54,10 @@ FED_CONN_RQST, FED_CONN_RPLY, FED_SUB_REPLACE, FED_NOTIFY = 192, 193, 194, 195
 ACK = 65
 VERSION_MAJOR, VERSION_MINOR = 1, 0
 
-_S_I32 = struct.Struct(">i")
-_S_U32 = struct.Struct(">I")
-_p_i32 = _S_I32.pack
-_p_u32 = _S_U32.pack
-_i32 = _S_I32.unpack_from
-_u32 = _S_U32.unpack_from
-_ONE4, _ZERO4 = b"\0\0\0\1", b"\0\0\0\0"
+_p_i32 = xdrprim.INT32.pack
+_p_u32 = xdrprim.UINT32.pack
+_i32 = xdrprim.INT32.unpack_from
+_u32 = xdrprim.UINT32.unpack_from
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,13 +109,13 @@ _NAMES = {FED_CONN_RQST: "FedConnRqst", FED_CONN_RPLY: "FedConnRply",
 
 def keys_block(keys: Keys) -> bytes:
     b = bytearray()
-    xdr._put_keys(b, keys)
+    xdrprim.put_keys(b, keys)
     return bytes(b)
 
 
 def routing_block(routing: Sequence[str]) -> bytes:
     b = bytearray()
-    xdr._put_names(b, routing, "routing list entry")
+    xdrprim.put_names(b, routing, "routing list entry")
     return bytes(b)
 
 
@@ -128,7 +125,7 @@ def fed_notify_frame(attributes_block: bytes, deliver_insecure: bool, keys: byte
     attributes once per notification (the same block as its NotifyDelivers)."""
     total = 8 + len(attributes_block) + len(keys) + len(routing)
     return b"".join((_p_u32(total), _p_i32(FED_NOTIFY), attributes_block,
-                     _ONE4 if deliver_insecure else _ZERO4, keys, routing))
+                     xdrprim.XDR_TRUE if deliver_insecure else xdrprim.XDR_FALSE, keys, routing))
 
 
 def encode_fed_packet(packet: object) -> bytes:
@@ -137,23 +134,23 @@ def encode_fed_packet(packet: object) -> bytes:
         return xdr.encode_packet(packet)
     b = bytearray(_p_i32(packet.ID))  # type: ignore[attr-defined]
     if isinstance(packet, FedConnRqst):
-        xdr._put_u32(b, packet.xid, "xid")
-        xdr._put_u32(b, packet.major_version, "major_version")
-        xdr._put_u32(b, packet.minor_version, "minor_version")
-        xdr._put_string(b, packet.router_domain, "router_domain")
+        xdrprim.put_u32(b, packet.xid, "xid")
+        xdrprim.put_u32(b, packet.major_version, "major_version")
+        xdrprim.put_u32(b, packet.minor_version, "minor_version")
+        xdrprim.put_string(b, packet.router_domain, "router_domain")
     elif isinstance(packet, FedConnRply):
-        xdr._put_u32(b, packet.xid, "xid")
-        xdr._put_string(b, packet.router_domain, "router_domain")
+        xdrprim.put_u32(b, packet.xid, "xid")
+        xdrprim.put_string(b, packet.router_domain, "router_domain")
     elif isinstance(packet, FedSubReplace):
-        xdr._put_u32(b, packet.xid, "xid")
+        xdrprim.put_u32(b, packet.xid, "xid")
         encode_subast_into(b, packet.pull_filter)
     elif isinstance(packet, FedNotify):
-        xdr._put_attrs(b, packet.attributes)
-        xdr._put_bool(b, packet.deliver_insecure)
-        xdr._put_keys(b, packet.keys)
-        xdr._put_names(b, packet.routing, "routing list entry")
+        xdrprim.put_attrs(b, packet.attributes)
+        xdrprim.put_bool(b, packet.deliver_insecure)
+        xdrprim.put_keys(b, packet.keys)
+        xdrprim.put_names(b, packet.routing, "routing list entry")
     elif isinstance(packet, Ack):
-        xdr._put_u32(b, packet.xid, "xid")
+        xdrprim.put_u32(b, packet.xid, "xid")
     else:
         raise TypeError(f"not a federation packet: {type(packet).__name__}")
     return bytes(b)
@@ -168,8 +165,8 @@ def frame_fed_packet(packet: object) -> bytes:
 # decoding
 
 def _annotate(exc: ProtocolError, pid: int | None, xid: int | None) -> ProtocolError:
-    exc.packet_id = pid  # type: ignore[attr-defined]
-    exc.xid = xid  # type: ignore[attr-defined]
+    exc.packet_id = pid
+    exc.xid = xid
     return exc
 
 
@@ -225,15 +222,15 @@ def _decode(data: bytes | bytearray | memoryview, limits: Limits) -> tuple[objec
 
 def _dec_conn_rqst(data: bytes, o: int, end: int, limits: Limits):
     xid, major, minor = struct.unpack_from(">III", data, o)
-    domain, o = xdr._read_string(data, o + 12, end, "FedConnRqst router_domain",
-                                 limits.max_string_length, "max_string_length")
+    domain, o = xdrprim.read_string(data, o + 12, end, "FedConnRqst router_domain",
+                                    limits.max_string_length, "max_string_length")
     return FedConnRqst(xid, major, minor, domain), o, 0
 
 
 def _dec_conn_rply(data: bytes, o: int, end: int, limits: Limits):
     (xid,) = _u32(data, o)
-    domain, o = xdr._read_string(data, o + 4, end, "FedConnRply router_domain",
-                                 limits.max_string_length, "max_string_length")
+    domain, o = xdrprim.read_string(data, o + 4, end, "FedConnRply router_domain",
+                                    limits.max_string_length, "max_string_length")
     return FedConnRply(xid, domain), o, 0
 
 
@@ -244,11 +241,11 @@ def _dec_sub_replace(data: bytes, o: int, end: int, limits: Limits):
 
 
 def _dec_notify(data: bytes, o: int, end: int, limits: Limits):
-    attrs, o = xdr._read_attrs(data, o, end, limits, "FedNotify attributes")
+    attrs, o = xdrprim.read_attrs(data, o, end, limits, "FedNotify attributes")
     attrs_end = o
-    insecure, o = xdr._read_bool(data, o, "FedNotify deliver_insecure")
-    keys, o = xdr._read_keys(data, o, end, limits, "FedNotify keys")
-    routing, o = xdr._read_strings(data, o, end, limits, "FedNotify routing")
+    insecure, o = xdrprim.read_bool(data, o, "FedNotify deliver_insecure")
+    keys, o = xdrprim.read_keys(data, o, end, limits, "FedNotify keys")
+    routing, o = xdrprim.read_strings(data, o, end, limits, "FedNotify routing")
     return FedNotify(attrs, insecure, keys, routing), o, attrs_end
 
 

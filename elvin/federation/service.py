@@ -207,7 +207,11 @@ class Link(asyncio.Protocol):
         try:
             bodies = self.decoder.feed_frames(data)
         except ProtocolError as exc:
-            for body in getattr(exc, "packets", ()) or ():
+            # the bodies that arrived whole before the bad header are good
+            # packets of this peer's: act on them before closing the link
+            for body in exc.frames:
+                if self.state == CLOSED:
+                    break
                 self._body(body)
             self.violation(f"bad frame: {exc}")
             return
@@ -373,7 +377,7 @@ class Link(asyncio.Protocol):
         try:
             packet, attrs_end = decode_fed_notify(body, self.service.limits)
         except ProtocolError as exc:
-            pid, xid = getattr(exc, "packet_id", None), getattr(exc, "xid", None)
+            pid, xid = exc.packet_id, exc.xid
             if pid == FedSubReplace.ID and xid and self.state == LINKED:
                 log.warning("federation peer %r sent a bad pull filter: %s",
                             self.remote_domain, exc)

@@ -46,6 +46,18 @@ import struct
 
 from elvin.errors import ProtocolError
 from elvin.protocol.limits import DEFAULT_LIMITS, LimitError, Limits
+from elvin.protocol.xdrprim import (
+    INT32,
+    INT64,
+    REAL64,
+    TC_INT32,
+    TC_INT64,
+    TC_REAL64,
+    TC_STRING,
+    put_string,
+    read_count,
+    read_string,
+)
 from elvin.subscription.ast import LEAF_KINDS, LITERAL_KINDS, Kind, Node, const, op
 from elvin.values import INT32_MAX, INT32_MIN, Int64
 
@@ -56,18 +68,14 @@ PullFilter = Node | bool
 #: how TRUE ("everything") travels: ``1 == 1``
 TRUE_FILTER_AST = op(Kind.EQUALS, const(Kind.INT32, 1), const(Kind.INT32, 1))
 
-# value typecodes (client protocol 8.2.3.3)
-_TC_INT32, _TC_INT64, _TC_REAL64, _TC_STRING = 1, 2, 3, 4
-_LEAF_VALUE_TC = {Kind.NAME: _TC_STRING, Kind.STRING: _TC_STRING, Kind.INT32: _TC_INT32,
-                  Kind.INT64: _TC_INT64, Kind.REAL64: _TC_REAL64}
+_LEAF_VALUE_TC = {Kind.NAME: TC_STRING, Kind.STRING: TC_STRING, Kind.INT32: TC_INT32,
+                  Kind.INT64: TC_INT64, Kind.REAL64: TC_REAL64}
 _KINDS = {int(k): k for k in Kind}
-_PAD = (b"", b"\0\0\0", b"\0\0", b"\0")
 
-_i32 = struct.Struct(">i").unpack_from
-_u32 = struct.Struct(">I").unpack_from
-_i64 = struct.Struct(">q").unpack_from
-_f64 = struct.Struct(">d").unpack_from
-_p_i32 = struct.Struct(">i").pack
+_i32 = INT32.unpack_from
+_i64 = INT64.unpack_from
+_f64 = REAL64.unpack_from
+_p_i32 = INT32.pack
 _p_ii = struct.Struct(">ii").pack
 _p_iii = struct.Struct(">iii").pack
 _p_iiq = struct.Struct(">iiq").pack
@@ -76,15 +84,6 @@ _p_iid = struct.Struct(">iid").pack
 
 # --------------------------------------------------------------------------
 # encoding
-
-def _put_string(b: bytearray, text: str) -> None:
-    if "\0" in text:
-        raise ValueError("SubAST strings may not contain NUL")
-    raw = text.encode("utf-8")
-    b += _p_i32(len(raw))
-    b += raw
-    b += _PAD[len(raw) & 3]
-
 
 def encode_subast_into(b: bytearray, node: PullFilter) -> None:
     """Append the federation wire form of ``node`` (or True/False) to ``b``."""
@@ -104,17 +103,17 @@ def encode_subast_into(b: bytearray, node: PullFilter) -> None:
         elif kind in LEAF_KINDS:
             value = n.value
             if kind is Kind.NAME or kind is Kind.STRING:
-                b += _p_ii(int(kind), _TC_STRING)
-                _put_string(b, value)  # type: ignore[arg-type]
+                b += _p_ii(int(kind), TC_STRING)
+                put_string(b, value, f"SubAST {kind.name} value")  # type: ignore[arg-type]
             elif kind is Kind.INT32:
                 if isinstance(value, bool) or not isinstance(value, int) or \
                         not INT32_MIN <= value <= INT32_MAX:
                     raise ValueError(f"SubAST int32 value {value!r} out of range")
-                b += _p_iii(int(kind), _TC_INT32, value)
+                b += _p_iii(int(kind), TC_INT32, value)
             elif kind is Kind.INT64:
-                b += _p_iiq(int(kind), _TC_INT64, int(value))  # type: ignore[arg-type]
+                b += _p_iiq(int(kind), TC_INT64, int(value))  # type: ignore[arg-type]
             else:
-                b += _p_iid(int(kind), _TC_REAL64, float(value))  # type: ignore[arg-type]
+                b += _p_iid(int(kind), TC_REAL64, float(value))  # type: ignore[arg-type]
         else:
             b += _p_iii(int(kind), 0, len(n.children))
             stack.extend(reversed(n.children))
@@ -133,24 +132,6 @@ def encode_subast(node: PullFilter) -> bytes:
 # decoding
 
 _EMPTY = object()   # marker for a decoded empty_tc (FALSE) below the root
-
-
-def _read_string(data: bytes, o: int, end: int, limit: int) -> tuple[str, int]:
-    (n,) = _u32(data, o)
-    s = o + 4
-    if n > end - s:
-        raise ProtocolError(f"SubAST string length {n} exceeds the {end - s} bytes remaining",
-                            o)
-    if n > limit:
-        raise LimitError(f"SubAST string of {n} bytes exceeds the limit of {limit}", o,
-                         "max_string_length")
-    try:
-        text = data[s:s + n].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProtocolError(f"invalid UTF-8 in a SubAST string ({exc.reason})", s) from None
-    if "\0" in text:
-        raise ProtocolError("NUL character in a SubAST string", s)
-    return text, s + n + (-n & 3)
 
 
 def _finish(kind: Kind, children: list, o: int) -> object:
@@ -186,6 +167,7 @@ def _decode(data: bytes, o: int, end: int, limits: Limits) -> tuple[PullFilter, 
     stack: list[tuple[Kind, int, list]] = []
     max_depth = limits.max_ast_depth
     max_string = limits.max_string_length
+    max_array = limits.max_array_length
     while True:
         (tc,) = _i32(data, o)
         start = o
@@ -203,13 +185,14 @@ def _decode(data: bytes, o: int, end: int, limits: Limits) -> tuple[PullFilter, 
                 if vtc != want:
                     raise ProtocolError(f"SubAST {kind.name} leaf with value typecode {vtc} "
                                         f"(expected {want})", start + 4)
-                if want == _TC_STRING:
-                    text, o = _read_string(data, o, end, max_string)
+                if want == TC_STRING:
+                    text, o = read_string(data, o, end, f"SubAST {kind.name.lower()}",
+                                          max_string, "max_string_length")
                     node = Node(kind, value=text)
-                elif want == _TC_INT32:
+                elif want == TC_INT32:
                     node = Node(kind, value=_i32(data, o)[0])
                     o += 4
-                elif want == _TC_INT64:
+                elif want == TC_INT64:
                     node = Node(kind, value=Int64(_i64(data, o)[0]))
                     o += 8
                 else:
@@ -219,13 +202,9 @@ def _decode(data: bytes, o: int, end: int, limits: Limits) -> tuple[PullFilter, 
                 if vtc != 0:
                     raise ProtocolError(f"SubAST {kind.name} node with value typecode {vtc} "
                                         "(expected 0)", start + 4)
-                (n,) = _i32(data, o)
-                if n < 0:
-                    raise ProtocolError(f"SubAST {kind.name}: negative child count {n}", o)
-                if n * 4 > end - o - 4:
-                    raise ProtocolError(f"SubAST {kind.name}: {n} children cannot fit in the "
-                                        f"{end - o - 4} bytes remaining", o)
-                o += 4
+                # a child takes at least 4 bytes (a lone empty_tc)
+                n, o = read_count(data, o, end, f"SubAST {kind.name} children", 4,
+                                  max_array, "max_array_length")
                 if n:
                     if len(stack) >= max_depth:
                         raise LimitError(f"SubAST nesting deeper than {max_depth}", start,

@@ -78,6 +78,7 @@ from elvin.federation.domain import (
     TopologyError,
 )
 from elvin.protocol.uri import ElvinURI, URIError, parse_uri
+from elvin.tomlwrite import toml_string, toml_value
 
 __all__ = [
     "FEDERATION_PORT",
@@ -89,7 +90,6 @@ __all__ = [
     "load_topology",
     "parse_topology",
     "render_fragment",
-    "toml_string",
 ]
 
 FEDERATION_PORT = 2916   # IANA port of the federation protocol over XDR
@@ -440,29 +440,6 @@ def federation_config(topology: Topology, name: str) -> dict[str, Any]:
             "connect": connect, "accept": accept}
 
 
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
-            "\r": "\\r"}
-
-
-def toml_string(text: str) -> str:
-    """``text`` as a TOML basic string."""
-    out = []
-    for ch in text:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04X}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def _toml_value(value: str | bool) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return toml_string(value)
-
-
 def render_fragment(topology: Topology, name: str) -> str:
     """Router ``name``'s federation configuration as a TOML fragment."""
     config = federation_config(topology, name)
@@ -488,5 +465,5 @@ def render_fragment(topology: Topology, name: str) -> str:
             out.append("")
             out.append(f"[[federation.{kind}]]")
             for key, value in entry.items():
-                out.append(f"{key} = {_toml_value(value)}")
+                out.append(f"{key} = {toml_value(value)}")
     return "\n".join(out) + "\n"

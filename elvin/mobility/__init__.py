@@ -30,7 +30,7 @@ at its router by that router's URL unless told otherwise. Ids that are URLs
 compare in canonical form.
 
 Secrets travel privately, in both directions, with Elvin's own SHA-1
-consumer key scheme (``KEYS.md``): a notification sent with the public key
+consumer key scheme (``docs/keys.md``): a notification sent with the public key
 ``SHA-1(k)`` and ``deliver_insecure`` false reaches only subscriptions made
 with the raw key ``k``, however broadly anyone else subscribes.
 

@@ -1,5 +1,5 @@
 """``python -m elvin.pipeline`` = ``elvin-pipeline``."""
 
-from elvin.pipeline.cli import entry
+from elvin.pipeline.launch import main
 
-entry()
+main()

@@ -125,7 +125,7 @@ class FrameDecoder:
                     try:
                         self._check_header(length, self._consumed + pos)
                     except ProtocolError as exc:
-                        exc.frames = out  # type: ignore[attr-defined]
+                        exc.frames = out
                         raise
                 stop = pos + 4 + length
                 if stop > end:
@@ -196,7 +196,7 @@ class FrameDecoder:
                 packets.append(packet)
         except ProtocolError as exc:
             # hand over the good packets that came before the bad frame/header
-            exc.packets = packets  # type: ignore[attr-defined]
+            exc.packets = packets
             raise
         finally:
             # keep the unconsumed tail (after a bad body, feed(b"") resumes there)

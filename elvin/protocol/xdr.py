@@ -60,7 +60,7 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 
 from elvin.errors import ProtocolError
-from elvin.keys import EMPTY_KEYS, Keys, KeyScheme
+from elvin.keys import EMPTY_KEYS
 from elvin.protocol.limits import DEFAULT_LIMITS, LimitError, Limits
 from elvin.protocol.packets import (
     PACKET_CLASSES,
@@ -94,8 +94,38 @@ from elvin.protocol.packets import (
     TestConn,
     UNotify,
 )
+from elvin.protocol.xdrprim import (
+    INT32,
+    INT64,
+    REAL64,
+    TYPED_INT32,
+    UINT32,
+    UINT64,
+    XDR_FALSE,
+    XDR_TRUE,
+    check_range,
+    id64_array,
+    put_attrs,
+    put_bool,
+    put_ids,
+    put_keys,
+    put_names,
+    put_string,
+    put_u32,
+    put_u64,
+    put_value,
+    read_attrs,
+    read_bool,
+    read_count,
+    read_id64s,
+    read_keys,
+    read_string,
+    read_strings,
+    read_uint,
+    read_values,
+)
 from elvin.subscription.ast import Kind, Node
-from elvin.values import INT32_MAX, INT32_MIN, ElvinType, Int64, check_value
+from elvin.values import INT32_MAX, INT32_MIN, Int64
 
 __all__ = [
     "decode_ast",
@@ -111,325 +141,20 @@ __all__ = [
 ]
 
 # --------------------------------------------------------------------------
-# precompiled structs
-_S_I32 = struct.Struct(">i")
-_S_U32 = struct.Struct(">I")
-_S_I64 = struct.Struct(">q")
-_S_U64 = struct.Struct(">Q")
-_S_F64 = struct.Struct(">d")
-_S_II = struct.Struct(">ii")       # typecode + int32
-_S_IQ = struct.Struct(">iq")       # typecode + int64
-_S_ID = struct.Struct(">id")       # typecode + real64
-_S_II_U = struct.Struct(">iI")     # typecode + length
-
-_i32 = _S_I32.unpack_from
-_u32 = _S_U32.unpack_from
-_i64 = _S_I64.unpack_from
-_u64 = _S_U64.unpack_from
-_f64 = _S_F64.unpack_from
-_ii = _S_II.unpack_from
-_p_i32 = _S_I32.pack
-_p_u32 = _S_U32.pack
-_p_i64 = _S_I64.pack
-_p_u64 = _S_U64.pack
-_p_f64 = _S_F64.pack
-_p_ii = _S_II.pack
-_p_iq = _S_IQ.pack
-_p_id = _S_ID.pack
-_p_iu = _S_II_U.pack
-_pack_into_u32 = _S_U32.pack_into
-
-_PAD = (b"", b"\0\0\0", b"\0\0", b"\0")   # indexed by length & 3
-_ZERO4 = b"\0\0\0\0"
-_ONE4 = b"\0\0\0\1"
+# precompiled structs (the layouts are xdrprim's)
+_i32 = INT32.unpack_from
+_u32 = UINT32.unpack_from
+_i64 = INT64.unpack_from
+_u64 = UINT64.unpack_from
+_f64 = REAL64.unpack_from
+_p_i32 = INT32.pack
+_p_u32 = UINT32.pack
+_p_i64 = INT64.pack
+_p_f64 = REAL64.pack
+_p_ii = TYPED_INT32.pack
+_pack_into_u32 = UINT32.pack_into
 _STRUCT_ERROR = struct.error
-
-TC_INT32, TC_INT64, TC_REAL64, TC_STRING, TC_OPAQUE = 1, 2, 3, 4, 5
-
 _new_int64 = int.__new__   # Int64 without the range check: 8 bytes always fit
-
-
-def _q_array(n: int) -> struct.Struct:
-    s = _Q_ARRAYS.get(n)
-    if s is None:
-        s = struct.Struct(f">{n}Q")
-        if n <= 256:
-            _Q_ARRAYS[n] = s
-    return s
-
-
-_Q_ARRAYS: dict[int, struct.Struct] = {}
-
-
-# ==========================================================================
-# decoding helpers. Each takes (data, offset, end, ...) and returns
-# (value, new_offset). ``data`` is always ``bytes`` and ``end == len(data)``,
-# so fixed-size reads past the end raise struct.error, which decode_packet
-# turns into a "truncated" ProtocolError; variable lengths are checked here.
-
-
-def _utf8_error(what: str, exc: UnicodeDecodeError, start: int) -> ProtocolError:
-    return ProtocolError(f"invalid UTF-8 in {what} ({exc.reason})", start + exc.start)
-
-
-def _nul_error(what: str, text: str, start: int) -> ProtocolError:
-    return ProtocolError(f"NUL character in {what}", start + len(text[: text.index("\0")]
-                                                                  .encode("utf-8")))
-
-
-def _read_string(data: bytes, o: int, end: int, what: str,
-                 max_length: int | None = None, limit: str = "") -> tuple[str, int]:
-    (n,) = _u32(data, o)
-    s = o + 4
-    e = s + n
-    if e > end:
-        raise ProtocolError(f"{what}: string length {n} exceeds the {end - s} bytes "
-                            "remaining", o)
-    if max_length is not None and n > max_length:
-        raise LimitError(f"{what}: string of {n} bytes exceeds the limit of {max_length}",
-                         o, limit)
-    try:
-        text = data[s:e].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _utf8_error(what, exc, s) from None
-    if "\0" in text:
-        raise _nul_error(what, text, s)
-    return text, e + _PADLEN[n & 3]
-
-
-_PADLEN = (0, 3, 2, 1)
-
-
-def _read_opaque(data: bytes, o: int, end: int, what: str,
-                 max_length: int | None = None, limit: str = "") -> tuple[bytes, int]:
-    (n,) = _u32(data, o)
-    s = o + 4
-    e = s + n
-    if e > end:
-        raise ProtocolError(f"{what}: opaque length {n} exceeds the {end - s} bytes "
-                            "remaining", o)
-    if max_length is not None and n > max_length:
-        raise LimitError(f"{what}: opaque of {n} bytes exceeds the limit of {max_length}",
-                         o, limit)
-    return data[s:e], e + _PADLEN[n & 3]
-
-
-def _read_bool(data: bytes, o: int, what: str) -> tuple[bool, int]:
-    (v,) = _u32(data, o)
-    if v > 1:
-        raise ProtocolError(f"{what}: boolean must be 0 or 1, not {v}", o)
-    return v == 1, o + 4
-
-
-def _read_uint(data: bytes, o: int, what: str, maximum: int) -> tuple[int, int]:
-    (v,) = _u32(data, o)
-    if v > maximum:
-        raise ProtocolError(f"{what}: {v} is out of range (0..{maximum})", o)
-    return v, o + 4
-
-
-def _read_count(data: bytes, o: int, end: int, what: str, item_size: int,
-                maximum: int, limit: str) -> tuple[int, int]:
-    """An array count, checked against the bytes left (each item takes at
-    least ``item_size`` bytes) before anything is allocated, then the limit."""
-    (n,) = _i32(data, o)
-    if n < 0:
-        raise ProtocolError(f"{what}: negative array count {n}", o)
-    if n * item_size > end - o - 4:
-        raise ProtocolError(f"{what}: array count {n} cannot fit in the {end - o - 4} bytes "
-                            "remaining", o)
-    if n > maximum:
-        raise LimitError(f"{what}: {n} items exceed the limit of {maximum}", o, limit)
-    return n, o + 4
-
-
-def _read_value(data: bytes, o: int, end: int, limits: Limits,
-                what: str) -> tuple[object, int]:
-    (tc,) = _i32(data, o)
-    o += 4
-    if tc == TC_STRING:
-        return _read_string(data, o, end, what, limits.max_string_length,
-                            "max_string_length")
-    if tc == TC_INT32:
-        return _i32(data, o)[0], o + 4
-    if tc == TC_INT64:
-        return _new_int64(Int64, _i64(data, o)[0]), o + 8
-    if tc == TC_REAL64:
-        return _f64(data, o)[0], o + 8
-    if tc == TC_OPAQUE:
-        return _read_opaque(data, o, end, what, limits.max_opaque_length,
-                            "max_opaque_length")
-    raise ProtocolError(f"{what}: unknown value typecode {tc}", o - 4)
-
-
-#: decoded attribute names by their UTF-8 bytes (see ``_read_attrs``); only
-#: names that passed every check are stored, and the length limit is checked
-#: again on every read, so the cache never changes what is accepted.
-_NAME_CACHE: dict[bytes, str] = {}
-_NAME_CACHE_SIZE = 4096
-
-
-def _read_attrs(data: bytes, o: int, end: int, limits: Limits,
-                what: str = "attributes") -> tuple[dict, int]:
-    """The hot loop: an array of NameValue into a dict (inlined reads)."""
-    (n,) = _i32(data, o)
-    if n < 0:
-        raise ProtocolError(f"{what}: negative attribute count {n}", o)
-    if n * 12 > end - o - 4:   # smallest NameValue: empty name + int32 = 12 bytes
-        raise ProtocolError(f"{what}: attribute count {n} cannot fit in the "
-                            f"{end - o - 4} bytes remaining", o)
-    if n > limits.max_attributes:
-        raise LimitError(f"{what}: {n} attributes exceed the limit of "
-                         f"{limits.max_attributes}", o, "max_attributes")
-    o += 4
-    attrs: dict = {}
-    if not n:
-        return attrs, o
-    max_name = limits.max_name_length
-    max_string = limits.max_string_length
-    max_opaque = limits.max_opaque_length
-    u32 = _u32
-    ii = _ii
-    padlen = _PADLEN
-    names = _NAME_CACHE
-    for _ in range(n):
-        # -- name
-        (ln,) = u32(data, o)
-        s = o + 4
-        e = s + ln
-        if e > end:
-            raise ProtocolError(f"{what}: name length {ln} exceeds the {end - s} bytes "
-                                "remaining", o)
-        if ln > max_name:
-            raise LimitError(f"{what}: name of {ln} bytes exceeds the limit of {max_name}",
-                             o, "max_name_length")
-        # Names repeat from one notification to the next: the cache saves the
-        # UTF-8 decode and NUL scan, and hands back a str whose hash is
-        # already computed for the dict insert and the application's lookups.
-        raw = data[s:e]
-        name = names.get(raw)
-        if name is None:
-            try:
-                name = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise _utf8_error(f"{what}: attribute name", exc, s) from None
-            if "\0" in name:
-                raise _nul_error(f"{what}: attribute name", name, s)
-            if len(names) >= _NAME_CACHE_SIZE:
-                names.clear()      # bounded: a stream of ever-new names cannot grow it
-            names[raw] = name
-        o = e + padlen[ln & 3]
-        # -- typed value: the typecode and the next word in one unpack
-        tc, w = ii(data, o)
-        if tc == 4:
-            s = o + 8
-            e = s + w
-            if w < 0 or e > end:
-                raise ProtocolError(f"{what}: string length {w & 0xFFFFFFFF} of {name!r} "
-                                    f"exceeds the {end - s} bytes remaining", o + 4)
-            if w > max_string:
-                raise LimitError(f"{what}: string {name!r} of {w} bytes exceeds the limit "
-                                 f"of {max_string}", o + 4, "max_string_length")
-            try:
-                value = data[s:e].decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise _utf8_error(f"{what}: value of {name!r}", exc, s) from None
-            if "\0" in value:
-                raise _nul_error(f"{what}: value of {name!r}", value, s)
-            o = e + padlen[w & 3]
-        elif tc == 1:
-            value = w
-            o += 8
-        elif tc == 2:
-            value = _new_int64(Int64, _i64(data, o + 4)[0])
-            o += 12
-        elif tc == 3:
-            value = _f64(data, o + 4)[0]
-            o += 12
-        elif tc == 5:
-            s = o + 8
-            e = s + w
-            if w < 0 or e > end:
-                raise ProtocolError(f"{what}: opaque length {w & 0xFFFFFFFF} of {name!r} "
-                                    f"exceeds the {end - s} bytes remaining", o + 4)
-            if w > max_opaque:
-                raise LimitError(f"{what}: opaque {name!r} of {w} bytes exceeds the limit "
-                                 f"of {max_opaque}", o + 4, "max_opaque_length")
-            value = data[s:e]
-            o = e + padlen[w & 3]
-        else:
-            raise ProtocolError(f"{what}: unknown value typecode {tc} for {name!r}", o)
-        attrs[name] = value
-    return attrs, o
-
-
-def _read_id64s(data: bytes, o: int, end: int, limits: Limits,
-                what: str) -> tuple[tuple[int, ...], int]:
-    n, o = _read_count(data, o, end, what, 8, limits.max_array_length, "max_array_length")
-    if not n:
-        return (), o
-    if n == 1:
-        return _u64(data, o), o + 8
-    return _q_array(n).unpack_from(data, o), o + 8 * n
-
-
-def _read_strings(data: bytes, o: int, end: int, limits: Limits,
-                  what: str) -> tuple[tuple[str, ...], int]:
-    n, o = _read_count(data, o, end, what, 4, limits.max_array_length, "max_array_length")
-    out = []
-    for i in range(n):
-        text, o = _read_string(data, o, end, f"{what}[{i}]", limits.max_name_length,
-                               "max_name_length")
-        out.append(text)
-    return tuple(out), o
-
-
-def _read_values(data: bytes, o: int, end: int, limits: Limits,
-                 what: str) -> tuple[tuple, int]:
-    n, o = _read_count(data, o, end, what, 8, limits.max_array_length, "max_array_length")
-    out = []
-    for i in range(n):
-        value, o = _read_value(data, o, end, limits, f"{what}[{i}]")
-        out.append(value)
-    return tuple(out), o
-
-
-def _read_keys(data: bytes, o: int, end: int, limits: Limits, what: str) -> tuple[Keys, int]:
-    (n,) = _i32(data, o)
-    if n == 0:
-        return EMPTY_KEYS, o + 4
-    n, o = _read_count(data, o, end, what, 8, limits.max_keys, "max_keys")
-    total = 0
-    max_keys = limits.max_keys
-    schemes: dict[int, list[set[bytes]]] = {}
-    for _ in range(n):
-        (scheme,) = _u32(data, o)
-        sets_what = f"{what}: scheme {scheme} key sets"
-        nsets, o = _read_count(data, o + 4, end, sets_what, 4, max_keys, "max_keys")
-        merged = schemes.setdefault(scheme, [])
-        for index in range(nsets):
-            set_what = f"{what}: scheme {scheme} key set {index}"
-            nkeys, o = _read_count(data, o, end, set_what, 4, max_keys, "max_keys")
-            total += nkeys
-            if total > max_keys:
-                raise LimitError(f"{what}: more than {max_keys} keys", o - 4, "max_keys")
-            if index >= len(merged):
-                merged.append(set())
-            target = merged[index]
-            for _k in range(nkeys):
-                key, o = _read_opaque(data, o, end, set_what, limits.max_opaque_length,
-                                      "max_opaque_length")
-                target.add(key)
-    # Trailing empty sets are dropped (a dual-scheme Keys with only producer
-    # keys travels as two sets but reads back as one): Keys.key_set() treats
-    # a missing set as empty, so nothing is lost and round trips compare equal.
-    out: dict[int, tuple[frozenset[bytes], ...]] = {}
-    for scheme, sets in schemes.items():
-        while sets and not sets[-1]:
-            sets.pop()
-        if sets:
-            out[scheme] = tuple(frozenset(s) for s in sets)
-    return Keys(out), o
 
 
 _KINDS: dict[int, Kind] = {int(k): k for k in Kind}
@@ -451,7 +176,7 @@ def _read_ast(data: bytes, o: int, end: int, limits: Limits,
             raise ProtocolError(f"{what}: unknown SubAST typecode {tc}", o)
         o += 4
         if kind is _K_NAME or kind is _K_STRING:
-            text, o = _read_string(data, o, end, f"{what} {kind.name.lower()}",
+            text, o = read_string(data, o, end, f"{what} {kind.name.lower()}",
                                    limits.max_string_length, "max_string_length")
             node = Node(kind, value=text)
         elif kind is _K_INT32:
@@ -465,7 +190,7 @@ def _read_ast(data: bytes, o: int, end: int, limits: Limits,
             o += 8
         else:
             # every SubAST takes at least 8 bytes (typecode + one word)
-            n, o = _read_count(data, o, end, f"{what} {kind.name.lower()} children", 8,
+            n, o = read_count(data, o, end, f"{what} {kind.name.lower()} children", 8,
                                max_array, "max_array_length")
             if n:
                 if len(stack) >= max_depth:
@@ -494,29 +219,29 @@ def _d_xid(data: bytes, o: int) -> tuple[int, int]:
 
 
 def _dec_unotify(data, o, end, limits):
-    major, o = _read_uint(data, o, "UNotify client_major_version", 255)
-    minor, o = _read_uint(data, o, "UNotify client_minor_version", 255)
-    attrs, o = _read_attrs(data, o, end, limits, "UNotify attributes")
-    insecure, o = _read_bool(data, o, "UNotify deliver_insecure")
-    keys, o = _read_keys(data, o, end, limits, "UNotify keys")
+    major, o = read_uint(data, o, "UNotify client_major_version", 255)
+    minor, o = read_uint(data, o, "UNotify client_minor_version", 255)
+    attrs, o = read_attrs(data, o, end, limits, "UNotify attributes")
+    insecure, o = read_bool(data, o, "UNotify deliver_insecure")
+    keys, o = read_keys(data, o, end, limits, "UNotify keys")
     return UNotify(major, minor, attrs, insecure, keys), o
 
 
 def _dec_nack(data, o, end, limits):
     xid, o = _d_xid(data, o)
-    error, o = _read_uint(data, o, "Nack error", 0xFFFF)
-    message, o = _read_string(data, o, end, "Nack message")
-    args, o = _read_values(data, o, end, limits, "Nack args")
+    error, o = read_uint(data, o, "Nack error", 0xFFFF)
+    message, o = read_string(data, o, end, "Nack message")
+    args, o = read_values(data, o, end, limits, "Nack args")
     return Nack(xid, error, message, args), o
 
 
 def _dec_conn_rqst(data, o, end, limits):
     xid, o = _d_xid(data, o)
-    major, o = _read_uint(data, o, "ConnRqst client_major_version", 255)
-    minor, o = _read_uint(data, o, "ConnRqst client_minor_version", 255)
-    options, o = _read_attrs(data, o, end, limits, "ConnRqst options")
-    nfn_keys, o = _read_keys(data, o, end, limits, "ConnRqst nfn_keys")
-    sub_keys, o = _read_keys(data, o, end, limits, "ConnRqst sub_keys")
+    major, o = read_uint(data, o, "ConnRqst client_major_version", 255)
+    minor, o = read_uint(data, o, "ConnRqst client_minor_version", 255)
+    options, o = read_attrs(data, o, end, limits, "ConnRqst options")
+    nfn_keys, o = read_keys(data, o, end, limits, "ConnRqst nfn_keys")
+    sub_keys, o = read_keys(data, o, end, limits, "ConnRqst sub_keys")
     return ConnRqst(xid, major, minor, options, nfn_keys, sub_keys), o
 
 
@@ -525,7 +250,7 @@ def _options_decoder(cls):
 
     def decode(data, o, end, limits):
         xid, o = _d_xid(data, o)
-        options, o = _read_attrs(data, o, end, limits, label)
+        options, o = read_attrs(data, o, end, limits, label)
         return cls(xid, options), o
     return decode
 
@@ -556,21 +281,21 @@ def _empty_decoder(cls):
 
 def _dec_disconn(data, o, end, limits):
     (reason,) = _i32(data, o)
-    args, o = _read_string(data, o + 4, end, "Disconn args")
+    args, o = read_string(data, o + 4, end, "Disconn args")
     return Disconn(reason, args), o
 
 
 def _dec_sec_rqst(data, o, end, limits):
     xid, o = _d_xid(data, o)
-    add_nfn, o = _read_keys(data, o, end, limits, "SecRqst add_nfn_keys")
-    del_nfn, o = _read_keys(data, o, end, limits, "SecRqst del_nfn_keys")
-    add_sub, o = _read_keys(data, o, end, limits, "SecRqst add_sub_keys")
-    del_sub, o = _read_keys(data, o, end, limits, "SecRqst del_sub_keys")
+    add_nfn, o = read_keys(data, o, end, limits, "SecRqst add_nfn_keys")
+    del_nfn, o = read_keys(data, o, end, limits, "SecRqst del_nfn_keys")
+    add_sub, o = read_keys(data, o, end, limits, "SecRqst add_sub_keys")
+    del_sub, o = read_keys(data, o, end, limits, "SecRqst del_sub_keys")
     return SecRqst(xid, add_nfn, del_nfn, add_sub, del_sub), o
 
 
 def _dec_notify_emit(data, o, end, limits):
-    attrs, o = _read_attrs(data, o, end, limits, "NotifyEmit attributes")
+    attrs, o = read_attrs(data, o, end, limits, "NotifyEmit attributes")
     (flag,) = _u32(data, o)
     if flag > 1:
         raise ProtocolError(f"NotifyEmit deliver_insecure: boolean must be 0 or 1, "
@@ -578,49 +303,49 @@ def _dec_notify_emit(data, o, end, limits):
     (nkeys,) = _i32(data, o + 4)
     if nkeys == 0:
         return NotifyEmit(attrs, flag == 1, EMPTY_KEYS), o + 8
-    keys, o = _read_keys(data, o + 4, end, limits, "NotifyEmit keys")
+    keys, o = read_keys(data, o + 4, end, limits, "NotifyEmit keys")
     return NotifyEmit(attrs, flag == 1, keys), o
 
 
 def _dec_notify_deliver(data, o, end, limits):
-    attrs, o = _read_attrs(data, o, end, limits, "NotifyDeliver attributes")
-    secure, o = _read_id64s(data, o, end, limits, "NotifyDeliver secure_matches")
-    insecure, o = _read_id64s(data, o, end, limits, "NotifyDeliver insecure_matches")
+    attrs, o = read_attrs(data, o, end, limits, "NotifyDeliver attributes")
+    secure, o = read_id64s(data, o, end, limits, "NotifyDeliver secure_matches")
+    insecure, o = read_id64s(data, o, end, limits, "NotifyDeliver insecure_matches")
     return NotifyDeliver(attrs, secure, insecure), o
 
 
 def _dec_sub_add_rqst(data, o, end, limits):
     xid, o = _d_xid(data, o)
-    expr, o = _read_string(data, o, end, "SubAddRqst expression")
-    accept, o = _read_bool(data, o, "SubAddRqst accept_insecure")
-    keys, o = _read_keys(data, o, end, limits, "SubAddRqst keys")
+    expr, o = read_string(data, o, end, "SubAddRqst expression")
+    accept, o = read_bool(data, o, "SubAddRqst accept_insecure")
+    keys, o = read_keys(data, o, end, limits, "SubAddRqst keys")
     return SubAddRqst(xid, expr, accept, keys), o
 
 
 def _dec_sub_mod_rqst(data, o, end, limits):
     xid, sub_id = _S_XID_ID64.unpack_from(data, o)
-    expr, o = _read_string(data, o + 12, end, "SubModRqst expression")
-    accept, o = _read_bool(data, o, "SubModRqst accept_insecure")
-    add_keys, o = _read_keys(data, o, end, limits, "SubModRqst add_keys")
-    del_keys, o = _read_keys(data, o, end, limits, "SubModRqst del_keys")
+    expr, o = read_string(data, o + 12, end, "SubModRqst expression")
+    accept, o = read_bool(data, o, "SubModRqst accept_insecure")
+    add_keys, o = read_keys(data, o, end, limits, "SubModRqst add_keys")
+    del_keys, o = read_keys(data, o, end, limits, "SubModRqst del_keys")
     return SubModRqst(xid, sub_id, expr, accept, add_keys, del_keys), o
 
 
 def _dec_qnch_add_rqst(data, o, end, limits):
     xid, o = _d_xid(data, o)
-    names, o = _read_strings(data, o, end, limits, "QnchAddRqst names")
-    insecure, o = _read_bool(data, o, "QnchAddRqst deliver_insecure")
-    keys, o = _read_keys(data, o, end, limits, "QnchAddRqst keys")
+    names, o = read_strings(data, o, end, limits, "QnchAddRqst names")
+    insecure, o = read_bool(data, o, "QnchAddRqst deliver_insecure")
+    keys, o = read_keys(data, o, end, limits, "QnchAddRqst keys")
     return QnchAddRqst(xid, names, insecure, keys), o
 
 
 def _dec_qnch_mod_rqst(data, o, end, limits):
     xid, quench_id = _S_XID_ID64.unpack_from(data, o)
-    names_add, o = _read_strings(data, o + 12, end, limits, "QnchModRqst names_add")
-    names_del, o = _read_strings(data, o, end, limits, "QnchModRqst names_del")
-    insecure, o = _read_bool(data, o, "QnchModRqst deliver_insecure")
-    add_keys, o = _read_keys(data, o, end, limits, "QnchModRqst add_keys")
-    del_keys, o = _read_keys(data, o, end, limits, "QnchModRqst del_keys")
+    names_add, o = read_strings(data, o + 12, end, limits, "QnchModRqst names_add")
+    names_del, o = read_strings(data, o, end, limits, "QnchModRqst names_del")
+    insecure, o = read_bool(data, o, "QnchModRqst deliver_insecure")
+    add_keys, o = read_keys(data, o, end, limits, "QnchModRqst add_keys")
+    del_keys, o = read_keys(data, o, end, limits, "QnchModRqst del_keys")
     return QnchModRqst(xid, quench_id, names_add, names_del, insecure, add_keys,
                        del_keys), o
 
@@ -629,8 +354,8 @@ def _sub_notify_decoder(cls):
     label = cls.__name__
 
     def decode(data, o, end, limits):
-        secure, o = _read_id64s(data, o, end, limits, f"{label} secure_quench_ids")
-        insecure, o = _read_id64s(data, o, end, limits, f"{label} insecure_quench_ids")
+        secure, o = read_id64s(data, o, end, limits, f"{label} secure_quench_ids")
+        insecure, o = read_id64s(data, o, end, limits, f"{label} insecure_quench_ids")
         (term_id,) = _u64(data, o)
         expr, o = _read_ast(data, o + 8, end, limits, f"{label} sub_expr")
         return cls(secure, insecure, term_id, expr), o
@@ -638,7 +363,7 @@ def _sub_notify_decoder(cls):
 
 
 def _dec_sub_del_notify(data, o, end, limits):
-    ids, o = _read_id64s(data, o, end, limits, "SubDelNotify quench_ids")
+    ids, o = read_id64s(data, o, end, limits, "SubDelNotify quench_ids")
     (term_id,) = _u64(data, o)
     return SubDelNotify(ids, term_id), o + 8
 
@@ -682,8 +407,8 @@ _HAS_XID = frozenset(int(pid) for pid, cls in PACKET_CLASSES.items()
 
 
 def _annotate(exc: ProtocolError, data: bytes, pid: int | None) -> ProtocolError:
-    exc.packet_id = pid  # type: ignore[attr-defined]
-    exc.xid = (_u32(data, 4)[0]  # type: ignore[attr-defined]
+    exc.packet_id = pid
+    exc.xid = (_u32(data, 4)[0]
                if pid in _HAS_XID and len(data) >= 8 else None)
     return exc
 
@@ -745,7 +470,7 @@ def decode_notify_deliver(data: bytes, start: int, end: int,
     (another packet type, any error, more than one subscription id per
     list): the caller then decodes ``data[start:end]`` with ``decode_packet``,
     which gives the same packet or the exact error with offsets relative to
-    the packet. The fast path shares ``_read_attrs`` with the general one, so
+    the packet. The fast path shares ``read_attrs`` with the general one, so
     whatever it returns is what ``decode_packet`` would have returned.
 
     Reads are sequential and the offset only grows, so a body that would
@@ -756,7 +481,7 @@ def decode_notify_deliver(data: bytes, start: int, end: int,
             or not data.startswith(_DELIVER_PID, start)):
         return None
     try:
-        attrs, o = _read_attrs(data, start + 4, end, limits, "NotifyDeliver attributes")
+        attrs, o = read_attrs(data, start + 4, end, limits, "NotifyDeliver attributes")
         # the usual tail, no secure match and one insecure match, in one read
         # (16 bytes may also be one secure match and no insecure one)
         if (end - o == 16 and limits.max_array_length
@@ -822,7 +547,7 @@ def decode_attributes(data: bytes | bytearray | memoryview, offset: int = 0,
     if type(data) is not bytes:
         data = bytes(data)
     try:
-        attrs, end = _read_attrs(data, offset, len(data), limits)
+        attrs, end = read_attrs(data, offset, len(data), limits)
     except _STRUCT_ERROR:
         raise ProtocolError("truncated attributes", len(data)) from None
     except (ValueError, IndexError, OverflowError, MemoryError) as exc:
@@ -830,165 +555,6 @@ def decode_attributes(data: bytes | bytearray | memoryview, offset: int = 0,
     if end > len(data):
         raise ProtocolError("truncated attributes", len(data))
     return attrs, end
-
-
-# ==========================================================================
-# encoding
-
-
-def _put_string(b: bytearray, text: str, what: str) -> None:
-    if type(text) is not str:
-        if not isinstance(text, str):
-            raise TypeError(f"{what} must be a str, not {type(text).__name__}")
-    if "\0" in text:
-        raise ValueError(f"{what} may not contain NUL")
-    raw = text.encode("utf-8")
-    n = len(raw)
-    b += _p_u32(n)
-    b += raw
-    b += _PAD[n & 3]
-
-
-def _put_opaque(b: bytearray, raw: bytes) -> None:
-    n = len(raw)
-    b += _p_u32(n)
-    b += raw
-    b += _PAD[n & 3]
-
-
-def _check_range(value: object, low: int, high: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    if not low <= value <= high:
-        raise ValueError(f"{what} {value} is out of range ({low}..{high})")
-    return value
-
-
-def _put_u32(b: bytearray, value: int, what: str, high: int = 0xFFFFFFFF) -> None:
-    b += _p_u32(_check_range(value, 0, high, what))
-
-
-def _put_u64(b: bytearray, value: int, what: str) -> None:
-    b += _p_u64(_check_range(value, 0, 0xFFFFFFFFFFFFFFFF, what))
-
-
-def _put_bool(b: bytearray, value: object) -> None:
-    b += _ONE4 if value else _ZERO4
-
-
-_NAME_CACHE: dict[str, bytes] = {}
-_NAME_CACHE_MAX = 4096
-
-
-def _encoded_name(name: str) -> bytes:
-    """An attribute name as an XDR string, cached (names repeat a lot)."""
-    if type(name) is not str:
-        if not isinstance(name, str):
-            raise TypeError(f"attribute names are str, not {type(name).__name__}")
-        name = str(name)
-    if "\0" in name:
-        raise ValueError(f"attribute name {name!r} contains NUL")
-    raw = name.encode("utf-8")
-    n = len(raw)
-    enc = _p_u32(n) + raw + _PAD[n & 3]
-    if n <= 256:
-        if len(_NAME_CACHE) >= _NAME_CACHE_MAX:
-            _NAME_CACHE.clear()
-        _NAME_CACHE[name] = enc
-    return enc
-
-
-def _put_value_slow(b: bytearray, name: str, value: object) -> None:
-    kind = check_value(name, value)   # TypeError/ValueError naming the attribute
-    if kind is ElvinType.INT32:
-        b += _p_ii(TC_INT32, int(value))  # type: ignore[arg-type]
-    elif kind is ElvinType.INT64:
-        b += _p_iq(TC_INT64, int(value))  # type: ignore[arg-type]
-    elif kind is ElvinType.REAL64:
-        b += _p_id(TC_REAL64, float(value))  # type: ignore[arg-type]
-    elif kind is ElvinType.STRING:
-        b += _p_i32(TC_STRING)
-        _put_string(b, str(value), f"value of {name!r}")
-    else:
-        b += _p_i32(TC_OPAQUE)
-        _put_opaque(b, bytes(value))  # type: ignore[arg-type]
-
-
-def _put_attrs(b: bytearray, attrs: Mapping[str, object]) -> None:
-    b += _p_i32(len(attrs))
-    cache = _NAME_CACHE
-    for name, value in attrs.items():
-        enc = cache.get(name)
-        b += enc if enc is not None else _encoded_name(name)
-        t = type(value)
-        if t is str:
-            if "\0" in value:
-                raise ValueError(f"attribute {name!r}: strings may not contain NUL")
-            raw = value.encode("utf-8")
-            n = len(raw)
-            b += _p_iu(TC_STRING, n)
-            b += raw
-            b += _PAD[n & 3]
-        elif t is int:
-            if INT32_MIN <= value <= INT32_MAX:
-                b += _p_ii(TC_INT32, value)
-            else:
-                _put_value_slow(b, name, value)
-        elif t is Int64:
-            b += _p_iq(TC_INT64, value)
-        elif t is float:
-            b += _p_id(TC_REAL64, value)
-        elif t is bytes:
-            n = len(value)
-            b += _p_iu(TC_OPAQUE, n)
-            b += value
-            b += _PAD[n & 3]
-        else:
-            _put_value_slow(b, name, value)
-
-
-def _put_value(b: bytearray, value: object, what: str = "value") -> None:
-    _put_value_slow(b, what, value)
-
-
-def _put_keys(b: bytearray, keys: Keys) -> None:
-    sets = keys.sets
-    if not sets:
-        b += _ZERO4
-        return
-    b += _p_i32(len(sets))
-    for scheme in sorted(sets):
-        key_sets = list(sets[scheme])
-        try:
-            # known schemes always carry their full number of sets (Avis checks)
-            key_sets += [frozenset()] * (KeyScheme(scheme).set_count - len(key_sets))
-        except ValueError:
-            pass
-        _put_u32(b, scheme, "key scheme id")
-        b += _p_i32(len(key_sets))
-        for key_set in key_sets:
-            b += _p_i32(len(key_set))
-            for key in sorted(key_set):
-                _put_opaque(b, key)
-
-
-def _put_ids(b: bytearray, ids: Sequence[int], what: str) -> None:
-    n = len(ids)
-    b += _p_i32(n)
-    if n:
-        try:
-            b += _q_array(n).pack(*ids)
-        except _STRUCT_ERROR:
-            for i in ids:
-                _put_u64(b, i, what)
-
-
-def _put_names(b: bytearray, names: Sequence[str], what: str) -> None:
-    if isinstance(names, str):
-        raise TypeError(f"{what} is a sequence of names, not a str")
-    b += _p_i32(len(names))
-    for name in names:
-        _put_string(b, name, what)
 
 
 _LEAF_STRING = frozenset({Kind.NAME, Kind.STRING})
@@ -1007,11 +573,11 @@ def _put_ast(b: bytearray, root: Node) -> None:
         b += _p_i32(int(kind))
         value = node.value
         if kind in _LEAF_STRING:
-            _put_string(b, value, f"SubAST {Kind(kind).name} value")  # type: ignore[arg-type]
+            put_string(b, value, f"SubAST {Kind(kind).name} value")  # type: ignore[arg-type]
         elif kind == Kind.INT32:
-            b += _p_i32(_check_range(value, INT32_MIN, INT32_MAX, "SubAST int32 value"))
+            b += _p_i32(check_range(value, INT32_MIN, INT32_MAX, "SubAST int32 value"))
         elif kind == Kind.INT64:
-            b += _p_i64(_check_range(value, -(2**63), 2**63 - 1, "SubAST int64 value"))
+            b += _p_i64(check_range(value, -(2**63), 2**63 - 1, "SubAST int64 value"))
         elif kind == Kind.REAL64:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"SubAST real64 value must be a float, not "
@@ -1024,48 +590,48 @@ def _put_ast(b: bytearray, root: Node) -> None:
 
 
 def _enc_unotify(b, p: UNotify):
-    _put_u32(b, p.client_major_version, "client_major_version", 255)
-    _put_u32(b, p.client_minor_version, "client_minor_version", 255)
-    _put_attrs(b, p.attributes)
-    _put_bool(b, p.deliver_insecure)
-    _put_keys(b, p.keys)
+    put_u32(b, p.client_major_version, "client_major_version", 255)
+    put_u32(b, p.client_minor_version, "client_minor_version", 255)
+    put_attrs(b, p.attributes)
+    put_bool(b, p.deliver_insecure)
+    put_keys(b, p.keys)
 
 
 def _enc_nack(b, p: Nack):
-    _put_u32(b, p.xid, "xid")
-    _put_u32(b, p.error, "Nack error", 0xFFFF)
-    _put_string(b, p.message, "Nack message")
+    put_u32(b, p.xid, "xid")
+    put_u32(b, p.error, "Nack error", 0xFFFF)
+    put_string(b, p.message, "Nack message")
     b += _p_i32(len(p.args))
     for i, arg in enumerate(p.args):
-        _put_value(b, arg, f"Nack args[{i}]")
+        put_value(b, arg, f"Nack args[{i}]")
 
 
 def _enc_conn_rqst(b, p: ConnRqst):
-    _put_u32(b, p.xid, "xid")
-    _put_u32(b, p.client_major_version, "client_major_version", 255)
-    _put_u32(b, p.client_minor_version, "client_minor_version", 255)
-    _put_attrs(b, p.options)
-    _put_keys(b, p.nfn_keys)
-    _put_keys(b, p.sub_keys)
+    put_u32(b, p.xid, "xid")
+    put_u32(b, p.client_major_version, "client_major_version", 255)
+    put_u32(b, p.client_minor_version, "client_minor_version", 255)
+    put_attrs(b, p.options)
+    put_keys(b, p.nfn_keys)
+    put_keys(b, p.sub_keys)
 
 
 def _enc_options(b, p):
-    _put_u32(b, p.xid, "xid")
-    _put_attrs(b, p.options)
+    put_u32(b, p.xid, "xid")
+    put_attrs(b, p.options)
 
 
 def _enc_xid(b, p):
-    _put_u32(b, p.xid, "xid")
+    put_u32(b, p.xid, "xid")
 
 
 def _enc_xid_sub_id(b, p):
-    _put_u32(b, p.xid, "xid")
-    _put_u64(b, p.subscription_id, "subscription_id")
+    put_u32(b, p.xid, "xid")
+    put_u64(b, p.subscription_id, "subscription_id")
 
 
 def _enc_xid_quench_id(b, p):
-    _put_u32(b, p.xid, "xid")
-    _put_u64(b, p.quench_id, "quench_id")
+    put_u32(b, p.xid, "xid")
+    put_u64(b, p.quench_id, "quench_id")
 
 
 def _enc_nothing(b, p):
@@ -1073,73 +639,73 @@ def _enc_nothing(b, p):
 
 
 def _enc_disconn(b, p: Disconn):
-    b += _p_i32(_check_range(p.reason, INT32_MIN, INT32_MAX, "Disconn reason"))
-    _put_string(b, p.args, "Disconn args")
+    b += _p_i32(check_range(p.reason, INT32_MIN, INT32_MAX, "Disconn reason"))
+    put_string(b, p.args, "Disconn args")
 
 
 def _enc_sec_rqst(b, p: SecRqst):
-    _put_u32(b, p.xid, "xid")
-    _put_keys(b, p.add_nfn_keys)
-    _put_keys(b, p.del_nfn_keys)
-    _put_keys(b, p.add_sub_keys)
-    _put_keys(b, p.del_sub_keys)
+    put_u32(b, p.xid, "xid")
+    put_keys(b, p.add_nfn_keys)
+    put_keys(b, p.del_nfn_keys)
+    put_keys(b, p.add_sub_keys)
+    put_keys(b, p.del_sub_keys)
 
 
 def _enc_notify_emit(b, p: NotifyEmit):
-    _put_attrs(b, p.attributes)
-    b += _ONE4 if p.deliver_insecure else _ZERO4
-    _put_keys(b, p.keys)
+    put_attrs(b, p.attributes)
+    b += XDR_TRUE if p.deliver_insecure else XDR_FALSE
+    put_keys(b, p.keys)
 
 
 def _enc_notify_deliver(b, p: NotifyDeliver):
-    _put_attrs(b, p.attributes)
-    _put_ids(b, p.secure_matches, "secure_matches id")
-    _put_ids(b, p.insecure_matches, "insecure_matches id")
+    put_attrs(b, p.attributes)
+    put_ids(b, p.secure_matches, "secure_matches id")
+    put_ids(b, p.insecure_matches, "insecure_matches id")
 
 
 def _enc_sub_add_rqst(b, p: SubAddRqst):
-    _put_u32(b, p.xid, "xid")
-    _put_string(b, p.expression, "SubAddRqst expression")
-    _put_bool(b, p.accept_insecure)
-    _put_keys(b, p.keys)
+    put_u32(b, p.xid, "xid")
+    put_string(b, p.expression, "SubAddRqst expression")
+    put_bool(b, p.accept_insecure)
+    put_keys(b, p.keys)
 
 
 def _enc_sub_mod_rqst(b, p: SubModRqst):
-    _put_u32(b, p.xid, "xid")
-    _put_u64(b, p.subscription_id, "subscription_id")
-    _put_string(b, p.expression, "SubModRqst expression")
-    _put_bool(b, p.accept_insecure)
-    _put_keys(b, p.add_keys)
-    _put_keys(b, p.del_keys)
+    put_u32(b, p.xid, "xid")
+    put_u64(b, p.subscription_id, "subscription_id")
+    put_string(b, p.expression, "SubModRqst expression")
+    put_bool(b, p.accept_insecure)
+    put_keys(b, p.add_keys)
+    put_keys(b, p.del_keys)
 
 
 def _enc_qnch_add_rqst(b, p: QnchAddRqst):
-    _put_u32(b, p.xid, "xid")
-    _put_names(b, p.names, "QnchAddRqst names")
-    _put_bool(b, p.deliver_insecure)
-    _put_keys(b, p.keys)
+    put_u32(b, p.xid, "xid")
+    put_names(b, p.names, "QnchAddRqst names")
+    put_bool(b, p.deliver_insecure)
+    put_keys(b, p.keys)
 
 
 def _enc_qnch_mod_rqst(b, p: QnchModRqst):
-    _put_u32(b, p.xid, "xid")
-    _put_u64(b, p.quench_id, "quench_id")
-    _put_names(b, p.names_add, "QnchModRqst names_add")
-    _put_names(b, p.names_del, "QnchModRqst names_del")
-    _put_bool(b, p.deliver_insecure)
-    _put_keys(b, p.add_keys)
-    _put_keys(b, p.del_keys)
+    put_u32(b, p.xid, "xid")
+    put_u64(b, p.quench_id, "quench_id")
+    put_names(b, p.names_add, "QnchModRqst names_add")
+    put_names(b, p.names_del, "QnchModRqst names_del")
+    put_bool(b, p.deliver_insecure)
+    put_keys(b, p.add_keys)
+    put_keys(b, p.del_keys)
 
 
 def _enc_sub_notify(b, p):
-    _put_ids(b, p.secure_quench_ids, "secure_quench_ids id")
-    _put_ids(b, p.insecure_quench_ids, "insecure_quench_ids id")
-    _put_u64(b, p.term_id, "term_id")
+    put_ids(b, p.secure_quench_ids, "secure_quench_ids id")
+    put_ids(b, p.insecure_quench_ids, "insecure_quench_ids id")
+    put_u64(b, p.term_id, "term_id")
     _put_ast(b, p.sub_expr)
 
 
 def _enc_sub_del_notify(b, p: SubDelNotify):
-    _put_ids(b, p.quench_ids, "quench_ids id")
-    _put_u64(b, p.term_id, "term_id")
+    put_ids(b, p.quench_ids, "quench_ids id")
+    put_u64(b, p.term_id, "term_id")
 
 
 _ENCODERS = {
@@ -1215,7 +781,7 @@ def encode_ast(node: Node) -> bytes:
 def encode_value(value: object) -> bytes:
     """One typed Value (typecode + value) as XDR, e.g. a Nack argument."""
     b = bytearray()
-    _put_value(b, value)
+    put_value(b, value)
     return bytes(b)
 
 
@@ -1226,7 +792,7 @@ def encode_attributes(attributes: Mapping[str, object]) -> bytes:
     builds each subscriber's NotifyDeliver with ``frame_notify_deliver``."""
     b = bytearray()
     try:
-        _put_attrs(b, attributes)
+        put_attrs(b, attributes)
     except _STRUCT_ERROR as exc:
         raise ValueError(f"cannot encode attributes: {exc}") from None
     return bytes(b)
@@ -1235,7 +801,7 @@ def encode_attributes(attributes: Mapping[str, object]) -> bytes:
 _DELIVER_ID = int(PacketId.NOTIFY_DELIVER)
 _S_HDR_ID = struct.Struct(">Ii")
 _ONE_ID = struct.Struct(">iQ")
-_NO_IDS = _ZERO4
+_NO_IDS = XDR_FALSE
 
 
 def _ids_block(ids: Iterable[int] | Sequence[int]) -> bytes:
@@ -1244,7 +810,7 @@ def _ids_block(ids: Iterable[int] | Sequence[int]) -> bytes:
         return _NO_IDS
     if n == 1:
         return _ONE_ID.pack(1, *ids)
-    return _p_i32(n) + _q_array(n).pack(*ids)
+    return _p_i32(n) + id64_array(n).pack(*ids)
 
 
 def frame_notify_deliver(attributes_block: bytes, secure_matches: Sequence[int] = (),

@@ -15,6 +15,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from elvin.extras import ARCHIVE_MODULES, missing_extra_message
 from elvin.router.config import LOG_LEVELS, ConfigError, RouterConfig, load_config
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILURE = 0, 1, 3
@@ -248,6 +249,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"elvind: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if config.archive is not None:
+        # the archive writer is pyarrow's: say so now, not from its child process
+        missing = missing_extra_message("elvind --archive", "pipeline", ARCHIVE_MODULES)
+        if missing:
+            print(missing, file=sys.stderr)
+            return EXIT_USAGE
     try:
         setup_logging(config)
     except OSError as exc:

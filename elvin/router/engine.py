@@ -22,7 +22,7 @@ Matched predicates expand to subscriptions. Subscriptions with no keys that
 accept insecure delivery (nearly all of them) are pre-grouped per owner, so a
 match costs one ``list.extend`` per owner; the others are checked one by one
 for a secure key match (``security.prepared_match``) and the insecure rules
-of KEYS.md.
+of docs/keys.md.
 
 The engine also keeps ``attribute name -> subscriptions that refer to it``
 (every NAME in the AST, not only required ones): the quench manager uses it
@@ -427,7 +427,7 @@ class Engine:
     def match(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,
               deliver_insecure: bool = True) -> tuple[dict, dict]:
         """``(insecure, secure)``: two dicts ``{owner: ids}`` of the subscriptions
-        the notification is delivered to (KEYS.md rules); ``secure`` is
+        the notification is delivered to (docs/keys.md rules); ``secure`` is
         usually empty. The id sequences are tuples or lists: treat them as
         read-only. Allocation is kept to the minimum (an owner matched by one
         predicate gets that predicate's cached tuple) because this runs for

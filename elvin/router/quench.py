@@ -4,7 +4,7 @@ refer to the attribute names they registered.
 A quench is a set of attribute names plus ``deliver_insecure`` and keys. A
 subscription *concerns* a quench when the names its expression refers to
 intersect the quench's names. Whether the quench sees the subscription, and
-how, follows the notification rules of KEYS.md with the quench acting as the
+how, follows the notification rules of docs/keys.md with the quench acting as the
 notification: its keys (QnchAddRqst keys plus the quencher's connection
 notification keys) are matched against the subscription's keys (SubAddRqst
 keys plus the subscriber's connection subscription keys):

@@ -1,4 +1,4 @@
-"""Key checks and pre-hashed keys for fast secure matching (KEYS.md).
+"""Key checks and pre-hashed keys for fast secure matching (docs/keys.md).
 
 ``elvin.keys.keys_match`` hashes raw keys on every call. The router matches
 one notification against many subscriptions, so it hashes each side once:

@@ -1,14 +1,15 @@
 """Command-line tools speaking Avis's ``ec``/``ep`` text format.
 
 Shared pieces: the Elvin URL default, key files, the argument parser that
-exits with status 1 on usage errors (the suite's convention, DESIGN.md), and
+exits with status 1 on usage errors (the suite's convention, docs/architecture.md), and
 the set-up every tool does the same way before it works (checking the URL and
 the subscription, reading keys and TLS certificates, reporting a failure to
 connect, stopping on SIGINT/SIGTERM), so that ``ec``, ``ep`` and
 ``elvin-archive`` say the same thing with the same exit status.
 
 Key files (``-P/--producer-key FILE``, ``-C/--consumer-key FILE``, both
-repeatable) hold *raw* keys, in Avis's formats:
+repeatable) hold *raw* keys, in Avis's formats (read by ``elvin.keytext``,
+as the console's key editor is):
 
 * ``[00 de ad be ef]`` hex-coded bytes,
 * ``"some characters"`` a string (UTF-8; backslash escapes the next character),
@@ -37,6 +38,7 @@ from elvin import __version__
 from elvin.client import DEFAULT_URL, ConnectionClosedError
 from elvin.errors import ElvinError, SubscriptionError
 from elvin.keys import Keys
+from elvin.keytext import KeyTextError, parse_key_file
 from elvin.protocol import URIError, parse_uri
 
 if TYPE_CHECKING:
@@ -125,53 +127,10 @@ def read_key_file(path: str) -> list[bytes]:
             data = f.read()
     except OSError as exc:
         raise KeyFileError(f"cannot read key file {path!r}: {exc.strerror or exc}") from None
-    return parse_keys(data, path)
-
-
-def parse_keys(data: bytes, path: str = "<keys>") -> list[bytes]:
-    stripped = data.lstrip()
-    if stripped.startswith(b"#"):
-        key = stripped[1:]
-        if not key:
-            raise KeyFileError(f"key file {path!r}: empty raw key after '#'")
-        return [key]
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise KeyFileError(f"key file {path!r}: not UTF-8 text (use #<raw data> for binary "
-                           f"keys): {exc}") from None
-    keys = []
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("//"):
-            continue
-        where = f"key file {path!r}, line {number}"
-        if line.startswith("[") and line.endswith("]"):
-            digits = "".join(line[1:-1].split())
-            try:
-                key = bytes.fromhex(digits)
-            except ValueError:
-                raise KeyFileError(f"{where}: bad hex key {line!r}") from None
-        elif len(line) >= 2 and line[0] == '"' and line.endswith('"'):
-            out, escaped = [], False
-            for ch in line[1:-1]:
-                if escaped:
-                    out.append(ch)
-                    escaped = False
-                elif ch == "\\":
-                    escaped = True
-                else:
-                    out.append(ch)
-            key = "".join(out).encode("utf-8")
-        else:
-            raise KeyFileError(f"{where}: expected [hex bytes], \"string\" or #raw data, "
-                               f"not {line[:40]!r}")
-        if not key:
-            raise KeyFileError(f"{where}: empty key")
-        keys.append(key)
-    if not keys:
-        raise KeyFileError(f"key file {path!r} holds no key")
-    return keys
+        return parse_key_file(data, path)
+    except KeyTextError as exc:
+        raise KeyFileError(str(exc)) from None
 
 
 def load_keys(args: argparse.Namespace) -> tuple[list[bytes], list[bytes]]:

@@ -45,6 +45,7 @@ from elvin.client import (
     connect,
 )
 from elvin.errors import SubscriptionError
+from elvin.extras import ARCHIVE_MODULES, require
 from elvin.keys import Keys
 from elvin.tools import (
     CONNECT_ERRORS,
@@ -150,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         keys, tls = keys_and_tls(args, Keys.for_subscription)
     except ToolError as exc:
         return exc.report(PROG)
+    require(PROG, "pipeline", ARCHIVE_MODULES)
     writer = open_writer(args)
     if isinstance(writer, int):
         return writer

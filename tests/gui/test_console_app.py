@@ -468,7 +468,7 @@ def test_save_then_load_workspace_restores_panes(qt_loop, qtbot, router, tmp_pat
         producer = window.panes_of("producer")[0]
         producer.attributes.set_cell(0, name="Symbol", value="ACME")
         producer.attributes.add_row("Price", "real64", "2.5")
-        producer.keys_button.set_spec(producer.keys_button.spec().__class__(["p1"], []))
+        producer.keys_button.set_spec(producer.keys_button.spec().__class__(['"p1"'], []))
         quench = window.add_pane("quench")
         quench.names_edit.setText("Price, Symbol")
         assert quench.start()
@@ -489,7 +489,7 @@ def test_save_then_load_workspace_restores_panes(qt_loop, qtbot, router, tmp_pat
         await until(lambda: restored.subscribed)        # subscribed again on load
         other_producer = other.panes_of("producer")[0]
         assert other_producer.attributes.notification() == {"Symbol": "ACME", "Price": 2.5}
-        assert other_producer.keys_button.spec().producer == ["p1"]
+        assert other_producer.keys_button.spec().producer == ['"p1"']
         await until(lambda: other.panes_of("quench")[0].quench is not None)
         other_producer.send_button.click()
         await rows(restored, 1)

@@ -10,7 +10,6 @@ import math
 import tomllib
 
 import pytest
-from elvin_apps.console import tomlwrite
 from elvin_apps.console.chart import format_number, nice_ticks
 from elvin_apps.console.completion import escape_name, word_before
 from elvin_apps.console.config import ConfigError
@@ -45,6 +44,7 @@ from elvin_apps.console.workspace import (
     save,
 )
 
+from elvin import tomlwrite
 from elvin.keys import Keys, KeyScheme, public_key
 from elvin.text import parse_notifications
 from elvin.values import Int64
@@ -104,15 +104,16 @@ def test_value_text_round_trips(value):
 def test_key_lines():
     assert parse_key_line("[de ad]") == b"\xde\xad"
     assert parse_key_line('"a \\"b\\""') == b'a "b"'
-    assert parse_key_line("plain secret") == b"plain secret"
+    with pytest.raises(KeyTextError, match="expected"):   # bare text: refused, as by ec
+        parse_key_line("plain secret")
     with pytest.raises(KeyTextError):
         parse_key_line("[zz]")
     with pytest.raises(KeyTextError, match="producer key line 2"):
-        KeySpec(["ok", "[1]"]).raw()
+        KeySpec(['"ok"', "[1]"]).raw()
 
 
 def test_key_spec_builds_scheme_keys():
-    spec = KeySpec(producer=["p"], consumer=[])
+    spec = KeySpec(producer=['"p"'], consumer=[])
     notification = spec.notification_keys()
     subscription = spec.subscription_keys()
     assert notification == Keys.for_notification(producer=[b"p"])

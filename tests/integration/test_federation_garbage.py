@@ -168,3 +168,19 @@ async def test_truncated_and_mutated_packets_after_the_handshake(pair):
         finally:
             await peer.close()
     await still_works(pair)
+
+
+async def test_good_packets_before_a_bad_frame_header_are_delivered(pair):
+    """A peer's FedNotify that arrived whole in the same chunk as a broken
+    frame header is a good packet: it is delivered before the link closes
+    (as a router session does for a client's packets)."""
+    r0 = pair[0]
+    sub = await RawClient.connected(r0.port)
+    await sub.subscribe("require(before_bad_header)")
+    peer = await RawFederator.linked(r0.federation_urls[0], "peer")
+    good = frame_fed_packet(FedNotify({"before_bad_header": 1}, True, Keys(), ("peer",)))
+    peer.send_raw(good + struct.pack(">I", 0x7FFFFFF0) + b"\0" * 16)   # one write
+    assert disconn_reason(await peer.until_closed()) == 4
+    assert (await sub.expect(NotifyDeliver)).attributes == {"before_bad_header": 1}
+    await sub.close()
+    await still_works(pair)

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from elvin_apps.newswatcher.config import Config, from_mapping
 from elvin_apps.newswatcher.daemon import NewsWatcher
-from elvin_apps.newswatcher.feedserver import FeedServer, Item, atom, rss
 from elvin_apps.newswatcher.status import format_status, read_status
 from elvin_apps.tickertape.groups import groups_expression
 from elvin_apps.tickertape.message import from_notification
 
 from elvin import Int64
 from elvin.client import connect
+from tests.feedserver import FeedServer, Item, atom, rss
 
 T0 = 1_714_564_800          # 2024-05-01 12:00 UTC
 INTERVAL = 0.3

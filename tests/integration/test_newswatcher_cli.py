@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from elvin_apps.newswatcher import __version__
-from elvin_apps.newswatcher.feedserver import FeedServer, Item, rss
 
 from elvin.client import connect
+from tests.feedserver import FeedServer, Item, rss
 
 from .process_util import free_port
 

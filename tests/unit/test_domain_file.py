@@ -17,8 +17,8 @@ from elvin.federation.topology_file import (
     load_topology,
     parse_topology,
     render_fragment,
-    toml_string,
 )
+from elvin.tomlwrite import toml_string
 
 GOOD = """\
 [domain]

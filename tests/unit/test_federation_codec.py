@@ -144,7 +144,7 @@ def test_empty_in_an_or_is_dropped_and_elsewhere_refused():
     (words(194, 1) + words(99, 0, 0), "unknown SubAST typecode 99"),
     (words(194, 1) + words(1, 1, 5), "value typecode 1"),
     (words(194, 1) + words(18, 3, 0), "value typecode 3"),
-    (words(194, 1) + words(18, 0, -1), "negative child count"),
+    (words(194, 1) + words(18, 0, -1), "negative array count"),
     (words(194, 1) + words(18, 0, 1000000), "cannot fit"),
     (words(194, 1) + words(1, 4, 100) + b"ab", "exceeds"),
     (words(195, 0, 2), "boolean"),
@@ -162,6 +162,15 @@ def test_deep_nesting_is_limited():
     data = words(194, 1) + words(19, 0, 1) * 300 + words(1, 4) + xdr_string("x")
     with pytest.raises(LimitError, match="nesting"):
         decode_fed_packet(data)
+
+
+def test_wide_pull_filter_is_limited():
+    """A node's child count is checked against max_array_length, as the
+    client protocol's SubASTs are (they share xdrprim.read_count)."""
+    limits = Limits(max_array_length=16)
+    data = words(194, 1) + words(18, 0, 17) + words(0) * 17
+    with pytest.raises(LimitError, match="17 items exceed the limit of 16"):
+        decode_fed_packet(data, limits)
 
 
 def test_huge_routing_list_is_limited():

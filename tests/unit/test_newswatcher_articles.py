@@ -14,10 +14,10 @@ from elvin_apps.newswatcher.articles import (
     parse_feed,
 )
 from elvin_apps.newswatcher.config import FeedConfig
-from elvin_apps.newswatcher.feedserver import Item, atom, rss
 from elvin_apps.tickertape.message import from_notification
 
 from elvin.values import Int64, check_notification
+from tests.feedserver import Item, atom, rss
 
 T0 = calendar.timegm((2024, 5, 1, 12, 0, 0))
 FEED = FeedConfig("lwn", "https://lwn.net/rss", groups=("news", "linux"), sender="LWN.net",

@@ -17,7 +17,8 @@ from elvin_apps.newswatcher.feeds import (
     backoff_delay,
     read_file,
 )
-from elvin_apps.newswatcher.feedserver import FeedServer, Item, rss
+
+from tests.feedserver import FeedServer, Item, rss
 
 FAST = HttpSettings(timeout=2.0, max_bytes=50_000, min_host_interval=0.0, max_per_host=4)
 BODY = rss("x", [Item("tag:1", "One", "https://e.org/1")])

@@ -1,9 +1,13 @@
-"""Writing the few TOML shapes the console saves.
+"""Writing the few TOML shapes the suite saves: the one TOML writer.
 
 The standard library reads TOML (``tomllib``) but does not write it, and a
-dependency for one writer is not worth it: workspace files hold only
-strings, numbers, booleans, lists of those, small inline tables and arrays
-of tables, which this module writes in a form ``tomllib`` reads back exactly.
+dependency for one writer is not worth it: the files the suite writes (the
+console's workspaces, the tickertape's settings, ``elvin-domain``'s
+federation fragments) hold only strings, numbers, booleans, lists of those,
+small inline tables and arrays of tables, which this module writes in a form
+``tomllib`` reads back exactly. ``dumps`` writes a whole document;
+``toml_string`` and ``toml_value`` serve writers that lay out their own
+lines (with comments).
 """
 
 from __future__ import annotations
@@ -12,16 +16,17 @@ import math
 import re
 from collections.abc import Mapping
 
-__all__ = ["dumps"]
+__all__ = ["dumps", "toml_string", "toml_value"]
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _key(name: str) -> str:
-    return name if _BARE_KEY.fullmatch(name) else _string(name)
+    return name if _BARE_KEY.fullmatch(name) else toml_string(name)
 
 
-def _string(text: str) -> str:
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string (control characters escaped)."""
     out = ['"']
     for ch in text:
         if ch == '"':
@@ -42,7 +47,8 @@ def _string(text: str) -> str:
     return "".join(out)
 
 
-def _value(value: object) -> str:
+def toml_value(value: object) -> str:
+    """A scalar, list or inline table as TOML; ``TypeError`` for anything else."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -54,14 +60,14 @@ def _value(value: object) -> str:
             return "inf" if value > 0 else "-inf"
         return repr(value)
     if isinstance(value, str):
-        return _string(value)
+        return toml_string(value)
     if isinstance(value, Mapping):
-        inner = ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items())
+        inner = ", ".join(f"{_key(k)} = {toml_value(v)}" for k, v in value.items())
         return "{" + inner + "}" if inner else "{}"
     if isinstance(value, (list, tuple)):
         if not value:
             return "[]"
-        items = [_value(v) for v in value]
+        items = [toml_value(v) for v in value]
         one_line = "[" + ", ".join(items) + "]"
         if len(one_line) <= 80 and not any(isinstance(v, Mapping) for v in value):
             return one_line
@@ -91,7 +97,7 @@ def _table(table: Mapping[str, object], prefix: str, lines: list[str]) -> None:
         if _is_table_array(value):
             deferred.append((key, value))
         else:
-            lines.append(f"{_key(key)} = {_value(value)}")
+            lines.append(f"{_key(key)} = {toml_value(value)}")
     for key, items in deferred:
         name = f"{prefix}.{_key(key)}" if prefix else _key(key)
         for item in items:  # type: ignore[union-attr]

@@ -1,4 +1,8 @@
-"""A local feed server for tests, the benchmark and demos.
+"""A local feed server for the newswatcher's tests and benchmark.
+
+A fixture, not part of the app: it lives with the tests, and
+``bench/newswatcher.py`` imports it as ``tests.feedserver`` (the repository
+is on its path).
 
 ``http.server`` in a thread on 127.0.0.1 (never another interface), serving
 feeds held in memory with real ETag / Last-Modified handling, plus the
