@@ -27,8 +27,13 @@ raw value is not what is compared.
 int64 and a real64 that ``==`` says are equal get equal, equally hashed keys
 (Python's ``5 == 5.0`` with equal hashes does the rest). Integers beyond
 2**53 become the real64 they convert to, as ``==`` with a real converts
-them. Values of no Elvin type, and opaques (never equal to anything), get
-a key that matches nothing.
+them. Every NaN gets the one key ``NAN_KEY`` (a NaN equals a NaN, but
+Python's ``nan in {nan}`` only finds the very same object). -0.0 and 0.0
+share a key although ``==`` tells them apart: a key may stand for more than
+one value (the router evaluates every candidate), never for too few. The
+key of a key is itself (the router files ``index_value`` of the keys that
+``index_constraint`` gives). Values of no Elvin type, and opaques (never
+equal to anything), get a key that matches nothing.
 """
 
 from __future__ import annotations
@@ -50,6 +55,16 @@ class _Unindexable:
 
 
 UNINDEXABLE = _Unindexable()
+
+
+class _NaNKey:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<NaN>"
+
+
+NAN_KEY = _NaNKey()
 _EXACT = 2 ** 53
 
 
@@ -120,8 +135,12 @@ def required_names(node: Node) -> frozenset[str]:
 def index_value(value: object) -> object:
     """Hashable key for a value, equal for values that ``==`` says are equal."""
     t = type(value)
-    if t is str or t is float:
+    if t is str:
         return value
+    if t is float:
+        return value if value == value else NAN_KEY
+    if value is NAN_KEY:
+        return NAN_KEY
     if t is int or t is Int64:
         if not INT64_MIN <= value <= INT64_MAX:  # type: ignore[operator]
             return UNINDEXABLE
