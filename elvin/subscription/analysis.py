@@ -13,7 +13,9 @@ A comparison, a type test, a string predicate is true *or false* only when
 every attribute it names is present (a missing attribute makes it bottom).
 ``require(x)`` is never false, so ``!require(x)`` is never true; an outcome
 that can never happen requires "everything" (``_NEVER``), which is the unit
-of ``&`` and absorbs ``|``. When the whole expression can never be true we
+of ``&`` and absorbs ``|``. A constant predicate inside a larger expression
+(``1 == 2`` in ``x == 1 || 1 == 2``) requires nothing for the outcome it
+always has and "everything" for the others. When the whole expression can never be true we
 return every name it mentions (any answer is then sound).
 
 ``index_constraint(tree)``: ``(attribute, values)`` such that the expression
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 from elvin.subscription.ast import Kind, Node
 from elvin.subscription.checker import COMPARISONS, STRING_PREDICATES, TYPE_PREDICATES, fold
+from elvin.subscription.reference import evaluate
 from elvin.values import INT64_MAX, INT64_MIN, Int64
 
 __all__ = ["required_names", "index_constraint", "index_value", "names_in"]
@@ -114,6 +117,9 @@ def _need(node: Node, want: bool):
         return _union(defined)
     if k is Kind.FUNC_REQUIRE:
         return frozenset({node.children[0].value}) if want else _NEVER
+    if (k in COMPARISONS or k in STRING_PREDICATES or k is Kind.FUNC_EQUALS) and \
+            not names_in(node):
+        return frozenset() if evaluate(node, {}) is want else _NEVER
     if k is Kind.FUNC_EQUALS and want:
         first, *rest = node.children
         return names_in(first) | _intersection([names_in(r) for r in rest])
