@@ -91,6 +91,22 @@ def value_expressions(names: list[str], string_names: list[str] = ()):
                                                   _unary(VALUE_UNARY, c)), max_leaves=4)
 
 
+def compared_literals():
+    """What a plain ``name OP literal`` compares with (the compiler writes
+    those out inline): zeros of both signs, ints at the type edges, reals,
+    and the NaN and infinities that folding makes of ``0.0 / 0.0``."""
+    zero = node(Kind.REAL64, value=0.0)
+    return st.one_of(
+        st.sampled_from([0, 1, -1, 2, INT32_MAX, INT32_MIN]).map(
+            lambda v: node(Kind.INT32, value=v)),
+        st.sampled_from([0, 2 ** 53 + 1, INT64_MAX, INT64_MIN]).map(
+            lambda v: node(Kind.INT64, value=v)),
+        st.sampled_from([0.0, -0.0, 2.5, -1.0, 1e308, 2.0 ** 53, 9.2e18]).map(
+            lambda v: node(Kind.REAL64, value=v)),
+        st.sampled_from([0.0, 1.0, -1.0]).map(
+            lambda v: node(Kind.DIVIDE, node(Kind.REAL64, value=v), zero)))
+
+
 def constant_values():
     """Value trees of literals only (constant, sometimes bottom or NaN)."""
     leaf = st.one_of(int32_literal, int64_literal, real_literal,
@@ -121,6 +137,10 @@ def predicates(names: list[str], string_names: list[str], *, string_functions: b
         strings = name
     comparison = st.tuples(st.sampled_from(COMPARISONS), values, values).map(
         lambda t: node(t[0], t[1], t[2]))
+    numeric_name = st.sampled_from(names).map(lambda v: node(Kind.NAME, value=v))
+    simple = st.tuples(st.sampled_from(COMPARISONS), numeric_name, compared_literals(),
+                       st.booleans()).map(
+        lambda t: node(t[0], t[1], t[2]) if t[3] else node(t[0], t[2], t[1]))
     constant = st.tuples(st.sampled_from(COMPARISONS), constant_values(), constant_values()).map(
         lambda t: node(t[0], t[1], t[2]))
     string_equality = st.tuples(st.sampled_from([Kind.EQUALS, Kind.NOT_EQUALS]), strings,
@@ -134,8 +154,15 @@ def predicates(names: list[str], string_names: list[str], *, string_functions: b
                        st.lists(st.one_of(int32_literal, real_literal, string_literal, name,
                                           constant_values()), min_size=1, max_size=3)).map(
         lambda t: node(Kind.FUNC_EQUALS, t[0], *t[1]))
-    atom = st.one_of(comparison, comparison, comparison, constant, string_equality, type_test,
-                     substring, equals)
+    # equals(name, literals) and a || of name == literal (or && of !=) on one
+    # name: the compiler makes set look-ups of those
+    membership = st.tuples(numeric_name, st.lists(compared_literals(), min_size=1, max_size=3),
+                           st.sampled_from(["equals", "or", "and"])).map(
+        lambda t: node(Kind.FUNC_EQUALS, t[0], *t[1]) if t[2] == "equals" or len(t[1]) < 2
+        else node(Kind.OR, *(node(Kind.EQUALS, t[0], c) for c in t[1])) if t[2] == "or"
+        else node(Kind.AND, *(node(Kind.NOT_EQUALS, t[0], c) for c in t[1])))
+    atom = st.one_of(simple, simple, comparison, comparison, constant, string_equality,
+                     type_test, substring, equals, membership)
     logic = st.recursive(atom, lambda c: st.one_of(_binary(LOGICAL, c), _nary(LOGICAL, c),
                                                    _unary([Kind.NOT], c)),
                          max_leaves=max_leaves)
@@ -153,7 +180,8 @@ def elvin_values():
 
 def numbers():
     """Numeric values of the three types, edges first."""
-    return st.one_of(st.integers(-8, 8), st.sampled_from(INT32_EDGES),
+    edges = st.sampled_from([math.nan, -0.0, 0.0, math.inf, -math.inf, 0, Int64(0), 1])
+    return st.one_of(edges, edges, edges, st.integers(-8, 8), st.sampled_from(INT32_EDGES),
                      st.sampled_from(INT64_EDGES), st.integers(-8, 8).map(Int64),
                      st.sampled_from(SPECIAL_REALS), st.floats())
 

@@ -196,6 +196,22 @@ def test_whole_constant_expressions_are_trivial(text, what, position):
     assert info.value.position == position
 
 
+def test_quench_analyses_read_constants_and_reals_as_the_evaluator():
+    assert wanted(parse('A == "x" || 1 == 2'), "A").exact == {"x"}   # adds nothing
+    sure = wanted(parse('A == "x" && 2 > 1'), "A")
+    assert sure.matches("x") and not sure.matches("y")
+    assert wanted(parse('A == "x" || 2 > 1 && B == 1'), "A").unbounded
+    assert wanted(parse('A == "x" || 1 / 0 == 1'), "A").exact == {"x"}
+    assert could_match(parse("A == 1 || 1 / 0 == 1"), {"A": 1})
+    assert not could_match(parse("A == 1 && 2 == 2"), {"A": 2})
+    assert could_match(parse("A > 1.0 && require(B)"), {"A": math.nan})
+    assert not could_match(parse("A == 0.0 && require(B)"), {"A": -0.0})
+    negative_zero = wanted(parse("A == -0.0"), "A")
+    assert negative_zero.matches(-0.0) and not negative_zero.matches(0.0)
+    assert wanted(parse("A == 0.0 / 0.0"), "A").matches(float("nan"))
+    assert required_names(parse("A == 1 || 1 == 2")) == {"A"}
+
+
 # -- 5. text -> AST -> text -> AST ------------------------------------------------------------
 
 _LEVEL = {Kind.ADD: 1, Kind.SUBTRACT: 1, Kind.MULTIPLY: 2, Kind.DIVIDE: 2, Kind.MODULO: 2,
