@@ -36,7 +36,7 @@ def archive_frame(spark, archive):
 
 @settings(max_examples=2, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow,
-                                 HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
+                                 HealthCheck.data_too_large])
 @given(trees=st.lists(predicates(NUMERIC, STRINGS, string_functions=False, max_leaves=4),
                       min_size=16, max_size=16))
 def test_spark_agrees_with_the_reference_row_by_row(trees, spark, archive_frame, notifications):
