@@ -260,11 +260,11 @@ class _Gen:
         """``expr OP literal``, written out for each numeric type of expr.
 
         Reals are ordered as Java's ``Double.compare``: NaN above +inf and
-        equal to itself, -0.0 below 0.0. Against a literal that is neither
-        zero nor NaN, Python's IEEE comparison already says the same except
-        that a NaN is greater: ``>`` and ``>=`` add ``or t != t``. A zero or
-        NaN literal (the sign of a zero matters) goes through
-        ``runtime.real_compare``.
+        equal to itself, -0.0 below 0.0. Python's IEEE comparison says the
+        same except that a NaN is greater (``>`` and ``>=`` add ``or t !=
+        t``) and that two zeros of different signs differ: against a zero
+        literal, a zero value goes through ``runtime.real_compare``, and so
+        does everything against a NaN literal (only folding makes one).
         """
         t = self.temp()
         op = _PYOP[k]
@@ -282,12 +282,14 @@ class _Gen:
 
         def real_test(x: str, x_may_be_nan: bool) -> str:
             """``x OP c_float`` in Java's order, x a float expression."""
-            if special:
+            if c != c:
                 return test(f"_rcmp({x}, {c_float})", "0")
+            inner = f"{x} {op} {c_float}"
             if x_may_be_nan and k in (Kind.GREATER_THAN, Kind.GREATER_THAN_EQUALS):
-                inner = f"({x} {op} {c_float} or {x} != {x})"
-                return inner if want else f"not {inner}"
-            return test(x, c_float)
+                inner = f"{inner} or {x} != {x}"
+            if special:
+                inner = f"({inner}) if {x} != 0.0 else _rcmp({x}, {c_float}) {op} 0"
+            return f"({inner})" if want else f"not ({inner})"
 
         # int64 attribute vs real literal: Java converts the int64 to a double
         exact_real = is_real and float(c).is_integer() and abs(c) < _EXACT  # type: ignore
