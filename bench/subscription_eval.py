@@ -4,8 +4,10 @@ Prints evaluations per second of the compiled tickertape subscription
 ``require(Message) && fold-case(Group) == "chat" || Group == "elvin"`` against
 typical tickertape notifications (matching on each branch, and not
 matching), for ``matches`` (the router's question) and ``evaluate`` (the
-exact three-valued result), and the mean parse and parse+compile time over a
-few hundred typical subscriptions. Run: .venv/bin/python bench/subscription_eval.py
+exact three-valued result), numeric comparisons (reals are ordered as Java's
+``Double.compareTo``: the written-out tests of a literal comparison), and the
+mean parse and parse+compile time over a few hundred typical subscriptions.
+Run: .venv/bin/python bench/subscription_eval.py
 """
 
 from __future__ import annotations
@@ -36,6 +38,18 @@ NOTIFICATIONS = {
     "no match (Group is int32)": {**notification("x"), "Group": 7},
     "no match (no Message/Group)": {"From": "bob", "Timeout": 10, "Id": Int64(5)},
 }
+
+#: numeric subscriptions: (expression, notification)
+NUMERIC = [
+    ("Price > 10.5", {"Symbol": "ACME", "Price": 12.25}),
+    ("Price > 10.5", {"Symbol": "ACME", "Price": 9}),
+    ("Load > 0", {"Load": 0.75}),
+    ("Load > 0", {"Load": 3}),
+    ("Load == 0.0", {"Load": 0.75}),
+    ("Count >= 100 && Count < 200", {"Count": Int64(150)}),
+    ("equals(Port, 80, 443, 8080.0)", {"Port": 443}),
+    ("Used * 100 / Total > 90", {"Used": 95.0, "Total": 100}),
+]
 
 TEMPLATES = [
     'require(Message) && fold-case(Group) == "{g}" || Group == "{h}"',
@@ -94,6 +108,14 @@ def main() -> None:
             per_second = rate(fn, attrs)
             print(f"  {question:8} {label:30} {per_second:>12,.0f} evaluations/s "
                   f"({1e9 / per_second:5.0f} ns) -> {fn(attrs)}")
+
+    print("numeric comparisons (matches):")
+    for text, attrs in NUMERIC:
+        fn = compile(text).matches
+        per_second = rate(fn, attrs)
+        shown = ", ".join(f"{k}={v!r}" for k, v in attrs.items())
+        print(f"  {text:32} {shown:28} {per_second:>12,.0f} evaluations/s "
+              f"({1e9 / per_second:5.0f} ns) -> {fn(attrs)}")
 
     expressions = typical_expressions()
     compile(expressions[0])   # builds the LALR tables once

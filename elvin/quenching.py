@@ -265,6 +265,11 @@ def _wanted(node: Node, x: str) -> Wanted:
         return result
     if kind in (Kind.NOT, Kind.XOR):
         return UNBOUNDED
+    if not names_of(node):
+        # a constant predicate (``1 == 2`` in ``x == "a" || 1 == 2``): one
+        # that is never true adds nothing to an || and empties an &&
+        outcome = _evaluate(node, {})
+        return UNBOUNDED if outcome is True or outcome is _UNKNOWN else NOTHING
     if kind is Kind.EQUALS and len(node.children) == 2:
         a, b = node.children
         for subject, literal in ((a, b), (b, a)):

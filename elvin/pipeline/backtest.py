@@ -43,13 +43,13 @@ Semantics, operator by operator (R = the router, `elvin.subscription`)
 | integer `/` | `div` (toward 0); int32: `cast(.. as int)` | yes; by zero: NULL = bottom; MIN / -1 = MIN |
 | integer `%` | `%` (Java remainder) | yes; by zero: NULL; sign of the dividend |
 | real `+ - * /` | double arithmetic | yes; `x / 0.0` is rewritten to +-inf / NaN as IEEE 754 (Spark gives NULL), the sign of -0.0 included |
-| `%`, shifts, bitwise on a real | no alternative: NULL | yes (bottom) |
+| real `%` | double `%` (Java's remainder, as the router) | yes; `x % 0.0` is rewritten to NaN (Spark gives NULL) |
+| shifts, bitwise on a real | no alternative: NULL | yes (bottom) |
 | `<<` `>>` `>>>` | `shiftleft` `shiftright` `shiftrightunsigned` | yes: count masked to 5 (int32) or 6 (int64) bits, as Java |
 | `&` `\|` `^` `~` | bitwise and, or, xor, not | yes |
 | promotion int32 < int64 < real64 | explicit casts | yes (int64 -> double as Java does) |
 | `==` `!=` `<` `<=` `>` `>=` | per pair of types, then `coalesce` | yes; string vs number: NULL; strings: only `==` `!=` |
-| NaN in comparisons | guarded: FALSE if either side is NaN | yes (IEEE: `NaN == NaN` false, `!=` true; Spark alone says NaN = NaN and NaN > everything) |
-| -0.0 vs 0.0 | equal | yes |
+| real `==` and order | Spark's own, plus the sign of two zeros | yes: Java's `Double.compareTo`, as the router: Spark already says NaN = NaN and orders NaN above +inf, but calls -0.0 and 0.0 equal, so two zeros compare by their sign (`-0.0 < 0.0`) |
 | `equals(a, b, c)` | `a == b OR a == c` | yes |
 | `begins-with` `ends-with` `contains` | `startswith` `endswith` `contains`, OR-ed over the patterns | yes (exact code points) |
 | `wildcard(x, g)` | `rlike('(?s)^(?:J)\z')`, J the router's own translation of the glob re-spelled for Java | yes |
@@ -207,8 +207,8 @@ def _null_bool() -> Column:
 class _TV:
     """A value expression as per-type alternatives (None: cannot be that type).
 
-    ``nan``: the real64 alternative may be NaN. ``const``: the Python value of
-    a literal (for small simplifications), else ``None``.
+    ``const``: the Python value of a literal (for small simplifications),
+    else ``None``.
     """
 
     i32: Column | None = None
@@ -216,7 +216,6 @@ class _TV:
     r64: Column | None = None
     s: Column | None = None
     o: Column | None = None
-    nan: bool = True
     const: Any = None
 
     def as_long(self) -> Column | None:
@@ -282,6 +281,32 @@ def _real_div(x: Column, y: Column, y_const: Any) -> Column:
     return F.when(y == 0, by_zero).otherwise(x / y)
 
 
+def _real_rem(x: Column, y: Column) -> Column:
+    """Java's ``%`` on doubles (Spark's ``%`` is that, but NULL for a zero divisor)."""
+    return F.when(x.isNotNull() & (y == 0), F.lit(math.nan)).otherwise(x % y)
+
+
+def _nonzero(const: Any) -> bool:
+    """A numeric literal that is not a zero (NaN counts: it is no zero)."""
+    return isinstance(const, (int, float)) and not isinstance(const, bool) and const != 0
+
+
+def _zero_sign(x: Column) -> Column:
+    """0 for -0.0, 1 for 0.0 (asked of zeros only)."""
+    return F.when(x.cast("string").startswith("-"), F.lit(0)).otherwise(F.lit(1))
+
+
+def _real_compare(op: Callable[[Column, Column], Column], x: Column, y: Column,
+                  x_const: Any, y_const: Any) -> Column:
+    """``op`` in Java's ``Double.compare`` order, the router's. Spark's own
+    double comparison already says NaN = NaN and puts NaN above +inf; it
+    only calls -0.0 and 0.0 equal, so two zeros compare by their signs."""
+    plain = op(x, y)
+    if _nonzero(x_const) or _nonzero(y_const):
+        return plain
+    return F.when((x == 0) & (y == 0), op(_zero_sign(x), _zero_sign(y))).otherwise(plain)
+
+
 def _div32(a: Column, b: Column) -> Column:
     return F.call_function("div", a, b).cast("int")
 
@@ -301,7 +326,7 @@ _BINARY: dict[Kind, tuple[Callable, Callable, Callable | None]] = {
     Kind.SUBTRACT: (lambda a, b: a - b, lambda a, b: a - b, lambda a, b: a - b),
     Kind.MULTIPLY: (lambda a, b: a * b, lambda a, b: a * b, lambda a, b: a * b),
     Kind.DIVIDE: (_div32, _div64, None),          # real division: _real_div
-    Kind.MODULO: (lambda a, b: a % b, lambda a, b: a % b, None),
+    Kind.MODULO: (lambda a, b: a % b, lambda a, b: a % b, _real_rem),
     Kind.SHIFT_LEFT: (*_shift("shiftleft"), None),
     Kind.SHIFT_RIGHT: (*_shift("shiftright"), None),
     Kind.LOGICAL_SHIFT_RIGHT: (*_shift("shiftrightunsigned"), None),
@@ -399,29 +424,14 @@ class _Translator:
         if b.i64 is not None and (al := a.as_long()) is not None:
             terms.append(op(al, b.i64))
         if a.r64 is not None and (bd := b.as_double()) is not None:
-            terms.append(self.real_compare(op, a.r64, a.nan, bd, b.nan and b.r64 is not None))
+            terms.append(_real_compare(op, a.r64, bd, a.const, b.const))
         if b.r64 is not None and (ad := a.as_double()) is not None:
-            terms.append(self.real_compare(op, ad, a.nan and a.r64 is not None, b.r64, b.nan))
+            terms.append(_real_compare(op, ad, b.r64, a.const, b.const))
         if k is Kind.EQUALS and a.s is not None and b.s is not None:
             terms.append(a.s == b.s)
         if not terms:
             return _null_bool()
         return terms[0] if len(terms) == 1 else F.coalesce(*terms)
-
-    @staticmethod
-    def real_compare(op, x: Column, x_nan: bool, y: Column, y_nan: bool) -> Column:
-        """IEEE comparison: false when either side is NaN (Spark orders NaN
-        above everything and says NaN = NaN), NULL when either is NULL."""
-        plain = op(x, y)
-        if x_nan and y_nan:
-            cond = (F.isnan(x) & y.isNotNull()) | (F.isnan(y) & x.isNotNull())
-        elif x_nan:
-            cond = F.isnan(x) & y.isNotNull()
-        elif y_nan:
-            cond = F.isnan(y) & x.isNotNull()
-        else:
-            return plain
-        return F.when(cond, F.lit(False)).otherwise(plain)
 
     # -- values ---------------------------------------------------------------
     def entry(self, node: Node) -> Column:
@@ -442,17 +452,17 @@ class _Translator:
             return _TV(i64=_int_lit(node.value, "bigint"), const=node.value)  # type: ignore[arg-type]
         if k is Kind.REAL64:
             v = float(node.value)  # type: ignore[arg-type]
-            return _TV(r64=F.lit(v).cast("double"), nan=math.isnan(v), const=v)
+            return _TV(r64=F.lit(v).cast("double"), const=v)
         if k is Kind.STRING:
             return _TV(s=F.lit(node.value), const=node.value)
         if k in _BINARY or k is Kind.DIVIDE:
             return self.binary(k, self.value(node.children[0]), self.value(node.children[1]))
         if k is Kind.UNARY_MINUS:
             a = self.value(node.children[0])
-            return _TV(i32=_neg(a.i32), i64=_neg(a.i64), r64=_neg(a.r64), nan=a.nan)
+            return _TV(i32=_neg(a.i32), i64=_neg(a.i64), r64=_neg(a.r64))
         if k is Kind.UNARY_PLUS:
             a = self.value(node.children[0])
-            return _TV(i32=a.i32, i64=a.i64, r64=a.r64, nan=a.nan)
+            return _TV(i32=a.i32, i64=a.i64, r64=a.r64)
         if k is Kind.BIT_NEGATE:
             a = self.value(node.children[0])
             return _TV(i32=None if a.i32 is None else F.bitwise_not(a.i32),
@@ -487,7 +497,7 @@ class _Translator:
 
     def binary(self, k: Kind, a: _TV, b: _TV) -> _TV:
         op32, op64, opr = _BINARY[k]
-        out = _TV(nan=False)
+        out = _TV()
         if a.i32 is not None and b.i32 is not None:
             out.i32 = op32(a.i32, b.i32)
         terms = []
@@ -503,7 +513,6 @@ class _Translator:
             if b.r64 is not None and (ad := a.as_double()) is not None:
                 terms.append(self.real_op(k, opr, ad, b.r64, b.const))
             out.r64 = _coalesce(terms)
-            out.nan = out.r64 is not None
         return out
 
     @staticmethod

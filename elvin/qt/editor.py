@@ -1,5 +1,7 @@
 """SubscriptionEditor: a subscription text field with highlighting and
-live checking by ``elvin.subscription.parse``."""
+live checking by ``elvin.subscription.parse``; where the precedence of the
+shift and bitwise operators decides how an expression groups (the language
+does not follow C there), it says how it reads."""
 
 from __future__ import annotations
 
@@ -87,7 +89,9 @@ class SubscriptionEditor(QWidget):
 
     As the text changes it is parsed with ``elvin.subscription.parse``; an
     error is shown under the editor (message and position) and the place is
-    underlined with a red wavy line. ``validityChanged(bool)`` is emitted
+    underlined with a red wavy line. A valid expression that mixes shift or
+    bitwise operators with others without parentheses gets a grey line
+    "Reads as: (A | 2) + 1" (``reading()``). ``validityChanged(bool)`` is emitted
     when the expression becomes valid or invalid, ``expressionChanged(str)``
     on every edit. An empty editor is invalid but shows no error.
     """
@@ -109,10 +113,20 @@ class SubscriptionEditor(QWidget):
         self.error_label.setWordWrap(True)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.error_label.hide()
+        self.reading_label = QLabel(self)
+        self.reading_label.setStyleSheet("color: #555555;")
+        self.reading_label.setWordWrap(True)
+        self.reading_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.reading_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.reading_label.setToolTip("How the precedence of the operators groups this "
+                                      "expression: + - bind loosest, then * / %, then "
+                                      "<< >> >>>, then |, ^ and & (tightest)")
+        self.reading_label.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.edit, 1)
         layout.addWidget(self.error_label)
+        layout.addWidget(self.reading_label)
         self._valid = False
         self._error: SubscriptionError | None = None
         self._ast = None
@@ -141,6 +155,10 @@ class SubscriptionEditor(QWidget):
         """The parsed expression, or None when invalid."""
         return self._ast
 
+    def reading(self) -> str:
+        """The "Reads as" line shown under the editor, or "" when none is."""
+        return self.reading_label.text() if self.reading_label.isVisibleTo(self) else ""
+
     def underlined(self) -> list[tuple[int, int]]:
         """``(start, length)`` of the spans underlined as errors."""
         return [(s.cursor.selectionStart(), s.cursor.selectionEnd() - s.cursor.selectionStart())
@@ -162,11 +180,27 @@ class SubscriptionEditor(QWidget):
         self._ast = ast
         self._error = error
         self._show_error(text, error)
+        self._show_reading(text, ast)
         valid = ast is not None
         self.expressionChanged.emit(text)
         if valid != self._valid:
             self._valid = valid
             self.validityChanged.emit(valid)
+
+    def _show_reading(self, text: str, ast) -> None:
+        from elvin.subscription.unparse import implicit_groupings
+        groupings = []
+        if ast is not None:
+            try:
+                groupings = implicit_groupings(ast, text)
+            except Exception:  # a hint must never break the editor
+                groupings = []
+        if groupings:
+            self.reading_label.setText("Reads as: " + ";  ".join(groupings))
+            self.reading_label.show()
+        else:
+            self.reading_label.clear()
+            self.reading_label.hide()
 
     def _show_error(self, text: str, error: SubscriptionError | None) -> None:
         if error is None:

@@ -13,7 +13,9 @@ A comparison, a type test, a string predicate is true *or false* only when
 every attribute it names is present (a missing attribute makes it bottom).
 ``require(x)`` is never false, so ``!require(x)`` is never true; an outcome
 that can never happen requires "everything" (``_NEVER``), which is the unit
-of ``&`` and absorbs ``|``. When the whole expression can never be true we
+of ``&`` and absorbs ``|``. A constant predicate inside a larger expression
+(``1 == 2`` in ``x == 1 || 1 == 2``) requires nothing for the outcome it
+always has and "everything" for the others. When the whole expression can never be true we
 return every name it mentions (any answer is then sound).
 
 ``index_constraint(tree)``: ``(attribute, values)`` such that the expression
@@ -27,14 +29,20 @@ raw value is not what is compared.
 int64 and a real64 that ``==`` says are equal get equal, equally hashed keys
 (Python's ``5 == 5.0`` with equal hashes does the rest). Integers beyond
 2**53 become the real64 they convert to, as ``==`` with a real converts
-them. Values of no Elvin type, and opaques (never equal to anything), get
-a key that matches nothing.
+them. Every NaN gets the one key ``NAN_KEY`` (a NaN equals a NaN, but
+Python's ``nan in {nan}`` only finds the very same object). -0.0 and 0.0
+share a key although ``==`` tells them apart: a key may stand for more than
+one value (the router evaluates every candidate), never for too few. The
+key of a key is itself (the router files ``index_value`` of the keys that
+``index_constraint`` gives). Values of no Elvin type, and opaques (never
+equal to anything), get a key that matches nothing.
 """
 
 from __future__ import annotations
 
 from elvin.subscription.ast import Kind, Node
 from elvin.subscription.checker import COMPARISONS, STRING_PREDICATES, TYPE_PREDICATES, fold
+from elvin.subscription.reference import evaluate
 from elvin.values import INT64_MAX, INT64_MIN, Int64
 
 __all__ = ["required_names", "index_constraint", "index_value", "names_in"]
@@ -50,6 +58,16 @@ class _Unindexable:
 
 
 UNINDEXABLE = _Unindexable()
+
+
+class _NaNKey:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<NaN>"
+
+
+NAN_KEY = _NaNKey()
 _EXACT = 2 ** 53
 
 
@@ -99,6 +117,9 @@ def _need(node: Node, want: bool):
         return _union(defined)
     if k is Kind.FUNC_REQUIRE:
         return frozenset({node.children[0].value}) if want else _NEVER
+    if (k in COMPARISONS or k in STRING_PREDICATES or k is Kind.FUNC_EQUALS) and \
+            not names_in(node):
+        return frozenset() if evaluate(node, {}) is want else _NEVER
     if k is Kind.FUNC_EQUALS and want:
         first, *rest = node.children
         return names_in(first) | _intersection([names_in(r) for r in rest])
@@ -120,8 +141,12 @@ def required_names(node: Node) -> frozenset[str]:
 def index_value(value: object) -> object:
     """Hashable key for a value, equal for values that ``==`` says are equal."""
     t = type(value)
-    if t is str or t is float:
+    if t is str:
         return value
+    if t is float:
+        return value if value == value else NAN_KEY
+    if value is NAN_KEY:
+        return NAN_KEY
     if t is int or t is Int64:
         if not INT64_MIN <= value <= INT64_MAX:  # type: ignore[operator]
             return UNINDEXABLE

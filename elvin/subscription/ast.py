@@ -8,12 +8,20 @@ all walk the same tree.
 Leaves (``NAME``, ``INT32``, ``INT64``, ``REAL64``, ``STRING``) carry ``value``;
 every other kind carries ``children``. ``pos`` is the character offset in the
 source text (for error messages) and takes no part in equality.
+
+Two trees are equal when they mean the same: real64 literals compare by
+their bits, as the language compares reals (``x == -0.0`` and ``x == 0.0``
+are different subscriptions; a NaN literal, which only folding or the wire
+can make, equals a NaN literal). The router shares one compiled predicate
+among equal trees, so Python's ``-0.0 == 0.0`` must not decide that.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+
+from elvin.subscription.runtime import real_key
 
 
 class Kind(IntEnum):
@@ -100,12 +108,33 @@ FUNCTION_NAMES: dict[Kind, str] = {
 FUNCTION_KINDS: dict[str, Kind] = {name: kind for kind, name in FUNCTION_NAMES.items()}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Node:
     kind: Kind
     children: tuple[Node, ...] = ()
     value: int | float | str | None = None
-    pos: int = field(default=-1, compare=False, hash=False, repr=False)
+    pos: int = field(default=-1, repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not Node:
+            return NotImplemented
+        if self.kind != other.kind:  # type: ignore[attr-defined]
+            return False
+        a, b = self.value, other.value  # type: ignore[attr-defined]
+        if a.__class__ is float and b.__class__ is float:
+            if real_key(a) != real_key(b):
+                return False
+        elif a != b:
+            return False
+        return self.children == other.children  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        value = self.value
+        if value.__class__ is float:
+            value = real_key(value)  # type: ignore[arg-type]
+        return hash((self.kind, self.children, value))
 
     @property
     def is_leaf(self) -> bool:

@@ -6,8 +6,8 @@ function the right number and kind of arguments, literals fit their types,
 regular expressions and wildcards compile, nothing nests deeper than
 ``MAX_DEPTH`` and the expression does not reduce to a constant -- and raises
 ``SubscriptionError`` with the spec's code and the position of the culprit.
-``fold(tree)`` gives the same tree with constant sub-expressions replaced by
-literals, for the compiler and the analyses.
+``fold(tree)`` gives the same tree with constant value sub-expressions
+replaced by literals, for the compiler and the analyses.
 
 Static types: ``bool`` (a predicate), ``int32``, ``int64``, ``real64``,
 ``string``, and the partial knowledge ``int`` (int32 or int64), ``number``
@@ -23,11 +23,16 @@ Rules beyond the spec's wording, following Avis where it has an opinion:
   operands (the parser makes one n-ary node of a chain).
 * Comparisons take values, not predicates; ``==``/``!=`` between a string
   and a number, ordering (``<`` ...) of strings, arithmetic on strings,
-  ``% << >> >>> & | ^ ~`` on reals are TYPE_MISMATCH.
-* A logical operand or the whole expression that is constant is
-  EXP_IS_TRIVIAL (``1 == 1``, ``x > 5 || 1 == 1``); so is a constant
-  sub-expression that is always bottom (an integer division by zero such
-  as ``x > 1 / 0``).
+  ``<< >> >>> & | ^ ~`` on reals are TYPE_MISMATCH. ``%`` takes reals (Java's
+  remainder, as Avis; a FIXME in the spec).
+* EXP_IS_TRIVIAL only when the WHOLE expression reduces to a constant
+  (spec: "When compiled, the expression reduced to a constant value"):
+  constants are folded with the three-valued logic, so ``1 == 1``,
+  ``x > 5 || 1 == 1`` (always true), ``x > 5 && 1 == 2`` (always false)
+  and ``x > 1 / 0`` (always bottom: a comparison with a bottom operand) are
+  trivial, but ``x == 1 || 1 == 2``, ``1 == 1 ^^ x == 1`` (that is
+  ``!(x == 1)`` where x exists) and ``1 / 0 == 1 || x == 1`` are not: they
+  are accepted and evaluated as written.
 * require/int32/int64/real64/string/opaque/nan/size take one attribute name.
   begins-with/ends-with/contains/wildcard/regex take a string-valued first
   argument (a name, or fold-case/decompose/decompose-compat of one) and
@@ -62,8 +67,8 @@ COMPARISONS = {Kind.EQUALS, Kind.NOT_EQUALS, Kind.LESS_THAN, Kind.LESS_THAN_EQUA
                Kind.GREATER_THAN, Kind.GREATER_THAN_EQUALS}
 LOGICAL = {Kind.AND, Kind.OR, Kind.XOR}
 ARITHMETIC = {Kind.ADD: rt.add, Kind.SUBTRACT: rt.sub, Kind.MULTIPLY: rt.mul,
-              Kind.DIVIDE: rt.div}
-INTEGER_OPS = {Kind.MODULO: rt.mod, Kind.SHIFT_LEFT: rt.shl, Kind.SHIFT_RIGHT: rt.shr,
+              Kind.DIVIDE: rt.div, Kind.MODULO: rt.mod}
+INTEGER_OPS = {Kind.SHIFT_LEFT: rt.shl, Kind.SHIFT_RIGHT: rt.shr,
                Kind.LOGICAL_SHIFT_RIGHT: rt.ushr, Kind.BIT_AND: rt.bit_and,
                Kind.BIT_OR: rt.bit_or, Kind.BIT_XOR: rt.bit_xor}
 BINARY_VALUE_OPS = {**ARITHMETIC, **INTEGER_OPS}
@@ -100,13 +105,68 @@ def op_text(kind: Kind) -> str:
     return _OPS_TEXT.get(kind) or FUNCTION_NAMES.get(kind) or kind.name
 
 
-class _Info:
-    __slots__ = ("type", "const", "value")
+_WORDS = {True: "true", False: "false", None: "bottom"}
+_DIVISION_BY_ZERO = "bottom (an integer division or remainder by zero)"
 
-    def __init__(self, type_: str, const: bool = False, value: object = None) -> None:
+
+class _Info:
+    """What the checker knows of a sub-expression: its static type and, for
+    a constant, its value (True / False / None for a predicate, the value
+    or ``_BOTTOM`` for a value) and ``why``: ``(node, reason)``, the
+    sub-expression that makes it constant, for the EXP_IS_TRIVIAL message
+    and position."""
+
+    __slots__ = ("type", "const", "value", "why")
+
+    def __init__(self, type_: str, const: bool = False, value: object = None,
+                 why: tuple[Node, str] | None = None) -> None:
         self.type = type_
         self.const = const
         self.value = value   # for constants: the value, or _BOTTOM
+        self.why = why
+
+    @property
+    def bottom(self) -> bool:
+        """A constant value that is always bottom."""
+        return self.const and self.value is _BOTTOM
+
+
+def _constant_predicate(node: Node, value: bool | None) -> _Info:
+    return _Info(BOOL, True, value, (node, _WORDS[value]))
+
+
+def _and3(values: list) -> bool | None:
+    if False in values:
+        return False
+    return None if None in values else True
+
+
+def _or3(values: list) -> bool | None:
+    if True in values:
+        return True
+    return None if None in values else False
+
+
+def _fold_logical(node: Node, kind: Kind, infos: list[_Info]) -> _Info:
+    """Three-valued constant folding of ``&&``, ``||`` and ``^^``: constant
+    when an operand decides it (false for ``&&``, true for ``||``, bottom
+    for ``^^``) or when every operand is constant."""
+    decisive = {Kind.AND: False, Kind.OR: True, Kind.XOR: None}[kind]
+    for info in infos:
+        if info.const and info.value is decisive:
+            return _Info(BOOL, True, decisive, info.why)
+    if not all(info.const for info in infos):
+        return _Info(BOOL)
+    values = [info.value for info in infos]
+    if kind is Kind.AND:
+        value = _and3(values)
+    elif kind is Kind.OR:
+        value = _or3(values)
+    else:
+        value = sum(1 for v in values if v) % 2 == 1
+    if value is None:       # bottom comes from a bottom operand: name that one
+        return next(info for info in infos if info.value is None)
+    return _constant_predicate(node, value)
 
 
 def _literal_type(value: object) -> str:
@@ -154,30 +214,27 @@ class _Checker:
         return info
 
     def trivial(self, node: Node, info: _Info) -> SubscriptionError:
+        """The whole expression is constant: say so, and where it comes from."""
         from elvin.subscription.unparse import unparse_brief
-        value = info.value
-        what = {True: "true", False: "false"}.get(value, "bottom")  # type: ignore[arg-type]
-        return self.error("EXP_IS_TRIVIAL",
-                          f"{unparse_brief(node)} is constant (always {what}); "
-                          "compare an attribute instead", node)
+        what = _WORDS.get(info.value, "bottom")  # type: ignore[arg-type]
+        culprit, reason = info.why or (node, what)
+        message = f"{unparse_brief(node)} is constant (always {what})"
+        if culprit is not node:
+            message += f": {unparse_brief(culprit)} is always {reason}"
+        return self.error("EXP_IS_TRIVIAL", message + "; compare an attribute instead",
+                          culprit)
 
     def predicate(self, node: Node, where: str) -> _Info:
         info = self.visit(node)
         if info.type != BOOL:
             raise self.mismatch(node, info, "predicates (comparisons or tests) as operands",
                                 where)
-        if info.const:
-            raise self.trivial(node, info)
         return info
 
     def value(self, node: Node, where: str, allowed: set[str], wanted: str) -> _Info:
         info = self.visit(node)
         if info.type not in allowed:
             raise self.mismatch(node, info, wanted, where)
-        if info.const and info.value is _BOTTOM:
-            from elvin.subscription.unparse import unparse_brief
-            raise self.error("EXP_IS_TRIVIAL", f"{unparse_brief(node)} is always bottom "
-                             "(integer division or remainder by zero)", node)
         return info
 
     # -- dispatch -----------------------------------------------------------
@@ -187,11 +244,13 @@ class _Checker:
             return self.leaf(node)
         if k in LOGICAL:
             where = f"'{op_text(k)}'"
-            for child in node.children:
-                self.predicate(child, where)
-            return _Info(BOOL)
+            return _fold_logical(node, k, [self.predicate(child, where)
+                                           for child in node.children])
         if k is Kind.NOT:
-            self.predicate(node.children[0], "'!'")
+            info = self.predicate(node.children[0], "'!'")
+            if info.const:
+                return _Info(BOOL, True, None if info.value is None else not info.value,
+                             info.why)
             return _Info(BOOL)
         if k in COMPARISONS:
             return self.comparison(node)
@@ -242,8 +301,11 @@ class _Checker:
             bad, info = right, ri
             raise self.mismatch(bad, info, "operands of the same kind (a string cannot "
                                 "equal a number)", where)
+        for info in (li, ri):
+            if info.bottom:     # a comparison with a bottom operand is bottom
+                return _Info(BOOL, True, None, info.why)
         if li.const and ri.const:
-            return _Info(BOOL, True, COMPARE_FUNCS[k](li.value, ri.value))
+            return _constant_predicate(node, COMPARE_FUNCS[k](li.value, ri.value))
         return _Info(BOOL)
 
     def binary_value(self, node: Node) -> _Info:
@@ -266,9 +328,14 @@ class _Checker:
             result = INT
         else:
             result = NUM
+        for info in (li, ri):
+            if info.bottom:     # so is every operation on one
+                return _Info(result, True, _BOTTOM, info.why)
         if li.const and ri.const:
             value = BINARY_VALUE_OPS[k](li.value, ri.value)
-            return _Info(result, True, _BOTTOM if value is None else value)
+            if value is None:
+                return _Info(result, True, _BOTTOM, (node, _DIVISION_BY_ZERO))
+            return _Info(result, True, value)
         return _Info(result)
 
     def unary_value(self, node: Node) -> _Info:
@@ -280,9 +347,10 @@ class _Checker:
         else:
             info = self.value(node.children[0], where, _NUMERIC, "a number")
             result = info.type if info.type in _KNOWN_NUMERIC else NUM
+        if info.bottom:
+            return _Info(result, True, _BOTTOM, info.why)
         if info.const:
-            value = UNARY_VALUE_OPS[k](info.value)
-            return _Info(result, True, _BOTTOM if value is None else value)
+            return _Info(result, True, UNARY_VALUE_OPS[k](info.value))
         return _Info(result)
 
     def arity(self, node: Node, low: int, high: int | None) -> None:
@@ -342,7 +410,7 @@ class _Checker:
                                      arg.value) from None
         if first.const:
             from elvin.subscription.reference import evaluate as ref_eval
-            return _Info(BOOL, True, ref_eval(node, {}))
+            return _constant_predicate(node, ref_eval(node, {}))
         return _Info(BOOL)
 
     def equals_function(self, node: Node) -> _Info:
@@ -356,17 +424,18 @@ class _Checker:
             if STR in types and types & _KNOWN_NUMERIC:
                 raise self.mismatch(arg, info, "values of the same kind as its first argument "
                                     f"({first.type})", where)
-        if all(i.const for i in infos):
-            result: object = False
-            for info in infos[1:]:
-                r = rt.eq(first.value, info.value)
-                if r is True:
-                    result = True
-                    break
-                if r is None:
-                    result = None
-            return _Info(BOOL, True, result)
-        return _Info(BOOL)
+        # equals(a, b, c) is (a == b) || (a == c): fold it as that
+        if first.bottom:
+            return _Info(BOOL, True, None, first.why)
+        outcomes = []
+        for info in infos[1:]:
+            if info.bottom:
+                outcomes.append(_Info(BOOL, True, None, info.why))
+            elif first.const and info.const:
+                outcomes.append(_constant_predicate(node, rt.eq(first.value, info.value)))
+            else:
+                outcomes.append(_Info(BOOL))
+        return _fold_logical(node, Kind.OR, outcomes)
 
 
 def check(node: Node, text: str | None = None) -> None:
@@ -468,10 +537,14 @@ def _normalise(node: Node) -> Node:
 def fold(node: Node) -> Node:
     """``node`` with constant value sub-expressions replaced by literals.
 
-    Only for checked trees; predicates are never constant there (that is
-    EXP_IS_TRIVIAL), so only value sub-expressions fold. The literals made
+    Only for checked trees. Only value sub-expressions fold (a constant
+    predicate inside a larger expression, such as ``1 == 2`` in
+    ``x == 1 || 1 == 2``, stays as written: the tree has no node for a
+    truth value, and its literals compare at run time). A value that is
+    always bottom (``1 / 0``) stays as written too. The literals made
     here may hold values a parsed literal cannot (an int32 of -2**31, a
-    real64 infinity); they are for the compiler and analyses, not unparse.
+    real64 infinity or NaN); they are for the compiler and analyses, not
+    unparse.
     """
     new, _ = _fold(node)
     return new

@@ -94,6 +94,7 @@ _BASE_NAMESPACE = {
     "_bor": rt.bit_or, "_bxor": rt.bit_xor, "_neg": rt.neg, "_pos": rt.pos, "_inv": rt.inv,
     "_size": rt.size, "_fold": rt.fold_case, "_nfd": rt.decompose, "_nfkd": rt.decompose_compat,
     "_normalize": unicodedata.normalize, "_xor": _xor_values,
+    "_rcmp": rt.real_compare, "_rkey": rt.real_key,
 }
 
 
@@ -256,7 +257,15 @@ class _Gen:
         return f"({call} is {want})"
 
     def numeric_comparison(self, k: Kind, expr: Node, lit: Node, want: bool) -> str:
-        """``expr OP literal``, written out for each numeric type of expr."""
+        """``expr OP literal``, written out for each numeric type of expr.
+
+        Reals are ordered as Java's ``Double.compare``: NaN above +inf and
+        equal to itself, -0.0 below 0.0. Python's IEEE comparison says the
+        same except that a NaN is greater (``>`` and ``>=`` add ``or t !=
+        t``) and that two zeros of different signs differ: against a zero
+        literal, a zero value goes through ``runtime.real_compare``, and so
+        does everything against a NaN literal (only folding makes one).
+        """
         t = self.temp()
         op = _PYOP[k]
         c = lit.value
@@ -266,20 +275,34 @@ class _Gen:
         else:
             c_int = self.const(int(c))  # type: ignore[arg-type]
             c_float = self.const(float(c))  # type: ignore[arg-type]
+        special = float(c) == 0.0 or c != c  # type: ignore[arg-type]
 
         def test(x: str, y: str) -> str:
             return f"{x} {op} {y}" if want else f"not ({x} {op} {y})"
 
+        def real_test(x: str, x_may_be_nan: bool) -> str:
+            """``x OP c_float`` in Java's order, x a float expression."""
+            if c != c:
+                return test(f"_rcmp({x}, {c_float})", "0")
+            inner = f"{x} {op} {c_float}"
+            if x_may_be_nan and k in (Kind.GREATER_THAN, Kind.GREATER_THAN_EQUALS):
+                inner = f"{inner} or {x} != {x}"
+            if special:
+                inner = f"({inner}) if {x} != 0.0 else _rcmp({x}, {c_float}) {op} 0"
+            return f"({inner})" if want else f"not ({inner})"
+
         # int64 attribute vs real literal: Java converts the int64 to a double
         exact_real = is_real and float(c).is_integer() and abs(c) < _EXACT  # type: ignore
-        if is_real and not (exact_real and k is Kind.EQUALS):
-            int_test = test(f"float({t})", c_float)
+        if is_real and not (exact_real and k is Kind.EQUALS and not special):
+            int_test = real_test(f"float({t})", False)
         else:
             int_test = test(t, c_int)
         if not is_real and abs(int(c)) > _EXACT:  # type: ignore[arg-type]
-            float_test = test(t, c_float)   # the literal converts (inexactly) to real64
+            float_test = real_test(t, True)   # the literal converts (inexactly) to real64
+        elif is_real or special or k in (Kind.GREATER_THAN, Kind.GREATER_THAN_EQUALS):
+            float_test = real_test(t, True)
         else:
-            float_test = test(t, c_float if is_real else c_int)
+            float_test = test(t, c_int)   # an exact int literal: Python compares exactly
         if k is Kind.EQUALS and want and not is_real:
             plain_int = f"type({t}) is int and {int_test}"   # equality implies the range
         else:
@@ -313,17 +336,19 @@ class _Gen:
         ``e == c`` is bottom when e and c are of different kinds (string /
         number), so with both kinds of literal present ``equals`` is never
         false; int64 operands compare with real literals after conversion.
+        A real attribute is looked up by ``runtime.real_key`` (Python's set
+        would find -0.0 among 0.0 and miss a NaN that is not the literal's
+        very object) unless the set holds neither a zero nor a NaN.
         """
         strings = frozenset(r.value for r in rest if r.kind is Kind.STRING)
         numbers = [r for r in rest if r.kind in _NUMERIC_LITERALS]
-        # a NaN literal (only folding makes one) equals nothing, but a set
-        # look-up tries identity first: leave NaNs out of the sets
-        as_real = frozenset(x for x in (float(r.value) for r in numbers)  # type: ignore
-                            if x == x)
+        as_real = frozenset(rt.real_key(float(r.value)) for r in numbers)  # type: ignore
+        plain_reals = all(type(x) is float and x != 0.0 for x in as_real)
         ints = frozenset(int(r.value) for r in numbers  # type: ignore[arg-type]
                          if r.kind is not Kind.REAL64)
-        reals = frozenset(float(r.value) for r in numbers  # type: ignore[arg-type]
-                          if r.kind is Kind.REAL64 and r.value == r.value)
+        # an integer converts to a real that is never NaN nor -0.0
+        reals = frozenset(x for x in (rt.real_key(float(r.value)) for r in numbers  # type: ignore
+                                      if r.kind is Kind.REAL64) if type(x) is float)
         t = self.temp()
         first_test = f"type({t} := {self.V(first)})"
         parts = []
@@ -334,7 +359,8 @@ class _Gen:
             elif not numbers:
                 parts.append(f"({first_test} is str and not {member})")
         if numbers:
-            float_member = f"{t} in {self.global_object('set', as_real)}"
+            real_set = self.global_object("set", as_real)
+            float_member = f"{t} in {real_set}" if plain_reals else f"_rkey({t}) in {real_set}"
             int_members = []
             if ints:
                 int_members.append(f"{t} in {self.global_object('set', ints)}")

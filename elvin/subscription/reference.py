@@ -2,8 +2,10 @@
 
 It is deliberately simple and independent of the compiler and of
 ``runtime.py`` (values are tagged tuples, integer wrapping is done with
-``struct``-free modular arithmetic written out again) so that the tests can
-check the compiled evaluator against it. It is slow; do not use it to route.
+``struct``-free modular arithmetic written out again; reals are compared
+by their bit patterns, as Java's ``Double.compare`` does, and their
+remainder is computed exactly with fractions) so that the tests can check
+the compiled evaluator against it. It is slow; do not use it to route.
 
 ``evaluate(tree, notification)`` returns True, False or None (bottom).
 """
@@ -11,8 +13,10 @@ check the compiled evaluator against it. It is slow; do not use it to route.
 from __future__ import annotations
 
 import math
+import struct
 import unicodedata
 from collections.abc import Mapping
+from fractions import Fraction
 
 from elvin.subscription.ast import Kind, Node
 from elvin.subscription.patterns import MATCH_TIMEOUT, compile_glob, compile_regex
@@ -50,6 +54,38 @@ def _signed(n: int, bits: int) -> int:
     return n
 
 
+def _real_bits(x: float) -> int:
+    """Java's ``Double.doubleToLongBits``: the IEEE 754 bits as a signed
+    64-bit integer, every NaN as the one canonical NaN."""
+    if math.isnan(x):
+        return 0x7FF8000000000000
+    return struct.unpack(">q", struct.pack(">d", x))[0]
+
+
+def _real_order(x: float, y: float) -> int:
+    """Java's ``Double.compare``: numeric order, then the bit patterns (so
+    -0.0 < 0.0 and NaN, the largest pattern, above +inf)."""
+    if x < y:
+        return -1
+    if x > y:
+        return 1
+    bx, by = _real_bits(x), _real_bits(y)
+    return (bx > by) - (bx < by)
+
+
+def _real_remainder(x: float, y: float) -> float:
+    """Java's ``%`` on doubles: x - y * trunc(x / y), computed exactly."""
+    if math.isnan(x) or math.isnan(y) or math.isinf(x) or y == 0.0:
+        return math.nan
+    if math.isinf(y):
+        return x
+    fx, fy = Fraction(x), Fraction(y)
+    quotient = fx / fy
+    whole = math.floor(quotient) if quotient >= 0 else math.ceil(quotient)
+    r = float(fx - whole * fy)
+    return math.copysign(abs(r), x) if r == 0.0 else r
+
+
 def _is_num(t) -> bool:
     return t is not None and t[0] in ("int32", "int64", "real64")
 
@@ -83,7 +119,9 @@ def _arith(kind: Kind, a, b):
                 return (t, math.nan)
             negative = (math.copysign(1.0, x) < 0) != (math.copysign(1.0, y) < 0)
             return (t, -math.inf if negative else math.inf)
-        return None  # % and the integer operators are not defined on reals
+        if kind is Kind.MODULO:
+            return (t, _real_remainder(x, y))
+        return None  # the shifts and bitwise operators are not defined on reals
     bits = _BITS[t]
     if kind is Kind.ADD:
         r = x + y
@@ -126,24 +164,24 @@ def _compare(kind: Kind, a, b):
         return None
     if _is_num(a) and _is_num(b):
         if "real64" in (a[0], b[0]):
-            x, y = float(a[1]), float(b[1])
+            order = _real_order(float(a[1]), float(b[1]))
         else:
-            x, y = a[1], b[1]
+            order = (a[1] > b[1]) - (a[1] < b[1])
     elif a[0] == "string" and b[0] == "string" and kind in (Kind.EQUALS, Kind.NOT_EQUALS):
-        x, y = a[1], b[1]
+        order = 0 if a[1] == b[1] else 1
     else:
         return None
     if kind is Kind.EQUALS:
-        return x == y
+        return order == 0
     if kind is Kind.NOT_EQUALS:
-        return not (x == y)
+        return order != 0
     if kind is Kind.LESS_THAN:
-        return x < y
+        return order < 0
     if kind is Kind.LESS_THAN_EQUALS:
-        return x <= y
+        return order <= 0
     if kind is Kind.GREATER_THAN:
-        return x > y
-    return x >= y
+        return order > 0
+    return order >= 0
 
 
 def _not(a):

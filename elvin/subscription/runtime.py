@@ -20,12 +20,21 @@ Operands are promoted first (int32 < int64 < real64, spec 6.2) -- for the
 shifts too, so ``1 << 40L`` is the int64 ``1 << 40`` (Java would keep the
 left operand's type; the spec says "the type of the result value is always
 the promoted type"). Integer division or remainder by zero is bottom; real
-division by zero gives the IEEE 754 infinities or NaN. ``%`` and the
-bitwise operators are defined on the integer types only (spec 6.1.12);
-on a real64 they give bottom. Comparisons promote too: an int64 compared
-with a real64 is converted to a double first, as Java does, so
-``9007199254740993L == 9007199254740992.0``. NaN compares false with
-everything (so ``!=`` -- defined as ``!(a == b)`` -- is true).
+division by zero gives the IEEE 754 infinities or NaN. ``%`` on reals is
+Java's floating-point remainder (C's ``fmod``: ``7.0 % 2.5 == 2.0``, the
+sign of the dividend, NaN for a zero divisor or an infinite dividend): the
+spec has a FIXME there and Avis computes it so. The bitwise operators and
+shifts are defined on the integer types only (spec 6.1.12); on a real64
+they give bottom.
+
+Comparisons promote too: an int64 compared with a real64 is converted to a
+double first, as Java does, so ``9007199254740993L == 9007199254740992.0``.
+Two real64 values are equal when their sign, mantissa and exponent are
+(spec 6.1.11): ``-0.0 == 0.0`` is false and a NaN equals a NaN (all NaNs
+are one value, as Java's ``Double.equals`` has it). The order of reals is a
+FIXME in the spec; like Avis we use Java's ``Double.compareTo``, the total
+order that agrees with that equality: -inf < ... < -0.0 < 0.0 < ... < +inf
+< NaN. An integer meeting a real is promoted first (``0`` becomes ``+0.0``).
 
 Strings: ``fold-case`` is Unicode full case folding (``str.casefold``, so
 ``"Straße"`` folds to ``"strasse"``; Avis uses Java's ``toLowerCase``, which
@@ -47,7 +56,7 @@ __all__ = [
     "rank", "make_int64",
     "add", "sub", "mul", "div", "mod", "shl", "shr", "ushr",
     "bit_and", "bit_or", "bit_xor", "neg", "pos", "inv",
-    "eq", "ne", "lt", "le", "gt", "ge",
+    "eq", "ne", "lt", "le", "gt", "ge", "real_compare", "real_key",
     "fold_case", "decompose", "decompose_compat", "size",
 ]
 
@@ -158,12 +167,21 @@ def _java_rem(x: int, y: int) -> int:
     return -m if x < 0 else m
 
 
+def _real_rem(x: float, y: float) -> float:
+    """Java's ``x % y`` on doubles (``math.fmod`` raises where Java gives NaN)."""
+    if y == 0.0 or x != x or y != y or x in (math.inf, -math.inf):
+        return math.nan
+    return math.fmod(x, y)
+
+
 def mod(x, y):
     r = _rank2(x, y)
     if r == I32:
         return None if y == 0 else _java_rem(x, y)
     if r == I64:
         return None if y == 0 else _new_int(Int64, _java_rem(x, y))
+    if r == R64:
+        return _real_rem(float(x), float(y))
     return None
 
 
@@ -248,27 +266,51 @@ def inv(x):
     return None
 
 
-def eq(x, y):
-    """``==``: numbers after promotion, strings with strings, else bottom."""
-    rx = rank(x)
-    if rx >= 0:
-        ry = rank(y)
-        if ry < 0:
-            return None
-        if rx == R64 or ry == R64:
-            return float(x) == float(y)
-        return x == y
-    if type(x) is str and type(y) is str:
-        return x == y
-    return None
+def real_compare(x: float, y: float) -> int:
+    """-1, 0 or 1: Java's ``Double.compare`` (-0.0 < 0.0, NaN above +inf,
+    every NaN equal to every NaN)."""
+    if x < y:
+        return -1
+    if x > y:
+        return 1
+    if x == y:
+        if x != 0.0:
+            return 0
+        sx, sy = math.copysign(1.0, x), math.copysign(1.0, y)
+        return 0 if sx == sy else (-1 if sx < sy else 1)
+    # a NaN is involved
+    return (x != x) - (y != y)
 
 
-def ne(x, y):
-    r = eq(x, y)
-    return None if r is None else not r
+class _RealKey:
+    """The key of a real64 that Python's float equality would confuse."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
 
 
-def _ordered(x, y):
+_NAN_KEY = _RealKey("NaN")
+_NEGATIVE_ZERO_KEY = _RealKey("-0.0")
+
+
+def real_key(x: float) -> object:
+    """A hashable key equal for two reals exactly when ``==`` says they are
+    equal: the float itself, except for -0.0 (Python says ``-0.0 == 0.0``)
+    and NaN (Python says ``nan != nan``), which get keys of their own."""
+    if x != x:
+        return _NAN_KEY
+    if x == 0.0 and math.copysign(1.0, x) < 0.0:
+        return _NEGATIVE_ZERO_KEY
+    return x
+
+
+def _compare(x, y) -> int | None:
+    """-1 / 0 / 1 for two numbers after promotion, None (bottom) otherwise."""
     rx = rank(x)
     if rx < 0:
         return None
@@ -276,28 +318,41 @@ def _ordered(x, y):
     if ry < 0:
         return None
     if rx == R64 or ry == R64:
-        return float(x), float(y)
-    return x, y
+        return real_compare(float(x), float(y))
+    return -1 if x < y else (1 if x > y else 0)
+
+
+def eq(x, y):
+    """``==``: numbers after promotion, strings with strings, else bottom."""
+    if type(x) is str:
+        return x == y if type(y) is str else None
+    c = _compare(x, y)
+    return None if c is None else c == 0
+
+
+def ne(x, y):
+    r = eq(x, y)
+    return None if r is None else not r
 
 
 def lt(x, y):
-    p = _ordered(x, y)
-    return None if p is None else p[0] < p[1]
+    c = _compare(x, y)
+    return None if c is None else c < 0
 
 
 def le(x, y):
-    p = _ordered(x, y)
-    return None if p is None else p[0] <= p[1]
+    c = _compare(x, y)
+    return None if c is None else c <= 0
 
 
 def gt(x, y):
-    p = _ordered(x, y)
-    return None if p is None else p[0] > p[1]
+    c = _compare(x, y)
+    return None if c is None else c > 0
 
 
 def ge(x, y):
-    p = _ordered(x, y)
-    return None if p is None else p[0] >= p[1]
+    c = _compare(x, y)
+    return None if c is None else c >= 0
 
 
 def fold_case(s):

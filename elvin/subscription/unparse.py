@@ -25,7 +25,8 @@ import math
 from elvin.subscription.ast import FUNCTION_NAMES, LITERAL_KINDS, Kind, Node
 from elvin.subscription.checker import _OPS_TEXT
 
-__all__ = ["unparse", "unparse_brief", "quote_name", "quote_string", "format_real"]
+__all__ = ["unparse", "unparse_brief", "quote_name", "quote_string", "format_real",
+           "implicit_groupings"]
 
 _UNARY = {Kind.NOT: "!", Kind.UNARY_MINUS: "-", Kind.UNARY_PLUS: "+", Kind.BIT_NEGATE: "~"}
 _RESERVED = set("\"'(),[\\]")
@@ -104,6 +105,55 @@ def _unparse(node: Node, top: bool) -> str:
 def unparse(node: Node) -> str:
     """Canonical text for ``node``; ``parse(unparse(node)) == node``."""
     return _unparse(node, True)
+
+
+_ARITHMETIC = frozenset({Kind.ADD, Kind.SUBTRACT, Kind.MULTIPLY, Kind.DIVIDE, Kind.MODULO})
+_BITWISE = frozenset({Kind.SHIFT_LEFT, Kind.SHIFT_RIGHT, Kind.LOGICAL_SHIFT_RIGHT,
+                      Kind.BIT_AND, Kind.BIT_OR, Kind.BIT_XOR})
+_MATH = _ARITHMETIC | _BITWISE
+
+
+def implicit_groupings(tree: Node, text: str) -> list[str]:
+    """The sub-expressions of ``tree`` (parsed from ``text``) that mix shift
+    or bitwise operators with others and whose grouping the precedence rules
+    decided, each written with its parentheses: ``A | 2 + 1 > 3`` gives
+    ``["(A | 2) + 1"]``.
+
+    The language's order of those operators is not C's (``+ -`` bind
+    loosest, ``&`` tightest), so an editor shows this to say how such an
+    expression is read; plain arithmetic (``B * 2 + 1``) reads as anyone
+    expects and is left out. An operand the user put in parentheses is not
+    implicit (a node's ``pos`` is then its ``(``; a parenthesised left
+    operand, as in ``(A) & 1 | 2``, looks the same and hides the hint).
+    """
+    found: list[str] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if node.kind not in _MATH:
+            stack.extend(reversed(node.children))
+            continue
+        region, outside = _implicit_region(node, text)
+        if len(region) > 1 and any(n.kind in _BITWISE for n in region):
+            found.append(_unparse(node, True))
+        stack.extend(reversed(outside))
+    return found
+
+
+def _implicit_region(node: Node, text: str) -> tuple[list[Node], list[Node]]:
+    """(``node`` and the math operators grouped with it by precedence alone,
+    the operands around that region)."""
+    region = [node]
+    outside: list[Node] = []
+    stack = list(reversed(node.children))
+    while stack:
+        child = stack.pop()
+        if child.kind in _MATH and not (0 <= child.pos < len(text) and text[child.pos] == "("):
+            region.append(child)
+            stack.extend(reversed(child.children))
+        else:
+            outside.append(child)
+    return region, outside
 
 
 def unparse_brief(node: Node, limit: int = 60) -> str:

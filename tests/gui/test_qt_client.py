@@ -158,3 +158,18 @@ def test_run_app_returns_the_exit_status(qapp):
         return 7
 
     assert run_app(main) == 7
+
+
+def test_editor_says_how_precedence_groups_bitwise_operators(qtbot):
+    """The language's precedence is not C's (issue 18): the editor shows how
+    an expression mixing shift/bitwise operators with others reads."""
+    editor = SubscriptionEditor()
+    qtbot.addWidget(editor)
+    editor.show()
+    editor.setExpression("A | 2 + 1 > 3")
+    assert editor.isValid() and editor.reading() == "Reads as: (A | 2) + 1"
+    editor.setExpression('Kind == "x" && A - 1 << 2 == 6 && B & 3 << 1 != 0')
+    assert editor.reading() == "Reads as: A - (1 << 2);  (B & 3) << 1"
+    for plain in ["(A | 2) + 1 > 3", "A * 2 + 1 > 3", "A | 2 > 3", "A | 2 + "]:
+        editor.setExpression(plain)
+        assert editor.reading() == "", plain

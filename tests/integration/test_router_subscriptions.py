@@ -194,3 +194,33 @@ async def test_evaluation_type_errors_do_not_disturb_others(router):
     assert deliver.insecure_matches == (good,)
     await producer.close()
     await consumer.close()
+
+
+async def test_router_reads_reals_precedence_and_constants_as_the_language(router):
+    """Issue 18 at the router: -0.0 and 0.0 are different (so two
+    subscriptions that differ only there are not one shared predicate), a
+    NaN equals a NaN (and its index key finds it) and is above +inf, ``%``
+    takes reals, the language page's precedence, and a partly constant
+    subscription is accepted and evaluated."""
+    consumer = await RawClient.connected(router.port)
+    producer = await RawClient.connected(router.port)
+    subs = {}
+    for label, text in [("pos", "X == 0.0"), ("neg", "X == -0.0"),
+                        ("nan", "X == 0.0 / 0.0 || X == 5.0"), ("big", "X > 1.0e308"),
+                        ("shift", "X - 1 << 2 == 6"), ("partly", "X == 1 || 1 == 2"),
+                        ("rem", "X % 2.5 == 2.0"), ("marker", "require(Marker)")]:
+        subs[await consumer.subscribe(text)] = label
+    for n, x in enumerate([-0.0, float("nan"), 0.0, 10, 1, 7.0], start=1):
+        producer.notify({"N": n, "X": x})
+    producer.notify({"Marker": 1})
+    got = {}
+    while True:
+        deliver = await consumer.expect(NotifyDeliver)
+        labels = sorted(subs[s] for s in deliver.insecure_matches)
+        if labels == ["marker"]:
+            break
+        got[deliver.attributes["N"]] = labels
+    assert got == {1: ["neg"], 2: ["big", "nan"], 3: ["pos"], 4: ["shift"], 5: ["partly"],
+                   6: ["rem"]}
+    await producer.close()
+    await consumer.close()

@@ -84,6 +84,19 @@ CASES: list[tuple[str, object]] = [
     ("r - r == 0.0", None), ("-r < 0", None), ("r + i > 0", None), ("r % 2 == 0", None),
     ("~r == 0", None), ("r > 0 && r < 1.0e308 * 10.0", None), ("i / 2.0 == 2.5", None),
     ("r == -0.0", None), ("l == r", None),
+    # real64 equality and order as Java's Double.compareTo (issue 18): NaN == NaN,
+    # NaN above +inf, -0.0 < 0.0; % on reals is Java's remainder
+    ("r == 0.0", None), ("r < 0.0", None), ("r <= -0.0", None), ("r > -0.0", None),
+    ("r >= 0.0", None), ("r > 1.0e308", None), ("r < r", None), ("r == a", None),
+    ("r < a", None), ("a >= r", None), ("r == i", None), ("r < i", None), ("i <= r", None),
+    ("-r > 0.0", None), ("r * 0.0 == 0.0", None), ("r % 2.5 == 0.5", None),
+    ("r % 0.0 == r % 0.0", None), ("a % r < 1.0", None), ("i % 2.5 == 0.0", None),
+    ("r % i > 0", None), ("r - r < 0.0", None),
+    # precedence: + -, * / %, << >> >>>, |, ^, & (loosest to tightest)
+    ("i | 2 + 1 == 3", None), ("i << 2 * 2 == 0", None), ("i - 1 << 2 > 0", None),
+    ("i & 3 << 1 == 2", None), ("i ^ j & 1 == 0", None), ("l | i ^ 1 > 0L", None),
+    # partially constant expressions are evaluated (only a constant whole is trivial)
+    ("a == 1 || 1 == 2", None), ("1 == 1 ^^ a == 1", None), ("1 / 0 == 1 || a == 1", None),
     # string predicates
     ("begins-with(s, 'a', 'Ab')", None), ("ends-with(s, 'z', 'se')", None),
     ("contains(s, 'é', 'b')", None), ("contains(a, '')", None), ("begins-with(s, '')", None),

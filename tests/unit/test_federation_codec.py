@@ -317,3 +317,21 @@ def test_pull_matcher_indexes_terms_and_updates_incrementally():
     with pytest.raises(SubscriptionError):
         matcher.update(Node(Kind.FUNC_SIZE, (const(Kind.INT32, 1),)))
     assert matcher.constant is True                            # unchanged
+
+
+def test_subast_keeps_precedence_grouping_and_the_sign_of_zero():
+    """Issue 18: a tree parsed with the language's precedence travels as the
+    same tree, and a -0.0 literal stays -0.0 (a different subscription from
+    0.0 at both ends)."""
+    tree = parse("A | 2 + 1 == B && C == -0.0 && D % 2.5 == 2.0")
+    data = encode_subast(tree)
+    assert struct.pack(">iid", int(Kind.REAL64), 3, -0.0) in data
+    decoded, end = decode_subast(data)
+    assert end == len(data)
+    assert decoded == tree and decoded != parse("A | 2 + 1 == B && C == 0.0 && D % 2.5 == 2.0")
+    left = decoded.children[0].children[0]
+    assert left.kind is Kind.ADD and left.children[0].kind is Kind.BIT_OR
+    from elvin.subscription import compile as compile_subscription
+    sub = compile_subscription(decoded)
+    assert sub.evaluate({"A": 4, "B": 7, "C": -0.0, "D": 7.0}) is True
+    assert sub.evaluate({"A": 4, "B": 7, "C": 0.0, "D": 7.0}) is False

@@ -66,9 +66,13 @@ def cmp(node):
     ("x == (name1 << 2L) | name2 & 0xF0",
      op(Kind.BIT_OR, op(Kind.SHIFT_LEFT, name("name1"), i64(2)),
         op(Kind.BIT_AND, name("name2"), i32(240)))),
+    # loosest to tightest: + -, * / %, << >> >>>, |, ^, & (the language page, Avis)
     ("x == 1 | 2 ^ 3 & 4 << 5 + 6 * 7",
-     op(Kind.BIT_OR, i32(1), op(Kind.BIT_XOR, i32(2), op(Kind.BIT_AND, i32(3), op(
-         Kind.SHIFT_LEFT, i32(4), op(Kind.ADD, i32(5), op(Kind.MULTIPLY, i32(6), i32(7)))))))),
+     op(Kind.ADD, op(Kind.SHIFT_LEFT, op(Kind.BIT_OR, i32(1), op(Kind.BIT_XOR, i32(2), op(
+         Kind.BIT_AND, i32(3), i32(4)))), i32(5)), op(Kind.MULTIPLY, i32(6), i32(7)))),
+    ("x == 1 + 2 * 3 << 4 | 5 ^ 6 & 7",
+     op(Kind.ADD, i32(1), op(Kind.MULTIPLY, i32(2), op(Kind.SHIFT_LEFT, i32(3), op(
+         Kind.BIT_OR, i32(4), op(Kind.BIT_XOR, i32(5), op(Kind.BIT_AND, i32(6), i32(7)))))))),
     ("x == 052", i32(42)), ("x == 0x2a", i32(42)), ("x == -0x2a", i32(-42)),
     ("x == 0", i32(0)), ("x == 0l", i64(0)), ("x == 0xDeadBeefL", i64(0xDEADBEEF)),
     ("x == 0.0", real(0.0)), ("x == 3.4", real(3.4)), ("x == 1.2e10", real(1.2e10)),
