@@ -44,6 +44,15 @@ def _wait_for(condition, timeout: float, what: str, interval: float = 0.05):
         time.sleep(interval)
 
 
+def _terminate(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 @pytest.fixture
 def xvfb():
     """A private Xvfb; yields its DISPLAY. Skipped only where Xvfb is not
@@ -62,11 +71,7 @@ def xvfb():
             pytest.fail(f"Xvfb exited: {server.stderr.read().decode(errors='replace')}")
         yield display
     finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        _terminate(server)
 
 
 def _app_env(tmp_path: Path, display: str) -> dict[str, str]:
@@ -102,12 +107,7 @@ def test_the_tickertape_maps_its_window_on_a_real_x_server(xvfb, router_url, tmp
         assert app.poll() is None, app.stdout.read().decode(errors="replace")
         assert windows
     finally:
-        app.terminate()
-        try:
-            app.wait(15)
-        except subprocess.TimeoutExpired:
-            app.kill()
-            app.wait()
+        _terminate(app)
 
 
 def test_missing_xcb_libraries_are_named_with_their_packages(tmp_path):
