@@ -59,7 +59,7 @@ __all__ = ["EVALUATION_BUDGET", "Engine", "Predicate", "Subscription", "referenc
 #: seconds of regex() / wildcard() matching one notification may cost in all;
 #: beyond it the remaining pattern matches are bottom for that notification
 #: (each match alone is limited to patterns.MATCH_TIMEOUT)
-EVALUATION_BUDGET = 0.05
+EVALUATION_BUDGET = 0.025
 
 
 def referenced_names(ast: Node) -> frozenset[str]:
@@ -162,6 +162,7 @@ class Engine:
         self._refs: dict[str, dict[int, Subscription]] = {}
         self._watchers: dict[str, list[Callable[[bool], None]]] = {}
         self.evaluations = 0     # predicates evaluated (for tests and statistics)
+        self.removed = 0         # subscriptions removed so far (elvind's gc policy)
         set_evaluation_budget(EVALUATION_BUDGET)
         #: ``listener(ast, added)`` when a distinct subscription tree appears or
         #: goes (federation keeps its pull filters from this); None = nobody
@@ -233,6 +234,7 @@ class Engine:
     def remove(self, sub: Subscription) -> None:
         if self.subs.pop(sub.id, None) is None:
             return
+        self.removed += 1
         owned = self.by_owner.get(sub.owner)
         if owned is not None:
             owned.pop(sub.id, None)
