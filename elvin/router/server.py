@@ -91,6 +91,9 @@ class Router:
         self._stopped = asyncio.Event()
         self._stopping = False
         self.stats = Stats()
+        # lark builds its parser on the first parse (~50-100 ms): do it now,
+        # before any client can be kept waiting by it
+        self.compile("require(Elvin-Router-Warm-Up)")
         if self.config.archive is not None:   # before listening: nothing unarchived
             self._open_archive(self.config.archive)
         try:
