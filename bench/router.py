@@ -3,6 +3,7 @@
 Run: .venv/bin/python bench/router.py [--quick] [--only delivery|matching|registration]
      .venv/bin/python bench/router.py --only registration [--subs N] [--workload mix]
      .venv/bin/python bench/router.py --reconnect [--clients 1000] [--per-client 100]
+     .venv/bin/python bench/router.py --stall [largest burst slow-regex]
 
 1. Delivery: ``elvind`` runs in its own process (so it has a core of its
    own); one producer and one consumer (asyncio protocols on uvloop, in this
@@ -36,6 +37,10 @@ Run: .venv/bin/python bench/router.py [--quick] [--only delivery|matching|regist
 4. ``--reconnect``: 1,000 clients x 100 subscriptions re-subscribe at once after
    a router restart: time until all are acknowledged, the bystander's worst
    round trip.
+5. ``--stall [largest burst slow-regex]`` (``bench/_stall.py``): the bystander's
+   worst round trip while one client sends the largest expressions the router
+   accepts, 10,000 SubAddRqst in one write, or notifications that 500
+   slow-regex subscriptions must be evaluated against.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from _common import (  # noqa: E402
     wait_listening,
 )
 from _registration import run_reconnect, run_registration  # noqa: E402
+from _stall import SCENARIOS, run_stall  # noqa: E402
 
 from elvin.protocol import NotifyEmit, SubAddRqst, decode_packet, frame  # noqa: E402
 
@@ -288,6 +294,9 @@ def main() -> None:
                         help="registration workload (default both)")
     parser.add_argument("--reconnect", action="store_true",
                         help="only the mass-reconnect bench")
+    parser.add_argument("--stall", nargs="*", choices=sorted(SCENARIOS), metavar="SCENARIO",
+                        help="only the no-stall benches (default: all of "
+                             f"{', '.join(SCENARIOS)})")
     parser.add_argument("--clients", type=int, default=1000)
     parser.add_argument("--per-client", type=int, default=100)
     parser.add_argument("--archive", metavar="DIR",
@@ -297,6 +306,9 @@ def main() -> None:
     os.chdir(ROOT)
     if args.reconnect:
         run_reconnect(args.clients, args.per_client)
+        return
+    if args.stall is not None:
+        run_stall(args.stall or list(SCENARIOS))
         return
     if args.only in (None, "registration"):
         workloads = ["tickertape", "mix"] if args.workload == "both" else [args.workload]

@@ -201,11 +201,16 @@ async def reload_federation(router, args: argparse.Namespace) -> bool:
 
 
 async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -> None:
+    from elvin.router.gcpolicy import GcPolicy
     from elvin.router.server import Router
 
     router = Router(config)
     await router.start()
     loop = asyncio.get_running_loop()
+    # elvind owns its process: no full collection pass over a big heap (gcpolicy)
+    gc_policy = GcPolicy(loop, lambda: len(router.engine) + len(router.sessions),
+                         lambda: router.engine.removed + router.stats.connections_total)
+    gc_policy.install()
     stopping: list[asyncio.Task] = []
 
     def request_stop(signame: str) -> None:
@@ -236,9 +241,12 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
     if router.mobility is not None:
         print(f"elvind: mobility proxy {router.mobility.id!r} (public key "
               f"{router.mobility.public_key.hex()})", file=sys.stderr, flush=True)
-    await router.serve_forever()
-    if stopping:
-        await stopping[0]
+    try:
+        await router.serve_forever()
+        if stopping:
+            await stopping[0]
+    finally:
+        gc_policy.uninstall()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,15 +5,20 @@ the compiled expression is evaluated once per notification however many
 clients registered it (tickertape users typically share ``Group == "..."``
 subscriptions). Each predicate is filed in exactly one place of the index:
 
-1. the **value index** ``attribute -> index_value -> predicates`` when
+1. the **value index** ``attribute -> index_value -> predicates`` (one
+   predicate alone, or a dict of them) when
    ``index_constraint(ast)`` says the expression can be true only if the
    attribute has one of a few values (``Group == "chat" && ...``): the
    notification probes it with ``index_value(notification[attribute])``;
 2. else the **name index** ``attribute -> predicates`` under one of the
    expression's ``required_names`` (the one fewest predicates are filed under
    when it is added), probed for each attribute the notification has;
-3. else the short **always** list (no required name: ``!require(x)``,
-   ``a == 1 || b == 2``...), evaluated for every notification.
+3. else, for an ``||`` whose operands each require some name
+   (``a == 1 || b == 2``), the name index under one name per operand
+   (``analysis.alternative_names``; a notification holding several of them
+   gets the predicate once);
+4. else the short **always** list (no required name: ``!require(x)``...),
+   evaluated for every notification.
 
 A notification is therefore evaluated only against predicates that can match
 it, and the matching cost grows with those, not with all subscriptions.
@@ -49,6 +54,7 @@ from elvin.router.security import (
     prepared_match,
 )
 from elvin.subscription import index_constraint, index_value, required_names
+from elvin.subscription.analysis import alternative_names
 from elvin.subscription.ast import Kind, Node
 from elvin.subscription.patterns import thread_budget
 
@@ -59,7 +65,7 @@ __all__ = ["EVALUATION_BUDGET", "Engine", "Predicate", "Subscription", "referenc
 #: seconds of regex() / wildcard() matching one notification may cost in all;
 #: beyond it the remaining pattern matches are bottom for that notification
 #: (each match alone is limited to patterns.MATCH_TIMEOUT)
-EVALUATION_BUDGET = 0.05
+EVALUATION_BUDGET = 0.025
 
 
 def referenced_names(ast: Node) -> frozenset[str]:
@@ -126,7 +132,10 @@ class Predicate:
         self.ast = ast
         self.key = key if key is not None else _TreeKey(ast)
         self.evaluate = evaluate
-        self.subs: dict[int, Subscription] = {}
+        #: the subscription registered with it while it is alone (most
+        #: predicates: a one-entry dict would cost 232 bytes), else a dict
+        #: {id: subscription}; None when empty (see ``members``)
+        self.subs: Subscription | dict[int, Subscription] | None = None
         self.place: tuple = ()
         self._groups: list | None = None
         self._special: list | None = None
@@ -135,10 +144,39 @@ class Predicate:
         self._groups = None
         self._special = None
 
+    def members(self) -> Iterable[Subscription]:
+        subs = self.subs
+        if subs is None:
+            return ()
+        return (subs,) if type(subs) is Subscription else subs.values()  # type: ignore[union-attr]
+
+    def add(self, sub: Subscription) -> None:
+        subs = self.subs
+        if subs is None:
+            self.subs = sub
+        elif type(subs) is Subscription:
+            self.subs = {subs.id: subs, sub.id: sub}
+        else:
+            subs[sub.id] = sub  # type: ignore[index]
+
+    def discard(self, sub: Subscription) -> bool:
+        """Forget ``sub``; True if no subscription is left."""
+        subs = self.subs
+        if subs is sub:
+            self.subs = None
+            return True
+        if type(subs) is dict:
+            subs.pop(sub.id, None)
+            if len(subs) == 1:
+                self.subs = next(iter(subs.values()))
+            elif not subs:
+                self.subs = None
+        return self.subs is None
+
     def _build(self) -> None:
         groups: dict[Hashable, list[int]] = {}
         special = []
-        for sub in self.subs.values():
+        for sub in self.members():
             if sub.plain:
                 groups.setdefault(sub.owner, []).append(sub.id)
             else:
@@ -159,9 +197,11 @@ class Engine:
         # attribute -> (value index {index_value: {pred: None}}, name index {pred: None})
         self._by_attr: dict[str, tuple[dict, dict]] = {}
         self._always: dict[Predicate, None] = {}
+        self._multi = 0          # predicates filed under several names (see _file)
         self._refs: dict[str, dict[int, Subscription]] = {}
         self._watchers: dict[str, list[Callable[[bool], None]]] = {}
         self.evaluations = 0     # predicates evaluated (for tests and statistics)
+        self.removed = 0         # subscriptions removed so far (elvind's gc policy)
         #: ``listener(ast, added)`` when a distinct subscription tree appears or
         #: goes (federation keeps its pull filters from this); None = nobody
         self.pred_listener: Callable[[Node, bool], None] | None = None
@@ -205,7 +245,7 @@ class Engine:
     def index_stats(self) -> dict[str, int]:
         value = named = 0
         for vidx, nidx in self._by_attr.values():
-            value += sum(len(b) for b in vidx.values())
+            value += sum(1 if type(b) is Predicate else len(b) for b in vidx.values())
             named += len(nidx)
         return {"predicates": len(self._preds), "value_index": value, "name_index": named,
                 "always": len(self._always)}
@@ -232,6 +272,7 @@ class Engine:
     def remove(self, sub: Subscription) -> None:
         if self.subs.pop(sub.id, None) is None:
             return
+        self.removed += 1
         owned = self.by_owner.get(sub.owner)
         if owned is not None:
             owned.pop(sub.id, None)
@@ -291,7 +332,7 @@ class Engine:
                 self.pred_listener(sub.ast, True)
         else:
             sub.ast = pred.ast      # one tree per predicate in memory
-        pred.subs[sub.id] = sub
+        pred.add(sub)
         pred.invalidate()
         sub.pred = pred
 
@@ -300,9 +341,9 @@ class Engine:
         sub.pred = None
         if pred is None:
             return
-        pred.subs.pop(sub.id, None)
+        empty = pred.discard(sub)
         pred.invalidate()
-        if not pred.subs:
+        if empty:
             del self._preds[pred.key]
             self._unfile(pred)
             if self.pred_listener is not None:
@@ -328,7 +369,16 @@ class Engine:
             if keys is not None:
                 vidx = self._attr_entry(attr)[0]
                 for key in keys:
-                    vidx.setdefault(key, {})[pred] = None
+                    # a bucket is the predicate itself while it is alone (most
+                    # values: one ``Group == "gN"`` each), a dict {pred: None}
+                    # from the second on: a one-entry dict costs 232 bytes
+                    bucket = vidx.get(key)
+                    if bucket is None:
+                        vidx[key] = pred
+                    elif type(bucket) is Predicate:
+                        vidx[key] = {bucket: None, pred: None}
+                    else:
+                        bucket[pred] = None
                 pred.place = ("value", attr, tuple(keys))
                 return
         names: frozenset[str] = frozenset()
@@ -336,12 +386,30 @@ class Engine:
             names = required_names(ast) if index is None else index[1]
         except Exception:
             log.exception("required_names failed for %r", ast)
-        if names:
-            by_attr = self._by_attr
-            name = min(sorted(names),
+        by_attr = self._by_attr
+
+        def least_used(candidates: frozenset[str]) -> str:
+            return min(sorted(candidates),
                        key=lambda n: len(by_attr[n][1]) if n in by_attr else 0)
+
+        if names:
+            name = least_used(names)
             self._attr_entry(name)[1][pred] = None
             pred.place = ("name", name)
+            return
+        alternatives = None
+        try:
+            alternatives = alternative_names(ast)
+        except Exception:
+            log.exception("alternative_names failed for %r", ast)
+        if alternatives:
+            # one name per operand of the ||: a notification may hold several
+            # of them, so candidates() drops the duplicates while any such exist
+            chosen = tuple(sorted({least_used(names) for names in alternatives}))
+            for name in chosen:
+                self._attr_entry(name)[1][pred] = None
+            pred.place = ("names", chosen)
+            self._multi += 1
             return
         self._always[pred] = None
         pred.place = ("always",)
@@ -353,18 +421,22 @@ class Engine:
             vidx, nidx = self._by_attr[attr]
             for key in keys:
                 bucket = vidx.get(key)
-                if bucket is not None:
+                if bucket is pred:
+                    del vidx[key]
+                elif bucket is not None and type(bucket) is not Predicate:
                     bucket.pop(pred, None)
-                    if not bucket:
-                        del vidx[key]
+                    if len(bucket) == 1:
+                        vidx[key] = next(iter(bucket))
             if not vidx and not nidx:
                 del self._by_attr[attr]
-        elif place[0] == "name":
-            attr = place[1]
-            vidx, nidx = self._by_attr[attr]
-            nidx.pop(pred, None)
-            if not vidx and not nidx:
-                del self._by_attr[attr]
+        elif place[0] == "name" or place[0] == "names":
+            for attr in ((place[1],) if place[0] == "name" else place[1]):
+                vidx, nidx = self._by_attr[attr]
+                nidx.pop(pred, None)
+                if not vidx and not nidx:
+                    del self._by_attr[attr]
+            if place[0] == "names":
+                self._multi -= 1
         else:
             self._always.pop(pred, None)
         pred.place = ()
@@ -416,12 +488,17 @@ class Engine:
                     bucket = vidx.get(index_value(value))
                 except Exception:
                     bucket = None
-                if bucket:
-                    preds.extend(bucket)
+                if bucket is not None:
+                    if type(bucket) is Predicate:
+                        preds.append(bucket)
+                    else:
+                        preds.extend(bucket)
             if nidx:
                 preds.extend(nidx)
         if self._always:
             preds.extend(self._always)
+        if self._multi and len(preds) > 1:
+            return list(dict.fromkeys(preds))
         return preds
 
     def match(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["BUDGET", "QUANTUM", "Scheduler"]
@@ -25,11 +26,15 @@ QUANTUM = 8
 
 
 class Scheduler:
-    """``wake(session)`` queues a session whose ``drain(quantum) -> bool``
-    (True: more packets wait) the scheduler calls in turn."""
+    """``wake(session)`` queues a session whose ``drain(quantum, deadline)
+    -> bool`` (True: more packets wait) the scheduler calls in turn; a
+    session stops early once ``time.perf_counter()`` passes ``deadline``."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop,
+                 after_turn: Callable[[], None] | None = None) -> None:
         self.loop = loop
+        #: called after each session's turn (the router writes what it queued)
+        self.after_turn = after_turn
         self.ready: deque[Any] = deque()
         self._queued: set[Any] = set()
         self._scheduled = False
@@ -46,7 +51,7 @@ class Scheduler:
             self.ready.appendleft(session)
         if not self._scheduled:
             self._scheduled = True
-            self.loop.call_soon(self._run)
+            self.loop.call_later(0, self._run)
 
     def _run(self) -> None:
         self._scheduled = False
@@ -57,9 +62,14 @@ class Scheduler:
         while ready and clock() < deadline:
             session = ready.popleft()
             queued.discard(session)
-            if session.drain(QUANTUM):
+            if session.drain(QUANTUM, deadline):
                 queued.add(session)
                 ready.append(session)
+            if self.after_turn is not None:
+                self.after_turn()
         if ready and not self._scheduled:
             self._scheduled = True
-            self.loop.call_soon(self._run)
+            # a timer, not call_soon: due timers run after the I/O callbacks of
+            # the loop's next turn, so a client whose packet arrived meanwhile
+            # is woken (to the front) before the next turn starts
+            self.loop.call_later(0, self._run)

@@ -54,16 +54,46 @@ TRANSPORT_LOW_WATER = 64 * 1024
 EAGER_FLUSH = 64 * 1024
 
 
+class FlushBatch:
+    """The queues with packets waiting for the end of the loop iteration,
+    flushed by one callback, or earlier by ``run()``: the router's scheduler
+    calls it after each session's turn, so a delivery or reply made in a turn
+    is written before the next session's packets (which may cost a whole
+    evaluation budget) run, whatever order the event loop gives its
+    callbacks."""
+
+    __slots__ = ("loop", "pending", "_scheduled")
+
+    def __init__(self, loop: Any) -> None:
+        self.loop = loop
+        self.pending: list[SendQueue] = []
+        self._scheduled = False
+
+    def add(self, queue: SendQueue) -> None:
+        self.pending.append(queue)
+        if not self._scheduled:
+            self._scheduled = True
+            self.loop.call_soon(self.run)
+
+    def run(self) -> None:
+        self._scheduled = False
+        pending, self.pending = self.pending, []
+        for queue in pending:
+            if queue._scheduled:
+                queue.flush()
+
+
 class SendQueue:
     __slots__ = ("transport", "loop", "max_bytes", "policy", "bytes", "dropped",
                  "drop_events", "_queue", "_paused", "_scheduled", "_closed",
                  "_reading_paused", "on_drop", "on_overflow", "on_backpressure",
-                 "on_drained", "_flush_cb")
+                 "on_drained", "_flush_cb", "_defer")
 
     def __init__(self, transport: Any, loop: Any, max_bytes: int, policy: str = "oldest",
                  on_drop: Callable[[int], None] | None = None,
                  on_overflow: Callable[[], None] | None = None,
-                 on_backpressure: Callable[[bool], None] | None = None) -> None:
+                 on_backpressure: Callable[[bool], None] | None = None,
+                 batch: FlushBatch | None = None) -> None:
         self.transport = transport
         self.loop = loop
         self.max_bytes = max_bytes
@@ -82,6 +112,9 @@ class SendQueue:
         self.on_backpressure = on_backpressure
         self.on_drained: Callable[[], None] | None = None
         self._flush_cb = self.flush
+        # a flush at the end of the loop iteration: with the router's batch, or alone
+        self._defer: Callable[[], None] = ((lambda: batch.add(self)) if batch is not None
+                                           else (lambda: loop.call_soon(self._flush_cb)))
 
     # -- state --------------------------------------------------------------------
     def __len__(self) -> int:
@@ -122,7 +155,7 @@ class SendQueue:
                 self.flush()
             elif not self._scheduled:
                 self._scheduled = True
-                self.loop.call_soon(self._flush_cb)
+                self._defer()
         if self.bytes > self.max_bytes and not self._reading_paused:
             # only replies left and still over the limit: stop reading requests
             self._set_backpressure(True)
@@ -231,7 +264,7 @@ class SendQueue:
             self.on_drop(count)
         if not self._paused and not self._scheduled:
             self._scheduled = True
-            self.loop.call_soon(self._flush_cb)
+            self._defer()
 
     # -- writing -------------------------------------------------------------------------
     def flush(self) -> None:

@@ -40,6 +40,7 @@ from elvin.router.fairness import Scheduler
 from elvin.router.options import initial_options
 from elvin.router.quench import QuenchManager
 from elvin.router.security import NotificationKeys
+from elvin.router.sendqueue import FlushBatch
 from elvin.router.session import CLOSING, CONNECTED, Session
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
 from elvin.subscription.shapes import ShapeCompiler, compile_text
@@ -85,10 +86,14 @@ class Router:
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> Router:
         self.loop = asyncio.get_running_loop()
-        self.scheduler = Scheduler(self.loop)
+        self.flush_batch = FlushBatch(self.loop)
+        self.scheduler = Scheduler(self.loop, self.flush_batch.run)
         self._stopped = asyncio.Event()
         self._stopping = False
         self.stats = Stats()
+        # lark builds its parser on the first parse (~50-100 ms): do it now,
+        # before any client can be kept waiting by it
+        self.compile("require(Elvin-Router-Warm-Up)")
         if self.config.archive is not None:   # before listening: nothing unarchived
             self._open_archive(self.config.archive)
         try:

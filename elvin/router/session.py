@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -86,7 +87,7 @@ from elvin.protocol import (
     decode_packet,
     frame,
 )
-from elvin.router.fairness import QUANTUM
+from elvin.router.fairness import BUDGET, QUANTUM
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
     KeyError_,
@@ -188,7 +189,8 @@ class Session:
         self.queue = SendQueue(transport, self.loop, self.options.send_queue_max,
                                self.options.send_drop_policy, on_drop=self._dropped,
                                on_overflow=self._queue_overflow,
-                               on_backpressure=self._backpressure)
+                               on_backpressure=self._backpressure,
+                               batch=self.router.flush_batch)
         self._connect_timer = self.loop.call_later(self.router.config.connect_timeout,
                                                    self._connect_timeout)
         self.router.session_opened(self)
@@ -229,7 +231,9 @@ class Session:
             backlog.extend(bodies)
         scheduler = self.router.scheduler
         if scheduler.idle and len(backlog) <= QUANTUM and not self._busy:
-            self.drain(QUANTUM)         # nobody waits: no detour through the scheduler
+            # nobody waits: no detour through the scheduler
+            if self.drain(QUANTUM, time.perf_counter() + BUDGET):
+                self._wake()            # out of time: the rest waits its turn
         else:
             self._wake()
 
@@ -238,11 +242,13 @@ class Session:
             self._pause_reading("backlog", True)
             self.router.scheduler.wake(self)
 
-    def drain(self, quantum: int) -> bool:
-        """Handle up to ``quantum`` backlog packets (the router's scheduler
-        calls this in turn with the other busy sessions); True if more wait
-        and can be handled now."""
+    def drain(self, quantum: int, deadline: float) -> bool:
+        """Handle up to ``quantum`` backlog packets, fewer if the clock
+        (``time.perf_counter``) passes ``deadline`` (one notification may cost
+        a whole evaluation budget); the router's scheduler calls this in turn
+        with the other busy sessions. True if more wait and can be handled now."""
         backlog = self._backlog
+        clock = time.perf_counter
         for _ in range(quantum):
             if not backlog or self._busy:
                 break
@@ -255,6 +261,8 @@ class Session:
                 backlog.clear()
                 break
             self._packet(body)
+            if clock() > deadline:
+                break
         more = bool(backlog) and self.state is not CLOSING and self.state is not CLOSED
         if not more:
             backlog.clear()

@@ -74,8 +74,7 @@ _TOKEN = (r"""(?:"(?:[^"\\]|\\[\s\S])*"|'(?:[^'\\]|\\[\s\S])*'"""
           r"""|(?:[A-Za-z_]|[^\x00-\x7f\s]|\\[\s\S])(?:[!#-&*+\--Z^-~]|[^\x00-\x7f\s]|\\[\s\S])*"""
           r"""|\|\||\^\^|&&|>>>|>>|<<|==|!=|<=|>=|[!<>|^&+\-*/%~(),])""")
 _SPACE = r"[ \t\r\n\f\v]*"
-#: the whole text is tokens and white space (checked in C before the loop)
-_WHOLE = re.compile(f"(?:{_SPACE}{_TOKEN})+{_SPACE}")
+_SPACE_CHARS = " \t\r\n\f\v"
 _PAIRS = re.compile(f"({_SPACE})({_TOKEN})")
 _LITERAL_FIRST = frozenset("\"'0123456789")
 
@@ -92,8 +91,6 @@ def tokenise(text: str) -> tuple[tuple, list[int], list[str], list[int]] | None:
     """``(shape key, token starts, token texts, literal token indexes)``, or
     None if the text holds something the tokeniser does not know (lark will
     say what is wrong with it)."""
-    if _WHOLE.fullmatch(text) is None:
-        return None
     key: list[str] = []
     starts: list[int] = []
     texts: list[str] = []
@@ -119,6 +116,10 @@ def tokenise(text: str) -> tuple[tuple, list[int], list[str], list[int]] | None:
         else:
             key.append(tok)
         i += 1
+    # findall skips what no token matches: then the tokens do not reach the end
+    # (the same verdict as matching the text against (space token)+ space)
+    if not texts or pos != len(text.rstrip(_SPACE_CHARS)):
+        return None
     return tuple(key), starts, texts, literals
 
 

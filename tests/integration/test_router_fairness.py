@@ -124,3 +124,33 @@ async def test_a_burst_is_answered_in_order_while_others_are_served(router):
     assert all(isinstance(r, SubRply) for r in got)
     for client in (burst, consumer, producer):
         await client.close()
+
+
+async def test_slow_regex_notifications_do_not_hold_back_a_bystander(router):
+    """Each notification below costs the router a whole evaluation budget
+    (100 regexes that backtrack until their time limit): the router handles
+    one such packet per turn and writes what a turn delivered before the next
+    one, so a bystander's notification, published once the first slow one
+    arrived, overtakes all but the one or two already under way."""
+    slow = await RawClient.connected(router.port, {"Subscription.Max-Count": 200})
+    for k in range(100):
+        await slow.subscribe(f'regex(Message, "^(a|aa|a{{{k % 7 + 1}}})+$")')
+    consumer = await RawClient.connected(router.port)
+    await consumer.subscribe("require(Bystander) || require(Slow)")
+    producer = await RawClient.connected(router.port)
+    loader = await RawClient.connected(router.port)
+    for i in range(30):
+        loader.notify({"Message": "a" * 40 + "b", "Slow": i})
+    await loader.drain()
+    first = await consumer.expect(NotifyDeliver, timeout=15)
+    assert first.attributes["Slow"] == 0
+    producer.notify({"Bystander": 1})
+    overtaken = []
+    while True:
+        packet = await consumer.expect(NotifyDeliver, timeout=15)
+        if "Bystander" in packet.attributes:
+            break
+        overtaken.append(packet.attributes["Slow"])
+    assert len(overtaken) <= 2, overtaken
+    for client in (slow, consumer, producer, loader):
+        await client.close()

@@ -39,15 +39,34 @@ def test_numbers_index_across_types():
 def test_name_index_and_always_list():
     engine = Engine()
     named = add(engine, "o", "x > 1 && y < 2")
-    always = add(engine, "o", "a == 1 || b == 2")     # no required name
+    always = add(engine, "o", "!(a == 1 && b == 2)")  # no required name
     either = add(engine, "o", "a == 1 || a == 2")     # value index, two values
     engine.evaluations = 0
-    result = engine.match_owners({"b": 2})
+    result = engine.match_owners({"b": 3})
     assert ids(result, "o") == [always.id]
     assert engine.evaluations == 1                 # only the always-list entry
     result = engine.match_owners({"x": 5, "y": 1, "a": 2})
-    assert ids(result, "o") == sorted([named.id, either.id])
+    assert ids(result, "o") == sorted([named.id, always.id, either.id])
     assert engine.index_stats()["always"] == 1
+
+
+def test_an_or_of_different_names_is_filed_under_each_operand():
+    """``a == 1 || fold-case(b) == "x"`` requires no single name, but one of a
+    or b: it is evaluated only for notifications holding one of them, and
+    once for a notification holding both."""
+    engine = Engine()
+    alt = add(engine, "o", 'a == 1 || fold-case(b) == "x"')
+    assert engine.index_stats()["always"] == 0
+    engine.evaluations = 0
+    assert ids(engine.match_owners({"c": 1}), "o") == []
+    assert engine.evaluations == 0
+    assert ids(engine.match_owners({"a": 1, "b": "X"}), "o") == [alt.id]
+    assert engine.evaluations == 1
+    assert ids(engine.match_owners({"b": "X"}), "o") == [alt.id]
+    engine.remove(alt)
+    assert engine.index_stats() == {"predicates": 0, "value_index": 0, "name_index": 0,
+                                    "always": 0}
+    assert engine._multi == 0
 
 
 def test_shared_predicates():
@@ -153,3 +172,14 @@ def test_the_engines_evaluation_budget_does_not_outlive_its_match():
     while time.perf_counter() - start < EVALUATION_BUDGET * 4:
         results.append(subject(value))
     assert set(results) == {True}, f"{results.count(None)} of {len(results)} were bottom"
+
+
+def test_the_evaluation_budget_holds_only_inside_match():
+    """Slow patterns spend one notification's budget inside ``match``;
+    evaluating a pattern anywhere else afterwards is not cut short by it."""
+    engine = Engine()
+    for k in range(5):
+        add(engine, "o", f'regex(Message, "^(a|aa|a{{{k + 1}}})+$")')
+    assert ids(engine.match_owners({"Message": "a" * 40 + "b"}), "o") == []
+    later = compile('regex(Message, "b$")')
+    assert later.evaluate({"Message": "a" * 40 + "b"}) is True

@@ -143,3 +143,14 @@ def test_a_spent_match_budget_makes_patterns_bottom():
     with match_budget(0.0):
         assert matcher("abbb") is None          # no time left: bottom, at once
     assert matcher("abbb") is True
+
+
+def test_tokenise_refuses_text_with_characters_it_does_not_know():
+    """Anywhere in the text (start, middle, end) an unknown character sends
+    the text the ordinary way, where lark says what is wrong with it."""
+    from elvin.subscription.shapes import tokenise
+
+    for text in ("`a == 1", "a == ` 1", "a == 1 `", "a == 1 `  ", "", "   "):
+        assert tokenise(text) is None, text
+    key, starts, texts, literals = tokenise('  a == "x"  ')  # type: ignore[misc]
+    assert texts == ["a", "==", '"x"'] and starts == [2, 4, 7] and literals == [2]

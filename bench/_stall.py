@@ -1,0 +1,110 @@
+""""No client stalls the others" benches for ``bench/router.py --stall``.
+
+Each scenario runs against a fresh ``elvind`` while a *bystander* (its own
+process, see ``_registration.Bystander``) measures its publish -> deliver
+round trips; printed: the bystander's worst and median round trip, and what
+the scenario achieved.
+
+* ``largest``: one client asks for ``Subscription.Max-Length`` beyond the
+  router's maximum (granted the maximum) and sends three expressions of
+  nearly that length (ORs of equality terms), one after the other.
+* ``burst``: one client sends 10,000 SubAddRqst in one write.
+* ``slow-regex``: 500 subscriptions whose regex backtracks until its time
+  limit on the notifications a second client publishes (200 of them,
+  pipelined): the per-notification evaluation budget must keep each such
+  notification from costing 500 x the per-match limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from _common import free_port, open_peer, stop_processes
+from _registration import Bystander, connect_counter, register, request_block, start_router
+
+from elvin.protocol import NotifyEmit, SubAddRqst, frame
+
+#: what the client asks for; the router grants its maximum (options.py)
+ASK_MAX_LENGTH = 1 << 20
+
+
+def _largest(limit: int, i: int) -> str:
+    """An OR of equality terms as long as the limit allows."""
+    terms = []
+    size = 0
+    n = 0
+    while True:
+        term = f'Group == "big{i}-{n:06d}"'
+        if size + len(term) + 4 > limit:
+            break
+        terms.append(term)
+        size += len(term) + 4
+        n += 1
+    return " || ".join(terms)
+
+
+async def _scenario_largest(port: int) -> str:
+    peer = await connect_counter(port, {"Subscription.Max-Length": ASK_MAX_LENGTH})
+    granted = 256 * 1024            # options.py: the router's maximum
+    texts = [_largest(granted, i) for i in range(3)]
+    elapsed = await register([peer], [request_block(texts)], [3], 120)
+    peer.transport.close()
+    return (f"3 expressions of {len(texts[0]):,} characters acknowledged in "
+            f"{elapsed:.2f} s (Nacks: {peer.nacks})")
+
+
+async def _scenario_burst(port: int) -> str:
+    n = 10_000
+    peer = await connect_counter(port, {"Subscription.Max-Count": n + 16})
+    texts = [f'Group == "burst{i}" && require(Message)' for i in range(n)]
+    elapsed = await register([peer], [request_block(texts)], [n], 120)
+    peer.transport.close()
+    return f"{n:,} subscriptions in one write acknowledged in {elapsed:.2f} s ({n / elapsed:,.0f}/s)"
+
+
+async def _scenario_slow_regex(port: int) -> str:
+    subs = 500
+    notes = 200
+    peer = await connect_counter(port, {"Subscription.Max-Count": subs + 16})
+    # backtracks exponentially on "aaa...ab" (no possessive help in the engine)
+    texts = [f'regex(Message, "^(a|aa|a{i % 7 + 1})+$")' for i in range(subs)]
+    await register([peer], [request_block(texts)], [subs], 120)
+    consumer = await open_peer(port)
+    await consumer.request(SubAddRqst(2, "require(Done)"))
+    done = asyncio.Event()
+    consumer.on_deliver = lambda body: done.set()
+    producer = await open_peer(port)
+    message = "a" * 40 + "b"
+    start = time.perf_counter()
+    producer.transport.write(b"".join(frame(NotifyEmit({"Message": message, "N": i}))
+                                      for i in range(notes)))
+    producer.transport.write(frame(NotifyEmit({"Done": 1})))
+    await asyncio.wait_for(done.wait(), 300)
+    elapsed = time.perf_counter() - start
+    for p in (peer, consumer, producer):
+        p.transport.close()
+    return (f"{notes} notifications against {subs} slow-regex subscriptions: "
+            f"{elapsed / notes * 1e3:.1f} ms each")
+
+
+SCENARIOS = {"largest": _scenario_largest, "burst": _scenario_burst,
+             "slow-regex": _scenario_slow_regex}
+
+
+def run_stall(names: list[str]) -> None:
+    print(f"== no client stalls the others (a bystander's publish -> deliver round trip); "
+          f"load {os.getloadavg()[0]:.2f}")
+    for name in names:
+        port = free_port()
+        proc = start_router(port)
+        try:
+            with Bystander(port) as bystander:
+                what = asyncio.run(SCENARIOS[name](port))
+        finally:
+            stop_processes([proc])
+        b = bystander.result
+        print(f"{name:<11} bystander worst {b.get('worst', float('nan')) * 1e3:8.1f} ms   "
+              f"p50 {b.get('p50', float('nan')) * 1e3:6.2f} ms   "
+              f"({b.get('count', 0)} round trips); {what}")
