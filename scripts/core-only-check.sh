@@ -97,12 +97,14 @@ expect_hint pipeline elvin-archive -e "$URL" 'require(x)' "$WORK/archive"
 # suite: the archive tests (they need [pipeline]), the property-based and scale
 # tests (minutes, and nothing extra-specific in them).
 cd "$ROOT"
+# (The same tests run again in the full suite: here they prove that the core
+# alone is enough, so the quicker ones of each kind are chosen.)
 tests=(tests/unit/test_protocol_*.py)
-for name in errors eval explain parse patterns shapes; do
+for name in errors eval explain parse patterns; do
     tests+=("tests/unit/test_subscription_$name.py")
 done
 tests+=(tests/unit/test_router_*.py)
-for name in cli flow garbage keys quench session stats subscriptions; do
+for name in cli keys quench session subscriptions; do
     tests+=("tests/integration/test_router_$name.py")
 done
 tests+=(tests/integration/test_ec_ep.py)
