@@ -10,8 +10,8 @@
 #   2. tickertape, newswatcher, filewatcher and elvin-pipeline exit 1 with the
 #      one-line hint naming their extra;
 #   3. the protocol, subscription-language and router tests.
-# Run by `make test` (target core-check) before the full suite; about a minute
-# with a warm pip cache.
+# Run by `make test` beside the full suite (or alone: `make core-check`); about a
+# minute with a warm pip cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -108,5 +108,6 @@ for name in cli keys quench session subscriptions; do
     tests+=("tests/integration/test_router_$name.py")
 done
 tests+=(tests/integration/test_ec_ep.py)
+# its own temporary directory: the full suite may be running beside it
 ELVIN_DISCOVERY=off timeout 600 "$BIN/python" -m pytest -q -p no:cacheprovider \
-    -o addopts="" "${tests[@]}"
+    --basetemp "$WORK/pytest" -o addopts="" "${tests[@]}"
