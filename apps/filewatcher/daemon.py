@@ -57,14 +57,16 @@ from elvin_apps.filewatcher.watches import (
     plan,
 )
 
-from elvin.client import ConnectionClosedError, QuenchNotSupported, connect
+from elvin.client import ConnectionClosedError, OptionalQuench, connect
 from elvin.errors import ElvinError
 from elvin.subscription import parse, unparse
 from elvin.subscription.ast import Node
+from elvin.tasks import stop_task
 
 __all__ = ["FileWatcher"]
 
 log = logging.getLogger("elvin_apps.filewatcher")
+STOP_TIMEOUT = 10.0          # a task that outlives its cancellation this long is left
 
 BEFORE_RECONNECT = "before-reconnect"
 OUTBOX_SIZE = 10_000
@@ -134,9 +136,8 @@ class FileWatcher:
         self._inotify_factory = inotify_factory
         self._connect_options = dict(connect_options or {})
         self.conn: Any = None
-        self.quench: Any = None
+        self._quench: OptionalQuench | None = None
         #: the router refused quench: watching the roots (see the module doc)
-        self.no_quench = False
         self.manager: WatchManager | None = None
         self.snapshots = Snapshots()
         self.coalescer = Coalescer(config.debounce, config.max_delay, existed=self._existed)
@@ -186,7 +187,11 @@ class FileWatcher:
             self.conn.add_connection_lost_listener(self._on_lost)
             self.conn.add_reconnect_listener(self._on_reconnected)
             self.conn.add_close_listener(self._on_closed)
-            await self._ask_for_quench()
+            self._quench = OptionalQuench(self.conn, ALL_NAMES, listener=self._on_quench_event,
+                                          on_change=self._quench_changed,
+                                          fallback=NO_QUENCH_NOTE, logger=log,
+                                          resumed="watching only what subscriptions ask for")
+            await self._quench.ask()
             await self._reconcile()
             for coro in (self._reconcile_loop(), self._rescan_loop(), self._send_loop(),
                          self._status_loop()):
@@ -232,11 +237,10 @@ class FileWatcher:
         if self.manager is not None:
             await self.manager.stop()
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await stop_task(task, STOP_TIMEOUT, task.get_name())
         self._tasks.clear()
+        if self._quench is not None:
+            await self._quench.close()
         if self.conn is not None:
             with contextlib.suppress(Exception):
                 await self.conn.close()
@@ -250,37 +254,20 @@ class FileWatcher:
 
     # ------------------------------------------------------------------------------
     # quench, or the roots at a router without it
-    async def _ask_for_quench(self) -> None:
-        """Quench on our attribute names; at a router that refuses quench,
-        fall back to the roots. Other errors are raised."""
-        try:
-            quench = await self.conn.quench(ALL_NAMES, listener=self._on_quench_event,
-                                            buffer_size=0)
-        except QuenchNotSupported:
-            self._quench_lost()
-            return
-        self.quench = quench
-        if self.no_quench:
-            self.no_quench = False
-            log.info("%s supports quench again: watching only what subscriptions ask for",
-                     self.conn.url)
+    def _quench_changed(self, _available: bool) -> None:
+        # quench-driven, or (refused) the roots as one pseudo-subscription:
+        # either way the watches are planned again
         self._want_reconcile()
         self._status_changed()
 
-    def _quench_lost(self) -> None:
-        self.quench = None
-        if not self.no_quench:
-            self.no_quench = True
-            log.warning("%s: %s", self.conn.url, NO_QUENCH_NOTE)
-        self._want_reconcile()
-        self._status_changed()
+    @property
+    def quench(self) -> Any:
+        return self._quench.quench if self._quench is not None else None
 
-    async def _retry_quench(self) -> None:
-        try:
-            await self._ask_for_quench()
-        except (ElvinError, OSError, TimeoutError) as exc:
-            # the next reconnection asks again; meanwhile the roots stay watched
-            log.warning("could not ask %s for quench again: %s", self.conn.url, exc)
+    @property
+    def no_quench(self) -> bool:
+        """The router has no quench: everything under the roots is announced."""
+        return self._quench is not None and self._quench.refused
 
     # ------------------------------------------------------------------------------
     # connection events
@@ -296,15 +283,7 @@ class FileWatcher:
         self._status_changed()
 
     def _on_reconnected(self, _conn: object) -> None:
-        quench = self.quench
-        if quench is not None and not quench.closed:
-            log.info("reconnected to %s; quench restored", self.conn.url)
-        elif self.conn.supports_quench is False:
-            log.info("reconnected to %s", self.conn.url)
-            self._quench_lost()             # the new router refused to restore it
-        else:
-            log.info("reconnected to %s; asking for quench again", self.conn.url)
-            self._tasks.append(self._loop.create_task(self._retry_quench()))
+        log.info("reconnected to %s", self.conn.url)   # the quench follows (OptionalQuench)
         self._in_outage = False
         if self._grace_handle is not None:
             self._grace_handle.cancel()

@@ -55,8 +55,8 @@ from elvin_apps.newswatcher.state import StateStore
 from elvin_apps.newswatcher.status import NO_QUENCH_NOTE, STATUS_NAME, write_status
 
 import elvin
-from elvin.client import ConnectionClosedError, QuenchNotSupported
-from elvin.errors import ElvinError
+from elvin.client import ConnectionClosedError, OptionalQuench
+from elvin.tasks import stop_task
 
 log = logging.getLogger("elvin_apps.newswatcher")
 
@@ -66,22 +66,6 @@ STATE_NAME = "state.json"
 RETRY_WHILE_DISCONNECTED = 5.0
 STOP_TIMEOUT = 10.0          # a task that outlives its cancellation this long is left
 
-
-async def stop_task(task: asyncio.Task, timeout: float, what: str) -> None:
-    """Cancel ``task`` and wait for it to end, at most ``timeout`` seconds.
-
-    Why not ``with suppress(CancelledError): await task``: that also swallows
-    a cancellation of the *caller*, so a stop that is itself cancelled (a
-    second SIGTERM, a test's time limit) carried on, and it waited forever
-    for a task that did not end. ``asyncio.wait`` lets the caller's
-    cancellation through and bounds the wait; a task left behind is logged.
-    """
-    task.cancel()
-    done, _ = await asyncio.wait({task}, timeout=timeout)
-    if not done:
-        log.error("%s did not stop within %g s after being cancelled", what, timeout)
-    elif not task.cancelled() and task.exception() is not None:
-        log.error("%s ended with an error: %s", what, task.exception())
 
 
 @dataclass
@@ -258,9 +242,8 @@ class NewsWatcher:
         self.selection = Selection(scoop=self.scoop, on_change=self._selection_changed)
         self.runners: dict[str, FeedRunner] = {}
         self.conn: elvin.Connection | None = None
-        self.quench: elvin.Quench | None = None
+        self._quench: OptionalQuench | None = None
         #: the router refused quench: scoop mode until one has it (module doc)
-        self.no_quench = False
         self.published = 0
         self.dropped = 0
         self.suppressed = 0          # group copies no subscription still needed
@@ -288,7 +271,13 @@ class NewsWatcher:
         self.conn.add_connection_lost_listener(self._lost)
         self.conn.add_reconnect_listener(self._reconnected)
         if not self.scoop:
-            await self._ask_for_quench()
+            self._quench = OptionalQuench(self.conn, sorted(PRODUCED), listener=self._quench_event,
+                                          on_change=self._quench_changed,
+                                          fallback=NO_QUENCH_NOTE, logger=log,
+                                          resumed="polling what the quench asks for")
+            # existing subscriptions are reported through the listener before
+            # ask() returns, so the first selection is complete here
+            await self._quench.ask()
         self._running = True
         for feed in self.feeds:
             self._start_runner(feed)
@@ -307,6 +296,8 @@ class NewsWatcher:
             await runner.stop()
         for task in self._tasks:
             await stop_task(task, STOP_TIMEOUT, task.get_name())
+        if self._quench is not None:
+            await self._quench.close()
         self.state.flush()
         if self.conn is not None:
             with contextlib.suppress(Exception):
@@ -363,38 +354,18 @@ class NewsWatcher:
             runner.start()
 
     # -- Elvin ------------------------------------------------------------------------
-    async def _ask_for_quench(self) -> None:
-        """Quench on the produced names; scoop mode at a router without quench.
-        Existing subscriptions are reported through the listener before
-        quench() returns, so the selection is complete when this does."""
-        try:
-            quench = await self.conn.quench(sorted(PRODUCED), buffer_size=0,
-                                            listener=self._quench_event)
-        except QuenchNotSupported:
-            self._quench_lost()
-            return
-        self.quench = quench
-        if self.no_quench:
-            self.no_quench = False
-            self.selection.set_scoop(False)
-            log.info("%s supports quench again: polling what the quench asks for",
-                     self.conn.url)
+    def _quench_changed(self, available: bool) -> None:
+        self.selection.set_scoop(not available)   # no quench: poll every feed
         self.changed()
 
-    def _quench_lost(self) -> None:
-        self.quench = None
-        if not self.no_quench:
-            self.no_quench = True
-            log.warning("%s: %s", self.conn.url, NO_QUENCH_NOTE)
-            self.selection.set_scoop(True)
-        self.changed()
+    @property
+    def quench(self) -> elvin.Quench | None:
+        return self._quench.quench if self._quench is not None else None
 
-    async def _retry_quench(self) -> None:
-        try:
-            await self._ask_for_quench()
-        except (ElvinError, OSError, TimeoutError) as exc:
-            # the next reconnection asks again; meanwhile scoop mode goes on
-            log.warning("could not ask %s for quench again: %s", self.conn.url, exc)
+    @property
+    def no_quench(self) -> bool:
+        """The router has no quench: every feed is polled (scoop mode)."""
+        return self._quench is not None and self._quench.refused
 
     def _quench_event(self, event) -> None:
         self.selection.apply(event)
@@ -422,14 +393,7 @@ class NewsWatcher:
 
     def _reconnected(self, _conn) -> None:
         log.info("reconnected to %s", self.conn.url if self.conn else self.url)
-        if not self.scoop and (self.quench is None or self.quench.closed):
-            if self.conn.supports_quench is False:
-                self._quench_lost()           # the new router refused to restore it
-            else:
-                task = asyncio.create_task(self._retry_quench())
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
-        self.changed()
+        self.changed()                        # the quench follows (OptionalQuench)
 
     async def publish(self, feed: FeedConfig, articles: list[Article],
                       stats: FeedStats | None = None) -> int:

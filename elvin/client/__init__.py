@@ -35,6 +35,7 @@ from elvin.client.events import (
     SubscriptionModified,
     SubscriptionRemoved,
 )
+from elvin.client.optional_quench import OptionalQuench
 from elvin.client.quench import Quench, QuenchTerm
 from elvin.client.subscription import Subscription
 
@@ -46,6 +47,7 @@ __all__ = [
     "ConnectionClosedError",
     "NackError",
     "Notification",
+    "OptionalQuench",
     "OptionsRejectedError",
     "Quench",
     "QuenchEvent",

@@ -165,3 +165,34 @@ def test_sync_api_raises_quench_not_supported(make_router):
         with pytest.raises(QuenchNotSupported):
             conn.quench(["Group"])
         assert conn.supports_quench is False
+
+
+async def test_optional_quench_falls_back_and_returns_with_the_router(make_router, caplog):
+    """The one piece the quench-driven tools share: refused -> on_change(False)
+    and one warning; after a reconnection to a router with quench ->
+    on_change(True) and the quench reports subscriptions; and back again."""
+    from elvin.client import OptionalQuench
+
+    caplog.set_level(logging.INFO, logger="elvin.client")
+    router = make_router(quench=False)
+    changes: list[bool] = []
+    async with connect(router.url, reconnect=True, reconnect_delay=0.05) as conn, \
+            connect(router.url, reconnect=True, reconnect_delay=0.05) as other:
+        await other.subscribe("Group == 'g'")
+        follower = OptionalQuench(conn, ["Group"], listener=lambda _e: None,
+                                  on_change=changes.append, fallback="doing without",
+                                  resumed="using it")
+        await follower.ask()
+        assert (changes, follower.refused, follower.quench) == ([False], True, None)
+        await restart_with(router, quench=True)
+        await until(lambda: changes[-1:] == [True], "quench after the restart")
+        assert not follower.refused
+        await until(lambda: len(follower.quench.subscriptions) == 1, "the subscription")
+        await restart_with(router, quench=False)
+        await until(lambda: changes[-1:] == [False], "no quench after the second restart")
+        await follower.close()
+    said = [r.getMessage() for r in caplog.records if "doing without" in r.getMessage()
+            or "using it" in r.getMessage()]
+    url = conn.url
+    assert said == [f"{url}: doing without", f"{url} supports quench again: "
+                    "using it", f"{url}: doing without"], said

@@ -1,4 +1,4 @@
-"""Stopping the newswatcher's tasks is bounded and never swallows the
+"""Stopping the daemons' tasks (elvin.tasks) is bounded and never swallows the
 caller's own cancellation (a stop that is itself cancelled must end)."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import asyncio
 import logging
 
 import pytest
-from elvin_apps.newswatcher.daemon import stop_task
+
+from elvin.tasks import stop_task
 
 
 async def _stubborn(started: asyncio.Event, released: asyncio.Event) -> None:
@@ -23,7 +24,7 @@ async def test_a_task_that_ignores_cancellation_is_left_after_the_timeout(caplog
     started, released = asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(_stubborn(started, released))
     await started.wait()
-    with caplog.at_level(logging.ERROR, logger="elvin_apps.newswatcher"):
+    with caplog.at_level(logging.ERROR, logger="elvin.tasks"):
         await stop_task(task, 0.05, "feed stubborn")
     assert not task.done()
     assert "feed stubborn did not stop within 0.05 s" in caplog.text
@@ -54,6 +55,6 @@ async def test_an_ordinary_task_stops_and_its_error_is_logged(caplog):
 
     task = asyncio.create_task(failing())
     await asyncio.sleep(0)
-    with caplog.at_level(logging.ERROR, logger="elvin_apps.newswatcher"):
+    with caplog.at_level(logging.ERROR, logger="elvin.tasks"):
         await stop_task(task, 5, "feed broken")
     assert task.done() and "feed broken ended with an error: broken on the way out" in caplog.text
