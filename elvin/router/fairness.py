@@ -12,10 +12,13 @@ never waits for a whole burst of another client's requests.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
+
+log = logging.getLogger("elvin.router")
 
 __all__ = ["BUDGET", "QUANTUM", "Scheduler"]
 
@@ -62,11 +65,14 @@ class Scheduler:
         while ready and clock() < deadline:
             session = ready.popleft()
             queued.discard(session)
-            if session.drain(QUANTUM, deadline):
-                queued.add(session)
-                ready.append(session)
-            if self.after_turn is not None:
-                self.after_turn()
+            try:
+                if session.drain(QUANTUM, deadline):
+                    queued.add(session)
+                    ready.append(session)
+                if self.after_turn is not None:
+                    self.after_turn()
+            except Exception:   # noqa: BLE001 - one session's failure must not strand the rest
+                log.exception("a scheduler turn failed (session %r)", session)
         if ready and not self._scheduled:
             self._scheduled = True
             # a timer, not call_soon: due timers run after the I/O callbacks of

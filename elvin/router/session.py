@@ -33,7 +33,7 @@ Fairness: the router's loop is shared, so a session's packets wait in its
 ``_backlog`` (reading from that client paused) and the router's
 ``fairness.Scheduler`` handles them a few at a time, in turn with the other
 busy sessions, a few milliseconds per loop turn. An expression longer than
-``shapes.FAST_PATH_MAX`` characters is compiled on the router's worker
+``OFF_LOOP_LENGTH`` characters (256) is compiled on the router's worker
 thread; until it is done the session's later packets wait, so replies still
 come in request order.
 
@@ -98,7 +98,6 @@ from elvin.router.security import (
     prepare_notification,
 )
 from elvin.router.sendqueue import TRANSPORT_HIGH_WATER, TRANSPORT_LOW_WATER, SendQueue
-from elvin.subscription.shapes import FAST_PATH_MAX
 from elvin.values import INT32_MAX, INT32_MIN, Int64
 
 if TYPE_CHECKING:
@@ -114,7 +113,7 @@ _ONE4 = b"\0\0\0\1"
 _NOTIFY_EMIT = int(PacketId.NOTIFY_EMIT).to_bytes(4, "big")
 
 #: expressions longer than this (characters) compile on the worker thread
-OFF_LOOP_LENGTH = FAST_PATH_MAX
+OFF_LOOP_LENGTH = 256      # longer ones take 5-20 ms to compile: the worker does them
 
 
 class _Violation:
@@ -238,9 +237,12 @@ class Session:
             self._wake()
 
     def _wake(self) -> None:
-        if self._backlog and not self._busy:
+        if self._backlog:
+            # paused even while a compile runs: else a client could stream
+            # packets into the backlog without bound during a long compile
             self._pause_reading("backlog", True)
-            self.router.scheduler.wake(self)
+            if not self._busy:
+                self.router.scheduler.wake(self)
 
     def drain(self, quantum: int, deadline: float) -> bool:
         """Handle up to ``quantum`` backlog packets, fewer if the clock
