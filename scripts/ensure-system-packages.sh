@@ -4,7 +4,9 @@
 #    desktop): the X11 list of "Qt for X11 Requirements" for Qt 6, which the
 #    PySide6 wheels do not ship (libxcb-cursor0 is new in Qt 6.5);
 #  - a JRE for Spark;
-#  - Xvfb and xdotool, so the tests can start an app on a real X server.
+#  - Xvfb and xdotool, so the tests can start an app on a real X server;
+#  - gdbus (the biff's desktop notifications) and dbus-daemon (their tests);
+#  - python3-venv, for `make`'s virtualenvs with Debian's Python.
 # Idempotent: it asks apt only for what dpkg does not already have.
 set -euo pipefail
 qt_common=(libegl1 libgl1 libopengl0 libxkbcommon0 libfontconfig1 libfreetype6 libglib2.0-0
@@ -14,7 +16,8 @@ qt_xcb=(libx11-6 libx11-xcb1 libxext6 libxrender1 libxi6 libsm6 libice6 libxcb1
         libxcb-randr0 libxcb-render0 libxcb-render-util0 libxcb-shape0 libxcb-shm0
         libxcb-sync1 libxcb-util1 libxcb-xfixes0 libxcb-xinerama0 libxcb-xinput0
         libxcb-xkb1 libxkbcommon-x11-0)
-wanted=("${qt_common[@]}" "${qt_xcb[@]}" openjdk-17-jre-headless xvfb xauth xdotool)
+wanted=("${qt_common[@]}" "${qt_xcb[@]}" openjdk-17-jre-headless xvfb xauth xdotool
+        libglib2.0-bin dbus-daemon python3-venv)
 missing=()
 for pkg in "${wanted[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
@@ -26,6 +29,7 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 echo "Installing system packages: ${missing[*]}"
 SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+# -n: never wait for a password (CI has no terminal); env: sudo drops the variable
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo -n"; fi
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"

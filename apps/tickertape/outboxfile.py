@@ -18,11 +18,10 @@ with a notice rather than sent in the clear). Written atomically and mode
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from elvin.fileutil import atomic_write
 from elvin.text import TextFormatError, format_notification, parse_notifications
 
 __all__ = ["OutboxError", "load_outbox", "save_outbox", "PRIVATE_MARK"]
@@ -44,17 +43,7 @@ def save_outbox(path: Path, messages: Iterable[Mapping[str, object]]) -> None:
         return
     text = "".join(format_notification(m) + "\n---\n" for m in messages)  # type: ignore[arg-type]
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=".outbox-", dir=path.parent)
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as stream:
-                stream.write(text)
-            os.replace(temp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+        atomic_write(path, text, mode=0o600)     # private, fsynced, replaced in one step
     except OSError as exc:
         raise OutboxError(f"cannot save the outbox to {path}: {exc.strerror or exc}") from None
 

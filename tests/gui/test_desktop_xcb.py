@@ -23,6 +23,7 @@ from elvin.display_check import (
     missing_libraries,
     x_server_answers,
 )
+from tests.integration.process_util import stop
 
 
 def _free_display() -> int:
@@ -44,15 +45,6 @@ def _wait_for(condition, timeout: float, what: str, interval: float = 0.05):
         time.sleep(interval)
 
 
-def _terminate(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @pytest.fixture
 def xvfb():
     """A private Xvfb; yields its DISPLAY. Skipped only where Xvfb is not
@@ -71,7 +63,7 @@ def xvfb():
             pytest.fail(f"Xvfb exited: {server.stderr.read().decode(errors='replace')}")
         yield display
     finally:
-        _terminate(server)
+        stop(server)
 
 
 def _app_env(tmp_path: Path, display: str) -> dict[str, str]:
@@ -107,7 +99,7 @@ def test_the_tickertape_maps_its_window_on_a_real_x_server(xvfb, router_url, tmp
         assert app.poll() is None, app.stdout.read().decode(errors="replace")
         assert windows
     finally:
-        _terminate(app)
+        stop(app)
 
 
 def test_missing_xcb_libraries_are_named_with_their_packages(tmp_path):
