@@ -443,7 +443,10 @@ class TickerController(QObject):
             emit(self.problem, f"Not sent: {exc}")
             return None
         self.outbox.append((attributes, keys))
-        emit(self.outboxChanged, len(self.outbox))
+        if not self.online:
+            # it waits: shown on the strip and kept on disk (while online it
+            # goes out at once, without a disk write or a passing notice)
+            emit(self.outboxChanged, len(self.outbox))
         return self._flush_outbox_soon()
 
     def _flush_outbox_soon(self) -> asyncio.Future | None:
@@ -481,6 +484,8 @@ class TickerController(QObject):
             self.outbox.popleft()
             emit(self.outboxChanged, len(self.outbox))
             emit(self.messageSent, attributes)
+        if self.outbox:
+            emit(self.outboxChanged, len(self.outbox))   # left waiting: show and keep them
 
     # -- the outbox on disk -----------------------------------------------------
     def _load_outbox(self, path: Path) -> None:
@@ -488,12 +493,19 @@ class TickerController(QObject):
             saved = load_outbox(path)
         except OutboxError as exc:
             # keep the user's text for them to rescue; never overwrite it
-            aside = path.with_name(path.name + ".unreadable")
-            with contextlib.suppress(OSError):
+            aside = path.with_name(f"{path.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
+            try:
                 path.replace(aside)
+            except OSError as move:
+                self.outbox_path = None          # the file stays; nothing is saved over it
+                log.warning("%s; could not move it aside: %s", exc, move)
+                self.startup_notice = (f"Messages from last time not read ({path} left as it "
+                                       f"is; new waiting messages are not saved): {exc}")
+                return
             log.warning("%s (moved to %s)", exc, aside)
             self.startup_notice = f"Messages from last time not read (kept in {aside}): {exc}"
             return
+        dropped = []
         for attributes in saved:
             private = attributes.pop(PRIVATE_MARK, None)
             keys = None
@@ -502,9 +514,14 @@ class TickerController(QObject):
                 if group is None or not group.private:
                     log.warning("a saved message to %s was dropped: the group has no key "
                                 "any more", attributes.get("Group"))
+                    dropped.append(str(attributes.get("Group", "")))
                     continue
                 keys = notification_keys(group.key)
             self.outbox.append((attributes, keys))
+        if dropped:
+            self.startup_notice = (f"Not sent: {len(dropped)} saved message(s) to private "
+                                   f"group(s) {', '.join(sorted(set(dropped)))}, which have no "
+                                   "key any more (never sent in the clear)")
 
     def _save_outbox(self, _waiting: int = 0) -> None:
         if self.outbox_path is None:
@@ -517,6 +534,11 @@ class TickerController(QObject):
             emit(self.problem, f"{exc} (the waiting messages are lost if you quit)")
 
     async def close(self) -> None:
+        flushing = self._flush_task
+        if flushing is not None and not flushing.done():
+            # a send in flight finishes (and leaves the outbox) rather than
+            # being cut off and sent again from the saved file next time
+            await asyncio.wait({flushing}, timeout=2.0)
         self._flush_timer.stop()
         self.flush_history()
         if self._sync_task is not None and not self._sync_task.done():

@@ -82,7 +82,34 @@ def test_unreadable_outbox_is_kept_aside_and_said(qtbot, qt_loop, tmp_path):
     window = TickerWindow(broken, save_config=False)
     qtbot.addWidget(window)
     assert not broken.outbox and not path.exists()
-    aside = tmp_path / "outbox.ec.unreadable"
+    (aside,) = tmp_path.glob("outbox.ec.unreadable-*")      # never over an earlier one
     assert aside.read_text() == 'Message: "unterminated\n'
     assert "not read" in window.notice.toolTip() + window.notice.text()
     qt_loop.run_until_complete(broken.close())
+
+
+def test_a_message_sent_while_connected_is_not_written_to_disk(qtbot, qt_loop, router, tmp_path):
+    """The outbox file holds only what waits for a router: sending while
+    connected writes nothing (and shows no 'will send when connected')."""
+    path = tmp_path / "outbox.ec"
+    online = controller(router.url, path)
+    window = TickerWindow(online, save_config=False)
+    qtbot.addWidget(window)
+    counts: list[int] = []
+    online.outboxChanged.connect(counts.append)
+
+    async def scenario():
+        online.manager.start()
+        async with elvin.client.connect(router.url) as reader:
+            sub = await reader.subscribe('Group == "Chat"')
+            async with asyncio.timeout(20):
+                while not online.online:
+                    await asyncio.sleep(0.02)
+            await online.send_soon(Draft("Chat", "while connected"))
+            assert (await sub.get(timeout=20))["Message"] == "while connected"
+        assert not path.exists() and 1 not in counts
+        assert "will send" not in window.notice.text()
+        await online.close()
+        await online.manager.stop()
+
+    qt_loop.run_until_complete(scenario())
