@@ -21,6 +21,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -39,6 +40,10 @@ def uses_xcb(env: Mapping[str, str] | None = None) -> bool:
     chosen = env.get("QT_QPA_PLATFORM", "")
     if chosen:
         return chosen.split(":", 1)[0].split(";", 1)[0] == "xcb"
+    # Qt picks xcb by default only on X11 systems (macOS has DISPLAY under XQuartz,
+    # but Qt uses its cocoa platform there)
+    if not sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        return False
     return bool(env.get("DISPLAY")) and not env.get("WAYLAND_DISPLAY")
 
 

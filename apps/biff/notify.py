@@ -117,7 +117,7 @@ class CoffeeNotifier(QObject):
         bus = ["--address", self.bus_address] if self.bus_address else ["--session"]
         arguments = ["call", *bus, "--dest", SERVICE, "--object-path", PATH,
                      "--method", f"{SERVICE}.Notify", "Coffee biff", "uint32 0", "",
-                     title, body, "@as []", "@a{sv} " + hints, f"int32 {EXPIRE_MS}"]
+                     gvariant_string(title), gvariant_string(body), "@as []", "@a{sv} " + hints, f"int32 {EXPIRE_MS}"]
         process = QProcess(self)
         self._calls.add(process)
 
@@ -157,3 +157,12 @@ def _service_present(address: str | None) -> bool:
     if not connection.isConnected():
         return False
     return bool(connection.interface().isServiceRegistered(SERVICE).value())
+
+
+def gvariant_string(text: str) -> str:
+    """``text`` as a GVariant string literal. gdbus reads its arguments as
+    GVariant text, so a user named ``true`` or ``42`` would otherwise become a
+    boolean or a number and the call would fail."""
+    escaped = (text.replace("\\", "\\\\").replace("'", "\\'")
+               .replace("\n", "\\n").replace("\t", "\\t"))
+    return f"'{escaped}'"

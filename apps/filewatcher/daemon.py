@@ -262,7 +262,9 @@ class FileWatcher:
 
     @property
     def quench(self) -> Any:
-        return self._quench.quench if self._quench is not None else None
+        # a quench the router ended (and no new one yet) is no guide to what is wanted
+        quench = self._quench.quench if self._quench is not None else None
+        return quench if quench is not None and not quench.closed else None
 
     @property
     def no_quench(self) -> bool:

@@ -331,3 +331,16 @@ def test_while_disconnected_the_list_may_be_out_of_date(qtbot, qt_loop, router):
         await desk.close()
 
     qt_loop.run_until_complete(asyncio.wait_for(scenario(), 30))
+
+
+def test_odd_names_reach_the_notification_service_as_text(qtbot, session_bus):
+    """gdbus reads its arguments as GVariant text: a user called ``true`` or
+    ``42``, quotes and backslashes arrive as the strings they are."""
+    service = NotificationService(session_bus)
+    notifier = CoffeeNotifier(bus_address=session_bus)
+    assert notifier.backend == "freedesktop"
+    for title, body in (("true", "42"), ("it's", 'a "b" \\ c\nsecond line')):
+        notifier.notify(title, body)
+    qtbot.waitUntil(lambda: len(service.calls) == 2, timeout=20_000)
+    assert [(c[1], c[2]) for c in service.calls] == [
+        ("true", "42"), ("it's", 'a "b" \\ c\nsecond line')]
