@@ -35,6 +35,7 @@ that nothing is lost to JSON/TOML number types.
 from __future__ import annotations
 
 import json
+import logging
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,6 +47,8 @@ from elvin_apps.console.typed import TYPES, TypedValueError, check_attribute_nam
 from elvin import tomlwrite
 from elvin.fileutil import atomic_write
 from elvin.values import INT32_MAX, INT32_MIN, Int64, Value
+
+log = logging.getLogger("elvin_apps.console")
 
 __all__ = [
     "AttributeSpec", "ConsumerSpec", "ProducerSpec", "QuenchSpec", "RouterSpec",
@@ -219,9 +222,22 @@ def _strings(table: dict, key: str, where: str) -> list[str]:
     return list(value)
 
 
+def _saved_key(line: str, where: str) -> str:
+    """A key line as saved. Workspaces written before the console followed
+    ``ec``'s rule (bare text is refused) kept bare text as a string key: such a
+    line is read with that meaning, quoted, and the file is said to be old."""
+    text = line.strip()
+    if not text or text.startswith(("[", '"', "//")):
+        return line
+    log.warning("%s: key %r is bare text (an older console's form): read as the string "
+                "key \"%s\"; save the workspace to write it the current way", where,
+                text[:40], text[:40])
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _keys(table: dict, where: str) -> tuple[list[str], list[str]]:
-    producer = _strings(table, "producer_keys", where)
-    consumer = _strings(table, "consumer_keys", where)
+    producer = [_saved_key(k, where) for k in _strings(table, "producer_keys", where)]
+    consumer = [_saved_key(k, where) for k in _strings(table, "consumer_keys", where)]
     try:
         KeySpec(producer, consumer).raw()
     except KeyTextError as exc:

@@ -342,3 +342,17 @@ def test_tick_labels_show_the_step():
     from elvin_apps.console.chart import format_tick
     assert [format_tick(v, 0.5) for v in (99.5, 100.0, 100.5)] == ["99.5", "100.0", "100.5"]
     assert format_tick(250, 250) == "250" and format_tick(0.25, 0.25) == "0.25"
+
+
+def test_an_older_workspaces_bare_text_keys_keep_their_meaning(caplog):
+    """Before the console followed ec's rule, bare text in a workspace was a
+    string key: such a file still loads, with that meaning, and says so."""
+    workspace = loads('{"routers": [{"name": "a", "url": "elvin://h", '
+                      '"producer_keys": ["s3cret", "[de ad]"], '
+                      '"consumer_keys": ["say \\"hi\\""]}]}', "json", "old.json")
+    router = workspace.routers[0]
+    assert router.producer_keys == ['"s3cret"', "[de ad]"]
+    assert router.consumer_keys == ['"say \\"hi\\""']
+    assert KeySpec(router.producer_keys, router.consumer_keys).raw() == (
+        [b"s3cret", b"\xde\xad"], [b'say "hi"'])
+    assert "bare text" in caplog.text and "old.json" in caplog.text
