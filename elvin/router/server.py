@@ -49,6 +49,9 @@ log = logging.getLogger("elvin.router")
 
 __all__ = ["Router", "RouterStartError"]
 
+#: numbers the routers this process starts (see Router.router_id)
+_ROUTER_SEQUENCE = itertools.count(1)
+
 
 class RouterStartError(Exception):
     """The router could not start (e.g. an address in use); says which."""
@@ -64,7 +67,12 @@ class Router:
         self.sessions: set[Session] = set()
         self.initial_options = initial_options(self.config.options)
         self.initial_limits = self.initial_options.limits()
-        self.router_id = f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}"
+        # host:pid:start time, and a sequence number: two routers started in one
+        # process within one second (embedded routers, a quick restart) would
+        # otherwise share an id, and federation takes a router's id as its
+        # default domain (a repeat would look like a routing loop)
+        self.router_id = (f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}"
+                          f":{next(_ROUTER_SEQUENCE)}")
         self._servers: list[tuple[str, asyncio.AbstractServer]] = []
         self._stopped: asyncio.Event | None = None
         self._stats_handle: asyncio.TimerHandle | None = None

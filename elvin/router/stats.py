@@ -11,7 +11,7 @@ attribute                       type       meaning
 ==============================  =========  ===========================================
 Elvin-Router-Stats              int32      always 1: subscribe with
                                            ``require(Elvin-Router-Stats)``
-Router-Id                       string     this router's id (host:pid:start time)
+Router-Id                       string     this router's id (host:pid:start time:sequence)
 Connections                     int32      client sessions (ConnRqst accepted) now open
 Subscriptions                   int32      subscriptions registered now
 Quenches                        int32      quenches registered now

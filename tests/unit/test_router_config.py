@@ -108,3 +108,13 @@ def test_quench_key_and_no_quench_flag(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_config(write(tmp_path, '\nquench = "no"\n'))
     assert "line 2" in str(info.value) and "'quench' must be true or false" in str(info.value)
+
+
+def test_routers_started_together_have_distinct_ids() -> None:
+    """Two routers made in one process within the same second (embedded routers,
+    a quick restart) must not share an id: federation takes the id as the default
+    domain, and the console takes a new id as a restart."""
+    from elvin.router.server import Router
+
+    ids = {Router().router_id for _ in range(3)}
+    assert len(ids) == 3
