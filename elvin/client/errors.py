@@ -55,7 +55,8 @@ class NackError(ElvinError):
 class QuenchNotSupported(NackError):
     """The router does not implement quench (protocol subset C, which is
     optional): it answered a quench request with Nack NOT_IMPL (2007), as
-    the Avis router does ("Quench not supported").
+    the Avis router does ("Quench not supported"), or with PROT_ERROR (1001),
+    as Avis releases before 1.1 did with the same message.
 
     Quench is an optimisation, so an application catches this and falls
     back to producing everything (``Connection.supports_quench`` is then
@@ -65,6 +66,13 @@ class QuenchNotSupported(NackError):
 
 #: the requests whose NOT_IMPL answer means "no quench at this router"
 QUENCH_REQUESTS = frozenset({"QnchAddRqst", "QnchModRqst", "QnchDelRqst"})
+
+#: the Nack codes that mean "no quench" in answer to a quench request: the
+#: spec's NOT_IMPL, and PROT_ERROR from early Avis releases (the client's quench
+#: request is well formed, so a protocol error to it can only mean the router
+#: does not know the packet; quench is an optimisation, so falling back to
+#: producing everything is the safe reading either way)
+QUENCH_REFUSALS = frozenset({NackCode.NOT_IMPL, NackCode.PROT_ERROR})
 
 
 class ConnectionClosedError(ElvinError):
@@ -124,13 +132,14 @@ def nack_exception(code: int, template: str, args: tuple, request: str = "",
                    expression: str | None = None) -> ElvinError:
     """The exception for a Nack: SubscriptionError for the subscription
     language codes (with the offset from the first argument),
-    QuenchNotSupported for NOT_IMPL to a quench request, else NackError."""
+    QuenchNotSupported for a refusal of a quench request (QUENCH_REFUSALS),
+    else NackError."""
     if 2101 <= code <= 2112:
         position = args[0] if args and type(args[0]) is int else None
         if position is not None and position < 0:
             position = None
         message = render_nack_message(template, args) or NackCode(code).name
         return SubscriptionError(code, message, position, expression, tuple(args))
-    if code == NackCode.NOT_IMPL and request in QUENCH_REQUESTS:
+    if code in QUENCH_REFUSALS and request in QUENCH_REQUESTS:
         return QuenchNotSupported(code, template, args, request)
     return NackError(code, template, args, request)

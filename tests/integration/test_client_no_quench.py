@@ -196,3 +196,36 @@ async def test_optional_quench_falls_back_and_returns_with_the_router(make_route
     url = conn.url
     assert said == [f"{url}: doing without", f"{url} supports quench again: "
                     "using it", f"{url}: doing without"], said
+
+
+async def test_early_avis_protocol_error_to_quench_is_no_quench():
+    """Avis releases before 1.1 answered a quench request with Nack PROT_ERROR
+    "Quench not supported" (later ones with NOT_IMPL) and kept the session.
+    No such router runs here, so a small server speaking the real codec
+    answers as they did; the client must read it as "no quench", not fail."""
+    import elvin.protocol as wire
+
+    async def early_avis(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        decoder = wire.FrameDecoder()
+        while data := await reader.read(65536):
+            for packet in decoder.feed(data):
+                if isinstance(packet, wire.ConnRqst):
+                    writer.write(wire.frame_packet(wire.ConnRply(packet.xid, {})))
+                elif isinstance(packet, wire.QnchAddRqst):
+                    refusal = wire.Nack(packet.xid, NackCode.PROT_ERROR, "Quench not supported")
+                    writer.write(wire.frame_packet(refusal))
+                elif isinstance(packet, wire.DisconnRqst):
+                    writer.write(wire.frame_packet(wire.DisconnRply(packet.xid)))
+        writer.close()
+
+    server = await asyncio.start_server(early_avis, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with connect(f"elvin://127.0.0.1:{port}") as conn:
+            with pytest.raises(QuenchNotSupported) as info:
+                await conn.quench(["Group"])
+            assert info.value.code == NackCode.PROT_ERROR
+            assert conn.supports_quench is False
+    finally:
+        server.close()
+        await server.wait_closed()
