@@ -18,7 +18,7 @@ Quench (protocol subset C) is optional: a router without it (Avis) makes
 ``conn.supports_quench`` False; ``auto_quench`` then sends everything.
 """
 
-from elvin.client.connection import DEFAULT_URL, Connection, connect, unotify
+from elvin.client.connection import DEFAULT_URL, Connection, connect
 from elvin.client.errors import (
     ConnectError,
     ConnectionClosedError,
@@ -37,6 +37,7 @@ from elvin.client.events import (
 )
 from elvin.client.optional_quench import OptionalQuench
 from elvin.client.quench import Quench, QuenchTerm
+from elvin.client.sessionless import unotify
 from elvin.client.subscription import Subscription
 
 __all__ = [
