@@ -124,7 +124,7 @@ async def flood(args: argparse.Namespace, url: str) -> dict:
 
     # how long the console's own steps take: the pane's flush and the
     # connection's packet handling (wall clock of each call)
-    from elvin.client import connection as client_connection
+    from elvin.client import session as client_session
     steps = {"flush": [], "receive": []}
     original_tick = pane.tick
 
@@ -136,7 +136,7 @@ async def flood(args: argparse.Namespace, url: str) -> dict:
             steps["flush"].append(time.perf_counter() - begin)
     pane.timer.timeout.disconnect()
     pane.timer.timeout.connect(timed_tick)
-    original_received = client_connection._Session.data_received
+    original_received = client_session.Session.data_received
 
     def timed_received(self, data: bytes) -> None:
         begin = time.perf_counter()
@@ -144,7 +144,7 @@ async def flood(args: argparse.Namespace, url: str) -> dict:
             original_received(self, data)
         finally:
             steps["receive"].append(time.perf_counter() - begin)
-    client_connection._Session.data_received = timed_received
+    client_session.Session.data_received = timed_received
 
     timer = QTimer()
     timer.setInterval(5)
@@ -209,7 +209,7 @@ async def flood(args: argparse.Namespace, url: str) -> dict:
         "drop_warnings": registry.get("bench").connection.drop_warnings
         if registry.get("bench").connection else None,
     }
-    client_connection._Session.data_received = original_received
+    client_session.Session.data_received = original_received
     await window.shutdown()
     await window.clear()
     return result

@@ -9,17 +9,18 @@ from elvin.keys import Keys, KeyScheme
 from elvin.values import ElvinType, Int64
 
 # The client API (elvin.client) is imported lazily: importing ``elvin`` stays
-# cheap and free of asyncio for the sans-IO layers.
-_CLIENT_NAMES = frozenset({
+# cheap and free of asyncio for the sans-IO layers. elvin.client exports these
+# names and a few more (its ``__all__`` is built from this tuple).
+_CLIENT_NAMES = (
     "CloseReason", "ConnectError", "Connection", "ConnectionClosedError", "NackError",
     "Notification", "OptionsRejectedError", "Quench", "QuenchNotSupported", "Subscription",
     "SubscriptionAdded", "SubscriptionModified", "SubscriptionRemoved",
     "SubscriptionClosedError", "connect", "unotify",
-})
+)
 
 
 # Router discovery (elvin.discovery), also imported lazily.
-_DISCOVERY_NAMES = frozenset({"discover", "discover_sync"})
+_DISCOVERY_NAMES = ("discover", "discover_sync")
 
 
 def __getattr__(name: str):
@@ -34,24 +35,8 @@ def __getattr__(name: str):
 __version__ = "0.1.0"
 
 __all__ = [
-    "CloseReason",
-    "ConnectError",
-    "Connection",
-    "ConnectionClosedError",
-    "NackError",
-    "Notification",
-    "OptionsRejectedError",
-    "Quench",
-    "QuenchNotSupported",
-    "Subscription",
-    "SubscriptionAdded",
-    "SubscriptionClosedError",
-    "SubscriptionModified",
-    "SubscriptionRemoved",
-    "connect",
-    "discover",
-    "discover_sync",
-    "unotify",
+    *_CLIENT_NAMES,
+    *_DISCOVERY_NAMES,
     "ElvinError",
     "ElvinType",
     "Int64",

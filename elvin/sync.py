@@ -40,10 +40,10 @@ from elvin.client import (
     Subscription,
     SubscriptionClosedError,
 )
-from elvin.client.connection import _fast_checked
-from elvin.keys import EMPTY_KEYS, Keys
+from elvin.client.args import keys_arg
+from elvin.client.send_checks import check_packet_length, checked_notification
+from elvin.keys import Keys
 from elvin.protocol import NotifyEmit, frame_packet
-from elvin.values import check_notification
 
 __all__ = ["SyncConnection", "SyncQuench", "SyncSubscription", "connect", "unotify"]
 
@@ -307,17 +307,13 @@ class SyncConnection:
         write (connection closed) is raised by the next ``send`` or ``flush``.
         """
         conn = self.connection
-        attributes = _fast_checked(notification, conn._send_limits)
-        if attributes is None:   # the slow path says precisely what is wrong
-            attributes = check_notification(notification)
-            conn._check_limits(attributes)
+        attributes = checked_notification(notification, conn._send_limits)
         if conn._auto_quench is not None or conn.state != "open":
             return _run(conn.send(attributes, keys=keys, deliver_insecure=deliver_insecure),
                         self._wait)
-        if keys is not None and not isinstance(keys, Keys):
-            raise TypeError(f"keys must be elvin.Keys, not {type(keys).__name__}")
-        data = frame_packet(NotifyEmit(attributes, bool(deliver_insecure), keys or EMPTY_KEYS))
-        conn._check_packet_length(data)
+        data = frame_packet(NotifyEmit(attributes, bool(deliver_insecure),
+                                       keys_arg(keys, "keys")))
+        check_packet_length(data, conn._send_limits)
         with self._cond:
             if self._send_error is not None:
                 error, self._send_error = self._send_error, None

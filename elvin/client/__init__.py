@@ -18,7 +18,8 @@ Quench (protocol subset C) is optional: a router without it (Avis) makes
 ``conn.supports_quench`` False; ``auto_quench`` then sends everything.
 """
 
-from elvin.client.connection import DEFAULT_URL, Connection, connect, unotify
+from elvin import _CLIENT_NAMES
+from elvin.client.connection import DEFAULT_URL, Connection, connect
 from elvin.client.errors import (
     ConnectError,
     ConnectionClosedError,
@@ -37,27 +38,8 @@ from elvin.client.events import (
 )
 from elvin.client.optional_quench import OptionalQuench
 from elvin.client.quench import Quench, QuenchTerm
+from elvin.client.sessionless import unotify
 from elvin.client.subscription import Subscription
 
-__all__ = [
-    "DEFAULT_URL",
-    "CloseReason",
-    "ConnectError",
-    "Connection",
-    "ConnectionClosedError",
-    "NackError",
-    "Notification",
-    "OptionalQuench",
-    "OptionsRejectedError",
-    "Quench",
-    "QuenchEvent",
-    "QuenchNotSupported",
-    "QuenchTerm",
-    "Subscription",
-    "SubscriptionAdded",
-    "SubscriptionClosedError",
-    "SubscriptionModified",
-    "SubscriptionRemoved",
-    "connect",
-    "unotify",
-]
+# the names ``elvin`` re-exports (lazily), and the ones only found here
+__all__ = [*_CLIENT_NAMES, "DEFAULT_URL", "OptionalQuench", "QuenchEvent", "QuenchTerm"]

@@ -106,10 +106,10 @@ class AutoQuench:
                 session = await conn._live_session()
                 quench = Quench(conn, names, keys, True, buffer_size=0)
                 quench._internal = True
-                await conn._register_quench(session, quench)
+                await conn._quenches.register(session, quench)
                 self.quench = quench
                 return
             missing = tuple(sorted(set(names) - quench.names))
             new_keys = keys - quench.keys if keys else EMPTY_KEYS
             if missing or new_keys:
-                await conn._modify_quench(quench, missing, (), new_keys, EMPTY_KEYS, None)
+                await conn._quenches.modify(quench, missing, (), new_keys, EMPTY_KEYS, None)

@@ -1,23 +1,37 @@
-"""Quenches: learning which subscriptions refer to some attribute names."""
+"""Quenches: learning which subscriptions refer to some attribute names.
+
+``Quench`` is the application's object; ``QuenchTable`` is the connection's
+table of them, which registers them at the router (again after each
+reconnection), changes them, and applies the router's SubAddNotify,
+SubModNotify and SubDelNotify to the quenches they name.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from elvin.client._stream import EventStream
+from elvin.client.args import keys_arg, names_arg
+from elvin.client.errors import ConnectionClosedError
 from elvin.client.events import (
     QuenchEvent,
     SubscriptionAdded,
     SubscriptionModified,
     SubscriptionRemoved,
 )
+from elvin.client.registry import Registered, Registry
 from elvin.keys import EMPTY_KEYS, Keys
+from elvin.protocol import packets as pk
 from elvin.subscription.ast import Node
 
 if TYPE_CHECKING:
     from elvin.client.connection import Connection
+    from elvin.client.session import Session
+
+log = logging.getLogger("elvin.client")
 
 __all__ = ["Quench", "QuenchTerm"]
 
@@ -71,7 +85,7 @@ class QuenchTerm:
             return True
 
 
-class Quench:
+class Quench(Registered[QuenchEvent]):
     """A quench registered with the router (QnchAddRqst).
 
     ``subscriptions`` is the current ``{term_id: ast}`` of the subscription
@@ -89,15 +103,16 @@ class Quench:
 
     def __init__(self, connection: Connection, names: Iterable[str], keys: Keys,
                  deliver_insecure: bool, buffer_size: int = DEFAULT_BUFFER) -> None:
-        self.connection = connection
+        super().__init__(connection, buffer_size, "quench")
         self.names: frozenset[str] = frozenset(names)
         self.keys = keys
         self.deliver_insecure = deliver_insecure
-        self.id: int | None = None
-        self.closed = False
-        self._end_callbacks: list[Callable[[], object]] = []
         self.terms: dict[int, QuenchTerm] = {}
-        self._stream = EventStream(buffer_size, "quench")
+        #: the connection's own (auto-quench), not listed in ``Connection.quenches``
+        self._internal = False
+
+    def _registry(self) -> QuenchTable:
+        return self.connection._quenches
 
     # -- events from the connection -------------------------------------------
     def _apply(self, event: QuenchEvent) -> None:
@@ -119,56 +134,118 @@ class Quench:
         for term_id in list(self.terms):
             self._apply(SubscriptionRemoved(term_id))
 
-    def _end(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self._stream.end()
-        for fn in self._end_callbacks:
-            fn()
-
     # -- application API -------------------------------------------------------
     @property
     def subscriptions(self) -> dict[int, Node]:
         return {tid: term.ast for tid, term in self.terms.items()}
 
-    def add_listener(self, fn: Callable[[QuenchEvent], object]) -> None:
-        self._stream.add_listener(fn)
-
-    def remove_listener(self, fn: Callable) -> None:
-        self._stream.remove_listener(fn)
-
-    @property
-    def dropped(self) -> int:
-        return self._stream.dropped
-
-    async def get(self, timeout: float | None = None) -> QuenchEvent:
-        return await self._stream.get(timeout)
-
-    def __aiter__(self) -> Quench:
-        return self
-
-    async def __anext__(self) -> QuenchEvent:
-        return await self._stream.next()
-
     async def modify(self, add: Iterable[str] = (), remove: Iterable[str] = (), *,
                      keys_add: Keys | None = None, keys_del: Keys | None = None,
                      deliver_insecure: bool | None = None) -> None:
         """Add or remove attribute names (and keys) with QnchModRqst."""
-        await self.connection._modify_quench(self, tuple(add), tuple(remove),
-                                             keys_add or EMPTY_KEYS, keys_del or EMPTY_KEYS,
-                                             deliver_insecure)
-
-    async def close(self) -> None:
-        """Remove the quench at the router (QnchDelRqst); idempotent."""
-        await self.connection._close_quench(self)
-
-    async def __aenter__(self) -> Quench:
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self.close()
+        await self.connection._quenches.modify(self, tuple(add), tuple(remove),
+                                               keys_add or EMPTY_KEYS, keys_del or EMPTY_KEYS,
+                                               deliver_insecure)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"id={self.id}"
         return f"<Quench {state} {sorted(self.names)} terms={len(self.terms)}>"
+
+
+class QuenchTable(Registry[Quench]):
+    """A connection's quenches, by their router ids.
+
+    Until a quench's reply arrives its id is unknown here, so notifications
+    addressed to unknown quench ids are held while any quench request is
+    outstanding and applied when the QnchRply names that id (the router
+    reports existing subscriptions *before* the QnchRply; see
+    ``connection.py``).
+    """
+
+    delete = pk.QnchDelRqst
+    reply = pk.QnchRply
+
+    def __init__(self, conn: Connection) -> None:
+        super().__init__(conn)
+        self._asking = 0                          # quench requests outstanding
+        self._early: dict[int, list[QuenchEvent]] = {}
+
+    @property
+    def public(self) -> list[Quench]:
+        """The application's quenches (not auto-quench's own)."""
+        return [q for q in self.live if not q._internal]
+
+    @contextlib.contextmanager
+    def _outstanding(self) -> Iterator[None]:
+        """Around a request whose QnchRply names a quench: events for ids
+        not known yet are held meanwhile."""
+        self._asking += 1
+        try:
+            yield
+        finally:
+            self._asking -= 1
+            if not self._asking:
+                self._early.clear()
+
+    def _bind(self, quench: Quench, quench_id: int, add: bool = False) -> None:
+        self.conn.supports_quench = True   # a QnchRply: this router has quench
+        self.bind(quench, quench_id, add)
+        for event in self._early.pop(quench_id, ()):
+            quench._apply(event)
+
+    async def register(self, session: Session, quench: Quench) -> None:
+        """QnchAddRqst for ``quench`` in ``session`` (new, or restored)."""
+        with self._outstanding():
+            await self.conn._request(session, lambda xid: pk.QnchAddRqst(
+                xid, tuple(sorted(quench.names)), quench.deliver_insecure, quench.keys),
+                (pk.QnchRply,), lambda reply: self._bind(quench, reply.quench_id, add=True))
+
+    async def modify(self, quench: Quench, add: tuple, remove: tuple, keys_add: Keys,
+                     keys_del: Keys, deliver_insecure: bool | None) -> None:
+        if quench.closed:
+            raise ConnectionClosedError("the quench is closed")
+        add = names_arg(add, "names to add")
+        remove = names_arg(remove, "names to remove")
+        keys_add, keys_del = keys_arg(keys_add, "keys_add"), keys_arg(keys_del, "keys_del")
+        insecure = quench.deliver_insecure if deliver_insecure is None else bool(deliver_insecure)
+        session = await self.conn._live_session()
+        old_id = quench.id
+
+        def on_reply(reply: pk.QnchRply) -> None:
+            quench.names = (quench.names | frozenset(add)) - frozenset(remove)
+            quench.keys = (quench.keys | keys_add) - keys_del
+            quench.deliver_insecure = insecure
+            self._bind(quench, reply.quench_id)
+
+        with self._outstanding():
+            await self.conn._request(session, lambda xid: pk.QnchModRqst(
+                xid, old_id, add, remove, insecure, keys_add, keys_del), (pk.QnchRply,),
+                on_reply)
+
+    def forget_ids(self) -> list[Quench]:
+        quenches = super().forget_ids()
+        for quench in quenches:
+            quench._reset()
+        return quenches
+
+    def notify(self, packet: pk.SubAddNotify | pk.SubModNotify | pk.SubDelNotify) -> None:
+        """A subscription term appeared, changed or went for some quenches."""
+        if isinstance(packet, pk.SubDelNotify):
+            targets = [(qid, SubscriptionRemoved(packet.term_id)) for qid in packet.quench_ids]
+        else:
+            cls = SubscriptionAdded if isinstance(packet, pk.SubAddNotify) \
+                else SubscriptionModified
+            targets = [(qid, cls(packet.term_id, packet.sub_expr, True))
+                       for qid in packet.secure_quench_ids]
+            targets += [(qid, cls(packet.term_id, packet.sub_expr, False))
+                        for qid in packet.insecure_quench_ids
+                        if qid not in packet.secure_quench_ids]
+        for qid, event in targets:
+            quench = self.by_id.get(qid)
+            if quench is not None:
+                quench._apply(event)
+            elif self._asking:
+                # the QnchRply that names this id has not arrived yet
+                self._early.setdefault(qid, []).append(event)
+            else:
+                log.debug("quench event for unknown quench %d ignored", qid)

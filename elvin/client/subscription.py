@@ -1,24 +1,33 @@
-"""Subscriptions: the consumer side of a connection."""
+"""Subscriptions: the consumer side of a connection.
+
+``Subscription`` is the application's object; ``SubscriptionTable`` is the
+connection's table of them, which registers them at the router (again after
+each reconnection), changes and removes them, and hands each NotifyDeliver
+to the subscriptions it names.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from elvin.client._stream import EventStream
+from elvin.client.args import keys_arg
+from elvin.client.errors import ConnectionClosedError
 from elvin.client.events import Notification
+from elvin.client.registry import Registered, Registry
 from elvin.keys import EMPTY_KEYS, Keys
+from elvin.protocol import packets as pk
 from elvin.subscription.ast import Node
 
 if TYPE_CHECKING:
     from elvin.client.connection import Connection
+    from elvin.client.session import Session
 
 __all__ = ["Subscription"]
 
 DEFAULT_BUFFER = 1000
 
 
-class Subscription:
+class Subscription(Registered[Notification]):
     """A subscription registered with the router.
 
     Iterate it (``async for n in sub``) to receive :class:`Notification` s,
@@ -32,58 +41,30 @@ class Subscription:
 
     def __init__(self, connection: Connection, expression: str, ast: Node, keys: Keys,
                  accept_insecure: bool, buffer_size: int = DEFAULT_BUFFER) -> None:
-        self.connection = connection
+        super().__init__(connection, buffer_size, "subscription")
         self.expression = expression
         self.ast = ast
         self.keys = keys
         self.accept_insecure = accept_insecure
-        self.id: int | None = None
-        self.closed = False
-        self._end_callbacks: list[Callable[[], object]] = []
         self.delivered = 0
-        self._stream = EventStream(buffer_size, "subscription")
+
+    def _registry(self) -> SubscriptionTable:
+        return self.connection._subs
 
     # -- delivery (called by the connection) --------------------------------
     def _deliver(self, attributes: dict, secure: bool) -> None:
         self.delivered += 1
         self._stream.push(Notification(attributes, secure, self))
 
-    def _end(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self._stream.end()
-        for fn in self._end_callbacks:
-            fn()
-
     # -- application API -----------------------------------------------------
-    def add_listener(self, fn: Callable[[Notification], object]) -> None:
-        self._stream.add_listener(fn)
-
-    def remove_listener(self, fn: Callable) -> None:
-        self._stream.remove_listener(fn)
-
-    @property
-    def dropped(self) -> int:
-        """Notifications dropped from the iterator buffer (oldest first)."""
-        return self._stream.dropped
-
     @property
     def pending(self) -> int:
         """Notifications buffered and not yet read."""
         return self._stream.pending
 
-    async def get(self, timeout: float | None = None) -> Notification:
-        """The next notification; TimeoutError after ``timeout`` seconds,
-        ``SubscriptionClosedError`` once closed and drained."""
-        return await self._stream.get(timeout)
-
     def get_nowait(self) -> Notification:
         """The next buffered notification, or ``asyncio.QueueEmpty``."""
         return self._stream.get_nowait()
-
-    def __aiter__(self) -> Subscription:
-        return self
 
     async def __anext__(self) -> Notification:
         # fast path: a buffered notification needs no wait (one coroutine
@@ -99,19 +80,68 @@ class Subscription:
         """Change the expression, the keys or the insecure flag (SubModRqst).
         A bad expression raises SubscriptionError before any round trip and
         leaves the subscription as it was."""
-        await self.connection._modify_subscription(self, expr, keys_add or EMPTY_KEYS,
-                                                   keys_del or EMPTY_KEYS, accept_insecure)
-
-    async def close(self) -> None:
-        """Remove the subscription at the router (SubDelRqst); idempotent."""
-        await self.connection._close_subscription(self)
-
-    async def __aenter__(self) -> Subscription:
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self.close()
+        await self.connection._subs.modify(self, expr, keys_add or EMPTY_KEYS,
+                                           keys_del or EMPTY_KEYS, accept_insecure)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"id={self.id}"
         return f"<Subscription {state} {self.expression!r}>"
+
+
+class SubscriptionTable(Registry[Subscription]):
+    """A connection's subscriptions, by their router ids."""
+
+    delete = pk.SubDelRqst
+    reply = pk.SubRply
+
+    async def register(self, session: Session, sub: Subscription) -> None:
+        """SubAddRqst for ``sub`` in ``session`` (new, or restored)."""
+        conn = self.conn
+
+        def on_late(reply: pk.SubRply) -> None:
+            # the caller gave up waiting: remove the orphan at the router
+            session.requests.fire_and_forget(
+                lambda xid: pk.SubDelRqst(xid, reply.subscription_id), (pk.SubRply,))
+
+        await conn._request(session, lambda xid: pk.SubAddRqst(xid, sub.expression,
+                                                               sub.accept_insecure, sub.keys),
+                            (pk.SubRply,),
+                            lambda reply: self.bind(sub, reply.subscription_id, add=True),
+                            on_late, expression=sub.expression)
+
+    async def modify(self, sub: Subscription, expression: str | None, keys_add: Keys,
+                     keys_del: Keys, accept_insecure: bool | None) -> None:
+        from elvin.subscription import parse
+        if sub.closed:
+            raise ConnectionClosedError("the subscription is closed")
+        ast = parse(expression) if expression is not None else None
+        keys_add, keys_del = keys_arg(keys_add, "keys_add"), keys_arg(keys_del, "keys_del")
+        insecure = sub.accept_insecure if accept_insecure is None else bool(accept_insecure)
+        session = await self.conn._live_session()
+        old_id = sub.id
+
+        def on_reply(reply: pk.SubRply) -> None:
+            self.bind(sub, reply.subscription_id)
+            if expression is not None:
+                sub.expression, sub.ast = expression, ast
+            sub.keys = (sub.keys | keys_add) - keys_del
+            sub.accept_insecure = insecure
+
+        await self.conn._request(session, lambda xid: pk.SubModRqst(
+            xid, old_id, expression or "", insecure, keys_add, keys_del),
+            (pk.SubRply,), on_reply, expression=expression)
+
+    def deliver(self, packet: pk.NotifyDeliver) -> None:
+        """A notification for the subscriptions the router names (a secure
+        match wins over an insecure one for the same subscription)."""
+        subs = self.by_id
+        attributes = packet.attributes
+        secure = packet.secure_matches
+        for sub_id in secure:
+            sub = subs.get(sub_id)
+            if sub is not None:
+                sub._deliver(attributes, True)
+        for sub_id in packet.insecure_matches:
+            sub = subs.get(sub_id)
+            if sub is not None and (not secure or sub_id not in secure):
+                sub._deliver(attributes, False)

@@ -1,0 +1,257 @@
+"""The transport of one session: a TCP or TLS channel carrying Elvin frames.
+
+A ``Session`` lives as long as its channel. A reconnecting ``Connection``
+goes through several of them, so everything that dies with the channel is
+kept here: the frame decoder, the output buffer and flow control, the table
+of requests still waiting for a reply (``requests``), and why the channel
+ended. What the packets mean is the connection's business: each decoded
+packet is handed to ``Connection._dispatch``, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import ssl as ssl_module
+from typing import TYPE_CHECKING
+
+from elvin.client.errors import ConnectError, ConnectionClosedError
+from elvin.client.events import CloseReason
+from elvin.client.requests import RequestTable
+from elvin.errors import ProtocolError
+from elvin.protocol import ElvinURI, FrameDecoder, Limits, parse_uri
+from elvin.protocol import packets as pk
+from elvin.protocol.limits import OPTION_FIELDS
+
+if TYPE_CHECKING:
+    from elvin.client.connection import Connection
+
+log = logging.getLogger("elvin.client")
+
+#: the protocol version this client speaks (ConnRqst, UNotify)
+CLIENT_VERSION = (4, 0)
+#: frames written in one turn of the event loop are joined up to this size
+_CORK_LIMIT = 64 * 1024
+
+
+def client_uri(url: str | ElvinURI) -> ElvinURI:
+    """``url`` parsed, if it names a protocol stack this client speaks."""
+    uri = url if isinstance(url, ElvinURI) else parse_uri(url)
+    if uri.protocol[0] not in ("tcp", "ssl") or uri.protocol[2] != "xdr":
+        raise ValueError(f"unsupported protocol stack {','.join(uri.protocol)} in {url}")
+    return uri
+
+
+def ssl_context_for(uri: ElvinURI, context: ssl_module.SSLContext | None
+                    ) -> ssl_module.SSLContext | None:
+    """The TLS context for ``uri``: None for TCP, else ``context`` or the default."""
+    if uri.protocol[0] != "ssl":
+        return None
+    return context or ssl_module.create_default_context()
+
+
+def os_error_text(exc: OSError) -> str:
+    """Why a socket could not be opened, in words (not an errno tuple)."""
+    if isinstance(exc, ssl_module.SSLCertVerificationError):
+        return f"TLS certificate verification failed ({exc.verify_message})"
+    if isinstance(exc, ssl_module.SSLError):
+        return f"TLS error ({exc.reason or exc})"
+    if exc.errno:
+        return os.strerror(exc.errno)
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def disconn_reason(packet: pk.Disconn) -> CloseReason:
+    """The close reason a router's Disconn gives."""
+    detail = f" ({packet.args})" if packet.args else ""
+    if packet.reason == pk.DisconnReason.SHUTDOWN:
+        return CloseReason("shutdown", "the router is shutting down" + detail, packet.reason)
+    if packet.reason == pk.DisconnReason.REDIRECT:
+        return CloseReason("redirect", f"redirected to {packet.args}", packet.reason,
+                           redirect=packet.args or None)
+    if packet.reason == pk.DisconnReason.PROTOCOL_ERRORS:
+        return CloseReason("protocol-errors", "the router closed the connection for "
+                           "repeated protocol errors" + detail, packet.reason)
+    return CloseReason("disconnected", f"Disconn reason {packet.reason}" + detail,
+                       packet.reason)
+
+
+async def open_session(conn: Connection, uri: ElvinURI, limits: Limits) -> Session:
+    """A channel to the router at ``uri``, within ``conn.timeout``; a
+    ConnectError that says why not."""
+    session = Session(conn, limits)
+    try:
+        async with asyncio.timeout(conn.timeout):
+            await session.loop.create_connection(
+                lambda: session, uri.host, uri.port,
+                ssl=ssl_context_for(uri, conn.ssl_context))
+    except TimeoutError:
+        raise ConnectError(f"cannot connect to {uri}: no answer within "
+                           f"{conn.timeout} s") from None
+    except OSError as exc:
+        raise ConnectError(f"cannot connect to {uri}: {os_error_text(exc)}") from None
+    return session
+
+
+class Session(asyncio.Protocol):
+    """One transport (TCP or TLS) to a router, with its pending requests."""
+
+    def __init__(self, conn: Connection, limits: Limits) -> None:
+        self.conn = conn
+        self.loop = asyncio.get_running_loop()
+        self.decoder = FrameDecoder(limits)
+        self.transport: asyncio.Transport | None = None
+        self.requests = RequestTable(self)
+        self.paused = False
+        self._drain_waiters: list[asyncio.Future] = []
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._flush_scheduled = False
+        self.last_received = self.loop.time()
+        self.disconn: pk.Disconn | None = None
+        self.close_reason: CloseReason | None = None
+        self.lost = self.loop.create_future()
+        self.keepalive_task: asyncio.Task | None = None
+
+    # -- asyncio.Protocol ------------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.last_received = self.loop.time()
+        try:
+            packets = self.decoder.feed(data)
+        except ProtocolError as exc:
+            self._bad_bytes(exc)
+            return
+        conn = self.conn
+        dispatch = conn._dispatch
+        deliver = conn._subs.deliver
+        for packet in packets:
+            # a subscriber's chunk is mostly NotifyDeliver: straight to the
+            # subscriptions, without the handler table of _dispatch
+            if type(packet) is pk.NotifyDeliver:
+                try:
+                    deliver(packet)
+                except Exception:
+                    log.exception("error handling NotifyDeliver")
+            else:
+                dispatch(self, packet)
+
+    def _bad_bytes(self, exc: ProtocolError) -> None:
+        dispatch = self.conn._dispatch
+        while True:
+            for packet in exc.packets:
+                dispatch(self, packet)
+            if self.decoder.broken:
+                log.error("router sent undecodable data: %s", exc)
+                self.abort(CloseReason("protocol-violation", str(exc), error=exc))
+                return
+            # a bad packet body: the stream is still in sync, ignore the packet
+            # (spec 7.3.2 allows a robust implementation to carry on)
+            log.warning("ignoring a packet from the router that does not decode: %s", exc)
+            try:
+                packets = self.decoder.feed(b"")
+            except ProtocolError as again:
+                exc = again
+                continue
+            for packet in packets:
+                dispatch(self, packet)
+            return
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._wake_drain_waiters()
+        if self.keepalive_task is not None:
+            self.keepalive_task.cancel()
+        if self.close_reason is None:
+            if self.disconn is not None:
+                self.close_reason = disconn_reason(self.disconn)
+            else:
+                message = str(exc) if exc else "the router closed the connection"
+                self.close_reason = CloseReason("lost", message, error=exc)
+        self.requests.fail_all(ConnectionClosedError(f"connection lost ({self.close_reason})",
+                                                     self.close_reason))
+        if not self.lost.done():
+            self.lost.set_result(self.close_reason)
+        self.conn._session_lost(self)
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        self._wake_drain_waiters()
+
+    def _wake_drain_waiters(self) -> None:
+        for waiter in self._drain_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._drain_waiters.clear()
+
+    # -- used by the connection ----------------------------------------------
+    def accept_options(self, options: dict) -> None:
+        """The connection options agreed: where they let the router send
+        more than the decoder's limits allow, they apply (in full)."""
+        base = self.decoder.limits
+        offered = Limits.from_options(options, base)
+        if any(getattr(offered, f) > getattr(base, f) for f in OPTION_FIELDS.values()):
+            self.decoder.limits = offered
+
+    def on_disconn(self, packet: pk.Disconn) -> None:
+        """The router ends the session (Disconn): note why, close the channel."""
+        self.disconn = packet
+        self.close_reason = disconn_reason(packet)
+        self.close()
+
+    @property
+    def is_closing(self) -> bool:
+        return self.transport is None or self.transport.is_closing() or self.lost.done()
+
+    def write(self, data: bytes) -> None:
+        """Queue a framed packet. Packets written in one turn of the event
+        loop go to the socket in one write (far fewer system calls for a
+        producer sending in a loop); 64 KiB or more is written at once, so
+        the transport's flow control (pause_writing) still applies."""
+        self._out.append(data)
+        self._out_bytes += len(data)
+        if self._out_bytes >= _CORK_LIMIT:
+            self.flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._scheduled_flush)
+
+    def _scheduled_flush(self) -> None:
+        self._flush_scheduled = False
+        self.flush()
+
+    def flush(self) -> None:
+        out = self._out
+        if not out:
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
+        self._out_bytes = 0
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.write(data)
+
+    async def drain(self) -> None:
+        while self.paused and not self.lost.done():
+            waiter = self.loop.create_future()
+            self._drain_waiters.append(waiter)
+            await waiter
+
+    def abort(self, reason: CloseReason) -> None:
+        if self.close_reason is None:
+            self.close_reason = reason
+        self._out.clear()
+        self._out_bytes = 0
+        if self.transport is not None:
+            self.transport.abort()
+
+    def close(self) -> None:
+        """Write what is queued, then close the channel."""
+        self.flush()
+        if self.transport is not None:
+            self.transport.close()
