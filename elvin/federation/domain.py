@@ -322,10 +322,11 @@ def elementary_cycles(adj: Adjacency) -> Iterator[tuple[int, ...]]:
         work.extend(c for c in strongly_connected_components(sorted(rest), sub) if len(c) > 1)
 
 
-def _simple_paths(adj: Adjacency, source: int, target: int,
-                  within: set[int] | None = None) -> Iterator[list[int]]:
-    """Every directed simple path from ``source`` to ``target`` (distinct),
-    optionally only through nodes of ``within``; iterative DFS."""
+def _walk_simple_paths(adj: Adjacency, source: int, within: set[int] | None = None,
+                       stop: int | None = None) -> Iterator[list[int]]:
+    """Every directed simple path from ``source``, each yielded as it is
+    reached (the list is the walk's own: copy it to keep it), by an iterative
+    DFS. Paths stay inside ``within`` (when given) and end at ``stop``."""
     path = [source]
     on_path = {source}
     stack = [iter(adj[source])]
@@ -333,39 +334,37 @@ def _simple_paths(adj: Adjacency, source: int, target: int,
         for w in stack[-1]:
             if w in on_path or (within is not None and w not in within):
                 continue
-            if w == target:
-                yield [*path, w]
-                continue
             path.append(w)
+            yield path
+            if w == stop:
+                path.pop()
+                continue
             on_path.add(w)
             stack.append(iter(adj[w]))
             break
         else:
             stack.pop()
             on_path.discard(path.pop())
+
+
+def _simple_paths(adj: Adjacency, source: int, target: int,
+                  within: set[int] | None = None) -> Iterator[list[int]]:
+    """Every directed simple path from ``source`` to ``target`` (distinct),
+    optionally only through nodes of ``within``."""
+    for path in _walk_simple_paths(adj, source, within, stop=target):
+        if path[-1] == target:
+            yield list(path)
 
 
 def _path_counts(adj: Adjacency, source: int, cap: int | None = None) -> dict[int, int]:
     """Number of directed simple paths from ``source`` to every other node
-    (an iterative DFS over all simple paths; counts stop growing at ``cap``
-    for nodes that reached it, without pruning the walk)."""
+    (counts stop growing at ``cap`` for nodes that reached it, without
+    pruning the walk)."""
     counts: dict[int, int] = defaultdict(int)
-    path = [source]
-    on_path = {source}
-    stack = [iter(adj[source])]
-    while stack:
-        for w in stack[-1]:
-            if w in on_path:
-                continue
-            if cap is None or counts[w] < cap:
-                counts[w] += 1
-            path.append(w)
-            on_path.add(w)
-            stack.append(iter(adj[w]))
-            break
-        else:
-            stack.pop()
-            on_path.discard(path.pop())
+    for path in _walk_simple_paths(adj, source):
+        w = path[-1]
+        if cap is None or counts[w] < cap:
+            counts[w] += 1
     return counts
 
 
