@@ -4,6 +4,11 @@ The codes are the table of section 7.4.2 of the client protocol; the router
 sends them in Nack packets, the client raises them back as exceptions, and
 the subscription compiler uses them so that a parse error found locally and
 one reported by a router look the same to the user.
+
+``RouterStartError`` and ``KeyError_`` live here rather than in the router
+because the federation service raises and catches them too, and it must not
+depend on the router's modules (it sees the router only through
+``elvin.federation.host.FederationHost``).
 """
 
 from __future__ import annotations
@@ -119,3 +124,19 @@ class SubscriptionError(ElvinError):
             caret = " " * min(self.position, len(self.expression)) + "^"
             text += f"\n  {self.expression}\n  {caret}"
         return text
+
+
+class RouterStartError(ElvinError):
+    """The router (or its federation) could not start, e.g. an address in
+    use or a TLS certificate that does not load; the message says which."""
+
+
+class KeyError_(ElvinError):
+    """Keys a router refuses (an unknown scheme, a key set too many): the
+    Nack to answer with, as ``code``, ``message`` and ``args_``."""
+
+    def __init__(self, code: NackCode, message: str, args: tuple = ()) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.args_ = args

@@ -41,13 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from elvin_apps.newswatcher import __version__
-from elvin_apps.newswatcher.articles import (
-    PRODUCED,
-    Article,
-    FeedError,
-    notifications,
-    parse_feed,
-)
+from elvin_apps.newswatcher.articles import PRODUCED, Article, FeedError, notifications, parse_feed
 from elvin_apps.newswatcher.config import Config, FeedConfig
 from elvin_apps.newswatcher.feeds import Fetcher, FetchError, backoff_delay
 from elvin_apps.newswatcher.selection import Selection

@@ -38,20 +38,14 @@ import random
 import socket
 from collections.abc import Mapping, Sequence
 
-from elvin.discovery.codec import (
-    DiscoveryDecodeError,
-    SvrAdvt,
-    SvrRqst,
-    check_scope,
-    decode,
-    encode,
-    is_compatible,
-)
+from elvin.discovery.codec import SvrAdvt, SvrRqst, check_scope, encode
 from elvin.discovery.transport import (
     DEFAULT_ADDRESS,
     DEFAULT_PORT,
     is_multicast,
+    listening_socket,
     multicast_socket,
+    read_datagram,
     set_ttl,
     unicast_socket,
 )
@@ -95,15 +89,7 @@ class _Collector(asyncio.DatagramProtocol):
         return advert.scope == self.scope if self.scope else advert.default
 
     def datagram_received(self, data: bytes, addr: tuple) -> None:
-        try:
-            packet = decode(data)
-        except DiscoveryDecodeError as exc:
-            log.debug("discovery: ignoring %d-byte datagram from %s: %s", len(data), addr, exc)
-            return
-        if not is_compatible(packet):
-            log.debug("discovery: ignoring incompatible %s from %s", type(packet).__name__,
-                      addr)
-            return
+        packet = read_datagram(data, addr)
         if isinstance(packet, SvrRqst):
             if addr[1] != self.own_port:
                 self.other_request = max(self.other_request, packet.locality)
@@ -161,7 +147,7 @@ async def _search(scope: str, timeout: float, address: str | Sequence[str], port
             collector = _Collector(scope, send_sock.getsockname()[1])
             send, _ = await loop.create_datagram_endpoint(lambda: collector, sock=send_sock)
             transports.append(send)
-            listen_sock = multicast_socket(address, port, interface)
+            listen_sock = listening_socket(address, port, interface)
             listen, _ = await loop.create_datagram_endpoint(lambda: collector,
                                                             sock=listen_sock)
             transports.append(listen)

@@ -34,24 +34,14 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 
-from elvin.discovery.codec import (
-    MAX_DATAGRAM,
-    DiscoveryDecodeError,
-    SvrAdvt,
-    SvrAdvtClose,
-    SvrRqst,
-    check_scope,
-    decode,
-    encode,
-    is_compatible,
-)
+from elvin.discovery.codec import MAX_DATAGRAM, SvrAdvt, SvrAdvtClose, SvrRqst, check_scope, encode
 from elvin.discovery.transport import (
     DEFAULT_ADDRESS,
     DEFAULT_PORT,
     is_multicast,
-    multicast_socket,
+    listening_socket,
+    read_datagram,
     set_ttl,
-    unicast_socket,
 )
 
 log = logging.getLogger("elvin.discovery")
@@ -186,11 +176,7 @@ class DiscoveryResponder(asyncio.DatagramProtocol):
     async def start(self) -> DiscoveryResponder:
         """Bind (and join the group), then send the start-up advertisement."""
         loop = asyncio.get_running_loop()
-        if self.multicast:
-            sock = multicast_socket(self.address, self.port, self.interface)
-        else:
-            sock = unicast_socket(self.address, self.port)
-        self._sock = sock
+        sock = self._sock = listening_socket(self.address, self.port, self.interface)
         transport, _ = await loop.create_datagram_endpoint(lambda: self, sock=sock)
         self._transport = transport  # type: ignore[assignment]
         if not self.multicast:
@@ -225,20 +211,13 @@ class DiscoveryResponder(asyncio.DatagramProtocol):
 
     # -- asyncio.DatagramProtocol ---------------------------------------------------------
     def datagram_received(self, data: bytes, addr: tuple) -> None:
-        try:
-            packet = decode(data)
-        except DiscoveryDecodeError as exc:
+        packet = read_datagram(data, addr)
+        if packet is None:
             self.ignored += 1
-            log.debug("discovery: ignoring %d-byte datagram from %s: %s", len(data), addr, exc)
             return
         try:
             if not isinstance(packet, SvrRqst):
                 return   # other routers' advertisements: a router keeps no cache
-            if not is_compatible(packet):
-                self.ignored += 1
-                log.debug("discovery: ignoring SvrRqst version %d.%d from %s",
-                          packet.major_version, packet.minor_version, addr)
-                return
             self.requests += 1
             key = (self.address, self.port) if self.multicast else addr
             self._request(key, packet.locality)

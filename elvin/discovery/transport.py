@@ -1,4 +1,4 @@
-"""UDP socket set-up shared by the discovery responder and client.
+"""UDP sockets and datagrams, shared by the discovery responder and client.
 
 The draft's IPv4 mapping (section 6.1.1) uses the multicast group 224.4.0.1
 and UDP port 2917, with the packet's locality as the IP TTL. For hosts or
@@ -9,13 +9,20 @@ address: the responder binds that address and answers the sender directly.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import socket
+
+from elvin.discovery.codec import DiscoveryDecodeError, Packet, decode, is_compatible
+
+log = logging.getLogger("elvin.discovery")
 
 __all__ = [
     "DEFAULT_ADDRESS",
     "DEFAULT_PORT",
     "is_multicast",
+    "listening_socket",
     "multicast_socket",
+    "read_datagram",
     "set_ttl",
     "unicast_socket",
 ]
@@ -79,6 +86,31 @@ def unicast_socket(host: str = "", port: int = 0) -> socket.socket:
     return sock
 
 
+def listening_socket(address: str, port: int, interface: str = "") -> socket.socket:
+    """A socket that hears what is sent to ``address:port``: a member of the
+    group for a multicast address, else bound to that unicast address."""
+    if is_multicast(address):
+        return multicast_socket(address, port, interface)
+    return unicast_socket(address, port)
+
+
 def set_ttl(sock: socket.socket, locality: int) -> None:
     """The draft maps locality directly onto the IPv4 multicast TTL (6.1.1)."""
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, max(0, min(locality, 255)))
+
+
+def read_datagram(data: bytes, sender: object) -> Packet | None:
+    """The ERDP packet in a datagram, or None for one both ends must discard
+    (draft 5.2.1): garbage, or a version this end does not speak. Either is
+    logged at debug level with its sender: a network carries other people's
+    datagrams, so neither is worth more."""
+    try:
+        packet = decode(data)
+    except DiscoveryDecodeError as exc:
+        log.debug("discovery: ignoring %d-byte datagram from %s: %s", len(data), sender, exc)
+        return None
+    if not is_compatible(packet):
+        log.debug("discovery: ignoring %s of version %d.%d from %s", type(packet).__name__,
+                  packet.major_version, packet.minor_version, sender)
+        return None
+    return packet

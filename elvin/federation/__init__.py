@@ -5,7 +5,10 @@ the event-domain topology manager.
 * ``subast``      the SubAST wire form of pull filters (as Avis writes it)
 * ``pullfilter``  what a router asks each peer for (sans-IO)
 * ``config``      ``RouterConfig.federation``: the ``[federation]`` TOML table
-* ``service``     ``FederationService``: listeners, links, reconnects, forwarding
+* ``service``     ``FederationService``: listeners, accepted domains, pull
+  filters, forwarding
+* ``host``        ``FederationHost``: all the service needs from its router
+* ``link``        one link's protocol state machine; ``connector`` redials
 * ``domain``      the MEDIator paper's event domains; ``topology_file`` for
   topology files; the ``elvin-domain`` command in ``domain_cli``
 """

@@ -153,15 +153,32 @@ def format_cycle(cycle: tuple[str, ...]) -> str:
     return format_path((*cycle, cycle[0]))
 
 
-def _more(shown: int, total: int, truncated: bool) -> str:
-    if truncated:
-        return f"\n  ... and more (listing stopped at {total})"
-    if total > shown:
-        return f"\n  ... and {total - shown} more"
-    return ""
+def _counted(n: int, truncated: bool, one: str, many: str) -> str:
+    """``one`` for a single thing, else ``"3 many"`` (``"3+ many"`` when
+    the search stopped before finding them all)."""
+    return one if n == 1 and not truncated else f"{n}{'+' if truncated else ''} {many}"
 
 
-class CycleError(TopologyError):
+class _ForbiddenShapeError(TopologyError):
+    """A link (or, with ``link`` None, the existing graph) that makes a
+    forbidden shape: a headline, then at most ``MESSAGE_LIMIT`` of the
+    ``total`` shapes found (``lines``), then how many more there are."""
+
+    def __init__(self, head: str, lines: list[str], total: int,
+                 link: tuple[str, str] | None, truncated: bool) -> None:
+        self.link = link
+        self.truncated = truncated
+        shown = min(total, MESSAGE_LIMIT)
+        if truncated:
+            more = f"\n  ... and more (listing stopped at {total})"
+        elif total > shown:
+            more = f"\n  ... and {total - shown} more"
+        else:
+            more = ""
+        super().__init__(head + ":\n" + "\n".join(lines) + more)
+
+
+class CycleError(_ForbiddenShapeError):
     """A link refused because it would create cycles (the paper's
     ``CycleCreationForbidden``). ``cycles`` lists them (tuples of member
     names, see the module docstring); ``link`` is ``(source, target)`` or
@@ -170,20 +187,16 @@ class CycleError(TopologyError):
     def __init__(self, cycles: list[tuple[str, ...]], link: tuple[str, str] | None = None,
                  truncated: bool = False) -> None:
         self.cycles = cycles
-        self.link = link
-        self.truncated = truncated
-        n = len(cycles)
-        noun = "a cycle" if n == 1 and not truncated else f"{n}{'+' if truncated else ''} cycles"
+        noun = _counted(len(cycles), truncated, "a cycle", "cycles")
         if link is not None:
             head = f"link {format_path(link)} would create {noun} (cycles are forbidden)"
         else:
             head = f"the domain has {noun} (cannot forbid cycles)"
         lines = [f"  {format_cycle(c)}" for c in cycles[:MESSAGE_LIMIT]]
-        super().__init__(head + ":\n" + "\n".join(lines)
-                         + _more(min(n, MESSAGE_LIMIT), n, truncated))
+        super().__init__(head, lines, len(cycles), link, truncated)
 
 
-class DiamondError(TopologyError):
+class DiamondError(_ForbiddenShapeError):
     """A link refused because it would create diamonds (the paper's
     ``DiamondCreationForbidden``, carrying every conflicting path as the
     paper asks). ``diamonds`` is a list of ``Diamond`` (one per affected
@@ -192,10 +205,7 @@ class DiamondError(TopologyError):
     def __init__(self, diamonds: list[Diamond], link: tuple[str, str] | None = None,
                  truncated: bool = False) -> None:
         self.diamonds = diamonds
-        self.link = link
-        self.truncated = truncated
-        n = len(diamonds)
-        pairs = "1 pair" if n == 1 and not truncated else f"{n}{'+' if truncated else ''} pairs"
+        pairs = _counted(len(diamonds), truncated, "1 pair", "pairs")
         what = f"more than one path between {pairs} of members"
         if link is not None:
             head = f"link {format_path(link)} would create a diamond ({what}; diamonds are forbidden)"
@@ -205,8 +215,7 @@ class DiamondError(TopologyError):
         for d in diamonds[:MESSAGE_LIMIT]:
             lines.append(f"  from {d.source} to {d.target}:")
             lines.extend(f"    {format_path(p)}" for p in d.paths)
-        super().__init__(head + ":\n" + "\n".join(lines)
-                         + _more(min(n, MESSAGE_LIMIT), n, truncated))
+        super().__init__(head, lines, len(diamonds), link, truncated)
 
 
 # --- graph algorithms on integer ids (iterative) ---------------------------
@@ -322,10 +331,11 @@ def elementary_cycles(adj: Adjacency) -> Iterator[tuple[int, ...]]:
         work.extend(c for c in strongly_connected_components(sorted(rest), sub) if len(c) > 1)
 
 
-def _simple_paths(adj: Adjacency, source: int, target: int,
-                  within: set[int] | None = None) -> Iterator[list[int]]:
-    """Every directed simple path from ``source`` to ``target`` (distinct),
-    optionally only through nodes of ``within``; iterative DFS."""
+def _walk_simple_paths(adj: Adjacency, source: int, within: set[int] | None = None,
+                       stop: int | None = None) -> Iterator[list[int]]:
+    """Every directed simple path from ``source``, each yielded as it is
+    reached (the list is the walk's own: copy it to keep it), by an iterative
+    DFS. Paths stay inside ``within`` (when given) and end at ``stop``."""
     path = [source]
     on_path = {source}
     stack = [iter(adj[source])]
@@ -333,39 +343,37 @@ def _simple_paths(adj: Adjacency, source: int, target: int,
         for w in stack[-1]:
             if w in on_path or (within is not None and w not in within):
                 continue
-            if w == target:
-                yield [*path, w]
-                continue
             path.append(w)
+            yield path
+            if w == stop:
+                path.pop()
+                continue
             on_path.add(w)
             stack.append(iter(adj[w]))
             break
         else:
             stack.pop()
             on_path.discard(path.pop())
+
+
+def _simple_paths(adj: Adjacency, source: int, target: int,
+                  within: set[int] | None = None) -> Iterator[list[int]]:
+    """Every directed simple path from ``source`` to ``target`` (distinct),
+    optionally only through nodes of ``within``."""
+    for path in _walk_simple_paths(adj, source, within, stop=target):
+        if path[-1] == target:
+            yield list(path)
 
 
 def _path_counts(adj: Adjacency, source: int, cap: int | None = None) -> dict[int, int]:
     """Number of directed simple paths from ``source`` to every other node
-    (an iterative DFS over all simple paths; counts stop growing at ``cap``
-    for nodes that reached it, without pruning the walk)."""
+    (counts stop growing at ``cap`` for nodes that reached it, without
+    pruning the walk)."""
     counts: dict[int, int] = defaultdict(int)
-    path = [source]
-    on_path = {source}
-    stack = [iter(adj[source])]
-    while stack:
-        for w in stack[-1]:
-            if w in on_path:
-                continue
-            if cap is None or counts[w] < cap:
-                counts[w] += 1
-            path.append(w)
-            on_path.add(w)
-            stack.append(iter(adj[w]))
-            break
-        else:
-            stack.pop()
-            on_path.discard(path.pop())
+    for path in _walk_simple_paths(adj, source):
+        w = path[-1]
+        if cap is None or counts[w] < cap:
+            counts[w] += 1
     return counts
 
 

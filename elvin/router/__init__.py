@@ -22,7 +22,7 @@ _EXPORTS = {
     "load_config": "elvin.router.config",
     "EmbeddedRouter": "elvin.router.embedded",
     "Router": "elvin.router.server",
-    "RouterStartError": "elvin.router.server",
+    "RouterStartError": "elvin.errors",
 }
 
 __all__ = sorted(_EXPORTS)

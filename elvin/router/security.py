@@ -15,7 +15,7 @@ error).
 
 from __future__ import annotations
 
-from elvin.errors import NackCode
+from elvin.errors import KeyError_, NackCode
 from elvin.keys import EMPTY_KEYS, Keys, KeyScheme, public_key
 from elvin.values import Int64
 
@@ -84,16 +84,6 @@ def prepared_match(n: NotificationKeys | None, s: SubscriptionKeys | None) -> bo
         return True
     return bool(n.dprod and n.dcons and not n.dprod.isdisjoint(s.dprod)
                 and not n.dcons.isdisjoint(s.dcons))
-
-
-class KeyError_(Exception):
-    """A key problem to answer with a Nack: ``code``, ``message``, ``args``."""
-
-    def __init__(self, code: NackCode, message: str, args: tuple = ()) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.args_ = args
 
 
 def check_keys(keys: Keys) -> None:

@@ -22,12 +22,12 @@ import itertools
 import logging
 import os
 import socket
-import ssl
 import time
 import weakref
 from collections.abc import Hashable
 from typing import Any
 
+from elvin.errors import RouterStartError
 from elvin.keys import Keys
 from elvin.protocol import (
     DisconnReason,
@@ -44,6 +44,7 @@ from elvin.router.sendqueue import FlushBatch
 from elvin.router.session import CLOSING, CONNECTED, Session
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
 from elvin.subscription.shapes import ShapeCompiler, compile_text
+from elvin.tls import listener_context
 
 log = logging.getLogger("elvin.router")
 
@@ -51,10 +52,6 @@ __all__ = ["Router", "RouterStartError"]
 
 #: numbers the routers this process starts (see Router.router_id)
 _ROUTER_SEQUENCE = itertools.count(1)
-
-
-class RouterStartError(Exception):
-    """The router could not start (e.g. an address in use); says which."""
 
 
 class Router:
@@ -127,7 +124,8 @@ class Router:
 
     async def _listen(self, uri: str) -> None:
         parsed = parse_listen_uri(uri)
-        context = self._ssl_context() if parsed.secure else None
+        context = listener_context(self.config.tls_cert, self.config.tls_key,
+                                   f"listen URI {uri}") if parsed.secure else None
         host = None if parsed.host in ("", "*") else parsed.host
         try:
             server = await self.loop.create_server(  # type: ignore[union-attr]
@@ -138,18 +136,6 @@ class Router:
             raise RouterStartError(f"cannot listen on {parsed.host}:{parsed.port} "
                                    f"({uri}): {exc.strerror or exc}") from None
         self._servers.append(("ssl" if parsed.secure else "tcp", server))
-
-    def _ssl_context(self) -> ssl.SSLContext:
-        cert, key = self.config.tls_cert, self.config.tls_key
-        if not cert or not key:
-            raise RouterStartError("a TLS (ssl) listen URI needs --tls-cert and --tls-key")
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        try:
-            context.load_cert_chain(cert, key)
-        except (OSError, ssl.SSLError) as exc:
-            raise RouterStartError(f"cannot load TLS certificate {cert!r} / key {key!r}: "
-                                   f"{exc}") from None
-        return context
 
     @property
     def ports(self) -> list[int]:
@@ -234,7 +220,8 @@ class Router:
         if fed is None or not fed.enabled:
             return
         from elvin.federation.service import FederationService  # only when federating
-        service = FederationService(self, fed)
+        from elvin.router.fedhost import RouterFederationHost
+        service = FederationService(RouterFederationHost(self), fed)
         try:
             await service.start()
         except BaseException:

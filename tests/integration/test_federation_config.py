@@ -229,9 +229,9 @@ async def test_testconn_is_answered_with_confconn():
 
 
 def test_federation_port_in_use_stops_the_start_with_a_clear_error():
+    from elvin.errors import RouterStartError
     from elvin.federation.config import FederationConfig
     from elvin.router.config import RouterConfig
-    from elvin.router.server import RouterStartError
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

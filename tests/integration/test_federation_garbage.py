@@ -184,3 +184,23 @@ async def test_good_packets_before_a_bad_frame_header_are_delivered(pair):
     assert (await sub.expect(NotifyDeliver)).attributes == {"before_bad_header": 1}
     await sub.close()
     await still_works(pair)
+
+
+async def test_fed_notify_with_keys_the_router_refuses_is_dropped(pair):
+    """Keys the router would Nack from a client (an unknown scheme, a key set
+    too many) make a FedNotify undeliverable: it is dropped, logged and not
+    counted as delivered, and the link stays up for the next one."""
+    r0 = pair[0]
+    sub = await RawClient.connected(r0.port)
+    await sub.subscribe("require(x)")
+    peer = await RawFederator.linked(r0.federation_urls[0], "peer")
+    before = fed_stats(r0)["fed_notify_delivered"]
+    peer.send(FedNotify({"x": 1}, True, Keys({9: (frozenset({b"k"}),)}), ("peer",)))
+    peer.send(FedNotify({"x": 2}, True, Keys({2: (frozenset({b"a"}), frozenset({b"b"}))}),
+                        ("peer",)))
+    peer.send(FedNotify({"x": 3}, True, Keys(), ("peer",)))
+    assert (await sub.expect(NotifyDeliver)).attributes == {"x": 3}
+    assert fed_stats(r0)["fed_notify_delivered"] == before + 1
+    assert "peer" in linked_domains(r0)
+    await sub.close()
+    await peer.close()

@@ -12,11 +12,12 @@ import subprocess
 
 import pytest
 
+from elvin.errors import RouterStartError
 from elvin.federation.config import ConnectSpec, FederationConfig, FederationConfigError
 from elvin.protocol import NotifyDeliver
 from elvin.router.config import ConfigError, RouterConfig
 from elvin.router.embedded import EmbeddedRouter
-from elvin.router.server import RouterStartError
+from elvin.router.server import Router
 
 from .federation_util import (
     await_until,
@@ -103,6 +104,27 @@ def test_tls_listener_needs_the_router_certificate():
         RouterConfig(federation=fed).validate()
     with pytest.raises(RouterStartError, match="federation listener .*--tls-cert"):
         EmbeddedRouter(config=RouterConfig(federation=fed, discovery=False)).start()
+
+
+async def test_a_certificate_that_does_not_load_names_the_listener(tmp_path, certs):
+    """Client and federation TLS listeners load the router's certificate the
+    same way: a bad file stops the start with an error naming the listener."""
+    garbage = tmp_path / "garbage-cert.pem"
+    garbage.write_text("not a certificate\n")
+    tls = {"tls_cert": str(garbage), "tls_key": certs["router"][1], "discovery": False}
+    client_tls = "elvin:4.0/ssl,none,xdr/127.0.0.1:0"
+    fed = FederationConfig(router_domain="a", listen=[TLS_LISTEN])
+    for config, listener in (
+            (RouterConfig(listen=[client_tls], **tls), f"listen URI {client_tls}"),
+            (RouterConfig(listen=["elvin://127.0.0.1:0"], federation=fed, **tls),
+             f"federation listener {TLS_LISTEN}")):
+        router = Router(config)
+        with pytest.raises(RouterStartError) as raised:
+            await router.start()
+        await router.stop()
+        message = str(raised.value)
+        assert message.startswith(f"{listener}: cannot load TLS certificate")
+        assert "garbage-cert.pem" in message
 
 
 def test_bad_ca_file_is_a_clear_error(tmp_path):

@@ -1,0 +1,529 @@
+"""One federation link (either end) and its protocol state machine.
+
+A ``Link`` is the asyncio protocol of one router-to-router connection: the
+FedConnRqst/FedConnRply handshake, then FedNotify, FedSubReplace, TestConn
+and the rest of the Elvin Federation Protocol 1.0. Everything that concerns
+more than one link (which domains may link, pull filters, forwarding, local
+delivery) is its ``FederationService``'s business.
+
+Keys: a FedNotify carries the notification's keys as they came from the
+producer (its NotifyEmit keys plus its connection's notification keys) and
+its ``deliver_insecure`` flag, exactly the fields the protocol has for them;
+the receiving router applies the same secure-delivery rules as for a local
+producer. (Avis forwards keys the same way since 1.2.2.)
+
+Bad peers: anything that does not decode, a packet that is not allowed in
+the link's state, a FedNotify whose routing list lacks the sender's domain
+or is longer than ``max_routing``, a wrong protocol version or an unknown
+domain get a Nack (for a request) or a Disconn (reason 4) and the link is
+closed, with the reason logged; clients of the router never notice.
+
+Dead peers: TestConn after ``keepalive`` seconds of silence, and the link
+is closed when the peer says nothing for another ``keepalive``; a
+FedSubReplace not acknowledged within ``request_timeout`` is resent
+``request_retries`` times (as Avis does) and then the link is closed
+("request timeout" in the log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import logging
+import socket
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from elvin.errors import KeyError_, NackCode, ProtocolError, SubscriptionError
+from elvin.federation.config import ConnectSpec, Filter
+from elvin.federation.packets import (
+    VERSION_MAJOR,
+    VERSION_MINOR,
+    Ack,
+    FedConnRply,
+    FedConnRqst,
+    FedNotify,
+    FedSubReplace,
+    decode_fed_notify,
+    frame_fed_packet,
+)
+from elvin.federation.pullfilter import PullMatcher, compile_term
+from elvin.federation.subast import PullFilter, encode_subast
+from elvin.protocol import ConfConn, Disconn, DisconnReason, DropWarn, Nack, TestConn
+from elvin.protocol.framing import FrameDecoder
+
+if TYPE_CHECKING:
+    from elvin.federation.service import FederationService
+
+log = logging.getLogger("elvin.federation")
+
+__all__ = ["AWAIT_RPLY", "AWAIT_RQST", "CLOSED", "LINKED", "FederationStats", "Link",
+           "NACK_INVALID_DOMAIN"]
+
+#: Avis's implementation-specific Nack code for a refused router domain
+#: (codes 2500-2599 are for implementations): we use the same.
+NACK_INVALID_DOMAIN = 2500
+
+AWAIT_RQST, AWAIT_RPLY, LINKED, CLOSED = "await-rqst", "await-rply", "linked", "closed"
+_MAX_WRITE_BUFFER = 8 * 1024 * 1024   # FedNotify beyond this backlog are dropped
+
+
+@dataclass
+class FederationStats:
+    fed_notify_sent: int = 0
+    fed_notify_received: int = 0
+    fed_notify_delivered: int = 0      # received and passed the incoming filter
+    fed_notify_filtered: int = 0       # received, refused by the incoming filter
+    fed_notify_looped: int = 0         # received with our own domain in the routing list
+    fed_notify_dropped: int = 0        # not sent: the peer's connection was backed up
+    sub_replace_sent: int = 0
+    sub_replace_received: int = 0
+    links_established: int = 0
+    links_refused: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+class Link(asyncio.Protocol):
+    """One federation connection (either end), with its handshake state."""
+
+    def __init__(self, service: FederationService, role: str,
+                 spec: ConnectSpec | None = None) -> None:
+        self.service = service
+        self.role = role                      # "connect" or "accept"
+        self.spec = spec
+        self.state = AWAIT_RPLY if role == "connect" else AWAIT_RQST
+        self.transport: asyncio.Transport | None = None
+        self.decoder = FrameDecoder(service.limits)
+        self.peer = "?"
+        self.remote_domain: str | None = None
+        self.outgoing: Filter = Filter(False)
+        self.incoming: Filter = Filter(False)
+        self.remote_pull: PullFilter = False          # the peer's last pull filter
+        self.remote_match: Any = False                # PullMatcher, or True / False
+        self.remote_matcher = PullMatcher()
+        self._replaces: collections.deque[FedSubReplace] = collections.deque()
+        self._replace_task: asyncio.Task | None = None
+        self.sent_pull: bytes | None = None           # encoding of the last one we sent
+        self.acked_pull = False
+        self._pull_sent: PullFilter = False           # ... and the filter itself (retries)
+        self._pull_xid = 0                            # xid of the latest FedSubReplace
+        #: requests awaiting an Ack/Nack: xid -> (deadline on the loop clock, attempt)
+        self._requests: dict[int, tuple[float, int]] = {}
+        self._request_timer: asyncio.TimerHandle | None = None
+        self.established = False
+        self.stats = FederationStats()
+        self.closed = asyncio.get_running_loop().create_future()
+        self._xids = itertools.count(1)
+        self._rqst_xid = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._keepalive: asyncio.TimerHandle | None = None
+        self._last_rx = time.monotonic()
+        self._test_pending = False
+        self._drop_warned = False
+
+    def __repr__(self) -> str:
+        return f"<Link {self.role} {self.peer} {self.remote_domain or '?'} {self.state}>"
+
+    # -- asyncio -----------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.peer = f"{peer[0]}:{peer[1]}"
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except (OSError, AttributeError, ValueError):
+                pass
+        self.service.link_opened(self)
+        config = self.service.config
+        if self.role == "connect":
+            self._rqst_xid = next(self._xids)
+            self._send(FedConnRqst(self._rqst_xid, VERSION_MAJOR, VERSION_MINOR,
+                                   self.service.domain))
+        self._timer = asyncio.get_running_loop().call_later(
+            config.request_timeout, self._handshake_timeout)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.state = CLOSED
+        self._cancel_timers()
+        if self.established:
+            log.info("federation link with %r (%s) closed%s", self.remote_domain, self.peer,
+                     f": {exc}" if exc else "")
+        self.service.link_closed(self)
+        if not self.closed.done():
+            self.closed.set_result(self.established)
+
+    def data_received(self, data: bytes) -> None:
+        self._last_rx = time.monotonic()
+        try:
+            bodies = self.decoder.feed_frames(data)
+        except ProtocolError as exc:
+            # the bodies that arrived whole before the bad header are good
+            # packets of this peer's: act on them before closing the link
+            for body in exc.frames:
+                if self.state == CLOSED:
+                    break
+                self._body(body)
+            self.violation(f"bad frame: {exc}")
+            return
+        for body in bodies:
+            if self.state == CLOSED:
+                return
+            self._body(body)
+
+    # -- sending ---------------------------------------------------------------------
+    def _send(self, packet: object) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(frame_fed_packet(packet))
+
+    def send_notify(self, frame: bytes) -> bool:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return False
+        if transport.get_write_buffer_size() > _MAX_WRITE_BUFFER:
+            self.stats.fed_notify_dropped += 1
+            self.service.stats.fed_notify_dropped += 1
+            if not self._drop_warned:
+                self._drop_warned = True
+                log.warning("federation link to %r is backed up: dropping notifications",
+                            self.remote_domain)
+            return False
+        self._drop_warned = False
+        transport.write(frame)
+        self.stats.fed_notify_sent += 1
+        self.service.stats.fed_notify_sent += 1
+        return True
+
+    def send_pull_filter(self, pull: PullFilter, encoded: bytes | None = None) -> None:
+        if encoded is None:
+            encoded = encode_subast(pull)
+        if encoded == self.sent_pull:
+            return
+        if self.sent_pull is None and pull is False:
+            self.sent_pull = encoded        # the peer starts from FALSE (as Avis)
+            return
+        self.sent_pull = encoded
+        self.acked_pull = False
+        self._pull_sent = pull
+        self._send_sub_replace(0)
+
+    def _send_sub_replace(self, attempt: int) -> None:
+        xid = self._pull_xid = next(self._xids)
+        self._send(FedSubReplace(xid, self._pull_sent))
+        self.stats.sub_replace_sent += 1
+        self.service.stats.sub_replace_sent += 1
+        self._track_request(xid, attempt)
+
+    # -- request timeouts ------------------------------------------------------------
+    # FedSubReplace is the only request a linked router sends (the handshake's
+    # FedConnRqst has its own deadline, TestConn is the keepalive's business).
+    # Avis's Link answers a FedSubReplace timeout (Federation.Request-Timeout,
+    # 20 s) by logging a warning and sending the subscription again, forever,
+    # leaving dead peers to the liveness check. We retry the same way
+    # (``request_retries`` times, default 1) and then give up: the link is
+    # closed with a warning saying why, and an outgoing link is redialled by
+    # its _Connector (a peer that keeps up TCP and TestConn but never answers
+    # a request would otherwise never get our pull filter, silently).
+    def _track_request(self, xid: int, attempt: int) -> None:
+        loop = asyncio.get_running_loop()
+        timeout = self.service.config.request_timeout
+        self._requests[xid] = (loop.time() + timeout, attempt)
+        if self._request_timer is None:
+            self._request_timer = loop.call_later(timeout, self._requests_due)
+
+    def _requests_due(self) -> None:
+        self._request_timer = None
+        if self.state != LINKED:
+            return
+        config = self.service.config
+        loop = asyncio.get_running_loop()
+        now = loop.time() + 0.001     # asyncio may run a timer a clock tick early
+        for xid, (deadline, attempt) in list(self._requests.items()):
+            if deadline > now:
+                break
+            del self._requests[xid]
+            if xid != self._pull_xid:
+                continue          # superseded by a later FedSubReplace, itself pending
+            if attempt < config.request_retries:
+                log.warning("federation peer %r (%s) did not answer FedSubReplace "
+                            "(xid %d) within %g s; sending it again", self.remote_domain,
+                            self.peer, xid, config.request_timeout)
+                self._send_sub_replace(attempt + 1)
+                continue
+            log.warning("federation peer %r (%s) did not answer FedSubReplace within %g s "
+                        "(%d attempts): request timeout; closing the link%s",
+                        self.remote_domain, self.peer, config.request_timeout, attempt + 1,
+                        " (will redial)" if self.role == "connect" else "")
+            self.close(0)
+            return
+        if self._request_timer is not None:       # set by a resend above
+            self._request_timer.cancel()
+            self._request_timer = None
+        if self._requests:
+            first = next(iter(self._requests.values()))[0]
+            self._request_timer = loop.call_at(first, self._requests_due)
+
+    def close(self, reason: int = DisconnReason.SHUTDOWN, message: str = "") -> None:
+        """Disconn (unless reason is 0) and close after the write buffer drains."""
+        if self.transport is None or self.transport.is_closing():
+            return
+        if reason:
+            self._send(Disconn(int(reason), message))
+        self.state = CLOSED
+        self._cancel_timers()
+        self.service.unlink(self)     # the domain may link again at once
+        self.transport.close()
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    def violation(self, reason: str) -> None:
+        log.warning("federation peer %s (%s) violated the protocol: %s; disconnecting",
+                    self.peer, self.remote_domain or "unknown domain", reason)
+        self.close(DisconnReason.PROTOCOL_ERRORS, reason[:200])
+
+    def _cancel_timers(self) -> None:
+        for handle in (self._timer, self._keepalive, self._request_timer):
+            if handle is not None:
+                handle.cancel()
+        self._timer = self._keepalive = self._request_timer = None
+        self._requests.clear()
+        if self._replace_task is not None:
+            self._replace_task.cancel()
+            self._replace_task = None
+
+    def _handshake_timeout(self) -> None:
+        self._timer = None
+        if self.state in (AWAIT_RQST, AWAIT_RPLY):
+            log.warning("federation peer %s: no %s within %.0f s; closing", self.peer,
+                        "FedConnRqst" if self.state == AWAIT_RQST else "FedConnRply",
+                        self.service.config.request_timeout)
+            self.close(0)
+
+    def _schedule_keepalive(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._keepalive = loop.call_later(self.service.config.keepalive, self._keepalive_due)
+
+    def _keepalive_due(self) -> None:
+        self._keepalive = None
+        if self.state != LINKED:
+            return
+        config = self.service.config
+        idle = time.monotonic() - self._last_rx
+        if self._test_pending and idle >= config.keepalive:
+            log.warning("federation peer %r (%s) stopped responding; closing",
+                        self.remote_domain, self.peer)
+            self.close(0)
+            return
+        if idle >= config.keepalive:
+            self._test_pending = True
+            self._send(TestConn())
+        else:
+            self._test_pending = False
+        self._schedule_keepalive()
+
+    # -- receiving ---------------------------------------------------------------------
+    def _body(self, body: bytes) -> None:
+        try:
+            packet, attrs_end = decode_fed_notify(body, self.service.limits)
+        except ProtocolError as exc:
+            pid, xid = exc.packet_id, exc.xid
+            if pid == FedSubReplace.ID and xid and self.state == LINKED:
+                log.warning("federation peer %r sent a bad pull filter: %s",
+                            self.remote_domain, exc)
+                self._send(Nack(xid, int(NackCode.PROT_ERROR), f"bad SubAST: {exc}"[:200]))
+                return
+            self.violation(f"malformed packet: {exc}")
+            return
+        if self.state == AWAIT_RQST:
+            if isinstance(packet, FedConnRqst):
+                self._fed_conn_rqst(packet)
+            else:
+                self.violation(f"{type(packet).__name__} before FedConnRqst")
+        elif self.state == AWAIT_RPLY:
+            if isinstance(packet, FedConnRply):
+                self._fed_conn_rply(packet)
+            elif isinstance(packet, Nack):
+                log.warning("federation router at %s refused our link: Nack %d %s",
+                            self.peer, packet.error, packet.message)
+                self.service.stats.links_refused += 1
+                self.close(0)
+            elif isinstance(packet, Disconn):
+                self.close(0)
+            else:
+                self.violation(f"{type(packet).__name__} before FedConnRply")
+        elif self.state == LINKED:
+            if attrs_end:
+                self._fed_notify(packet, body[4:attrs_end])  # type: ignore[arg-type]
+            else:
+                self._linked_packet(packet)
+
+    def _fed_conn_rqst(self, p: FedConnRqst) -> None:
+        service = self.service
+        if p.major_version != VERSION_MAJOR or p.minor_version > VERSION_MINOR:
+            reason = (f"incompatible federation protocol version {p.major_version}."
+                      f"{p.minor_version} (this router speaks {VERSION_MAJOR}.{VERSION_MINOR})")
+            self._refuse(p.xid, int(NackCode.PROT_INCOMPAT), reason)
+            return
+        problem, classes = service.check_domain(p.router_domain, None)
+        if problem:
+            self._refuse(p.xid, NACK_INVALID_DOMAIN, problem)
+            return
+        self._send(FedConnRply(p.xid, service.domain))
+        self._established(p.router_domain, *classes)  # type: ignore[misc]
+
+    def _refuse(self, xid: int, code: int, reason: str) -> None:
+        log.warning("refused federation link from %s: %s", self.peer, reason)
+        self.service.stats.links_refused += 1
+        self._send(Nack(xid, code, reason[:200]))
+        self.state = CLOSED
+        self._cancel_timers()
+        if self.transport is not None:
+            self.transport.close()
+
+    def _fed_conn_rply(self, p: FedConnRply) -> None:
+        if p.xid != self._rqst_xid:
+            self.violation(f"FedConnRply for xid {p.xid}, not {self._rqst_xid}")
+            return
+        problem, classes = self.service.check_domain(p.router_domain, self.spec)
+        if problem:
+            log.warning("federation link to %s: %s; closing", self.peer, problem)
+            self.service.stats.links_refused += 1
+            self.close(DisconnReason.PROTOCOL_ERRORS, problem[:200])
+            return
+        self._established(p.router_domain, *classes)  # type: ignore[misc]
+
+    def _established(self, domain: str, outgoing: Filter, incoming: Filter) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.remote_domain = domain
+        self.outgoing, self.incoming = outgoing, incoming
+        self.state = LINKED
+        self.established = True
+        self._schedule_keepalive()
+        log.info("federation link %s %r (%s) established: outgoing %s, incoming %s",
+                 "to" if self.role == "connect" else "from", domain, self.peer,
+                 outgoing.text, incoming.text)
+        self.service.link_established(self)
+
+    def _linked_packet(self, packet: object) -> None:
+        if isinstance(packet, FedNotify):
+            self._fed_notify(packet, None)
+        elif isinstance(packet, FedSubReplace):
+            self._fed_sub_replace(packet)
+        elif isinstance(packet, Ack):
+            if self._requests.pop(packet.xid, None) is not None and \
+                    packet.xid == self._pull_xid:
+                self.acked_pull = True
+        elif isinstance(packet, Nack):
+            log.warning("federation peer %r rejected our request (Nack %d: %s); closing",
+                        self.remote_domain, packet.error, packet.message)
+            self.close(DisconnReason.SHUTDOWN, "request rejected")
+        elif isinstance(packet, TestConn):
+            self._send(ConfConn())
+        elif isinstance(packet, ConfConn):
+            self._test_pending = False
+        elif isinstance(packet, DropWarn):
+            log.warning("federation peer %r dropped packets (DropWarn)", self.remote_domain)
+        elif isinstance(packet, Disconn):
+            log.info("federation peer %r disconnected (reason %d%s)", self.remote_domain,
+                     packet.reason, f": {packet.args}" if packet.args else "")
+            self.close(0)
+        else:
+            self.violation(f"unexpected {type(packet).__name__} on a federation link")
+
+    def _fed_sub_replace(self, p: FedSubReplace) -> None:
+        """Small changes apply at once; a filter with many new terms is
+        compiled by a task that yields to the event loop between batches
+        (clients keep being served), then applied and acknowledged. Requests
+        are applied in order either way."""
+        self.stats.sub_replace_received += 1
+        self.service.stats.sub_replace_received += 1
+        max_terms = self.service.config.max_disjuncts * 2
+        if self._replace_task is None and not self._replaces and \
+                len(self.remote_matcher.missing(p.pull_filter, max_terms)) <= 64:
+            self._apply_sub_replace(p)
+            return
+        self._replaces.append(p)
+        if self._replace_task is None:
+            self._replace_task = asyncio.get_running_loop().create_task(
+                self._sub_replace_worker())
+
+    async def _sub_replace_worker(self) -> None:
+        max_terms = self.service.config.max_disjuncts * 2
+        try:
+            while self._replaces and self.state == LINKED:
+                p = self._replaces.popleft()
+                for i, term in enumerate(self.remote_matcher.missing(p.pull_filter,
+                                                                     max_terms)):
+                    try:
+                        compile_term(term)       # cached: update() finds it compiled
+                    except Exception:
+                        break                    # update() reports it
+                    if i % 32 == 31:
+                        await asyncio.sleep(0)
+                        if self.state != LINKED:
+                            return
+                self._apply_sub_replace(p)
+        finally:
+            self._replace_task = None
+
+    def _apply_sub_replace(self, p: FedSubReplace) -> None:
+        matcher = self.remote_matcher
+        try:
+            matcher.update(p.pull_filter, self.service.config.max_disjuncts * 2)
+        except SubscriptionError as exc:
+            log.warning("federation peer %r sent a pull filter we cannot use: %s",
+                        self.remote_domain, exc)
+            self._send(Nack(p.xid, int(exc.nack_code), str(exc)[:200]))
+            return
+        except Exception as exc:   # never let a peer's tree hurt the router
+            log.warning("federation peer %r sent an unusable pull filter: %s",
+                        self.remote_domain, exc)
+            self._send(Nack(p.xid, int(NackCode.PARSE_ERROR), "unusable pull filter"))
+            return
+        self.remote_pull = p.pull_filter
+        self.remote_match = matcher if matcher.constant is None else matcher.constant
+        self._send(Ack(p.xid))
+        self.service.remote_pull_changed(self)
+
+    def _fed_notify(self, p: FedNotify, block: bytes | None) -> None:
+        service = self.service
+        self.stats.fed_notify_received += 1
+        service.stats.fed_notify_received += 1
+        routing = p.routing
+        if self.remote_domain not in routing:
+            self.violation(f"FedNotify routing list {list(routing)[:8]!r} lacks the "
+                           f"sender's domain {self.remote_domain!r}")
+            return
+        if len(routing) > service.config.max_routing:
+            self.violation(f"FedNotify routing list of {len(routing)} domains (limit "
+                           f"{service.config.max_routing})")
+            return
+        if service.domain in routing:
+            self.stats.fed_notify_looped += 1
+            service.stats.fed_notify_looped += 1
+            return
+        attrs = p.attributes
+        if not self.incoming.matches(attrs):
+            self.stats.fed_notify_filtered += 1
+            service.stats.fed_notify_filtered += 1
+            return
+        try:
+            service.host.deliver(attrs, block, p.deliver_insecure, p.keys, tuple(routing))
+        except KeyError_ as exc:
+            log.warning("federation peer %r: FedNotify with bad keys ignored (%s)",
+                        self.remote_domain, exc.message)
+            return
+        self.stats.fed_notify_delivered += 1
+        service.stats.fed_notify_delivered += 1
+
+

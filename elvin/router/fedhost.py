@@ -1,0 +1,61 @@
+"""The router as its federation service sees it.
+
+``RouterFederationHost`` implements ``elvin.federation.host.FederationHost``
+over a ``Router``: it is the one place where federation touches the
+router's engine, statistics and configuration, so those can change without
+federation following them.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Hashable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from elvin.federation.host import SubscriptionListener
+from elvin.keys import Keys
+from elvin.protocol.limits import Limits
+from elvin.router.security import check_keys, prepare_notification
+from elvin.tls import listener_context
+
+if TYPE_CHECKING:
+    from elvin.router.server import Router
+
+__all__ = ["RouterFederationHost"]
+
+
+class RouterFederationHost:
+    """A ``FederationHost`` for ``router``."""
+
+    def __init__(self, router: Router) -> None:
+        self._router = router
+
+    @property
+    def router_id(self) -> str:
+        return self._router.router_id
+
+    @property
+    def limits(self) -> Limits:
+        return self._router.initial_limits
+
+    def server_tls(self, what: str) -> ssl.SSLContext:
+        config = self._router.config
+        return listener_context(config.tls_cert, config.tls_key, what)
+
+    def watch_subscriptions(self, listener: SubscriptionListener) -> Iterable[Hashable]:
+        engine = self._router.engine
+        engine.pred_listener = listener
+        return engine.predicate_asts()
+
+    def unwatch_subscriptions(self, listener: SubscriptionListener) -> None:
+        engine = self._router.engine
+        if engine.pred_listener == listener:
+            engine.pred_listener = None
+
+    def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
+                keys: Keys, routing: tuple[str, ...]) -> None:
+        check_keys(keys)          # KeyError_: the link logs it, nothing is delivered
+        router = self._router
+        router.stats.notifications_in += 1
+        router.deliver(attrs, block, deliver_insecure, prepare_notification(keys),
+                       routing=routing, producer=f"federation:{routing[-1]}" if routing else None)
