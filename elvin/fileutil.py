@@ -4,6 +4,8 @@
   directory, fsync, rename), so that a reader (another process, the tool's
   next start after a crash) sees the old file or the new one, never half of
   one, and a failed write leaves no temporary file behind.
+* ``make_directory``: create an output directory, or raise the tool's own
+  error saying which directory and why.
 * ``pid_alive``: whether the process a status or pid file names still runs.
 
 One copy each (issue 20): configuration, workspace, state and status files
@@ -16,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write", "pid_alive"]
+__all__ = ["atomic_write", "make_directory", "pid_alive"]
 
 
 def atomic_write(path: str | Path, data: bytes | str, mode: int = 0o600) -> None:
@@ -41,6 +43,19 @@ def atomic_write(path: str | Path, data: bytes | str, mode: int = 0o600) -> None
         except OSError:
             pass
         raise
+
+
+def make_directory(path: str | os.PathLike, what: str, error: type[Exception]) -> Path:
+    """``path`` with its parents, created if missing. A tool that cannot
+    create it raises ``error`` (its own error type, which its command line
+    prints as one line) naming ``what`` the directory is for, the path and
+    the system's reason: never a traceback."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise error(f"cannot create {what} {path}: {exc.strerror or exc}") from exc
+    return path
 
 
 def pid_alive(pid: object) -> bool:

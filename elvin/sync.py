@@ -27,8 +27,8 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from typing import Any, Generic, Self, TypeVar
 
 from elvin.client import (
     DEFAULT_URL,
@@ -50,6 +50,9 @@ __all__ = ["SyncConnection", "SyncQuench", "SyncSubscription", "connect", "unoti
 _loop_lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
+
+T = TypeVar("T")
+V = TypeVar("V", bound="_StreamView")
 
 #: Bytes of encoded notifications that may wait for the loop thread before
 #: ``send`` blocks.
@@ -159,15 +162,51 @@ class _BlockingStream:
             return item
 
 
-class SyncSubscription:
+class _StreamView(Generic[T]):
+    """What the blocking views of a subscription and of a quench share:
+    events handed over from the loop thread through a ``_BlockingStream``,
+    taken with ``get`` or by iterating, until ``close``."""
+
+    _what = ""    # "subscription" or "quench", in the stream's messages
+
+    def __init__(self, conn: SyncConnection, target: Subscription | Quench,
+                 stream: _BlockingStream) -> None:
+        self._conn = conn
+        self._target = target
+        self._stream = stream
+
+    def get(self, timeout: float | None = None) -> T:
+        """The next event; TimeoutError after ``timeout`` seconds,
+        SubscriptionClosedError once closed and drained."""
+        return self._stream.get(timeout, self._what)
+
+    def __iter__(self) -> Iterator[T]:
+        while True:
+            try:
+                yield self.get()
+            except SubscriptionClosedError:
+                return
+
+    def close(self) -> None:
+        _run(self._target.close(), self._conn._wait)
+        self._stream.end()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class SyncSubscription(_StreamView[Notification]):
     """Blocking view of a :class:`elvin.client.Subscription`."""
+
+    _what = "subscription"
 
     def __init__(self, conn: SyncConnection, sub: Subscription,
                  stream: _BlockingStream) -> None:
-        self._conn = conn
+        super().__init__(conn, sub, stream)
         self.subscription = sub
-        self._stream = stream
-
 
     @property
     def expression(self) -> str:
@@ -185,18 +224,6 @@ class SyncSubscription:
     def dropped(self) -> int:
         return self._stream.dropped
 
-    def get(self, timeout: float | None = None) -> Notification:
-        """The next notification; TimeoutError after ``timeout`` seconds,
-        SubscriptionClosedError once closed and drained."""
-        return self._stream.get(timeout, "subscription")
-
-    def __iter__(self):
-        while True:
-            try:
-                yield self.get()
-            except SubscriptionClosedError:
-                return
-
     def add_listener(self, fn: Callable[[Notification], object]) -> None:
         """``fn(notification)`` on the background loop thread (must not block)."""
         _background_loop().call_soon_threadsafe(self.subscription.add_listener, fn)
@@ -209,25 +236,15 @@ class SyncSubscription:
         _run(self.subscription.modify(expr, keys_add=keys_add, keys_del=keys_del,
                                       accept_insecure=accept_insecure), self._conn._wait)
 
-    def close(self) -> None:
-        _run(self.subscription.close(), self._conn._wait)
-        self._stream.end()
 
-    def __enter__(self) -> SyncSubscription:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-class SyncQuench:
+class SyncQuench(_StreamView[QuenchEvent]):
     """Blocking view of a :class:`elvin.client.Quench`."""
 
-    def __init__(self, conn: SyncConnection, quench: Quench, stream: _BlockingStream) -> None:
-        self._conn = conn
-        self.quench = quench
-        self._stream = stream
+    _what = "quench"
 
+    def __init__(self, conn: SyncConnection, quench: Quench, stream: _BlockingStream) -> None:
+        super().__init__(conn, quench, stream)
+        self.quench = quench
 
     @property
     def subscriptions(self) -> dict:
@@ -237,22 +254,8 @@ class SyncQuench:
     def names(self) -> frozenset[str]:
         return self.quench.names
 
-    def get(self, timeout: float | None = None) -> QuenchEvent:
-        return self._stream.get(timeout, "quench")
-
-    def __iter__(self):
-        while True:
-            try:
-                yield self.get()
-            except SubscriptionClosedError:
-                return
-
     def modify(self, add: Iterable[str] = (), remove: Iterable[str] = (), **kw: Any) -> None:
         _run(self.quench.modify(add, remove, **kw), self._conn._wait)
-
-    def close(self) -> None:
-        _run(self.quench.close(), self._conn._wait)
-        self._stream.end()
 
 
 async def _call(fn: Callable[[], Any]) -> Any:
@@ -269,8 +272,7 @@ class SyncConnection:
         self._outbox: list[bytes] = []
         self._outbox_bytes = 0
         self._pumping = False
-        self._subs: list[SyncSubscription] = []
-        self._quenches: list[SyncQuench] = []
+        self._views: list[_StreamView] = []
         self._send_error: BaseException | None = None
 
     @property
@@ -369,34 +371,29 @@ class SyncConnection:
                   accept_insecure: bool = True, buffer_size: int = 1000) -> SyncSubscription:
         from elvin.subscription import parse
         parse(expression)   # SubscriptionError raised in the caller's thread
-
-        stream = _BlockingStream(buffer_size)
-
-        async def go() -> SyncSubscription:
-            sub = await self.connection.subscribe(expression, keys=keys,
-                                                  accept_insecure=accept_insecure,
-                                                  buffer_size=0, listener=stream.push)
-            sub._end_callbacks.append(stream.end)
-            return SyncSubscription(self, sub, stream)
-
-        wrapper = _run(go(), self._wait)
-        self._subs.append(wrapper)
-        return wrapper
+        return self._open(SyncSubscription, buffer_size, self.connection.subscribe, expression,
+                          keys=keys, accept_insecure=accept_insecure)
 
     def quench(self, names: Iterable[str], *, keys: Keys | None = None,
                deliver_insecure: bool = True, buffer_size: int = 1000) -> SyncQuench:
         names = list(names) if not isinstance(names, str) else [names]
+        return self._open(SyncQuench, buffer_size, self.connection.quench, names,
+                          keys=keys, deliver_insecure=deliver_insecure)
 
+    def _open(self, view: type[V], buffer_size: int, start: Callable[..., Awaitable[Any]],
+              *args: Any, **kwargs: Any) -> V:
+        """``start(*args, **kwargs)`` (``Connection.subscribe`` or ``quench``)
+        on the loop thread, its events fed to a blocking stream that ends with
+        it; the blocking ``view`` of it."""
         stream = _BlockingStream(buffer_size)
 
-        async def go() -> SyncQuench:
-            q = await self.connection.quench(names, keys=keys, deliver_insecure=deliver_insecure,
-                                             buffer_size=0, listener=stream.push)
-            q._end_callbacks.append(stream.end)
-            return SyncQuench(self, q, stream)
+        async def go() -> V:
+            target = await start(*args, buffer_size=0, listener=stream.push, **kwargs)
+            target._end_callbacks.append(stream.end)
+            return view(self, target, stream)
 
         wrapper = _run(go(), self._wait)
-        self._quenches.append(wrapper)
+        self._views.append(wrapper)
         return wrapper
 
     def set_keys(self, **kw: Keys | None) -> None:
@@ -419,9 +416,7 @@ class SyncConnection:
         except Exception:
             pass
         reason = _run(self.connection.close(), self._wait)
-        for wrapper in self._subs:
-            wrapper._stream.end()
-        for wrapper in self._quenches:
+        for wrapper in self._views:
             wrapper._stream.end()
         return reason
 

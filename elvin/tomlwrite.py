@@ -12,7 +12,6 @@ lines (with comments).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 
@@ -54,11 +53,7 @@ def toml_value(value: object) -> str:
     if isinstance(value, int):
         return str(int(value))
     if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
+        return repr(value)      # Python spells nan, inf and -inf as TOML does
     if isinstance(value, str):
         return toml_string(value)
     if isinstance(value, Mapping):

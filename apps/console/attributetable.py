@@ -22,7 +22,7 @@ from elvin_apps.console.typed import (
 )
 from elvin_apps.console.workspace import AttributeSpec
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from elvin.qt import monospace_font
 from elvin.values import Value
 
 __all__ = ["AttributeTable"]
@@ -66,9 +67,7 @@ class AttributeTable(QWidget):
         header.resizeSection(NAME, 160)
         header.resizeSection(TYPE, 90)
         self.table.itemChanged.connect(self._item_changed)
-        mono = QFont("monospace")
-        mono.setStyleHint(QFont.StyleHint.TypeWriter)
-        self._mono = mono
+        self._mono = monospace_font()
         self.add_button = QPushButton("Add attribute")
         self.add_button.clicked.connect(lambda: self.add_row(focus=True))
         self.remove_button = QPushButton("Remove")

@@ -33,7 +33,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
-    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -41,6 +40,7 @@ from PySide6.QtWidgets import (
 )
 
 from elvin.errors import SubscriptionError
+from elvin.qt import split
 
 __all__ = ["BacktestDialog", "BacktestOutcome", "parse_outcome", "pipeline_command"]
 
@@ -183,15 +183,11 @@ class BacktestDialog(QDialog):
         self.sample_table = _table(["Time (UTC)", "Producer", "Attributes"])
         self.sample_table.horizontalHeader().setSectionResizeMode(
             2, QHeaderView.ResizeMode.Stretch)
-        results = QSplitter(Qt.Orientation.Horizontal)
-        results.addWidget(_titled("Matches per hour", self.hours_table))
         sample_box = _titled("Sample (earliest matches)", self.sample_table)
         self.sample_title: QLabel = sample_box.findChild(QLabel)
-        results.addWidget(sample_box)
-        results.setStretchFactor(0, 1)
-        results.setStretchFactor(1, 3)
-        results.setChildrenCollapsible(False)
-        self.results = results
+        self.results = split(Qt.Orientation.Horizontal,
+                             (_titled("Matches per hour", self.hours_table), 1),
+                             (sample_box, 3))
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.close)
@@ -200,7 +196,7 @@ class BacktestDialog(QDialog):
         layout.addLayout(form)
         layout.addLayout(run_row)
         layout.addWidget(self.count_label)
-        layout.addWidget(results, 1)
+        layout.addWidget(self.results, 1)
         layout.addWidget(buttons)
 
         self.timer = QTimer(self)

@@ -14,10 +14,8 @@ from collections.abc import Callable
 from elvin_apps.console.keyseditor import KeysEditor
 from elvin_apps.console.keytext import KeySpec
 from elvin_apps.console.workspace import RouterSpec
-from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QDialog,
-    QDialogButtonBox,
     QFormLayout,
     QLabel,
     QLineEdit,
@@ -27,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from elvin.protocol import URIError, parse_uri
+from elvin.qt import dialog_buttons, monospace_font
 from elvin.text import TextFormatError, format_notification, parse_notifications
 
 __all__ = ["ConnectionDialog", "parse_options"]
@@ -61,9 +60,7 @@ class ConnectionDialog(QDialog):
                                            if spec.options else "")
         self.options_edit.setPlaceholderText('e.g.\nSubscription.Max-Count: 100\n'
                                              'Packet.Max-Length: 1048576')
-        font = QFont("monospace")
-        font.setStyleHint(QFont.StyleHint.TypeWriter)
-        self.options_edit.setFont(font)
+        self.options_edit.setFont(monospace_font())
         self.options_edit.setFixedHeight(80)
         self.keys = KeysEditor(KeySpec(spec.producer_keys, spec.consumer_keys))
         self.error_label = QLabel()
@@ -73,11 +70,7 @@ class ConnectionDialog(QDialog):
         form.addRow("Name", self.name_edit)
         form.addRow("URL", self.url_edit)
         form.addRow("Options", self.options_edit)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok |
-                                   QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        self.ok_button = buttons.button(QDialogButtonBox.StandardButton.Ok)
+        buttons, self.ok_button = dialog_buttons(self)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(QLabel("<b>Connection keys</b> (used for every send and "

@@ -57,7 +57,6 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPushButton,
     QSpinBox,
-    QSplitter,
     QTableView,
     QToolButton,
     QVBoxLayout,
@@ -67,7 +66,7 @@ from PySide6.QtWidgets import (
 from elvin.client import Connection, Notification, Subscription
 from elvin.errors import ElvinError
 from elvin.keys import EMPTY_KEYS
-from elvin.qt import SubscriptionEditor
+from elvin.qt import SubscriptionEditor, split
 
 __all__ = ["ConsumerPane"]
 
@@ -250,31 +249,16 @@ class ConsumerPane(Pane):
         self.plot = AttributePlot()
         self.plot.hide()
         # below the table: the plot (when something is plotted) beside the detail
-        below = QSplitter(Qt.Orientation.Horizontal)
-        below.addWidget(self.plot)
-        below.addWidget(self.detail)
-        below.setChildrenCollapsible(False)
+        below = split(Qt.Orientation.Horizontal, (self.plot, 0), (self.detail, 0))
         self.keys = KeyIndex()
         self.key_tree = KeyTree(self.keys)
         self.key_tree.keyActivated.connect(self.select_latest_of)
         self.key_tree.hide()
-        table_split = QSplitter(Qt.Orientation.Horizontal)
-        table_split.addWidget(self.key_tree)
-        table_split.addWidget(self.view)
-        table_split.setStretchFactor(0, 1)
-        table_split.setStretchFactor(1, 3)
-        table_split.setChildrenCollapsible(False)
-        self.table_split = table_split
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(table_split)
-        splitter.addWidget(below)
+        self.table_split = split(Qt.Orientation.Horizontal, (self.key_tree, 1), (self.view, 3))
+        self.splitter = split(Qt.Orientation.Vertical, (self.table_split, 3), (below, 2))
         self.below = below
         self.detail_button.toggled.connect(self.set_detail_shown)
         below.setVisible(spec.detail)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
-        splitter.setChildrenCollapsible(False)
-        self.splitter = splitter
 
         self.stats_label = QLabel()
         self.stats_label.setTextFormat(Qt.TextFormat.RichText)
@@ -285,7 +269,7 @@ class ConsumerPane(Pane):
         layout.addWidget(self.editor)
         layout.addWidget(self.status_label)
         layout.addLayout(tools)
-        layout.addWidget(splitter, 1)
+        layout.addWidget(self.splitter, 1)
         layout.addWidget(self.stats_label)
 
         self.editor.validityChanged.connect(self._update_buttons)

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from elvin.qt import monospace_font
 from elvin.text import format_notification, format_value
 
 __all__ = ["DetailView"]
@@ -63,9 +64,7 @@ class DetailView(QWidget):
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(False)
-        mono = QFont("monospace")
-        mono.setStyleHint(QFont.StyleHint.TypeWriter)
-        self._mono = mono
+        self._mono = monospace_font()
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
         top.addWidget(self.explain_button)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from elvin_apps.console.completion import AttributeNames, NameCompleter
+from elvin_apps.console.ectextedit import EcTextEdit
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
@@ -27,7 +28,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMenu,
     QPlainTextEdit,
-    QSplitter,
     QToolButton,
     QTreeWidget,
     QTreeWidgetItem,
@@ -35,8 +35,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from elvin.qt import SubscriptionEditor, monospace_font, split
 from elvin.subscription.explain import Step, explain, failing
-from elvin.text import TextFormatError, format_notification, parse_notifications
+from elvin.text import format_notification
 from elvin.values import Value
 
 __all__ = ["ExplainDialog", "Source", "FAILS_ROLE"]
@@ -65,22 +66,16 @@ class ExplainDialog(QDialog):
     def __init__(self, names: AttributeNames, sources: Callable[[], list[Source]],
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        from elvin.qt import SubscriptionEditor
         self.setWindowTitle("Explain a match")
         self.sources = sources
         self.steps: list[Step] = []
         self.failing: list[int] = []
 
-        self.notification_edit = QPlainTextEdit()
-        mono = QFont("monospace")
-        mono.setStyleHint(QFont.StyleHint.TypeWriter)
-        self.notification_edit.setFont(mono)
-        self.notification_edit.setPlaceholderText(
+        self.notification_text = EcTextEdit(
             'The notification in ec text, e.g.\nSymbol: "ACME"\nPrice: 12.5\n\n'
             "or take one from a pane with the button above.")
-        self.notification_error = QLabel()
-        self.notification_error.setStyleSheet("color: #c62828;")
-        self.notification_error.setWordWrap(True)
+        self.notification_edit = self.notification_text.edit
+        self.notification_error = self.notification_text.error_label
         self.take_button = QToolButton()
         self.take_button.setText("Take from")
         self.take_button.setToolTip("Use the row selected in a consumer pane, or a "
@@ -96,8 +91,7 @@ class ExplainDialog(QDialog):
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
         left_layout.addLayout(head)
-        left_layout.addWidget(self.notification_edit, 1)
-        left_layout.addWidget(self.notification_error)
+        left_layout.addWidget(self.notification_text, 1)
 
         self.editor = SubscriptionEditor(self)
         self.editor.edit.setPlaceholderText('Subscription, e.g. Price < 10 && Symbol == "ACME"')
@@ -117,7 +111,7 @@ class ExplainDialog(QDialog):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         header.resizeSection(1, 240)
-        self._mono = mono
+        self._mono = monospace_font()
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
@@ -126,14 +120,8 @@ class ExplainDialog(QDialog):
         right_layout.addWidget(self.verdict)
         right_layout.addWidget(self.tree, 1)
 
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(left)
-        splitter.addWidget(right)
-        splitter.setStretchFactor(0, 1)
-        splitter.setStretchFactor(1, 2)
-        splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
-        layout.addWidget(splitter)
+        layout.addWidget(split(Qt.Orientation.Horizontal, (left, 1), (right, 2)))
         self.notification_edit.textChanged.connect(self.update_explanation)
         self.editor.expressionChanged.connect(self.update_explanation)
         self.resize(1080, 520)
@@ -161,23 +149,18 @@ class ExplainDialog(QDialog):
     def _take(self, get: Callable[[], Mapping[str, Value] | None], text: str) -> None:
         attributes = get()
         if attributes is None:
-            self.notification_error.setText(f"{text}: nothing there (select a row first).")
+            self.notification_text.say(f"{text}: nothing there (select a row first).")
             return
         self.set_notification(attributes)
 
     def notification(self) -> dict[str, Value] | None:
         """The notification in the editor; None (with the error shown) if it is
         not valid ec text."""
-        try:
-            found = parse_notifications(self.notification_edit.toPlainText())
-        except (TextFormatError, ValueError, TypeError) as exc:
-            self.notification_error.setText(f"Notification: {exc}")
-            return None
+        found = self.notification_text.read()
         if not found:
-            self.notification_error.setText("")
             return None
-        self.notification_error.setText(
-            "" if len(found) == 1 else f"Explaining the first of {len(found)} notifications.")
+        if len(found) > 1:
+            self.notification_text.say(f"Explaining the first of {len(found)} notifications.")
         return found[0]
 
     # -- output ------------------------------------------------------------------------

@@ -63,7 +63,7 @@ def _json_value(value: Value) -> object:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value).hex()
     if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return format_value(value)      # JSON has no NaN or Infinity: ec's words
     if isinstance(value, int):
         return int(value)
     return value

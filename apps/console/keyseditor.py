@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from elvin_apps.console.keytext import KeySpec, KeyTextError
 from PySide6.QtCore import Signal
-from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QDialog,
-    QDialogButtonBox,
     QFormLayout,
     QLabel,
     QPlainTextEdit,
@@ -22,6 +20,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from elvin.qt import dialog_buttons, monospace_font
 
 __all__ = ["KeysButton", "KeysDialog", "KeysEditor"]
 
@@ -34,9 +34,7 @@ def _key_edit(lines: list[str]) -> QPlainTextEdit:
     edit = QPlainTextEdit()
     edit.setPlainText("\n".join(lines))
     edit.setTabChangesFocus(True)
-    font = QFont("monospace")
-    font.setStyleHint(QFont.StyleHint.TypeWriter)
-    edit.setFont(font)
+    edit.setFont(monospace_font())
     edit.setFixedHeight(70)
     return edit
 
@@ -93,11 +91,7 @@ class KeysDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle(title)
         self.editor = KeysEditor(spec, self)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok |
-                                   QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        self.ok_button = buttons.button(QDialogButtonBox.StandardButton.Ok)
+        buttons, self.ok_button = dialog_buttons(self)
         layout = QVBoxLayout(self)
         layout.addWidget(self.editor)
         layout.addWidget(buttons)

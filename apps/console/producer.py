@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from elvin_apps.console.attributetable import AttributeTable
 from elvin_apps.console.completion import AttributeNames
+from elvin_apps.console.ectextedit import EcTextEdit
 from elvin_apps.console.keyseditor import KeysButton
 from elvin_apps.console.keytext import KeySpec, KeyTextError
 from elvin_apps.console.pane import Pane
@@ -33,7 +34,6 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
-    QDialogButtonBox,
     QDoubleSpinBox,
     QFileDialog,
     QHBoxLayout,
@@ -41,10 +41,8 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMessageBox,
-    QPlainTextEdit,
     QPushButton,
     QSizePolicy,
-    QSplitter,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -52,6 +50,7 @@ from PySide6.QtWidgets import (
 
 from elvin.errors import ElvinError
 from elvin.keys import Keys
+from elvin.qt import dialog_buttons, push_button, split
 from elvin.text import TextFormatError, format_notification, parse_notifications
 from elvin.values import Value
 
@@ -90,37 +89,26 @@ class EcTextDialog(QDialog):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Paste ec text")
-        self.edit = QPlainTextEdit()
-        self.edit.setPlaceholderText('Greeting: "hello"\nCount: 42\nBig: 42L\n---')
-        self.error_label = QLabel()
-        self.error_label.setStyleSheet("color: #c62828;")
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok |
-                                   QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        self.ok_button = buttons.button(QDialogButtonBox.StandardButton.Ok)
+        self.text = EcTextEdit('Greeting: "hello"\nCount: 42\nBig: 42L\n---')
+        buttons, self.ok_button = dialog_buttons(self)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("One or more notifications in ec/ep text ('Name: value' "
                                 "lines, '---' between them). The first goes into the "
                                 "editor, the others into the history."))
-        layout.addWidget(self.edit, 1)
-        layout.addWidget(self.error_label)
+        layout.addWidget(self.text, 1)
         layout.addWidget(buttons)
-        self.edit.textChanged.connect(self._check)
+        self.text.edit.textChanged.connect(self._check)
         self._check()
         self.resize(480, 360)
 
     def notifications(self) -> list[dict[str, Value]]:
-        return parse_notifications(self.edit.toPlainText())
+        return self.text.read() or []
 
     def _check(self) -> None:
-        try:
-            found = self.notifications()
-            message = "" if found else "No notification yet."
-        except (TextFormatError, ValueError, TypeError) as exc:
-            message = str(exc)
-        self.error_label.setText(message)
-        self.ok_button.setEnabled(not message)
+        found = self.text.read()
+        if found == []:
+            self.text.say("No notification yet.")
+        self.ok_button.setEnabled(bool(found))
 
 
 class ProducerPane(Pane):
@@ -166,20 +154,15 @@ class ProducerPane(Pane):
         top.addWidget(self.expand_button)
 
         self.attributes = AttributeTable()
-        paste = QPushButton("Paste ec…")
-        paste.setToolTip("Fill the editor from notifications in ec/ep text")
-        paste.clicked.connect(self.paste_dialog)
-        load = QPushButton("Load…")
-        load.setToolTip("Load notifications from an ec/ep text file")
-        load.clicked.connect(self.load_dialog)
-        save = QPushButton("Save…")
-        save.setToolTip("Save this notification as ec/ep text (ep sends it as is)")
-        save.clicked.connect(self.save_dialog)
-        explain = QPushButton("Explain…")
-        explain.setToolTip("Would a subscription match this notification? Clause by clause")
-        explain.clicked.connect(self.explain_draft)
-        for button in (paste, load, save, explain):
-            self.attributes.button_row.addWidget(button)
+        for text, tip, action in (
+                ("Paste ec…", "Fill the editor from notifications in ec/ep text",
+                 self.paste_dialog),
+                ("Load…", "Load notifications from an ec/ep text file", self.load_dialog),
+                ("Save…", "Save this notification as ec/ep text (ep sends it as is)",
+                 self.save_dialog),
+                ("Explain…", "Would a subscription match this notification? Clause by clause",
+                 self.explain_draft)):
+            self.attributes.button_row.addWidget(push_button(text, tip, action))
         self.attributes.changed.connect(self._update_buttons)
         self.attributes.changed.connect(self._update_summary)
 
@@ -215,21 +198,17 @@ class ProducerPane(Pane):
                                      "again, with the same keys and flag")
         self.history_list.itemDoubleClicked.connect(
             lambda item: self.resend(self.history_list.row(item)))
-        resend = QPushButton("Resend")
-        resend.clicked.connect(lambda: self.resend(self.history_list.currentRow()))
-        edit = QPushButton("Edit")
-        edit.setToolTip("Put the selected notification into the editor")
-        edit.clicked.connect(lambda: self.edit_history(self.history_list.currentRow()))
-        save_history = QPushButton("Save all…")
-        save_history.setToolTip("Save the history as ec/ep text")
-        save_history.clicked.connect(self.save_history_dialog)
-        clear = QPushButton("Clear")
-        clear.clicked.connect(self.clear_history)
         history_buttons = QHBoxLayout()
         history_buttons.addWidget(QLabel("<b>History</b>"))
         history_buttons.addStretch(1)
-        for button in (resend, edit, save_history, clear):
-            history_buttons.addWidget(button)
+        for text, tip, action in (
+                ("Resend", "Send the selected notification again, with the same keys and flag",
+                 lambda: self.resend(self.history_list.currentRow())),
+                ("Edit", "Put the selected notification into the editor",
+                 lambda: self.edit_history(self.history_list.currentRow())),
+                ("Save all…", "Save the history as ec/ep text", self.save_history_dialog),
+                ("Clear", "Forget the history", self.clear_history)):
+            history_buttons.addWidget(push_button(text, tip, action))
         history_box = QWidget()
         history_layout = QVBoxLayout(history_box)
         history_layout.setContentsMargins(0, 0, 0, 0)
@@ -241,12 +220,7 @@ class ProducerPane(Pane):
         editor_layout.setContentsMargins(0, 0, 0, 0)
         editor_layout.addWidget(self.attributes, 1)
         editor_layout.addLayout(send_row)
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(editor_box)
-        splitter.addWidget(history_box)
-        splitter.setStretchFactor(0, 4)
-        splitter.setStretchFactor(1, 1)
-        splitter.setChildrenCollapsible(False)
+        splitter = split(Qt.Orientation.Vertical, (editor_box, 4), (history_box, 1))
         self.history_list.setMinimumHeight(48)
         self.full = splitter
 

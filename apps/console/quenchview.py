@@ -49,6 +49,7 @@ from elvin.client import (
     SubscriptionRemoved,
 )
 from elvin.errors import ElvinError
+from elvin.qt import monospace_font
 from elvin.quenching import Wanted, wanted
 from elvin.subscription import unparse
 
@@ -132,10 +133,8 @@ class QuenchPane(Pane):
         self.log = QPlainTextEdit()
         self.log.setReadOnly(True)
         self.log.setMaximumBlockCount(2000)
-        mono = QFont("monospace")
-        mono.setStyleHint(QFont.StyleHint.TypeWriter)
-        self._mono = mono
-        self.log.setFont(mono)
+        self._mono = monospace_font()
+        self.log.setFont(self._mono)
         self.log.setPlaceholderText("Quench events appear here as subscriptions come and go.")
         # in the table's place when the router has no quench
         self.note = QLabel()

@@ -8,7 +8,6 @@ filter first needs it, then kept.
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 
 from elvin.text import format_notification, format_value
@@ -70,11 +69,7 @@ def display_value(value: Value) -> str:
         text = value.replace("\n", "⏎")
         return text if len(text) <= 200 else text[:199] + "…"
     if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return repr(value)
+        return format_value(value)      # as ec writes it: NaN, Infinity, 1.0e+300
     if isinstance(value, (bytes, bytearray)):
         text = bytes(value[:64]).hex(" ")
         return f"[{text}{' …' if len(value) > 64 else ''}]"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from elvin.text import format_value
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, ElvinType, Int64, Value
 
 __all__ = ["TYPES", "TypedValueError", "parse_typed", "type_name", "value_text",
@@ -141,12 +142,7 @@ def value_text(value: Value) -> str:
     if kind == "opaque":
         return bytes(value).hex(" ")  # type: ignore[arg-type]
     if kind == "real64":
-        number = float(value)  # type: ignore[arg-type]
-        if math.isnan(number):
-            return "NaN"
-        if math.isinf(number):
-            return "Infinity" if number > 0 else "-Infinity"
-        return repr(number)
+        return format_value(float(value))  # type: ignore[arg-type]
     return str(int(value))  # type: ignore[arg-type]
 
 

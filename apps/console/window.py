@@ -50,11 +50,12 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QSizePolicy,
-    QSplitter,
     QTabWidget,
     QToolButton,
     QWidget,
 )
+
+from elvin.qt import split
 
 __all__ = ["MainWindow", "default_workspace"]
 
@@ -120,12 +121,8 @@ class MainWindow(QMainWindow):
         placeholder.setMaximumSize(0, 0)
         self.dock_host.setCentralWidget(placeholder)
         self.routers_panel = RoutersPanel(registry)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.addWidget(self.routers_panel)
-        self.splitter.addWidget(self.dock_host)
-        self.splitter.setStretchFactor(0, 0)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setChildrenCollapsible(False)
+        self.splitter = split(Qt.Orientation.Horizontal, (self.routers_panel, 0),
+                              (self.dock_host, 1))
         # the sidebar never sets the window's minimum width (below 1200 px it
         # folds by itself), so the window can be made narrow with it shown
         self.splitter.setCollapsible(0, True)

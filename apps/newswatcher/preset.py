@@ -28,7 +28,6 @@ from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
-    QDialogButtonBox,
     QFormLayout,
     QLabel,
     QLineEdit,
@@ -38,6 +37,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from elvin.qt import dialog_buttons
 
 __all__ = ["NewsPresetDialog", "ask_news_subscription", "build_expression",
            "expression_clauses", "known_feeds", "split_words"]
@@ -180,10 +181,7 @@ class NewsPresetDialog(QDialog):
         form.addRow("Author:", self.author)
         form.addRow("Categories:", self.categories)
         form.addRow("Subscription:", self.preview)
-        self.buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
+        self.buttons, self.ok_button = dialog_buttons(self)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.error)
@@ -224,7 +222,7 @@ class NewsPresetDialog(QDialog):
         else:
             self.error.setText("")
             ok = True
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
+        self.ok_button.setEnabled(ok)
 
 
 def ask_news_subscription(parent: QWidget | None = None,

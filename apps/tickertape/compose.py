@@ -17,13 +17,14 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDialog,
-    QDialogButtonBox,
     QFormLayout,
     QLabel,
     QLineEdit,
     QVBoxLayout,
     QWidget,
 )
+
+from elvin.qt import dialog_buttons
 
 #: Choices for the Timeout field: (label, seconds or None for "do not send").
 TIMEOUTS: tuple[tuple[str, int | None], ...] = (
@@ -91,11 +92,7 @@ class ComposeDialog(QDialog):
         form.addRow("", self.no_archive)
         form.addRow("", self.private_note)
 
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel, self)
-        self.send_button = buttons.addButton("&Send", QDialogButtonBox.ButtonRole.AcceptRole)
-        self.send_button.setDefault(True)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
+        buttons, self.send_button = dialog_buttons(self, "&Send")
 
         layout = QVBoxLayout(self)
         layout.addLayout(form)

@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QColorDialog,
     QDialog,
-    QDialogButtonBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -39,6 +38,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from elvin.qt import dialog_buttons
 
 COLUMNS = ("Group", "Subscribe", "Min s", "Max s", "Key (private)", "Colour")
 
@@ -123,10 +124,7 @@ class GroupsDialog(QDialog):
         self.error_label = QLabel(self)
         self.error_label.setStyleSheet("color: #c62828")
         self.error_label.hide()
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
-                                   | QDialogButtonBox.StandardButton.Cancel, self)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
+        buttons, _ok = dialog_buttons(self)
         layout = QVBoxLayout(self)
         layout.addWidget(tabs)
         layout.addWidget(self.error_label)

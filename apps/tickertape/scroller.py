@@ -590,31 +590,26 @@ def render_entry(entry: Entry, font: QFont, line_height: int, dpr: float) -> QPi
     p.drawText(label, align, group)
 
     baseline = (height + fm.ascent() - fm.descent()) / 2
-    x = pill_w + 8.0
-    p.setFont(bold)
-    p.setPen(colour)
-    p.drawText(QPointF(x, baseline), name)
-    x += name_w
+
+    def draw(x: float, piece: str, piece_font: QFont, pen: QColor, width: float) -> float:
+        """Draw one piece of the line at ``x``; where the next one starts."""
+        p.setFont(piece_font)
+        p.setPen(pen)
+        p.drawText(QPointF(x, baseline), piece)
+        return x + width
+
+    x = draw(pill_w + 8.0, name, bold, colour, name_w)
     if domain:
-        p.setFont(font)
-        p.setPen(DIM)
-        p.drawText(QPointF(x, baseline), domain)
-        x += domain_w
-    x += 9.0
-    text_x = x
-    p.setFont(font)
+        x = draw(x, domain, font, DIM, domain_w)
+    text_x = x = x + 9.0
     if entry.mention:  # for you: a soft amber band behind the text
         band = QRectF(x - 4.0, (height - fm.height()) / 2 - 1.0, text_w + 8.0, fm.height() + 2.0)
         p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(MENTION_BAND)
         p.drawRoundedRect(band, 4.0, 4.0)
-    p.setPen(MENTION if entry.mention else TEXT)
-    p.drawText(QPointF(x, baseline), text)
-    x += text_w
+    x = draw(x, text, font, MENTION if entry.mention else TEXT, text_w)
     if link:
-        p.setFont(bold)
-        p.setPen(colour)
-        p.drawText(QPointF(x, baseline), link)
+        draw(x, link, bold, colour, link_w)
         under_y = baseline + 2.5
         p.setPen(QPen(colour.darker(120), 1.0))
         p.drawLine(QPointF(text_x, under_y), QPointF(x, under_y))

@@ -88,6 +88,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from elvin.fileutil import make_directory
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
 
 log = logging.getLogger(__name__)
@@ -370,12 +371,7 @@ class ArchiveWriter:
             raise ValueError("batch_rows must be at least 1")
         if flush_seconds <= 0:
             raise ValueError("flush_seconds must be positive")
-        self.directory = Path(directory)
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ArchiveError(f"cannot create archive directory {self.directory}: "
-                               f"{exc.strerror or exc}") from exc
+        self.directory = make_directory(directory, "archive directory", ArchiveError)
         self.batch_rows = batch_rows
         self.flush_seconds = flush_seconds
         self.max_pending_rows = max(max_pending_rows, batch_rows)

@@ -59,6 +59,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from elvin.fileutil import make_directory
+
 log = logging.getLogger("elvin.router.archive")
 
 __all__ = ["ArchiveProcess", "ArchiveProcessError", "ArchiveSummary"]
@@ -94,12 +96,7 @@ def check_directory(directory: str | os.PathLike) -> Path:
     """Create ``directory`` if needed and prove it writable, now rather than
     at the first write (the messages are the ones ``ArchiveWriter`` and the
     router always gave)."""
-    path = Path(directory)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ArchiveProcessError(f"cannot create archive directory {path}: "
-                                  f"{exc.strerror or exc}") from None
+    path = make_directory(directory, "archive directory", ArchiveProcessError)
     probe = path / f".elvind-probe-{os.getpid()}"
     try:
         probe.write_bytes(b"")

@@ -53,6 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elvin.fileutil import make_directory
+
 __all__ = ["COLUMNS", "EVENTS", "SUPPORTS", "MobilityResult", "TraceError", "check_traces",
            "mobility"]
 
@@ -64,6 +66,13 @@ GROUP_HEADER = ("support", "rate", "subscriptions", "runs", "departures", "arriv
 RUN_HEADER = ("run", "support", "rate", "subscriptions", "departures", "arrivals",
               "move_ins", "delay_ms_mean", "delay_ms_max", "losses", "duplicates")
 DEFAULT_PLOTS = 12
+#: What the configuration and event columns must hold (the values allowed, or
+#: "number" / "integer" for a cast that must succeed), in the order in which a
+#: bad row's first fault is named: one list for the Spark check that finds bad
+#: rows and for the message that says what is wrong with the first.
+_RULES: tuple[tuple[str, tuple[str, ...] | str], ...] = (
+    ("support", SUPPORTS), ("rate", "number"), ("subscriptions", "integer"),
+    ("event", EVENTS), ("time", "number"))
 
 
 class TraceError(ValueError):
@@ -144,11 +153,14 @@ def _load(spark, files: list[Path]):
         F.trim("time").cast("double").alias("time"))
     publication = F.col("event").isin("departure", "arrival")
     bad = (F.col("_corrupt").isNotNull() | F.col("run").isNull() | (F.col("run") == "")
-           | ~F.coalesce(F.col("support").isin(*SUPPORTS), F.lit(False))
-           | F.col("rate").isNull() | F.col("subscriptions").isNull()
-           | ~F.coalesce(F.col("event").isin(*EVENTS), F.lit(False))
-           | F.col("time").isNull() | F.isnan("time") | F.isnan("rate")
            | (publication & (F.col("producer").isNull() | F.col("seq").isNull())))
+    for column, rule in _RULES:
+        if isinstance(rule, tuple):
+            bad = bad | ~F.coalesce(F.col(column).isin(*rule), F.lit(False))
+        else:
+            bad = bad | F.col(column).isNull()
+            if rule == "number":
+                bad = bad | F.isnan(column)
     typed = typed.cache()
     first_bad = typed.filter(bad).limit(1).collect()
     if first_bad:
@@ -185,20 +197,18 @@ def _row_text(row) -> str:
 
 
 def _why(row) -> str:
+    """What is wrong with a row the check in ``_load`` found bad: its first fault."""
     if row["_corrupt"] is not None:
         return f"malformed: expected {len(COLUMNS)} fields"
     if not row["run"]:
         return "empty run"
-    if row["support"] not in SUPPORTS:
-        return f"support {row['_raw_support']!r} is not one of {', '.join(SUPPORTS)}"
-    if row["rate"] is None or math.isnan(row["rate"]):
-        return f"rate {row['_raw_rate']!r} is not a number"
-    if row["subscriptions"] is None:
-        return f"subscriptions {row['_raw_subscriptions']!r} is not an integer"
-    if row["event"] not in EVENTS:
-        return f"event {row['_raw_event']!r} is not one of {', '.join(EVENTS)}"
-    if row["time"] is None or math.isnan(row["time"]):
-        return f"time {row['_raw_time']!r} is not a number"
+    for column, rule in _RULES:
+        value, raw = row[column], row[f"_raw_{column}"]
+        if isinstance(rule, tuple):
+            if value not in rule:
+                return f"{column} {raw!r} is not one of {', '.join(rule)}"
+        elif value is None or (rule == "number" and math.isnan(value)):
+            return f"{column} {raw!r} is not {'a number' if rule == 'number' else 'an integer'}"
     if row["producer"] is None:
         return f"a {row['event']} needs a producer"
     return f"seq {row['_raw_seq']!r} is not an integer"
@@ -218,12 +228,7 @@ def mobility(spark, traces_dir: str | os.PathLike, out_dir: str | os.PathLike, *
 
     note = stage or (lambda _label: None)
     files = check_traces(traces_dir)
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise TraceError(f"cannot create output directory {out}: {exc.strerror or exc}") \
-            from exc
+    out = make_directory(out_dir, "output directory", TraceError)
     note("reading traces")
     data = _load(spark, files)
 

@@ -40,6 +40,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from elvin.fileutil import make_directory
 from elvin.pipeline.archive import ArchiveError
 from elvin.pipeline.backtest import load_archive
 
@@ -62,12 +63,7 @@ class ReportResult:
 def report(spark: SparkSession, archive_dir: str | os.PathLike, out_dir: str | os.PathLike,
            *, stage: Callable[[str], None] | None = None) -> ReportResult:
     """Compute the report and write it to ``out_dir`` (created if needed)."""
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ArchiveError(f"cannot create report directory {out}: {exc.strerror or exc}") \
-            from exc
+    out = make_directory(out_dir, "report directory", ArchiveError)
     spark.conf.set("spark.sql.ansi.enabled", "false")
     df = load_archive(spark, archive_dir)
     note = stage or (lambda _label: None)

@@ -19,6 +19,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
 
 from elvin.errors import SubscriptionError
+from elvin.qt.widgets import monospace_font
 from elvin.subscription.ast import FUNCTION_KINDS
 
 __all__ = ["SubscriptionEditor", "SubscriptionHighlighter", "tokens"]
@@ -104,9 +105,7 @@ class SubscriptionEditor(QWidget):
         self.edit = QPlainTextEdit(self)
         self.edit.setPlaceholderText('e.g. TICKERTAPE == "Chat" && require(TICKERTEXT)')
         self.edit.setTabChangesFocus(True)
-        font = QFont("monospace")
-        font.setStyleHint(QFont.StyleHint.TypeWriter)
-        self.edit.setFont(font)
+        self.edit.setFont(monospace_font())
         self.highlighter = SubscriptionHighlighter(self.edit.document())
         self.error_label = QLabel(self)
         self.error_label.setStyleSheet("color: #c62828;")

@@ -187,7 +187,7 @@ class SendQueue:
             if incoming is not None:
                 self._note_drops(1, tail=True)
                 return False
-            dropped = self._drop_from_tail(target)
+            dropped = self._drop(target, tail=True)
             if dropped:
                 self._note_drops(dropped, tail=True)
         elif policy == "largest":
@@ -212,54 +212,38 @@ class SendQueue:
             if not keep_incoming:
                 return False
         else:  # oldest
-            dropped = self._drop_from_head(target)
+            dropped = self._drop(target, tail=False)
             if dropped:
                 self._note_drops(dropped, tail=False)
         return True
 
-    def _drop_from_head(self, target: int) -> int:
+    def _drop(self, target: int, tail: bool) -> int:
+        """Drop droppable packets from one end (the newest at the tail, the
+        oldest at the head) until at most ``target`` bytes are queued or none
+        is left; what may not be dropped stays, in its order, at that end.
+        The number dropped."""
         q = self._queue
+        take, put_back = (q.pop, q.append) if tail else (q.popleft, q.appendleft)
         kept = []
         dropped = 0
         while q and self.bytes > target:
-            entry = q.popleft()
+            entry = take()
             if entry[1]:
                 self.bytes -= len(entry[0])
                 dropped += 1
             else:
                 kept.append(entry)
         for entry in reversed(kept):
-            q.appendleft(entry)
-        return dropped
-
-    def _drop_from_tail(self, target: int) -> int:
-        q = self._queue
-        kept = []
-        dropped = 0
-        while q and self.bytes > target:
-            entry = q.pop()
-            if entry[1]:
-                self.bytes -= len(entry[0])
-                dropped += 1
-            else:
-                kept.append(entry)
-        for entry in reversed(kept):
-            q.append(entry)
+            put_back(entry)
         return dropped
 
     def _note_drops(self, count: int, tail: bool) -> None:
         self.dropped += count
         q = self._queue
-        if tail:
-            if not q or q[-1][0] is not DROP_WARN:
-                q.append([DROP_WARN, False])
-                self.bytes += len(DROP_WARN)
-                self.drop_events += 1
-        else:
-            if not q or q[0][0] is not DROP_WARN:
-                q.appendleft([DROP_WARN, False])
-                self.bytes += len(DROP_WARN)
-                self.drop_events += 1
+        if not q or q[-1 if tail else 0][0] is not DROP_WARN:
+            (q.append if tail else q.appendleft)([DROP_WARN, False])
+            self.bytes += len(DROP_WARN)
+            self.drop_events += 1
         if self.on_drop is not None:
             self.on_drop(count)
         if not self._paused and not self._scheduled:

@@ -462,11 +462,7 @@ class Session:
             else:
                 self.nack(p.xid, NackCode.IMPL_LIMIT, "Too many connections")
             return
-        try:
-            check_keys(p.nfn_keys)
-            check_keys(p.sub_keys)
-        except KeyError_ as exc:
-            self.nack(p.xid, exc.code, exc.message, exc.args_)
+        if self._keys_refused(p.xid, p.nfn_keys, p.sub_keys):
             return
         options, reply = negotiate(p.options, self.options, self.router.config.options)
         self._apply_options(options)
@@ -569,11 +565,8 @@ class Session:
         self.send(QosRply(p.xid, reply))
 
     def _sec_rqst(self, p: SecRqst) -> None:
-        try:
-            for keys in (p.add_nfn_keys, p.del_nfn_keys, p.add_sub_keys, p.del_sub_keys):
-                check_keys(keys)
-        except KeyError_ as exc:
-            self.nack(p.xid, exc.code, exc.message, exc.args_)
+        if self._keys_refused(p.xid, p.add_nfn_keys, p.del_nfn_keys, p.add_sub_keys,
+                              p.del_sub_keys):
             return
         error = (key_delta_error(self.nfn_keys, p.add_nfn_keys, p.del_nfn_keys, "notification")
                  or key_delta_error(self.sub_keys, p.add_sub_keys, p.del_sub_keys,
@@ -650,10 +643,7 @@ class Session:
         if len(engine) >= self.router.config.max_subscriptions:
             self.nack(p.xid, NackCode.IMPL_LIMIT, "The router has too many subscriptions")
             return
-        try:
-            check_keys(p.keys)
-        except KeyError_ as exc:
-            self.nack(p.xid, exc.code, exc.message, exc.args_)
+        if self._keys_refused(p.xid, p.keys):
             return
         self._check_expression(p.xid, p.expression, lambda c: self._sub_add(p, c))
 
@@ -675,11 +665,7 @@ class Session:
         sub = self._own_sub(p.xid, p.subscription_id)
         if sub is None:
             return
-        try:
-            check_keys(p.add_keys)
-            check_keys(p.del_keys)
-        except KeyError_ as exc:
-            self.nack(p.xid, exc.code, exc.message, exc.args_)
+        if self._keys_refused(p.xid, p.add_keys, p.del_keys):
             return
         if p.expression:
             self._check_expression(p.xid, p.expression, lambda c: self._sub_mod(p, sub, c))
@@ -724,16 +710,24 @@ class Session:
         self.nack(xid, NackCode.NOT_IMPL, "Quench not supported")
         return True
 
+    def _keys_refused(self, xid: int, *key_sets: Keys) -> bool:
+        """Check the key sets a request carries; the first bad one is Nacked
+        with its own code and message. True when the request was refused."""
+        try:
+            for keys in key_sets:
+                check_keys(keys)
+        except KeyError_ as exc:
+            self.nack(xid, exc.code, exc.message, exc.args_)
+            return True
+        return False
+
     def _qnch_add_rqst(self, p: QnchAddRqst) -> None:
         if self._quench_refused(p.xid):
             return
         if not p.names:
             self.nack(p.xid, NackCode.EMPTY_QUENCH, "Quench has no attribute names")
             return
-        try:
-            check_keys(p.keys)
-        except KeyError_ as exc:
-            self.nack(p.xid, exc.code, exc.message, exc.args_)
+        if self._keys_refused(p.xid, p.keys):
             return
         quench = self.router.quench
         # The existing subscriptions go out (SubAddNotify) before the reply, so
@@ -754,11 +748,7 @@ class Session:
         q = self._own_quench(p.xid, p.quench_id)
         if q is None:
             return
-        try:
-            check_keys(p.add_keys)
-            check_keys(p.del_keys)
-        except KeyError_ as exc:
-            self.nack(p.xid, exc.code, exc.message, exc.args_)
+        if self._keys_refused(p.xid, p.add_keys, p.del_keys):
             return
         if not (q.names - frozenset(p.names_del)) | frozenset(p.names_add):
             self.nack(p.xid, NackCode.EMPTY_QUENCH,

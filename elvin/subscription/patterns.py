@@ -278,46 +278,21 @@ def _parse_bracket(p: str, i: int, posix: bool) -> tuple[str, int]:
             i += 1
             break
         first = False
-        if posix and c == "[" and i + 1 < n and p[i + 1] in ":.=":
-            kind = p[i + 1]
-            end = p.find(kind + "]", i + 2)
+        if posix and c == "[" and i + 1 < n and p[i + 1] == ":":
+            end = p.find(":]", i + 2)
             if end < 0:
-                raise PatternError(f"unterminated '[{kind}' in bracket expression", i)
+                raise PatternError("unterminated '[:' in bracket expression", i)
             inner = p[i + 2:end]
             i = end + 2
-            if kind == ":":
-                sub = _class_pattern(inner)
-                if sub is None:
-                    raise PatternError(f"unknown character class [:{inner}:]", start)
-                classes.append(sub)
-                continue
-            if len(inner) != 1:
-                raise PatternError(f"collating element [{kind}{inner}{kind}] is not supported "
-                                   "(single characters only)", start)
-            lo = inner
-        elif not posix and c == "\\" and i + 1 < n:
-            lo = p[i + 1]
-            i += 2
-        else:
-            lo = c
-            i += 1
+            sub = _class_pattern(inner)
+            if sub is None:
+                raise PatternError(f"unknown character class [:{inner}:]", start)
+            classes.append(sub)
+            continue
+        lo, i = _bracket_char(p, i, posix, start)
         # a range?
         if i + 1 < n and p[i] == "-" and p[i + 1] != "]":
-            i += 1
-            c2 = p[i]
-            if posix and c2 == "[" and i + 1 < n and p[i + 1] in ".=":
-                kind = p[i + 1]
-                end = p.find(kind + "]", i + 2)
-                if end < 0 or end - (i + 2) != 1:
-                    raise PatternError("bad range end point", i)
-                hi = p[i + 2]
-                i = end + 2
-            elif not posix and c2 == "\\" and i + 1 < n:
-                hi = p[i + 1]
-                i += 2
-            else:
-                hi = c2
-                i += 1
+            hi, i = _bracket_char(p, i + 1, posix, start)
             if ord(hi) < ord(lo):
                 raise PatternError(f"invalid range {lo}-{hi} (end before start)", start)
             items.append(_class_range(ord(lo), ord(hi)))
@@ -335,6 +310,27 @@ def _parse_bracket(p: str, i: int, posix: bool) -> tuple[str, int]:
     if negate:
         return "(?:(?!" + alt + ")[\\s\\S])", i
     return "(?:" + alt + ")", i
+
+
+def _bracket_char(p: str, i: int, posix: bool, start: int) -> tuple[str, int]:
+    """The character at ``p[i]`` in a bracket expression, a range's start or
+    end alike, and the index after it: a collating element ``[.c.]`` or
+    ``[=c=]`` (regex; single characters only), a backslash escape (wildcard),
+    or the character itself."""
+    c = p[i]
+    if posix and c == "[" and i + 1 < len(p) and p[i + 1] in ".=":
+        kind = p[i + 1]
+        end = p.find(kind + "]", i + 2)
+        if end < 0:
+            raise PatternError(f"unterminated '[{kind}' in bracket expression", i)
+        inner = p[i + 2:end]
+        if len(inner) != 1:
+            raise PatternError(f"collating element [{kind}{inner}{kind}] is not supported "
+                               "(single characters only)", start)
+        return inner, end + 2
+    if not posix and c == "\\" and i + 1 < len(p):
+        return p[i + 1], i + 2
+    return c, i + 1
 
 
 # --------------------------------------------------------------------------

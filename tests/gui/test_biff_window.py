@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
-import time
 
 import pytest
 from elvin_apps.biff import CoffeeBiff, protocol
@@ -27,14 +26,7 @@ from PySide6.QtGui import QColor
 
 import elvin
 from elvin.qt import ConnectionManager, StatusWidget
-
-
-async def until(predicate, timeout: float = 5.0, what: str = "condition") -> None:
-    start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout:
-            raise AssertionError(f"{what} not reached within {timeout} s")
-        await asyncio.sleep(0.02)
+from tests.waiting import until
 
 
 class Desk:

@@ -41,6 +41,7 @@ from PySide6.QtWidgets import QToolButton
 import elvin.client
 from elvin.text import parse_notifications
 from elvin.values import Int64
+from tests.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,12 +54,6 @@ pytestmark = pytest.mark.usefixtures("main_thread_gc")
 def router(make_router):
     """Router statistics every 0.2 s, for the router view panes."""
     return make_router(stats_interval=0.2)
-
-
-async def until(condition, timeout: float = 10.0, what: str = "condition") -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
 
 
 class Console:

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication
 
 import elvin.client
 from tests.gui.test_console_app import Console, basic, rows, run, subscribe
+from tests.waiting import until
 
 pytestmark = pytest.mark.usefixtures("main_thread_gc")
 
@@ -50,7 +51,7 @@ def test_producer_is_a_publish_bar_that_unfolds(qt_loop, qtbot, router):
         await rows(consumer, 1)
         producer.expand_button.click()
         assert producer.expanded and producer.full.isVisible()
-        await until_true(lambda: dock.height() > 200)
+        await until(lambda: dock.height() > 200)
         assert loads(dumps(window.workspace())).panes[1].expanded is True
         producer.expand_button.click()
         assert not producer.full.isVisible()
@@ -76,7 +77,7 @@ def test_columns_menu_keeps_order_and_stays_open(qt_loop, qtbot, router):
         menu = consumer.columns_menu
         menu.popup(
             consumer.columns_button.mapToGlobal(consumer.columns_button.rect().bottomLeft()))
-        await until_true(menu.isVisible)
+        await until(menu.isVisible)
 
         def names() -> list[str]:
             return [a.text() for a in menu.actions() if a.isCheckable()]
@@ -122,10 +123,3 @@ def test_add_attribute_types_a_name_with_no_error(qt_loop, qtbot, router):
         assert not producer.send_button.isEnabled()
 
     run(qt_loop, qtbot, scenario)
-
-
-async def until_true(condition, timeout: float = 5.0) -> None:
-    import asyncio
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)

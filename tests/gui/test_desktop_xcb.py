@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from elvin.display_check import (
     x_server_answers,
 )
 from tests.integration.process_util import stop
+from tests.waiting import wait_until
 
 
 def _free_display() -> int:
@@ -32,17 +32,6 @@ def _free_display() -> int:
                 f"/tmp/.X{number}-lock").exists():
             return number
     raise RuntimeError("no free X display number in :90-:199")
-
-
-def _wait_for(condition, timeout: float, what: str, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(interval)
 
 
 @pytest.fixture
@@ -57,8 +46,8 @@ def xvfb():
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     display = f":{number}"
     try:
-        _wait_for(lambda: x_server_answers(display) or server.poll() is not None, 20,
-                  f"Xvfb on {display}")
+        wait_until(lambda: x_server_answers(display) or server.poll() is not None, 20,
+                   f"Xvfb on {display}")
         if server.poll() is not None:
             pytest.fail(f"Xvfb exited: {server.stderr.read().decode(errors='replace')}")
         yield display
@@ -93,7 +82,7 @@ def test_the_tickertape_maps_its_window_on_a_real_x_server(xvfb, router_url, tmp
                             "--elvin", router_url, "--no-history"],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        windows = _wait_for(
+        windows = wait_until(
             lambda: app.poll() is not None or _visible_windows(xvfb, "^Tickertape$"),
             30, "the tickertape window to be mapped", interval=0.2)
         assert app.poll() is None, app.stdout.read().decode(errors="replace")

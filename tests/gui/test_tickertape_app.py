@@ -29,6 +29,7 @@ from PySide6.QtCore import QUrl
 import elvin.client
 from elvin.qt import ConnectionManager
 from elvin.text import format_notification
+from tests.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,12 +83,6 @@ async def ep(url: str, *notifications: dict, keys: list[str] = ()) -> None:
     result = subprocess.run(cmd, input=text.encode(), capture_output=True, timeout=30, cwd=ROOT)
     assert result.returncode == 0, result.stderr.decode()
     await asyncio.sleep(0)
-
-
-async def until(predicate, timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.02)
 
 
 def chat(text: str, **extra) -> dict:

@@ -17,6 +17,7 @@ from elvin_apps.tickertape.window import TickerWindow
 
 import elvin.client
 from elvin.qt import ConnectionManager
+from tests.waiting import until
 
 # Qt objects are collected on the main thread only (tests/gui/conftest.py)
 pytestmark = pytest.mark.usefixtures("main_thread_gc")
@@ -29,12 +30,6 @@ def routers(make_router):
 
 def run(loop, coro, timeout: float = 40):
     return loop.run_until_complete(asyncio.wait_for(coro, timeout))
-
-
-async def until(predicate, timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.02)
 
 
 def chat(text: str) -> dict:

@@ -2,7 +2,7 @@
 
 ::
 
-    from tests.integration.federation_util import federated_routers, wait_until
+    from tests.integration.federation_util import federated_routers, wait_linked
 
     routers = federated_routers(3)              # r0 <- r1 <- r2, a chain
     try:
@@ -27,18 +27,17 @@ with a small debounce and fast reconnects.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from elvin.federation.config import AcceptSpec, ConnectSpec, FederationConfig
 from elvin.router.config import RouterConfig
 from elvin.router.embedded import EmbeddedRouter
+from tests.waiting import wait_until
 
 __all__ = ["RawFederator", "RawListener", "fed_stats", "federated_routers", "link_stats",
            "linked_domains", "remote_pull", "single_router",
-           "stop_all", "wait_linked",
-           "wait_until", "await_until"]
+           "stop_all", "wait_linked"]
 
 FAST = {"debounce": 0.01, "reconnect_min": 0.05, "reconnect_max": 0.5}
 
@@ -114,39 +113,6 @@ def remote_pull(router: EmbeddedRouter, domain: str) -> Any:
         link = router.router.federation.link_for(domain)  # type: ignore[union-attr]
         return link.remote_pull if link is not None else None
     return router.call(get)
-
-
-class _Deadline:
-    """The timeout that ``wait_until`` and ``await_until`` share (they differ
-    only in how they sleep between polls)."""
-
-    def __init__(self, timeout: float, what: str) -> None:
-        self.at = time.monotonic() + timeout
-        self.what = what
-
-    def check(self) -> None:
-        if time.monotonic() > self.at:
-            raise AssertionError(f"timed out waiting for {self.what}")
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0,
-               interval: float = 0.01, what: str = "condition") -> Any:
-    """Poll ``predicate`` (blocking) until it is truthy; AssertionError on timeout."""
-    deadline = _Deadline(timeout, what)
-    while not (value := predicate()):
-        deadline.check()
-        time.sleep(interval)
-    return value
-
-
-async def await_until(predicate: Callable[[], Any], timeout: float = 10.0,
-                      interval: float = 0.01, what: str = "condition") -> Any:
-    """``wait_until`` for async tests (yields to the test's event loop)."""
-    deadline = _Deadline(timeout, what)
-    while not (value := predicate()):
-        deadline.check()
-        await asyncio.sleep(interval)
-    return value
 
 
 def expected_links(routers: list[EmbeddedRouter],

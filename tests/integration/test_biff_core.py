@@ -16,22 +16,13 @@ from elvin_apps.biff import Biff, CoffeeBiff, protocol
 
 import elvin
 from elvin.client import CloseReason
+from tests.waiting import until
 
 # A deadline only turns a hang into a failure; it is never the thing tested, so it is
 # generous (a loaded machine may be slow). What a test proves comes from the setup:
 # where "not by heartbeat" matters, heartbeats are made too slow to be the cause.
 DEADLINE = 20.0
 NEVER = 3600.0      # a heartbeat that cannot happen during a test
-
-
-async def eventually(predicate, timeout: float = DEADLINE, what: str = "condition") -> float:
-    """Wait until ``predicate()``; returns the seconds it took."""
-    start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout:
-            raise AssertionError(f"{what} not reached within {timeout} s")
-        await asyncio.sleep(0.01)
-    return time.monotonic() - start
 
 
 def users(biff: Biff) -> set[str]:
@@ -82,37 +73,37 @@ async def pool(router_url):
 async def test_join_and_answer_to_who_is_there(pool):
     a = await pool.make("alice", heartbeat=NEVER)
     b = await pool.make("bob", heartbeat=NEVER)
-    await eventually(lambda: users(a) == users(b) == {"alice", "bob"}, what="a and b meet")
+    await until(lambda: users(a) == users(b) == {"alice", "bob"}, what="a and b meet")
     await a.activate("in 5 minutes at the kitchen")
-    await eventually(lambda: drinkers(b) == ["alice"], what="b sees alice's coffee")
+    await until(lambda: drinkers(b) == ["alice"], what="b sees alice's coffee")
 
     # carol starts later: nobody sends a heartbeat during the test, so what
     # she knows can only come from the answers to her "initial"
     c = await pool.make("carol", heartbeat=NEVER)
-    await eventually(lambda: users(c) == {"alice", "bob", "carol"},
-                     what="carol learns who is there")
+    await until(lambda: users(c) == {"alice", "bob", "carol"},
+                what="carol learns who is there")
     assert drinkers(c) == ["alice"] and c.count == 1
     [alice] = c.active_members
     assert alice.text == "in 5 minutes at the kitchen" and not alice.local
     assert c.render(alice) == "alice — in 5 minutes at the kitchen"
     assert c.summary() == "1 having a coffee: alice — in 5 minutes at the kitchen"
     # and the others learned of carol from her announcement
-    await eventually(lambda: "carol" in users(a) and "carol" in users(b))
+    await until(lambda: "carol" in users(a) and "carol" in users(b))
     assert all(m.status == "online" for m in c.members if m.user != "alice")
 
 
 async def test_state_changes_reach_everybody(pool):
     a, b, c = [await pool.make(u) for u in ("alice", "bob", "carol")]
-    await eventually(lambda: all(len(x.members) == 3 for x in (a, b, c)))
+    await until(lambda: all(len(x.members) == 3 for x in (a, b, c)))
     seen = []
     a.add_listener(lambda biff: seen.append(biff.count))
     await b.activate()
     await c.activate("kitchen")
-    await eventually(lambda: all(x.count == 2 for x in (a, b, c)), what="two drinkers")
+    await until(lambda: all(x.count == 2 for x in (a, b, c)), what="two drinkers")
     assert sorted(drinkers(a)) == ["bob", "carol"]
     assert seen[-1] == 2
     await b.deactivate()
-    await eventually(lambda: all(drinkers(x) == ["carol"] for x in (a, b, c)))
+    await until(lambda: all(drinkers(x) == ["carol"] for x in (a, b, c)))
     assert b.status == "online" and not b.is_active
 
 
@@ -124,28 +115,28 @@ async def test_killed_instance_expires_within_the_heartbeat_window(pool):
     b = await pool.make("bob", heartbeat=0.5)
     c = await pool.make("carol", heartbeat=1.0, reconnect=False)
     await c.activate()
-    await eventually(lambda: a.count == b.count == 1 and len(a.members) == 3)
+    await until(lambda: a.count == b.count == 1 and len(a.members) == 3)
     assert c.lifetime == pytest.approx(3.0)
 
     # a crash: the socket goes away, no departure is ever sent
     conn = c.connection
     conn._session.transport.abort()
-    await eventually(lambda: conn.state == "closed")
+    await until(lambda: conn.state == "closed")
     # still there for a while (nobody was told) ...
     assert "carol" in users(a) and "carol" in users(b)
     # ... then gone once its lifetime (three heartbeats) passes without a refresh,
     # and not before: a and b hold her expiry time from her last heartbeat
     expiry = {x.user: next(m.expires for m in x.members if m.user == "carol") for x in (a, b)}
-    await eventually(lambda: "carol" not in users(a) and "carol" not in users(b),
-                     what="carol expires")
+    await until(lambda: "carol" not in users(a) and "carol" not in users(b),
+                what="carol expires")
     assert time.monotonic() >= max(expiry.values())
     assert a.count == b.count == 0
     # while a and b, who keep refreshing, stay: wait for a fresh heartbeat of each
     seen = {x.user: next(m.expires for m in y.members if m.user == x.user)
             for x, y in ((a, b), (b, a))}
-    await eventually(lambda: all(next(m.expires for m in y.members if m.user == x.user)
-                                 > seen[x.user] for x, y in ((a, b), (b, a))),
-                     what="a and b refresh each other")
+    await until(lambda: all(next(m.expires for m in y.members if m.user == x.user)
+                            > seen[x.user] for x, y in ((a, b), (b, a))),
+                what="a and b refresh each other")
     assert users(a) == users(b) == {"alice", "bob"}
 
 
@@ -153,9 +144,9 @@ async def test_clean_departure_is_seen_at_once(pool):
     # nobody expires during the test (no heartbeats): the departure does it
     a, b, c = [await pool.make(u, heartbeat=NEVER) for u in ("alice", "bob", "carol")]
     await b.activate()
-    await eventually(lambda: all(len(x.members) == 3 and x.count == 1 for x in (a, b, c)))
+    await until(lambda: all(len(x.members) == 3 and x.count == 1 for x in (a, b, c)))
     await b.stop()
-    await eventually(lambda: "bob" not in users(a) and "bob" not in users(c))
+    await until(lambda: "bob" not in users(a) and "bob" not in users(c))
     assert a.count == c.count == 0
     assert users(b) == {"bob"} and not b.started
 
@@ -164,45 +155,45 @@ async def test_convergence_after_the_router_restarts(pool, router):
     # no heartbeats during the test: convergence can only come from
     # re-announcing and re-asking after the reconnection
     a, b, c = [await pool.make(u, heartbeat=NEVER) for u in ("alice", "bob", "carol")]
-    await eventually(lambda: all(len(x.members) == 3 for x in (a, b, c)))
+    await until(lambda: all(len(x.members) == 3 for x in (a, b, c)))
     loop = asyncio.get_running_loop()
 
     await loop.run_in_executor(None, router.stop)
-    await eventually(lambda: not b.connection.is_open, what="b notices the outage")
+    await until(lambda: not b.connection.is_open, what="b notices the outage")
     # while the router is away: bob starts a coffee (nobody can hear it)
     await b.activate("back soon")
     assert drinkers(b) == ["bob"] and a.count == 0
     await loop.run_in_executor(None, router.start)
 
     # all three reconnect; re-announcing and re-asking brings them together
-    await eventually(lambda: all(drinkers(x) == ["bob"] for x in (a, b, c)),
-                     what="everybody sees bob's coffee")
+    await until(lambda: all(drinkers(x) == ["bob"] for x in (a, b, c)),
+                what="everybody sees bob's coffee")
     assert all(users(x) == {"alice", "bob", "carol"} for x in (a, b, c))
     assert all(x.connection.reconnects >= 1 for x in (a, b, c))
     # and it keeps working after the reconnection
     await c.activate()
-    await eventually(lambda: all(x.count == 2 for x in (a, b, c)))
+    await until(lambda: all(x.count == 2 for x in (a, b, c)))
 
 
 async def test_one_instance_reconnects_and_catches_up(pool):
     a, b, c = [await pool.make(u) for u in ("alice", "bob", "carol")]
-    await eventually(lambda: all(len(x.members) == 3 for x in (a, b, c)))
+    await until(lambda: all(len(x.members) == 3 for x in (a, b, c)))
     # c loses its connection (the router sees it vanish; c reconnects)
     reconnected = asyncio.Event()
     c.connection.add_reconnect_listener(lambda _conn: reconnected.set())
     c.connection._session.abort(CloseReason("lost", "test: network cut"))
     await a.activate("meanwhile")      # c may or may not hear this one
     await asyncio.wait_for(reconnected.wait(), 5)
-    await eventually(lambda: drinkers(c) == ["alice"], what="c catches up")
-    await eventually(lambda: all(len(x.members) == 3 for x in (a, b, c)))
+    await until(lambda: drinkers(c) == ["alice"], what="c catches up")
+    await until(lambda: all(len(x.members) == 3 for x in (a, b, c)))
 
 
 async def test_active_timeout_returns_to_idle(pool):
     a = await pool.make("alice", active_timeout=0.3)
     b = await pool.make("bob")
     await a.activate()
-    await eventually(lambda: b.count == 1)
-    await eventually(lambda: b.count == 0 and not a.is_active, what="the coffee ends")
+    await until(lambda: b.count == 1)
+    await until(lambda: b.count == 0 and not a.is_active, what="the coffee ends")
     assert a.status == "online"
 
 
@@ -212,8 +203,8 @@ async def test_same_user_on_two_machines_counts_once(pool):
     b = await pool.make("bob")
     await a1.activate()
     await a2.activate()
-    await eventually(lambda: len(b.members) == 3)
-    await eventually(lambda: b.count == 1 and drinkers(b) == ["alice"])
+    await until(lambda: len(b.members) == 3)
+    await until(lambda: b.count == 1 and drinkers(b) == ["alice"])
 
 
 async def test_presence_clients_see_coffee_drinkers(pool, router_url):
@@ -244,7 +235,7 @@ async def test_presence_clients_see_coffee_drinkers(pool, router_url):
                            "User": "tom@ticker", "Client-Id": "ticker-1",
                            "Groups": "|elvin|Coffee|", "Status": "Coffee",
                            "Status-Text": "espresso", "Status-Duration": 60})
-        await eventually(lambda: drinkers(b) == ["tom@ticker"])
+        await until(lambda: drinkers(b) == ["tom@ticker"])
         tom = b.active_members[0]
         assert time.monotonic() - tom.since == pytest.approx(60, abs=10)  # it started 60 s ago
         assert tom.expires - time.monotonic() > 500   # foreign lifetime: 10 min
@@ -280,13 +271,13 @@ ODD_BUT_USABLE = [
 async def test_garbage_never_breaks_a_biff(pool, router_url):
     a = await pool.make("alice")
     b = await pool.make("bob")
-    await eventually(lambda: len(a.members) == 2)
+    await until(lambda: len(a.members) == 2)
     async with elvin.connect(router_url) as spammer:
         for junk in GARBAGE + ODD_BUT_USABLE:
             await spammer.send(junk)
         await spammer.send({"Presence-Protocol": 1000, "Groups": "|coffee|",
                             "Status": "coffee", "User": "marker", "Client-Id": "m"})
-        await eventually(lambda: "marker" in users(a), what="the marker after the junk")
+        await until(lambda: "marker" in users(a), what="the marker after the junk")
     names = users(a)
     assert "marker" in names and "alice" in names and "bob" in names
     huge = [n for n in names if n.startswith("huge")]
@@ -297,9 +288,9 @@ async def test_garbage_never_breaks_a_biff(pool, router_url):
     assert len(a.members) == 5 and a.ignored >= len(GARBAGE) - 2   # 2 filtered by router
     # the biff still works both ways
     await b.activate()
-    await eventually(lambda: "bob" in drinkers(a))
+    await until(lambda: "bob" in drinkers(a))
     await a.activate()
-    await eventually(lambda: "alice" in drinkers(b))
+    await until(lambda: "alice" in drinkers(b))
     # direct calls with worse junk than the wire can carry
     for junk in (None, 42, "text", [], {"Presence-Protocol": 1000, "User": object()},
                  {object(): 1}):
@@ -316,7 +307,7 @@ async def test_a_flood_of_fake_clients_is_bounded(pool, router_url):
                                 "Client-Id": f"f{i}"})
         await spammer.send({"Presence-Protocol": 1000, "Groups": "|coffee|",
                             "Status": "online", "User": "last", "Client-Id": "last"})
-        await eventually(lambda: "last" in users(a))
+        await until(lambda: "last" in users(a))
     assert len(a.members) <= 20 and "alice" in users(a)
 
 
@@ -332,13 +323,13 @@ async def test_a_new_biff_is_a_few_lines(pool):
     x2 = await pool.make("ben", cls=XpilotBiff)
     coffee = await pool.make("cat")
     await x1.activate("server-3")
-    await eventually(lambda: x2.count == 1)
+    await until(lambda: x2.count == 1)
     assert x2.summary() == "1 playing xpilot: ann on server-3"
     assert x1.status == "xpilot"
     # domains do not mix: a coffee marker sent after the xpilot traffic
     # reaches cat, and by then nothing of ann's or ben's did
     await pool.make("dan")
-    await eventually(lambda: "dan" in users(coffee))
+    await until(lambda: "dan" in users(coffee))
     assert users(coffee) == {"cat", "dan"}
     assert users(x2) == {"ann", "ben"}
 

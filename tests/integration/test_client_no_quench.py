@@ -12,17 +12,9 @@ import pytest
 import elvin
 from elvin.client import NackError, QuenchNotSupported, SubscriptionRemoved, connect
 from elvin.errors import NackCode
+from tests.waiting import until
 
 TIMEOUT = 10.0
-
-
-async def until(predicate, what: str, timeout: float = TIMEOUT) -> None:
-    try:
-        async with asyncio.timeout(timeout):
-            while not predicate():
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"{what} not reached within {timeout} s") from None
 
 
 def auto_quench_warnings(caplog) -> list[str]:
@@ -110,7 +102,7 @@ async def test_auto_quench_follows_the_router_across_restarts(make_router, caplo
         assert await producer.send({"Phase": 2}) in (True, False)
         assert producer.supports_quench is True
         terms = producer._auto_quench.quench.terms
-        await until(lambda: len(terms) == 1, "the restored subscription in the quench")
+        await until(lambda: len(terms) == 1, what="the restored subscription in the quench")
         assert await producer.send({"Phase": 1}) is False    # filtering again
         assert await producer.send({"Phase": 2}) is True
         assert (await sub.get(timeout=TIMEOUT))["Phase"] == 2
@@ -185,11 +177,11 @@ async def test_optional_quench_falls_back_and_returns_with_the_router(make_route
         await follower.ask()
         assert (changes, follower.refused, follower.quench) == ([False], True, None)
         await restart_with(router, quench=True)
-        await until(lambda: changes[-1:] == [True], "quench after the restart")
+        await until(lambda: changes[-1:] == [True], what="quench after the restart")
         assert not follower.refused
-        await until(lambda: len(follower.quench.subscriptions) == 1, "the subscription")
+        await until(lambda: len(follower.quench.subscriptions) == 1, what="the subscription")
         await restart_with(router, quench=False)
-        await until(lambda: changes[-1:] == [False], "no quench after the second restart")
+        await until(lambda: changes[-1:] == [False], what="no quench after the second restart")
         await follower.close()
     said = [r.getMessage() for r in caplog.records if "doing without" in r.getMessage()
             or "using it" in r.getMessage()]

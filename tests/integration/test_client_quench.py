@@ -13,6 +13,7 @@ from elvin.client import (
 )
 from elvin.quenching import wanted
 from elvin.subscription import parse
+from tests.waiting import until
 
 
 async def events(q, expect: int = 1, extra_wait: float = 0.3) -> list:
@@ -24,12 +25,6 @@ async def events(q, expect: int = 1, extra_wait: float = 0.3) -> list:
             out.append(await q.get(timeout=extra_wait))
         except TimeoutError:
             return out
-
-
-async def until(condition, timeout: float = 10) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
 
 
 async def test_quench_reports_existing_and_new_subscriptions(router_url):

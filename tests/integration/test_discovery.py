@@ -13,7 +13,6 @@ import os
 import random
 import socket
 import struct
-import time
 
 import pytest
 
@@ -30,6 +29,7 @@ from elvin.discovery import (
 )
 from elvin.discovery.transport import multicast_socket
 from elvin.router.embedded import EmbeddedRouter
+from tests.waiting import wait_until
 
 TIMEOUT = 5.0
 
@@ -48,14 +48,6 @@ def discoverable(make_router):
         return router, f"127.0.0.1:{responder.port}"
 
     return factory
-
-
-def wait_for(predicate, timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.02)
 
 
 async def test_router_answers_for_its_scope(discoverable):
@@ -115,7 +107,7 @@ async def test_garbage_datagrams_are_ignored(discoverable):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         for data in junk:
             sock.sendto(data, (host, int(port)))
-    wait_for(lambda: responder.ignored >= len(junk))
+    wait_until(lambda: responder.ignored >= len(junk))
     assert router.running
     # still answering
     assert await discover("junk", address=where, timeout=TIMEOUT) == [router.url]
@@ -135,7 +127,7 @@ async def test_requests_are_rate_limited_but_always_answered(discoverable):
             sock.sendto(encode(SvrRqst(0)), (host, int(port)))
         first = decode(sock.recvfrom(2048)[0])
         assert isinstance(first, SvrAdvt) and first.uris == (router.url,)
-        wait_for(lambda: responder.requests >= 5)
+        wait_until(lambda: responder.requests >= 5)
         second = decode(sock.recvfrom(2048)[0])   # the deferred one
         assert isinstance(second, SvrAdvt)
         sock.settimeout(0.5)

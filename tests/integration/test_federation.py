@@ -12,9 +12,9 @@ import pytest
 from elvin.keys import Keys
 from elvin.protocol import NotifyDeliver
 from elvin.subscription import parse
+from tests.waiting import until
 
 from .federation_util import (
-    await_until,
     fed_stats,
     federated_routers,
     link_stats,
@@ -38,8 +38,8 @@ def sent(router) -> int:
 
 
 async def wait_pull(router, domain, predicate=lambda p: p is not False and p is not None):
-    return await await_until(lambda: predicate(remote_pull(router, domain)),
-                             what=f"a pull filter from {domain}")
+    return await until(lambda: predicate(remote_pull(router, domain)),
+                       what=f"a pull filter from {domain}")
 
 
 async def test_notification_reaches_a_subscriber_two_hops_away(chain):
@@ -173,13 +173,13 @@ async def test_a_loop_in_the_configuration_does_not_loop_notifications():
             return sum(fed_stats(r)[key] for r in routers)
         # r0 -> r1, r0 -> r2, then r1 -> r2 and r2 -> r1 with the longer
         # routing lists; every further hop is cut by a routing list.
-        await await_until(lambda: total("fed_notify_received") == 4 * count,
-                          what="every FedNotify to arrive")
+        await until(lambda: total("fed_notify_received") == 4 * count,
+                    what="every FedNotify to arrive")
         # a second batch after the first one has settled: still exactly 4
         # FedNotify per notification, so nothing circulates
         producer.notify({"Seq": count})
-        await await_until(lambda: total("fed_notify_received") == 4 * (count + 1),
-                          what="the last FedNotify")
+        await until(lambda: total("fed_notify_received") == 4 * (count + 1),
+                    what="the last FedNotify")
         assert total("fed_notify_sent") == 4 * (count + 1)
         for client in subs:
             # without a spanning tree a router can get a notification along
@@ -255,7 +255,7 @@ async def test_large_pull_filters_are_indexed_and_forward_selectively(chain):
     def terms():
         pull = remote_pull(r0, "r1")
         return 0 if pull in (None, False, True) else len(pull.children)
-    await await_until(lambda: terms() == 400, what="a 400-term pull filter at r0")
+    await until(lambda: terms() == 400, what="a 400-term pull filter at r0")
     producer = await RawClient.connected(r0.port)
     producer.notify({"Group": "g9999", "Body": 1})
     producer.notify({"Group": "g399", "Body": 2})

@@ -14,15 +14,14 @@ from elvin.protocol import NotifyDeliver
 from elvin.router.cli import build_parser, make_config, reload_federation
 from elvin.router.config import ConfigError, load_config
 from elvin.router.embedded import EmbeddedRouter
+from tests.waiting import until, wait_until
 
 from .federation_util import (
-    await_until,
     fed_stats,
     federated_routers,
     linked_domains,
     remote_pull,
     stop_all,
-    wait_until,
 )
 from .process_util import free_port, stop
 from .rawclient import RawClient
@@ -76,9 +75,9 @@ async def test_routers_configured_by_elvin_domain_apply_fragments(tmp_path):
         await right.subscribe("require(Seq)")
         hub = await RawClient.connected(routers["hub"].port)
         await hub.subscribe("require(Seq)")
-        await await_until(lambda: remote_pull(routers["hub"], "left") not in (None, False)
-                          and remote_pull(routers["hub"], "right") not in (None, False),
-                          what="pull filters at hub")
+        await until(lambda: remote_pull(routers["hub"], "left") not in (None, False)
+                    and remote_pull(routers["hub"], "right") not in (None, False),
+                    what="pull filters at hub")
         producer = await RawClient.connected(routers["hub"].port)
         producer.notify({"Seq": 1})                 # hub -> left only (right wants News)
         producer.notify({"Seq": 2, "News": "x"})    # hub -> left and right

@@ -18,10 +18,10 @@ from elvin.federation.packets import (
 )
 from elvin.keys import Keys
 from elvin.protocol import Disconn, Nack, NotifyDeliver
+from tests.waiting import until
 
 from .federation_util import (
     RawFederator,
-    await_until,
     fed_stats,
     federated_routers,
     linked_domains,
@@ -52,7 +52,7 @@ async def still_works(routers) -> None:
     r0, r1 = routers[:2]
     sub = await RawClient.connected(r0.port)
     await sub.subscribe("require(Alive)")
-    await await_until(lambda: remote_pull(r1, "r0") not in (False, None), what="pull")
+    await until(lambda: remote_pull(r1, "r0") not in (False, None), what="pull")
     producer = await RawClient.connected(r1.port)
     producer.notify({"Alive": 1})
     assert (await sub.expect(NotifyDeliver)).attributes == {"Alive": 1}

@@ -15,11 +15,11 @@ import pytest
 from elvin.federation.config import FederationConfig, FederationConfigError
 from elvin.federation.packets import Ack, FedSubReplace
 from elvin.protocol import ConfConn, TestConn
+from tests.waiting import until
 
 from .federation_util import (
     RawFederator,
     RawListener,
-    await_until,
     linked_domains,
     single_router,
 )
@@ -53,15 +53,15 @@ async def test_unanswered_sub_replace_closes_the_link_and_redials(caplog):
         assert again.xid != first.xid
         assert again.pull_filter == first.pull_filter
         await peer.until_closed(timeout=10)       # retries used up: the router hangs up
-        await await_until(lambda: warnings_with(caplog, "FedSubReplace", "request timeout"),
-                          what="the request timeout warning")
+        await until(lambda: warnings_with(caplog, "FedSubReplace", "request timeout"),
+                    what="the request timeout warning")
         assert warnings_with(caplog, "sending it again")
 
         # the router redials; this time the peer answers and the link stays up
         behaved = await listener.accept_linked("peer")
         replace = await behaved.expect(FedSubReplace)
         behaved.send(Ack(replace.xid))
-        await await_until(lambda: link_acked(router, "peer"), what="the Ack")
+        await until(lambda: link_acked(router, "peer"), what="the Ack")
         await asyncio.sleep(1.0)                  # several request timeouts
         assert linked_domains(router) == {"peer"}
         assert len(warnings_with(caplog, "request timeout")) == 1
@@ -82,10 +82,10 @@ async def test_silent_outgoing_peer_is_dropped_and_redialled(caplog):
         peer = await listener.accept_linked("peer")
         await peer.expect(TestConn, timeout=10)   # ... and never a ConfConn
         await peer.until_closed(timeout=10)
-        await await_until(lambda: warnings_with(caplog, "stopped responding"),
-                          what="the keepalive warning")
+        await until(lambda: warnings_with(caplog, "stopped responding"),
+                    what="the keepalive warning")
         again = await listener.accept_linked("peer", timeout=10)
-        await await_until(lambda: linked_domains(router) == {"peer"}, what="the new link")
+        await until(lambda: linked_domains(router) == {"peer"}, what="the new link")
         await again.close()
         await peer.close()
     finally:
@@ -105,14 +105,14 @@ async def test_silent_incoming_peer_is_dropped(caplog):
             answering.send(ConfConn())
         assert linked_domains(router) == {"peer"}
         await answering.close()
-        await await_until(lambda: linked_domains(router) == set(), what="the unlink")
+        await until(lambda: linked_domains(router) == set(), what="the unlink")
 
         silent = await RawFederator.linked(url, "peer")
         await silent.expect(TestConn, timeout=10)
         await silent.until_closed(timeout=10)
-        await await_until(lambda: warnings_with(caplog, "stopped responding"),
-                          what="the keepalive warning")
-        await await_until(lambda: linked_domains(router) == set(), what="the unlink")
+        await until(lambda: warnings_with(caplog, "stopped responding"),
+                    what="the keepalive warning")
+        await until(lambda: linked_domains(router) == set(), what="the unlink")
         await silent.close()
     finally:
         router.stop()

@@ -18,15 +18,14 @@ from elvin.protocol import NotifyDeliver
 from elvin.router.config import ConfigError, RouterConfig
 from elvin.router.embedded import EmbeddedRouter
 from elvin.router.server import Router
+from tests.waiting import until, wait_until
 
 from .federation_util import (
-    await_until,
     federated_routers,
     linked_domains,
     remote_pull,
     stop_all,
     wait_linked,
-    wait_until,
 )
 from .rawclient import RawClient
 
@@ -71,7 +70,7 @@ async def test_routers_link_over_tls(certs):
 
         sub = await RawClient.connected(r0.port)
         await sub.subscribe("require(Secret)")
-        await await_until(lambda: remote_pull(r1, "r0") not in (False, None), what="pull")
+        await until(lambda: remote_pull(r1, "r0") not in (False, None), what="pull")
         producer = await RawClient.connected(r1.port)
         producer.notify({"Secret": "over tls"})
         assert (await sub.expect(NotifyDeliver)).attributes == {"Secret": "over tls"}

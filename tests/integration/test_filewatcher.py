@@ -23,15 +23,7 @@ from elvin_apps.filewatcher.daemon import FileWatcher
 from elvin_apps.filewatcher.status import format_status, read_status
 
 from elvin.client import connect
-
-
-async def until(condition, timeout: float = 10.0, what: str = "condition") -> None:
-    try:
-        async with asyncio.timeout(timeout):
-            while not condition():
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for {what}") from None
+from tests.waiting import until
 
 
 async def collect(sub, quiet: float = 0.5, first: float = 5.0) -> list[dict]:

@@ -7,21 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from elvin_apps.filewatcher.status import StatusError, read_status
 
 from elvin.client import connect
-
-
-def _wait_for(condition, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out")
+from tests.waiting import until
 
 
 async def test_daemon_process_status_and_clean_stop(router, tmp_path):
@@ -44,10 +34,10 @@ async def test_daemon_process_status_and_clean_stop(router, tmp_path):
             except StatusError:
                 return None
 
-        await loop.run_in_executor(None, _wait_for, status)
+        await until(status, what="the status file")
         async with connect(router.url) as consumer:
             sub = await consumer.subscribe(f'begins-with(File-Path, "{root}/www/")')
-            await loop.run_in_executor(None, _wait_for, lambda: (status() or {}).get("watches"))
+            await until(lambda: (status() or {}).get("watches"), what="the watches")
             (root / "www" / "page.html").write_text("hi")
             n = await sub.get(timeout=10)
             assert (n["File-Event"], n["File-Path"]) == ("created", f"{root}/www/page.html")
@@ -108,7 +98,7 @@ async def test_daemon_at_a_router_without_quench_runs_and_says_so(tmp_path):
             except StatusError:
                 return None
 
-        data = await loop.run_in_executor(None, _wait_for, status)
+        data = await until(status, what="the status file")
         assert data["quench"] == "off"
         out = subprocess.run(
             [sys.executable, "-m", "elvin_apps.filewatcher", "status", "--status-file",

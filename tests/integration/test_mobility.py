@@ -4,7 +4,6 @@ lost; quota, expiry, secrets and bad requests."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections import defaultdict
 
@@ -16,13 +15,7 @@ from elvin.mobility import protocol as P
 from elvin.mobility.client import request_move_in, request_move_out
 from elvin.mobility.exchange import exchange, hello
 from elvin.values import Int64
-
-
-async def until(predicate, timeout: float = 10.0, what: str = "condition") -> None:
-    """Poll ``predicate`` (no timing assertions: only a generous timeout)."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
+from tests.waiting import until
 
 
 class Received:

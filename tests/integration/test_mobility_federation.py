@@ -9,8 +9,9 @@ import pytest
 
 from elvin.client import connect
 from elvin.mobility import MobileConnection
+from tests.waiting import until
 
-from .federation_util import await_until, federated_routers, stop_all, wait_linked
+from .federation_util import federated_routers, stop_all, wait_linked
 from .test_mobility import Received, buffered, publish
 
 
@@ -33,8 +34,8 @@ async def routed(pub, mc_got: Received, producer: str, start: int, timeout: floa
         await publish(pub, producer, [seq])
         seq += 1
         try:
-            await await_until(lambda last=seq - 1: last in mc_got.by_producer.get(producer, ()),
-                              timeout=0.2)
+            await until(lambda last=seq - 1: last in mc_got.by_producer.get(producer, ()),
+                        timeout=0.2)
             return seq
         except AssertionError:
             if seq - start > timeout / 0.2:
@@ -51,11 +52,11 @@ async def test_move_between_federated_routers(three_routers, sync, via):
     await mc.subscribe('Kind == "test"')
     try:
         next_seq = await routed(pub, got, "p", 0)
-        await await_until(lambda: got.count() >= 1)
+        await until(lambda: got.count() >= 1)
         await mc.move_out()
         away = list(range(next_seq, next_seq + 25))
         await publish(pub, "p", away)
-        await await_until(lambda: buffered(r0, mc.client_id) >= len(away))
+        await until(lambda: buffered(r0, mc.client_id) >= len(away))
         report = await mc.move_in(r2.url, sync=sync, delay=0.3, via=via)
         assert not report.abbreviated
         if sync == "ping":
@@ -71,7 +72,7 @@ async def test_move_between_federated_routers(three_routers, sync, via):
         # with ping or delay, nothing published right after the move-in is lost
         after = list(range(away[-1] + 1, away[-1] + 11))
         await publish(pub, "p", after)
-        await await_until(lambda: after[-1] in got.by_producer["p"])
+        await until(lambda: after[-1] in got.by_producer["p"])
         seqs = [s for s in got.by_producer["p"] if s >= away[0]]   # not the probes
         everything = away + after
         # nothing lost, in order per producer (duplicates possible without dedup)
@@ -97,7 +98,7 @@ async def test_dedup_suppresses_the_copies_of_a_move(three_routers):
         report = await mc.move_in(r2.url, sync="ping")
         last = next_seq + 20
         await publish(pub, "p", range(next_seq + 10, last))
-        await await_until(lambda: (last - 1) in got.by_producer["p"])
+        await until(lambda: (last - 1) in got.by_producer["p"])
         seqs = [s for s in got.by_producer["p"] if s >= next_seq]
         assert seqs == list(range(next_seq, last))   # no copies, no gaps
         assert report.duplicates <= mc.duplicates

@@ -22,8 +22,9 @@ from elvin.keys import Keys
 from elvin.mobility import MobileConnection, MobilityError
 from elvin.mobility import protocol as P
 from elvin.mobility.client import request_move_in
+from tests.waiting import until
 
-from .federation_util import await_until, federated_routers, stop_all, wait_linked
+from .federation_util import federated_routers, stop_all, wait_linked
 from .test_mobility import buffered, proxy_of
 
 SENTINEL = "Test.Sentinel"
@@ -109,8 +110,8 @@ async def settle(spies: list[Eavesdropper], urls: list[str], tag: str,
                 await conn.send({SENTINEL: f"{tag}@{url}"})
             try:
                 for spy, want in zip(spies, wants, strict=True):
-                    await await_until(lambda spy=spy, want=want: want <= spy.sentinels,
-                                      timeout=0.2)
+                    await until(lambda spy=spy, want=want: want <= spy.sentinels,
+                                timeout=0.2)
                 return
             except AssertionError:
                 continue
@@ -144,7 +145,7 @@ async def scenario(old_url: str, new_url: str, spy_urls: list[str], *, sync: str
                             "Text": f"SECRET-MARK-{seq}"},
                            keys=Keys.consumer_notification(raw), deliver_insecure=False)
         if old_router is not None:
-            await await_until(lambda: buffered(old_router, mc.client_id) == 10)
+            await until(lambda: buffered(old_router, mc.client_id) == 10)
         report = await mc.move_in(new_url, sync=sync, delay=0.2, via=via)
         await settle(spies, spy_urls, "done", federated)
         assert report.caught_up == 10 and report.dropped == 0
@@ -239,10 +240,10 @@ async def test_keyed_subscriptions_move_and_buffer_only_what_their_keys_allow(
         await pub_old.send({"Seq": 3}, keys=wrong, deliver_insecure=False)
         await pub_old.send({"Seq": 4}, keys=ntfn_keys)                  # key, insecure ok
         await pub_old.send({"Seq": 5}, keys=wrong)                      # wrong key, insecure
-        await await_until(lambda: buffered(old, mc.client_id) == 2)
+        await until(lambda: buffered(old, mc.client_id) == 2)
         # a probe after the others: once it is buffered, the rest were judged
         await pub_old.send({"Seq": 6}, keys=ntfn_keys, deliver_insecure=False)
-        await await_until(lambda: buffered(old, mc.client_id) == 3)
+        await until(lambda: buffered(old, mc.client_id) == 3)
         report = await mc.move_in(new.url)
         assert report.caught_up == 3
         caught = [keyed.get_nowait() for _ in range(keyed.pending)]
@@ -268,7 +269,7 @@ async def test_a_wrong_secret_sent_privately_downloads_nothing(make_router):
     try:
         ticket = await mc.move_out()
         await pub.send({"Seq": 1})
-        await await_until(lambda: buffered(old, mc.client_id) == 1)
+        await until(lambda: buffered(old, mc.client_id) == 1)
         # a thief that knows everything but the secret, through the new
         # router's proxy, sent privately as it should be: refused
         forged = dataclasses.replace(ticket, secret="guess")
@@ -300,7 +301,7 @@ async def test_without_the_old_proxys_key_the_new_proxy_asks_for_it(router, via)
         try:
             ticket = await mc.move_out()
             await pub.send({"Seq": 1})
-            await await_until(lambda: len(a.handlers[mc.client_id].buffer) == 1)
+            await until(lambda: len(a.handlers[mc.client_id].buffer) == 1)
             mc.ticket = dataclasses.replace(ticket, proxy_key=b"")
             mc.proxy = "proxy-B"
             report = await mc.move_in(router.url, via=via)
@@ -357,7 +358,7 @@ async def test_connection_level_keys_move(make_router, where, opened_with_keys):
         await pub_old.send({"Seq": 4}, keys=wrong)                      # wrong, insecure
         # a probe after the others: once it is buffered, the rest were judged
         await pub_old.send({"Seq": 5}, keys=ntfn_keys, deliver_insecure=False)
-        await await_until(lambda: buffered(old, mc.client_id) == 2)
+        await until(lambda: buffered(old, mc.client_id) == 2)
         report = await mc.move_in(new.url)
         assert report.caught_up == 2 and report.abbreviated == (where == "same")
         caught = [keyed.get_nowait() for _ in range(keyed.pending)]
@@ -400,13 +401,13 @@ async def test_router_proxy_with_a_key_file_can_be_pinned(make_router, tmp_path)
         ticket = await mc.move_out()
         assert ticket.proxy_key == public_key(raw_a)
         await pub.send({"Seq": 1})
-        await await_until(lambda: buffered(old, mc.client_id) == 1)
+        await until(lambda: buffered(old, mc.client_id) == 1)
         report = await mc.move_in(old.url)
         assert report.abbreviated and report.caught_up == 1
         assert (await sub.get(timeout=5))["Seq"] == 1
         await mc.move_out()
         await pub.send({"Seq": 2})
-        await await_until(lambda: buffered(old, mc.client_id) == 1)
+        await until(lambda: buffered(old, mc.client_id) == 1)
         report = await mc.move_in(new.url)
         assert not report.abbreviated and report.caught_up == 1
         assert (await sub.get(timeout=5))["Seq"] == 2

@@ -23,6 +23,7 @@ from elvin_apps.tickertape.message import from_notification
 from elvin import Int64
 from elvin.client import connect
 from tests.feedserver import FeedServer, Item, atom, rss
+from tests.waiting import until
 
 T0 = 1_714_564_800          # 2024-05-01 12:00 UTC
 INTERVAL = 0.3
@@ -110,12 +111,6 @@ async def next_article(sub, timeout: float = 10) -> dict:
     while "Test-Marker" in (note := dict(await sub.get(timeout=timeout))):
         pass
     return note
-
-
-async def until(condition, timeout: float = 10) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
 
 
 def by_title(notes: list[dict]) -> dict[tuple[str, str], dict]:

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from elvin_apps.newswatcher import __version__
 
 from elvin.client import connect
 from tests.feedserver import FeedServer, Item, rss
+from tests.waiting import until
 
 from .process_util import free_port
 
@@ -69,14 +69,6 @@ def test_status_without_a_daemon(tmp_path):
     assert run("reload", "--data-dir", str(tmp_path)).returncode == 3
 
 
-async def wait_for(condition, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not met")
-        await asyncio.sleep(0.05)
-
-
 async def test_daemon_lifecycle(router_url, tmp_path):
     local = tmp_path / "local.xml"
     local.write_text(rss("Local", [Item("l1", "Local news")]))
@@ -120,7 +112,7 @@ async def test_daemon_lifecycle(router_url, tmp_path):
                 # a broken config on reload keeps the running one
                 cfg.write_text("[[feeds]]\nname = 1\n")
                 proc.send_signal(signal.SIGHUP)
-                await wait_for(lambda: "reload refused" in log_file.read_text())
+                await until(lambda: "reload refused" in log_file.read_text())
                 assert proc.poll() is None
             finally:
                 proc.send_signal(signal.SIGTERM)
@@ -141,7 +133,7 @@ async def test_sigint_stops_cleanly(router_url, tmp_path, sig):
                                    "--data-dir", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        await wait_for(lambda: (tmp_path / "status.json").exists())
+        await until(lambda: (tmp_path / "status.json").exists())
     finally:
         proc.send_signal(sig)
         _out, err = await asyncio.to_thread(proc.communicate, timeout=15)

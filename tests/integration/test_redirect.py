@@ -21,19 +21,12 @@ import elvin
 from elvin import Keys
 from elvin.client import ConnectionClosedError, NackError, SubscriptionAdded, connect
 from elvin.subscription import parse
+from tests.waiting import until
 
 from .process_util import free_port, stop
 
 SECRET = b"redirect secret"
 TIMEOUT = 10.0
-
-
-async def until(predicate, timeout: float = TIMEOUT, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout} s")
-        await asyncio.sleep(0.02)
 
 
 def port_of(conn) -> int:

@@ -8,12 +8,10 @@ and clients it matched, the secure flag, the size and the producer.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -23,17 +21,9 @@ from elvin.pipeline.archive import encoded_size, read_archive
 from elvin.router.config import ConfigError, RouterConfig, config_from_dict
 from elvin.router.server import Router, RouterStartError
 from elvin.values import Int64
+from tests.waiting import until
 
 from .process_util import ELVIND, free_port, wait_listening
-
-
-async def wait_for(predicate, timeout: float = 10.0) -> None:
-    """Poll until ``predicate()`` (deliveries are asynchronous)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
 
 
 def notification(i: int) -> dict:
@@ -69,8 +59,8 @@ async def test_embedded_router_archives_every_notification(make_router, tmp_path
         await producer.send({"nobody": "listens"})
         await producer.send({"secret": 1}, keys=Keys.producer_notification(secret))
         # every delivery seen: the router has routed (and archived) everything
-        await wait_for(lambda: len(got_a) == count + 5 and len(got_b) == 14
-                       and len(got_s) == 1)
+        await until(lambda: len(got_a) == count + 5 and len(got_b) == 14
+                    and len(got_s) == 1)
     router.stop()
 
     rows = read_archive(archive)
@@ -145,7 +135,7 @@ async def test_elvind_archive_flushed_on_sigterm(tmp_path, how):
             await consumer.subscribe("require(seq)", listener=received.append)
             for i in range(count):
                 await producer.send({"seq": i, "payload": "x" * (i % 50)})
-            await wait_for(lambda: len(received) == count)
+            await until(lambda: len(received) == count)
             # still connected: SIGTERM must flush rows of live sessions too
             proc.send_signal(signal.SIGTERM)
             _out, err = proc.communicate(timeout=30)
@@ -222,7 +212,7 @@ async def test_archive_child_process_is_complete_after_stop(make_router, tmp_pat
         await consumer.subscribe("require(seq)", listener=received.append)
         for i in range(count):
             await producer.send({"seq": i, "big": Int64(-i), "o": b"\x00" * (i % 7)})
-        await wait_for(lambda: len(received) == count)
+        await until(lambda: len(received) == count)
     router.stop()
     with pytest.raises(ProcessLookupError):     # the child exited and was reaped
         os.kill(pid, 0)
@@ -245,12 +235,12 @@ async def test_killed_archive_process_does_not_stop_routing(make_router, tmp_pat
         await consumer.subscribe("require(seq)", listener=received.append)
         for i in range(10):
             await producer.send({"seq": i})
-        await wait_for(lambda: len(received) == 10)
+        await until(lambda: len(received) == 10)
         os.kill(writer.pid, signal.SIGKILL)
-        await wait_for(lambda: writer.dead)
+        await until(lambda: writer.dead)
         for i in range(10, 1010):
             await producer.send({"seq": i})
-        await wait_for(lambda: len(received) == 1010)
+        await until(lambda: len(received) == 1010)
     assert [n["seq"] for n in received] == list(range(1010))
     errors = [r for r in caplog.records if "archive writer process" in r.getMessage()]
     assert len(errors) == 1 and errors[0].levelname == "ERROR"   # said once
