@@ -286,9 +286,9 @@ def _convert(event: FileSystemEvent) -> RawEvent | None:
 class _Handler:
     """watchdog calls ``dispatch`` on its threads; batch events to the loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop,
+    def __init__(self, loop: asyncio.AbstractEventLoop | None,
                  deliver: Callable[[list[RawEvent]], None]) -> None:
-        self.loop = loop
+        self.loop = loop          # set by WatchManager.start() when not known before
         self.deliver = deliver
         self.buffer: collections.deque[RawEvent] = collections.deque()
         self.scheduled = False
@@ -351,7 +351,9 @@ class WatchManager:
                  inotify_factory: Callable[[], Any] | None = None,
                  polling_factory: Callable[..., Any] = PollingObserver,
                  on_overflow: Callable[[], None] | None = None) -> None:
-        self.loop = loop or asyncio.get_running_loop()
+        # the loop is the running one at start() unless given: a manager can
+        # be built (with the daemon that owns it) before any loop runs
+        self.loop = loop
         self.poll_interval = poll_interval
         self.max_watches = max_watches
         self.handler = _Handler(self.loop, deliver)
@@ -371,12 +373,15 @@ class WatchManager:
         self._trees: dict[str, list[Interest]] = {}
         self._lock = asyncio.Lock()
         self._on_overflow = on_overflow
-        if on_overflow is not None:
-            with _hook_lock:
-                _overflow_callbacks.append(self._overflow)
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
+        self.handler.loop = self.loop
+        if self._on_overflow is not None:
+            with _hook_lock:
+                _overflow_callbacks.append(self._overflow)
         self._inotify = self._inotify_factory()
         self._inotify.start()
 

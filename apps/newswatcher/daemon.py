@@ -354,9 +354,7 @@ class NewsWatcher:
 
     @property
     def quench(self) -> elvin.Quench | None:
-        # a quench the router ended (and no new one yet) is no guide to what is wanted
-        quench = self._quench.quench if self._quench is not None else None
-        return quench if quench is not None and not quench.closed else None
+        return self._quench.current if self._quench is not None else None
 
     @property
     def no_quench(self) -> bool:

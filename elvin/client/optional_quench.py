@@ -55,6 +55,13 @@ class OptionalQuench:
         conn.add_reconnect_listener(self._reconnected)
 
     @property
+    def current(self) -> Quench | None:
+        """The quench in place now; None also while one the router ended has
+        not been replaced, since it is then no guide to what is wanted."""
+        quench = self.quench
+        return quench if quench is not None and not quench.closed else None
+
+    @property
     def refused(self) -> bool:
         """The router answered that it has no quench."""
         return self.available is False
