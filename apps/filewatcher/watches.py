@@ -480,10 +480,13 @@ class WatchManager:
                     watch.interests = set(wanted[key])
                     watch.pending = key in new_plan.pending
             removed = [current.pop(k) for k in to_remove]
+            # dead watches too: watchdog keeps the emitter of a deleted
+            # directory, and would reuse it, dead, for a new watch on that path
+            scheduled = [w for w in removed if w.observed is not None]
             # a watch replaced by one with the same key must go first: watchdog
             # identifies watches by (path, recursive, filter)
-            first = [w for w in removed if w.active and w.key in wanted]
-            later = [w for w in removed if w.active and w.key not in wanted]
+            first = [w for w in scheduled if w.key in wanted]
+            later = [w for w in scheduled if w.key not in wanted]
             if first:
                 await asyncio.to_thread(self._unschedule_all, first)
             to_add = sorted((k for k in wanted if k not in current),

@@ -26,6 +26,13 @@ from elvin_apps.filewatcher.watches import (
     plan,
 )
 
+
+async def until(condition, timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.02)
+
+
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
 
 
@@ -134,17 +141,37 @@ async def test_manager_adds_shares_and_removes_os_watches(tmp_path):
         assert manager.route(f"{root}/c/other") == []
 
         (tmp_path / "c" / "x").write_text("1")
-        for _ in range(100):
-            await asyncio.sleep(0.02)
-            if any(e.path == f"{root}/c/x" for e in got):
-                break
-        assert RawEvent(CREATED, f"{root}/c/x") in got
+        await until(lambda: RawEvent(CREATED, f"{root}/c/x") in got)
 
         added, removed = await manager.apply(plan([t(f"{root}/a")], [root]))
         assert added == [] and removed == [WatchKey(f"{root}/c", False)]
         assert manager.os_watch_count() == 2
         added, removed = await manager.apply(plan([], [root]))
         assert manager.watches == {} and inotify_watch_count() == before
+    finally:
+        await manager.stop()
+
+
+@linux_only
+async def test_a_directory_deleted_and_made_again_is_watched_again(tmp_path):
+    """watchdog keeps the emitter of a deleted directory: the watch that
+    replaces it must not inherit it (it would report nothing)."""
+    d = tmp_path / "d"
+    d.mkdir()
+    got: list[RawEvent] = []
+    manager = WatchManager(got.extend)
+    manager.start()
+    try:
+        wanted = plan([f(f"{d}/x")], [str(tmp_path)])
+        await manager.apply(wanted)
+        d.rmdir()
+        await until(lambda: RawEvent(DELETED, str(d), True) in got)   # its emitter stops
+        manager.mark_dead(str(d))
+        d.mkdir()
+        added, _ = await manager.apply(wanted)
+        assert added == [WatchKey(str(d), False)]
+        (d / "x").write_text("again")
+        await until(lambda: RawEvent(CREATED, f"{d}/x") in got)
     finally:
         await manager.stop()
 
