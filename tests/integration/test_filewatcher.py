@@ -26,34 +26,65 @@ from elvin.client import connect
 from tests.waiting import until
 
 
-async def collect(sub, quiet: float = 0.5, first: float = 5.0) -> list[dict]:
-    """Notifications on ``sub``: the first within ``first`` seconds (if any),
-    then more until ``quiet`` seconds pass without one."""
-    out = []
+async def receive(sub, count: int = 1, timeout: float = 20.0) -> list[dict]:
+    """The next ``count`` notifications on ``sub``, waiting for each."""
+    return await receive_until(sub, lambda got: len(got) >= count, timeout,
+                               f"{count} notification(s)")
+
+
+async def receive_until(sub, done, timeout: float = 20.0,
+                        what: str = "the notifications expected") -> list[dict]:
+    """Notifications on ``sub``, from the next one on, until ``done(them)``."""
+    got: list[dict] = []
     try:
-        out.append(dict((await sub.get(timeout=first)).attributes))
+        async with asyncio.timeout(timeout):
+            while not done(got):
+                got.append(dict((await sub.get()).attributes))
     except TimeoutError:
-        return out
-    while True:
-        try:
-            out.append(dict((await sub.get(timeout=quiet)).attributes))
-        except TimeoutError:
-            return out
+        raise AssertionError(f"timed out waiting for {what}; received {got}") from None
+    return got
 
 
-async def before_marker(sub, directory: Path) -> list[dict]:
-    """What ``sub`` receives before a marker file, written now in ``directory``
-    (which ``sub`` must cover), is announced. A "nothing arrived" proof by
-    order rather than by waiting a while: the daemon hands changes out in the
-    order their paths went quiet, so anything still on its way comes first."""
+async def subscribed(fw: FileWatcher, consumer, expression: str):
+    """A new subscription of ``consumer``, once the daemon has planned for it
+    (the daemon hears of it through its quench, after the router's reply)."""
+    known = len(fw.status()["subscriptions"])
+    sub = await consumer.subscribe(expression)
+    await until(lambda: len(fw.status()["subscriptions"]) > known,
+                what="the daemon to hear of the subscription")
+    await fw.settled()
+    return sub
+
+
+async def before_marker(fw: FileWatcher, sub, directory: Path) -> list[dict]:
+    """What ``sub`` has received, and not read, by the time a marker file
+    written now in ``directory`` is announced: a "nothing (more) arrived"
+    check by order rather than by waiting a while. The daemon announces
+    changes in the order their paths went quiet, the router delivers its
+    notifications in order, and the consumer hands each to its subscriptions
+    as it arrives; so anything still on its way to ``sub`` comes first.
+    ``directory`` must be under the watch that would report what is checked:
+    the kernel keeps order within one inotify queue only."""
     marker = directory / f".marker-{time.monotonic_ns()}"
-    write(marker)
+    probe = await sub.connection.subscribe(f'File-Path == "{marker}"')
+    try:
+        await until(lambda: any(str(marker) in s["watching"]
+                                for s in fw.status()["subscriptions"]),
+                    what="the daemon to watch for the marker")
+        write(marker)
+        await probe.get(timeout=20)
+    finally:
+        await probe.close()
     out = []
-    while True:
-        note = dict((await sub.get(timeout=20)).attributes)
-        if note["File-Path"] == str(marker):
-            return out
-        out.append(note)
+    while sub.pending:
+        note = dict(sub.get_nowait().attributes)
+        if note["File-Path"] != str(marker):
+            out.append(note)
+    return out
+
+
+def events(notes: list[dict]) -> list[tuple[str, str]]:
+    return [(n["File-Event"], n["File-Path"]) for n in notes]
 
 
 def watched(fw: FileWatcher) -> dict[tuple[str, bool], dict]:
@@ -116,7 +147,7 @@ async def test_subscribe_change_notify_then_unsubscribe_removes_the_watch(
     assert w["os_watches"] == 1
 
     write(target, "hello")
-    (n,) = await collect(sub)
+    (n,) = await receive(sub)
     assert n["File-Event"] == "created" and n["File-Path"] == str(target)
     assert n["File-Size"] == 5 and n["File-Is-Dir"] == 0
     assert n["Filewatcher-Version"] == 1 and n["File-Host"] == fw.config.host
@@ -125,15 +156,15 @@ async def test_subscribe_change_notify_then_unsubscribe_removes_the_watch(
     write(root / "other.txt")                 # same directory, not subscribed
     with open(target, "a") as f:
         f.write(" world")
-    (n,) = await collect(sub)
+    (n,) = await receive(sub)
     assert (n["File-Event"], n["File-Size"]) == ("modified", 11)
 
     os.chmod(target, 0o600)
-    (n,) = await collect(sub)
+    (n,) = await receive(sub)
     assert n["File-Event"] == "attrib"
 
     target.unlink()
-    (n,) = await collect(sub)
+    (n,) = await receive(sub)
     assert n["File-Event"] == "deleted" and "File-Size" not in n
 
     # the status file says the same, with the subscription
@@ -141,6 +172,7 @@ async def test_subscribe_change_notify_then_unsubscribe_removes_the_watch(
     assert status["running"] and status["watches"][0]["path"] == str(root)
     (s,) = status["subscriptions"]
     assert s["watching"] == [str(target)] and str(target) in s["expression"]
+    assert await before_marker(fw, sub, root) == []     # one notification per change
 
     await sub.close()
     await until(lambda: watched(fw) == {}, what="the watch to go")
@@ -175,9 +207,9 @@ async def test_subscriptions_outside_the_roots_watch_nothing(
         assert any("outside the roots" in note for note in s["notes"]), s
 
     # and nothing is reported for changes there
-    probe = await consumer.subscribe(f'begins-with(File-Path, "{outside}")')
+    probe = await subscribed(fw, consumer, f'begins-with(File-Path, "{outside}")')
     write(outside / "secret")
-    assert await collect(probe, first=0.5) == []
+    assert await before_marker(fw, probe, root) == []
 
 
 async def test_a_tree_containing_the_root_watches_only_the_root(
@@ -187,7 +219,7 @@ async def test_a_tree_containing_the_root_watches_only_the_root(
     await until(lambda: (str(root), True) in watched(fw), what="the root watch")
     assert list(watched(fw)) == [(str(root), True)]
     write(root / "f")
-    (n,) = await collect(sub)
+    (n,) = await receive(sub)
     assert n["File-Path"] == str(root / "f")
 
 
@@ -199,20 +231,22 @@ async def test_begins_with_tree_picks_up_files_created_later(start_watcher, cons
     await until(lambda: (str(www), True) in watched(fw), what="the tree watch")
 
     write(www / "index.html")
-    (n,) = await collect(sub)
+    (n,) = await receive(sub)
     assert (n["File-Event"], n["File-Path"]) == ("created", str(www / "index.html"))
 
     deep = www / "a" / "b"
     deep.mkdir(parents=True)
-    await asyncio.sleep(0.2)
+    # watchdog watches a new directory before it reports it
+    got = await receive_until(sub, lambda got: ("created", str(deep)) in events(got))
     write(deep / "page.html")
-    got = await collect(sub)
+    got += await receive_until(sub, lambda got: ("created", str(deep / "page.html"))
+                               in events(got))
     paths = {(n["File-Event"], n["File-Path"], n["File-Is-Dir"]) for n in got}
     assert ("created", str(deep / "page.html"), 0) in paths
     assert ("created", str(www / "a"), 1) in paths
 
     write(root / "not-in-tree.txt")
-    assert await before_marker(sub, www) == []
+    assert await before_marker(fw, sub, www) == []
 
 
 async def test_moves_carry_both_paths(start_watcher, consumer, root):
@@ -225,17 +259,16 @@ async def test_moves_carry_both_paths(start_watcher, consumer, root):
     await until(lambda: (str(d), False) in watched(fw), what="the watch")
     await fw.settled()
     os.rename(d / "old.txt", d / "new.txt")
-    (n,) = await collect(sub)
+    (n,) = await receive(sub)
     assert n["File-Event"] == "moved"
     assert n["File-Path"] == str(d / "old.txt")
     assert n["File-Dest-Path"] == str(d / "new.txt")
     assert n["File-Size"] == 7
 
     # a subscriber of the destination only, through File-Dest-Path
-    arrivals = await consumer.subscribe(f'File-Dest-Path == "{d}/final.txt"')
-    await fw.settled()
+    arrivals = await subscribed(fw, consumer, f'File-Dest-Path == "{d}/final.txt"')
     os.rename(d / "new.txt", d / "final.txt")
-    (n,) = await collect(arrivals)
+    (n,) = await receive(arrivals)
     assert (n["File-Path"], n["File-Dest-Path"]) == (str(d / "new.txt"), str(d / "final.txt"))
 
 
@@ -253,14 +286,14 @@ async def test_bursts_are_coalesced(start_watcher, consumer, root):
             f.write(f"line {i}\n")
             f.flush()
     os.chmod(target, 0o640)
-    got = await collect(sub)
+    got = await receive(sub)
     assert [n["File-Event"] for n in got] == ["modified"]
 
     # an atomic save: write a temporary file, rename it over the target
     tmp = root / ".doc.txt.swp"
     write(tmp, "v2 saved atomically")
     os.rename(tmp, target)
-    got = await collect(sub)
+    got = await receive(sub)
     assert [(n["File-Event"], n["File-Path"]) for n in got] == [("modified", str(target))]
     assert got[0]["File-Size"] == len("v2 saved atomically")
 
@@ -268,8 +301,9 @@ async def test_bursts_are_coalesced(start_watcher, consumer, root):
     os.rename(target, root / "doc.txt~")
     write(target, "v3")
     os.unlink(root / "doc.txt~")
-    got = await collect(sub)
+    got = await receive(sub)
     assert [n["File-Event"] for n in got] == ["modified"]
+    assert await before_marker(fw, sub, root) == []     # each burst was one notification
 
     # a temporary file that comes and goes is nothing at all
     tree = await consumer.subscribe(f'begins-with(File-Path, "{root}/")')
@@ -277,7 +311,7 @@ async def test_bursts_are_coalesced(start_watcher, consumer, root):
     await fw.settled()
     write(root / "transient")
     os.unlink(root / "transient")
-    assert await before_marker(tree, root) == []
+    assert await before_marker(fw, tree, root) == []
 
 
 async def test_unbounded_subscriptions_follow_the_policy(start_watcher, consumer, root,
@@ -302,8 +336,9 @@ async def test_unbounded_subscriptions_follow_the_policy(start_watcher, consumer
     assert set(watched(fw)) == {(str(root), True), (str(other), True)}
     write(other / "x.log")
     write(other / "x.txt")
-    got = await collect(sub)
-    assert [n["File-Path"] for n in got] == [str(other / "x.log")]
+    (n,) = await receive(sub)
+    assert n["File-Path"] == str(other / "x.log")
+    assert await before_marker(fw, sub, other) == []
 
 
 async def test_two_subscriptions_share_one_watch(start_watcher, consumer, root):
@@ -323,7 +358,7 @@ async def test_two_subscriptions_share_one_watch(start_watcher, consumer, root):
     await fw.settled()
     assert list(watched(fw)) == [(str(www / "sub"), False)]
     write(www / "sub" / "file")
-    (n,) = await collect(c)
+    (n,) = await receive(c)
     assert n["File-Path"] == str(www / "sub" / "file")
 
 
@@ -335,23 +370,27 @@ async def test_a_file_in_a_directory_that_does_not_exist_yet(start_watcher, cons
     assert watched(fw)[(str(root), False)]["pending"]
     target.parent.mkdir(parents=True)
     write(target, "born")                  # probably before the daemon moved its watch
-    got = await collect(sub)
-    assert [(n["File-Event"], n["File-Path"]) for n in got] == [("created", str(target))]
+    got = await receive(sub)
+    assert events(got) == [("created", str(target))]
     await until(lambda: (str(target.parent), False) in watched(fw), what="the moved watch")
     assert not watched(fw)[(str(target.parent), False)]["pending"]
+    # once: not again from the catch-up scan of the new directory
+    assert await before_marker(fw, sub, target.parent) == []
     write(target, "again")
-    (n,) = await collect(sub)
+    (n,) = await receive(sub)
     assert n["File-Event"] == "modified"
 
     # the directory goes away: back to pending on the nearest ancestor
     shutil.rmtree(root / "later")
-    got = await collect(sub)
+    got = await receive(sub)
     assert [n["File-Event"] for n in got] == ["deleted"]
     await until(lambda: (str(root), False) in watched(fw), what="the watch to fall back")
     target.parent.mkdir(parents=True)
     write(target, "reborn")
-    got = await collect(sub)
+    got = await receive(sub)
     assert [n["File-Event"] for n in got] == ["created"]
+    await until(lambda: (str(target.parent), False) in watched(fw), what="the moved watch")
+    assert await before_marker(fw, sub, target.parent) == []
 
 
 async def test_reconnect_after_router_restart_keeps_working(start_watcher, router, root):
@@ -363,7 +402,7 @@ async def test_reconnect_after_router_restart_keeps_working(start_watcher, route
         sub = await consumer.subscribe(f'File-Path == "{target}"')
         await until(lambda: (str(root), False) in watched(fw), what="the watch")
         write(target, "1")
-        (n,) = await collect(sub)
+        (n,) = await receive(sub)
         assert n["File-Event"] == "created"
         reconnects = fw.conn.reconnects
 
@@ -375,9 +414,10 @@ async def test_reconnect_after_router_restart_keeps_working(start_watcher, route
         await until(lambda: not fw.in_grace, timeout=10, what="the reconnection to settle")
         await fw.settled()
         write(target, "22")
-        got = await collect(sub)
+        got = await receive(sub)
         assert [(n["File-Event"], n["File-Size"]) for n in got] == [("modified", 2)]
         assert fw.status()["connection"] == "connected"
+        assert await before_marker(fw, sub, root) == []
     finally:
         await consumer.close()
 
@@ -397,11 +437,17 @@ async def test_changes_while_the_router_is_away_are_reported_after(
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, router.stop)
         await until(lambda: fw.conn.state != "open", what="the daemon to notice")
+        failed = fw.counters["failed"]
         write(target, "changed while nobody could hear")
-        await asyncio.sleep(0.3)                # the event is handled (and not sent)
+        await until(lambda: fw.counters["failed"] > failed,
+                    what="the change to be handled (and not sent)")
         await loop.run_in_executor(None, router.start)
-        got = await collect(sub, first=15)
-        assert [(n["File-Event"], n["File-Path"]) for n in got] == [("modified", str(target))]
+        got = await receive(sub)
+        assert events(got) == [("modified", str(target))]
+        # once: a re-scan after the grace does not report it again
+        await until(lambda: not fw.in_grace, what="the reconnection to settle")
+        await fw.settled()
+        assert await before_marker(fw, sub, root) == []
     finally:
         await consumer.close()
 
@@ -448,7 +494,7 @@ async def test_garbage_subscriptions_do_not_break_the_daemon(start_watcher, rout
     ok = await consumer.subscribe(f'File-Path == "{root}/still-works"')
     await until(lambda: fw.manager.route(str(root / "still-works")), what="the new watch")
     write(root / "still-works")
-    got = await collect(ok)
+    got = await receive(ok)
     assert [n["File-Path"] for n in got] == [str(root / "still-works")]
     await consumer.close()
 
@@ -471,7 +517,7 @@ async def test_inotify_limit_falls_back_to_polling(consumer, root):
         w = watched(fw)[(str(root), False)]
         assert w["backend"] == "polling" and "inotify watch limit" in w["error"]
         write(target, "polled")
-        (n,) = await collect(sub)
+        (n,) = await receive(sub)
         assert (n["File-Event"], n["File-Path"]) == ("created", str(target))
     finally:
         await fw.close()
@@ -484,22 +530,27 @@ async def test_overflow_rescans_and_reports_missed_changes(start_watcher, consum
     sub = await consumer.subscribe(f'begins-with(File-Path, "{root}/")')
     await until(lambda: (str(root), True) in watched(fw), what="the watch")
     await fw.settled()
-    # lose every live event for a while, as an inotify overflow would
-    real = fw._on_raw
-    fw.manager.handler.deliver = lambda batch: None
+    # lose every live event for a while, as an inotify overflow would; a
+    # file that comes and goes last says when the others are lost for sure
+    real = fw.manager.handler.deliver
+    lost: list = []
+    fw.manager.handler.deliver = lost.extend
     write(a, "changed")
     write(b, "new")
-    await asyncio.sleep(0.3)
+    last = root / "last"
+    write(last)
+    last.unlink()
+    await until(lambda: any(e.kind == "deleted" and e.path == str(last) for e in lost),
+                what="the live events to be lost")
     fw.manager.handler.deliver = real
-    assert await collect(sub, first=0.3) == []
-    fw._on_overflow()                      # what the inotify hook calls
-    got = await collect(sub)
-    assert sorted((n["File-Event"], n["File-Path"]) for n in got) == [
-        ("created", str(b)), ("modified", str(a))]
+    assert await before_marker(fw, sub, root) == []
+    fw.rescanner.overflowed()              # what the inotify hook reports
+    got = await receive(sub, 2)
+    assert sorted(events(got)) == [("created", str(b)), ("modified", str(a))]
     assert fw.counters["overflows"] == 1 and fw.counters["rescans"] >= 1
     # a second re-scan finds nothing new: no duplicates
     assert await fw.rescan("again") == 0
-    assert await collect(sub, first=0.4) == []
+    assert await before_marker(fw, sub, root) == []
 
 
 async def test_the_daemon_sends_nothing_nobody_wants(start_watcher, consumer, root):
@@ -509,9 +560,9 @@ async def test_the_daemon_sends_nothing_nobody_wants(start_watcher, consumer, ro
     await until(lambda: (str(root), True) in watched(fw), what="the watch")
     await fw.settled()
     write(root / "f")
-    await asyncio.sleep(0.4)
+    await until(lambda: fw.counters["quenched"] >= 1, what="the creation, which nobody wants")
     (root / "f").unlink()
-    (n,) = await collect(sub)
+    (n,) = await receive(sub)
     assert n["File-Event"] == "deleted"
     await until(lambda: fw.counters["sent"] + fw.counters["quenched"] >= 2, what="counters")
     assert fw.counters["sent"] == 1 and fw.counters["quenched"] >= 1
@@ -548,9 +599,8 @@ async def test_no_quench_router_watches_the_roots_and_announces_everything(
         sub = await consumer.subscribe(f'begins-with(File-Path, "{root}/")')
         (root / "deep").mkdir()
         write(root / "deep" / "a.txt")
-        got = await collect(sub)
-        assert (("created", str(root / "deep" / "a.txt")) in
-                [(n["File-Event"], n["File-Path"]) for n in got])
+        await receive_until(sub, lambda got: ("created", str(root / "deep" / "a.txt"))
+                            in events(got))
     said = [r for r in caplog.records if r.name == "elvin_apps.filewatcher"
             and "router has no quench" in r.getMessage()]
     assert len(said) == 1 and said[0].levelno == logging.WARNING
@@ -576,7 +626,7 @@ async def test_back_to_quench_when_the_router_has_it_again(start_watcher, make_r
                     what="the watch the subscription asks for (and no more)")
         assert "router has no quench" not in status_text(fw)
         write(target, "1")
-        (n,) = await collect(sub)
+        (n,) = await receive(sub)
         assert (n["File-Event"], n["File-Path"]) == ("created", str(target))
 
         reconnects = fw.conn.reconnects
