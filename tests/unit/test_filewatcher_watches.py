@@ -3,7 +3,6 @@ filewatcher.snapshots: re-scans that find what live events missed."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import struct
 import sys
@@ -26,12 +25,7 @@ from elvin_apps.filewatcher.watches import (
     plan,
 )
 
-
-async def until(condition, timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
-
+from tests.waiting import until
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
 
