@@ -16,8 +16,8 @@ from typing import Any
 import qasync
 from PySide6.QtWidgets import QApplication
 
+from elvin.cli_common import EXIT_FAILURE, EXIT_OK, fail
 from elvin.qt.maingc import MainThreadGC
-from elvin.tools import EXIT_FAILURE, EXIT_OK, fail
 
 __all__ = ["application", "run_app", "run_app_cli", "save_screenshot"]
 

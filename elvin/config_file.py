@@ -1,0 +1,106 @@
+"""Reading a command's TOML config file, with errors that say where.
+
+Every command of the suite takes its settings from one TOML file (``elvind
+--config``, ``~/.config/elvin/biff.toml``...) and says what is wrong with it
+the same way: ``FILE: no such file``, ``FILE: cannot read: why``, ``FILE,
+line 3, column 7: not valid TOML: why``. Reading lives here; what the keys
+mean stays with each command.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from elvin.cli_common import ToolError
+
+__all__ = ["ConfigError", "TomlFile", "default_config_path", "line_of", "load_named",
+           "read_toml"]
+
+APP_DIR = "elvin"
+
+C = TypeVar("C")
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be read or holds a wrong value; the message
+    names the file (and the line or key, where known)."""
+
+
+def default_config_path(name: str) -> Path:
+    """``$XDG_CONFIG_HOME/elvin/NAME`` (``~/.config/elvin/NAME`` when unset):
+    the daemons must not need Qt to find it."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / APP_DIR / name
+
+
+@dataclass(frozen=True)
+class TomlFile:
+    """A parsed file, with its text for pointing at the line of a key."""
+
+    path: Path
+    text: str
+    data: dict[str, Any]
+
+    def line_of(self, key: str) -> str:
+        return line_of(self.text, key)
+
+
+def read_toml(path: str | os.PathLike, *, must_exist: bool = True) -> TomlFile | None:
+    """Parse the file at ``path`` (``~`` expanded). A missing file is an
+    error when ``must_exist`` (a file named on the command line), else None
+    (a default file nobody wrote: the defaults apply)."""
+    file = Path(path).expanduser()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if must_exist:
+            raise ConfigError(f"{file}: no such file") from None
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not UTF-8 text ({exc})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}{_toml_error(str(exc), text)}") from None
+    return TomlFile(file, text, data)
+
+
+def _toml_error(message: str, text: str) -> str:
+    """``, line 3, column 7: not valid TOML: why`` from tomllib's message,
+    which puts the place at its end in words of its own."""
+    m = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
+    if m:
+        return f", line {m.group(1)}, column {m.group(2)}: not valid TOML: " \
+               f"{message[:m.start()]}"
+    if message.endswith("(at end of document)"):
+        return f", line {max(text.count(chr(10)), 1)} (end of file): not valid TOML: " \
+               f"{message[:-len('(at end of document)')].rstrip()}"
+    return f": not valid TOML: {message}"
+
+
+def line_of(text: str, key: str) -> str:
+    """``, line N`` where ``key`` (or its ``-``/``_`` twin, quoted or not) is
+    set at the start of a line of ``text``; empty when it cannot be found."""
+    for candidate in dict.fromkeys((key, key.replace("-", "_"), key.replace("_", "-"))):
+        pattern = re.compile(r'^[ \t]*["\']?' + re.escape(candidate) + r'["\']?\s*=', re.M)
+        m = pattern.search(text)
+        if m:
+            return f", line {text.count(chr(10), 0, m.start()) + 1}"
+    return ""
+
+
+def load_named(load: Callable[..., C], path: str | None) -> C:
+    """``load(path)`` for a command's ``--config``: a file named there must
+    exist, the default one may not. ``ToolError`` (usage) when it is wrong."""
+    try:
+        return load(path, must_exist=bool(path))
+    except ConfigError as exc:
+        raise ToolError(str(exc)) from None
