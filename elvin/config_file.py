@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from elvin.cli_common import ToolError
 
@@ -49,6 +49,12 @@ class TomlFile:
 
     def line_of(self, key: str) -> str:
         return line_of(self.text, key)
+
+
+@overload
+def read_toml(path: str | os.PathLike, *, must_exist: Literal[True] = ...) -> TomlFile: ...
+@overload
+def read_toml(path: str | os.PathLike, *, must_exist: bool) -> TomlFile | None: ...
 
 
 def read_toml(path: str | os.PathLike, *, must_exist: bool = True) -> TomlFile | None:
