@@ -555,15 +555,14 @@ async def start_in_router(router: Any) -> MobilityProxy:
 
 # -- elvin-mobility-proxy ------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    from elvin.tools import ToolParser  # usage errors exit 1, as every tool's
+    from elvin.cli_common import ToolParser, add_log_level_argument
+    from elvin.router_url import add_router_argument
 
     parser = ToolParser(
         prog="elvin-mobility-proxy",
         description="Mobility proxy for Elvin clients that move between routers: "
                     "buffers for moved-out clients and hands the buffer over on move-in.")
-    parser.add_argument("-e", "--elvin", metavar="URL", default=None,
-                        help="the router to serve (default $ELVIN_URL or "
-                             "elvin://127.0.0.1:2917)")
+    add_router_argument(parser, what="the router to serve")
     parser.add_argument("--id", help="the proxy's name (default: the router URL)")
     parser.add_argument("--alias", action="append", default=[],
                         help="another name the proxy answers to (repeatable)")
@@ -576,8 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the proxy's raw private key (the file's bytes); gives it a "
                              "stable public key that clients can pin (default: a new "
                              "random key at each start)")
-    parser.add_argument("--log-level", default="info",
-                        choices=("debug", "info", "warning", "error"))
+    add_log_level_argument(parser, "info")
     return parser
 
 
@@ -601,34 +599,32 @@ async def _run(url: str, config: ProxyConfig) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import os
-
+    from elvin.cli_common import EXIT_OK, EXIT_USAGE, ToolError, fail, setup_logging
+    from elvin.router_url import choose_router_url
     from elvin.tools import CONNECT_ERRORS, connect_failure
+
+    prog = "elvin-mobility-proxy"
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s elvin-mobility-proxy %(levelname)s: %(message)s")
-    url = args.elvin or os.environ.get("ELVIN_URL") or "elvin://127.0.0.1:2917"
+    setup_logging(args.log_level, prog=prog)
     try:
+        url = choose_router_url(args.elvin, what="router URL").url
         key = load_key_file(args.key_file) if args.key_file else None
         config = ProxyConfig(id=args.id, aliases=tuple(args.alias), quota=args.quota,
                              expiry=args.expiry, max_clients=args.max_clients,
                              key=key).validate()
+    except ToolError as exc:
+        return exc.report(prog)
     except (OSError, ValueError) as exc:
-        print(f"elvin-mobility-proxy: {exc}", file=sys.stderr)
-        return 1
+        return fail(prog, str(exc), EXIT_USAGE)
     try:
         asyncio.run(_run(url, config))
-    except URIError as exc:
-        print(f"elvin-mobility-proxy: bad router URL {url!r}: {exc}", file=sys.stderr)
-        return 1
     except CONNECT_ERRORS as exc:
         # unreachable or lost (2), or a request the router refused, e.g. a
         # Nack to ConnRqst (3): one line either way, never a traceback
-        return connect_failure(url, exc, f"cannot reach the router at {url}: ") \
-            .report("elvin-mobility-proxy")
+        return connect_failure(url, exc, f"cannot reach the router at {url}: ").report(prog)
     except KeyboardInterrupt:
-        return 0
-    return 0
+        return EXIT_OK
+    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover
