@@ -1,7 +1,8 @@
 """``biff``: the coffee biff desktop app (command line, startup, shutdown).
 
-Router: ``--elvin``, else ``ELVIN_URL``, else the config file, else
-``elvin://127.0.0.1:2917``. The app needs the others, so it does not start
+Router: ``--elvin``, else ``ELVIN_URL``, else the config file, else a router
+found by discovery, else ``elvin://127.0.0.1:2917`` (``elvin.router_url``).
+The app needs the others, so it does not start
 a private router: if the router cannot be reached at startup it says so
 and exits with status 2; once connected it rides out outages (the client
 reconnects, the biff re-announces and re-asks).
@@ -24,11 +25,22 @@ from pathlib import Path
 
 from elvin_apps.biff import __version__
 
-from elvin.tools import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, ToolParser, fail
+from elvin.cli_common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    ToolError,
+    ToolParser,
+    add_log_level_argument,
+    fail,
+    setup_logging,
+)
+from elvin.router_url import add_router_argument, configured_router
 
 log = logging.getLogger("elvin_apps.biff")
 
-DEFAULT_URL = "elvin://127.0.0.1:2917"
+PROG = "biff"
 CONNECT_TIMEOUT = 5.0
 SCREENSHOT_SETTLE = 1.0   # seconds for the others' answers to arrive
 
@@ -37,30 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ToolParser(
         prog="biff",
         description="Coffee biff: click the cup when you go for a coffee; see who else is.",
-        epilog=f"Router: --elvin, else $ELVIN_URL, else the config file, else {DEFAULT_URL}. "
-               "Exit status: 0 ok, 1 usage error, 2 router unreachable.")
-    parser.add_argument("--elvin", "-e", metavar="URL", help="Elvin router URL")
+        epilog="Exit status: 0 ok, 1 usage error, 2 router unreachable.")
+    add_router_argument(parser, config=True, discover=True)
     parser.add_argument("--user", metavar="NAME", help="your name (default user@host)")
     parser.add_argument("--config", metavar="FILE",
                         help="TOML config file (default ~/.config/elvin/biff.toml)")
     parser.add_argument("--screenshot", metavar="FILE",
                         help="render the main window to a PNG after startup, then exit")
-    parser.add_argument("--log-level", default="WARNING", type=str.upper,
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-                        help="logging level (default WARNING)")
+    add_log_level_argument(parser, "warning")
     parser.add_argument("--version", action="version", version=f"biff {__version__}")
     return parser
 
 
-def resolve_url(flag: str | None, config_url: str | None) -> str:
-    for candidate in (flag, os.environ.get("ELVIN_URL"), config_url):
-        if candidate:
-            return candidate
-    return DEFAULT_URL
-
-
 def _fail(message: str, code: int) -> int:
-    return fail("biff", message, code)
+    return fail(PROG, message, code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,22 +70,13 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:      # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    logging.basicConfig(level=getattr(logging, args.log_level),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from elvin_apps.biff.config import ConfigError, load
+    setup_logging(args.log_level)
+    from elvin_apps.biff.config import load
     try:
-        config = load(args.config, must_exist=bool(args.config))
-    except ConfigError as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    url = resolve_url(args.elvin, config.elvin)
-    if not (args.elvin or os.environ.get("ELVIN_URL") or config.elvin):
-        from elvin.discovery import discover_url  # nothing configured: look for a router
-        url = discover_url() or url
-    from elvin.protocol import URIError, parse_uri
-    try:
-        parse_uri(url)
-    except URIError as exc:
-        return _fail(f"bad Elvin URL {url!r}: {exc}", EXIT_USAGE)
+        config, router = configured_router(load, args)
+    except ToolError as exc:
+        return exc.report(PROG)
+    url = router.url
     from elvin_apps.biff.coffee import CoffeeBiff
     try:
         biff = CoffeeBiff(args.user or config.user, heartbeat=config.heartbeat,
