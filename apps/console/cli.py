@@ -1,7 +1,8 @@
 """``elvin-console``: command line, startup and shutdown.
 
 The router URL comes from ``--elvin``, else ``ELVIN_URL``, else the config
-file, else ``elvin://127.0.0.1:2917``. A workspace (``--workspace`` or the
+file, else (with no workspace) a router found by discovery, else
+``elvin://127.0.0.1:2917`` (``elvin.router_url``). A workspace (``--workspace`` or the
 config's ``workspace``) brings its own routers; an explicit ``--elvin`` (or
 ``ELVIN_URL``) then replaces the URL of its first router, so one workspace
 can be pointed at another router from the command line.
@@ -25,11 +26,23 @@ from pathlib import Path
 
 from elvin_apps.console import __version__
 
-from elvin.tools import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, ToolParser, fail
+from elvin.cli_common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    ToolError,
+    ToolParser,
+    add_log_level_argument,
+    fail,
+    setup_logging,
+)
+from elvin.config_file import load_named
+from elvin.router_url import add_router_argument, choose_router_url
 
 log = logging.getLogger("elvin_apps.console")
 
-DEFAULT_URL = "elvin://127.0.0.1:2917"
+PROG = "elvin-console"
 SCREENSHOT_CONNECT_TIMEOUT = 5.0
 
 
@@ -39,10 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="The developers' console for Elvin: write and test subscriptions, send "
                     "typed notifications, watch quench and router statistics, on several "
                     "routers at once.",
-        epilog="Router: --elvin, else $ELVIN_URL, else the config file, else "
-               f"{DEFAULT_URL}. Exit status: 0 ok, 1 usage or input error, 2 router "
-               "unreachable (--screenshot), 3 other failure.")
-    parser.add_argument("--elvin", "-e", metavar="URL", help="Elvin router URL")
+        epilog="A workspace brings its routers; --elvin or $ELVIN_URL replaces the first. "
+               "Exit status: 0 ok, 1 usage or input error, 2 router unreachable "
+               "(--screenshot), 3 other failure.")
+    add_router_argument(parser, config=True, discover=True)
     parser.add_argument("--config", metavar="FILE",
                         help="TOML config file (default: ~/.config/elvin/console.toml)")
     parser.add_argument("--workspace", "-w", metavar="FILE",
@@ -54,54 +67,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--embedded-router", action="store_true",
                         help="if nothing answers at a local URL, start the bundled router "
                              "there (handy for trying the console alone)")
-    parser.add_argument("--log-level", default="WARNING",
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-                        type=str.upper, help="logging level (default WARNING)")
+    add_log_level_argument(parser, "warning")
     parser.add_argument("--version", action="version",
                         version=f"elvin-console {__version__}")
     return parser
 
 
 def _fail(message: str, code: int) -> int:
-    return fail("elvin-console", message, code)
-
-
-def resolve_url(flag: str | None, config_url: str | None) -> tuple[str, bool]:
-    """The URL and whether it was given explicitly (flag or environment)."""
-    if flag:
-        return flag, True
-    if os.environ.get("ELVIN_URL"):
-        return os.environ["ELVIN_URL"], True
-    return config_url or DEFAULT_URL, False
+    return fail(PROG, message, code)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=getattr(logging, args.log_level),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from elvin_apps.console.config import ConfigError, load
+    setup_logging(args.log_level)
+    from elvin_apps.console.config import load
     from elvin_apps.console.window import default_workspace
     from elvin_apps.console.workspace import MAX_BUFFER, MIN_BUFFER, WorkspaceError
     from elvin_apps.console.workspace import load as load_workspace
 
-    from elvin.protocol import URIError, parse_uri
     try:
-        config = load(args.config, must_exist=bool(args.config))
-    except ConfigError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        config = load_named(load, args.config)
+        workspace_path = args.workspace or config.workspace
+        # a workspace names its routers: discovery only for the default one
+        router = choose_router_url(args.elvin, config.elvin, config_file=config.path,
+                                   discover=not workspace_path)
+    except ToolError as exc:
+        return exc.report(PROG)
+    url, explicit = router.url, router.explicit
     buffer = args.buffer if args.buffer is not None else config.buffer
     if not MIN_BUFFER <= buffer <= MAX_BUFFER:
         return _fail(f"--buffer must be from {MIN_BUFFER} to {MAX_BUFFER}, not {buffer}",
                      EXIT_USAGE)
-    url, explicit = resolve_url(args.elvin, config.elvin)
-    if not (explicit or config.elvin or args.workspace or config.workspace):
-        from elvin.discovery import discover_url  # nothing configured: look for a router
-        url = discover_url() or url
-    try:
-        parse_uri(url)
-    except URIError as exc:
-        return _fail(f"bad Elvin URL {url!r}: {exc}", EXIT_USAGE)
-    workspace_path = args.workspace or config.workspace
     if workspace_path:
         try:
             workspace = load_workspace(workspace_path)
