@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol, TypeVar
 
 from elvin.cli_common import EXIT_USAGE, ToolError
-from elvin.config_file import load_named
 from elvin.protocol import URIError, parse_uri
 
 __all__ = ["DEFAULT_URL", "ENV_VAR", "RouterChoice", "RouterURLError", "add_router_argument",
-           "check_router_url", "choose_router_url", "configured_router", "router_rule"]
+           "check_router_url", "choose_router_url", "router_rule"]
 
 DEFAULT_URL = "elvin://127.0.0.1:2917"
 ENV_VAR = "ELVIN_URL"
@@ -120,25 +117,3 @@ def add_router_argument(parser: argparse.ArgumentParser, *, config: bool = False
                         help=f"{what}, e.g. elvin://host:port (router: "
                              f"{router_rule(config=config, discover=discover)})")
 
-
-class _Configured(Protocol):
-    """What an app's config object has: the file's ``elvin`` and the file."""
-
-    elvin: str | None
-    path: Path | None
-
-
-C = TypeVar("C", bound=_Configured)
-
-
-def configured_router(load: Callable[..., C], args: argparse.Namespace, *,
-                      discover: bool = True) -> tuple[C, RouterChoice]:
-    """What an app reads first: its config file (``args.config``, which must
-    exist if named; ``load(path, must_exist=...)``) and its router
-    (``args.elvin`` by the rule, the file's ``elvin`` in its place, discovery
-    when ``discover`` and nothing names one). ``ToolError`` (usage) naming
-    the file or the URL's source when either is wrong."""
-    config = load_named(load, args.config)
-    choice = choose_router_url(args.elvin, config.elvin, config_file=config.path,
-                               discover=discover)
-    return config, choice

@@ -25,18 +25,8 @@ from pathlib import Path
 
 from elvin_apps.biff import __version__
 
-from elvin.cli_common import (
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    ToolError,
-    ToolParser,
-    add_log_level_argument,
-    fail,
-    setup_logging,
-)
-from elvin.router_url import add_router_argument, configured_router
+from elvin.app_cli import app_parser, start_app
+from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, ToolError, fail
 
 log = logging.getLogger("elvin_apps.biff")
 
@@ -46,18 +36,12 @@ SCREENSHOT_SETTLE = 1.0   # seconds for the others' answers to arrive
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = ToolParser(
-        prog="biff",
-        description="Coffee biff: click the cup when you go for a coffee; see who else is.",
+    parser = app_parser(
+        PROG, __version__,
+        "Coffee biff: click the cup when you go for a coffee; see who else is.",
+        config_default="~/.config/elvin/biff.toml", screenshot=True,
         epilog="Exit status: 0 ok, 1 usage error, 2 router unreachable.")
-    add_router_argument(parser, config=True, discover=True)
     parser.add_argument("--user", metavar="NAME", help="your name (default user@host)")
-    parser.add_argument("--config", metavar="FILE",
-                        help="TOML config file (default ~/.config/elvin/biff.toml)")
-    parser.add_argument("--screenshot", metavar="FILE",
-                        help="render the main window to a PNG after startup, then exit")
-    add_log_level_argument(parser, "warning")
-    parser.add_argument("--version", action="version", version=f"biff {__version__}")
     return parser
 
 
@@ -70,10 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:      # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    setup_logging(args.log_level)
     from elvin_apps.biff.config import load
     try:
-        config, router = configured_router(load, args)
+        config, router = start_app(args, load)
     except ToolError as exc:
         return exc.report(PROG)
     url = router.url

@@ -26,19 +26,8 @@ from pathlib import Path
 
 from elvin_apps.console import __version__
 
-from elvin.cli_common import (
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    ToolError,
-    ToolParser,
-    add_log_level_argument,
-    fail,
-    setup_logging,
-)
-from elvin.config_file import load_named
-from elvin.router_url import add_router_argument, choose_router_url
+from elvin.app_cli import app_parser, start_app
+from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, ToolError, fail
 
 log = logging.getLogger("elvin_apps.console")
 
@@ -47,29 +36,21 @@ SCREENSHOT_CONNECT_TIMEOUT = 5.0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = ToolParser(
-        prog="elvin-console",
-        description="The developers' console for Elvin: write and test subscriptions, send "
-                    "typed notifications, watch quench and router statistics, on several "
-                    "routers at once.",
+    parser = app_parser(
+        PROG, __version__,
+        "The developers' console for Elvin: write and test subscriptions, send typed "
+        "notifications, watch quench and router statistics, on several routers at once.",
+        config_default="~/.config/elvin/console.toml", screenshot=True,
         epilog="A workspace brings its routers; --elvin or $ELVIN_URL replaces the first. "
                "Exit status: 0 ok, 1 usage or input error, 2 router unreachable "
                "(--screenshot), 3 other failure.")
-    add_router_argument(parser, config=True, discover=True)
-    parser.add_argument("--config", metavar="FILE",
-                        help="TOML config file (default: ~/.config/elvin/console.toml)")
     parser.add_argument("--workspace", "-w", metavar="FILE",
                         help="open this workspace (JSON or TOML) at startup")
     parser.add_argument("--buffer", type=int, metavar="ROWS",
                         help="rows a new consumer pane keeps (default 10000)")
-    parser.add_argument("--screenshot", metavar="FILE",
-                        help="render the main window to a PNG after startup, then exit")
     parser.add_argument("--embedded-router", action="store_true",
                         help="if nothing answers at a local URL, start the bundled router "
                              "there (handy for trying the console alone)")
-    add_log_level_argument(parser, "warning")
-    parser.add_argument("--version", action="version",
-                        version=f"elvin-console {__version__}")
     return parser
 
 
@@ -79,20 +60,18 @@ def _fail(message: str, code: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    setup_logging(args.log_level)
     from elvin_apps.console.config import load
     from elvin_apps.console.window import default_workspace
     from elvin_apps.console.workspace import MAX_BUFFER, MIN_BUFFER, WorkspaceError
     from elvin_apps.console.workspace import load as load_workspace
 
     try:
-        config = load_named(load, args.config)
-        workspace_path = args.workspace or config.workspace
         # a workspace names its routers: discovery only for the default one
-        router = choose_router_url(args.elvin, config.elvin, config_file=config.path,
-                                   discover=not workspace_path)
+        config, router = start_app(args, load, discover=lambda config: not (
+            args.workspace or config.workspace))
     except ToolError as exc:
         return exc.report(PROG)
+    workspace_path = args.workspace or config.workspace
     url, explicit = router.url, router.explicit
     buffer = args.buffer if args.buffer is not None else config.buffer
     if not MIN_BUFFER <= buffer <= MAX_BUFFER:

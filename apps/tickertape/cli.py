@@ -2,7 +2,7 @@
 
 The router URL comes from ``--elvin``, else ``ELVIN_URL``, else the config
 file, else a router found by discovery (``elvin.discovery``), else
-``elvin://127.0.0.1:2917``. With none of these and no router answering
+``elvin://127.0.0.1:2917`` (the suite's rule, ``elvin.router_url``). With none of these and no router answering
 there, the app starts the bundled router itself (in-process, on port
 2917) so that ``make run`` works on a bare machine; other local clients can
 use it while the ticker runs.
@@ -25,60 +25,34 @@ from pathlib import Path
 
 from elvin_apps.tickertape import __version__
 
+from elvin.app_cli import app_parser, start_app
+from elvin.cli_common import EXIT_OK, EXIT_UNREACHABLE, ToolError
+from elvin.protocol import parse_uri
+from elvin.router_url import DEFAULT_URL
+
 log = logging.getLogger("elvin_apps.tickertape")
 
-DEFAULT_URL = "elvin://127.0.0.1:2917"
-DEFAULT_PORT = 2917
-EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_FAILURE = 0, 1, 2, 3
+PROG = "tickertape"
 SCREENSHOT_CONNECT_TIMEOUT = 5.0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tickertape",
-        description="A scrolling chat and news ticker for Elvin (Tickertape Chat Protocol 3).",
-        epilog="Router: --elvin, else $ELVIN_URL, else the config file, else "
-               f"{DEFAULT_URL} (started in-process if nothing answers there). "
+    parser = app_parser(
+        PROG, __version__,
+        "A scrolling chat and news ticker for Elvin (Tickertape Chat Protocol 3).",
+        config_default="the platform config dir, e.g. ~/.config/elvin/tickertape.toml",
+        screenshot=True,
+        epilog=f"With no router chosen and none answering at {DEFAULT_URL}, the bundled "
+               "router is started there, in-process. "
                "Shortcuts: Ctrl+N new message, Ctrl+R reply, Ctrl+H history, "
                "Ctrl+G groups, Ctrl+Q quit.")
-    parser.add_argument("--elvin", "-e", metavar="URL", help="Elvin router URL")
-    parser.add_argument("--config", metavar="FILE",
-                        help="TOML config file (default: the platform config dir, "
-                             "e.g. ~/.config/elvin/tickertape.toml)")
     parser.add_argument("--user", metavar="NAME", help="your name in From (default user@host)")
     parser.add_argument("--data-dir", metavar="DIR",
                         help="where the history is kept (default: the platform data dir)")
     parser.add_argument("--no-history", action="store_true", help="keep no message log")
-    parser.add_argument("--screenshot", metavar="FILE",
-                        help="render the main window to a PNG after startup, then exit")
     parser.add_argument("--no-embedded-router", action="store_true",
                         help="never start the bundled router")
-    parser.add_argument("--log-level", default="WARNING",
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-                        type=str.upper, help="logging level (default WARNING)")
-    parser.add_argument("--version", action="version", version=f"tickertape {__version__}")
     return parser
-
-
-def resolve_url(flag: str | None, config_url: str | None) -> tuple[str, bool]:
-    """The router URL and whether the user chose it (flag, env or config)."""
-    for candidate in (flag, os.environ.get("ELVIN_URL"), config_url):
-        if candidate:
-            return candidate, True
-    return DEFAULT_URL, False
-
-
-def choose_url(flag: str | None, config_url: str | None) -> tuple[str, bool]:
-    """``resolve_url``, then, when nothing was configured, router discovery
-    (``elvin.discovery``: a default router, or ``ELVIN_SCOPE``'s): a router
-    found that way counts as chosen, so the bundled one is not started."""
-    url, chosen = resolve_url(flag, config_url)
-    if chosen:
-        return url, chosen
-    from elvin.discovery import discover_url
-
-    found = discover_url()
-    return (found, True) if found else (url, False)
 
 
 async def router_answers(host: str, port: int, timeout: float = 1.0) -> bool:
@@ -94,7 +68,7 @@ async def router_answers(host: str, port: int, timeout: float = 1.0) -> bool:
     return True
 
 
-def start_bundled_router(port: int = DEFAULT_PORT):
+def start_bundled_router(port: int):
     """Start the bundled router on 127.0.0.1:port; ``None`` if it cannot."""
     try:
         from elvin.router.embedded import EmbeddedRouter
@@ -108,28 +82,16 @@ def start_bundled_router(port: int = DEFAULT_PORT):
         return None
 
 
-def _fail(message: str, code: int) -> int:
-    print(f"tickertape: {message}", file=sys.stderr)
-    return code
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=getattr(logging, args.log_level),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from elvin_apps.tickertape.config import ConfigError, load
+    from elvin_apps.tickertape.config import load
     try:
-        config = load(args.config, must_exist=bool(args.config))
-    except ConfigError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        config, router = start_app(args, load)
+    except ToolError as exc:
+        return exc.report(PROG)
     if args.user:
         config.user = args.user
-    url, chosen = choose_url(args.elvin, config.elvin)
-    from elvin.protocol import URIError, parse_uri
-    try:
-        uri = parse_uri(url)
-    except URIError as exc:
-        return _fail(f"bad Elvin URL {url!r}: {exc}", EXIT_USAGE)
+    url, chosen, uri = router.url, router.chosen, parse_uri(router.url)
     if args.screenshot and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no screen: render offscreen
 
