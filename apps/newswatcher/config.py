@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,16 +25,13 @@ from urllib.parse import unquote, urlsplit
 
 from elvin_apps.newswatcher import USER_AGENT
 
-APP_DIR = "elvin"
+from elvin.config_file import APP_DIR, ConfigError, default_config_path, read_toml
+
 CONFIG_NAME = "newswatcher.toml"
 DEFAULT_GROUP = "news"
 MAX_NAME = 64
 MIN_INTERVAL = 0.1          # seconds; politeness per host still applies
 MAX_TIMEOUT_ATTR = 7 * 86400
-
-
-class ConfigError(ValueError):
-    """The configuration file (or a flag standing in for it) is wrong."""
 
 
 @dataclass(frozen=True)
@@ -96,11 +92,6 @@ def _xdg(var: str, fallback: str) -> Path:
     return Path(base) if base else Path.home() / fallback
 
 
-def default_config_path() -> Path:
-    """``$XDG_CONFIG_HOME/elvin/newswatcher.toml`` (``~/.config/...``)."""
-    return _xdg("XDG_CONFIG_HOME", ".config") / APP_DIR / CONFIG_NAME
-
-
 def default_data_dir() -> Path:
     """``$XDG_STATE_HOME/elvin/newswatcher``: the dedup state and the status
     file are state in the XDG sense (kept across restarts, not user data)."""
@@ -116,20 +107,12 @@ def load(path: str | os.PathLike | None = None, *, must_exist: bool = False) -> 
     A missing default file gives the defaults; a missing file named on the
     command line (``must_exist``) is an error.
     """
-    file = Path(path).expanduser() if path is not None else default_config_path()
-    if not file.exists():
-        if must_exist:
-            raise ConfigError(f"{file}: no such file")
+    toml = read_toml(path if path is not None else default_config_path(CONFIG_NAME),
+                     must_exist=must_exist)
+    if toml is None:
         return Config()
-    try:
-        with open(file, "rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
-    config = from_mapping(data, where=str(file), base_dir=file.parent)
-    config.path = file
+    config = from_mapping(toml.data, where=str(toml.path), base_dir=toml.path.parent)
+    config.path = toml.path
     return config
 
 
@@ -146,10 +129,10 @@ def from_mapping(data: Mapping[str, Any], *, where: str = "config",
     config = Config()
     if "elvin" in data:
         config.elvin = _string(data, "elvin", where, "")
-        from elvin.protocol import URIError, parse_uri
+        from elvin.router_url import RouterURLError, check_router_url
         try:
-            parse_uri(config.elvin)
-        except URIError as exc:
+            check_router_url(config.elvin)
+        except RouterURLError as exc:
             raise ConfigError(f"{where}: elvin: {exc}") from None
     if "data_dir" in data:
         raw = _string(data, "data_dir", where, "")
