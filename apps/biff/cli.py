@@ -156,10 +156,5 @@ async def take_screenshot(window, path: Path) -> int:
     return save_screenshot(window, path, "biff", detail=window.qbiff.biff.summary())
 
 
-def entry() -> None:
-    """Console-script entry point (``biff``)."""
-    sys.exit(main())
-
-
 if __name__ == "__main__":
-    entry()
+    sys.exit(main())

@@ -104,36 +104,6 @@ def main(argv: list[str] | None = None) -> int:
     return run_app_cli(app_main)
 
 
-async def _answers(host: str, port: int, timeout: float = 1.0) -> bool:
-    try:
-        async with asyncio.timeout(timeout):
-            _reader, writer = await asyncio.open_connection(host, port)
-    except (OSError, TimeoutError):
-        return False
-    writer.close()
-    with contextlib.suppress(Exception):
-        await writer.wait_closed()
-    return True
-
-
-async def start_embedded_router(url: str):
-    """The bundled router on a local URL where nothing answers, else None."""
-    from elvin.protocol import parse_uri
-    uri = parse_uri(url)
-    if uri.host not in ("127.0.0.1", "localhost", "::1") or await _answers(uri.host, uri.port):
-        return None
-    from elvin.router.embedded import EmbeddedRouter
-    router = EmbeddedRouter(port=uri.port, host="127.0.0.1" if uri.host == "localhost"
-                            else uri.host)
-    try:
-        await asyncio.get_running_loop().run_in_executor(None, router.start)
-    except Exception as exc:  # noqa: BLE001 - the console still runs, unconnected
-        log.warning("could not start the bundled router at %s: %s", url, exc)
-        return None
-    log.warning("started the bundled router at %s", router.url)
-    return router
-
-
 async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: int) -> int:
     """Build the window on the running qasync loop; returns the exit status
     when it closes (or right after ``--screenshot``)."""
@@ -146,7 +116,8 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
     app.setApplicationVersion(__version__)
     router = None
     if args.embedded_router and workspace.routers:
-        router = await start_embedded_router(workspace.routers[0].url)
+        from elvin.router.bundled import start_where_silent
+        router = await start_where_silent(workspace.routers[0].url)
     registry = RouterRegistry()
     window = MainWindow(registry, buffer)
     closed = asyncio.Event()
@@ -202,10 +173,5 @@ async def take_screenshot(window, path: Path) -> int:
     return save_screenshot(window, path, "elvin-console", status)
 
 
-def entry() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
-
-
 if __name__ == "__main__":
-    entry()
+    sys.exit(main())

@@ -181,10 +181,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
 
 
-def entry() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
-
-
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

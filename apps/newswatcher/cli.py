@@ -123,10 +123,6 @@ def main(argv: list[str] | None = None) -> int:
     return run_command(args)
 
 
-def entry() -> None:
-    sys.exit(main())
-
-
 # ---------------------------------------------------------------------------
 # status / reload
 

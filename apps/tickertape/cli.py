@@ -27,7 +27,6 @@ from elvin_apps.tickertape import __version__
 
 from elvin.app_cli import app_parser, start_app
 from elvin.cli_common import EXIT_OK, EXIT_UNREACHABLE, ToolError
-from elvin.protocol import parse_uri
 from elvin.router_url import DEFAULT_URL
 
 log = logging.getLogger("elvin_apps.tickertape")
@@ -55,33 +54,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def router_answers(host: str, port: int, timeout: float = 1.0) -> bool:
-    """Is something listening on host:port? (a TCP connect, nothing sent)"""
-    try:
-        async with asyncio.timeout(timeout):
-            _reader, writer = await asyncio.open_connection(host, port)
-    except (OSError, TimeoutError):
-        return False
-    writer.close()
-    with contextlib.suppress(Exception):
-        await writer.wait_closed()
-    return True
-
-
-def start_bundled_router(port: int):
-    """Start the bundled router on 127.0.0.1:port; ``None`` if it cannot."""
-    try:
-        from elvin.router.embedded import EmbeddedRouter
-        # with a mobility proxy, so that the menu's Move out / Move in work
-        router = EmbeddedRouter(port=port, mobility=True)
-        router.start()
-        log.warning("no router at 127.0.0.1:%d: started the bundled router there", port)
-        return router
-    except Exception as exc:  # noqa: BLE001 - the app still runs and keeps retrying
-        log.warning("could not start the bundled router: %s", exc)
-        return None
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from elvin_apps.tickertape.config import load
@@ -91,19 +63,19 @@ def main(argv: list[str] | None = None) -> int:
         return exc.report(PROG)
     if args.user:
         config.user = args.user
-    url, chosen, uri = router.url, router.chosen, parse_uri(router.url)
+    url, chosen = router.url, router.chosen
     if args.screenshot and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no screen: render offscreen
 
     from elvin.qt import run_app_cli
 
     async def app_main() -> int:
-        return await run(args, config, url, chosen, uri)
+        return await run(args, config, url, chosen)
 
     return run_app_cli(app_main)
 
 
-async def run(args: argparse.Namespace, config, url: str, chosen: bool, uri) -> int:
+async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
     """Build the app on the running qasync loop; returns the exit status
     when the window closes (or right after ``--screenshot``)."""
     from elvin_apps.tickertape.config import default_data_dir
@@ -122,9 +94,10 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool, uri) -> 
     app.setWindowIcon(app_icon())
 
     router = None
-    if not chosen and not args.no_embedded_router and \
-            not await router_answers(uri.host, uri.port):
-        router = start_bundled_router(uri.port)
+    if not chosen and not args.no_embedded_router:
+        from elvin.router.bundled import start_where_silent
+        # with a mobility proxy, so that the menu's Move out / Move in work
+        router = await start_where_silent(url, mobility=True)
 
     history = None
     if not args.no_history:
@@ -192,10 +165,5 @@ async def take_screenshot(window, manager, controller, path: Path) -> int:
     return save_screenshot(window, path, "tickertape", status)
 
 
-def entry() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
-
-
 if __name__ == "__main__":
-    entry()
+    sys.exit(main())

@@ -32,7 +32,6 @@ before is written), 3 other failures (e.g. the disk refused the last rows).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 
@@ -41,7 +40,6 @@ from elvin.extras import ARCHIVE_MODULES, require
 from elvin.keys import Keys
 from elvin.tools import (
     EXIT_FAILURE,
-    EXIT_OK,
     EXIT_USAGE,
     ToolError,
     ToolParser,
@@ -50,7 +48,7 @@ from elvin.tools import (
     prepare,
     tool_parser,
 )
-from elvin.tools.subscriber import run_subscriber
+from elvin.tools.subscriber import serve_subscription
 
 PROG = "elvin-archive"
 
@@ -91,7 +89,7 @@ class Recorder:
                                        time.time()))
 
 
-async def run(args, setup: ToolSetup, writer) -> int:
+def serve(args, setup: ToolSetup, writer) -> int:
     recorder = Recorder(writer)
 
     async def subscribe(conn: Connection) -> None:
@@ -99,7 +97,7 @@ async def run(args, setup: ToolSetup, writer) -> int:
                              accept_insecure=not args.secure, buffer_size=0,
                              listener=recorder.notification)
 
-    return await run_subscriber(
+    return serve_subscription(
         PROG, args, setup, subscribe,
         lambda conn: f"archiving notifications from {conn.url} matching "
                      f"{args.subscription!r} in {writer.directory}",
@@ -122,9 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         return writer
     status = EXIT_FAILURE
     try:
-        status = asyncio.run(run(args, setup, writer))
-    except KeyboardInterrupt:
-        status = EXIT_OK
+        status = serve(args, setup, writer)
     finally:
         status = close_writer(writer, status)
     return status

@@ -53,7 +53,6 @@ from elvin.keys import Keys
 from elvin.text import format_notification
 from elvin.tools import (
     EXIT_FAILURE,
-    EXIT_OK,
     ToolError,
     ToolParser,
     ToolSetup,
@@ -61,7 +60,7 @@ from elvin.tools import (
     prepare,
     tool_parser,
 )
-from elvin.tools.subscriber import run_subscriber
+from elvin.tools.subscriber import serve_subscription
 from elvin.values import Int64
 
 PROG = "ec"
@@ -126,7 +125,7 @@ class Printer:
         self.emit(format_quench_event(event))
 
 
-async def run(args, setup: ToolSetup, names: list[str]) -> int:
+def serve(args, setup: ToolSetup, names: list[str]) -> int:
     printer = Printer(sys.stdout)
 
     async def subscribe(conn: Connection) -> int | None:
@@ -148,9 +147,9 @@ async def run(args, setup: ToolSetup, names: list[str]) -> int:
 
     # "Connected" is said once the subscription is in place, so that a script
     # that waits for this line knows that nothing sent from now on is missed
-    return await run_subscriber(PROG, args, setup, subscribe,
-                                lambda conn: f"Connected to server {conn.url}",
-                                done=printer.broken)
+    return serve_subscription(PROG, args, setup, subscribe,
+                              lambda conn: f"Connected to server {conn.url}",
+                              done=printer.broken)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,10 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         setup = prepare(args, Keys.for_subscription, args.subscription)
     except ToolError as exc:
         return exc.report(PROG)
-    try:
-        return asyncio.run(run(args, setup, names))
-    except KeyboardInterrupt:
-        return EXIT_OK
+    return serve(args, setup, names)
 
 
 def entry() -> None:

@@ -28,7 +28,20 @@ from elvin.tools import (
     stop_on_signals,
 )
 
-__all__ = ["run_subscriber"]
+__all__ = ["run_subscriber", "serve_subscription"]
+
+
+def serve_subscription(prog: str, args: argparse.Namespace, setup: ToolSetup,
+                       subscribe: Callable[[Connection], Awaitable[int | None]],
+                       ready: Callable[[Connection], str], *, unreachable: str = "",
+                       done: asyncio.Event | None = None) -> int:
+    """``run_subscriber`` on an event loop of its own; Ctrl-C before its
+    signal handlers are in place ends it with 0 too."""
+    try:
+        return asyncio.run(run_subscriber(prog, args, setup, subscribe, ready,
+                                          unreachable=unreachable, done=done))
+    except KeyboardInterrupt:
+        return EXIT_OK
 
 
 async def run_subscriber(prog: str, args: argparse.Namespace, setup: ToolSetup,
