@@ -9,18 +9,19 @@ mean stays with each command.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
 from elvin.cli_common import ToolError
 
-__all__ = ["ConfigError", "TomlFile", "default_config_path", "line_of", "load_named",
-           "read_toml"]
+__all__ = ["ConfigError", "NumberRange", "TomlFile", "check_number", "check_numbers",
+           "default_config_path", "line_of", "load_named", "number", "read_toml"]
 
 APP_DIR = "elvin"
 
@@ -110,3 +111,58 @@ def load_named(load: Callable[..., C], path: str | None) -> C:
         return load(path, must_exist=bool(path))
     except ConfigError as exc:
         raise ToolError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class NumberRange:
+    """The values a numeric setting may take: ``low <= value <= high``,
+    ``value > above``; whole numbers only when ``integer``."""
+
+    low: float | None = None
+    high: float | None = None
+    above: float | None = None
+    integer: bool = False
+
+    def __str__(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"from {self.low:g} to {self.high:g}"
+        if self.low is not None:
+            return f"at least {self.low:g}"
+        if self.above is not None:
+            return f"more than {self.above:g}"
+        return f"at most {self.high:g}" if self.high is not None else "any"
+
+    def contains(self, value: float) -> bool:
+        return not ((self.low is not None and value < self.low)
+                    or (self.high is not None and value > self.high)
+                    or (self.above is not None and value <= self.above))
+
+
+def number(default: float, low: float | None = None, high: float | None = None, *,
+           above: float | None = None, integer: bool = False) -> Any:
+    """A dataclass field for a numeric setting: its range stands beside its
+    default, and ``check_numbers`` enforces it."""
+    return field(default=default, metadata={"range": NumberRange(low, high, above, integer)})
+
+
+def check_number(value: object, where: str, allowed: NumberRange) -> float:
+    """``value`` if it is a (finite) number in ``allowed``, else
+    ``ConfigError``: ``WHERE: must be a number, not 'x'`` or ``WHERE: 0 is
+    out of range (from 0.1 to 60)``."""
+    kinds = (int,) if allowed.integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or (
+            isinstance(value, float) and not math.isfinite(value)):
+        kind = "an integer" if allowed.integer else "a number"
+        raise ConfigError(f"{where}: must be {kind}, not {value!r}")
+    if not allowed.contains(value):
+        raise ConfigError(f"{where}: {value!r} is out of range ({allowed})")
+    return value
+
+
+def check_numbers(settings: Any, where: str, name: Callable[[str], str] = str) -> None:
+    """``check_number`` on every ``number`` field of the dataclass instance
+    ``settings``; errors say ``WHERE: name(field)``."""
+    for f in fields(settings):
+        allowed = f.metadata.get("range")
+        if allowed is not None:
+            check_number(getattr(settings, f.name), f"{where}: {name(f.name)}", allowed)

@@ -30,14 +30,13 @@ the file, then the default (the router URL's rule is the suite's,
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import socket
 from dataclasses import dataclass, field
 from typing import Any
 
 from elvin.cli_common import LOG_LEVELS
-from elvin.config_file import ConfigError, line_of, read_toml
+from elvin.config_file import ConfigError, check_numbers, line_of, number, read_toml
 from elvin.router_url import RouterURLError, check_router_url
 
 __all__ = ["Config", "ConfigError", "LOG_LEVELS", "UNBOUNDED_POLICIES", "default_status_file",
@@ -67,12 +66,14 @@ class Config:
     elvin: str | None = None
     roots: list[str] = field(default_factory=list)
     unbounded: str = "ignore"
-    debounce: float = 0.1
-    max_delay: float = 1.0
-    poll_interval: float = 2.0
-    max_watches: int = 256
-    max_paths_per_subscription: int = 10_000
-    reconnect_grace: float = 10.0
+    # seconds
+    debounce: float = number(0.1, 0.0, 60.0)
+    max_delay: float = number(1.0, 0.0, 3600.0)
+    poll_interval: float = number(2.0, 0.05, 3600.0)
+    reconnect_grace: float = number(10.0, 0.0, 3600.0)
+    # counts
+    max_watches: int = number(256, 1, integer=True)
+    max_paths_per_subscription: int = number(10_000, 1, integer=True)
     status_file: str = ""
     host: str = ""
     log_level: str = "info"
@@ -108,21 +109,9 @@ class Config:
         if self.unbounded not in UNBOUNDED_POLICIES:
             raise ConfigError(f"{src}: unbounded: must be one of {', '.join(UNBOUNDED_POLICIES)}"
                               f", not {self.unbounded!r}")
-        for name, low, high in (("debounce", 0.0, 60.0), ("max_delay", 0.0, 3600.0),
-                                ("poll_interval", 0.05, 3600.0),
-                                ("reconnect_grace", 0.0, 3600.0)):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) \
-                    or not math.isfinite(value) or not low <= value <= high:
-                raise ConfigError(f"{src}: {name.replace('_', '-')}: must be a number of "
-                                  f"seconds from {low:g} to {high:g}, not {value!r}")
+        check_numbers(self, src, lambda name: name.replace("_", "-"))
         if self.max_delay < self.debounce:
             self.max_delay = self.debounce
-        for name, low in (("max_watches", 1), ("max_paths_per_subscription", 1)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ConfigError(f"{src}: {name.replace('_', '-')}: must be an integer >= "
-                                  f"{low}, not {value!r}")
         if self.log_level not in LOG_LEVELS:
             raise ConfigError(f"{src}: log-level: must be one of {', '.join(LOG_LEVELS)}, "
                               f"not {self.log_level!r}")

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elvin.config_file import check_numbers, number
 from elvin.errors import ElvinError, SubscriptionError
 from elvin.keys import Keys, public_key
 from elvin.mobility import protocol as P
@@ -69,22 +70,18 @@ class ProxyConfig:
 
     id: str | None = None
     aliases: tuple[str, ...] = ()
-    quota: int = 10_000
-    expiry: float = 3600.0
-    max_clients: int = 1000
-    max_subscriptions: int = 1000
-    tombstone_ttl: float = 3600.0
-    max_tombstones: int = 10_000
-    download_timeout: float = 30.0
+    quota: int = number(10_000, 1, integer=True)
+    expiry: float = number(3600.0, above=0)
+    max_clients: int = number(1000, 1, integer=True)
+    max_subscriptions: int = number(1000, 1, integer=True)
+    tombstone_ttl: float = number(3600.0, above=0)
+    max_tombstones: int = number(10_000, 0, integer=True)
+    download_timeout: float = number(30.0, above=0)
     key: bytes | None = field(default=None, repr=False)
 
     def validate(self) -> ProxyConfig:
-        if self.quota < 1:
-            raise ValueError("mobility quota must be at least 1")
-        if self.expiry <= 0:
-            raise ValueError("mobility expiry must be positive")
-        if self.max_clients < 1 or self.max_subscriptions < 1:
-            raise ValueError("mobility max-clients and max-subscriptions must be at least 1")
+        """``ValueError`` (a ``ConfigError``) naming the setting out of range."""
+        check_numbers(self, "mobility", lambda name: name.replace("_", "-"))
         if self.key is not None and (not isinstance(self.key, bytes) or not self.key):
             raise ValueError("a mobility proxy key must be non-empty bytes")
         return self
