@@ -19,14 +19,13 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
 from elvin_apps.biff import __version__
 
 from elvin.app_cli import app_parser, start_app
-from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, ToolError, fail
+from elvin.cli_common import EXIT_FAILURE, EXIT_UNREACHABLE, EXIT_USAGE, ToolError, fail
 
 log = logging.getLogger("elvin_apps.biff")
 
@@ -95,7 +94,7 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from elvin.qt import ConnectionManager, StatusWidget
+    from elvin.qt import ConnectionManager, StatusWidget, run_window
 
     app = QApplication.instance()
     app.setApplicationName("biff")
@@ -119,25 +118,16 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
                           default_text=default_text, notifier=notifier)
     tray = make_tray(qbiff, window)
     notifier.tray = tray.icon if tray is not None else None
-    closed = asyncio.Event()
-    window.closed.connect(closed.set)
-    app.aboutToQuit.connect(closed.set)
-    # SIGINT/SIGTERM: close the window, so that departure is announced. The
-    # timer lets Python run its signal handlers while Qt's loop waits.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(ValueError):     # not in the main thread
-            signal.signal(sig, lambda *_: window.close())
+    # a signal closes the window, so that departure is announced; the timer
+    # lets Python run its signal handlers while Qt's loop waits
     ticker = QTimer(window)
     ticker.timeout.connect(lambda: None)
     ticker.start(250)
-    status = EXIT_OK
     try:
         await qbiff.attach()
         window.show()
-        if screenshot is not None:
-            status = await take_screenshot(window, screenshot)
-        else:
-            await closed.wait()
+        return await run_window(window, (lambda: take_screenshot(window, screenshot))
+                                if screenshot is not None else None)
     finally:
         with contextlib.suppress(Exception):
             await qbiff.close()
@@ -145,7 +135,6 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
             await manager.stop()
         if tray is not None:
             tray.icon.hide()
-    return status
 
 
 async def take_screenshot(window, path: Path) -> int:

@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -111,6 +110,8 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
     from elvin_apps.console.window import MainWindow
     from PySide6.QtWidgets import QApplication
 
+    from elvin.qt import run_window
+
     app = QApplication.instance()
     app.setApplicationName("elvin-console")
     app.setApplicationVersion(__version__)
@@ -120,27 +121,16 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
         router = await start_where_silent(workspace.routers[0].url)
     registry = RouterRegistry()
     window = MainWindow(registry, buffer)
-    closed = asyncio.Event()
-    window.closed.connect(closed.set)
-    app.aboutToQuit.connect(closed.set)
-    await window.apply_workspace(workspace, path)
-    window.show()
-    previous = {sig: signal.signal(sig, lambda *_: window.close())
-                for sig in (signal.SIGTERM, signal.SIGINT)}
-    status = EXIT_OK
     try:
-        if args.screenshot:
-            status = await take_screenshot(window, Path(args.screenshot))
-        else:
-            await closed.wait()
+        await window.apply_workspace(workspace, path)
+        window.show()
+        return await run_window(window, (lambda: take_screenshot(window, Path(args.screenshot)))
+                                if args.screenshot else None)
     finally:
         with contextlib.suppress(Exception):
             await window.shutdown()
         if router is not None:
             await asyncio.get_running_loop().run_in_executor(None, router.stop)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return status
 
 
 async def wait_ready(window, timeout: float) -> bool:

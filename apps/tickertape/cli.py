@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -86,7 +85,7 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
     from elvin_apps.tickertape.window import TickerWindow
     from PySide6.QtWidgets import QApplication
 
-    from elvin.qt import ConnectionManager, StatusWidget
+    from elvin.qt import ConnectionManager, StatusWidget, run_window
 
     app = QApplication.instance()
     app.setApplicationName("tickertape")
@@ -121,22 +120,12 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
     notifier = Notifier(window, enabled=config.notify_mentions)
     notifier.activated.connect(lambda: (window.showNormal(), window.raise_()))
     controller.notifier = notifier
-    closed = asyncio.Event()
-    window.closed.connect(closed.set)
-    app.aboutToQuit.connect(closed.set)
     window.show()
     manager.start()
-    # SIGTERM / SIGINT close the window like the user would, so the history
-    # is flushed and the router is told goodbye (Python runs the handler on
-    # this thread at the next timer tick)
-    previous = {sig: signal.signal(sig, lambda *_: window.close())
-                for sig in (signal.SIGTERM, signal.SIGINT)}
-    status = EXIT_OK
     try:
-        if args.screenshot:
-            status = await take_screenshot(window, manager, controller, Path(args.screenshot))
-        else:
-            await closed.wait()
+        # a signal closes the window: the history is flushed, the router told goodbye
+        return await run_window(window, (lambda: take_screenshot(
+            window, manager, controller, Path(args.screenshot))) if args.screenshot else None)
     finally:
         await controller.close()
         with contextlib.suppress(Exception):
@@ -146,9 +135,6 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
                 history.close()
         if router is not None:
             router.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return status
 
 
 async def take_screenshot(window, manager, controller, path: Path) -> int:

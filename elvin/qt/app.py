@@ -1,13 +1,16 @@
 """Running a Qt application with asyncio on the Qt event loop (qasync).
 
 Also the pieces the apps' command lines share around it: ``run_app_cli``
-(the exit status, Ctrl-C) and ``save_screenshot`` (``--screenshot FILE``),
-so that every Qt app exits and reports the same way."""
+(the exit status, Ctrl-C), ``run_window`` (until the window closes, or a
+signal closes it) and ``save_screenshot`` (``--screenshot FILE``), so that
+every Qt app exits and reports the same way."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -19,7 +22,7 @@ from PySide6.QtWidgets import QApplication
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, fail
 from elvin.qt.maingc import MainThreadGC
 
-__all__ = ["application", "run_app", "run_app_cli", "save_screenshot"]
+__all__ = ["application", "run_app", "run_app_cli", "run_window", "save_screenshot"]
 
 
 def application(argv: Sequence[str] | None = None) -> QApplication:
@@ -77,6 +80,30 @@ def run_app_cli(main: Callable[[], Awaitable[int]]) -> int:
         return run_app(main, [sys.argv[0]], quit_on_last_window_closed=False)
     except KeyboardInterrupt:
         return EXIT_OK
+
+
+async def run_window(window: Any, screenshot: Callable[[], Awaitable[int]] | None = None
+                     ) -> int:
+    """Wait until ``window`` closes or the application quits (exit status
+    0), or, with ``screenshot``, until it has taken one (its status).
+    SIGTERM and SIGINT close the window as the user would, so that the app
+    saves and says goodbye on the way out (Python runs the handler at the Qt
+    loop's next tick); the previous handlers are back afterwards."""
+    closed = asyncio.Event()
+    window.closed.connect(closed.set)
+    QApplication.instance().aboutToQuit.connect(closed.set)
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(ValueError):       # not in the main thread
+            previous[sig] = signal.signal(sig, lambda *_: window.close())
+    try:
+        if screenshot is not None:
+            return await screenshot()
+        await closed.wait()
+        return EXIT_OK
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def save_screenshot(widget: Any, path: Path, prog: str, status: int = EXIT_OK,
