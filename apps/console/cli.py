@@ -26,12 +26,11 @@ from pathlib import Path
 from elvin_apps.console import __version__
 
 from elvin.app_cli import app_parser, start_app
-from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, ToolError, fail
+from elvin.cli_common import EXIT_FAILURE, EXIT_USAGE, ToolError, fail
 
 log = logging.getLogger("elvin_apps.console")
 
 PROG = "elvin-console"
-SCREENSHOT_CONNECT_TIMEOUT = 5.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,9 +132,11 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
             await asyncio.get_running_loop().run_in_executor(None, router.stop)
 
 
-async def wait_ready(window, timeout: float) -> bool:
-    """Every router connected and every wanted subscription made (bounded)."""
+async def take_screenshot(window, path: Path) -> int:
+    """Once every router is connected and every wanted subscription made."""
     from elvin_apps.console.consumer import ConsumerPane
+
+    from elvin.qt import screenshot_when_ready
 
     async def ready() -> None:
         while True:
@@ -147,20 +148,7 @@ async def wait_ready(window, timeout: float) -> bool:
                 return
             await asyncio.sleep(0.05)
 
-    try:
-        async with asyncio.timeout(timeout):
-            await ready()
-    except TimeoutError:
-        return False
-    return True
-
-
-async def take_screenshot(window, path: Path) -> int:
-    status = EXIT_OK if await wait_ready(window, SCREENSHOT_CONNECT_TIMEOUT) \
-        else EXIT_UNREACHABLE
-    await asyncio.sleep(0.5)
-    from elvin.qt import save_screenshot
-    return save_screenshot(window, path, "elvin-console", status)
+    return await screenshot_when_ready(window, path, PROG, ready)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ wait forever), 3 other failure.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import logging
 import os
@@ -25,13 +24,12 @@ from pathlib import Path
 from elvin_apps.tickertape import __version__
 
 from elvin.app_cli import app_parser, start_app
-from elvin.cli_common import EXIT_OK, EXIT_UNREACHABLE, ToolError
+from elvin.cli_common import ToolError
 from elvin.router_url import DEFAULT_URL
 
 log = logging.getLogger("elvin_apps.tickertape")
 
 PROG = "tickertape"
-SCREENSHOT_CONNECT_TIMEOUT = 5.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -138,17 +136,14 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
 
 
 async def take_screenshot(window, manager, controller, path: Path) -> int:
-    """Wait for the connection and subscriptions (bounded), let a few frames
-    run, then save the window as PNG."""
-    status = EXIT_OK
-    try:
-        await manager.wait_connected(SCREENSHOT_CONNECT_TIMEOUT)
-        await controller.wait_synced(SCREENSHOT_CONNECT_TIMEOUT)
-    except (TimeoutError, Exception):  # noqa: BLE001 - screenshot the state we are in
-        status = EXIT_UNREACHABLE
-    await asyncio.sleep(0.5)
-    from elvin.qt import save_screenshot
-    return save_screenshot(window, path, "tickertape", status)
+    """Once connected and subscribed (each step bounded), as the user would see it."""
+    from elvin.qt import SCREENSHOT_TIMEOUT, screenshot_when_ready
+
+    async def ready() -> None:
+        await manager.wait_connected()
+        await controller.wait_synced(SCREENSHOT_TIMEOUT)
+
+    return await screenshot_when_ready(window, path, PROG, ready, timeout=2 * SCREENSHOT_TIMEOUT)
 
 
 if __name__ == "__main__":

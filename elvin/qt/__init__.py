@@ -5,19 +5,29 @@ asyncio client works unchanged inside them and no thread does networking.
 
 * ``run_app(main)`` creates the QApplication and qasync loop and runs ``main``
   (``run_app_cli`` as the apps' command lines run it, ``run_window`` until
-  their window closes; ``save_screenshot`` for their ``--screenshot``)
+  their window closes; ``screenshot_when_ready`` and ``save_screenshot`` for
+  their ``--screenshot``)
 * ``ConnectionManager`` keeps a connection up, with Qt signals
 * ``StatusWidget`` shows a ConnectionManager's state (coloured dot + text)
 * ``SubscriptionEditor`` edits a subscription with highlighting and live errors
 """
 
-from elvin.qt.app import application, run_app, run_app_cli, run_window, save_screenshot
+from elvin.qt.app import (
+    SCREENSHOT_TIMEOUT,
+    application,
+    run_app,
+    run_app_cli,
+    run_window,
+    save_screenshot,
+    screenshot_when_ready,
+)
 from elvin.qt.editor import SubscriptionEditor, SubscriptionHighlighter
 from elvin.qt.maingc import MainThreadGC
 from elvin.qt.manager import ConnectionManager
 from elvin.qt.status import StatusWidget
 
 __all__ = [
+    "SCREENSHOT_TIMEOUT",
     "ConnectionManager",
     "MainThreadGC",
     "StatusWidget",
@@ -28,4 +38,5 @@ __all__ = [
     "run_app_cli",
     "run_window",
     "save_screenshot",
+    "screenshot_when_ready",
 ]

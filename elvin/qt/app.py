@@ -19,10 +19,15 @@ from typing import Any
 import qasync
 from PySide6.QtWidgets import QApplication
 
-from elvin.cli_common import EXIT_FAILURE, EXIT_OK, fail
+from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, fail
 from elvin.qt.maingc import MainThreadGC
 
-__all__ = ["application", "run_app", "run_app_cli", "run_window", "save_screenshot"]
+__all__ = ["SCREENSHOT_TIMEOUT", "application", "run_app", "run_app_cli", "run_window",
+           "save_screenshot", "screenshot_when_ready"]
+
+#: seconds an app's ``--screenshot`` waits for its routers before it shows
+#: the state it is in (and exits 2: the router could not be reached)
+SCREENSHOT_TIMEOUT = 5.0
 
 
 def application(argv: Sequence[str] | None = None) -> QApplication:
@@ -104,6 +109,23 @@ async def run_window(window: Any, screenshot: Callable[[], Awaitable[int]] | Non
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+async def screenshot_when_ready(window: Any, path: Path, prog: str,
+                                ready: Callable[[], Awaitable[Any]], *,
+                                timeout: float = SCREENSHOT_TIMEOUT, settle: float = 0.5) -> int:
+    """``--screenshot``: wait (at most ``timeout``) for ``ready()`` -- the
+    app connected and subscribed --, let a few frames run, save ``window``.
+    Exit status 0, or 2 when it was not ready in time or failed to get
+    there: the picture then shows the state the app is in."""
+    status = EXIT_OK
+    try:
+        async with asyncio.timeout(timeout):
+            await ready()
+    except Exception:  # noqa: BLE001 - TimeoutError, or a connection that failed
+        status = EXIT_UNREACHABLE
+    await asyncio.sleep(settle)
+    return save_screenshot(window, path, prog, status)
 
 
 def save_screenshot(widget: Any, path: Path, prog: str, status: int = EXIT_OK,

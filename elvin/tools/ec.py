@@ -51,15 +51,7 @@ from elvin.client import (
 )
 from elvin.keys import Keys
 from elvin.text import format_notification
-from elvin.tools import (
-    EXIT_FAILURE,
-    ToolError,
-    ToolParser,
-    ToolSetup,
-    fail,
-    prepare,
-    tool_parser,
-)
+from elvin.tools import EXIT_FAILURE, ToolError, ToolParser, ToolSetup, prepare, tool_parser
 from elvin.tools.subscriber import serve_subscription
 from elvin.values import Int64
 
@@ -128,7 +120,7 @@ class Printer:
 def serve(args, setup: ToolSetup, names: list[str]) -> int:
     printer = Printer(sys.stdout)
 
-    async def subscribe(conn: Connection) -> int | None:
+    async def subscribe(conn: Connection) -> None:
         if args.subscription is not None:
             await conn.subscribe(args.subscription, keys=setup.keys,
                                  accept_insecure=not args.secure, buffer_size=0,
@@ -139,11 +131,10 @@ def serve(args, setup: ToolSetup, names: list[str]) -> int:
                                   listener=printer.quench_event)
             except QuenchNotSupported:
                 if args.subscription is None:
-                    return fail(PROG, f"{conn.url} does not support quench (protocol subset "
-                                "C): no quench events to print", EXIT_FAILURE)
+                    raise ToolError(f"{conn.url} does not support quench (protocol subset "
+                                    "C): no quench events to print", EXIT_FAILURE) from None
                 print(f"{PROG}: {conn.url} does not support quench (protocol subset C): "
                       "printing notifications only", file=sys.stderr, flush=True)
-        return None
 
     # "Connected" is said once the subscription is in place, so that a script
     # that waits for this line knows that nothing sent from now on is missed

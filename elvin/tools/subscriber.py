@@ -22,6 +22,7 @@ from elvin.tools import (
     EXIT_OK,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
+    ToolError,
     ToolSetup,
     connect_failure,
     fail,
@@ -32,7 +33,7 @@ __all__ = ["run_subscriber", "serve_subscription"]
 
 
 def serve_subscription(prog: str, args: argparse.Namespace, setup: ToolSetup,
-                       subscribe: Callable[[Connection], Awaitable[int | None]],
+                       subscribe: Callable[[Connection], Awaitable[None]],
                        ready: Callable[[Connection], str], *, unreachable: str = "",
                        done: asyncio.Event | None = None) -> int:
     """``run_subscriber`` on an event loop of its own; Ctrl-C before its
@@ -45,11 +46,11 @@ def serve_subscription(prog: str, args: argparse.Namespace, setup: ToolSetup,
 
 
 async def run_subscriber(prog: str, args: argparse.Namespace, setup: ToolSetup,
-                         subscribe: Callable[[Connection], Awaitable[int | None]],
+                         subscribe: Callable[[Connection], Awaitable[None]],
                          ready: Callable[[Connection], str], *, unreachable: str = "",
                          done: asyncio.Event | None = None) -> int:
-    """Connect by ``setup``, ``subscribe`` (its exit status ends the run
-    early; None goes on), say ``prog: ready(conn)`` on stderr -- once it is
+    """Connect by ``setup``, ``subscribe`` (a ``ToolError`` it raises ends
+    the run with that error's status), say ``prog: ready(conn)`` on stderr -- once it is
     said, nothing sent is missed, and scripts wait for it -- then run until
     SIGINT/SIGTERM, ``done``, or the router closing the connection.
     ``unreachable`` goes before the reason the router could not be reached."""
@@ -76,9 +77,11 @@ async def run_subscriber(prog: str, args: argparse.Namespace, setup: ToolSetup,
 
 
 async def _subscribe(prog: str, conn: Connection,
-                     subscribe: Callable[[Connection], Awaitable[int | None]]) -> int | None:
+                     subscribe: Callable[[Connection], Awaitable[None]]) -> int | None:
     try:
-        return await subscribe(conn)
+        await subscribe(conn)
+    except ToolError as exc:             # the tool's own reason to stop
+        return exc.report(prog)
     except SubscriptionError as exc:
         return fail(prog, f"bad subscription: {exc}", EXIT_USAGE)
     except NackError as exc:
@@ -88,3 +91,4 @@ async def _subscribe(prog: str, conn: Connection,
                     EXIT_UNREACHABLE)
     except (OSError, TimeoutError) as exc:
         return fail(prog, f"disconnected from {conn.url}: {exc}", EXIT_UNREACHABLE)
+    return None
