@@ -94,7 +94,8 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from elvin.qt import ConnectionManager, StatusWidget, run_window
+    from elvin.qt import ConnectionManager, StatusWidget
+    from elvin.qt.app import run_window
 
     app = QApplication.instance()
     app.setApplicationName("biff")

@@ -109,7 +109,7 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
     from elvin_apps.console.window import MainWindow
     from PySide6.QtWidgets import QApplication
 
-    from elvin.qt import run_window
+    from elvin.qt.app import run_window
 
     app = QApplication.instance()
     app.setApplicationName("elvin-console")
@@ -136,7 +136,7 @@ async def take_screenshot(window, path: Path) -> int:
     """Once every router is connected and every wanted subscription made."""
     from elvin_apps.console.consumer import ConsumerPane
 
-    from elvin.qt import screenshot_when_ready
+    from elvin.qt.app import screenshot_when_ready
 
     async def ready() -> None:
         while True:

@@ -83,7 +83,8 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
     from elvin_apps.tickertape.window import TickerWindow
     from PySide6.QtWidgets import QApplication
 
-    from elvin.qt import ConnectionManager, StatusWidget, run_window
+    from elvin.qt import ConnectionManager, StatusWidget
+    from elvin.qt.app import run_window
 
     app = QApplication.instance()
     app.setApplicationName("tickertape")
@@ -137,7 +138,7 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
 
 async def take_screenshot(window, manager, controller, path: Path) -> int:
     """Once connected and subscribed (each step bounded), as the user would see it."""
-    from elvin.qt import SCREENSHOT_TIMEOUT, screenshot_when_ready
+    from elvin.qt.app import SCREENSHOT_TIMEOUT, screenshot_when_ready
 
     async def ready() -> None:
         await manager.wait_connected()

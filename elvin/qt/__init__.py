@@ -4,30 +4,20 @@ Qt apps run asyncio on the Qt event loop with qasync (``run_app``), so the
 asyncio client works unchanged inside them and no thread does networking.
 
 * ``run_app(main)`` creates the QApplication and qasync loop and runs ``main``
-  (``run_app_cli`` as the apps' command lines run it, ``run_window`` until
-  their window closes; ``screenshot_when_ready`` and ``save_screenshot`` for
+  (``run_app_cli`` as the apps' command lines run it; ``save_screenshot`` for
   their ``--screenshot``)
 * ``ConnectionManager`` keeps a connection up, with Qt signals
 * ``StatusWidget`` shows a ConnectionManager's state (coloured dot + text)
 * ``SubscriptionEditor`` edits a subscription with highlighting and live errors
 """
 
-from elvin.qt.app import (
-    SCREENSHOT_TIMEOUT,
-    application,
-    run_app,
-    run_app_cli,
-    run_window,
-    save_screenshot,
-    screenshot_when_ready,
-)
+from elvin.qt.app import application, run_app, run_app_cli, save_screenshot
 from elvin.qt.editor import SubscriptionEditor, SubscriptionHighlighter
 from elvin.qt.maingc import MainThreadGC
 from elvin.qt.manager import ConnectionManager
 from elvin.qt.status import StatusWidget
 
 __all__ = [
-    "SCREENSHOT_TIMEOUT",
     "ConnectionManager",
     "MainThreadGC",
     "StatusWidget",
@@ -36,7 +26,5 @@ __all__ = [
     "application",
     "run_app",
     "run_app_cli",
-    "run_window",
     "save_screenshot",
-    "screenshot_when_ready",
 ]
