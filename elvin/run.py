@@ -2,7 +2,8 @@
 
 Looks for a router first: ``ELVIN_URL`` if set, else router discovery (a
 default router on the LAN, or the scope in ``ELVIN_SCOPE``; ``ELVIN_DISCOVERY``
-tunes or disables it, see ``elvin.discovery``). Only when nothing answers does
+tunes or disables it, see ``elvin.discovery``); an ``ELVIN_URL`` that is not
+an Elvin URI is said, and ``make run`` exits with status 1. Only when nothing answers does
 it start ``elvind`` on the default URL (unless a router already answers
 there), then the tickertape in the foreground when there is a display to show it on.
 When a display is set but Qt cannot use it (missing xcb libraries, no X server
@@ -23,9 +24,10 @@ import sys
 import time
 
 from elvin.display_check import display_problem
+from elvin.protocol import parse_uri
+from elvin.router_url import DEFAULT_URL, RouterURLError, choose_router_url
 
-DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 2917
-DEFAULT_URL = f"elvin://{DEFAULT_HOST}:{DEFAULT_PORT}"
+DEFAULT_HOST, DEFAULT_PORT = parse_uri(DEFAULT_URL).host, parse_uri(DEFAULT_URL).port
 
 
 def router_answers(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> bool:
@@ -38,13 +40,11 @@ def router_answers(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> bool:
 
 def find_router(timeout: float | None = None) -> str | None:
     """``ELVIN_URL``, else the first router discovery finds (within
-    ``timeout``, default ``elvin.discovery.APP_TIMEOUT``), else None."""
-    url = os.environ.get("ELVIN_URL")
-    if url:
-        return url
-    from elvin.discovery import APP_TIMEOUT, discover_url
-
-    return discover_url(APP_TIMEOUT if timeout is None else timeout)
+    ``timeout``, default ``elvin.discovery.APP_TIMEOUT``), else None: the
+    suite's rule (``elvin.router_url``) with no flag and no config file.
+    ``RouterURLError`` for an ``ELVIN_URL`` that is not an Elvin URI."""
+    choice = choose_router_url(discover=True, timeout=timeout)
+    return choice.url if choice.chosen else None
 
 
 def has_display() -> bool:
@@ -80,7 +80,10 @@ def stop(process: subprocess.Popen | None) -> None:
 
 
 def main() -> int:
-    url = find_router()
+    try:
+        url = find_router()
+    except RouterURLError as exc:
+        return exc.report("make run")
     if url:
         print(f"make run: using the router at {url}", flush=True)
         router = None

@@ -1,7 +1,8 @@
 """``biff``: the coffee biff desktop app (command line, startup, shutdown).
 
-Router: ``--elvin``, else ``ELVIN_URL``, else the config file, else
-``elvin://127.0.0.1:2917``. The app needs the others, so it does not start
+Router: ``--elvin``, else ``ELVIN_URL``, else the config file, else a router
+found by discovery, else ``elvin://127.0.0.1:2917`` (``elvin.router_url``).
+The app needs the others, so it does not start
 a private router: if the router cannot be reached at startup it says so
 and exits with status 2; once connected it rides out outages (the client
 reconnects, the biff re-announces and re-asks).
@@ -18,49 +19,33 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
 from elvin_apps.biff import __version__
 
-from elvin.tools import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, ToolParser, fail
+from elvin.app_cli import app_parser, start_app
+from elvin.cli_common import EXIT_FAILURE, EXIT_UNREACHABLE, EXIT_USAGE, ToolError, fail
 
 log = logging.getLogger("elvin_apps.biff")
 
-DEFAULT_URL = "elvin://127.0.0.1:2917"
+PROG = "biff"
 CONNECT_TIMEOUT = 5.0
 SCREENSHOT_SETTLE = 1.0   # seconds for the others' answers to arrive
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = ToolParser(
-        prog="biff",
-        description="Coffee biff: click the cup when you go for a coffee; see who else is.",
-        epilog=f"Router: --elvin, else $ELVIN_URL, else the config file, else {DEFAULT_URL}. "
-               "Exit status: 0 ok, 1 usage error, 2 router unreachable.")
-    parser.add_argument("--elvin", "-e", metavar="URL", help="Elvin router URL")
+    parser = app_parser(
+        PROG, __version__,
+        "Coffee biff: click the cup when you go for a coffee; see who else is.",
+        config_default="~/.config/elvin/biff.toml", screenshot=True,
+        epilog="Exit status: 0 ok, 1 usage error, 2 router unreachable.")
     parser.add_argument("--user", metavar="NAME", help="your name (default user@host)")
-    parser.add_argument("--config", metavar="FILE",
-                        help="TOML config file (default ~/.config/elvin/biff.toml)")
-    parser.add_argument("--screenshot", metavar="FILE",
-                        help="render the main window to a PNG after startup, then exit")
-    parser.add_argument("--log-level", default="WARNING", type=str.upper,
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-                        help="logging level (default WARNING)")
-    parser.add_argument("--version", action="version", version=f"biff {__version__}")
     return parser
 
 
-def resolve_url(flag: str | None, config_url: str | None) -> str:
-    for candidate in (flag, os.environ.get("ELVIN_URL"), config_url):
-        if candidate:
-            return candidate
-    return DEFAULT_URL
-
-
 def _fail(message: str, code: int) -> int:
-    return fail("biff", message, code)
+    return fail(PROG, message, code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,22 +53,12 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:      # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    logging.basicConfig(level=getattr(logging, args.log_level),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from elvin_apps.biff.config import ConfigError, load
+    from elvin_apps.biff.config import load
     try:
-        config = load(args.config, must_exist=bool(args.config))
-    except ConfigError as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    url = resolve_url(args.elvin, config.elvin)
-    if not (args.elvin or os.environ.get("ELVIN_URL") or config.elvin):
-        from elvin.discovery import discover_url  # nothing configured: look for a router
-        url = discover_url() or url
-    from elvin.protocol import URIError, parse_uri
-    try:
-        parse_uri(url)
-    except URIError as exc:
-        return _fail(f"bad Elvin URL {url!r}: {exc}", EXIT_USAGE)
+        config, router = start_app(args, load)
+    except ToolError as exc:
+        return exc.report(PROG)
+    url = router.url
     from elvin_apps.biff.coffee import CoffeeBiff
     try:
         biff = CoffeeBiff(args.user or config.user, heartbeat=config.heartbeat,
@@ -120,6 +95,7 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
     from PySide6.QtWidgets import QApplication
 
     from elvin.qt import ConnectionManager, StatusWidget
+    from elvin.qt.app import run_window
 
     app = QApplication.instance()
     app.setApplicationName("biff")
@@ -143,25 +119,16 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
                           default_text=default_text, notifier=notifier)
     tray = make_tray(qbiff, window)
     notifier.tray = tray.icon if tray is not None else None
-    closed = asyncio.Event()
-    window.closed.connect(closed.set)
-    app.aboutToQuit.connect(closed.set)
-    # SIGINT/SIGTERM: close the window, so that departure is announced. The
-    # timer lets Python run its signal handlers while Qt's loop waits.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(ValueError):     # not in the main thread
-            signal.signal(sig, lambda *_: window.close())
+    # a signal closes the window, so that departure is announced; the timer
+    # lets Python run its signal handlers while Qt's loop waits
     ticker = QTimer(window)
     ticker.timeout.connect(lambda: None)
     ticker.start(250)
-    status = EXIT_OK
     try:
         await qbiff.attach()
         window.show()
-        if screenshot is not None:
-            status = await take_screenshot(window, screenshot)
-        else:
-            await closed.wait()
+        return await run_window(window, (lambda: take_screenshot(window, screenshot))
+                                if screenshot is not None else None)
     finally:
         with contextlib.suppress(Exception):
             await qbiff.close()
@@ -169,7 +136,6 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
             await manager.stop()
         if tray is not None:
             tray.icon.hide()
-    return status
 
 
 async def take_screenshot(window, path: Path) -> int:
@@ -180,10 +146,5 @@ async def take_screenshot(window, path: Path) -> int:
     return save_screenshot(window, path, "biff", detail=window.qbiff.biff.summary())
 
 
-def entry() -> None:
-    """Console-script entry point (``biff``)."""
-    sys.exit(main())
-
-
 if __name__ == "__main__":
-    entry()
+    sys.exit(main())

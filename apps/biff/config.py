@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BiffConfig", "ConfigError", "default_path", "load"]
+from elvin.config_file import ConfigError, default_config_path, read_toml
+
+__all__ = ["BiffConfig", "ConfigError", "load"]
 
 CONFIG_NAME = "biff.toml"
-
-
-class ConfigError(ValueError):
-    """The configuration file is unreadable or has a wrong value."""
 
 
 @dataclass
@@ -54,28 +51,17 @@ _TYPES: dict[str, tuple[type, ...]] = {
 _LIMITS = {"heartbeat": (0.1, 3600.0), "coffee_minutes": (0.1, 24 * 60.0)}
 
 
-def default_path() -> Path:
-    """``$XDG_CONFIG_HOME/elvin/biff.toml`` (``~/.config`` if unset)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "elvin" / CONFIG_NAME
-
-
 def load(path: str | os.PathLike | None = None, *, must_exist: bool = False) -> BiffConfig:
-    """Read the file (the default path when ``path`` is None). A missing
-    default file means defaults; a missing named file is an error."""
-    file = Path(path) if path is not None else default_path()
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        if must_exist:
-            raise ConfigError(f"{file}: no such file") from None
+    """Read the file (``$XDG_CONFIG_HOME/elvin/biff.toml`` when ``path`` is
+    None). A missing default file means defaults; a missing named file is an
+    error."""
+    toml = read_toml(path if path is not None else default_config_path(CONFIG_NAME),
+                     must_exist=must_exist)
+    if toml is None:
         return BiffConfig()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    file = toml.path
     config = BiffConfig(path=file)
-    for key, value in data.items():
+    for key, value in toml.data.items():
         kinds = _TYPES.get(key)
         if kinds is None:
             raise ConfigError(f"{file}: unknown key {key!r} (known: {', '.join(_TYPES)})")

@@ -1,7 +1,8 @@
 """``elvin-console``: command line, startup and shutdown.
 
 The router URL comes from ``--elvin``, else ``ELVIN_URL``, else the config
-file, else ``elvin://127.0.0.1:2917``. A workspace (``--workspace`` or the
+file, else (with no workspace) a router found by discovery, else
+``elvin://127.0.0.1:2917`` (``elvin.router_url``). A workspace (``--workspace`` or the
 config's ``workspace``) brings its own routers; an explicit ``--elvin`` (or
 ``ELVIN_URL``) then replaces the URL of its first router, so one workspace
 can be pointed at another router from the command line.
@@ -19,89 +20,61 @@ import contextlib
 import dataclasses
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
 from elvin_apps.console import __version__
 
-from elvin.tools import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, ToolParser, fail
+from elvin.app_cli import app_parser, start_app
+from elvin.cli_common import EXIT_FAILURE, EXIT_USAGE, ToolError, fail
 
 log = logging.getLogger("elvin_apps.console")
 
-DEFAULT_URL = "elvin://127.0.0.1:2917"
-SCREENSHOT_CONNECT_TIMEOUT = 5.0
+PROG = "elvin-console"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = ToolParser(
-        prog="elvin-console",
-        description="The developers' console for Elvin: write and test subscriptions, send "
-                    "typed notifications, watch quench and router statistics, on several "
-                    "routers at once.",
-        epilog="Router: --elvin, else $ELVIN_URL, else the config file, else "
-               f"{DEFAULT_URL}. Exit status: 0 ok, 1 usage or input error, 2 router "
-               "unreachable (--screenshot), 3 other failure.")
-    parser.add_argument("--elvin", "-e", metavar="URL", help="Elvin router URL")
-    parser.add_argument("--config", metavar="FILE",
-                        help="TOML config file (default: ~/.config/elvin/console.toml)")
+    parser = app_parser(
+        PROG, __version__,
+        "The developers' console for Elvin: write and test subscriptions, send typed "
+        "notifications, watch quench and router statistics, on several routers at once.",
+        config_default="~/.config/elvin/console.toml", screenshot=True,
+        epilog="A workspace brings its routers; --elvin or $ELVIN_URL replaces the first. "
+               "Exit status: 0 ok, 1 usage or input error, 2 router unreachable "
+               "(--screenshot), 3 other failure.")
     parser.add_argument("--workspace", "-w", metavar="FILE",
                         help="open this workspace (JSON or TOML) at startup")
     parser.add_argument("--buffer", type=int, metavar="ROWS",
                         help="rows a new consumer pane keeps (default 10000)")
-    parser.add_argument("--screenshot", metavar="FILE",
-                        help="render the main window to a PNG after startup, then exit")
     parser.add_argument("--embedded-router", action="store_true",
                         help="if nothing answers at a local URL, start the bundled router "
                              "there (handy for trying the console alone)")
-    parser.add_argument("--log-level", default="WARNING",
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-                        type=str.upper, help="logging level (default WARNING)")
-    parser.add_argument("--version", action="version",
-                        version=f"elvin-console {__version__}")
     return parser
 
 
 def _fail(message: str, code: int) -> int:
-    return fail("elvin-console", message, code)
-
-
-def resolve_url(flag: str | None, config_url: str | None) -> tuple[str, bool]:
-    """The URL and whether it was given explicitly (flag or environment)."""
-    if flag:
-        return flag, True
-    if os.environ.get("ELVIN_URL"):
-        return os.environ["ELVIN_URL"], True
-    return config_url or DEFAULT_URL, False
+    return fail(PROG, message, code)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=getattr(logging, args.log_level),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from elvin_apps.console.config import ConfigError, load
+    from elvin_apps.console.config import load
     from elvin_apps.console.window import default_workspace
     from elvin_apps.console.workspace import MAX_BUFFER, MIN_BUFFER, WorkspaceError
     from elvin_apps.console.workspace import load as load_workspace
 
-    from elvin.protocol import URIError, parse_uri
     try:
-        config = load(args.config, must_exist=bool(args.config))
-    except ConfigError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        # a workspace names its routers: discovery only for the default one
+        config, router = start_app(args, load, discover=lambda config: not (
+            args.workspace or config.workspace))
+    except ToolError as exc:
+        return exc.report(PROG)
+    workspace_path = args.workspace or config.workspace
+    url, explicit = router.url, router.explicit
     buffer = args.buffer if args.buffer is not None else config.buffer
     if not MIN_BUFFER <= buffer <= MAX_BUFFER:
         return _fail(f"--buffer must be from {MIN_BUFFER} to {MAX_BUFFER}, not {buffer}",
                      EXIT_USAGE)
-    url, explicit = resolve_url(args.elvin, config.elvin)
-    if not (explicit or config.elvin or args.workspace or config.workspace):
-        from elvin.discovery import discover_url  # nothing configured: look for a router
-        url = discover_url() or url
-    try:
-        parse_uri(url)
-    except URIError as exc:
-        return _fail(f"bad Elvin URL {url!r}: {exc}", EXIT_USAGE)
-    workspace_path = args.workspace or config.workspace
     if workspace_path:
         try:
             workspace = load_workspace(workspace_path)
@@ -129,36 +102,6 @@ def main(argv: list[str] | None = None) -> int:
     return run_app_cli(app_main)
 
 
-async def _answers(host: str, port: int, timeout: float = 1.0) -> bool:
-    try:
-        async with asyncio.timeout(timeout):
-            _reader, writer = await asyncio.open_connection(host, port)
-    except (OSError, TimeoutError):
-        return False
-    writer.close()
-    with contextlib.suppress(Exception):
-        await writer.wait_closed()
-    return True
-
-
-async def start_embedded_router(url: str):
-    """The bundled router on a local URL where nothing answers, else None."""
-    from elvin.protocol import parse_uri
-    uri = parse_uri(url)
-    if uri.host not in ("127.0.0.1", "localhost", "::1") or await _answers(uri.host, uri.port):
-        return None
-    from elvin.router.embedded import EmbeddedRouter
-    router = EmbeddedRouter(port=uri.port, host="127.0.0.1" if uri.host == "localhost"
-                            else uri.host)
-    try:
-        await asyncio.get_running_loop().run_in_executor(None, router.start)
-    except Exception as exc:  # noqa: BLE001 - the console still runs, unconnected
-        log.warning("could not start the bundled router at %s: %s", url, exc)
-        return None
-    log.warning("started the bundled router at %s", router.url)
-    return router
-
-
 async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: int) -> int:
     """Build the window on the running qasync loop; returns the exit status
     when it closes (or right after ``--screenshot``)."""
@@ -166,40 +109,34 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
     from elvin_apps.console.window import MainWindow
     from PySide6.QtWidgets import QApplication
 
+    from elvin.qt.app import run_window
+
     app = QApplication.instance()
     app.setApplicationName("elvin-console")
     app.setApplicationVersion(__version__)
     router = None
     if args.embedded_router and workspace.routers:
-        router = await start_embedded_router(workspace.routers[0].url)
+        from elvin.router.bundled import start_where_silent
+        router = await start_where_silent(workspace.routers[0].url)
     registry = RouterRegistry()
     window = MainWindow(registry, buffer)
-    closed = asyncio.Event()
-    window.closed.connect(closed.set)
-    app.aboutToQuit.connect(closed.set)
-    await window.apply_workspace(workspace, path)
-    window.show()
-    previous = {sig: signal.signal(sig, lambda *_: window.close())
-                for sig in (signal.SIGTERM, signal.SIGINT)}
-    status = EXIT_OK
     try:
-        if args.screenshot:
-            status = await take_screenshot(window, Path(args.screenshot))
-        else:
-            await closed.wait()
+        await window.apply_workspace(workspace, path)
+        window.show()
+        return await run_window(window, (lambda: take_screenshot(window, Path(args.screenshot)))
+                                if args.screenshot else None)
     finally:
         with contextlib.suppress(Exception):
             await window.shutdown()
         if router is not None:
             await asyncio.get_running_loop().run_in_executor(None, router.stop)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return status
 
 
-async def wait_ready(window, timeout: float) -> bool:
-    """Every router connected and every wanted subscription made (bounded)."""
+async def take_screenshot(window, path: Path) -> int:
+    """Once every router is connected and every wanted subscription made."""
     from elvin_apps.console.consumer import ConsumerPane
+
+    from elvin.qt.app import screenshot_when_ready
 
     async def ready() -> None:
         while True:
@@ -211,26 +148,8 @@ async def wait_ready(window, timeout: float) -> bool:
                 return
             await asyncio.sleep(0.05)
 
-    try:
-        async with asyncio.timeout(timeout):
-            await ready()
-    except TimeoutError:
-        return False
-    return True
-
-
-async def take_screenshot(window, path: Path) -> int:
-    status = EXIT_OK if await wait_ready(window, SCREENSHOT_CONNECT_TIMEOUT) \
-        else EXIT_UNREACHABLE
-    await asyncio.sleep(0.5)
-    from elvin.qt import save_screenshot
-    return save_screenshot(window, path, "elvin-console", status)
-
-
-def entry() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    return await screenshot_when_ready(window, path, PROG, ready)
 
 
 if __name__ == "__main__":
-    entry()
+    sys.exit(main())

@@ -13,21 +13,16 @@ Wrong types are rejected with a message naming the file and the key.
 
 from __future__ import annotations
 
-import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from elvin_apps.console.workspace import DEFAULT_BUFFER, MAX_BUFFER, MIN_BUFFER
 
-__all__ = ["Config", "ConfigError", "default_path", "load"]
+from elvin.config_file import ConfigError, default_config_path, read_toml
 
-APP_DIR = "elvin"
+__all__ = ["Config", "ConfigError", "load"]
+
 CONFIG_NAME = "console.toml"
-
-
-class ConfigError(ValueError):
-    """The configuration file is unreadable or holds a wrong value."""
 
 
 @dataclass
@@ -38,28 +33,14 @@ class Config:
     path: Path | None = None
 
 
-def default_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"),
-                                                             ".config")
-    return Path(base) / APP_DIR / CONFIG_NAME
-
-
 def load(path: str | Path | None = None, must_exist: bool = False) -> Config:
-    """The configuration at ``path`` (default: :func:`default_path`); a
-    missing default file gives the defaults, a missing named file is an error."""
-    target = Path(path).expanduser() if path else default_path()
-    try:
-        text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        if must_exist:
-            raise ConfigError(f"config file {target} does not exist") from None
+    """The configuration at ``path`` (default ``$XDG_CONFIG_HOME/elvin/
+    console.toml``); a missing default file gives the defaults, a missing
+    named file is an error."""
+    toml = read_toml(path or default_config_path(CONFIG_NAME), must_exist=must_exist)
+    if toml is None:
         return Config()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {target}: {exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{target}: not valid TOML: {exc}") from None
+    target, data = toml.path, toml.data
     config = Config(path=target)
     known = {"elvin", "workspace", "buffer"}
     unknown = sorted(set(data) - known)

@@ -19,54 +19,46 @@ import argparse
 import asyncio
 import json
 import logging
-import os
 import signal
 import sys
 from collections.abc import Sequence
 
 from elvin_apps.filewatcher import __version__
 from elvin_apps.filewatcher.config import (
-    LOG_LEVELS,
     UNBOUNDED_POLICIES,
     Config,
     ConfigError,
     apply_overrides,
     default_status_file,
     load_config,
-    resolve_url,
 )
 from elvin_apps.filewatcher.status import StatusError, format_status, read_status
 
-from elvin.protocol import URIError, parse_uri
+from elvin import cli_common
+from elvin.app_cli import add_config_argument, app_parser
+from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolError, ToolParser
+from elvin.router_url import choose_router_url
 from elvin.tools import CONNECT_ERRORS, connect_failure
 
-EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_FAILURE = 0, 1, 2, 3
+PROG = "filewatcher"
 
 log = logging.getLogger("elvin_apps.filewatcher")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors exit 1, not argparse's 2
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="filewatcher",
-        description="Emit an Elvin notification when a watched file changes. Watches only "
-                    "the paths that subscriptions ask for (File-Path == ..., begins-with, "
-                    "wildcard, regex), and only inside the configured roots.",
+    parser = app_parser(
+        PROG, __version__,
+        "Emit an Elvin notification when a watched file changes. Watches only the paths "
+        "that subscriptions ask for (File-Path == ..., begins-with, wildcard, regex), and "
+        "only inside the configured roots.",
+        config_default=None, log_level=None, shown_log_level="info",
         epilog="'filewatcher status' prints what the running daemon watches and why. "
                "Settings: --config FILE (TOML; keys as the flags: roots, elvin, unbounded, "
                "debounce, max-delay, poll-interval, max-watches, status-file, log-level, "
-               "log-file, ...); flags override it. Router: --elvin, else ELVIN_URL, else "
-               "the config file, else elvin://127.0.0.1:2917.")
-    parser.add_argument("--config", metavar="FILE", help="TOML configuration file")
+               "log-file, ...); flags override it.")
     parser.add_argument("--root", metavar="DIR", action="append", dest="roots",
                         help="a directory subscribers may watch (repeatable; replaces the "
                              "config file's roots)")
-    parser.add_argument("--elvin", metavar="URL", help="router URL")
     parser.add_argument("--unbounded", choices=UNBOUNDED_POLICIES,
                         help="what to do with subscriptions whose paths cannot be bounded: "
                              "ignore them (default, with a warning) or watch the roots")
@@ -76,20 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"where to write the status (default {default_status_file()})")
     parser.add_argument("--foreground", action="store_true",
                         help="run in the foreground (always the case; for systemd and habit)")
-    parser.add_argument("--log-level", choices=LOG_LEVELS, type=str.lower,
-                        help="log level (default info)")
     parser.add_argument("--log-file", metavar="FILE", help="log here instead of stderr")
-    parser.add_argument("--version", action="version", version=f"filewatcher {__version__}")
     return parser
 
 
 def build_status_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="filewatcher status",
-                     description="Print what the running filewatcher watches, and for which "
-                                 "subscriptions (read from its status file).")
+    parser = ToolParser(prog="filewatcher status",
+                        description="Print what the running filewatcher watches, and for "
+                                    "which subscriptions (read from its status file).")
     parser.add_argument("--status-file", metavar="FILE", help="the daemon's status file")
-    parser.add_argument("--config", metavar="FILE",
-                        help="take the status file's path from this config file")
+    add_config_argument(parser, help="take the status file's path from this config file")
     parser.add_argument("--json", action="store_true", help="print the raw JSON")
     return parser
 
@@ -103,16 +91,8 @@ def make_config(args: argparse.Namespace) -> Config:
 
 
 def setup_logging(config: Config) -> None:
-    handler: logging.Handler
-    if config.log_file:
-        handler = logging.FileHandler(config.log_file, encoding="utf-8")
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(
-        "%(asctime)s filewatcher %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(config.log_level.upper())
+    """The suite's log set-up, watchdog's chatter kept out unless debugging."""
+    cli_common.setup_logging(config.log_level, config.log_file, prog=PROG)
     if config.log_level != "debug":
         logging.getLogger("watchdog").setLevel(logging.WARNING)
 
@@ -178,17 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config = make_config(args)
-        url = resolve_url(args.elvin, dict(os.environ), config.elvin)
-        if not (args.elvin or os.environ.get("ELVIN_URL") or config.elvin):
-            from elvin.discovery import discover_url  # nothing configured: look
-            url = discover_url() or url
-        try:
-            parse_uri(url)
-        except URIError as exc:
-            raise ConfigError(f"bad router URL {url!r}: {exc}") from None
+        url = choose_router_url(args.elvin, config.elvin, config_file=args.config,
+                                discover=True, what="router URL").url
     except ConfigError as exc:
         print(f"filewatcher: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ToolError as exc:
+        return exc.report(PROG)
     try:
         setup_logging(config)
     except OSError as exc:
@@ -203,11 +179,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.debug("filewatcher failed", exc_info=True)   # the traceback, for debugging
         print(f"filewatcher: {exc} (--log-level debug shows where)", file=sys.stderr)
         return EXIT_FAILURE
-
-
-def entry() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,33 +23,26 @@ A TOML file (``filewatcher --config FILE``) uses the flag names as keys, with
     log-file = "/var/log/elvin-filewatcher.log"
 
 Precedence: command-line flag, then (for the router URL) ``ELVIN_URL``, then
-the file, then the default.
+the file, then the default (the router URL's rule is the suite's,
+``elvin.router_url``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
-import re
 import socket
-import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from elvin.protocol import URIError, parse_uri
+from elvin.cli_common import LOG_LEVELS
+from elvin.config_file import ConfigError, check_numbers, line_of, number, read_toml
+from elvin.router_url import RouterURLError, check_router_url
 
-__all__ = ["Config", "ConfigError", "DEFAULT_URL", "LOG_LEVELS", "UNBOUNDED_POLICIES",
-           "default_status_file", "load_config", "resolve_url"]
+__all__ = ["Config", "ConfigError", "LOG_LEVELS", "UNBOUNDED_POLICIES", "default_status_file",
+           "load_config"]
 
-DEFAULT_URL = "elvin://127.0.0.1:2917"
-LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 UNBOUNDED_POLICIES = ("ignore", "roots")
-
-
-class ConfigError(ValueError):
-    """A configuration problem; the message names the file/flag and the key."""
 
 
 def default_status_file() -> str:
@@ -73,12 +66,14 @@ class Config:
     elvin: str | None = None
     roots: list[str] = field(default_factory=list)
     unbounded: str = "ignore"
-    debounce: float = 0.1
-    max_delay: float = 1.0
-    poll_interval: float = 2.0
-    max_watches: int = 256
-    max_paths_per_subscription: int = 10_000
-    reconnect_grace: float = 10.0
+    # seconds
+    debounce: float = number(0.1, 0.0, 60.0)
+    max_delay: float = number(1.0, 0.0, 3600.0)
+    poll_interval: float = number(2.0, 0.05, 3600.0)
+    reconnect_grace: float = number(10.0, 0.0, 3600.0)
+    # counts
+    max_watches: int = number(256, 1, integer=True)
+    max_paths_per_subscription: int = number(10_000, 1, integer=True)
     status_file: str = ""
     host: str = ""
     log_level: str = "info"
@@ -90,9 +85,9 @@ class Config:
         src = self.source
         if self.elvin is not None:
             try:
-                parse_uri(self.elvin)
-            except URIError as exc:
-                raise ConfigError(f"{src}: elvin: bad router URL {self.elvin!r}: {exc}") from None
+                check_router_url(self.elvin, what="router URL")
+            except RouterURLError as exc:
+                raise ConfigError(f"{src}: elvin: {exc}") from None
         if not self.roots:
             raise ConfigError(f"{src}: no roots: name the directories subscribers may watch "
                               "with --root DIR (repeatable) or roots = [...] in the config file")
@@ -114,21 +109,9 @@ class Config:
         if self.unbounded not in UNBOUNDED_POLICIES:
             raise ConfigError(f"{src}: unbounded: must be one of {', '.join(UNBOUNDED_POLICIES)}"
                               f", not {self.unbounded!r}")
-        for name, low, high in (("debounce", 0.0, 60.0), ("max_delay", 0.0, 3600.0),
-                                ("poll_interval", 0.05, 3600.0),
-                                ("reconnect_grace", 0.0, 3600.0)):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) \
-                    or not math.isfinite(value) or not low <= value <= high:
-                raise ConfigError(f"{src}: {name.replace('_', '-')}: must be a number of "
-                                  f"seconds from {low:g} to {high:g}, not {value!r}")
+        check_numbers(self, src, lambda name: name.replace("_", "-"))
         if self.max_delay < self.debounce:
             self.max_delay = self.debounce
-        for name, low in (("max_watches", 1), ("max_paths_per_subscription", 1)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ConfigError(f"{src}: {name.replace('_', '-')}: must be an integer >= "
-                                  f"{low}, not {value!r}")
         if self.log_level not in LOG_LEVELS:
             raise ConfigError(f"{src}: log-level: must be one of {', '.join(LOG_LEVELS)}, "
                               f"not {self.log_level!r}")
@@ -156,35 +139,13 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _line_of(text: str, key: str) -> str:
-    m = re.search(rf"(?m)^\s*{re.escape(key)}\s*=", text)
-    return f", line {text.count(chr(10), 0, m.start()) + 1}" if m else ""
-
-
-def resolve_url(flag: str | None, environ: dict[str, str], configured: str | None) -> str:
-    """``--elvin``, else ``ELVIN_URL``, else the config file, else the default
-    (the suite's convention, docs/architecture.md)."""
-    return flag or environ.get("ELVIN_URL") or configured or DEFAULT_URL
-
-
 def load_config(path: str | os.PathLike | None) -> Config:
     """Read the TOML file (None: defaults only). Not validated yet: flags are
     applied on top first, then ``validate()``."""
-    config = Config()
     if path is None:
-        return config
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {str(path)!r}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    return config_from_dict(data, source=str(path), text=text)
+        return Config()
+    file = read_toml(path)
+    return config_from_dict(file.data, source=str(file.path), text=file.text)
 
 
 def config_from_dict(data: dict[str, Any], source: str = "configuration",
@@ -192,7 +153,7 @@ def config_from_dict(data: dict[str, Any], source: str = "configuration",
     config = Config(source=source)
     for raw_key, value in data.items():
         key = raw_key.replace("-", "_")
-        where = f"{source}{_line_of(text, raw_key)}"
+        where = f"{source}{line_of(text, raw_key)}"
         if key not in _TYPES:
             known = ", ".join(k.replace("_", "-") for k in _TYPES)
             raise ConfigError(f"{where}: unknown setting {raw_key!r} (known: {known})")

@@ -13,7 +13,8 @@
 stopped, Elvin connection closed), re-reads its config on SIGHUP (``reload``
 sends that signal to the pid in the status file, so ``systemctl reload`` and
 scripts need not know the pid). The router is ``--elvin``, else
-``$ELVIN_URL``, else ``elvin`` in the config, else ``elvin://127.0.0.1:2917``.
+``$ELVIN_URL``, else ``elvin`` in the config, else a router found by
+discovery, else ``elvin://127.0.0.1:2917`` (``elvin.router_url``).
 
 Exit codes: 0 ok; 1 usage or config error; 2 the router cannot be reached at
 startup (once connected, outages are ridden out by reconnecting); 3 any other
@@ -34,18 +35,26 @@ from pathlib import Path
 
 from elvin_apps.newswatcher import __version__
 
+from elvin.app_cli import add_config_argument, app_parser, configured_router
+from elvin.cli_common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    ToolError,
+    ToolParser,
+    fail,
+    setup_logging,
+)
+from elvin.config_file import default_config_path, load_named
+
 log = logging.getLogger("elvin_apps.newswatcher")
 
-DEFAULT_URL = "elvin://127.0.0.1:2917"
-EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_FAILURE = 0, 1, 2, 3
+PROG = "newswatcher"
 COMMANDS = ("run", "status", "reload")
-LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+CONFIG_DEFAULT = "$XDG_CONFIG_HOME/elvin/newswatcher.toml, if it exists"
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", metavar="FILE",
-                        help="TOML config file (default: $XDG_CONFIG_HOME/elvin/"
-                             "newswatcher.toml, if it exists)")
+def _data_dir_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", metavar="DIR",
                         help="where state.json and status.json live (default: data_dir in "
                              "the config, else $XDG_STATE_HOME/elvin/newswatcher)")
@@ -53,55 +62,44 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def build_parser(command: str = "run") -> argparse.ArgumentParser:
     if command == "status":
-        parser = argparse.ArgumentParser(
+        parser = ToolParser(
             prog="newswatcher status",
             description="Show which feeds the running newswatcher polls, and why "
                         "(the subscription terms that could match each feed).")
-        _common(parser)
+        add_config_argument(parser, CONFIG_DEFAULT)
+        _data_dir_argument(parser)
         parser.add_argument("--json", action="store_true", help="print the raw status JSON")
         parser.add_argument("--verbose", "-v", action="store_true",
                             help="list every subscription term, not just three per feed")
         return parser
     if command == "reload":
-        parser = argparse.ArgumentParser(
+        parser = ToolParser(
             prog="newswatcher reload",
             description="Make the running newswatcher re-read its config file (SIGHUP).")
-        _common(parser)
+        add_config_argument(parser, CONFIG_DEFAULT)
+        _data_dir_argument(parser)
         return parser
-    parser = argparse.ArgumentParser(
-        prog="newswatcher",
-        description="Publish RSS/Atom feed articles as Elvin notifications, polling only "
-                    "the feeds some subscription can match (quench).",
+    parser = app_parser(
+        PROG, __version__,
+        "Publish RSS/Atom feed articles as Elvin notifications, polling only the feeds "
+        "some subscription can match (quench).",
+        config_default=CONFIG_DEFAULT, log_level="info",
         epilog="Other commands: 'newswatcher status' (what is polled and why), "
                "'newswatcher reload' (re-read the config; same as SIGHUP). "
                "Exit codes: 0 ok, 1 usage/config error, 2 router unreachable, 3 other.")
-    parser.add_argument("--elvin", "-e", metavar="URL",
-                        help=f"Elvin router URL (else $ELVIN_URL, else the config, else "
-                             f"{DEFAULT_URL})")
-    _common(parser)
+    _data_dir_argument(parser)
     parser.add_argument("--feed", metavar="URL", action="append", default=[],
                         help="also watch this feed (http(s) URL, file:// URL or path); "
                              "repeatable")
     parser.add_argument("--scoop", action="store_true",
                         help="poll and publish every feed whatever the subscriptions "
                              "(volume testing)")
-    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LEVELS,
-                        help="logging level (default INFO)")
     parser.add_argument("--log-file", metavar="FILE", help="log here instead of stderr")
-    parser.add_argument("--version", action="version", version=f"newswatcher {__version__}")
     return parser
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"newswatcher: {message}", file=sys.stderr)
-    return code
-
-
-def resolve_url(flag: str | None, config_url: str | None) -> str:
-    for candidate in (flag, os.environ.get("ELVIN_URL"), config_url):
-        if candidate:
-            return candidate
-    return DEFAULT_URL
+    return fail(PROG, message, code)
 
 
 def _data_dir(args: argparse.Namespace, config) -> Path:
@@ -109,11 +107,6 @@ def _data_dir(args: argparse.Namespace, config) -> Path:
     if args.data_dir:
         return Path(args.data_dir).expanduser().resolve()
     return config.data_dir or default_data_dir()
-
-
-def _load(args: argparse.Namespace):
-    from elvin_apps.newswatcher.config import load
-    return load(args.config, must_exist=bool(args.config))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,20 +123,16 @@ def main(argv: list[str] | None = None) -> int:
     return run_command(args)
 
 
-def entry() -> None:
-    sys.exit(main())
-
-
 # ---------------------------------------------------------------------------
 # status / reload
 
 def _read_status(args: argparse.Namespace) -> tuple[dict | None, int]:
-    from elvin_apps.newswatcher.config import ConfigError
+    from elvin_apps.newswatcher.config import load
     from elvin_apps.newswatcher.status import STATUS_NAME, StatusError, read_status
     try:
-        config = _load(args)
-    except ConfigError as exc:
-        return None, _fail(str(exc), EXIT_USAGE)
+        config = load_named(load, args.config)
+    except ToolError as exc:
+        return None, exc.report(PROG)
     try:
         return read_status(_data_dir(args, config) / STATUS_NAME), EXIT_OK
     except StatusError as exc:
@@ -182,35 +171,17 @@ def reload_command(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------
 # run
 
-def _setup_logging(level: str, log_file: str | None) -> None:
-    handler: logging.Handler
-    handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(getattr(logging, level))
-
-
 def run_command(args: argparse.Namespace) -> int:
-    from elvin_apps.newswatcher.config import ConfigError, feed_from_url
-
-    from elvin.protocol import URIError, parse_uri
+    from elvin_apps.newswatcher.config import CONFIG_NAME, ConfigError, feed_from_url, load
     try:
-        _setup_logging(args.log_level, args.log_file)
+        setup_logging(args.log_level, args.log_file, prog=PROG)
     except OSError as exc:
         return _fail(f"cannot open log file {args.log_file}: {exc.strerror or exc}", EXIT_USAGE)
     try:
-        config = _load(args)
-    except ConfigError as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    url = resolve_url(args.elvin, config.elvin)
-    if not (args.elvin or os.environ.get("ELVIN_URL") or config.elvin):
-        from elvin.discovery import discover_url  # nothing configured: look for a router
-        url = discover_url() or url
-    try:
-        parse_uri(url)
-    except URIError as exc:
-        return _fail(f"bad Elvin URL {url!r}: {exc}", EXIT_USAGE)
+        config, router = configured_router(load, args)
+    except ToolError as exc:
+        return exc.report(PROG)
+    url = router.url
     extra = []
     taken = {f.name for f in config.feeds}
     try:
@@ -221,8 +192,7 @@ def run_command(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     if not config.feeds and not extra:
-        from elvin_apps.newswatcher.config import default_config_path
-        where = args.config or default_config_path()
+        where = args.config or default_config_path(CONFIG_NAME)
         return _fail(f"no feeds: add [[feeds]] tables to {where} or give --feed URL",
                      EXIT_USAGE)
     data_dir = _data_dir(args, config)

@@ -14,28 +14,31 @@ variables rather than ``QStandardPaths``.
 
 from __future__ import annotations
 
-import math
 import os
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from elvin_apps.newswatcher import USER_AGENT
 
-APP_DIR = "elvin"
+from elvin.config_file import (
+    APP_DIR,
+    ConfigError,
+    NumberRange,
+    check_number,
+    default_config_path,
+    number,
+    read_toml,
+)
+
 CONFIG_NAME = "newswatcher.toml"
 DEFAULT_GROUP = "news"
 MAX_NAME = 64
 MIN_INTERVAL = 0.1          # seconds; politeness per host still applies
 MAX_TIMEOUT_ATTR = 7 * 86400
-
-
-class ConfigError(ValueError):
-    """The configuration file (or a flag standing in for it) is wrong."""
 
 
 @dataclass(frozen=True)
@@ -63,15 +66,15 @@ class HttpSettings:
     request starts to one host, ``max_per_host`` in flight to it) protects
     sites that host many feeds; ``max_concurrent`` bounds the whole daemon."""
 
-    timeout: float = 20.0            # whole request, connect to last byte
-    max_bytes: int = 5 * 1024 * 1024
+    timeout: float = number(20.0, 0.05, 600)   # whole request, connect to last byte
+    max_bytes: int = number(5 * 1024 * 1024, 1024, 1 << 30, integer=True)
     user_agent: str = USER_AGENT
-    min_host_interval: float = 1.0
-    max_per_host: int = 2
-    max_concurrent: int = 10
-    backoff_initial: float = 60.0
-    backoff_max: float = 3600.0
-    max_redirects: int = 5
+    min_host_interval: float = number(1.0, 0, 3600)
+    max_per_host: int = number(2, 1, 100, integer=True)
+    max_concurrent: int = number(10, 1, 1000, integer=True)
+    backoff_initial: float = number(60.0, 0.05, 86400)
+    backoff_max: float = number(3600.0, 0.05, 7 * 86400)
+    max_redirects: int = number(5, 0, 20, integer=True)
 
 
 @dataclass
@@ -96,11 +99,6 @@ def _xdg(var: str, fallback: str) -> Path:
     return Path(base) if base else Path.home() / fallback
 
 
-def default_config_path() -> Path:
-    """``$XDG_CONFIG_HOME/elvin/newswatcher.toml`` (``~/.config/...``)."""
-    return _xdg("XDG_CONFIG_HOME", ".config") / APP_DIR / CONFIG_NAME
-
-
 def default_data_dir() -> Path:
     """``$XDG_STATE_HOME/elvin/newswatcher``: the dedup state and the status
     file are state in the XDG sense (kept across restarts, not user data)."""
@@ -116,20 +114,12 @@ def load(path: str | os.PathLike | None = None, *, must_exist: bool = False) -> 
     A missing default file gives the defaults; a missing file named on the
     command line (``must_exist``) is an error.
     """
-    file = Path(path).expanduser() if path is not None else default_config_path()
-    if not file.exists():
-        if must_exist:
-            raise ConfigError(f"{file}: no such file")
+    toml = read_toml(path if path is not None else default_config_path(CONFIG_NAME),
+                     must_exist=must_exist)
+    if toml is None:
         return Config()
-    try:
-        with open(file, "rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
-    config = from_mapping(data, where=str(file), base_dir=file.parent)
-    config.path = file
+    config = from_mapping(toml.data, where=str(toml.path), base_dir=toml.path.parent)
+    config.path = toml.path
     return config
 
 
@@ -146,10 +136,10 @@ def from_mapping(data: Mapping[str, Any], *, where: str = "config",
     config = Config()
     if "elvin" in data:
         config.elvin = _string(data, "elvin", where, "")
-        from elvin.protocol import URIError, parse_uri
+        from elvin.router_url import RouterURLError, check_router_url
         try:
-            parse_uri(config.elvin)
-        except URIError as exc:
+            check_router_url(config.elvin)
+        except RouterURLError as exc:
             raise ConfigError(f"{where}: elvin: {exc}") from None
     if "data_dir" in data:
         raw = _string(data, "data_dir", where, "")
@@ -219,17 +209,13 @@ def _feed_fields(feed: FeedConfig, raw: Mapping[str, Any], where: str,
 
 def _http(raw: Mapping[str, Any], where: str) -> HttpSettings:
     p = "http."
-    allowed = {f for f in HttpSettings.__dataclass_fields__}
-    _unknown(raw, allowed, where, p)
+    _unknown(raw, {f.name for f in fields(HttpSettings)}, where, p)
     changes: dict[str, Any] = {}
-    limits = {"timeout": (0.05, 600, False), "max_bytes": (1024, 1 << 30, True),
-              "min_host_interval": (0, 3600, False), "max_per_host": (1, 100, True),
-              "max_concurrent": (1, 1000, True), "backoff_initial": (0.05, 86400, False),
-              "backoff_max": (0.05, 7 * 86400, False), "max_redirects": (0, 20, True)}
-    for key, (low, high, integer) in limits.items():
-        if key in raw:
-            value = _number(raw, key, where, p, low, high, integer=integer)
-            changes[key] = int(value) if integer else float(value)
+    for f in fields(HttpSettings):
+        allowed = f.metadata.get("range")
+        if allowed is not None and f.name in raw:
+            value = check_number(raw[f.name], _where(where, p, f.name), allowed)
+            changes[f.name] = int(value) if allowed.integer else float(value)
     if "user_agent" in raw:
         changes["user_agent"] = _string(raw, "user_agent", where, p)
     settings = HttpSettings(**changes)
@@ -340,13 +326,5 @@ def _bool(raw: Mapping[str, Any], key: str, where: str, prefix: str) -> bool:
 
 def _number(raw: Mapping[str, Any], key: str, where: str, prefix: str, low: float,
             high: float, *, integer: bool = False) -> float:
-    value = raw[key]
-    kinds = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or (
-            isinstance(value, float) and not math.isfinite(value)):
-        what = "an integer" if integer else "a number"
-        raise ConfigError(f"{_where(where, prefix, key)}: must be {what}, not {value!r}")
-    if not low <= value <= high:
-        raise ConfigError(f"{_where(where, prefix, key)}: {value} is out of range "
-                          f"({low} to {high})")
-    return value
+    return check_number(raw[key], _where(where, prefix, key),
+                        NumberRange(low, high, integer=integer))

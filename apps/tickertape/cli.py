@@ -2,7 +2,7 @@
 
 The router URL comes from ``--elvin``, else ``ELVIN_URL``, else the config
 file, else a router found by discovery (``elvin.discovery``), else
-``elvin://127.0.0.1:2917``. With none of these and no router answering
+``elvin://127.0.0.1:2917`` (the suite's rule, ``elvin.router_url``). With none of these and no router answering
 there, the app starts the bundled router itself (in-process, on port
 2917) so that ``make run`` works on a bare machine; other local clients can
 use it while the ticker runs.
@@ -15,133 +15,64 @@ wait forever), 3 other failure.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
 from elvin_apps.tickertape import __version__
 
+from elvin.app_cli import app_parser, start_app
+from elvin.cli_common import ToolError
+from elvin.router_url import DEFAULT_URL
+
 log = logging.getLogger("elvin_apps.tickertape")
 
-DEFAULT_URL = "elvin://127.0.0.1:2917"
-DEFAULT_PORT = 2917
-EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_FAILURE = 0, 1, 2, 3
-SCREENSHOT_CONNECT_TIMEOUT = 5.0
+PROG = "tickertape"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tickertape",
-        description="A scrolling chat and news ticker for Elvin (Tickertape Chat Protocol 3).",
-        epilog="Router: --elvin, else $ELVIN_URL, else the config file, else "
-               f"{DEFAULT_URL} (started in-process if nothing answers there). "
+    parser = app_parser(
+        PROG, __version__,
+        "A scrolling chat and news ticker for Elvin (Tickertape Chat Protocol 3).",
+        config_default="the platform config dir, e.g. ~/.config/elvin/tickertape.toml",
+        screenshot=True,
+        epilog=f"With no router chosen and none answering at {DEFAULT_URL}, the bundled "
+               "router is started there, in-process. "
                "Shortcuts: Ctrl+N new message, Ctrl+R reply, Ctrl+H history, "
                "Ctrl+G groups, Ctrl+Q quit.")
-    parser.add_argument("--elvin", "-e", metavar="URL", help="Elvin router URL")
-    parser.add_argument("--config", metavar="FILE",
-                        help="TOML config file (default: the platform config dir, "
-                             "e.g. ~/.config/elvin/tickertape.toml)")
     parser.add_argument("--user", metavar="NAME", help="your name in From (default user@host)")
     parser.add_argument("--data-dir", metavar="DIR",
                         help="where the history is kept (default: the platform data dir)")
     parser.add_argument("--no-history", action="store_true", help="keep no message log")
-    parser.add_argument("--screenshot", metavar="FILE",
-                        help="render the main window to a PNG after startup, then exit")
     parser.add_argument("--no-embedded-router", action="store_true",
                         help="never start the bundled router")
-    parser.add_argument("--log-level", default="WARNING",
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-                        type=str.upper, help="logging level (default WARNING)")
-    parser.add_argument("--version", action="version", version=f"tickertape {__version__}")
     return parser
-
-
-def resolve_url(flag: str | None, config_url: str | None) -> tuple[str, bool]:
-    """The router URL and whether the user chose it (flag, env or config)."""
-    for candidate in (flag, os.environ.get("ELVIN_URL"), config_url):
-        if candidate:
-            return candidate, True
-    return DEFAULT_URL, False
-
-
-def choose_url(flag: str | None, config_url: str | None) -> tuple[str, bool]:
-    """``resolve_url``, then, when nothing was configured, router discovery
-    (``elvin.discovery``: a default router, or ``ELVIN_SCOPE``'s): a router
-    found that way counts as chosen, so the bundled one is not started."""
-    url, chosen = resolve_url(flag, config_url)
-    if chosen:
-        return url, chosen
-    from elvin.discovery import discover_url
-
-    found = discover_url()
-    return (found, True) if found else (url, False)
-
-
-async def router_answers(host: str, port: int, timeout: float = 1.0) -> bool:
-    """Is something listening on host:port? (a TCP connect, nothing sent)"""
-    try:
-        async with asyncio.timeout(timeout):
-            _reader, writer = await asyncio.open_connection(host, port)
-    except (OSError, TimeoutError):
-        return False
-    writer.close()
-    with contextlib.suppress(Exception):
-        await writer.wait_closed()
-    return True
-
-
-def start_bundled_router(port: int = DEFAULT_PORT):
-    """Start the bundled router on 127.0.0.1:port; ``None`` if it cannot."""
-    try:
-        from elvin.router.embedded import EmbeddedRouter
-        # with a mobility proxy, so that the menu's Move out / Move in work
-        router = EmbeddedRouter(port=port, mobility=True)
-        router.start()
-        log.warning("no router at 127.0.0.1:%d: started the bundled router there", port)
-        return router
-    except Exception as exc:  # noqa: BLE001 - the app still runs and keeps retrying
-        log.warning("could not start the bundled router: %s", exc)
-        return None
-
-
-def _fail(message: str, code: int) -> int:
-    print(f"tickertape: {message}", file=sys.stderr)
-    return code
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=getattr(logging, args.log_level),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from elvin_apps.tickertape.config import ConfigError, load
+    from elvin_apps.tickertape.config import load
     try:
-        config = load(args.config, must_exist=bool(args.config))
-    except ConfigError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        config, router = start_app(args, load)
+    except ToolError as exc:
+        return exc.report(PROG)
     if args.user:
         config.user = args.user
-    url, chosen = choose_url(args.elvin, config.elvin)
-    from elvin.protocol import URIError, parse_uri
-    try:
-        uri = parse_uri(url)
-    except URIError as exc:
-        return _fail(f"bad Elvin URL {url!r}: {exc}", EXIT_USAGE)
+    url, chosen = router.url, router.chosen
     if args.screenshot and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no screen: render offscreen
 
     from elvin.qt import run_app_cli
 
     async def app_main() -> int:
-        return await run(args, config, url, chosen, uri)
+        return await run(args, config, url, chosen)
 
     return run_app_cli(app_main)
 
 
-async def run(args: argparse.Namespace, config, url: str, chosen: bool, uri) -> int:
+async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
     """Build the app on the running qasync loop; returns the exit status
     when the window closes (or right after ``--screenshot``)."""
     from elvin_apps.tickertape.config import default_data_dir
@@ -153,6 +84,7 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool, uri) -> 
     from PySide6.QtWidgets import QApplication
 
     from elvin.qt import ConnectionManager, StatusWidget
+    from elvin.qt.app import run_window
 
     app = QApplication.instance()
     app.setApplicationName("tickertape")
@@ -160,9 +92,10 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool, uri) -> 
     app.setWindowIcon(app_icon())
 
     router = None
-    if not chosen and not args.no_embedded_router and \
-            not await router_answers(uri.host, uri.port):
-        router = start_bundled_router(uri.port)
+    if not chosen and not args.no_embedded_router:
+        from elvin.router.bundled import start_where_silent
+        # with a mobility proxy, so that the menu's Move out / Move in work
+        router = await start_where_silent(url, mobility=True)
 
     history = None
     if not args.no_history:
@@ -186,22 +119,12 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool, uri) -> 
     notifier = Notifier(window, enabled=config.notify_mentions)
     notifier.activated.connect(lambda: (window.showNormal(), window.raise_()))
     controller.notifier = notifier
-    closed = asyncio.Event()
-    window.closed.connect(closed.set)
-    app.aboutToQuit.connect(closed.set)
     window.show()
     manager.start()
-    # SIGTERM / SIGINT close the window like the user would, so the history
-    # is flushed and the router is told goodbye (Python runs the handler on
-    # this thread at the next timer tick)
-    previous = {sig: signal.signal(sig, lambda *_: window.close())
-                for sig in (signal.SIGTERM, signal.SIGINT)}
-    status = EXIT_OK
     try:
-        if args.screenshot:
-            status = await take_screenshot(window, manager, controller, Path(args.screenshot))
-        else:
-            await closed.wait()
+        # a signal closes the window: the history is flushed, the router told goodbye
+        return await run_window(window, (lambda: take_screenshot(
+            window, manager, controller, Path(args.screenshot))) if args.screenshot else None)
     finally:
         await controller.close()
         with contextlib.suppress(Exception):
@@ -211,29 +134,18 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool, uri) -> 
                 history.close()
         if router is not None:
             router.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return status
 
 
 async def take_screenshot(window, manager, controller, path: Path) -> int:
-    """Wait for the connection and subscriptions (bounded), let a few frames
-    run, then save the window as PNG."""
-    status = EXIT_OK
-    try:
-        await manager.wait_connected(SCREENSHOT_CONNECT_TIMEOUT)
-        await controller.wait_synced(SCREENSHOT_CONNECT_TIMEOUT)
-    except (TimeoutError, Exception):  # noqa: BLE001 - screenshot the state we are in
-        status = EXIT_UNREACHABLE
-    await asyncio.sleep(0.5)
-    from elvin.qt import save_screenshot
-    return save_screenshot(window, path, "tickertape", status)
+    """Once connected and subscribed (each step bounded), as the user would see it."""
+    from elvin.qt.app import SCREENSHOT_TIMEOUT, screenshot_when_ready
 
+    async def ready() -> None:
+        await manager.wait_connected()
+        await controller.wait_synced(SCREENSHOT_TIMEOUT)
 
-def entry() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    return await screenshot_when_ready(window, path, PROG, ready, timeout=2 * SCREENSHOT_TIMEOUT)
 
 
 if __name__ == "__main__":
-    entry()
+    sys.exit(main())

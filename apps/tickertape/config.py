@@ -14,22 +14,16 @@ import getpass
 import math
 import os
 import socket
-import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from elvin_apps.tickertape.groups import Group, GroupError, GroupList
 
+from elvin.config_file import APP_DIR, ConfigError, read_toml
 from elvin.fileutil import atomic_write
 from elvin.tomlwrite import toml_string, toml_value
 
-APP_DIR = "elvin"
 CONFIG_NAME = "tickertape.toml"
-DEFAULT_URL = "elvin://127.0.0.1:2917"
-
-
-class ConfigError(ValueError):
-    """The configuration file is unreadable or has a wrong value."""
 
 
 def default_user() -> str:
@@ -189,21 +183,9 @@ def load(path: Path | str | None = None, *, must_exist: bool = False) -> Config:
     """Read the config file; defaults when it does not exist (unless
     ``must_exist``, used for an explicit ``--config``)."""
     file = Path(path) if path else default_config_path()
-    if not file.exists():
-        if must_exist:
-            raise ConfigError(f"{file}: no such file")
-        config = Config()
-        config.path = file
-        return config
-    try:
-        with file.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
-    config = from_mapping(data, str(file))
-    config.path = file
+    toml = read_toml(file, must_exist=must_exist)
+    config = Config() if toml is None else from_mapping(toml.data, str(toml.path))
+    config.path = file       # where the app saves what the user changes
     return config
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elvin.config_file import check_numbers, number
 from elvin.errors import ElvinError, SubscriptionError
 from elvin.keys import Keys, public_key
 from elvin.mobility import protocol as P
@@ -69,22 +70,18 @@ class ProxyConfig:
 
     id: str | None = None
     aliases: tuple[str, ...] = ()
-    quota: int = 10_000
-    expiry: float = 3600.0
-    max_clients: int = 1000
-    max_subscriptions: int = 1000
-    tombstone_ttl: float = 3600.0
-    max_tombstones: int = 10_000
-    download_timeout: float = 30.0
+    quota: int = number(10_000, 1, integer=True)
+    expiry: float = number(3600.0, above=0)
+    max_clients: int = number(1000, 1, integer=True)
+    max_subscriptions: int = number(1000, 1, integer=True)
+    tombstone_ttl: float = number(3600.0, above=0)
+    max_tombstones: int = number(10_000, 0, integer=True)
+    download_timeout: float = number(30.0, above=0)
     key: bytes | None = field(default=None, repr=False)
 
     def validate(self) -> ProxyConfig:
-        if self.quota < 1:
-            raise ValueError("mobility quota must be at least 1")
-        if self.expiry <= 0:
-            raise ValueError("mobility expiry must be positive")
-        if self.max_clients < 1 or self.max_subscriptions < 1:
-            raise ValueError("mobility max-clients and max-subscriptions must be at least 1")
+        """``ValueError`` (a ``ConfigError``) naming the setting out of range."""
+        check_numbers(self, "mobility", lambda name: name.replace("_", "-"))
         if self.key is not None and (not isinstance(self.key, bytes) or not self.key):
             raise ValueError("a mobility proxy key must be non-empty bytes")
         return self
@@ -555,15 +552,14 @@ async def start_in_router(router: Any) -> MobilityProxy:
 
 # -- elvin-mobility-proxy ------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    from elvin.tools import ToolParser  # usage errors exit 1, as every tool's
+    from elvin.cli_common import ToolParser, add_log_level_argument
+    from elvin.router_url import add_router_argument
 
     parser = ToolParser(
         prog="elvin-mobility-proxy",
         description="Mobility proxy for Elvin clients that move between routers: "
                     "buffers for moved-out clients and hands the buffer over on move-in.")
-    parser.add_argument("-e", "--elvin", metavar="URL", default=None,
-                        help="the router to serve (default $ELVIN_URL or "
-                             "elvin://127.0.0.1:2917)")
+    add_router_argument(parser, what="the router to serve")
     parser.add_argument("--id", help="the proxy's name (default: the router URL)")
     parser.add_argument("--alias", action="append", default=[],
                         help="another name the proxy answers to (repeatable)")
@@ -576,8 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the proxy's raw private key (the file's bytes); gives it a "
                              "stable public key that clients can pin (default: a new "
                              "random key at each start)")
-    parser.add_argument("--log-level", default="info",
-                        choices=("debug", "info", "warning", "error"))
+    add_log_level_argument(parser, "info")
     return parser
 
 
@@ -601,34 +596,32 @@ async def _run(url: str, config: ProxyConfig) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import os
-
+    from elvin.cli_common import EXIT_OK, EXIT_USAGE, ToolError, fail, setup_logging
+    from elvin.router_url import choose_router_url
     from elvin.tools import CONNECT_ERRORS, connect_failure
+
+    prog = "elvin-mobility-proxy"
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s elvin-mobility-proxy %(levelname)s: %(message)s")
-    url = args.elvin or os.environ.get("ELVIN_URL") or "elvin://127.0.0.1:2917"
+    setup_logging(args.log_level, prog=prog)
     try:
+        url = choose_router_url(args.elvin, what="router URL").url
         key = load_key_file(args.key_file) if args.key_file else None
         config = ProxyConfig(id=args.id, aliases=tuple(args.alias), quota=args.quota,
                              expiry=args.expiry, max_clients=args.max_clients,
                              key=key).validate()
+    except ToolError as exc:
+        return exc.report(prog)
     except (OSError, ValueError) as exc:
-        print(f"elvin-mobility-proxy: {exc}", file=sys.stderr)
-        return 1
+        return fail(prog, str(exc), EXIT_USAGE)
     try:
         asyncio.run(_run(url, config))
-    except URIError as exc:
-        print(f"elvin-mobility-proxy: bad router URL {url!r}: {exc}", file=sys.stderr)
-        return 1
     except CONNECT_ERRORS as exc:
         # unreachable or lost (2), or a request the router refused, e.g. a
         # Nack to ConnRqst (3): one line either way, never a traceback
-        return connect_failure(url, exc, f"cannot reach the router at {url}: ") \
-            .report("elvin-mobility-proxy")
+        return connect_failure(url, exc, f"cannot reach the router at {url}: ").report(prog)
     except KeyboardInterrupt:
-        return 0
-    return 0
+        return EXIT_OK
+    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

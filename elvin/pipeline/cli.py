@@ -29,12 +29,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolParser
 from elvin.errors import SubscriptionError
 from elvin.pipeline.archive import ArchiveError, check_archive
 from elvin.pipeline.mobility import TraceError, check_traces
 from elvin.pipeline.session import JavaNotFoundError, Progress, find_java
-
-EXIT_OK, EXIT_INPUT, EXIT_FAILURE = 0, 1, 3
 
 try:
     from importlib.metadata import version as _dist_version
@@ -46,12 +45,6 @@ except Exception:  # pragma: no cover - not installed
 log = logging.getLogger("elvin.pipeline")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors exit 1, not argparse's 2
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--master", default=None, metavar="URL",
@@ -60,11 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--log-level", default="warning",
                         choices=["debug", "info", "warning", "error"],
                         help="log level of the pipeline (default warning)")
-    parser = _Parser(prog="elvin-pipeline",
+    parser = ToolParser(prog="elvin-pipeline",
                      description="Traffic reports and subscription back-tests over an Elvin "
                                  "router's archive (Parquet), on Spark.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ToolParser)
     sub.required = True
     bt = sub.add_parser("backtest", parents=[common],
                         help="count the archived notifications a subscription matches",
@@ -125,10 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report(args)
     except SubscriptionError as exc:
         print(f"elvin-pipeline: bad subscription: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return EXIT_USAGE
     except (ArchiveError, TraceError) as exc:
         print(f"elvin-pipeline: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return EXIT_USAGE
     except JavaNotFoundError as exc:
         print(f"elvin-pipeline: {exc}", file=sys.stderr)
         return EXIT_FAILURE
@@ -147,7 +140,7 @@ def _backtest(args) -> int:
 
     if args.sample < 0:
         print("elvin-pipeline: --sample must be 0 or more", file=sys.stderr)
-        return EXIT_INPUT
+        return EXIT_USAGE
     parse(args.expression)          # bad expression: exit 1 before starting Spark
     check_archive(args.archive)     # same for a missing or empty archive
     find_java()
@@ -224,7 +217,7 @@ def _report_text(summary: dict[str, Any], result) -> str:
 def _mobility(args) -> int:
     if args.plots < 0:
         print("elvin-pipeline: --plots must be 0 or more", file=sys.stderr)
-        return EXIT_INPUT
+        return EXIT_USAGE
     check_traces(args.traces)       # bad directory or header: exit 1 before Spark
     find_java()
     spark, _ = _start_spark(args.master)

@@ -1,13 +1,16 @@
 """Running a Qt application with asyncio on the Qt event loop (qasync).
 
 Also the pieces the apps' command lines share around it: ``run_app_cli``
-(the exit status, Ctrl-C) and ``save_screenshot`` (``--screenshot FILE``),
-so that every Qt app exits and reports the same way."""
+(the exit status, Ctrl-C), ``run_window`` (until the window closes, or a
+signal closes it) and ``save_screenshot`` (``--screenshot FILE``), so that
+every Qt app exits and reports the same way."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -16,10 +19,15 @@ from typing import Any
 import qasync
 from PySide6.QtWidgets import QApplication
 
+from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, fail
 from elvin.qt.maingc import MainThreadGC
-from elvin.tools import EXIT_FAILURE, EXIT_OK, fail
 
-__all__ = ["application", "run_app", "run_app_cli", "save_screenshot"]
+__all__ = ["SCREENSHOT_TIMEOUT", "application", "run_app", "run_app_cli", "run_window",
+           "save_screenshot", "screenshot_when_ready"]
+
+#: seconds an app's ``--screenshot`` waits for its routers before it shows
+#: the state it is in (and exits 2: the router could not be reached)
+SCREENSHOT_TIMEOUT = 5.0
 
 
 def application(argv: Sequence[str] | None = None) -> QApplication:
@@ -77,6 +85,47 @@ def run_app_cli(main: Callable[[], Awaitable[int]]) -> int:
         return run_app(main, [sys.argv[0]], quit_on_last_window_closed=False)
     except KeyboardInterrupt:
         return EXIT_OK
+
+
+async def run_window(window: Any, screenshot: Callable[[], Awaitable[int]] | None = None
+                     ) -> int:
+    """Wait until ``window`` closes or the application quits (exit status
+    0), or, with ``screenshot``, until it has taken one (its status).
+    SIGTERM and SIGINT close the window as the user would, so that the app
+    saves and says goodbye on the way out (Python runs the handler at the Qt
+    loop's next tick); the previous handlers are back afterwards."""
+    closed = asyncio.Event()
+    window.closed.connect(closed.set)
+    QApplication.instance().aboutToQuit.connect(closed.set)
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(ValueError):       # not in the main thread
+            previous[sig] = signal.signal(sig, lambda *_: window.close())
+    try:
+        if screenshot is not None:
+            return await screenshot()
+        await closed.wait()
+        return EXIT_OK
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+async def screenshot_when_ready(window: Any, path: Path, prog: str,
+                                ready: Callable[[], Awaitable[Any]], *,
+                                timeout: float = SCREENSHOT_TIMEOUT, settle: float = 0.5) -> int:
+    """``--screenshot``: wait (at most ``timeout``) for ``ready()`` -- the
+    app connected and subscribed --, let a few frames run, save ``window``.
+    Exit status 0, or 2 when it was not ready in time or failed to get
+    there: the picture then shows the state the app is in."""
+    status = EXIT_OK
+    try:
+        async with asyncio.timeout(timeout):
+            await ready()
+    except Exception:  # noqa: BLE001 - TimeoutError, or a connection that failed
+        status = EXIT_UNREACHABLE
+    await asyncio.sleep(settle)
+    return save_screenshot(window, path, prog, status)
 
 
 def save_screenshot(widget: Any, path: Path, prog: str, status: int = EXIT_OK,

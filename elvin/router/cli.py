@@ -15,10 +15,16 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from elvin.cli_common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    ToolParser,
+    add_log_level_argument,
+    setup_logging,
+)
 from elvin.extras import ARCHIVE_MODULES, missing_extra_message
-from elvin.router.config import LOG_LEVELS, ConfigError, RouterConfig, load_config
-
-EXIT_OK, EXIT_USAGE, EXIT_FAILURE = 0, 1, 3
+from elvin.router.config import ConfigError, RouterConfig, load_config
 
 try:
     from importlib.metadata import version as _dist_version
@@ -28,14 +34,8 @@ except Exception:  # pragma: no cover - not installed
     VERSION = "0.1.0"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors exit 1, not argparse's 2
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = ToolParser(
         prog="elvind",
         description="Elvin 4 router: content-based publish/subscribe over the Elvin "
                     "client protocol 4.0 (XDR over TCP or TLS).",
@@ -47,8 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="listen on this Elvin URI (repeatable; default "
                              "elvin://127.0.0.1:2917), e.g. elvin://0.0.0.0:2917 or "
                              "elvin:4.0/ssl,none,xdr/0.0.0.0:2918")
-    parser.add_argument("--log-level", choices=LOG_LEVELS, type=str.lower,
-                        help="log level (default info)")
+    add_log_level_argument(parser, None, "info")
     parser.add_argument("--log-file", metavar="FILE", help="log here instead of stderr")
     parser.add_argument("--tls-cert", metavar="FILE",
                         help="PEM certificate (chain) for ssl listen URIs")
@@ -169,19 +168,6 @@ def make_config(args: argparse.Namespace) -> RouterConfig:
                            f"{args.config} + command line")
 
 
-def setup_logging(config: RouterConfig) -> None:
-    handler: logging.Handler
-    if config.log_file:
-        handler = logging.FileHandler(config.log_file, encoding="utf-8")
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s elvind %(levelname)s %(name)s: "
-                                           "%(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(config.log_level.upper())
-
-
 async def reload_federation(router, args: argparse.Namespace) -> bool:
     """SIGHUP: re-read --config and apply its [federation] table (plus the
     --federation-* flags) to the running router; a bad file changes nothing."""
@@ -264,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(missing, file=sys.stderr)
             return EXIT_USAGE
     try:
-        setup_logging(config)
+        setup_logging(config.log_level, config.log_file, prog="elvind")
     except OSError as exc:
         print(f"elvind: cannot open log file {config.log_file!r}: {exc.strerror}",
               file=sys.stderr)

@@ -42,12 +42,12 @@ message names the file (and the line, when it can be found) and the key.
 from __future__ import annotations
 
 import dataclasses
-import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elvin.cli_common import LOG_LEVELS
+from elvin.config_file import ConfigError, line_of, read_toml
 from elvin.federation.config import (
     FederationConfig,
     FederationConfigError,
@@ -58,8 +58,10 @@ from elvin.federation.config import (
 from elvin.protocol import ElvinURI, URIError, parse_uri
 from elvin.router.options import DROP_POLICIES, INT_OPTIONS, OptionRanges
 
+__all__ = ["DEFAULT_LISTEN", "LOG_LEVELS", "ConfigError", "RouterConfig", "config_from_dict",
+           "load_config", "parse_listen_uri"]
+
 DEFAULT_LISTEN = "elvin://127.0.0.1:2917"
-LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 def parse_listen_uri(text: str) -> ElvinURI:
@@ -73,10 +75,6 @@ def parse_listen_uri(text: str) -> ElvinURI:
         if not sep or (tail and not tail.startswith(";")):
             raise
         return dataclasses.replace(parse_uri(f"{head}:1{tail}"), port=0)
-
-
-class ConfigError(Exception):
-    """A configuration problem; the message says where and what."""
 
 
 @dataclass
@@ -233,39 +231,10 @@ def _validate_discovery(config: RouterConfig, source: str) -> None:
             raise ConfigError(f"{source}: bad redirect-to URI: {exc}") from None
 
 
-def _line_of(text: str, key: str) -> str:
-    for candidate in {key, key.replace("-", "_")}:
-        pattern = re.compile(r'^[ \t]*["\']?' + re.escape(candidate) + r'["\']?\s*=', re.M)
-        m = pattern.search(text)
-        if m:
-            return f", line {text.count(chr(10), 0, m.start()) + 1}"
-    return ""
-
-
 def load_config(path: str | Path, base: RouterConfig | None = None) -> RouterConfig:
     """Read a TOML file into a ``RouterConfig`` (over ``base``)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {str(path)!r}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        m = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
-        if m:
-            where = f"line {m.group(1)}, column {m.group(2)}"
-            message = message[:m.start()]
-        elif message.endswith("(at end of document)"):
-            where = f"line {max(text.count(chr(10)), 1)} (end of file)"
-            message = message[:-len("(at end of document)")].rstrip()
-        else:
-            where = "somewhere"
-        raise ConfigError(f"{path}, {where}: invalid TOML: {message}") from None
-    return config_from_dict(data, base, source=str(path), text=text)
+    file = read_toml(path)
+    return config_from_dict(file.data, base, source=str(file.path), text=file.text)
 
 
 def config_from_dict(data: dict[str, Any], base: RouterConfig | None = None,
@@ -273,7 +242,7 @@ def config_from_dict(data: dict[str, Any], base: RouterConfig | None = None,
     config = base if base is not None else RouterConfig()
 
     def where(key: str) -> str:
-        return f"{source}{_line_of(text, key)}"
+        return f"{source}{line_of(text, key)}"
 
     for raw_key, value in data.items():
         key = raw_key.replace("_", "-")

@@ -1,11 +1,12 @@
 """Command-line tools speaking Avis's ``ec``/``ep`` text format.
 
-Shared pieces: the Elvin URL default, key files, the argument parser that
-exits with status 1 on usage errors (the suite's convention, docs/architecture.md), and
-the set-up every tool does the same way before it works (checking the URL and
-the subscription, reading keys and TLS certificates, reporting a failure to
-connect, stopping on SIGINT/SIGTERM), so that ``ec``, ``ep`` and
-``elvin-archive`` say the same thing with the same exit status.
+Shared pieces: the options and key files, and the set-up every tool does
+the same way before it works (checking the URL -- by the suite's rule,
+``elvin.router_url`` -- and the subscription, reading keys and TLS
+certificates, reporting a failure to connect, stopping on SIGINT/SIGTERM), so
+that ``ec``, ``ep`` and ``elvin-archive`` say the same thing with the same
+exit status (``elvin.cli_common``; a subscriber's life is
+``elvin.tools.subscriber``).
 
 Key files (``-P/--producer-key FILE``, ``-C/--consumer-key FILE``, both
 repeatable) hold *raw* keys, in Avis's formats (read by ``elvin.keytext``,
@@ -28,58 +29,41 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import signal
-import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from elvin import __version__
-from elvin.client import DEFAULT_URL, ConnectionClosedError
+from elvin.cli_common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    ToolError,
+    ToolParser,
+    fail,
+)
+from elvin.client import ConnectionClosedError
 from elvin.errors import ElvinError, SubscriptionError
 from elvin.keys import Keys
 from elvin.keytext import KeyTextError, parse_key_file
-from elvin.protocol import URIError, parse_uri
+from elvin.router_url import add_router_argument, choose_router_url
 
 if TYPE_CHECKING:
     import ssl
 
-EXIT_OK = 0
-EXIT_USAGE = 1
-EXIT_UNREACHABLE = 2
-EXIT_FAILURE = 3
+__all__ = ["CONNECT_ERRORS", "EXIT_FAILURE", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE",
+           "KeyFileError", "ToolError", "ToolParser", "ToolSetup", "connect_failure", "fail",
+           "prepare", "stop_on_signals", "tool_parser"]
 
 
 class KeyFileError(ValueError):
     pass
 
 
-class ToolError(Exception):
-    """A failure a tool reports on stderr and exits with ``status``. The
-    shared set-up steps raise it, so that a tool's ``main`` handles them all
-    in one place: ``except ToolError as exc: return exc.report(PROG)``."""
-
-    def __init__(self, message: str, status: int = EXIT_USAGE) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-
-    def report(self, prog: str) -> int:
-        return fail(prog, self.message, self.status)
-
-
-class ToolParser(argparse.ArgumentParser):
-    """argparse with the suite's exit status for usage errors (1, not 2)."""
-
-    def error(self, message: str):  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-
 def common_arguments(parser: argparse.ArgumentParser, insecure_help: str) -> None:
-    parser.add_argument("-e", "--elvin", metavar="URL",
-                        help="Elvin router URI, e.g. elvin://host:port (default: $ELVIN_URL, "
-                             f"else {DEFAULT_URL})")
+    add_router_argument(parser, what="Elvin router URI")
     parser.add_argument("-x", dest="secure", action="store_true", default=False,
                         help=insecure_help)
     parser.add_argument("-X", dest="secure", action="store_false",
@@ -105,6 +89,16 @@ key files hold raw keys: [00 de ad be ef] (hex), "string" (UTF-8), or #data
 (the rest of the file, raw); hex and string forms may be one per line"""
 
 
+def tool_parser(prog: str, description: str, insecure_help: str, epilog: str) -> ToolParser:
+    """The parser of a tool that connects (``ec``, ``ep``, ``elvin-archive``):
+    the shared options, and the key file formats before ``epilog``."""
+    parser = ToolParser(prog=prog, description=description,
+                        epilog=f"{KEY_FORMATS}\n\n{epilog}",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    common_arguments(parser, insecure_help)
+    return parser
+
+
 def tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
     """An ssl.SSLContext for ``--tls-ca``, or None for the default."""
     if not getattr(args, "tls_ca", None):
@@ -115,10 +109,6 @@ def tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
     except (OSError, ssl.SSLError) as exc:
         raise KeyFileError(f"cannot read TLS certificates from {args.tls_ca!r}: {exc}") \
             from None
-
-
-def elvin_url(args: argparse.Namespace) -> str:
-    return args.elvin or os.environ.get("ELVIN_URL") or DEFAULT_URL
 
 
 def read_key_file(path: str) -> list[bytes]:
@@ -137,22 +127,6 @@ def load_keys(args: argparse.Namespace) -> tuple[list[bytes], list[bytes]]:
     producer = [k for path in args.producer_keys for k in read_key_file(path)]
     consumer = [k for path in args.consumer_keys for k in read_key_file(path)]
     return producer, consumer
-
-
-def fail(prog: str, message: str, status: int) -> int:
-    print(f"{prog}: {message}", file=sys.stderr, flush=True)
-    return status
-
-
-def checked_url(args: argparse.Namespace) -> str:
-    """The router URL (``-e``, ``$ELVIN_URL``, the default), checked before
-    anything connects: ``ToolError`` (usage) if it is not an Elvin URI."""
-    url = elvin_url(args)
-    try:
-        parse_uri(url)
-    except URIError as exc:
-        raise ToolError(f"bad Elvin URI {url!r}: {exc.message}") from None
-    return url
 
 
 def check_subscription(expression: str) -> None:
@@ -180,6 +154,28 @@ def keys_and_tls(args: argparse.Namespace, scheme: Callable[..., Keys]
         raise ToolError("-x (secure only) needs keys: give -P FILE or -C FILE")
     keys = scheme(producer=producer, consumer=consumer) if producer or consumer else None
     return keys, tls
+
+
+@dataclass(frozen=True)
+class ToolSetup:
+    """What a tool checked before connecting: where to, with which keys."""
+
+    url: str
+    keys: Keys | None
+    tls: ssl.SSLContext | None
+
+
+def prepare(args: argparse.Namespace, scheme: Callable[..., Keys],
+            subscription: str | None = None) -> ToolSetup:
+    """The set-up every tool does before it connects: the router URL (``-e``,
+    ``$ELVIN_URL``, the default; ``elvin.router_url``), the subscription if
+    there is one, the keys through ``scheme`` (see ``keys_and_tls``) and the
+    TLS context; ``ToolError`` (usage) for the first that is wrong."""
+    url = choose_router_url(args.elvin, what="Elvin URI").url
+    if subscription is not None:
+        check_subscription(subscription)
+    keys, tls = keys_and_tls(args, scheme)
+    return ToolSetup(url, keys, tls)
 
 
 #: what connecting (``elvin.client.connect``, ``elvin.sync.connect``) may raise

@@ -32,58 +32,39 @@ before is written), 3 other failures (e.g. the disk refused the last rows).
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import sys
 import time
 
-from elvin.client import (
-    CloseReason,
-    ConnectionClosedError,
-    NackError,
-    Notification,
-    connect,
-)
-from elvin.errors import SubscriptionError
+from elvin.client import Connection, Notification
 from elvin.extras import ARCHIVE_MODULES, require
 from elvin.keys import Keys
 from elvin.tools import (
-    CONNECT_ERRORS,
     EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNREACHABLE,
     EXIT_USAGE,
-    KEY_FORMATS,
     ToolError,
     ToolParser,
-    check_subscription,
-    checked_url,
-    common_arguments,
-    connect_failure,
+    ToolSetup,
     fail,
-    keys_and_tls,
-    stop_on_signals,
+    prepare,
+    tool_parser,
 )
+from elvin.tools.subscriber import serve_subscription
 
 PROG = "elvin-archive"
 
 
 def build_parser() -> ToolParser:
-    parser = ToolParser(
-        prog=PROG,
-        description="Subscribe to an Elvin router and write every delivered notification "
-                    "to a traffic archive (Parquet, partitioned by hour), the format of "
-                    "elvind --archive, for elvin-pipeline.",
-        epilog=KEY_FORMATS + "\n\ncolumns a client cannot know: producer is null, "
-                             "clients is 1, time is the arrival here\n\nexit status: 0 on "
-                             "SIGINT/SIGTERM, 1 usage or input error, 2 router unreachable "
-                             "or connection lost, 3 other failure",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = tool_parser(
+        PROG, "Subscribe to an Elvin router and write every delivered notification to a "
+              "traffic archive (Parquet, partitioned by hour), the format of elvind "
+              "--archive, for elvin-pipeline.",
+        "archive only secure notifications (accept_insecure=false; needs -P or -C)",
+        "columns a client cannot know: producer is null, clients is 1, time is the arrival "
+        "here\n\nexit status: 0 on SIGINT/SIGTERM, 1 usage or input error, 2 router "
+        "unreachable or connection lost, 3 other failure")
     parser.add_argument("subscription", metavar="EXPR",
                         help="subscription expression, e.g. 'require(Group)'")
     parser.add_argument("directory", metavar="DIR", help="archive directory (created)")
-    common_arguments(parser, "archive only secure notifications (accept_insecure=false; "
-                             "needs -P or -C)")
     parser.add_argument("--batch-rows", type=int, default=10_000, metavar="N",
                         help="write a file at the latest every N notifications "
                              "(default 10000)")
@@ -108,47 +89,29 @@ class Recorder:
                                        time.time()))
 
 
-async def run(args, url: str, keys: Keys | None, writer, tls=None) -> int:
-    stop = stop_on_signals()
-    try:
-        conn = await connect(url, timeout=args.timeout, ssl_context=tls)
-    except CONNECT_ERRORS as exc:
-        return connect_failure(url, exc, f"cannot reach the router at {url}: ").report(PROG)
+def serve(args, setup: ToolSetup, writer) -> int:
     recorder = Recorder(writer)
-    closed: list[CloseReason] = []
-    conn.add_close_listener(lambda reason: (closed.append(reason), stop.set()))
-    try:
-        await conn.subscribe(args.subscription, keys=keys, accept_insecure=not args.secure,
-                             buffer_size=0, listener=recorder.notification)
-    except SubscriptionError as exc:
-        await conn.close()
-        return fail(PROG, f"bad subscription: {exc}", EXIT_USAGE)
-    except NackError as exc:
-        await conn.close()
-        return fail(PROG, f"the router refused the subscription: {exc}", EXIT_FAILURE)
-    except (ConnectionClosedError, OSError, TimeoutError) as exc:
-        await conn.close()
-        return fail(PROG, f"disconnected from {conn.url}: {exc}", EXIT_UNREACHABLE)
-    print(f"{PROG}: archiving notifications from {conn.url} matching "
-          f"{args.subscription!r} in {writer.directory}", file=sys.stderr, flush=True)
-    await stop.wait()
-    if closed and closed[0].kind != "closed":
-        return fail(PROG, f"disconnected from {conn.url}: {closed[0]}", EXIT_UNREACHABLE)
-    await conn.close()
-    return EXIT_OK
+
+    async def subscribe(conn: Connection) -> None:
+        await conn.subscribe(args.subscription, keys=setup.keys,
+                             accept_insecure=not args.secure, buffer_size=0,
+                             listener=recorder.notification)
+
+    return serve_subscription(
+        PROG, args, setup, subscribe,
+        lambda conn: f"archiving notifications from {conn.url} matching "
+                     f"{args.subscription!r} in {writer.directory}",
+        unreachable=f"cannot reach the router at {setup.url}: ")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
-        url = checked_url(args)
-        check_subscription(args.subscription)
+        setup = prepare(args, Keys.for_subscription, args.subscription)
         if args.batch_rows < 1:
             raise ToolError("--batch-rows must be at least 1")
         if not args.flush_seconds > 0:
             raise ToolError("--flush-seconds must be positive")
-        keys, tls = keys_and_tls(args, Keys.for_subscription)
     except ToolError as exc:
         return exc.report(PROG)
     require(PROG, "pipeline", ARCHIVE_MODULES)
@@ -157,9 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         return writer
     status = EXIT_FAILURE
     try:
-        status = asyncio.run(run(args, url, keys, writer, tls))
-    except KeyboardInterrupt:
-        status = EXIT_OK
+        status = serve(args, setup, writer)
     finally:
         status = close_writer(writer, status)
     return status

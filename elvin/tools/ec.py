@@ -36,43 +36,23 @@ connection is lost, 3 for other failures.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import sys
 from datetime import datetime
 
 from elvin.client import (
-    CloseReason,
-    ConnectionClosedError,
-    NackError,
+    Connection,
     Notification,
     QuenchNotSupported,
     SubscriptionAdded,
     SubscriptionModified,
     SubscriptionRemoved,
-    connect,
 )
-from elvin.errors import SubscriptionError
 from elvin.keys import Keys
 from elvin.text import format_notification
-from elvin.tools import (
-    CONNECT_ERRORS,
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    KEY_FORMATS,
-    ToolError,
-    ToolParser,
-    check_subscription,
-    checked_url,
-    common_arguments,
-    connect_failure,
-    fail,
-    keys_and_tls,
-    stop_on_signals,
-)
+from elvin.tools import EXIT_FAILURE, ToolError, ToolParser, ToolSetup, prepare, tool_parser
+from elvin.tools.subscriber import serve_subscription
 from elvin.values import Int64
 
 PROG = "ec"
@@ -86,16 +66,14 @@ def timestamp(now: datetime | None = None) -> str:
 
 
 def build_parser() -> ToolParser:
-    parser = ToolParser(
-        prog=PROG, description="Subscribe to notifications from an Elvin router and print "
-                               "them (Avis ec format).",
-        epilog=KEY_FORMATS + "\n\nexit status: 0 on SIGINT, 1 usage error, 2 router "
-                             "unreachable or connection lost, 3 other failure",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = tool_parser(
+        PROG, "Subscribe to notifications from an Elvin router and print them (Avis ec "
+              "format).",
+        "allow only secure notifications (accept_insecure=false; needs -P or -C)",
+        "exit status: 0 on SIGINT, 1 usage error, 2 router unreachable or connection lost, "
+        "3 other failure")
     parser.add_argument("subscription", nargs="?",
                         help="subscription expression, e.g. 'require(Greeting)'")
-    common_arguments(parser, "allow only secure notifications (accept_insecure=false; "
-                             "needs -P or -C)")
     parser.add_argument("--quench", metavar="NAME,...",
                         help="also print quench events for subscriptions that refer to "
                              "these attribute names")
@@ -139,75 +117,43 @@ class Printer:
         self.emit(format_quench_event(event))
 
 
-async def run(args, url: str, keys: Keys | None, names: list[str], tls=None) -> int:
-    stop = stop_on_signals()
-    try:
-        conn = await connect(url, timeout=args.timeout, ssl_context=tls)
-    except CONNECT_ERRORS as exc:
-        return connect_failure(url, exc).report(PROG)
+def serve(args, setup: ToolSetup, names: list[str]) -> int:
     printer = Printer(sys.stdout)
-    closed: list[CloseReason] = []
-    conn.add_close_listener(lambda reason: (closed.append(reason), stop.set()))
-    try:
+
+    async def subscribe(conn: Connection) -> None:
         if args.subscription is not None:
-            await conn.subscribe(args.subscription, keys=keys,
+            await conn.subscribe(args.subscription, keys=setup.keys,
                                  accept_insecure=not args.secure, buffer_size=0,
                                  listener=printer.notification)
         if names:
             try:
-                await conn.quench(names, keys=keys, buffer_size=0,
+                await conn.quench(names, keys=setup.keys, buffer_size=0,
                                   listener=printer.quench_event)
             except QuenchNotSupported:
                 if args.subscription is None:
-                    await conn.close()
-                    return fail(PROG, f"{conn.url} does not support quench (protocol subset "
-                                "C): no quench events to print", EXIT_FAILURE)
+                    raise ToolError(f"{conn.url} does not support quench (protocol subset "
+                                    "C): no quench events to print", EXIT_FAILURE) from None
                 print(f"{PROG}: {conn.url} does not support quench (protocol subset C): "
                       "printing notifications only", file=sys.stderr, flush=True)
-    except SubscriptionError as exc:
-        await conn.close()
-        return fail(PROG, f"bad subscription: {exc}", EXIT_USAGE)
-    except NackError as exc:
-        await conn.close()
-        return fail(PROG, f"the router refused the request: {exc}", EXIT_FAILURE)
-    except ConnectionClosedError as exc:
-        await conn.close()
-        return fail(PROG, f"disconnected from {conn.url}: {exc.reason or exc}",
-                    EXIT_UNREACHABLE)
-    except (OSError, TimeoutError) as exc:
-        await conn.close()
-        return fail(PROG, f"disconnected from {conn.url}: {exc}", EXIT_UNREACHABLE)
-    # printed once the subscription is in place, so that a script that waits
-    # for this line knows that nothing sent from now on will be missed
-    print(f"{PROG}: Connected to server {conn.url}", file=sys.stderr, flush=True)
-    broken = asyncio.ensure_future(printer.broken.wait())
-    stopped = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({broken, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    broken.cancel()
-    stopped.cancel()
-    if closed and closed[0].kind != "closed":
-        return fail(PROG, f"disconnected from {conn.url}: {closed[0]}", EXIT_UNREACHABLE)
-    await conn.close()
-    return EXIT_OK
+
+    # "Connected" is said once the subscription is in place, so that a script
+    # that waits for this line knows that nothing sent from now on is missed
+    return serve_subscription(PROG, args, setup, subscribe,
+                              lambda conn: f"Connected to server {conn.url}",
+                              done=printer.broken)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    names = [n.strip() for n in (args.quench or "").split(",") if n.strip()]
+    if args.subscription is None and not names:
+        parser.error("give a subscription expression (or --quench NAMES)")
     try:
-        url = checked_url(args)
-        names = [n.strip() for n in (args.quench or "").split(",") if n.strip()]
-        if args.subscription is None and not names:
-            parser.error("give a subscription expression (or --quench NAMES)")
-        if args.subscription is not None:
-            check_subscription(args.subscription)
-        keys, tls = keys_and_tls(args, Keys.for_subscription)
+        setup = prepare(args, Keys.for_subscription, args.subscription)
     except ToolError as exc:
         return exc.report(PROG)
-    try:
-        return asyncio.run(run(args, url, keys, names, tls))
-    except KeyboardInterrupt:
-        return EXIT_OK
+    return serve(args, setup, names)
 
 
 def entry() -> None:

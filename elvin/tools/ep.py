@@ -32,41 +32,33 @@ from elvin.tools import (
     EXIT_OK,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
-    KEY_FORMATS,
     ToolError,
     ToolParser,
-    checked_url,
-    common_arguments,
     connect_failure,
     fail,
-    keys_and_tls,
+    prepare,
+    tool_parser,
 )
 
 PROG = "ep"
 
 
 def build_parser() -> ToolParser:
-    import argparse
-    parser = ToolParser(
-        prog=PROG, description="Read notifications from stdin (Avis ec/ep format: "
-                               "'Name: value' lines, '---' after each) and send them to an "
-                               "Elvin router.",
-        epilog=KEY_FORMATS + "\n\nexit status: 0 at end of input or on SIGINT, 1 usage or "
-                             "input error, 2 router unreachable or connection lost, "
-                             "3 other failure",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    common_arguments(parser, "send to secure subscribers only (deliver_insecure=false; "
-                             "needs -P or -C)")
-    return parser
+    return tool_parser(
+        PROG, "Read notifications from stdin (Avis ec/ep format: 'Name: value' lines, "
+              "'---' after each) and send them to an Elvin router.",
+        "send to secure subscribers only (deliver_insecure=false; needs -P or -C)",
+        "exit status: 0 at end of input or on SIGINT, 1 usage or input error, 2 router "
+        "unreachable or connection lost, 3 other failure")
 
 
 def main(argv: list[str] | None = None, stdin=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        url = checked_url(args)
-        keys, tls = keys_and_tls(args, Keys.for_notification)
+        setup = prepare(args, Keys.for_notification)
     except ToolError as exc:
         return exc.report(PROG)
+    url, keys = setup.url, setup.keys
 
     if stdin is None:
         # newline="\n": a \r inside a string is data, not a line break
@@ -74,7 +66,7 @@ def main(argv: list[str] | None = None, stdin=None) -> int:
 
     import elvin.sync
     try:
-        conn = elvin.sync.connect(url, timeout=args.timeout, ssl_context=tls)
+        conn = elvin.sync.connect(url, timeout=args.timeout, ssl_context=setup.tls)
     except CONNECT_ERRORS as exc:
         return connect_failure(url, exc).report(PROG)
 

@@ -25,11 +25,11 @@ import sys
 from collections.abc import Iterable
 from typing import TextIO
 
+from elvin.cli_common import EXIT_OK, EXIT_USAGE, ToolParser, fail
 from elvin.errors import SubscriptionError
 from elvin.subscription import parse
 from elvin.subscription.explain import explain, format_explanation
 from elvin.text import NotificationReader, TextFormatError
-from elvin.tools import EXIT_OK, EXIT_USAGE, ToolParser, fail
 
 PROG = "elvin-explain"
 

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 from elvin_apps.biff import CoffeeBiff
-from elvin_apps.biff.cli import main, resolve_url
+from elvin_apps.biff.cli import main
 from elvin_apps.biff.config import ConfigError, load
 from PySide6.QtGui import QImage
 
 import elvin
+from elvin.router_url import choose_router_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,12 +48,12 @@ def test_config_file(tmp_path, capsys, monkeypatch):
     config = load(good)
     assert (config.elvin, config.user, config.heartbeat, config.coffee_minutes,
             config.text) == ("elvin://example.org:2917", "ann", 10.0, 5.0, "kitchen")
-    assert resolve_url(None, config.elvin) == "elvin://example.org:2917"
+    assert choose_router_url(None, config.elvin).url == "elvin://example.org:2917"
     monkeypatch.setenv("ELVIN_URL", "elvin://env:1")
-    assert resolve_url(None, config.elvin) == "elvin://env:1"
-    assert resolve_url("elvin://flag:2", config.elvin) == "elvin://flag:2"
+    assert choose_router_url(None, config.elvin).url == "elvin://env:1"
+    assert choose_router_url("elvin://flag:2", config.elvin).url == "elvin://flag:2"
     monkeypatch.delenv("ELVIN_URL")
-    assert resolve_url(None, None) == "elvin://127.0.0.1:2917"
+    assert choose_router_url(None, None).url == "elvin://127.0.0.1:2917"
 
     for text, message in [("heartbeat = 'fast'", "heartbeat must be a number"),
                           ("heartbeat = 0", "between"),

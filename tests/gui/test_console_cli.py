@@ -49,7 +49,7 @@ def test_version_and_help():
     (["--elvin", "nope://x"], "bad Elvin URL"),
     (["--no-such-flag"], "unrecognized arguments"),
     (["--buffer", "1"], "--buffer must be from"),
-    (["--config", "/nonexistent/console.toml"], "does not exist"),
+    (["--config", "/nonexistent/console.toml"], "console.toml: no such file"),
     (["--workspace", "/nonexistent/ws.json"], "cannot read"),
 ])
 def test_usage_errors_exit_1(args, words):

@@ -179,19 +179,21 @@ def test_apps_resolution_falls_back_when_nothing_answers(monkeypatch):
     assert run.find_router(timeout=0.5) is None
 
 
-def test_tickertape_resolution_uses_discovery(discoverable, monkeypatch):
-    pytest.importorskip("elvin_apps.tickertape.cli")
-    from elvin_apps.tickertape.cli import choose_url
+def test_apps_router_rule_uses_discovery(discoverable, monkeypatch):
+    from elvin.router_url import choose_router_url
 
     router, where = discoverable(scope="ticker")
     monkeypatch.setenv("ELVIN_DISCOVERY", where)
     monkeypatch.setenv("ELVIN_SCOPE", "ticker")
     monkeypatch.delenv("ELVIN_URL", raising=False)
-    assert choose_url(None, None) == (router.url, True)
+    found = choose_router_url(None, None, discover=True, timeout=TIMEOUT)
+    assert (found.url, found.chosen, found.source) == (router.url, True, "discovery")
     # a configured URL wins, and discovery is not even tried
-    assert choose_url("elvin://example.org:2917", None) == ("elvin://example.org:2917", True)
+    configured = choose_router_url(None, "elvin://example.org:2917", discover=True)
+    assert (configured.url, configured.source) == ("elvin://example.org:2917", "config")
     monkeypatch.setenv("ELVIN_DISCOVERY", "off")
-    assert choose_url(None, None) == ("elvin://127.0.0.1:2917", False)
+    default = choose_router_url(None, None, discover=True)
+    assert (default.url, default.chosen) == ("elvin://127.0.0.1:2917", False)
 
 
 # -- multicast ------------------------------------------------------------------------

@@ -9,13 +9,7 @@ import os
 import pytest
 from elvin_apps.filewatcher import cli
 from elvin_apps.filewatcher.attributes import ALL_NAMES, notification
-from elvin_apps.filewatcher.config import (
-    DEFAULT_URL,
-    ConfigError,
-    apply_overrides,
-    load_config,
-    resolve_url,
-)
+from elvin_apps.filewatcher.config import ConfigError, apply_overrides, load_config
 from elvin_apps.filewatcher.status import (
     StatusError,
     format_status,
@@ -67,7 +61,7 @@ def test_a_root_inside_another_root_is_folded(tmp_path):
     ('roots = ["/tmp"]\nmax-watches = 0', "max-watches"),
     ('roots = ["/tmp"]\nelvin = "http://x"', "bad router URL"),
     ('roots = ["/tmp"]\ncolour = "red"', "unknown setting 'colour'"),
-    ('roots = ["/tmp"\n', "invalid TOML"),
+    ('roots = ["/tmp"\n', "not valid TOML"),
 ])
 def test_config_errors_name_the_problem(tmp_path, text, message):
     path = tmp_path / "bad.toml"
@@ -75,14 +69,6 @@ def test_config_errors_name_the_problem(tmp_path, text, message):
     with pytest.raises(ConfigError) as info:
         load_config(path).validate()
     assert message in str(info.value) and str(path) in str(info.value)
-
-
-def test_url_precedence():
-    assert resolve_url("elvin://flag", {"ELVIN_URL": "elvin://env"}, "elvin://file") \
-        == "elvin://flag"
-    assert resolve_url(None, {"ELVIN_URL": "elvin://env"}, "elvin://file") == "elvin://env"
-    assert resolve_url(None, {}, "elvin://file") == "elvin://file"
-    assert resolve_url(None, {}, None) == DEFAULT_URL
 
 
 def test_cli_usage_and_config_errors_exit_1(tmp_path, capsys):

@@ -1,0 +1,168 @@
+"""Reading a command's TOML config file, with errors that say where.
+
+Every command of the suite takes its settings from one TOML file (``elvind
+--config``, ``~/.config/elvin/biff.toml``...) and says what is wrong with it
+the same way: ``FILE: no such file``, ``FILE: cannot read: why``, ``FILE,
+line 3, column 7: not valid TOML: why``. Reading lives here; what the keys
+mean stays with each command.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, TypeVar, overload
+
+from elvin.cli_common import ToolError
+
+__all__ = ["ConfigError", "NumberRange", "TomlFile", "check_number", "check_numbers",
+           "default_config_path", "line_of", "load_named", "number", "read_toml"]
+
+APP_DIR = "elvin"
+
+C = TypeVar("C")
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be read or holds a wrong value; the message
+    names the file (and the line or key, where known)."""
+
+
+def default_config_path(name: str) -> Path:
+    """``$XDG_CONFIG_HOME/elvin/NAME`` (``~/.config/elvin/NAME`` when unset):
+    the daemons must not need Qt to find it."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / APP_DIR / name
+
+
+@dataclass(frozen=True)
+class TomlFile:
+    """A parsed file, with its text for pointing at the line of a key."""
+
+    path: Path
+    text: str
+    data: dict[str, Any]
+
+    def line_of(self, key: str) -> str:
+        return line_of(self.text, key)
+
+
+@overload
+def read_toml(path: str | os.PathLike, *, must_exist: Literal[True] = ...) -> TomlFile: ...
+@overload
+def read_toml(path: str | os.PathLike, *, must_exist: bool) -> TomlFile | None: ...
+
+
+def read_toml(path: str | os.PathLike, *, must_exist: bool = True) -> TomlFile | None:
+    """Parse the file at ``path`` (``~`` expanded). A missing file is an
+    error when ``must_exist`` (a file named on the command line), else None
+    (a default file nobody wrote: the defaults apply)."""
+    file = Path(path).expanduser()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if must_exist:
+            raise ConfigError(f"{file}: no such file") from None
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not UTF-8 text ({exc})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}{_toml_error(str(exc), text)}") from None
+    return TomlFile(file, text, data)
+
+
+def _toml_error(message: str, text: str) -> str:
+    """``, line 3, column 7: not valid TOML: why`` from tomllib's message,
+    which puts the place at its end in words of its own."""
+    m = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
+    if m:
+        return f", line {m.group(1)}, column {m.group(2)}: not valid TOML: " \
+               f"{message[:m.start()]}"
+    if message.endswith("(at end of document)"):
+        return f", line {max(text.count(chr(10)), 1)} (end of file): not valid TOML: " \
+               f"{message[:-len('(at end of document)')].rstrip()}"
+    return f": not valid TOML: {message}"
+
+
+def line_of(text: str, key: str) -> str:
+    """``, line N`` where ``key`` (or its ``-``/``_`` twin, quoted or not) is
+    set at the start of a line of ``text``; empty when it cannot be found."""
+    for candidate in dict.fromkeys((key, key.replace("-", "_"), key.replace("_", "-"))):
+        pattern = re.compile(r'^[ \t]*["\']?' + re.escape(candidate) + r'["\']?\s*=', re.M)
+        m = pattern.search(text)
+        if m:
+            return f", line {text.count(chr(10), 0, m.start()) + 1}"
+    return ""
+
+
+def load_named(load: Callable[..., C], path: str | None) -> C:
+    """``load(path)`` for a command's ``--config``: a file named there must
+    exist, the default one may not. ``ToolError`` (usage) when it is wrong."""
+    try:
+        return load(path, must_exist=bool(path))
+    except ConfigError as exc:
+        raise ToolError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class NumberRange:
+    """The values a numeric setting may take: ``low <= value <= high``,
+    ``value > above``; whole numbers only when ``integer``."""
+
+    low: float | None = None
+    high: float | None = None
+    above: float | None = None
+    integer: bool = False
+
+    def __str__(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"from {self.low:g} to {self.high:g}"
+        if self.low is not None:
+            return f"at least {self.low:g}"
+        if self.above is not None:
+            return f"more than {self.above:g}"
+        return f"at most {self.high:g}" if self.high is not None else "any"
+
+    def contains(self, value: float) -> bool:
+        return not ((self.low is not None and value < self.low)
+                    or (self.high is not None and value > self.high)
+                    or (self.above is not None and value <= self.above))
+
+
+def number(default: float, low: float | None = None, high: float | None = None, *,
+           above: float | None = None, integer: bool = False) -> Any:
+    """A dataclass field for a numeric setting: its range stands beside its
+    default, and ``check_numbers`` enforces it."""
+    return field(default=default, metadata={"range": NumberRange(low, high, above, integer)})
+
+
+def check_number(value: object, where: str, allowed: NumberRange) -> float:
+    """``value`` if it is a (finite) number in ``allowed``, else
+    ``ConfigError``: ``WHERE: must be a number, not 'x'`` or ``WHERE: 0 is
+    out of range (from 0.1 to 60)``."""
+    kinds = (int,) if allowed.integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or (
+            isinstance(value, float) and not math.isfinite(value)):
+        kind = "an integer" if allowed.integer else "a number"
+        raise ConfigError(f"{where}: must be {kind}, not {value!r}")
+    if not allowed.contains(value):
+        raise ConfigError(f"{where}: {value!r} is out of range ({allowed})")
+    return value
+
+
+def check_numbers(settings: Any, where: str, name: Callable[[str], str] = str) -> None:
+    """``check_number`` on every ``number`` field of the dataclass instance
+    ``settings``; errors say ``WHERE: name(field)``."""
+    for f in fields(settings):
+        allowed = f.metadata.get("range")
+        if allowed is not None:
+            check_number(getattr(settings, f.name), f"{where}: {name(f.name)}", allowed)
