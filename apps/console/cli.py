@@ -148,7 +148,11 @@ async def take_screenshot(window, path: Path) -> int:
                 return
             await asyncio.sleep(0.05)
 
-    return await screenshot_when_ready(window, path, PROG, ready)
+    def why_not() -> str:
+        return "; ".join(f"{entry.manager.url}: {entry.manager.last_error}"
+                         for entry in window.registry.entries() if entry.manager.last_error)
+
+    return await screenshot_when_ready(window, path, PROG, ready, why_not=why_not)
 
 
 if __name__ == "__main__":

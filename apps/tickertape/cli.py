@@ -144,7 +144,8 @@ async def take_screenshot(window, manager, controller, path: Path) -> int:
         await manager.wait_connected()
         await controller.wait_synced(SCREENSHOT_TIMEOUT)
 
-    return await screenshot_when_ready(window, path, PROG, ready, timeout=2 * SCREENSHOT_TIMEOUT)
+    return await screenshot_when_ready(window, path, PROG, ready, timeout=2 * SCREENSHOT_TIMEOUT,
+                                      why_not=lambda: manager.last_error)
 
 
 if __name__ == "__main__":

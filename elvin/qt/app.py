@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import qasync
+from PySide6.QtCore import QMessageLogContext, QtMsgType, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, fail
@@ -30,11 +31,25 @@ __all__ = ["SCREENSHOT_TIMEOUT", "application", "run_app", "run_app_cli", "run_w
 SCREENSHOT_TIMEOUT = 5.0
 
 
+#: what Qt's offscreen platform says on every window it shows (it has no
+#: window manager to pass size hints to): noise to someone taking a
+#: ``--screenshot``, who is told nothing they can act on
+_OFFSCREEN_NOISE = ("This plugin does not support propagateSizeHints()",)
+
+
+def _qt_message(_mode: QtMsgType, _context: QMessageLogContext, message: str) -> None:
+    """Qt's messages on stderr as Qt prints them, less the offscreen noise."""
+    if message not in _OFFSCREEN_NOISE:
+        print(message, file=sys.stderr)
+
+
 def application(argv: Sequence[str] | None = None) -> QApplication:
     """The QApplication, created on first use."""
     app = QApplication.instance()
     if app is None:
         app = QApplication(list(argv) if argv is not None else sys.argv)
+        if app.platformName() == "offscreen":
+            qInstallMessageHandler(_qt_message)
     return app
 
 
@@ -113,19 +128,31 @@ async def run_window(window: Any, screenshot: Callable[[], Awaitable[int]] | Non
 
 async def screenshot_when_ready(window: Any, path: Path, prog: str,
                                 ready: Callable[[], Awaitable[Any]], *,
-                                timeout: float = SCREENSHOT_TIMEOUT, settle: float = 0.5) -> int:
+                                timeout: float = SCREENSHOT_TIMEOUT, settle: float = 0.5,
+                                why_not: Callable[[], str] = lambda: "") -> int:
     """``--screenshot``: wait (at most ``timeout``) for ``ready()`` -- the
     app connected and subscribed --, let a few frames run, save ``window``.
     Exit status 0, or 2 when it was not ready in time or failed to get
-    there: the picture then shows the state the app is in."""
+    there: the picture then shows the state the app is in, and stderr says
+    why (``why_not()``, e.g. the last connection error), since a script that
+    takes the picture reads the status and the message, not the pixels."""
     status = EXIT_OK
+    reason = ""
     try:
         async with asyncio.timeout(timeout):
             await ready()
-    except Exception:  # noqa: BLE001 - TimeoutError, or a connection that failed
+    except TimeoutError:
         status = EXIT_UNREACHABLE
+        reason = f"not connected and subscribed within {timeout:g} s"
+    except Exception as exc:  # noqa: BLE001 - a connection that failed
+        status = EXIT_UNREACHABLE
+        reason = f"not connected: {exc}"
     await asyncio.sleep(settle)
-    return save_screenshot(window, path, prog, status)
+    saved = save_screenshot(window, path, prog, status)
+    if status != EXIT_OK and saved == status:
+        cause = why_not()
+        print(f"{prog}: {reason}" + (f" ({cause})" if cause else ""), file=sys.stderr)
+    return saved
 
 
 def save_screenshot(widget: Any, path: Path, prog: str, status: int = EXIT_OK,

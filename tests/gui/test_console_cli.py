@@ -91,3 +91,5 @@ def test_screenshot_without_a_router_exits_2(tmp_path):
     result = console("--elvin", "elvin://127.0.0.1:1", "--screenshot", str(shot))
     assert result.returncode == 2
     assert shot.exists()          # the window is still rendered, showing why
+    assert "not connected" in result.stderr and "127.0.0.1:1" in result.stderr
+    assert "propagateSizeHints" not in result.stderr

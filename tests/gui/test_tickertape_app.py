@@ -382,6 +382,10 @@ def test_cli_screenshot_and_errors(router, tmp_path):
     unreachable = tickertape("--elvin", "elvin://127.0.0.1:9", "--no-history", "--screenshot",
                              str(tmp_path / "down.png"))
     assert unreachable.returncode == 2 and (tmp_path / "down.png").exists()
+    # the reason is said, not only painted (a script reads stderr, not pixels)
+    assert "tickertape: not connected" in unreachable.stderr
+    assert "Connection refused" in unreachable.stderr
+    assert "propagateSizeHints" not in unreachable.stderr   # offscreen noise
 
 
 def test_cli_keeps_history_across_restarts(router, tmp_path):
