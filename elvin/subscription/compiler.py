@@ -42,7 +42,7 @@ import re
 import unicodedata
 
 from elvin.subscription import runtime as rt
-from elvin.subscription.ast import Kind, Node
+from elvin.subscription.ast import Kind, Node, flatten
 from elvin.subscription.checker import (
     BINARY_VALUE_OPS,
     COMPARISONS,
@@ -205,14 +205,14 @@ class _Gen:
         if k is Kind.NOT:
             return self.pred(node.children[0], not want, depth + 1)
         if k in (Kind.AND, Kind.OR):
-            operands = _merge_equalities(_flatten(node), k)
+            operands = _merge_equalities(flatten(node), k)
             if len(operands) == 1:
                 return self.pred(operands[0], want, depth)
             parts = [self.pred(c, want, depth + 1) for c in operands]
             joiner = " and " if (k is Kind.AND) == want else " or "
             return "(" + joiner.join(parts) + ")"
         if k is Kind.XOR:
-            exact = ", ".join(self.exact(c) for c in _flatten(node))
+            exact = ", ".join(self.exact(c) for c in flatten(node))
             return f"(_xor(({exact},)) is {want})"
         if k in COMPARISONS:
             return self.comparison(node, want)
@@ -499,19 +499,6 @@ def _merge_equalities(operands: list[Node], chain: Kind) -> list[Node]:
         literals = [lit for j in members for lit in found[j][1]]
         merged = Node(Kind.FUNC_EQUALS, (Node(Kind.NAME, value=eq[0]), *literals))
         out.append(merged if chain is Kind.OR else Node(Kind.NOT, (merged,)))
-    return out
-
-
-def _flatten(node: Node) -> list[Node]:
-    """Operands of a chain of the same associative logical operator."""
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.kind is node.kind:
-            stack.extend(reversed(n.children))
-        else:
-            out.append(n)
     return out
 
 
