@@ -146,44 +146,38 @@ def _nul_error(what: str, text: str, start: int) -> ProtocolError:
                                                                   .encode("utf-8")))
 
 
-def read_string(data: bytes, o: int, end: int, what: str,
-                max_length: int | None = None, limit: str = "") -> tuple[str, int]:
-    """A UTF-8 string without NUL; ``max_length`` (bytes) is the ``Limits``
-    field named ``limit``."""
+def read_opaque(data: bytes, o: int, end: int, what: str,
+                max_length: int | None = None, limit: str = "",
+                noun: str = "opaque") -> tuple[bytes, int]:
+    """An opaque (bytes); ``max_length`` (bytes) is the ``Limits`` field
+    named ``limit``. The length is checked against the bytes that remain
+    before anything is copied."""
     (n,) = _u32(data, o)
     s = o + 4
     e = s + n
     if e > end:
-        raise ProtocolError(f"{what}: string length {n} exceeds the {end - s} bytes "
+        raise ProtocolError(f"{what}: {noun} length {n} exceeds the {end - s} bytes "
                             "remaining", o)
     if max_length is not None and n > max_length:
-        raise LimitError(f"{what}: string of {n} bytes exceeds the limit of {max_length}",
+        raise LimitError(f"{what}: {noun} of {n} bytes exceeds the limit of {max_length}",
                          o, limit)
-    try:
-        text = data[s:e].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _utf8_error(what, exc, s) from None
-    if "\0" in text:
-        raise _nul_error(what, text, s)
-    return text, e + _PADLEN[n & 3]
+    return data[s:e], e + _PADLEN[n & 3]
 
 
 _PADLEN = (0, 3, 2, 1)
 
 
-def read_opaque(data: bytes, o: int, end: int, what: str,
-                max_length: int | None = None, limit: str = "") -> tuple[bytes, int]:
-    """An opaque (bytes), like ``read_string`` without the text checks."""
-    (n,) = _u32(data, o)
-    s = o + 4
-    e = s + n
-    if e > end:
-        raise ProtocolError(f"{what}: opaque length {n} exceeds the {end - s} bytes "
-                            "remaining", o)
-    if max_length is not None and n > max_length:
-        raise LimitError(f"{what}: opaque of {n} bytes exceeds the limit of {max_length}",
-                         o, limit)
-    return data[s:e], e + _PADLEN[n & 3]
+def read_string(data: bytes, o: int, end: int, what: str,
+                max_length: int | None = None, limit: str = "") -> tuple[str, int]:
+    """A UTF-8 string without NUL: an opaque with the text checks."""
+    raw, next_o = read_opaque(data, o, end, what, max_length, limit, "string")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _utf8_error(what, exc, o + 4) from None
+    if "\0" in text:
+        raise _nul_error(what, text, o + 4)
+    return text, next_o
 
 
 def read_bool(data: bytes, o: int, what: str) -> tuple[bool, int]:
