@@ -7,22 +7,12 @@
 * ``elvin.protocol.uri``      Elvin URIs: parse_uri / ElvinURI
 """
 
-from elvin.protocol import packets
+from elvin.protocol import packets, xdr
 from elvin.protocol.framing import FrameDecoder, frame, frame_body
 from elvin.protocol.limits import DEFAULT_LIMITS, LimitError, Limits
 from elvin.protocol.packets import *  # noqa: F403 -- the packet classes, listed once in packets.__all__
 from elvin.protocol.uri import DEFAULT_PORT, ElvinURI, URIError, parse_uri
-from elvin.protocol.xdr import (
-    decode_ast,
-    decode_attributes,
-    decode_packet,
-    encode_ast,
-    encode_attributes,
-    encode_packet,
-    encode_value,
-    frame_notify_deliver,
-    frame_packet,
-)
+from elvin.protocol.xdr import *  # noqa: F403 -- the codec's functions, listed once in xdr.__all__
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -32,17 +22,9 @@ __all__ = [
     "LimitError",
     "Limits",
     "URIError",
-    "decode_ast",
-    "decode_attributes",
-    "decode_packet",
-    "encode_ast",
-    "encode_attributes",
-    "encode_packet",
-    "encode_value",
     "frame",
     "frame_body",
-    "frame_notify_deliver",
-    "frame_packet",
     "parse_uri",
 ]
 __all__ += packets.__all__
+__all__ += xdr.__all__

@@ -40,7 +40,7 @@ equal to anything), get a key that matches nothing.
 
 from __future__ import annotations
 
-from elvin.subscription.ast import Kind, Node, flatten, names_in
+from elvin.subscription.ast import Kind, Node, flatten, name_equals_literals, names_in
 from elvin.subscription.checker import COMPARISONS, STRING_PREDICATES, TYPE_PREDICATES, fold
 from elvin.subscription.reference import evaluate
 from elvin.values import INT64_MAX, INT64_MIN, Int64
@@ -155,9 +155,6 @@ def index_value(value: object) -> object:
     return UNINDEXABLE
 
 
-_LITERALS = {Kind.INT32, Kind.INT64, Kind.REAL64, Kind.STRING}
-
-
 def _literal_key(node: Node) -> object:
     if node.kind is Kind.INT64:
         return index_value(Int64(node.value))  # type: ignore[arg-type]
@@ -173,18 +170,11 @@ def _constraint(node: Node):
         if child.kind is Kind.NOT:
             return _constraint(child.children[0])
         return None
-    if k is Kind.EQUALS:
-        a, b = node.children
-        if a.kind in _LITERALS:
-            a, b = b, a
-        if a.kind is Kind.NAME and b.kind in _LITERALS:
-            return a.value, frozenset({_literal_key(b)})
-        return None
-    if k is Kind.FUNC_EQUALS:
-        first, *rest = node.children
-        if first.kind is Kind.NAME and all(r.kind in _LITERALS for r in rest):
-            return first.value, frozenset(_literal_key(r) for r in rest)
-        return None
+    if k is Kind.EQUALS or k is Kind.FUNC_EQUALS:
+        found = name_equals_literals(node)
+        if found is None:
+            return None
+        return found[0], frozenset(_literal_key(r) for r in found[1])
     if k is Kind.OR:
         found = [_constraint(c) for c in flatten(node)]
         if any(f is None for f in found):

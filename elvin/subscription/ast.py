@@ -178,6 +178,26 @@ def flatten(node: Node) -> list[Node]:
     return out
 
 
+def name_equals_literals(node: Node) -> tuple[str, tuple[Node, ...]] | None:
+    """``(attribute, literals)`` when ``node`` is ``name == literal`` (either
+    way round) or ``equals(name, literal, ...)``: true only when one
+    attribute's value equals one of some constants. The router's index and
+    the compiler's merging of such tests both start from this."""
+    k = node.kind
+    if k is Kind.EQUALS:
+        a, b = node.children
+        if a.kind in LITERAL_KINDS:
+            a, b = b, a
+        if a.kind is Kind.NAME and b.kind in LITERAL_KINDS:
+            return a.value, (b,)  # type: ignore[return-value]
+        return None
+    if k is Kind.FUNC_EQUALS:
+        first, *rest = node.children
+        if first.kind is Kind.NAME and all(r.kind in LITERAL_KINDS for r in rest):
+            return first.value, tuple(rest)  # type: ignore[return-value]
+    return None
+
+
 def names_in(node: Node) -> frozenset[str]:
     """Every attribute name the tree refers to, ``require(x)``'s included:
     the router's index and the quench helpers ask "can this notification

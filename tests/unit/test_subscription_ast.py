@@ -8,7 +8,16 @@ import itertools
 import pytest
 
 from elvin.subscription import parse
-from elvin.subscription.ast import Kind, Node, flatten, name, names_in, names_in_order, op
+from elvin.subscription.ast import (
+    Kind,
+    Node,
+    flatten,
+    name,
+    name_equals_literals,
+    names_in,
+    names_in_order,
+    op,
+)
 from elvin.subscription.logic import and3, not3, or3, xor3
 
 
@@ -67,3 +76,18 @@ def test_connectives_are_kleenes_strong_logic(a, b):
 
 def test_not3():
     assert [not3(v) for v in _VALUES] == [False, True, None]
+
+
+def test_name_equals_literals_either_way_round_and_equals():
+    assert name_equals_literals(parse('Group == "chat"')) == ("Group", (Node(Kind.STRING, value="chat"),))
+    assert name_equals_literals(parse('"chat" == Group')) == ("Group", (Node(Kind.STRING, value="chat"),))
+    found = name_equals_literals(parse('equals(Port, 1, 2L, "x")'))
+    assert found is not None and found[0] == "Port"
+    assert [n.kind for n in found[1]] == [Kind.INT32, Kind.INT64, Kind.STRING]
+
+
+@pytest.mark.parametrize("text", [
+    "a == b", 'fold-case(a) == "x"', 'a != "x"', "equals(a, b)", "a < 1", "require(a)",
+])
+def test_name_equals_literals_refuses_anything_else(text):
+    assert name_equals_literals(parse(text)) is None
