@@ -40,7 +40,8 @@ import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from elvin.subscription.ast import Kind, Node
+from elvin.subscription.ast import Kind, Node, names_in
+from elvin.subscription.logic import and3, not3, or3, xor3
 
 __all__ = [
     "Constraint",
@@ -49,7 +50,6 @@ __all__ = [
     "Wanted",
     "could_match",
     "could_match_any",
-    "names_of",
     "wanted",
     "wanted_by",
 ]
@@ -265,7 +265,7 @@ def _wanted(node: Node, x: str) -> Wanted:
         return result
     if kind in (Kind.NOT, Kind.XOR):
         return UNBOUNDED
-    if not names_of(node):
+    if not names_in(node):
         # a constant predicate (``1 == 2`` in ``x == "a" || 1 == 2``): one
         # that is never true adds nothing to an || and empties an &&
         outcome = _evaluate(node, {})
@@ -333,11 +333,6 @@ _ONLY_TRUE = frozenset({_T})
 _ONLY_FALSE = frozenset({_F})
 
 
-def names_of(node: Node) -> frozenset[str]:
-    """Every attribute name the AST refers to."""
-    return frozenset(n.value for n in node.walk() if n.kind is Kind.NAME)
-
-
 def could_match(ast: Node, attributes: Mapping[str, object], *, complete: bool = False) -> bool:
     """Could ``ast`` be true for a notification with these attribute values?
 
@@ -368,8 +363,8 @@ def _possible(node: Node, attrs: Mapping[str, object]) -> frozenset:
         if not children:
             return _ALL
         if kind is Kind.NOT:
-            return frozenset(_not(v) for v in _possible(children[0], attrs))
-        op = {Kind.AND: _and, Kind.OR: _or, Kind.XOR: _xor}[kind]
+            return frozenset(not3(v) for v in _possible(children[0], attrs))
+        op = {Kind.AND: and3, Kind.OR: or3, Kind.XOR: xor3}[kind]
         # A long chain stops as soon as its outcome is settled: T || ... is T,
         # F && ... is F (a 10,000-term OR from a tickertape user stays cheap).
         settled = {Kind.OR: _ONLY_TRUE, Kind.AND: _ONLY_FALSE}.get(kind)
@@ -381,36 +376,10 @@ def _possible(node: Node, attrs: Mapping[str, object]) -> frozenset:
             result = frozenset(op(a, b) for a in result for b in part)
         return result
     # a predicate: decided if every name it uses is known
-    if not names_of(node) <= attrs.keys():
+    if not names_in(node) <= attrs.keys():
         return _ALL
     outcome = _evaluate(node, attrs)
     return _ALL if outcome is _UNKNOWN else frozenset({outcome})
-
-
-def _not(a):
-    return _B if a is _B else (not a)
-
-
-def _and(a, b):
-    if a is _F or b is _F:
-        return _F
-    if a is _T and b is _T:
-        return _T
-    return _B
-
-
-def _or(a, b):
-    if a is _T or b is _T:
-        return _T
-    if a is _F and b is _F:
-        return _F
-    return _B
-
-
-def _xor(a, b):
-    if a is _B or b is _B:
-        return _B
-    return a != b
 
 
 _UNKNOWN = object()

@@ -38,8 +38,9 @@ from elvin_apps.newswatcher.articles import PRODUCED, feed_attributes
 from elvin_apps.newswatcher.config import FeedConfig
 
 from elvin.client import SubscriptionAdded, SubscriptionModified, SubscriptionRemoved
-from elvin.quenching import could_match, names_of
-from elvin.subscription.ast import Kind, Node
+from elvin.quenching import could_match
+from elvin.subscription.ast import Kind, Node, names_in
+from elvin.subscription.logic import and3, not3, or3, xor3
 
 log = logging.getLogger("elvin_apps.newswatcher.selection")
 
@@ -70,13 +71,13 @@ def possible(node: Node, known: Mapping[str, object],
         if not parts:
             return _ALL
         if kind is Kind.NOT:
-            return frozenset(_B if v is _B else (not v) for v in parts[0])
-        combine = {Kind.AND: _and, Kind.OR: _or, Kind.XOR: _xor}[kind]
+            return frozenset(not3(v) for v in parts[0])
+        combine = {Kind.AND: and3, Kind.OR: or3, Kind.XOR: xor3}[kind]
         result = parts[0]
         for part in parts[1:]:
             result = frozenset(combine(a, b) for a in result for b in part)
         return result
-    names = names_of(node)
+    names = names_in(node)
     if any(n in produced and n not in known for n in names):
         return _ALL                              # depends on an article value
     compiled = _compiled(node)
@@ -87,22 +88,6 @@ def possible(node: Node, known: Mapping[str, object],
     except Exception:  # noqa: BLE001 - evaluation never raises, but be sure
         return _ALL
     return frozenset({outcome if outcome in (True, False) else _B})
-
-
-def _and(a, b):
-    if a is _F or b is _F:
-        return _F
-    return _T if a is _T and b is _T else _B
-
-
-def _or(a, b):
-    if a is _T or b is _T:
-        return _T
-    return _F if a is _F and b is _F else _B
-
-
-def _xor(a, b):
-    return _B if a is _B or b is _B else a != b
 
 
 def feed_could_match(ast: Node, feed: FeedConfig) -> bool:

@@ -114,7 +114,7 @@ from pyspark.sql import functions as F
 from elvin.errors import SubscriptionError
 from elvin.pipeline.archive import SPARK_SCHEMA_DDL, ArchiveError, check_archive, decode_attributes
 from elvin.subscription import parse, validate
-from elvin.subscription.ast import Kind, Node
+from elvin.subscription.ast import Kind, Node, flatten, names_in_order
 from elvin.subscription.checker import fold
 from elvin.subscription.patterns import compile_glob, compile_regex, ere_to_python, glob_to_python
 
@@ -361,11 +361,11 @@ class _Translator:
     def pred(self, node: Node) -> Column:
         k = node.kind
         if k is Kind.AND:
-            return _and_all([self.pred(c) for c in _flatten(node)])
+            return _and_all([self.pred(c) for c in flatten(node)])
         if k is Kind.OR:
-            return _or_all([self.pred(c) for c in _flatten(node)])
+            return _or_all([self.pred(c) for c in flatten(node)])
         if k is Kind.XOR:
-            parts = [self.pred(c) for c in _flatten(node)]
+            parts = [self.pred(c) for c in flatten(node)]
             result = parts[0]
             for p in parts[1:]:
                 result = _xor(result, p)
@@ -526,26 +526,6 @@ def _neg(c: Column | None) -> Column | None:
     return None if c is None else -c
 
 
-def _flatten(node: Node) -> list[Node]:
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.kind is node.kind:
-            stack.extend(reversed(n.children))
-        else:
-            out.append(n)
-    return out
-
-
-def _referenced_names(tree: Node) -> list[str]:
-    seen: dict[str, None] = {}
-    for n in tree.walk():
-        if n.kind is Kind.NAME:
-            seen.setdefault(n.value, None)  # type: ignore[arg-type]
-    return list(seen)
-
-
 def _needs_icu(tree: Node) -> bool:
     return any(n.kind in _STRING_FUNCS for n in tree.walk())
 
@@ -608,7 +588,7 @@ def _translate_tree(tree: Node, entries: dict[str, tuple[str, Column]] | None,
                     icu: bool) -> tuple[dict[str, tuple[str, Column]], Column]:
     """``translate`` for a checked, folded tree."""
     entries = dict(entries or {})
-    missing = [n for n in _referenced_names(tree) if n not in entries]
+    missing = [n for n in names_in_order(tree) if n not in entries]
     if missing:
         fresh = attribute_entries(list(entries) + missing)
         for name in missing:

@@ -94,7 +94,9 @@ class Limits:
         return {name: getattr(self, attr) for name, attr in OPTION_FIELDS.items()}
 
 
-#: Standard connection option name -> ``Limits`` field.
+#: Standard connection option name -> ``Limits`` field: the one statement of
+#: which options are decoder limits (the router negotiates them, the client
+#: checks what it sends against them, a QOS_LIMIT Nack names the option).
 OPTION_FIELDS: dict[str, str] = {
     "Packet.Max-Length": "max_packet_length",
     "Attribute.Max-Count": "max_attributes",
@@ -102,6 +104,10 @@ OPTION_FIELDS: dict[str, str] = {
     "Attribute.String.Max-Length": "max_string_length",
     "Attribute.Opaque.Max-Length": "max_opaque_length",
 }
+
+#: ``Limits`` field -> standard connection option name (fields with no option,
+#: such as ``max_keys``, are absent).
+FIELD_OPTIONS: dict[str, str] = {attr: name for name, attr in OPTION_FIELDS.items()}
 
 #: Legacy option names of spec 7.5.3 -> standard name (limits only).
 LEGACY_OPTION_NAMES: dict[str, str] = {

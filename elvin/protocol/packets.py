@@ -20,6 +20,15 @@ from elvin.keys import EMPTY_KEYS, Keys
 from elvin.subscription.ast import Node
 from elvin.values import Value
 
+__all__ = [
+    "PACKET_CLASSES", "DisconnReason", "Packet", "PacketId",
+    "UNotify", "Nack", "ConnRqst", "ConnRply", "DisconnRqst", "DisconnRply", "Disconn",
+    "SecRqst", "SecRply", "QosRqst", "QosRply", "DropWarn", "TestConn", "ConfConn",
+    "NotifyEmit", "NotifyDeliver", "SubAddRqst", "SubModRqst", "SubDelRqst", "SubRply",
+    "QnchAddRqst", "QnchModRqst", "QnchDelRqst", "QnchRply",
+    "SubAddNotify", "SubModNotify", "SubDelNotify",
+]
+
 
 class PacketId(IntEnum):
     UNOTIFY = 32

@@ -61,39 +61,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from elvin.errors import ProtocolError
 from elvin.keys import EMPTY_KEYS
+from elvin.protocol import packets as pk
 from elvin.protocol.limits import DEFAULT_LIMITS, LimitError, Limits
-from elvin.protocol.packets import (
-    PACKET_CLASSES,
-    ConfConn,
-    ConnRply,
-    ConnRqst,
-    Disconn,
-    DisconnRply,
-    DisconnRqst,
-    DropWarn,
-    Nack,
-    NotifyDeliver,
-    NotifyEmit,
-    Packet,
-    PacketId,
-    QnchAddRqst,
-    QnchDelRqst,
-    QnchModRqst,
-    QnchRply,
-    QosRply,
-    QosRqst,
-    SecRply,
-    SecRqst,
-    SubAddNotify,
-    SubAddRqst,
-    SubDelNotify,
-    SubDelRqst,
-    SubModNotify,
-    SubModRqst,
-    SubRply,
-    TestConn,
-    UNotify,
-)
 from elvin.protocol.xdrprim import (
     INT32,
     INT64,
@@ -224,7 +193,7 @@ def _dec_unotify(data, o, end, limits):
     attrs, o = read_attrs(data, o, end, limits, "UNotify attributes")
     insecure, o = read_bool(data, o, "UNotify deliver_insecure")
     keys, o = read_keys(data, o, end, limits, "UNotify keys")
-    return UNotify(major, minor, attrs, insecure, keys), o
+    return pk.UNotify(major, minor, attrs, insecure, keys), o
 
 
 def _dec_nack(data, o, end, limits):
@@ -232,7 +201,7 @@ def _dec_nack(data, o, end, limits):
     error, o = read_uint(data, o, "Nack error", 0xFFFF)
     message, o = read_string(data, o, end, "Nack message")
     args, o = read_values(data, o, end, limits, "Nack args")
-    return Nack(xid, error, message, args), o
+    return pk.Nack(xid, error, message, args), o
 
 
 def _dec_conn_rqst(data, o, end, limits):
@@ -242,7 +211,7 @@ def _dec_conn_rqst(data, o, end, limits):
     options, o = read_attrs(data, o, end, limits, "ConnRqst options")
     nfn_keys, o = read_keys(data, o, end, limits, "ConnRqst nfn_keys")
     sub_keys, o = read_keys(data, o, end, limits, "ConnRqst sub_keys")
-    return ConnRqst(xid, major, minor, options, nfn_keys, sub_keys), o
+    return pk.ConnRqst(xid, major, minor, options, nfn_keys, sub_keys), o
 
 
 def _options_decoder(cls):
@@ -282,7 +251,7 @@ def _empty_decoder(cls):
 def _dec_disconn(data, o, end, limits):
     (reason,) = _i32(data, o)
     args, o = read_string(data, o + 4, end, "Disconn args")
-    return Disconn(reason, args), o
+    return pk.Disconn(reason, args), o
 
 
 def _dec_sec_rqst(data, o, end, limits):
@@ -291,7 +260,7 @@ def _dec_sec_rqst(data, o, end, limits):
     del_nfn, o = read_keys(data, o, end, limits, "SecRqst del_nfn_keys")
     add_sub, o = read_keys(data, o, end, limits, "SecRqst add_sub_keys")
     del_sub, o = read_keys(data, o, end, limits, "SecRqst del_sub_keys")
-    return SecRqst(xid, add_nfn, del_nfn, add_sub, del_sub), o
+    return pk.SecRqst(xid, add_nfn, del_nfn, add_sub, del_sub), o
 
 
 def _dec_notify_emit(data, o, end, limits):
@@ -302,16 +271,16 @@ def _dec_notify_emit(data, o, end, limits):
                             f"not {flag}", o)
     (nkeys,) = _i32(data, o + 4)
     if nkeys == 0:
-        return NotifyEmit(attrs, flag == 1, EMPTY_KEYS), o + 8
+        return pk.NotifyEmit(attrs, flag == 1, EMPTY_KEYS), o + 8
     keys, o = read_keys(data, o + 4, end, limits, "NotifyEmit keys")
-    return NotifyEmit(attrs, flag == 1, keys), o
+    return pk.NotifyEmit(attrs, flag == 1, keys), o
 
 
 def _dec_notify_deliver(data, o, end, limits):
     attrs, o = read_attrs(data, o, end, limits, "NotifyDeliver attributes")
     secure, o = read_id64s(data, o, end, limits, "NotifyDeliver secure_matches")
     insecure, o = read_id64s(data, o, end, limits, "NotifyDeliver insecure_matches")
-    return NotifyDeliver(attrs, secure, insecure), o
+    return pk.NotifyDeliver(attrs, secure, insecure), o
 
 
 def _dec_sub_add_rqst(data, o, end, limits):
@@ -319,7 +288,7 @@ def _dec_sub_add_rqst(data, o, end, limits):
     expr, o = read_string(data, o, end, "SubAddRqst expression")
     accept, o = read_bool(data, o, "SubAddRqst accept_insecure")
     keys, o = read_keys(data, o, end, limits, "SubAddRqst keys")
-    return SubAddRqst(xid, expr, accept, keys), o
+    return pk.SubAddRqst(xid, expr, accept, keys), o
 
 
 def _dec_sub_mod_rqst(data, o, end, limits):
@@ -328,7 +297,7 @@ def _dec_sub_mod_rqst(data, o, end, limits):
     accept, o = read_bool(data, o, "SubModRqst accept_insecure")
     add_keys, o = read_keys(data, o, end, limits, "SubModRqst add_keys")
     del_keys, o = read_keys(data, o, end, limits, "SubModRqst del_keys")
-    return SubModRqst(xid, sub_id, expr, accept, add_keys, del_keys), o
+    return pk.SubModRqst(xid, sub_id, expr, accept, add_keys, del_keys), o
 
 
 def _dec_qnch_add_rqst(data, o, end, limits):
@@ -336,7 +305,7 @@ def _dec_qnch_add_rqst(data, o, end, limits):
     names, o = read_strings(data, o, end, limits, "QnchAddRqst names")
     insecure, o = read_bool(data, o, "QnchAddRqst deliver_insecure")
     keys, o = read_keys(data, o, end, limits, "QnchAddRqst keys")
-    return QnchAddRqst(xid, names, insecure, keys), o
+    return pk.QnchAddRqst(xid, names, insecure, keys), o
 
 
 def _dec_qnch_mod_rqst(data, o, end, limits):
@@ -346,7 +315,7 @@ def _dec_qnch_mod_rqst(data, o, end, limits):
     insecure, o = read_bool(data, o, "QnchModRqst deliver_insecure")
     add_keys, o = read_keys(data, o, end, limits, "QnchModRqst add_keys")
     del_keys, o = read_keys(data, o, end, limits, "QnchModRqst del_keys")
-    return QnchModRqst(xid, quench_id, names_add, names_del, insecure, add_keys,
+    return pk.QnchModRqst(xid, quench_id, names_add, names_del, insecure, add_keys,
                        del_keys), o
 
 
@@ -365,44 +334,44 @@ def _sub_notify_decoder(cls):
 def _dec_sub_del_notify(data, o, end, limits):
     ids, o = read_id64s(data, o, end, limits, "SubDelNotify quench_ids")
     (term_id,) = _u64(data, o)
-    return SubDelNotify(ids, term_id), o + 8
+    return pk.SubDelNotify(ids, term_id), o + 8
 
 
 _DECODERS = {
-    PacketId.UNOTIFY: _dec_unotify,
-    PacketId.NACK: _dec_nack,
-    PacketId.CONN_RQST: _dec_conn_rqst,
-    PacketId.CONN_RPLY: _options_decoder(ConnRply),
-    PacketId.DISCONN_RQST: _xid_decoder(DisconnRqst),
-    PacketId.DISCONN_RPLY: _xid_decoder(DisconnRply),
-    PacketId.DISCONN: _dec_disconn,
-    PacketId.SEC_RQST: _dec_sec_rqst,
-    PacketId.SEC_RPLY: _xid_decoder(SecRply),
-    PacketId.NOTIFY_EMIT: _dec_notify_emit,
-    PacketId.NOTIFY_DELIVER: _dec_notify_deliver,
-    PacketId.SUB_ADD_RQST: _dec_sub_add_rqst,
-    PacketId.SUB_MOD_RQST: _dec_sub_mod_rqst,
-    PacketId.SUB_DEL_RQST: _xid_id64_decoder(SubDelRqst),
-    PacketId.SUB_RPLY: _xid_id64_decoder(SubRply),
-    PacketId.DROP_WARN: _empty_decoder(DropWarn),
-    PacketId.TEST_CONN: _empty_decoder(TestConn),
-    PacketId.CONF_CONN: _empty_decoder(ConfConn),
-    PacketId.QOS_RQST: _options_decoder(QosRqst),
-    PacketId.QOS_RPLY: _options_decoder(QosRply),
-    PacketId.QNCH_ADD_RQST: _dec_qnch_add_rqst,
-    PacketId.QNCH_MOD_RQST: _dec_qnch_mod_rqst,
-    PacketId.QNCH_DEL_RQST: _xid_id64_decoder(QnchDelRqst),
-    PacketId.QNCH_RPLY: _xid_id64_decoder(QnchRply),
-    PacketId.SUB_ADD_NOTIFY: _sub_notify_decoder(SubAddNotify),
-    PacketId.SUB_MOD_NOTIFY: _sub_notify_decoder(SubModNotify),
-    PacketId.SUB_DEL_NOTIFY: _dec_sub_del_notify,
+    pk.PacketId.UNOTIFY: _dec_unotify,
+    pk.PacketId.NACK: _dec_nack,
+    pk.PacketId.CONN_RQST: _dec_conn_rqst,
+    pk.PacketId.CONN_RPLY: _options_decoder(pk.ConnRply),
+    pk.PacketId.DISCONN_RQST: _xid_decoder(pk.DisconnRqst),
+    pk.PacketId.DISCONN_RPLY: _xid_decoder(pk.DisconnRply),
+    pk.PacketId.DISCONN: _dec_disconn,
+    pk.PacketId.SEC_RQST: _dec_sec_rqst,
+    pk.PacketId.SEC_RPLY: _xid_decoder(pk.SecRply),
+    pk.PacketId.NOTIFY_EMIT: _dec_notify_emit,
+    pk.PacketId.NOTIFY_DELIVER: _dec_notify_deliver,
+    pk.PacketId.SUB_ADD_RQST: _dec_sub_add_rqst,
+    pk.PacketId.SUB_MOD_RQST: _dec_sub_mod_rqst,
+    pk.PacketId.SUB_DEL_RQST: _xid_id64_decoder(pk.SubDelRqst),
+    pk.PacketId.SUB_RPLY: _xid_id64_decoder(pk.SubRply),
+    pk.PacketId.DROP_WARN: _empty_decoder(pk.DropWarn),
+    pk.PacketId.TEST_CONN: _empty_decoder(pk.TestConn),
+    pk.PacketId.CONF_CONN: _empty_decoder(pk.ConfConn),
+    pk.PacketId.QOS_RQST: _options_decoder(pk.QosRqst),
+    pk.PacketId.QOS_RPLY: _options_decoder(pk.QosRply),
+    pk.PacketId.QNCH_ADD_RQST: _dec_qnch_add_rqst,
+    pk.PacketId.QNCH_MOD_RQST: _dec_qnch_mod_rqst,
+    pk.PacketId.QNCH_DEL_RQST: _xid_id64_decoder(pk.QnchDelRqst),
+    pk.PacketId.QNCH_RPLY: _xid_id64_decoder(pk.QnchRply),
+    pk.PacketId.SUB_ADD_NOTIFY: _sub_notify_decoder(pk.SubAddNotify),
+    pk.PacketId.SUB_MOD_NOTIFY: _sub_notify_decoder(pk.SubModNotify),
+    pk.PacketId.SUB_DEL_NOTIFY: _dec_sub_del_notify,
 }
 # plain-int keys: dict lookups with an int are then as fast as they get
 _DECODERS = {int(k): v for k, v in _DECODERS.items()}
-assert set(_DECODERS) == set(PACKET_CLASSES)
+assert set(_DECODERS) == set(pk.PACKET_CLASSES)
 
-_NAMES = {int(pid): cls.__name__ for pid, cls in PACKET_CLASSES.items()}
-_HAS_XID = frozenset(int(pid) for pid, cls in PACKET_CLASSES.items()
+_NAMES = {int(pid): cls.__name__ for pid, cls in pk.PACKET_CLASSES.items()}
+_HAS_XID = frozenset(int(pid) for pid, cls in pk.PACKET_CLASSES.items()
                      if "xid" in cls.__dataclass_fields__)
 
 
@@ -414,7 +383,7 @@ def _annotate(exc: ProtocolError, data: bytes, pid: int | None) -> ProtocolError
 
 
 def decode_packet(data: bytes | bytearray | memoryview,
-                  limits: Limits = DEFAULT_LIMITS) -> Packet:
+                  limits: Limits = DEFAULT_LIMITS) -> pk.Packet:
     """Decode one XDR packet body (``pkt_id`` first, no frame header).
 
     Raises ``ProtocolError`` (``LimitError`` for limits) saying what is wrong
@@ -456,11 +425,11 @@ def decode_packet(data: bytes | bytearray | memoryview,
     return packet
 
 
-_DELIVER_PID = _p_i32(int(PacketId.NOTIFY_DELIVER))
+_DELIVER_PID = _p_i32(int(pk.PacketId.NOTIFY_DELIVER))
 
 
 def decode_notify_deliver(data: bytes, start: int, end: int,
-                          limits: Limits = DEFAULT_LIMITS) -> NotifyDeliver | None:
+                          limits: Limits = DEFAULT_LIMITS) -> pk.NotifyDeliver | None:
     """The fast path of ``decode_packet`` for the packet a subscriber receives
     most: the NotifyDeliver body at ``data[start:end]`` (``pkt_id`` first),
     decoded in place, so a receive buffer holding hundreds of frames is not
@@ -509,7 +478,7 @@ def decode_notify_deliver(data: bytes, start: int, end: int,
     # NotifyDeliver(attrs, secure, insecure) without the frozen dataclass's
     # generated __init__ (object.__setattr__ by name, per field): the slots'
     # own descriptors set the same three fields, in a third less time
-    packet = _new_object(NotifyDeliver)
+    packet = _new_object(pk.NotifyDeliver)
     _set_attributes(packet, attrs)
     _set_secure(packet, secure)
     _set_insecure(packet, insecure)
@@ -518,9 +487,9 @@ def decode_notify_deliver(data: bytes, start: int, end: int,
 
 _NO_SECURE_ONE_INSECURE = _p_ii(0, 1)     # the two id-list counts of the usual tail
 _new_object = object.__new__
-_set_attributes = NotifyDeliver.attributes.__set__        # type: ignore[attr-defined]
-_set_secure = NotifyDeliver.secure_matches.__set__        # type: ignore[attr-defined]
-_set_insecure = NotifyDeliver.insecure_matches.__set__    # type: ignore[attr-defined]
+_set_attributes = pk.NotifyDeliver.attributes.__set__        # type: ignore[attr-defined]
+_set_secure = pk.NotifyDeliver.secure_matches.__set__        # type: ignore[attr-defined]
+_set_insecure = pk.NotifyDeliver.insecure_matches.__set__    # type: ignore[attr-defined]
 
 
 def decode_ast(data: bytes | bytearray | memoryview, offset: int = 0,
@@ -589,7 +558,7 @@ def _put_ast(b: bytearray, root: Node) -> None:
             stack.extend(reversed(children))
 
 
-def _enc_unotify(b, p: UNotify):
+def _enc_unotify(b, p: pk.UNotify):
     put_u32(b, p.client_major_version, "client_major_version", 255)
     put_u32(b, p.client_minor_version, "client_minor_version", 255)
     put_attrs(b, p.attributes)
@@ -597,7 +566,7 @@ def _enc_unotify(b, p: UNotify):
     put_keys(b, p.keys)
 
 
-def _enc_nack(b, p: Nack):
+def _enc_nack(b, p: pk.Nack):
     put_u32(b, p.xid, "xid")
     put_u32(b, p.error, "Nack error", 0xFFFF)
     put_string(b, p.message, "Nack message")
@@ -606,7 +575,7 @@ def _enc_nack(b, p: Nack):
         put_value(b, arg, f"Nack args[{i}]")
 
 
-def _enc_conn_rqst(b, p: ConnRqst):
+def _enc_conn_rqst(b, p: pk.ConnRqst):
     put_u32(b, p.xid, "xid")
     put_u32(b, p.client_major_version, "client_major_version", 255)
     put_u32(b, p.client_minor_version, "client_minor_version", 255)
@@ -638,12 +607,12 @@ def _enc_nothing(b, p):
     pass
 
 
-def _enc_disconn(b, p: Disconn):
+def _enc_disconn(b, p: pk.Disconn):
     b += _p_i32(check_range(p.reason, INT32_MIN, INT32_MAX, "Disconn reason"))
     put_string(b, p.args, "Disconn args")
 
 
-def _enc_sec_rqst(b, p: SecRqst):
+def _enc_sec_rqst(b, p: pk.SecRqst):
     put_u32(b, p.xid, "xid")
     put_keys(b, p.add_nfn_keys)
     put_keys(b, p.del_nfn_keys)
@@ -651,26 +620,26 @@ def _enc_sec_rqst(b, p: SecRqst):
     put_keys(b, p.del_sub_keys)
 
 
-def _enc_notify_emit(b, p: NotifyEmit):
+def _enc_notify_emit(b, p: pk.NotifyEmit):
     put_attrs(b, p.attributes)
     b += XDR_TRUE if p.deliver_insecure else XDR_FALSE
     put_keys(b, p.keys)
 
 
-def _enc_notify_deliver(b, p: NotifyDeliver):
+def _enc_notify_deliver(b, p: pk.NotifyDeliver):
     put_attrs(b, p.attributes)
     put_ids(b, p.secure_matches, "secure_matches id")
     put_ids(b, p.insecure_matches, "insecure_matches id")
 
 
-def _enc_sub_add_rqst(b, p: SubAddRqst):
+def _enc_sub_add_rqst(b, p: pk.SubAddRqst):
     put_u32(b, p.xid, "xid")
     put_string(b, p.expression, "SubAddRqst expression")
     put_bool(b, p.accept_insecure)
     put_keys(b, p.keys)
 
 
-def _enc_sub_mod_rqst(b, p: SubModRqst):
+def _enc_sub_mod_rqst(b, p: pk.SubModRqst):
     put_u32(b, p.xid, "xid")
     put_u64(b, p.subscription_id, "subscription_id")
     put_string(b, p.expression, "SubModRqst expression")
@@ -679,14 +648,14 @@ def _enc_sub_mod_rqst(b, p: SubModRqst):
     put_keys(b, p.del_keys)
 
 
-def _enc_qnch_add_rqst(b, p: QnchAddRqst):
+def _enc_qnch_add_rqst(b, p: pk.QnchAddRqst):
     put_u32(b, p.xid, "xid")
     put_names(b, p.names, "QnchAddRqst names")
     put_bool(b, p.deliver_insecure)
     put_keys(b, p.keys)
 
 
-def _enc_qnch_mod_rqst(b, p: QnchModRqst):
+def _enc_qnch_mod_rqst(b, p: pk.QnchModRqst):
     put_u32(b, p.xid, "xid")
     put_u64(b, p.quench_id, "quench_id")
     put_names(b, p.names_add, "QnchModRqst names_add")
@@ -703,45 +672,45 @@ def _enc_sub_notify(b, p):
     _put_ast(b, p.sub_expr)
 
 
-def _enc_sub_del_notify(b, p: SubDelNotify):
+def _enc_sub_del_notify(b, p: pk.SubDelNotify):
     put_ids(b, p.quench_ids, "quench_ids id")
     put_u64(b, p.term_id, "term_id")
 
 
 _ENCODERS = {
-    UNotify: _enc_unotify,
-    Nack: _enc_nack,
-    ConnRqst: _enc_conn_rqst,
-    ConnRply: _enc_options,
-    DisconnRqst: _enc_xid,
-    DisconnRply: _enc_xid,
-    Disconn: _enc_disconn,
-    SecRqst: _enc_sec_rqst,
-    SecRply: _enc_xid,
-    NotifyEmit: _enc_notify_emit,
-    NotifyDeliver: _enc_notify_deliver,
-    SubAddRqst: _enc_sub_add_rqst,
-    SubModRqst: _enc_sub_mod_rqst,
-    SubDelRqst: _enc_xid_sub_id,
-    SubRply: _enc_xid_sub_id,
-    DropWarn: _enc_nothing,
-    TestConn: _enc_nothing,
-    ConfConn: _enc_nothing,
-    QosRqst: _enc_options,
-    QosRply: _enc_options,
-    QnchAddRqst: _enc_qnch_add_rqst,
-    QnchModRqst: _enc_qnch_mod_rqst,
-    QnchDelRqst: _enc_xid_quench_id,
-    QnchRply: _enc_xid_quench_id,
-    SubAddNotify: _enc_sub_notify,
-    SubModNotify: _enc_sub_notify,
-    SubDelNotify: _enc_sub_del_notify,
+    pk.UNotify: _enc_unotify,
+    pk.Nack: _enc_nack,
+    pk.ConnRqst: _enc_conn_rqst,
+    pk.ConnRply: _enc_options,
+    pk.DisconnRqst: _enc_xid,
+    pk.DisconnRply: _enc_xid,
+    pk.Disconn: _enc_disconn,
+    pk.SecRqst: _enc_sec_rqst,
+    pk.SecRply: _enc_xid,
+    pk.NotifyEmit: _enc_notify_emit,
+    pk.NotifyDeliver: _enc_notify_deliver,
+    pk.SubAddRqst: _enc_sub_add_rqst,
+    pk.SubModRqst: _enc_sub_mod_rqst,
+    pk.SubDelRqst: _enc_xid_sub_id,
+    pk.SubRply: _enc_xid_sub_id,
+    pk.DropWarn: _enc_nothing,
+    pk.TestConn: _enc_nothing,
+    pk.ConfConn: _enc_nothing,
+    pk.QosRqst: _enc_options,
+    pk.QosRply: _enc_options,
+    pk.QnchAddRqst: _enc_qnch_add_rqst,
+    pk.QnchModRqst: _enc_qnch_mod_rqst,
+    pk.QnchDelRqst: _enc_xid_quench_id,
+    pk.QnchRply: _enc_xid_quench_id,
+    pk.SubAddNotify: _enc_sub_notify,
+    pk.SubModNotify: _enc_sub_notify,
+    pk.SubDelNotify: _enc_sub_del_notify,
 }
-assert set(_ENCODERS) == set(PACKET_CLASSES.values())
+assert set(_ENCODERS) == set(pk.PACKET_CLASSES.values())
 _HEADERS = {cls: _p_i32(int(cls.ID)) for cls in _ENCODERS}
 
 
-def _encode_into(b: bytearray, packet: Packet) -> None:
+def _encode_into(b: bytearray, packet: pk.Packet) -> None:
     cls = type(packet)
     encoder = _ENCODERS.get(cls)
     if encoder is None:
@@ -753,14 +722,14 @@ def _encode_into(b: bytearray, packet: Packet) -> None:
         raise ValueError(f"cannot encode {cls.__name__}: {exc}") from None
 
 
-def encode_packet(packet: Packet) -> bytes:
+def encode_packet(packet: pk.Packet) -> bytes:
     """The XDR body of ``packet`` (``pkt_id`` first, no frame header)."""
     b = bytearray()
     _encode_into(b, packet)
     return bytes(b)
 
 
-def frame_packet(packet: Packet) -> bytes:
+def frame_packet(packet: pk.Packet) -> bytes:
     """``packet`` encoded with its 4-byte big-endian TCP frame header (8.2.1)."""
     b = bytearray(4)
     _encode_into(b, packet)
@@ -779,7 +748,7 @@ def encode_ast(node: Node) -> bytes:
 
 
 def encode_value(value: object) -> bytes:
-    """One typed Value (typecode + value) as XDR, e.g. a Nack argument."""
+    """One typed Value (typecode + value) as XDR, e.g. a pk.Nack argument."""
     b = bytearray()
     put_value(b, value)
     return bytes(b)
@@ -789,7 +758,7 @@ def encode_attributes(attributes: Mapping[str, object]) -> bytes:
     """A NameValue array (count + name/type/value triples) as XDR.
 
     The router encodes a notification's attributes once with this and then
-    builds each subscriber's NotifyDeliver with ``frame_notify_deliver``."""
+    builds each subscriber's pk.NotifyDeliver with ``frame_notify_deliver``."""
     b = bytearray()
     try:
         put_attrs(b, attributes)
@@ -798,7 +767,7 @@ def encode_attributes(attributes: Mapping[str, object]) -> bytes:
     return bytes(b)
 
 
-_DELIVER_ID = int(PacketId.NOTIFY_DELIVER)
+_DELIVER_ID = int(pk.PacketId.NOTIFY_DELIVER)
 _S_HDR_ID = struct.Struct(">Ii")
 _ONE_ID = struct.Struct(">iQ")
 _NO_IDS = XDR_FALSE
@@ -815,12 +784,12 @@ def _ids_block(ids: Iterable[int] | Sequence[int]) -> bytes:
 
 def frame_notify_deliver(attributes_block: bytes, secure_matches: Sequence[int] = (),
                          insecure_matches: Sequence[int] = ()) -> bytes:
-    """A framed NotifyDeliver from attributes already encoded with
+    """A framed pk.NotifyDeliver from attributes already encoded with
     ``encode_attributes``: the per-subscriber cost is two small packs."""
     try:
         secure = _ids_block(secure_matches)
         insecure = _ids_block(insecure_matches)
     except _STRUCT_ERROR as exc:
-        raise ValueError(f"cannot encode NotifyDeliver subscription ids: {exc}") from None
+        raise ValueError(f"cannot encode pk.NotifyDeliver subscription ids: {exc}") from None
     total = 4 + len(attributes_block) + len(secure) + len(insecure)
     return b"".join((_S_HDR_ID.pack(total, _DELIVER_ID), attributes_block, secure, insecure))

@@ -55,22 +55,17 @@ from elvin.router.security import (
 )
 from elvin.subscription import index_constraint, index_value, required_names
 from elvin.subscription.analysis import alternative_names
-from elvin.subscription.ast import Kind, Node
+from elvin.subscription.ast import Node, names_in
 from elvin.subscription.patterns import thread_budget
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EVALUATION_BUDGET", "Engine", "Predicate", "Subscription", "referenced_names"]
+__all__ = ["EVALUATION_BUDGET", "Engine", "Predicate", "Subscription"]
 
 #: seconds of regex() / wildcard() matching one notification may cost in all;
 #: beyond it the remaining pattern matches are bottom for that notification
 #: (each match alone is limited to patterns.MATCH_TIMEOUT)
 EVALUATION_BUDGET = 0.025
-
-
-def referenced_names(ast: Node) -> frozenset[str]:
-    """Every attribute name the expression refers to."""
-    return frozenset(n.value for n in ast.walk() if n.kind == Kind.NAME)  # type: ignore[misc]
 
 
 class Subscription:
@@ -89,7 +84,7 @@ class Subscription:
         self.accept_insecure = accept_insecure
         self.keys = keys
         self.owner_keys = owner_keys
-        self.names = referenced_names(ast) if names is None else names
+        self.names = names_in(ast) if names is None else names
         self.pred: Predicate | None = None
         self._rekey()
 
@@ -290,7 +285,7 @@ class Engine:
             self._remove_refs(sub)
             sub.ast = ast
             sub.text = text if text is not None else sub.text
-            sub.names = referenced_names(ast)
+            sub.names = names_in(ast)
             self._attach(sub, evaluate)
             self._add_refs(sub)
         elif text is not None:

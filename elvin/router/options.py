@@ -51,9 +51,9 @@ spelling of ``none``) is accepted as a drop policy too.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from elvin.protocol.limits import Limits
+from elvin.protocol.limits import DEFAULT_LIMITS, LEGACY_OPTION_NAMES, OPTION_FIELDS, Limits
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -63,13 +63,9 @@ SUPPORTED_KEY_SCHEMES = "SHA-1"
 
 DROP_POLICIES = ("oldest", "newest", "largest", "none", "fail")
 
-# standard name -> legacy name (spec 7.5.3)
+# standard name -> legacy name (spec 7.5.3); the limits' own are in protocol.limits
 LEGACY_NAMES: dict[str, str] = {
-    "Attribute.Max-Count": "router.attribute.max-count",
-    "Attribute.Name.Max-Length": "router.attribute.name.max-length",
-    "Attribute.Opaque.Max-Length": "router.attribute.opaque.max-length",
-    "Attribute.String.Max-Length": "router.attribute.string.max-length",
-    "Packet.Max-Length": "router.packet.max-length",
+    **{std: legacy for legacy, std in LEGACY_OPTION_NAMES.items()},
     "Receive-Queue.Drop-Policy": "router.recv-queue.drop-policy",
     "Receive-Queue.Max-Length": "router.recv-queue.max-length",
     "Send-Queue.Drop-Policy": "router.send-queue.drop-policy",
@@ -181,19 +177,12 @@ class SessionOptions:
         return bool(self.values["TCP.Send-Immediately"])
 
     def limits(self, base: Limits | None = None) -> Limits:
-        """Decoder limits for what this client may send."""
-        v = self.values
-        base = base or Limits()
-        return Limits(
-            max_packet_length=v["Packet.Max-Length"],  # type: ignore[arg-type]
-            max_attributes=v["Attribute.Max-Count"],  # type: ignore[arg-type]
-            max_name_length=v["Attribute.Name.Max-Length"],  # type: ignore[arg-type]
-            max_string_length=v["Attribute.String.Max-Length"],  # type: ignore[arg-type]
-            max_opaque_length=v["Attribute.Opaque.Max-Length"],  # type: ignore[arg-type]
-            max_array_length=base.max_array_length,
-            max_keys=base.max_keys,
-            max_ast_depth=base.max_ast_depth,
-        )
+        """Decoder limits for what this client may send: the negotiated
+        option values (every one, as negotiated: unlike
+        ``Limits.from_options`` no value is passed over), the rest from
+        ``base``."""
+        negotiated = {attr: self.values[name] for name, attr in OPTION_FIELDS.items()}
+        return replace(base or DEFAULT_LIMITS, **negotiated)  # type: ignore[arg-type]
 
 
 def initial_options(ranges: OptionRanges = DEFAULT_RANGES) -> SessionOptions:

@@ -87,6 +87,7 @@ from elvin.protocol import (
     decode_packet,
     frame,
 )
+from elvin.protocol.limits import FIELD_OPTIONS
 from elvin.router.fairness import BUDGET, QUANTUM
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
@@ -123,15 +124,6 @@ class _Violation:
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
-
-# Limits field -> connection option, for QOS_LIMIT Nacks
-_LIMIT_OPTIONS = {
-    "max_packet_length": "Packet.Max-Length",
-    "max_attributes": "Attribute.Max-Count",
-    "max_name_length": "Attribute.Name.Max-Length",
-    "max_string_length": "Attribute.String.Max-Length",
-    "max_opaque_length": "Attribute.Opaque.Max-Length",
-}
 
 
 def _nack_value(value: Any) -> Any:
@@ -224,7 +216,7 @@ class Session:
         try:
             bodies = self.decoder.feed_frames(data)
         except ProtocolError as exc:
-            backlog.extend(getattr(exc, "frames", ()))
+            backlog.extend(exc.frames)
             backlog.append(_Violation(f"bad frame: {exc}"))
         else:
             backlog.extend(bodies)
@@ -326,7 +318,7 @@ class Session:
 
     def _limit_error(self, exc: LimitError, body: bytes) -> None:
         """A well-formed packet over the negotiated limits: a protocol error."""
-        pid = getattr(exc, "packet_id", None)
+        pid = exc.packet_id
         if self.state is NEW or self.state is UNOTIFY:
             if pid == PacketId.UNOTIFY and self.state is not NEW:
                 log.debug("%s: UNotify over the limits ignored: %s", self.peer, exc)
@@ -339,9 +331,9 @@ class Session:
             log.debug("%s: notification over the limits ignored: %s", self.peer, exc)
             return
         self._protocol_error()
-        xid = getattr(exc, "xid", None)
+        xid = exc.xid
         if xid is not None and self.state is CONNECTED:
-            option = _LIMIT_OPTIONS.get(getattr(exc, "limit", ""), "")
+            option = FIELD_OPTIONS.get(exc.limit, "")
             if option:
                 self.nack(xid, NackCode.QOS_LIMIT, f"Request exceeds %1: {exc}", (option,))
             else:

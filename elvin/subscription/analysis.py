@@ -40,12 +40,12 @@ equal to anything), get a key that matches nothing.
 
 from __future__ import annotations
 
-from elvin.subscription.ast import Kind, Node
+from elvin.subscription.ast import Kind, Node, flatten, name_equals_literals, names_in
 from elvin.subscription.checker import COMPARISONS, STRING_PREDICATES, TYPE_PREDICATES, fold
 from elvin.subscription.reference import evaluate
 from elvin.values import INT64_MAX, INT64_MIN, Int64
 
-__all__ = ["alternative_names", "required_names", "index_constraint", "index_value", "names_in"]
+__all__ = ["alternative_names", "required_names", "index_constraint", "index_value"]
 
 _NEVER = None  # "cannot happen": requires everything
 
@@ -71,10 +71,6 @@ NAN_KEY = _NaNKey()
 _EXACT = 2 ** 53
 
 
-def names_in(node: Node) -> frozenset[str]:
-    return frozenset(n.value for n in node.walk() if n.kind is Kind.NAME)  # type: ignore[misc]
-
-
 def _union(sets):
     out: set[str] = set()
     for s in sets:
@@ -93,27 +89,15 @@ def _intersection(sets):
     return _NEVER if out is None else frozenset(out)
 
 
-def _operands(node: Node) -> list[Node]:
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.kind is node.kind:
-            stack.extend(reversed(n.children))
-        else:
-            out.append(n)
-    return out
-
-
 def _need(node: Node, want: bool):
     k = node.kind
     if k is Kind.NOT:
         return _need(node.children[0], not want)
     if k is Kind.AND or k is Kind.OR:
-        parts = [_need(c, want) for c in _operands(node)]
+        parts = [_need(c, want) for c in flatten(node)]
         return _union(parts) if (k is Kind.AND) == want else _intersection(parts)
     if k is Kind.XOR:
-        defined = [_intersection([_need(c, True), _need(c, False)]) for c in _operands(node)]
+        defined = [_intersection([_need(c, True), _need(c, False)]) for c in flatten(node)]
         return _union(defined)
     if k is Kind.FUNC_REQUIRE:
         return frozenset({node.children[0].value}) if want else _NEVER
@@ -147,7 +131,7 @@ def alternative_names(node: Node) -> list[frozenset[str]] | None:
     operand requires nothing (or ``node`` is no ``||``)."""
     if node.kind is not Kind.OR:
         return None
-    parts = [p for p in (_need(c, True) for c in _operands(node)) if p is not _NEVER]
+    parts = [p for p in (_need(c, True) for c in flatten(node)) if p is not _NEVER]
     if not parts or not all(parts):
         return None
     return parts
@@ -171,9 +155,6 @@ def index_value(value: object) -> object:
     return UNINDEXABLE
 
 
-_LITERALS = {Kind.INT32, Kind.INT64, Kind.REAL64, Kind.STRING}
-
-
 def _literal_key(node: Node) -> object:
     if node.kind is Kind.INT64:
         return index_value(Int64(node.value))  # type: ignore[arg-type]
@@ -189,20 +170,13 @@ def _constraint(node: Node):
         if child.kind is Kind.NOT:
             return _constraint(child.children[0])
         return None
-    if k is Kind.EQUALS:
-        a, b = node.children
-        if a.kind in _LITERALS:
-            a, b = b, a
-        if a.kind is Kind.NAME and b.kind in _LITERALS:
-            return a.value, frozenset({_literal_key(b)})
-        return None
-    if k is Kind.FUNC_EQUALS:
-        first, *rest = node.children
-        if first.kind is Kind.NAME and all(r.kind in _LITERALS for r in rest):
-            return first.value, frozenset(_literal_key(r) for r in rest)
-        return None
+    if k is Kind.EQUALS or k is Kind.FUNC_EQUALS:
+        found = name_equals_literals(node)
+        if found is None:
+            return None
+        return found[0], frozenset(_literal_key(r) for r in found[1])
     if k is Kind.OR:
-        found = [_constraint(c) for c in _operands(node)]
+        found = [_constraint(c) for c in flatten(node)]
         if any(f is None for f in found):
             return None
         attrs = {f[0] for f in found}  # type: ignore[index]
@@ -214,7 +188,7 @@ def _constraint(node: Node):
         return attrs.pop(), frozenset(values)
     if k is Kind.AND:
         best = None
-        for c in _operands(node):
+        for c in flatten(node):
             f = _constraint(c)
             if f is not None and (best is None or len(f[1]) < len(best[1])):
                 best = f

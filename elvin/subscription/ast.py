@@ -159,3 +159,55 @@ def const(kind: Kind, value: int | float | str, pos: int = -1) -> Node:
 
 def op(kind: Kind, *children: Node, pos: int = -1) -> Node:
     return Node(kind, tuple(children), pos=pos)
+
+
+def flatten(node: Node) -> list[Node]:
+    """The operands of an ``&&``, ``||`` or ``^^`` chain, left to right:
+    ``a && (b && c)`` and ``(a && b) && c`` both give ``[a, b, c]``. The
+    parser, the wire and the folder make either nesting, and ``&&``, ``||``
+    and ``^^`` are associative, so every walker treats them alike; an operand
+    of another kind (the ``b || c`` of ``a && (b || c)``) stays whole."""
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.kind is node.kind:
+            stack.extend(reversed(n.children))
+        else:
+            out.append(n)
+    return out
+
+
+def name_equals_literals(node: Node) -> tuple[str, tuple[Node, ...]] | None:
+    """``(attribute, literals)`` when ``node`` is ``name == literal`` (either
+    way round) or ``equals(name, literal, ...)``: true only when one
+    attribute's value equals one of some constants. The router's index and
+    the compiler's merging of such tests both start from this."""
+    k = node.kind
+    if k is Kind.EQUALS:
+        a, b = node.children
+        if a.kind in LITERAL_KINDS:
+            a, b = b, a
+        if a.kind is Kind.NAME and b.kind in LITERAL_KINDS:
+            return a.value, (b,)  # type: ignore[return-value]
+        return None
+    if k is Kind.FUNC_EQUALS:
+        first, *rest = node.children
+        if first.kind is Kind.NAME and all(r.kind in LITERAL_KINDS for r in rest):
+            return first.value, tuple(rest)  # type: ignore[return-value]
+    return None
+
+
+def names_in(node: Node) -> frozenset[str]:
+    """Every attribute name the tree refers to, ``require(x)``'s included:
+    the router's index and the quench helpers ask "can this notification
+    decide it?", so any mention counts."""
+    return frozenset(n.value for n in node.walk() if n.kind is Kind.NAME)  # type: ignore[misc]
+
+
+def names_in_order(node: Node) -> list[str]:
+    """``names_in`` as a list in source order (first mention wins), for
+    messages and generated columns that must read and come out the same way
+    every time."""
+    return list(dict.fromkeys(n.value for n in node.walk()  # type: ignore[misc]
+                              if n.kind is Kind.NAME))

@@ -44,10 +44,12 @@ Rules beyond the spec's wording, following Avis where it has an opinion:
 from __future__ import annotations
 
 import math
+from functools import reduce
 
 from elvin.errors import SubscriptionError
 from elvin.subscription import runtime as rt
 from elvin.subscription.ast import FUNCTION_NAMES, LEAF_KINDS, Kind, Node
+from elvin.subscription.logic import and3, or3
 from elvin.subscription.parser import MAX_DEPTH
 from elvin.subscription.patterns import PatternError, compile_glob, compile_regex
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
@@ -135,18 +137,6 @@ def _constant_predicate(node: Node, value: bool | None) -> _Info:
     return _Info(BOOL, True, value, (node, _WORDS[value]))
 
 
-def _and3(values: list) -> bool | None:
-    if False in values:
-        return False
-    return None if None in values else True
-
-
-def _or3(values: list) -> bool | None:
-    if True in values:
-        return True
-    return None if None in values else False
-
-
 def _fold_logical(node: Node, kind: Kind, infos: list[_Info]) -> _Info:
     """Three-valued constant folding of ``&&``, ``||`` and ``^^``: constant
     when an operand decides it (false for ``&&``, true for ``||``, bottom
@@ -159,9 +149,9 @@ def _fold_logical(node: Node, kind: Kind, infos: list[_Info]) -> _Info:
         return _Info(BOOL)
     values = [info.value for info in infos]
     if kind is Kind.AND:
-        value = _and3(values)
+        value = reduce(and3, values, True)
     elif kind is Kind.OR:
-        value = _or3(values)
+        value = reduce(or3, values, False)
     else:
         value = sum(1 for v in values if v) % 2 == 1
     if value is None:       # bottom comes from a bottom operand: name that one

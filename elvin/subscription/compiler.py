@@ -42,7 +42,7 @@ import re
 import unicodedata
 
 from elvin.subscription import runtime as rt
-from elvin.subscription.ast import Kind, Node
+from elvin.subscription.ast import Kind, Node, flatten, name_equals_literals
 from elvin.subscription.checker import (
     BINARY_VALUE_OPS,
     COMPARISONS,
@@ -205,14 +205,14 @@ class _Gen:
         if k is Kind.NOT:
             return self.pred(node.children[0], not want, depth + 1)
         if k in (Kind.AND, Kind.OR):
-            operands = _merge_equalities(_flatten(node), k)
+            operands = _merge_equalities(flatten(node), k)
             if len(operands) == 1:
                 return self.pred(operands[0], want, depth)
             parts = [self.pred(c, want, depth + 1) for c in operands]
             joiner = " and " if (k is Kind.AND) == want else " or "
             return "(" + joiner.join(parts) + ")"
         if k is Kind.XOR:
-            exact = ", ".join(self.exact(c) for c in _flatten(node))
+            exact = ", ".join(self.exact(c) for c in flatten(node))
             return f"(_xor(({exact},)) is {want})"
         if k in COMPARISONS:
             return self.comparison(node, want)
@@ -434,37 +434,18 @@ class _Gen:
         return f"({guard} and not ({test}))"
 
 
-_LITERAL_KINDS = _NUMERIC_LITERALS | {Kind.STRING}
-
-
 def _equality_operand(node: Node, chain: Kind):
     """(attribute, literals) when ``node``, as an operand of an ``||`` chain,
     is ``name == literal`` or ``equals(name, literals...)``; for an ``&&``
     chain the same under a ``!`` or as ``name != literal``. Else None."""
-    k = node.kind
     if chain is Kind.AND:
-        if k is Kind.NOT_EQUALS:
-            k = Kind.EQUALS
-        elif k is Kind.NOT:
+        if node.kind is Kind.NOT_EQUALS:
+            node = Node(Kind.EQUALS, node.children)
+        elif node.kind is Kind.NOT and node.children[0].kind is not Kind.NOT_EQUALS:
             node = node.children[0]
-            k = node.kind
-            if k is Kind.NOT_EQUALS:
-                return None
         else:
             return None
-    if k is Kind.EQUALS:
-        a, b = node.children
-        if a.kind in _LITERAL_KINDS:
-            a, b = b, a
-        if a.kind is Kind.NAME and b.kind in _LITERAL_KINDS:
-            return a.value, (b,)
-        return None
-    if k is Kind.FUNC_EQUALS:
-        first = node.children[0]
-        rest = node.children[1:]
-        if first.kind is Kind.NAME and all(r.kind in _LITERAL_KINDS for r in rest):
-            return first.value, rest
-    return None
+    return name_equals_literals(node)
 
 
 def _merge_equalities(operands: list[Node], chain: Kind) -> list[Node]:
@@ -499,19 +480,6 @@ def _merge_equalities(operands: list[Node], chain: Kind) -> list[Node]:
         literals = [lit for j in members for lit in found[j][1]]
         merged = Node(Kind.FUNC_EQUALS, (Node(Kind.NAME, value=eq[0]), *literals))
         out.append(merged if chain is Kind.OR else Node(Kind.NOT, (merged,)))
-    return out
-
-
-def _flatten(node: Node) -> list[Node]:
-    """Operands of a chain of the same associative logical operator."""
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.kind is node.kind:
-            stack.extend(reversed(n.children))
-        else:
-            out.append(n)
     return out
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from elvin.subscription.ast import LEAF_KINDS, Kind, Node
+from elvin.subscription.ast import LEAF_KINDS, Kind, Node, names_in_order
 from elvin.subscription.reference import _Interp
 from elvin.subscription.unparse import unparse_brief
 
@@ -137,17 +137,6 @@ def failing(steps: list[Step]) -> list[int]:
     return out
 
 
-def _names(node: Node) -> list[str]:
-    if node.kind is Kind.NAME:
-        return [node.value]  # type: ignore[list-item]
-    if node.kind in LEAF_KINDS:
-        return []
-    out: list[str] = []
-    for child in node.children:
-        out += [n for n in _names(child) if n not in out]
-    return out
-
-
 def _type_of(value: object) -> str:
     from elvin.subscription.reference import _tag
     return _TYPE_NAMES.get(_tag(value)[0], "a value")
@@ -167,7 +156,7 @@ def _why(node: Node, result: bool | None, recorder: _Recorder,
     kind = node.kind
     if result is True or kind in _LOGICAL:
         return ""
-    names = _names(node)
+    names = names_in_order(node)
     missing = [n for n in names if n not in attrs]
     if kind in _TYPE_FUNCS:
         name = node.children[0].value

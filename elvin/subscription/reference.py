@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from elvin.subscription.ast import Kind, Node
+from elvin.subscription.logic import and3, not3, or3, xor3
 from elvin.subscription.patterns import MATCH_TIMEOUT, compile_glob, compile_regex
 from elvin.values import Int64
 
@@ -184,32 +185,6 @@ def _compare(kind: Kind, a, b):
     return order >= 0
 
 
-def _not(a):
-    return None if a is None else not a
-
-
-def _and(a, b):
-    if a is False or b is False:
-        return False
-    if a is None or b is None:
-        return None
-    return True
-
-
-def _or(a, b):
-    if a is True or b is True:
-        return True
-    if a is None or b is None:
-        return None
-    return False
-
-
-def _xor(a, b):
-    if a is None or b is None:
-        return None
-    return a != b
-
-
 class _Interp:
     def __init__(self, attrs: Mapping) -> None:
         self.attrs = attrs
@@ -274,21 +249,21 @@ class _Interp:
         if k is Kind.AND:
             result = True
             for c in node.children:
-                result = _and(result, self.truth(c))
+                result = and3(result, self.truth(c))
             return result
         if k is Kind.OR:
             result = False
             for c in node.children:
-                result = _or(result, self.truth(c))
+                result = or3(result, self.truth(c))
             return result
         if k is Kind.XOR:
             values = [self.truth(c) for c in node.children]
             result = values[0]
             for v in values[1:]:
-                result = _xor(result, v)
+                result = xor3(result, v)
             return result
         if k is Kind.NOT:
-            return _not(self.truth(node.children[0]))
+            return not3(self.truth(node.children[0]))
         if k in (Kind.EQUALS, Kind.NOT_EQUALS, Kind.LESS_THAN, Kind.LESS_THAN_EQUALS,
                  Kind.GREATER_THAN, Kind.GREATER_THAN_EQUALS):
             return _compare(k, self.value(node.children[0]), self.value(node.children[1]))
@@ -296,7 +271,7 @@ class _Interp:
             first = self.value(node.children[0])
             result = False
             for c in node.children[1:]:
-                result = _or(result, _compare(Kind.EQUALS, first, self.value(c)))
+                result = or3(result, _compare(Kind.EQUALS, first, self.value(c)))
             return result
         if k is Kind.FUNC_REQUIRE:
             return True if node.children[0].value in self.attrs else None

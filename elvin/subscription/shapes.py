@@ -49,7 +49,7 @@ from lark import Token
 
 from elvin.errors import SubscriptionError
 from elvin.subscription.analysis import _literal_key, index_constraint, required_names
-from elvin.subscription.ast import LITERAL_KINDS, Kind, Node
+from elvin.subscription.ast import LITERAL_KINDS, Kind, Node, names_in
 from elvin.subscription.checker import _Checker, check, fold
 from elvin.subscription.compiler import build, generate
 from elvin.subscription.parser import _Builder, parse_tree, unescape
@@ -347,7 +347,7 @@ def _learn(tree: Node, starts: list[int], texts: list[str], literals: list[int])
         shape.index = _index_slots(shape)
     shape.numeric_slots = [i for i, lit in enumerate(shape.slot_tokens)
                            if texts[lit][0] not in "\"'"]
-    shape.names = frozenset(n.value for n in tree.walk() if n.kind is Kind.NAME)  # type: ignore
+    shape.names = names_in(tree)
     return shape
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from dataclasses import fields
 
 import pytest
 
@@ -26,6 +27,7 @@ from elvin.protocol import (
     encode_attributes,
     encode_packet,
 )
+from elvin.protocol.limits import FIELD_OPTIONS, LEGACY_OPTION_NAMES, OPTION_FIELDS
 from elvin.subscription.ast import Kind, Node
 from elvin.values import Int64
 
@@ -280,6 +282,13 @@ def test_limits_from_options():
     assert limits.max_name_length == DEFAULT_LIMITS.max_name_length   # not an int
     assert Limits.from_options({}) is DEFAULT_LIMITS
     assert DEFAULT_LIMITS.options()["Packet.Max-Length"] == 2 * 1024 * 1024
+
+
+def test_option_and_field_names_map_both_ways():
+    assert {FIELD_OPTIONS[attr]: attr for attr in FIELD_OPTIONS} == OPTION_FIELDS
+    assert set(FIELD_OPTIONS) < {f.name for f in fields(Limits)}
+    assert "max_keys" not in FIELD_OPTIONS      # no connection option for it
+    assert set(LEGACY_OPTION_NAMES.values()) == set(OPTION_FIELDS)
 
 
 def test_limits_validate_their_fields():

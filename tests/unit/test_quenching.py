@@ -13,12 +13,12 @@ from elvin.quenching import (
     Match,
     could_match,
     could_match_any,
-    names_of,
     wanted,
     wanted_by,
 )
 from elvin.subscription import compile as compile_subscription
 from elvin.subscription import parse
+from elvin.subscription.ast import names_in
 
 X = "File-Path"
 
@@ -125,7 +125,7 @@ def test_could_match_partial_notification():
     assert could_match(either, {X: "/b"})        # the other branch may be true
     assert not could_match(parse('!require(File-Path)'), {X: "/b"})
     assert could_match_any([ast, either], {X: "/b"})
-    assert names_of(either) == {X, "Other"}
+    assert names_in(either) == {X, "Other"}
 
 
 notification_values = st.one_of(st.integers(-5, 5), st.sampled_from(["/a", "/b", "/A", "x"]))

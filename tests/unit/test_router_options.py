@@ -72,6 +72,19 @@ def test_every_mandatory_option_is_understood():
     assert options.send_queue_max == 5000
 
 
+def test_limit_options_in_legacy_spelling_reach_the_decoder_limits():
+    options, reply = negotiate({"router.attribute.string.max-length": 4096}, initial_options())
+    assert reply["router.attribute.string.max-length"] == 4096
+    assert options.limits().max_string_length == 4096
+
+
+def test_a_negotiated_zero_is_a_limit_not_a_default():
+    # an operator who allows no opaque values at all: 0 is what the router enforces
+    ranges = OptionRanges(ints={**OptionRanges().ints,
+                                "Attribute.Opaque.Max-Length": (0, 0, 0)})
+    assert initial_options(ranges).limits().max_opaque_length == 0
+
+
 def test_qos_renegotiation_starts_from_current_values():
     first, _ = negotiate({"Subscription.Max-Count": 20}, initial_options())
     second, reply = negotiate({"Packet.Max-Length": 4096}, first)
