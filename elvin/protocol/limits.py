@@ -80,12 +80,17 @@ class Limits:
                      base: Limits | None = None) -> Limits:
         """``base`` (default: ``DEFAULT_LIMITS``) narrowed or widened by the
         int32 values of the standard (or legacy, spec 7.5.3) option names in
-        ``options``; other options and non-integer values are ignored."""
+        ``options``; other options, non-integer values and values no packet
+        could meet (not positive; a packet length under 4, the size of the
+        type field alone) are ignored: these options come from the peer,
+        which must not be able to make this raise."""
         base = base if base is not None else DEFAULT_LIMITS
         changes: dict[str, int] = {}
         for name, value in options.items():
             attr = OPTION_FIELDS.get(name) or OPTION_FIELDS.get(LEGACY_OPTION_NAMES.get(name, ""))
             if attr and type(value) is int and value > 0:
+                if attr == "max_packet_length" and value < 4:
+                    continue
                 changes[attr] = value
         return replace(base, **changes) if changes else base
 

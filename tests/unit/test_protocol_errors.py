@@ -284,6 +284,14 @@ def test_limits_from_options():
     assert DEFAULT_LIMITS.options()["Packet.Max-Length"] == 2 * 1024 * 1024
 
 
+def test_limits_from_options_ignores_what_no_packet_could_meet():
+    """A peer's options can't make the limits raise: a Packet.Max-Length under
+    4 (less than the type field) or not positive is ignored, as garbage."""
+    for bad in (-1, 0, 1, 3):
+        assert Limits.from_options({"Packet.Max-Length": bad}) is DEFAULT_LIMITS
+    assert Limits.from_options({"Packet.Max-Length": 4}).max_packet_length == 4
+
+
 def test_option_and_field_names_map_both_ways():
     assert {FIELD_OPTIONS[attr]: attr for attr in FIELD_OPTIONS} == OPTION_FIELDS
     assert set(FIELD_OPTIONS) < {f.name for f in fields(Limits)}
