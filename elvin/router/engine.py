@@ -60,7 +60,7 @@ from elvin.subscription.patterns import thread_budget
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EVALUATION_BUDGET", "Engine", "Predicate", "Subscription"]
+__all__ = ["EVALUATION_BUDGET", "Engine", "Placement", "Predicate", "Subscription", "place"]
 
 #: seconds of regex() / wildcard() matching one notification may cost in all;
 #: beyond it the remaining pattern matches are bottom for that notification
@@ -115,6 +115,65 @@ class _TreeKey:
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, _TreeKey) and self._hash == other._hash
                 and self.ast == other.ast)
+
+
+class Placement:
+    """What filing a tree in the index takes that does not depend on the
+    engine's state: the tree's key (hashed), the names it refers to, and the
+    index analysis (the value-index keys, the required names, the names of
+    an ``||``'s operands). ``place`` works it out on any thread: the router
+    does so on its worker thread for a long expression, where this costs
+    ~0.1-0.2 s, so that its loop only links the subscription in (a few dict
+    operations per key and name)."""
+
+    __slots__ = ("key", "names", "constraint", "required", "alternatives")
+
+    def __init__(self, key: _TreeKey, names: frozenset[str],
+                 constraint: tuple[str, tuple] | None, required: frozenset[str],
+                 alternatives: list[frozenset[str]] | None) -> None:
+        self.key = key
+        self.names = names
+        #: ``(attribute, index_value keys)`` for the value index, or None
+        self.constraint = constraint
+        self.required = required
+        self.alternatives = alternatives
+
+
+def _analyse(ast: Node, index: tuple | None = None) -> tuple:
+    """``(constraint, required, alternatives)`` of ``Placement``; ``index`` is
+    ``(index_constraint(ast), required_names(ast))`` when the caller knows
+    them. An analysis that fails leaves the tree to a more general place."""
+    constraint = None
+    try:
+        constraint = index_constraint(ast) if index is None else index[0]
+    except Exception:       # analysis must never stop a subscription
+        log.exception("index_constraint failed for %r", ast)
+    if constraint is not None:
+        attr, values = constraint
+        try:
+            return (attr, tuple(index_value(value) for value in values)), frozenset(), None
+        except Exception:
+            log.exception("index_value failed for %r", values)
+    required: frozenset[str] = frozenset()
+    try:
+        required = required_names(ast) if index is None else index[1]
+    except Exception:
+        log.exception("required_names failed for %r", ast)
+    if required:
+        return None, required, None
+    alternatives = None
+    try:
+        alternatives = alternative_names(ast)
+    except Exception:
+        log.exception("alternative_names failed for %r", ast)
+    return None, required, alternatives
+
+
+def place(ast: Node, names: frozenset[str] | None = None,
+          index: tuple | None = None) -> Placement:
+    """The ``Placement`` of ``ast`` (thread-safe: reads the tree only)."""
+    return Placement(_TreeKey(ast), names_in(ast) if names is None else names,
+                     *_analyse(ast, index))
 
 
 class Predicate:
@@ -249,18 +308,21 @@ class Engine:
     def add(self, owner: Hashable, text: str, ast: Node, evaluate: Callable,
             accept_insecure: bool = True, keys: Keys = EMPTY_KEYS,
             owner_keys: Keys = EMPTY_KEYS, names: frozenset[str] | None = None,
-            index: tuple | None = None) -> Subscription:
+            index: tuple | None = None, placement: Placement | None = None) -> Subscription:
         """Register a subscription; ``evaluate(attrs)`` is its compiled form
         returning ``True`` for a match (``CompiledSubscription.matches``: the
         router does not need to tell false from bottom). When the caller
         knows them (``elvin.subscription.shapes`` does, per shape), ``names``
         are the attribute names the tree refers to and ``index`` is
-        ``(index_constraint(ast), required_names(ast))``."""
+        ``(index_constraint(ast), required_names(ast))``; a ``placement``
+        (``place(ast)``, worked out elsewhere) stands for both and more."""
+        if placement is not None:
+            names = placement.names
         sub = Subscription(next(self._ids), owner, text, ast, accept_insecure, keys, owner_keys,
                            names)
         self.subs[sub.id] = sub
         self.by_owner.setdefault(owner, {})[sub.id] = sub
-        self._attach(sub, evaluate, index)
+        self._attach(sub, evaluate, index, placement)
         self._add_refs(sub)
         return sub
 
@@ -278,15 +340,20 @@ class Engine:
 
     def modify(self, sub: Subscription, *, text: str | None = None, ast: Node | None = None,
                evaluate: Callable | None = None, accept_insecure: bool | None = None,
-               keys: Keys | None = None) -> None:
-        """Change a subscription in place (its id is kept)."""
-        if ast is not None and evaluate is not None and ast != sub.ast:
+               keys: Keys | None = None, placement: Placement | None = None) -> None:
+        """Change a subscription in place (its id is kept); ``placement`` as
+        for ``add``. ``sub.ast`` stays the same object unless the tree changed."""
+        if placement is not None:
+            ast = placement.key.ast
+        if ast is not None and evaluate is not None and (
+                ast != sub.ast if placement is None or sub.pred is None
+                else placement.key != sub.pred.key):        # hashes first
             self._detach(sub)
             self._remove_refs(sub)
             sub.ast = ast
             sub.text = text if text is not None else sub.text
-            sub.names = names_in(ast)
-            self._attach(sub, evaluate)
+            sub.names = names_in(ast) if placement is None else placement.names
+            self._attach(sub, evaluate, None, placement)
             self._add_refs(sub)
         elif text is not None:
             sub.text = text
@@ -316,13 +383,18 @@ class Engine:
         return subs
 
     # -- index maintenance ---------------------------------------------------------
-    def _attach(self, sub: Subscription, evaluate: Callable, index: tuple | None = None) -> None:
-        key = _TreeKey(sub.ast)
+    def _attach(self, sub: Subscription, evaluate: Callable, index: tuple | None = None,
+                placement: Placement | None = None) -> None:
+        key = _TreeKey(sub.ast) if placement is None else placement.key
         pred = self._preds.get(key)
         if pred is None:
             pred = Predicate(sub.ast, evaluate, key)
             self._preds[key] = pred
-            self._file(pred, index)
+            if placement is None:
+                self._file(pred, *_analyse(sub.ast, index))
+            else:
+                self._file(pred, placement.constraint, placement.required,
+                           placement.alternatives)
             if self.pred_listener is not None:
                 self.pred_listener(sub.ast, True)
         else:
@@ -344,46 +416,32 @@ class Engine:
             if self.pred_listener is not None:
                 self.pred_listener(pred.ast, False)
 
-    def _file(self, pred: Predicate, index: tuple | None = None) -> None:
-        ast = pred.ast
-        constraint = None
-        try:
-            constraint = index_constraint(ast) if index is None else index[0]
-        except Exception:       # analysis must never stop a subscription
-            log.exception("index_constraint failed for %r", ast)
+    def _file(self, pred: Predicate, constraint: tuple[str, tuple] | None,
+              names: frozenset[str], alternatives: list[frozenset[str]] | None) -> None:
+        """File ``pred`` by its analysis (``_analyse``): linking only, no
+        walk of the tree."""
         if constraint is not None:
-            attr, values = constraint
-            keys = []
-            for value in values:
-                try:
-                    keys.append(index_value(value))
-                except Exception:
-                    log.exception("index_value failed for %r", value)
-                    keys = None
-                    break
-            if keys is not None:
-                vidx = self._attr_entry(attr)[0]
-                for key in keys:
-                    # a bucket is the predicate itself while it is alone (most
-                    # values: one ``Group == "gN"`` each), a dict {pred: None}
-                    # from the second on: a one-entry dict costs 232 bytes
-                    bucket = vidx.get(key)
-                    if bucket is None:
-                        vidx[key] = pred
-                    elif type(bucket) is Predicate:
-                        vidx[key] = {bucket: None, pred: None}
-                    else:
-                        bucket[pred] = None
-                pred.place = ("value", attr, tuple(keys))
-                return
-        names: frozenset[str] = frozenset()
-        try:
-            names = required_names(ast) if index is None else index[1]
-        except Exception:
-            log.exception("required_names failed for %r", ast)
+            attr, keys = constraint
+            vidx = self._attr_entry(attr)[0]
+            for key in keys:
+                # a bucket is the predicate itself while it is alone (most
+                # values: one ``Group == "gN"`` each), a dict {pred: None}
+                # from the second on: a one-entry dict costs 232 bytes
+                bucket = vidx.get(key)
+                if bucket is None:
+                    vidx[key] = pred
+                elif type(bucket) is Predicate:
+                    vidx[key] = {bucket: None, pred: None}
+                else:
+                    bucket[pred] = None
+            pred.place = ("value", attr, keys)
+            return
         by_attr = self._by_attr
 
         def least_used(candidates: frozenset[str]) -> str:
+            if len(candidates) == 1:        # most often: no choice to make
+                for name in candidates:
+                    return name
             return min(sorted(candidates),
                        key=lambda n: len(by_attr[n][1]) if n in by_attr else 0)
 
@@ -392,11 +450,6 @@ class Engine:
             self._attr_entry(name)[1][pred] = None
             pred.place = ("name", name)
             return
-        alternatives = None
-        try:
-            alternatives = alternative_names(ast)
-        except Exception:
-            log.exception("alternative_names failed for %r", ast)
         if alternatives:
             # one name per operand of the ||: a notification may hold several
             # of them, so candidates() drops the duplicates while any such exist
@@ -443,13 +496,16 @@ class Engine:
         return entry
 
     def _add_refs(self, sub: Subscription) -> None:
+        refs = self._refs
+        sub_id = sub.id
         for name in sub.names:
-            subs = self._refs.get(name)
+            subs = refs.get(name)
             if subs is None:
-                subs = self._refs[name] = {}
-            subs[sub.id] = sub
-            if len(subs) == 1:
-                self._notify_watchers(name, True)
+                refs[name] = {sub_id: sub}
+                if name in self._watchers:
+                    self._notify_watchers(name, True)
+            else:
+                subs[sub_id] = sub
 
     def _remove_refs(self, sub: Subscription) -> None:
         for name in sub.names:
@@ -459,7 +515,8 @@ class Engine:
             subs.pop(sub.id, None)
             if not subs:
                 del self._refs[name]
-                self._notify_watchers(name, False)
+                if name in self._watchers:
+                    self._notify_watchers(name, False)
 
     def _notify_watchers(self, name: str, active: bool) -> None:
         for callback in self._watchers.get(name, ()):

@@ -642,8 +642,7 @@ class Session:
     def _sub_add(self, p: SubAddRqst, compiled) -> None:
         sub = self.router.engine.add(self, p.expression, compiled.ast, compiled.matches,
                                      p.accept_insecure, p.keys, self.sub_keys,
-                                     getattr(compiled, "names", None),
-                                     getattr(compiled, "index", None))
+                                     compiled.names, compiled.index, compiled.placement)
         self.send(SubRply(p.xid, sub.id))
         self.router.quench.subscription_added(sub)
 
@@ -675,11 +674,13 @@ class Session:
         if compiled is not None:
             self.router.engine.modify(sub, text=p.expression, ast=compiled.ast,
                                       evaluate=compiled.matches,
-                                      accept_insecure=p.accept_insecure, keys=keys)
+                                      accept_insecure=p.accept_insecure, keys=keys,
+                                      placement=compiled.placement)
         else:
             self.router.engine.modify(sub, accept_insecure=p.accept_insecure, keys=keys)
         self.send(SubRply(p.xid, sub.id))
-        quench.subscription_modified(sub, before, sub.ast != old_ast)
+        # modify keeps the tree object unless it changed: no walk of a big tree here
+        quench.subscription_modified(sub, before, sub.ast is not old_ast)
 
     def _sub_del_rqst(self, p: SubDelRqst) -> None:
         sub = self._own_sub(p.xid, p.subscription_id)

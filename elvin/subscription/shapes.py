@@ -424,7 +424,7 @@ class Registered:
     """What the router keeps of a compiled subscription: the checked tree,
     ``matches(attrs) -> bool`` and ``evaluate(attrs) -> True/False/None``."""
 
-    __slots__ = ("text", "ast", "matches", "evaluate", "names", "index")
+    __slots__ = ("text", "ast", "matches", "evaluate", "names", "index", "placement")
 
     def __init__(self, text: str, ast: Node, matches: Callable[[Mapping], bool],
                  evaluate: Callable[[Mapping], bool | None],
@@ -437,6 +437,9 @@ class Registered:
         self.names = names
         #: ``(index_constraint(ast), required_names(ast))`` when the shape told
         self.index = index
+        #: where the router's index files the tree, when worked out with the
+        #: compile (``elvin.router.engine.place``, on the router's worker thread)
+        self.placement: Any = None
 
     def __repr__(self) -> str:
         return f"Registered({self.text!r})"
