@@ -8,6 +8,8 @@ the scenario achieved.
 * ``largest``: one client asks for ``Subscription.Max-Length`` beyond the
   router's maximum (granted the maximum) and sends three expressions of
   nearly that length (ORs of equality terms), one after the other.
+* ``spread``: as ``largest``, but each term tests a different attribute
+  (``A0x1 == 1 || A0x2 == 2 ...``: ~20,000 names to file and index).
 * ``burst``: one client sends 10,000 SubAddRqst in one write.
 * ``slow-regex``: 500 subscriptions whose regex backtracks until its time
   limit on the notifications a second client publishes (200 of them,
@@ -18,6 +20,7 @@ the scenario achieved.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import time
 
@@ -30,19 +33,28 @@ from elvin.protocol import NotifyEmit, SubAddRqst, frame
 ASK_MAX_LENGTH = 1 << 20
 
 
-def _largest(limit: int, i: int) -> str:
-    """An OR of equality terms as long as the limit allows."""
+def _or_of(limit: int, term) -> str:
+    """An OR of ``term(0)``, ``term(1)``... as long as ``limit`` allows."""
     terms = []
     size = 0
-    n = 0
-    while True:
-        term = f'Group == "big{i}-{n:06d}"'
-        if size + len(term) + 4 > limit:
+    for n in itertools.count():
+        text = term(n)
+        if size + len(text) + 4 > limit:
             break
-        terms.append(term)
-        size += len(term) + 4
-        n += 1
+        terms.append(text)
+        size += len(text) + 4
     return " || ".join(terms)
+
+
+def _largest(limit: int, i: int) -> str:
+    """An OR of equality terms on one attribute as long as the limit allows."""
+    return _or_of(limit, lambda n: f'Group == "big{i}-{n:06d}"')
+
+
+def _spread(limit: int, i: int) -> str:
+    """An OR of equality terms on as many different attributes as fit: the
+    index files it under one name per operand."""
+    return _or_of(limit, lambda n: f"A{i}x{n} == {n}")
 
 
 async def _scenario_largest(port: int) -> str:
@@ -53,6 +65,15 @@ async def _scenario_largest(port: int) -> str:
     peer.transport.close()
     return (f"3 expressions of {len(texts[0]):,} characters acknowledged in "
             f"{elapsed:.2f} s (Nacks: {peer.nacks})")
+
+
+async def _scenario_spread(port: int) -> str:
+    peer = await connect_counter(port, {"Subscription.Max-Length": ASK_MAX_LENGTH})
+    texts = [_spread(256 * 1024, i) for i in range(3)]
+    elapsed = await register([peer], [request_block(texts)], [3], 120)
+    peer.transport.close()
+    return (f"3 expressions of {len(texts[0]):,} characters on distinct attributes "
+            f"acknowledged in {elapsed:.2f} s (Nacks: {peer.nacks})")
 
 
 async def _scenario_burst(port: int) -> str:
@@ -89,7 +110,7 @@ async def _scenario_slow_regex(port: int) -> str:
             f"{elapsed / notes * 1e3:.1f} ms each")
 
 
-SCENARIOS = {"largest": _scenario_largest, "burst": _scenario_burst,
+SCENARIOS = {"largest": _scenario_largest, "spread": _scenario_spread, "burst": _scenario_burst,
              "slow-regex": _scenario_slow_regex}
 
 

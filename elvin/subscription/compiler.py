@@ -74,6 +74,14 @@ _EXACT = 2 ** 53   # integers up to this magnitude convert to real64 exactly
 #: nesting (in tree levels) after which a sub-expression moves to a helper
 #: function, keeping generated expressions far from Python's parser limits
 _HOIST_EVERY = 12
+#: operands of one ``||`` / ``&&`` chain per generated function: a chain of
+#: 20,000 is then a tree of small functions, which ``build`` compiles a few at
+#: a time -- Python's ``compile`` holds the GIL throughout (2.8 s for the 7 MB
+#: of one flat 256 KiB chain), and the router compiles long expressions on a
+#: thread beside its loop
+_CHAIN_PIECE = 32
+#: characters of generated source ``build`` compiles in one ``compile`` call
+_COMPILE_PIECE = 16_384
 
 
 def _xor_values(values):
@@ -210,6 +218,9 @@ class _Gen:
                 return self.pred(operands[0], want, depth)
             parts = [self.pred(c, want, depth + 1) for c in operands]
             joiner = " and " if (k is Kind.AND) == want else " or "
+            while len(parts) > _CHAIN_PIECE:     # helpers of a few operands each
+                parts = [self.hoist("(" + joiner.join(parts[i:i + _CHAIN_PIECE]) + ")")
+                         for i in range(0, len(parts), _CHAIN_PIECE)]
             return "(" + joiner.join(parts) + ")"
         if k is Kind.XOR:
             exact = ", ".join(self.exact(c) for c in flatten(node))
@@ -488,18 +499,24 @@ def generate(tree: Node, unguarded: bool = False) -> tuple[str, dict[str, object
     namespace it needs. ``tree`` must be checked and folded. ``unguarded``
     defines ``_evaluate_raw(a)`` instead: the same without the exception net.
     """
+    parts, namespace = _generate(tree, unguarded)
+    return "".join(parts), namespace
+
+
+def _generate(tree: Node, unguarded: bool = False) -> tuple[list[str], dict[str, object]]:
+    """``generate``'s source as a list of function definitions."""
     gen = _Gen()
     t = gen.T(tree)
     f = gen.F(tree)
     if unguarded:
-        return "".join(gen.helpers) + (
+        return [*gen.helpers, (
             "def _evaluate_raw(a):\n"
             f"    if {t}:\n"
             "        return True\n"
             f"    if {f}:\n"
             "        return False\n"
-            "    return None\n"), gen.namespace
-    source = "".join(gen.helpers) + (
+            "    return None\n")], gen.namespace
+    return [*gen.helpers, (
         "def _matches(a):\n"
         "    try:\n"
         f"        return {t}\n"
@@ -513,21 +530,37 @@ def generate(tree: Node, unguarded: bool = False) -> tuple[str, dict[str, object
         "            return False\n"
         "    except Exception:\n"
         "        pass\n"
-        "    return None\n")
-    return source, gen.namespace
+        "    return None\n")], gen.namespace
+
+
+def _define(parts: list[str], namespace: dict[str, object], filename: str) -> str:
+    """Compile and run the definitions ``parts`` in ``namespace``, about
+    ``_COMPILE_PIECE`` characters per ``compile`` call (each call holds the
+    GIL; between them another thread may run); returns the whole source."""
+    piece: list[str] = []
+    size = 0
+    for part in parts:
+        piece.append(part)
+        size += len(part)
+        if size >= _COMPILE_PIECE:
+            exec(compile("".join(piece), filename, "exec"), namespace)  # noqa: S102 -- ours
+            piece, size = [], 0
+    if piece:
+        exec(compile("".join(piece), filename, "exec"), namespace)  # noqa: S102
+    return "".join(parts)
 
 
 def build(tree: Node, filename: str = "<subscription>"):
     """(matches, evaluate, source) for a checked, folded tree."""
-    source, namespace = generate(tree)
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 -- our own code
+    parts, namespace = _generate(tree)
+    source = _define(parts, namespace, filename)
     return namespace["_matches"], namespace["_evaluate"], source
 
 
 def build_unguarded(tree: Node):
     """``evaluate`` without the exception net: tests use it to prove that
     there is nothing to catch."""
-    source, namespace = generate(tree, unguarded=True)
-    exec(compile(source, "<subscription>", "exec"), namespace)  # noqa: S102
+    parts, namespace = _generate(tree, unguarded=True)
+    _define(parts, namespace, "<subscription>")
     return namespace["_evaluate_raw"]
 

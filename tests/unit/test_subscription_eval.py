@@ -317,3 +317,33 @@ def test_parse_is_cheap_to_share():
     tree = parse("i > 2 && begins-with(s, 'He')")
     a, b = compile(tree), compile(tree)
     assert a.evaluate(N) is b.evaluate(N) is True
+
+
+def test_a_long_chain_is_compiled_a_few_functions_at_a_time(monkeypatch):
+    """An ``||`` of thousands of terms on different attributes is megabytes
+    of generated source, and Python's ``compile`` holds the GIL for all of it
+    (seconds, while the router compiles on a thread beside its loop): the
+    chain becomes a tree of small functions, compiled a few at a time."""
+    import builtins
+
+    from elvin.subscription import compiler
+
+    sizes: list[int] = []
+
+    def recording_compile(source, *args):
+        sizes.append(len(source))
+        return builtins.compile(source, *args)
+
+    monkeypatch.setattr(compiler, "compile", recording_compile, raising=False)
+    text = " || ".join(f"(A{i} == {i} && B{i} < {i}.5)" for i in range(3000))
+    sub = compile(text)
+    assert len(sizes) > 10 and sum(sizes) > 500_000
+    assert max(sizes) < 64 * 1024, max(sizes)
+    cases = [{"A2999": 2999, "B2999": 7}, {"A7": 7, "B7": 8}, {"A7": 7}, {},
+             {"A0": 0, "B0": 0.25, "A1": 1, "B1": "x"}, {"A12": 12, "B12": float("nan")}]
+    for attrs in cases:
+        assert sub.evaluate(attrs) is reference(sub.ast, attrs), attrs
+        assert sub.matches(attrs) is (reference(sub.ast, attrs) is True)
+    negated = compile(f"!({text})")
+    for attrs in cases:
+        assert negated.evaluate(attrs) is reference(negated.ast, attrs), attrs
