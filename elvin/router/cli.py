@@ -26,6 +26,9 @@ from elvin.cli_common import (
 from elvin.extras import ARCHIVE_MODULES, missing_extra_message
 from elvin.router.config import ConfigError, RouterConfig, load_config
 
+#: seconds a thread holds the GIL while another waits for it (see _serve)
+SWITCH_INTERVAL = 0.001
+
 try:
     from importlib.metadata import version as _dist_version
 
@@ -197,6 +200,11 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
     gc_policy = GcPolicy(loop, lambda: len(router.engine) + len(router.sessions),
                          lambda: router.engine.removed + router.stats.connections_total)
     gc_policy.install()
+    # The compile worker shares the GIL with the loop, and a loop that gave
+    # it up for a system call waits up to the switch interval to have it back:
+    # 5 ms by default, for each read and write of every client's round trip
+    # while a long expression compiles. elvind owns its process: 1 ms.
+    sys.setswitchinterval(SWITCH_INTERVAL)
     stopping: list[asyncio.Task] = []
 
     def request_stop(signame: str) -> None:
