@@ -69,11 +69,19 @@ async def _scenario_largest(port: int) -> str:
 
 async def _scenario_spread(port: int) -> str:
     peer = await connect_counter(port, {"Subscription.Max-Length": ASK_MAX_LENGTH})
+    ordinary = await connect_counter(port)
     texts = [_spread(256 * 1024, i) for i in range(3)]
-    elapsed = await register([peer], [request_block(texts)], [3], 120)
-    peer.transport.close()
+    huge = asyncio.ensure_future(register([peer], [request_block(texts)], [3], 120))
+    await asyncio.sleep(0.2)
+    # meanwhile an ordinary client's 400-character expression (off the loop too)
+    medium = " || ".join(f'Group == "an ordinary group, number {i}"' for i in range(10))
+    waited = await register([ordinary], [request_block([medium])], [1], 120)
+    elapsed = await huge
+    for each in (peer, ordinary):
+        each.transport.close()
     return (f"3 expressions of {len(texts[0]):,} characters on distinct attributes "
-            f"acknowledged in {elapsed:.2f} s (Nacks: {peer.nacks})")
+            f"acknowledged in {elapsed:.2f} s (Nacks: {peer.nacks}); meanwhile one of "
+            f"{len(medium)} characters in {waited * 1e3:.0f} ms")
 
 
 async def _scenario_burst(port: int) -> str:

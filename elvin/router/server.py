@@ -17,7 +17,6 @@ per notification, or forwarded as received) with two small packs.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import itertools
 import logging
 import os
@@ -34,8 +33,9 @@ from elvin.protocol import (
     encode_attributes,
     frame_notify_deliver,
 )
+from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
-from elvin.router.engine import Engine, place
+from elvin.router.engine import Engine
 from elvin.router.fairness import Scheduler
 from elvin.router.options import initial_options
 from elvin.router.quench import QuenchManager
@@ -43,7 +43,7 @@ from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
 from elvin.router.session import CLOSING, CONNECTED, Session
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
-from elvin.subscription.shapes import Registered, ShapeCompiler, compile_text
+from elvin.subscription.shapes import ShapeCompiler
 from elvin.tls import listener_context
 
 log = logging.getLogger("elvin.router")
@@ -52,14 +52,6 @@ __all__ = ["Router", "RouterStartError"]
 
 #: numbers the routers this process starts (see Router.router_id)
 _ROUTER_SEQUENCE = itertools.count(1)
-
-
-def _compile_and_place(text: str) -> Registered:
-    """The worker's job: compile, and work out where the engine files the
-    tree (hashing and analysing a 256 KiB tree costs ~0.1 s: not on the loop)."""
-    compiled = compile_text(text)
-    compiled.placement = place(compiled.ast)
-    return compiled
 
 
 class Router:
@@ -85,7 +77,7 @@ class Router:
         #: text -> Registered (ast, matches) or SubscriptionError; parses, checks
         #: and compiles once per expression shape (elvin.subscription.shapes)
         self.compile = ShapeCompiler().compile
-        self._compile_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._compilers = CompileWorkers()
         self.engine.watch(STATS_ATTRIBUTE, self._stats_watch)
         #: the traffic archive's ArchiveProcess (elvin.pipeline.archive_process)
         #: while running with ``archive`` set, else
@@ -205,9 +197,7 @@ class Router:
             session.abort()
         await asyncio.sleep(0)
         await self._close_archive()     # every session is gone: nothing more to route
-        pool, self._compile_pool = self._compile_pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        self._compilers.close()
         if self._stopped is not None:
             self._stopped.set()
         log.info("router stopped")
@@ -338,15 +328,9 @@ class Router:
         return self.config.redirect_to
 
     def compile_off_loop(self, text: str) -> asyncio.Future:
-        """Compile a long expression on the router's one worker thread (the
-        GIL is handed back to the loop every few milliseconds, so the other
-        clients keep moving); the future gives a ``Registered`` or raises
-        ``SubscriptionError``."""
-        if self._compile_pool is None:
-            self._compile_pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="elvind-compile")
-        return self.loop.run_in_executor(self._compile_pool,  # type: ignore[union-attr]
-                                         _compile_and_place, text)
+        """Compile a long expression on a worker thread (``elvin.router.compiling``);
+        the future gives a ``Registered`` or raises ``SubscriptionError``."""
+        return self._compilers.submit(self.loop, text)  # type: ignore[arg-type]
 
     # -- sessions ------------------------------------------------------------------------
     def session_opened(self, session: Session) -> None:

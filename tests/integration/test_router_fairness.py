@@ -127,6 +127,27 @@ async def test_a_huge_subscription_is_hashed_and_analysed_off_the_loop(router, m
         await each.close()
 
 
+async def test_an_ordinary_long_expression_does_not_wait_behind_huge_ones(router):
+    """Expressions up to the default Subscription.Max-Length compile on a
+    worker of their own: one sent while a huge expression compiles (seconds)
+    is acknowledged first."""
+    big = await RawClient.connected(router.port, {"Subscription.Max-Length": MAX_LENGTH})
+    ordinary = await RawClient.connected(router.port)
+    spread = " || ".join(f"Attr{i} == {i}" for i in range(MAX_LENGTH // 24))
+    big.send(SubAddRqst(big.xid(), spread))
+    await big.drain()
+    medium = " || ".join(f'Group == "group number {i}"' for i in range(12))
+    assert 256 < len(medium) < 8 * 1024       # off the loop, within the default maximum
+    reply = asyncio.ensure_future(ordinary.request(SubAddRqst(ordinary.xid(), medium)))
+    huge_reply = asyncio.ensure_future(big.next(timeout=60))
+    done, _ = await asyncio.wait([reply, huge_reply], return_when=asyncio.FIRST_COMPLETED)
+    assert reply in done and huge_reply not in done
+    assert isinstance(reply.result(), SubRply)
+    assert isinstance(await huge_reply, SubRply)
+    for each in (big, ordinary):
+        await each.close()
+
+
 async def test_a_huge_bad_expression_gets_its_nack_in_order(router):
     client = await RawClient.connected(router.port, {"Subscription.Max-Length": MAX_LENGTH})
     expression = huge_expression(MAX_LENGTH // 2) + " || Group == "   # ends too early
