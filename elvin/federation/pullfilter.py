@@ -156,10 +156,7 @@ class PullMatcher:
         constant = self.constant
         if constant is not None:
             return constant
-        for pred in self.engine.candidates(attrs):
-            if pred.evaluate(attrs) is True:
-                return True
-        return False
+        return self.engine.any_match(attrs)     # within the evaluation budget
 
     def __len__(self) -> int:
         return len(self.subs)

@@ -68,6 +68,16 @@ __all__ = ["EVALUATION_BUDGET", "Engine", "Placement", "Predicate", "Subscriptio
 EVALUATION_BUDGET = 0.025
 
 
+def _new_budget() -> list:
+    """Start a new evaluation budget for one notification, in this thread
+    only and only until the caller sets ``budget[3] = 0.0`` again
+    (``patterns.thread_budget`` says why); returns the budget state."""
+    budget = thread_budget()
+    budget[0] += 1
+    budget[3] = EVALUATION_BUDGET
+    return budget
+
+
 class Subscription:
     """One registered subscription (one SubAddRqst)."""
 
@@ -553,6 +563,22 @@ class Engine:
             return list(dict.fromkeys(preds))
         return preds
 
+    def any_match(self, attrs: Mapping[str, Any]) -> bool:
+        """Whether some expression is true for ``attrs``, within one
+        evaluation budget as ``match`` (a federation peer's pull filter is
+        matched so: its terms' patterns are the peer's to choose)."""
+        budget = _new_budget()
+        try:
+            for pred in self.candidates(attrs):
+                try:
+                    if pred.evaluate(attrs) is True:
+                        return True
+                except Exception:       # evaluation never raises, by contract; be safe
+                    log.exception("evaluating %r failed", pred.ast)
+            return False
+        finally:
+            budget[3] = 0.0
+
     def match(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,
               deliver_insecure: bool = True) -> tuple[dict, dict]:
         """``(insecure, secure)``: two dicts ``{owner: ids}`` of the subscriptions
@@ -565,11 +591,7 @@ class Engine:
         secure: dict[Hashable, list[int]] = {}
         preds = self.candidates(attrs)
         self.evaluations += len(preds)
-        # a new evaluation budget for this notification, in this thread only
-        # and only while matching (patterns.thread_budget says why)
-        budget = thread_budget()
-        budget[0] += 1
-        budget[3] = EVALUATION_BUDGET
+        budget = _new_budget()
         try:
             for pred in preds:
                 try:

@@ -319,6 +319,35 @@ def test_pull_matcher_indexes_terms_and_updates_incrementally():
     assert matcher.constant is True                            # unchanged
 
 
+def test_a_peers_slow_patterns_cost_one_evaluation_budget(monkeypatch):
+    """A peer chooses its pull filter's patterns: 100 terms whose regex
+    backtracks until its time limit would hold this router's loop for 100 x
+    20 ms on every notification forwarded. The filter is matched within one
+    evaluation budget, as local subscriptions are: after it, no pattern runs."""
+    from elvin.federation.pullfilter import PullMatcher
+    from elvin.subscription import patterns
+
+    ran = []
+    time_left = patterns._time_left
+
+    def counting(timeout: float) -> float:
+        left = time_left(timeout)
+        if left > 0:
+            ran.append(left)
+        return left
+
+    monkeypatch.setattr(patterns, "_time_left", counting)
+    matcher = PullMatcher()
+    matcher.update(Node(Kind.OR, tuple(parse(f'regex(Message, "^(a|aa|a{{{k}}})+$")')
+                                       for k in range(1, 101))))
+    assert matcher({"Message": "a" * 40 + "b"}) is False
+    assert 1 <= len(ran) <= 5, len(ran)
+    ran.clear()
+    assert matcher({"Message": "a" * 40 + "b"}) is False        # a new budget each time
+    assert 1 <= len(ran) <= 5, len(ran)
+    assert patterns.thread_budget()[3] == 0.0       # and none left behind
+
+
 def test_subast_keeps_precedence_grouping_and_the_sign_of_zero():
     """Issue 18: a tree parsed with the language's precedence travels as the
     same tree, and a -0.0 literal stays -0.0 (a different subscription from
