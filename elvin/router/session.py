@@ -234,7 +234,7 @@ class Session:
             # packets into the backlog without bound during a long compile
             self._pause_reading("backlog", True)
             if not self._busy:
-                self.router.scheduler.wake(self)
+                self.router.scheduler.wake(self, len(self._backlog) <= QUANTUM)
 
     def drain(self, quantum: int, deadline: float) -> bool:
         """Handle up to ``quantum`` backlog packets, fewer if the clock

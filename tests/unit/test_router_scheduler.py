@@ -27,9 +27,37 @@ async def test_a_failing_turn_does_not_strand_the_others(caplog):
     scheduler = Scheduler(asyncio.get_running_loop())
     broken, healthy = Session(5, fail=True), Session(40)
     scheduler.wake(healthy)
-    scheduler.wake(broken)                     # goes first
+    scheduler.wake(broken)
     async with asyncio.timeout(10):
         while healthy.packets:
             await asyncio.sleep(0.001)
     assert healthy.handled == 40
     assert "a scheduler turn failed" in caplog.text
+
+
+async def test_a_session_with_a_packet_waiting_goes_before_every_burst():
+    """Bursts woken before it and after it: the session with one packet
+    waiting has the first turn, and the bursts take theirs in the order they
+    came (none overtakes the others by being woken later)."""
+    turns: list[Session] = []
+
+    class Recorded(Session):
+        def drain(self, quantum: int, deadline: float) -> bool:
+            turns.append(self)
+            return super().drain(quantum, deadline)
+
+    scheduler = Scheduler(asyncio.get_running_loop())
+    early = [Recorded(100) for _ in range(20)]
+    late = [Recorded(100) for _ in range(20)]
+    one = Recorded(1)
+    for session in early:
+        scheduler.wake(session, short=False)
+    scheduler.wake(one, short=True)
+    for session in late:
+        scheduler.wake(session, short=False)
+    async with asyncio.timeout(10):
+        while not scheduler.idle:
+            await asyncio.sleep(0.001)
+    assert turns[0] is one
+    assert turns[1:41] == early + late
+    assert all(s.handled == 100 for s in early + late)
