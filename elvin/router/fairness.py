@@ -28,12 +28,17 @@ from typing import Any
 
 log = logging.getLogger("elvin.router")
 
-__all__ = ["BUDGET", "QUANTUM", "Scheduler"]
+__all__ = ["BUDGET", "BURST_QUANTUM", "QUANTUM", "Scheduler"]
 
 #: seconds of packet handling per loop turn
 BUDGET = 0.004
-#: packets a session handles per turn of the round robin
+#: packets a session handles per turn from the short queue (and the most a
+#: session may have waiting to join it)
 QUANTUM = 8
+#: packets a session handles per turn of the round robin: the sessions there
+#: pipeline requests, so a bigger batch per turn costs no one a wait (the
+#: short queue goes first) and saves a write per turn (a reply block each)
+BURST_QUANTUM = 32
 
 
 class Scheduler:
@@ -75,10 +80,13 @@ class Scheduler:
         clock = time.perf_counter
         deadline = clock() + BUDGET
         while (short or ready) and clock() < deadline:
-            session = short.popleft() if short else ready.popleft()
+            if short:
+                session, quantum = short.popleft(), QUANTUM
+            else:
+                session, quantum = ready.popleft(), BURST_QUANTUM
             queued.discard(session)
             try:
-                if session.drain(QUANTUM, deadline):
+                if session.drain(quantum, deadline):
                     queued.add(session)
                     ready.append(session)
                 if self.after_turn is not None:

@@ -61,3 +61,31 @@ async def test_a_session_with_a_packet_waiting_goes_before_every_burst():
     assert turns[0] is one
     assert turns[1:41] == early + late
     assert all(s.handled == 100 for s in early + late)
+
+
+async def test_a_burst_is_handled_a_bigger_batch_per_turn():
+    """Sessions in the round robin pipeline requests: each turn handles
+    BURST_QUANTUM of them (one write of replies per turn), a session from the
+    short queue QUANTUM."""
+    from elvin.router.fairness import BURST_QUANTUM, QUANTUM
+
+    quanta: list[tuple[str, int]] = []
+
+    class Recorded(Session):
+        def __init__(self, name: str, packets: int) -> None:
+            super().__init__(packets)
+            self.name = name
+
+        def drain(self, quantum: int, deadline: float) -> bool:
+            quanta.append((self.name, quantum))
+            return super().drain(quantum, deadline)
+
+    scheduler = Scheduler(asyncio.get_running_loop())
+    scheduler.wake(Recorded("burst", 100), short=False)
+    scheduler.wake(Recorded("one", 1), short=True)
+    async with asyncio.timeout(10):
+        while not scheduler.idle:
+            await asyncio.sleep(0.001)
+    assert quanta[0] == ("one", QUANTUM)
+    assert quanta[1:] == [("burst", BURST_QUANTUM)] * -(-100 // BURST_QUANTUM)
+    assert BURST_QUANTUM > QUANTUM
