@@ -159,11 +159,8 @@ def _analyse(ast: Node, index: tuple | None = None) -> tuple:
     except Exception:       # analysis must never stop a subscription
         log.exception("index_constraint failed for %r", ast)
     if constraint is not None:
-        attr, values = constraint
-        try:
-            return (attr, tuple(index_value(value) for value in values)), frozenset(), None
-        except Exception:
-            log.exception("index_value failed for %r", values)
+        attr, keys = constraint          # already index_value()s
+        return (attr, tuple(keys)), frozenset(), None
     required: frozenset[str] = frozenset()
     try:
         required = required_names(ast) if index is None else index[1]

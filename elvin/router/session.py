@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import struct
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -112,6 +113,10 @@ _CONF_CONN = frame(ConfConn())
 _ZERO4 = b"\0\0\0\0"
 _ONE4 = b"\0\0\0\1"
 _NOTIFY_EMIT = int(PacketId.NOTIFY_EMIT).to_bytes(4, "big")
+#: SubRply for SubAddRqst, framed directly (the reply of a registration
+#: burst: no packet object, no generic encoder): length, id, xid, sub id
+_SUB_RPLY = struct.Struct(">IiIQ")
+_SUB_RPLY_ID = int(PacketId.SUB_RPLY)
 
 #: expressions longer than this (characters) compile on the worker thread
 OFF_LOOP_LENGTH = 256      # longer ones take 5-20 ms to compile: the worker does them
@@ -643,7 +648,7 @@ class Session:
         sub = self.router.engine.add(self, p.expression, compiled.ast, compiled.matches,
                                      p.accept_insecure, p.keys, self.sub_keys,
                                      compiled.names, compiled.index, compiled.placement)
-        self.send(SubRply(p.xid, sub.id))
+        self.send_bytes(_SUB_RPLY.pack(16, _SUB_RPLY_ID, p.xid, sub.id))
         self.router.quench.subscription_added(sub)
 
     def _own_sub(self, xid: int, sub_id: int):

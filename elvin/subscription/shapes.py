@@ -88,6 +88,24 @@ _BUILDER = _Builder()
 _STRING_KEY, _INT32_KEY, _INT64_KEY, _REAL_KEY = "\x00s", "\x00i", "\x00l", "\x00r"
 
 
+_new = object.__new__
+_set_kind, _set_children, _set_value, _set_pos = (
+    Node.kind.__set__, Node.children.__set__, Node.value.__set__,  # type: ignore[attr-defined]
+    Node.pos.__set__)  # type: ignore[attr-defined]
+
+
+def _node(kind: Kind, children: tuple, value: Any, pos: int) -> Node:
+    """``Node(kind, children, value, pos)`` without the frozen dataclass's
+    ``__init__`` (an ``object.__setattr__`` per field): half the cost, and
+    a registration builds a tree of several nodes."""
+    node = _new(Node)
+    _set_kind(node, kind)
+    _set_children(node, children)
+    _set_value(node, value)
+    _set_pos(node, pos)
+    return node
+
+
 class _Unusual(Exception):
     """The fast path does not handle this text: take the ordinary way."""
 
@@ -132,7 +150,7 @@ def _literal(tok: str, start: int) -> Node:
     """The leaf the parser makes of a literal token (its errors: _Unusual)."""
     if tok[0] in "\"'":
         body = tok[1:-1]
-        return Node(Kind.STRING, value=unescape(body) if "\\" in body else body, pos=start)
+        return _node(Kind.STRING, (), unescape(body) if "\\" in body else body, start)
     try:
         return _BUILDER.number([Token("NUMBER", tok, start_pos=start)]).node
     except SubscriptionError:
@@ -285,7 +303,7 @@ def _no_build(starts: list[int], leaves: list[Node]) -> Node:
 def _builder(template: tuple) -> Callable[[list[int], list[Node]], Node]:
     """``build(starts, leaves)``: the template's tree as one generated
     expression (no recursion, positional ``Node`` arguments)."""
-    namespace: dict[str, object] = {"Node": Node}
+    namespace: dict[str, object] = {"Node": _node}
 
     def expr(t: tuple) -> str:
         if t[0] == "L":
@@ -343,7 +361,7 @@ def _learn(tree: Node, starts: list[int], texts: list[str], literals: list[int])
     shape.build = _builder(shape.template)
     shape.simple = _no_constant_operands(tree)
     if shape.simple:
-        shape.checks = _constant_checks(shape.template)
+        shape.checks = _constant_checks(shape.template, shape.slot_kinds)
         shape.index = _index_slots(shape)
     shape.numeric_slots = [i for i, lit in enumerate(shape.slot_tokens)
                            if texts[lit][0] not in "\"'"]
@@ -403,9 +421,10 @@ def _no_constant_operands(tree: Node) -> bool:
     return True
 
 
-def _constant_checks(template: tuple) -> list[tuple]:
+def _constant_checks(template: tuple, slot_kinds: list[Kind]) -> list[tuple]:
     """Template paths of the nodes whose check depends on a constant's value:
-    numeric literals (ranges) and regex / wildcard calls (their patterns)."""
+    numeric literals (ranges) and regex / wildcard calls (their patterns); a
+    string literal alone is never wrong."""
     out: list[tuple] = []
     stack: list[tuple[tuple, tuple]] = [(template, ())]
     while stack:
@@ -415,7 +434,7 @@ def _constant_checks(template: tuple) -> list[tuple]:
                 out.append(path)
             for i, child in reversed(list(enumerate(t[2]))):
                 stack.append((child, (*path, i)))
-        elif t[0] == "L":
+        elif t[0] == "L" and slot_kinds[t[1]] is not Kind.STRING:
             out.append(path)
     return out
 
@@ -507,7 +526,7 @@ class ShapeCompiler:
             leaves.append(leaf)
         tree = shape.build(starts, leaves)
         if shape.simple:
-            checker = _Checker(text)
+            checker = _Checker(text) if shape.checks else None
             try:
                 for path in shape.checks:
                     node = tree
