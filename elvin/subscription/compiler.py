@@ -115,6 +115,8 @@ class _Gen:
         # one exact-value helper per node: T and F of an enclosing predicate
         # both need it, and nested ^^ would otherwise double the code per level
         self.exact_ids: dict[int, tuple[Node, str]] = {}
+        #: global name -> (kind, patterns) of each regex() / wildcard() matcher
+        self.matchers: dict[str, tuple[Kind, tuple]] = {}
 
     # -- names ----------------------------------------------------------------
     def temp(self) -> str:
@@ -439,6 +441,7 @@ class _Gen:
             # True / False / None (out of time): bottom is neither outcome
             make = glob_matcher if k is Kind.FUNC_WILDCARD else regex_matcher
             matcher = self.global_object("match", make(patterns))
+            self.matchers[matcher] = (k, patterns)
             return f"({guard} and {matcher}({value}) is {want})"
         if want:
             return f"({guard} and {test})"
@@ -494,18 +497,27 @@ def _merge_equalities(operands: list[Node], chain: Kind) -> list[Node]:
     return out
 
 
-def generate(tree: Node, unguarded: bool = False) -> tuple[str, dict[str, object]]:
+def generate(tree: Node, unguarded: bool = False,
+             matchers: dict[str, tuple[Kind, tuple]] | None = None
+             ) -> tuple[str, dict[str, object]]:
     """Python source defining ``_matches(a)`` and ``_evaluate(a)``, and the
     namespace it needs. ``tree`` must be checked and folded. ``unguarded``
     defines ``_evaluate_raw(a)`` instead: the same without the exception net.
+    ``matchers``, when given, receives ``{name: (kind, patterns)}`` for the
+    regex() and wildcard() matchers in the namespace (``shapes`` turns them
+    into parameters of a shape's code).
     """
-    parts, namespace = _generate(tree, unguarded)
+    parts, namespace = _generate(tree, unguarded, matchers)
     return "".join(parts), namespace
 
 
-def _generate(tree: Node, unguarded: bool = False) -> tuple[list[str], dict[str, object]]:
+def _generate(tree: Node, unguarded: bool = False,
+              matchers: dict[str, tuple[Kind, tuple]] | None = None
+              ) -> tuple[list[str], dict[str, object]]:
     """``generate``'s source as a list of function definitions."""
     gen = _Gen()
+    if matchers is not None:
+        gen.matchers = matchers
     t = gen.T(tree)
     f = gen.F(tree)
     if unguarded:

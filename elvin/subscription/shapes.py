@@ -53,6 +53,7 @@ from elvin.subscription.ast import LITERAL_KINDS, Kind, Node, names_in
 from elvin.subscription.checker import _Checker, check, fold
 from elvin.subscription.compiler import build, generate
 from elvin.subscription.parser import _Builder, parse_tree, unescape
+from elvin.subscription.patterns import PatternError, glob_matcher, regex_matcher
 from elvin.values import Int64
 
 __all__ = ["FAST_PATH_MAX", "MAX_CODES", "MAX_LITERALS", "MAX_SHAPES", "Registered", "ShapeCompiler",
@@ -198,9 +199,17 @@ class _CodeTemplate:
 
     __slots__ = ("make", "params")
 
-    def __init__(self, make: Callable, params: tuple[tuple[int, str], ...]) -> None:
+    def __init__(self, make: Callable, params: tuple[tuple[Any, str, str], ...]) -> None:
         self.make = make
-        self.params = params       # (literal slot, "v" value | "f" float | "q" Int64)
+        #: (literal slot, form, parameter name); form "v" value, "f" float,
+        #: "q" Int64, or for a regex() / wildcard() matcher "r" / "w" with a
+        #: tuple of the slots of its patterns
+        self.params = params
+
+
+#: what a matcher parameter is built with, by form
+_MATCHER_FORMS = {Kind.FUNC_REGEX: "r", Kind.FUNC_WILDCARD: "w"}
+_MATCHER_MAKERS = {"r": regex_matcher, "w": glob_matcher}
 
 
 def _parameterise(tree: Node, slots: list[Node], values: list[Any]) -> tuple[str, dict,
@@ -217,15 +226,27 @@ def _parameterise(tree: Node, slots: list[Node], values: list[Any]) -> tuple[str
             return node
         return Node(node.kind, tuple(swap(c) for c in node.children), node.value, node.pos)
 
-    source, namespace = generate(swap(tree))
-    params: list[tuple[int, str]] = []
+    matchers: dict[str, tuple[Kind, tuple]] = {}
+    try:
+        source, namespace = generate(swap(tree), matchers=matchers)
+    except PatternError:
+        return None                     # a sentinel is no pattern: built per subscription
+    params: list[tuple[Any, str, str]] = []
+    string_slots = {value: slot for slot, value in enumerate(values)
+                    if slots[slot].kind is Kind.STRING}
+    for name, (kind, patterns) in matchers.items():
+        # a matcher built from the constants: a parameter, built per subscription
+        if not all(p in string_slots for p in patterns):
+            return None
+        params.append((tuple(string_slots[p] for p in patterns), _MATCHER_FORMS[kind], name))
+        del namespace[name]
     leftovers: list[str] = []
     for slot, (node, value) in enumerate(zip(slots, values, strict=True)):
         if node.kind is Kind.STRING:
             pattern = re.escape(repr(value))
             source, count = re.subn(pattern, f"_p{slot}v", source)
             if count:
-                params.append((slot, "v"))
+                params.append((slot, "v", f"_p{slot}v"))
             continue
         if value == 0:
             continue
@@ -235,17 +256,17 @@ def _parameterise(tree: Node, slots: list[Node], values: list[Any]) -> tuple[str
         source, count = re.subn(r"(?<![\w.])" + re.escape(float_text) + r"(?![\w.])",
                                 f"_p{slot}f", source)
         if count:
-            params.append((slot, "f"))
+            params.append((slot, "f", f"_p{slot}f"))
         if node.kind is not Kind.REAL64:
             source, count = re.subn(r"(?<![\w.])" + re.escape(repr(int(value))) + r"(?![\w.])",
                                     f"_p{slot}v", source)
             if count:
-                params.append((slot, "v"))
+                params.append((slot, "v", f"_p{slot}v"))
             for name, obj in list(namespace.items()):
                 if type(obj) is Int64 and obj == value:
                     source = re.sub(r"\b" + name + r"\b", f"_p{slot}q", source)
                     del namespace[name]
-                    params.append((slot, "q"))
+                    params.append((slot, "q", f"_p{slot}q"))
     if "\\x00" in source or any(text in source for text in leftovers):
         return None                     # a sentinel survived in some other form
     from elvin.subscription.compiler import _BASE_NAMESPACE
@@ -263,7 +284,7 @@ def _code_template(tree: Node, slots: list[Node], classes: list[tuple]) -> _Code
     if made[0] is None or made[1] is None or made[0][0] != made[1][0]:
         return None     # not parameterisable, or the code depends on the values
     source, namespace, params = made[0]
-    names = [f"_p{slot}{form}" for slot, form in params]
+    names = [name for _slot, _form, name in params]
     body = "".join("    " + line + "\n" for line in source.splitlines())
     factory = (f"def _make({', '.join(names)}):\n{body}"
                "    return _matches, _evaluate\n")
@@ -541,10 +562,16 @@ class ShapeCompiler:
             code = self._code(shape, leaves)
             if code is not None:
                 args = []
-                for slot, form in code.params:
-                    value = leaves[slot].value
-                    args.append(value if form == "v" else float(value) if form == "f"  # type: ignore
-                                else Int64(value))  # type: ignore[arg-type]
+                for slot, form, _name in code.params:
+                    if form == "v":
+                        args.append(leaves[slot].value)
+                    elif form == "f":
+                        args.append(float(leaves[slot].value))  # type: ignore[arg-type]
+                    elif form == "q":
+                        args.append(Int64(leaves[slot].value))  # type: ignore[arg-type]
+                    else:
+                        args.append(_MATCHER_MAKERS[form](tuple(leaves[s].value
+                                                                for s in slot)))
                 matches, evaluate = code.make(*args)
                 self.fast += 1
                 return Registered(text, tree, matches, evaluate, shape.names,
