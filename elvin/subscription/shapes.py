@@ -71,6 +71,8 @@ MAX_LITERALS = 4
 MAX_SHAPES = 4096
 #: code templates per shape (numeric value classes seen)
 MAX_CODES = 16
+#: position sets per literal-free subtree of a shape whose nodes are shared
+_SHARED = 64
 
 # The grammar's tokens (grammar.lark), in the order lark's basic lexer tries
 # them: STRING, NUMBER and NAME (priority 2; their first characters never
@@ -323,10 +325,22 @@ def _no_build(starts: list[int], leaves: list[Node]) -> Node:
 
 def _builder(template: tuple) -> Callable[[list[int], list[Node]], Node]:
     """``build(starts, leaves)``: the template's tree as one generated
-    expression (no recursion, positional ``Node`` arguments)."""
-    namespace: dict[str, object] = {"Node": _node}
+    expression (no recursion, positional ``Node`` arguments).
 
-    def expr(t: tuple) -> str:
+    A subtree holding no literal (a name, ``require(Message)``) is the same
+    for every text of the shape up to its tokens' positions, so it is made
+    once per set of positions and shared (up to ``_SHARED`` sets per subtree):
+    nodes are immutable, and most subscriptions of a shape place it alike."""
+    namespace: dict[str, object] = {"Node": _node, "_NAME": Kind.NAME}
+    helpers: list[str] = []
+
+    def constant(t: tuple) -> bool:
+        return t[0] == "N" or (t[0] == "O" and all(constant(c) for c in t[2]))
+
+    def positions(t: tuple) -> list[int]:
+        return [t[2]] if t[0] == "N" else [t[3], *(i for c in t[2] for i in positions(c))]
+
+    def make(t: tuple, inner: Callable[[tuple], str]) -> str:
         if t[0] == "L":
             return f"L[{t[1]}]"
         if t[0] == "N":
@@ -335,11 +349,28 @@ def _builder(template: tuple) -> Callable[[list[int], list[Node]], Node]:
             return f"Node(_NAME, (), {name}, s[{t[2]}])"
         kind = f"_k{int(t[1])}"
         namespace[kind] = t[1]
-        children = "".join(expr(c) + ", " for c in t[2])
+        children = "".join(inner(c) + ", " for c in t[2])
         return f"Node({kind}, ({children}), None, s[{t[3]}])"
 
-    namespace["_NAME"] = Kind.NAME
-    source = f"def _build(s, L):\n    return {expr(template)}\n"
+    def whole(t: tuple) -> str:         # inside a shared subtree: made as one
+        return make(t, whole)
+
+    def expr(t: tuple) -> str:
+        if not constant(t):
+            return make(t, expr)
+        j = len(helpers)
+        namespace[f"_c{j}"] = {}
+        at = positions(t)
+        key = f"s[{at[0]}]" if len(at) == 1 else "(" + "".join(f"s[{i}], " for i in at) + ")"
+        helpers.append(f"def _m{j}(s):\n"
+                       f"    node = {whole(t)}\n"
+                       f"    if len(_c{j}) < {_SHARED}:\n"
+                       f"        _c{j}[{key}] = node\n"
+                       "    return node\n")
+        return f"(_c{j}.get({key}) or _m{j}(s))"
+
+    body = expr(template)
+    source = "".join(helpers) + f"def _build(s, L):\n    return {body}\n"
     exec(compile(source, "<subscription shape>", "exec"), namespace)  # noqa: S102
     return namespace["_build"]  # type: ignore[return-value]
 

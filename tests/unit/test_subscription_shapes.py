@@ -134,6 +134,20 @@ def test_pattern_subscriptions_of_one_shape_share_their_code():
             assert sub.evaluate({name: hit.format(i + 1), "Level": 3, "Kind": "y"}) is False
 
 
+def test_literal_free_parts_of_a_shape_are_shared_between_subscriptions():
+    """``require(Message)`` (and the name ``Group``) are the same nodes, at
+    the same positions, in every subscription of the shape that places them
+    alike: one copy in memory, not one per subscription."""
+    compiler = ShapeCompiler()
+    a, b, c = (compiler.compile(f'Group == "{g}" && require(Message)')
+               for g in ("g1", "g2", "g33"))
+    assert a.ast.children[1] is b.ast.children[1]
+    assert a.ast.children[0].children[0] is b.ast.children[0].children[0] \
+        is c.ast.children[0].children[0]
+    assert c.ast.children[1] is not a.ast.children[1]          # placed further on
+    assert positions(c.ast) == positions(parse_tree('Group == "g33" && require(Message)'))
+
+
 def test_a_bad_constant_in_a_known_shape_gets_the_ordinary_error():
     compiler = ShapeCompiler()
     compiler.compile("x == 5 && regex(y, \"a\")")
