@@ -117,6 +117,7 @@ class _Gen:
         self.exact_ids: dict[int, tuple[Node, str]] = {}
         #: global name -> (kind, patterns) of each regex() / wildcard() matcher
         self.matchers: dict[str, tuple[Kind, tuple]] = {}
+        self.matcher_names: dict[tuple[Kind, tuple], str] = {}
 
     # -- names ----------------------------------------------------------------
     def temp(self) -> str:
@@ -439,9 +440,13 @@ class _Gen:
                 test = "(" + " or ".join([first] + [f"{p!r} in {s}" for p in patterns[1:]]) + ")"
         else:
             # True / False / None (out of time): bottom is neither outcome
-            make = glob_matcher if k is Kind.FUNC_WILDCARD else regex_matcher
-            matcher = self.global_object("match", make(patterns))
-            self.matchers[matcher] = (k, patterns)
+            # one matcher for T and F (and any repeat) of the same patterns
+            matcher = self.matcher_names.get((k, patterns), "")
+            if not matcher:
+                make = glob_matcher if k is Kind.FUNC_WILDCARD else regex_matcher
+                matcher = self.global_object("match", make(patterns))
+                self.matchers[matcher] = (k, patterns)
+                self.matcher_names[(k, patterns)] = matcher
             return f"({guard} and {matcher}({value}) is {want})"
         if want:
             return f"({guard} and {test})"

@@ -532,37 +532,33 @@ def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool |
     """Run ``method(value, timeout=...)`` for a tri-state answer; a value
     holding none of the ``required`` strings cannot match, and is answered
     without the engine (a time-limited call costs a few microseconds: the
-    ``regex`` module reads the CPU clock)."""
-    timeout = MATCH_TIMEOUT
-
-    def run(value: str) -> bool | None:
-        left = _time_left(timeout)
-        if left <= 0:
-            return None
-        try:
-            return method(value, timeout=left) is not None
-        except TimeoutError:
-            return None
-
+    ``regex`` module reads the CPU clock). One function, its state in its
+    defaults (no closure cells): a router holds one per pattern subscription."""
     if required is None:
-        matcher = run
-    elif len(required) == 1:
-        needle = required[0]
+        return functools.partial(_run, method)
+    # (no annotations: they would make a dict per function)
+    if len(required) == 1:
+        def one(value, _needle=required[0], _method=method):  # type: ignore[no-untyped-def]
+            return False if _needle not in value else _run(_method, value)
+        return one
 
-        def matcher(value: str) -> bool | None:
-            if needle not in value:
-                return False
-            return run(value)
-    else:
-        def matcher(value: str) -> bool | None:
-            for needle in required:
-                if needle in value:
-                    break
-            else:
-                return False
-            return run(value)
+    def any_of(value, _required=required, _method=method):  # type: ignore[no-untyped-def]
+        for needle in _required:
+            if needle in value:
+                return _run(_method, value)
+        return False
+    return any_of
 
-    return matcher
+
+def _run(method, value: str) -> bool | None:
+    """``method`` within this thread's time left (bottom: None)."""
+    left = _time_left(MATCH_TIMEOUT)
+    if left <= 0:
+        return None
+    try:
+        return method(value, timeout=left) is not None
+    except TimeoutError:
+        return None
 
 
 # --------------------------------------------------------------------------

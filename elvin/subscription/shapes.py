@@ -287,6 +287,11 @@ def _code_template(tree: Node, slots: list[Node], classes: list[tuple]) -> _Code
         return None     # not parameterisable, or the code depends on the values
     source, namespace, params = made[0]
     names = [name for _slot, _form, name in params]
+    # the parameters become defaults of the functions, not closure cells: a
+    # cell per parameter per subscription would cost 40 bytes each
+    defaults = "".join(f", {name}={name}" for name in names)
+    source = re.sub(r"^def (\w+)\(a\):", lambda m: f"def {m.group(1)}(a{defaults}):", source,
+                    flags=re.MULTILINE)
     body = "".join("    " + line + "\n" for line in source.splitlines())
     factory = (f"def _make({', '.join(names)}):\n{body}"
                "    return _matches, _evaluate\n")

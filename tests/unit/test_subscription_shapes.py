@@ -148,6 +148,24 @@ def test_literal_free_parts_of_a_shape_are_shared_between_subscriptions():
     assert positions(c.ast) == positions(parse_tree('Group == "g33" && require(Message)'))
 
 
+def test_a_subscriptions_constants_cost_no_closure_cells():
+    """A shape's code takes each subscription's constants as defaults of its
+    functions (a closure cell per constant per subscription cost 40 bytes),
+    and a pattern's matcher is built once for both polarities."""
+    from elvin.subscription.compiler import generate
+
+    compiler = ShapeCompiler()
+    for text in ('Price * 2 > 4 && Volume - 10 <= 12', 'regex(Message, "^a-1[0-9]+$")'):
+        compiler.compile(text)
+        sub = compiler.compile(text.replace("1", "3"))
+        assert sub.matches.__closure__ is None, text
+    matchers: dict = {}
+    generate(parse_tree('regex(x, "a+") && !wildcard(y, "b*") || regex(x, "a+")'),
+             matchers=matchers)
+    assert sorted(kind.name for kind, _ in matchers.values()) == ["FUNC_REGEX",
+                                                                  "FUNC_WILDCARD"]
+
+
 def test_a_bad_constant_in_a_known_shape_gets_the_ordinary_error():
     compiler = ShapeCompiler()
     compiler.compile("x == 5 && regex(y, \"a\")")
