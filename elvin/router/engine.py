@@ -57,6 +57,7 @@ from elvin.subscription import index_constraint, index_value, required_names
 from elvin.subscription.analysis import alternative_names
 from elvin.subscription.ast import Node, names_in
 from elvin.subscription.patterns import thread_budget
+from elvin.subscription.unparse import unparse
 
 log = logging.getLogger(__name__)
 
@@ -81,15 +82,16 @@ def _new_budget() -> list:
 class Subscription:
     """One registered subscription (one SubAddRqst)."""
 
-    __slots__ = ("id", "owner", "text", "ast", "accept_insecure", "keys", "owner_keys",
+    __slots__ = ("id", "owner", "ast", "accept_insecure", "keys", "owner_keys",
                  "effective_keys", "prepared", "names", "pred", "plain")
 
     def __init__(self, sub_id: int, owner: Hashable, text: str, ast: Node,
                  accept_insecure: bool, keys: Keys, owner_keys: Keys,
                  names: frozenset[str] | None = None) -> None:
+        # ``text`` is not kept (~90 bytes a subscription): nothing needs the
+        # client's spelling once the tree is checked; ``text`` unparses the tree
         self.id = sub_id
         self.owner = owner
-        self.text = text
         self.ast = ast
         self.accept_insecure = accept_insecure
         self.keys = keys
@@ -103,6 +105,11 @@ class Subscription:
         self.prepared: SubscriptionKeys | None = prepare_subscription(self.effective_keys)
         # "plain": no keys and accepts insecure delivery -> the common fast path
         self.plain = self.prepared is None and self.accept_insecure
+
+    @property
+    def text(self) -> str:
+        """The expression, written out from its tree."""
+        return unparse(self.ast)
 
     def __repr__(self) -> str:
         return f"Subscription({self.id}, {self.text!r})"
@@ -348,7 +355,8 @@ class Engine:
     def modify(self, sub: Subscription, *, text: str | None = None, ast: Node | None = None,
                evaluate: Callable | None = None, accept_insecure: bool | None = None,
                keys: Keys | None = None, placement: Placement | None = None) -> None:
-        """Change a subscription in place (its id is kept); ``placement`` as
+        """Change a subscription in place (its id is kept; ``text`` is not kept,
+        see ``Subscription``); ``placement`` as
         for ``add``. ``sub.ast`` stays the same object unless the tree changed."""
         if placement is not None:
             ast = placement.key.ast
@@ -358,12 +366,9 @@ class Engine:
             self._detach(sub)
             self._remove_refs(sub)
             sub.ast = ast
-            sub.text = text if text is not None else sub.text
             sub.names = names_in(ast) if placement is None else placement.names
             self._attach(sub, evaluate, None, placement)
             self._add_refs(sub)
-        elif text is not None:
-            sub.text = text
         if accept_insecure is not None:
             sub.accept_insecure = accept_insecure
         if keys is not None:
@@ -441,7 +446,7 @@ class Engine:
                     vidx[key] = {bucket: None, pred: None}
                 else:
                     bucket[pred] = None
-            pred.place = ("value", attr, keys)
+            pred.place = ("value", attr, *keys)     # one tuple (most have one key)
             return
         by_attr = self._by_attr
 
@@ -472,7 +477,7 @@ class Engine:
     def _unfile(self, pred: Predicate) -> None:
         place = pred.place
         if place[0] == "value":
-            _, attr, keys = place
+            attr, keys = place[1], place[2:]
             vidx, nidx = self._by_attr[attr]
             for key in keys:
                 bucket = vidx.get(key)

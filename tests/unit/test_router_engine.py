@@ -183,3 +183,22 @@ def test_the_evaluation_budget_holds_only_inside_match():
     assert ids(engine.match_owners({"Message": "a" * 40 + "b"}), "o") == []
     later = compile('regex(Message, "b$")')
     assert later.evaluate({"Message": "a" * 40 + "b"}) is True
+
+
+def test_a_subscription_keeps_its_tree_not_the_clients_text():
+    """The client's spelling of an expression is not kept (it cost ~90
+    bytes per subscription); the text is written out from the tree."""
+    engine = Engine()
+    sub = add(engine, "o", '  Group  =="g1" &&require( Message )  ')
+    assert "  " not in sub.text            # written out, not as the client spaced it
+    assert compile(sub.text).ast == sub.ast
+
+
+def test_a_value_indexed_predicate_is_filed_and_unfiled_by_all_its_keys():
+    engine = Engine()
+    sub = add(engine, "o", 'Group == "a" || Group == "b" || Group == "c"')
+    assert ids(engine.match_owners({"Group": "b"}), "o") == [sub.id]
+    assert engine.index_stats()["value_index"] == 3
+    engine.remove(sub)
+    assert engine.index_stats() == {"predicates": 0, "value_index": 0, "name_index": 0,
+                                    "always": 0}
