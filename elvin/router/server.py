@@ -39,6 +39,7 @@ from elvin.router.engine import Engine
 from elvin.router.fairness import Scheduler
 from elvin.router.options import initial_options
 from elvin.router.quench import QuenchManager
+from elvin.router.reaper import Reaper
 from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
 from elvin.router.session import CLOSING, CONNECTED, Session
@@ -93,6 +94,7 @@ class Router:
         self.loop = asyncio.get_running_loop()
         self.flush_batch = FlushBatch(self.loop)
         self.scheduler = Scheduler(self.loop, self.flush_batch.run)
+        self._reaper = Reaper(self.loop, self._forget)
         self._stopped = asyncio.Event()
         self._stopping = False
         self.stats = Stats()
@@ -197,6 +199,7 @@ class Router:
             session.abort()
         await asyncio.sleep(0)
         await self._close_archive()     # every session is gone: nothing more to route
+        self._reaper.finish()
         self._compilers.close()
         if self._stopped is not None:
             self._stopped.set()
@@ -345,13 +348,18 @@ class Router:
         self.sessions.discard(session)
 
     def release(self, session: Session) -> None:
-        """Forget a session's subscriptions (SubDelNotify to quenchers) and quenches."""
+        """Forget a session's quenches, and its subscriptions (SubDelNotify to
+        quenchers) a few milliseconds per loop turn (``elvin.router.reaper``)."""
+        self.quench.remove_owner(session)
+        subs = self.engine.owned(session)
+        if subs:
+            self._reaper.add(list(subs.values()))
+
+    def _forget(self, sub: Any) -> None:
         quench = self.quench
-        quench.remove_owner(session)
-        for sub in list(self.engine.owned(session).values()):
-            before = quench.view(sub)
-            self.engine.remove(sub)
-            quench.subscription_removed(sub, before)
+        before = quench.view(sub)
+        self.engine.remove(sub)
+        quench.subscription_removed(sub, before)
 
     def owner_sub_keys_changed(self, session: Session, keys: Keys) -> None:
         quench = self.quench

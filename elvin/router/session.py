@@ -367,7 +367,8 @@ class Session:
             self.queue.push(frame(packet), droppable)
 
     def send_bytes(self, data: bytes, droppable: bool = False) -> None:
-        if self.queue is not None:
+        # nothing once released: its subscriptions may wait a turn or two to go
+        if self.queue is not None and not self._released:
             self.queue.push(data, droppable)
 
     def nack(self, xid: int, code: int, message: str, args: tuple = ()) -> None:

@@ -11,7 +11,19 @@ import itertools
 import threading
 
 from elvin.errors import NackCode
-from elvin.protocol import Nack, NotifyDeliver, SubAddRqst, SubModRqst, SubRply, frame
+from elvin.protocol import (
+    DisconnRply,
+    DisconnRqst,
+    Nack,
+    NotifyDeliver,
+    QnchAddRqst,
+    QnchRply,
+    SubAddRqst,
+    SubDelNotify,
+    SubModRqst,
+    SubRply,
+    frame,
+)
 from elvin.router import engine as engine_module
 from elvin.router.options import DEFAULT_RANGES
 from elvin.subscription.ast import Kind, Node
@@ -222,6 +234,42 @@ async def test_a_bystander_is_not_queued_behind_bursts_that_arrive_after_it(rout
         for _ in range(50):
             assert isinstance(await client.next(timeout=30), SubRply)
     for client in (consumer, producer, *bursts):
+        await client.close()
+
+
+async def test_a_closing_client_s_subscriptions_go_without_holding_back_a_bystander(router):
+    """20,000 subscriptions of a client that closes are forgotten a few
+    milliseconds per loop turn: a bystander's notification published just
+    after goes through while they are still being removed. Seen on one
+    connection: the consumer also quenches Group, so it hears each removal
+    (SubDelNotify); published as the other client sends DisconnRqst, the
+    notification reaches it before the last."""
+    count = 20_000
+    big = await RawClient.connected(router.port, {"Subscription.Max-Count": count + 16})
+    big.send_raw(b"".join(frame(SubAddRqst(10 + i, f'Group == "g{i}"'))
+                          for i in range(count)))
+    for _ in range(count):
+        assert isinstance(await big.next(timeout=30), SubRply)
+    consumer = await RawClient.connected(router.port)
+    await consumer.subscribe("require(Bystander)")
+    reply = await consumer.request(QnchAddRqst(consumer.xid(), ("Group",)), timeout=30)
+    assert isinstance(reply, QnchRply)
+    producer = await RawClient.connected(router.port)
+    big.send(DisconnRqst(big.xid()))            # the two packets in one go: the
+    producer.notify({"Bystander": 1})           # router reads them together
+    removed_before = 0
+    while True:
+        packet = await consumer.next(timeout=30)
+        if isinstance(packet, NotifyDeliver):
+            break
+        removed_before += isinstance(packet, SubDelNotify)
+    removed_after = 0
+    while removed_before + removed_after < count:
+        packet = await consumer.next(timeout=30)
+        removed_after += isinstance(packet, SubDelNotify)
+    assert removed_after > 0, (removed_before, removed_after)
+    assert isinstance(await big.next(timeout=30), DisconnRply)
+    for client in (consumer, producer):
         await client.close()
 
 
