@@ -466,6 +466,11 @@ def _index_hint(shape: _Shape, leaves: list[Node]) -> tuple | None:
     if constraint is None:
         return index
     attr, slots = constraint
+    if len(slots) == 1:
+        leaf = leaves[slots[0]]
+        # a string is its own index key (analysis.index_value)
+        key = leaf.value if leaf.kind is Kind.STRING else _literal_key(leaf)
+        return (attr, frozenset((key,))), required
     return (attr, frozenset([_literal_key(leaves[s]) for s in slots])), required
 
 
@@ -620,10 +625,11 @@ class ShapeCompiler:
 
     def _code(self, shape: _Shape, leaves: list[Node]) -> _CodeTemplate | None:
         classes = tuple(_number_class(leaves[i].kind, leaves[i].value)
-                        for i in shape.numeric_slots)
+                        for i in shape.numeric_slots) if shape.numeric_slots else ()
         codes = shape.codes
-        if classes in codes:
-            return codes[classes]
+        code = codes.get(classes, False)
+        if code is not False:
+            return code
         if len(codes) >= MAX_CODES:
             return None
         all_classes = []
