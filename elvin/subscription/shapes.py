@@ -306,7 +306,7 @@ class _Shape:
     checks depend on the constants, and code templates."""
 
     __slots__ = ("template", "build", "slot_tokens", "negated", "simple", "checks", "codes",
-                 "numeric_slots", "names", "index", "slot_kinds")
+                 "numeric_slots", "names", "index", "slot_kinds", "layout")
 
     def __init__(self) -> None:
         self.template: tuple = ()
@@ -322,6 +322,8 @@ class _Shape:
         #: (attribute, literal slots) of the index constraint, or None; and
         #: the required names (both decided by the shape: see _index_slots)
         self.index: tuple[tuple[str, tuple[int, ...]] | None, frozenset[str]] | None = None
+        #: the _Layout of the first text compiled with this shape
+        self.layout: _Layout | None = None
 
 
 def _no_build(starts: list[int], leaves: list[Node]) -> Node:
@@ -536,6 +538,64 @@ def compile_text(text: str) -> Registered:
     return Registered(text, tree, matches, evaluate)
 
 
+# a literal token of each key class, as the tokeniser (``_TOKEN``) takes it: an
+# atomic group, so that a match never splits a token the tokeniser would not
+_NUMBER = r"(?>[0-9][0-9A-Za-z_]*(?:\.(?:[0-9]*[eE][+-][0-9A-Za-z_]*|[0-9A-Za-z_]*))?)"
+_LITERAL_PATTERNS = {
+    _INT32_KEY: r"(?![0-9][0-9A-Za-z_]*\.)" + _NUMBER + r"(?<![lL])",
+    _INT64_KEY: _NUMBER + r"(?<=[lL])",
+    _REAL_KEY: r"(?=[0-9][0-9A-Za-z_]*\.)" + _NUMBER + r"(?<![lL])",
+}
+
+
+class _Layout:
+    """One spelling of a shape: its text with each literal a group, matched
+    as a whole. A text it matches has exactly the tokens of the text that
+    taught it but for the literals' texts (the fixed parts are the same
+    characters, and each literal is one token of the same class), so it
+    needs no tokenising: its token starts are the taught ones shifted by the
+    literals' change in length."""
+
+    __slots__ = ("pattern", "shape", "starts", "literals", "lengths", "after")
+
+    def __init__(self, shape: _Shape, text: str, starts: list[int], texts: list[str],
+                 literals: list[int], key: tuple) -> None:
+        parts = []
+        pos = 0
+        for lit in literals:
+            tok = texts[lit]
+            pattern = _LITERAL_PATTERNS.get(key[lit])
+            if pattern is None:             # a string: in the quotes it was written with
+                q = tok[0]
+                pattern = f"{q}(?:[^{q}\\\\]|\\\\[\\s\\S])*{q}"
+            parts.append(re.escape(text[pos:starts[lit]]))
+            parts.append(f"({pattern})")
+            pos = starts[lit] + len(tok)
+        parts.append(re.escape(text[pos:]))
+        self.pattern = re.compile("".join(parts))
+        self.shape = shape
+        self.starts = starts
+        self.literals = literals
+        self.lengths = [len(texts[lit]) for lit in literals]
+        #: token index -> how many literals come before it
+        self.after = [sum(1 for lit in literals if lit < i) for i in range(len(starts))]
+
+    def place(self, groups: tuple[str, ...]) -> tuple[list[int], dict[int, str]]:
+        """(token starts, literal token index -> text) of a matching text."""
+        shifts = [0]
+        shift = 0
+        for group, length in zip(groups, self.lengths, strict=True):
+            shift += len(group) - length
+            shifts.append(shift)
+        starts = [start + shifts[k] for start, k in zip(self.starts, self.after, strict=True)
+                  ] if any(shifts) else self.starts
+        return starts, dict(zip(self.literals, groups, strict=True))
+
+
+#: spellings tried before tokenising (most recently used first)
+_RECENT_LAYOUTS = 8
+
+
 class ShapeCompiler:
     """``compile(text) -> Registered`` (or ``SubscriptionError``), sharing
     parse templates and code across subscriptions of one shape. Sans-IO, not
@@ -544,6 +604,7 @@ class ShapeCompiler:
     def __init__(self, max_shapes: int = MAX_SHAPES) -> None:
         self.max_shapes = max_shapes
         self._shapes: dict[tuple, _Shape | None] = {}
+        self._recent: list[_Layout] = []
         self.fast = 0        # texts compiled from a known shape (statistics, tests)
         self.slow = 0        # texts compiled the ordinary way
 
@@ -552,6 +613,16 @@ class ShapeCompiler:
 
     def compile(self, text: str) -> Registered:
         if isinstance(text, str) and len(text) <= FAST_PATH_MAX:
+            recent = self._recent
+            for i, layout in enumerate(recent):
+                match = layout.pattern.fullmatch(text)
+                if match is not None:
+                    if i:
+                        recent.insert(0, recent.pop(i))
+                    try:
+                        return self._known(text, layout.shape, *layout.place(match.groups()))
+                    except _Unusual:
+                        return self._slow(text)
             tokens = tokenise(text)
             if tokens is not None and len(tokens[3]) <= MAX_LITERALS:
                 try:
@@ -580,6 +651,19 @@ class ShapeCompiler:
         shapes[key] = shape             # (re)inserted last: least recently used first
         if shape is None:
             raise _Unusual
+        if shape.layout is None:
+            try:
+                shape.layout = _Layout(shape, text, starts, texts, literals, key)
+            except re.error:            # cannot happen; then the shape has no layout
+                pass
+        if shape.layout is not None and shape.layout not in self._recent:
+            self._recent.insert(0, shape.layout)
+            del self._recent[_RECENT_LAYOUTS:]
+        return self._known(text, shape, starts, texts)
+
+    def _known(self, text: str, shape: _Shape, starts: list[int],
+               texts: list[str] | dict[int, str]) -> Registered:
+        """A text of a known shape (``texts``: at least its literal tokens)."""
         leaves = []
         for lit, negated in zip(shape.slot_tokens, shape.negated, strict=True):
             leaf = _literal(texts[lit], starts[lit])

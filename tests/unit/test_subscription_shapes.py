@@ -166,6 +166,31 @@ def test_a_subscriptions_constants_cost_no_closure_cells():
                                                                   "FUNC_WILDCARD"]
 
 
+def test_a_known_spelling_is_matched_without_tokenising_but_not_across_token_classes():
+    """A text spelled as a known one but for its literals skips the
+    tokeniser: the result is still exactly the ordinary one, including for
+    literals of another class (5L, 5.0, 1.5e+3, other quotes)."""
+    compiler = ShapeCompiler()
+    compiler.compile('x == 5 && y == "a" && z > 1.5')
+    notes = [{"x": 5, "y": "a", "z": 2.0}, {"x": 50, "y": "", "z": 1e4}, {"x": 5}]
+    for text in ('x == 6 && y == "b" && z > 2.5', 'x == 5L && y == "a" && z > 1.5',
+                 'x == 5 && y == "a\\"b" && z > 1.5e+3', "x == 5 && y == 'a' && z > 1.5",
+                 'x == 50 && y == "" && z > 15.', 'x == 5.0 && y == "a" && z > 1',
+                 'x == 5x && y == "a" && z > 1.5', 'x == 2147483648 && y == "a" && z > 1.5'):
+        expected = ordinary(text)
+        try:
+            got = compiler.compile(text)
+        except SubscriptionError as exc:
+            assert isinstance(expected, SubscriptionError), text
+            assert (exc.code, exc.position) == (expected.code, expected.position), text
+            continue
+        assert not isinstance(expected, SubscriptionError), text
+        assert positions(got.ast) == positions(parse_tree(text)), text
+        for attrs in notes:
+            assert got.evaluate(attrs) is expected.evaluate(attrs), (text, attrs)
+    assert compiler.fast >= 4
+
+
 def test_a_bad_constant_in_a_known_shape_gets_the_ordinary_error():
     compiler = ShapeCompiler()
     compiler.compile("x == 5 && regex(y, \"a\")")
