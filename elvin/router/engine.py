@@ -101,8 +101,13 @@ class Subscription:
         self._rekey()
 
     def _rekey(self) -> None:
-        self.effective_keys = self.keys | self.owner_keys if self.owner_keys else self.keys
-        self.prepared: SubscriptionKeys | None = prepare_subscription(self.effective_keys)
+        keys, owner_keys = self.keys, self.owner_keys
+        if owner_keys is not EMPTY_KEYS and owner_keys:
+            keys = keys | owner_keys
+        self.effective_keys = keys
+        # (no keys, the usual case, tested by identity first: Keys.__bool__ is Python)
+        self.prepared: SubscriptionKeys | None = (None if keys is EMPTY_KEYS
+                                                  else prepare_subscription(keys))
         # "plain": no keys and accepts insecure delivery -> the common fast path
         self.plain = self.prepared is None and self.accept_insecure
 
@@ -335,7 +340,10 @@ class Engine:
         sub = Subscription(next(self._ids), owner, text, ast, accept_insecure, keys, owner_keys,
                            names)
         self.subs[sub.id] = sub
-        self.by_owner.setdefault(owner, {})[sub.id] = sub
+        owned = self.by_owner.get(owner)
+        if owned is None:
+            owned = self.by_owner[owner] = {}
+        owned[sub.id] = sub
         self._attach(sub, evaluate, index, placement)
         self._add_refs(sub)
         return sub

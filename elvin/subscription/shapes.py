@@ -556,7 +556,7 @@ class _Layout:
     needs no tokenising: its token starts are the taught ones shifted by the
     literals' change in length."""
 
-    __slots__ = ("pattern", "shape", "starts", "literals", "lengths", "after")
+    __slots__ = ("pattern", "shape", "starts", "literals", "lengths", "after", "_placed")
 
     def __init__(self, shape: _Shape, text: str, starts: list[int], texts: list[str],
                  literals: list[int], key: tuple) -> None:
@@ -579,16 +579,20 @@ class _Layout:
         self.lengths = [len(texts[lit]) for lit in literals]
         #: token index -> how many literals come before it
         self.after = [sum(1 for lit in literals if lit < i) for i in range(len(starts))]
+        #: literal lengths -> token starts (a few sets of lengths recur)
+        self._placed: dict[tuple[int, ...], list[int]] = {tuple(self.lengths): starts}
 
     def place(self, groups: tuple[str, ...]) -> tuple[list[int], dict[int, str]]:
         """(token starts, literal token index -> text) of a matching text."""
-        shifts = [0]
-        shift = 0
-        for group, length in zip(groups, self.lengths, strict=True):
-            shift += len(group) - length
-            shifts.append(shift)
-        starts = [start + shifts[k] for start, k in zip(self.starts, self.after, strict=True)
-                  ] if any(shifts) else self.starts
+        lengths = tuple(map(len, groups))
+        starts = self._placed.get(lengths)
+        if starts is None:
+            shifts = [0]
+            for length, taught in zip(lengths, self.lengths, strict=True):
+                shifts.append(shifts[-1] + length - taught)
+            starts = [start + shifts[k] for start, k in zip(self.starts, self.after, strict=True)]
+            if len(self._placed) < _SHARED:
+                self._placed[lengths] = starts
         return starts, dict(zip(self.literals, groups, strict=True))
 
 
