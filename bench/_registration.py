@@ -69,8 +69,8 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
-def start_router(port: int) -> object:
-    proc = start_elvind("--listen", f"elvin://127.0.0.1:{port}")
+def start_router(port: int, *extra: str) -> object:
+    proc = start_elvind("--listen", f"elvin://127.0.0.1:{port}", *extra)
     wait_listening(proc, port, time.monotonic() + 20)
     return proc
 

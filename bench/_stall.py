@@ -15,6 +15,11 @@ the scenario achieved.
   limit on the notifications a second client publishes (200 of them,
   pipelined): the per-notification evaluation budget must keep each such
   notification from costing 500 x the per-match limit.
+* ``fed-huge``: a federated peer (a raw link) sends a FedSubReplace whose
+  pull filter is one huge term (an AND holding an OR of 20,000 equality
+  tests, ~1 MiB encoded), three times with different constants.
+* ``fed-many``: a federated peer sends pull filters of 20,000 terms (the
+  most a router compiles) of ~30 characters each, three times.
 """
 
 from __future__ import annotations
@@ -22,12 +27,18 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import sys
 import time
+from pathlib import Path
 
 from _common import free_port, open_peer, stop_processes
 from _registration import Bystander, connect_counter, register, request_block, start_router
 
 from elvin.protocol import NotifyEmit, SubAddRqst, frame
+from elvin.subscription import parse
+
+#: the federation listener of the router the ``fed-`` scenarios start
+_FED_PORT = 0
 
 #: what the client asks for; the router grants its maximum (options.py)
 ASK_MAX_LENGTH = 1 << 20
@@ -118,16 +129,60 @@ async def _scenario_slow_regex(port: int) -> str:
             f"{elapsed / notes * 1e3:.1f} ms each")
 
 
+async def _replace_pulls(filters: list) -> str:
+    """Link to the router as a raw peer and have it take each pull filter in
+    turn (FedSubReplace, then wait for its Ack or Nack)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from integration.federation_util import RawFederator  # type: ignore[import-not-found]
+
+    from elvin.federation.packets import Ack, FedSubReplace
+    from elvin.protocol import Nack
+
+    peer = await RawFederator.linked(f"ewaf://127.0.0.1:{_FED_PORT}", "bench-peer")
+    answers = []
+    start = time.perf_counter()
+    for xid, pull in enumerate(filters, 100):
+        peer.send(FedSubReplace(xid, pull))
+        while True:
+            answer = await peer.next(300)
+            if isinstance(answer, (Ack, Nack)) and answer.xid == xid:
+                answers.append(type(answer).__name__)
+                break
+    elapsed = time.perf_counter() - start
+    await peer.close()
+    return f"{len(filters)} pull filters answered in {elapsed:.2f} s ({', '.join(answers)})"
+
+
+async def _scenario_fed_huge(port: int) -> str:
+    filters = [parse(f"Kind == {i} && (" + " || ".join(
+        f'Group == "huge{i}-{n:05d}"' for n in range(20_000)) + ")") for i in range(3)]
+    return "one huge term: " + await _replace_pulls(filters)
+
+
+async def _scenario_fed_many(port: int) -> str:
+    filters = [parse(" || ".join(f'Group == "m{i}-{n:05d}" && Kind > {n}'
+                                 for n in range(20_000)))
+               for i in range(3)]
+    return "20,000 terms each: " + await _replace_pulls(filters)
+
+
 SCENARIOS = {"largest": _scenario_largest, "spread": _scenario_spread, "burst": _scenario_burst,
-             "slow-regex": _scenario_slow_regex}
+             "slow-regex": _scenario_slow_regex, "fed-huge": _scenario_fed_huge,
+             "fed-many": _scenario_fed_many}
 
 
 def run_stall(names: list[str]) -> None:
     print(f"== no client stalls the others (a bystander's publish -> deliver round trip); "
           f"load {os.getloadavg()[0]:.2f}")
+    global _FED_PORT
     for name in names:
         port = free_port()
-        proc = start_router(port)
+        if name.startswith("fed-"):
+            _FED_PORT = free_port()
+            proc = start_router(port, "--federation-listen", f"ewaf://127.0.0.1:{_FED_PORT}",
+                                "--federation-domain", "bench", "--federation-accept-any")
+        else:
+            proc = start_router(port)
         try:
             with Bystander(port) as bystander:
                 what = asyncio.run(SCENARIOS[name](port))

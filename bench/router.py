@@ -3,7 +3,7 @@
 Run: .venv/bin/python bench/router.py [--quick] [--only delivery|matching|registration]
      .venv/bin/python bench/router.py --only registration [--subs N] [--workload mix]
      .venv/bin/python bench/router.py --reconnect [--clients 1000] [--per-client 100]
-     .venv/bin/python bench/router.py --stall [largest spread burst slow-regex]
+     .venv/bin/python bench/router.py --stall [largest spread burst slow-regex fed-huge fed-many]
 
 1. Delivery: ``elvind`` runs in its own process (so it has a core of its
    own); one producer and one consumer (asyncio protocols on uvloop, in this
@@ -37,7 +37,7 @@ Run: .venv/bin/python bench/router.py [--quick] [--only delivery|matching|regist
 4. ``--reconnect``: 1,000 clients x 100 subscriptions re-subscribe at once after
    a router restart: time until all are acknowledged, the bystander's worst
    round trip.
-5. ``--stall [largest spread burst slow-regex]`` (``bench/_stall.py``): the bystander's
+5. ``--stall [largest spread burst slow-regex fed-huge fed-many]`` (``bench/_stall.py``): the bystander's
    worst round trip while one client sends the largest expressions the router
    accepts, 10,000 SubAddRqst in one write, or notifications that 500
    slow-regex subscriptions must be evaluated against.
