@@ -13,14 +13,17 @@ came from links), and federation decides which links get it.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from elvin.keys import Keys
 from elvin.protocol.limits import Limits
 
 __all__ = ["FederationHost", "SubscriptionListener"]
+
+T = TypeVar("T")
 
 #: Called with a subscription's predicate (an AST node: hashable, equal for
 #: equal predicates) and True when a subscriber adds it, False when the last
@@ -55,6 +58,14 @@ class FederationHost(Protocol):
 
     def unwatch_subscriptions(self, listener: SubscriptionListener) -> None:
         """Stop calling ``listener`` (nothing if it is no longer the one watching)."""
+        ...
+
+    def compile_off_loop(self, size: int, job: Callable[[], T]) -> asyncio.Future[T]:
+        """Run ``job`` (compiling a peer's pull filter of ``size`` bytes:
+        thread-safe, touching nothing of the router's) on the worker that
+        compiles long subscription expressions, so that it never holds the
+        loop the router's clients share; the future gives its result or
+        raises what it raised."""
         ...
 
     def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import itertools
 import logging
 import socket
@@ -49,10 +50,11 @@ from elvin.federation.packets import (
     decode_fed_notify,
     frame_fed_packet,
 )
-from elvin.federation.pullfilter import PullMatcher, compile_term
+from elvin.federation.pullfilter import PullMatcher, build_pull_matcher
 from elvin.federation.subast import PullFilter, encode_subast
 from elvin.protocol import ConfConn, Disconn, DisconnReason, DropWarn, Nack, TestConn
 from elvin.protocol.framing import FrameDecoder
+from elvin.protocol.limits import Limits
 
 if TYPE_CHECKING:
     from elvin.federation.service import FederationService
@@ -68,6 +70,23 @@ NACK_INVALID_DOMAIN = 2500
 
 AWAIT_RQST, AWAIT_RPLY, LINKED, CLOSED = "await-rqst", "await-rply", "linked", "closed"
 _MAX_WRITE_BUFFER = 8 * 1024 * 1024   # FedNotify beyond this backlog are dropped
+#: a FedSubReplace body longer than this is decoded and compiled on the
+#: router's compile worker (FederationHost.compile_off_loop); a shorter one
+#: (~10 terms) costs the loop at most a few milliseconds
+OFF_LOOP_BYTES = 1024
+_FED_SUB_REPLACE = FedSubReplace.ID.to_bytes(4, "big")
+
+
+def _decode_and_build(body: bytes, limits: Limits, max_terms: int,
+                      ) -> tuple[FedSubReplace, PullMatcher | Exception]:
+    """The compile worker's job for a large FedSubReplace: the packet, and
+    its matcher or what building it raised. ``ProtocolError`` if the packet
+    is malformed."""
+    packet, _ = decode_fed_notify(body, limits)
+    try:
+        return packet, build_pull_matcher(packet.pull_filter, max_terms)  # type: ignore[attr-defined]
+    except Exception as exc:
+        return packet, exc  # type: ignore[return-value]
 
 
 @dataclass
@@ -105,7 +124,9 @@ class Link(asyncio.Protocol):
         self.remote_pull: PullFilter = False          # the peer's last pull filter
         self.remote_match: Any = False                # PullMatcher, or True / False
         self.remote_matcher = PullMatcher()
-        self._replaces: collections.deque[FedSubReplace] = collections.deque()
+        #: packets that arrived while a FedSubReplace compiles off the loop:
+        #: acted on, in order, once it is applied (reading pauses meanwhile)
+        self._held: collections.deque[bytes] = collections.deque()
         self._replace_task: asyncio.Task | None = None
         self.sent_pull: bytes | None = None           # encoding of the last one we sent
         self.acked_pull = False
@@ -166,16 +187,35 @@ class Link(asyncio.Protocol):
         except ProtocolError as exc:
             # the bodies that arrived whole before the bad header are good
             # packets of this peer's: act on them before closing the link
-            for body in exc.frames:
-                if self.state == CLOSED:
-                    break
-                self._body(body)
-            self.violation(f"bad frame: {exc}")
+            self._bodies(exc.frames)
+            if self.state != CLOSED:
+                self.violation(f"bad frame: {exc}")
             return
+        self._bodies(bodies)
+
+    def _bodies(self, bodies: list[bytes]) -> None:
         for body in bodies:
             if self.state == CLOSED:
                 return
-            self._body(body)
+            if self._replace_task is not None:
+                self._hold(body)
+            else:
+                self._body(body)
+
+    def _hold(self, body: bytes) -> None:
+        """Keep ``body`` until the FedSubReplace compiling off the loop is
+        applied, so that the link's packets take effect in the order sent."""
+        if not self._held and self.transport is not None:
+            self.transport.pause_reading()
+        self._held.append(body)
+
+    def _release_held(self) -> None:
+        held = self._held
+        while held and self._replace_task is None and self.state != CLOSED:
+            self._body(held.popleft())
+        if not held and self._replace_task is None and self.transport is not None \
+                and not self.transport.is_closing():
+            self.transport.resume_reading()
 
     # -- sending ---------------------------------------------------------------------
     def _send(self, packet: object) -> None:
@@ -295,6 +335,7 @@ class Link(asyncio.Protocol):
                 handle.cancel()
         self._timer = self._keepalive = self._request_timer = None
         self._requests.clear()
+        self._held.clear()
         if self._replace_task is not None:
             self._replace_task.cancel()
             self._replace_task = None
@@ -331,16 +372,14 @@ class Link(asyncio.Protocol):
 
     # -- receiving ---------------------------------------------------------------------
     def _body(self, body: bytes) -> None:
+        if len(body) > OFF_LOOP_BYTES and body[:4] == _FED_SUB_REPLACE and \
+                self.state == LINKED:
+            self._sub_replace_off_loop(body)
+            return
         try:
             packet, attrs_end = decode_fed_notify(body, self.service.limits)
         except ProtocolError as exc:
-            pid, xid = exc.packet_id, exc.xid
-            if pid == FedSubReplace.ID and xid and self.state == LINKED:
-                log.warning("federation peer %r sent a bad pull filter: %s",
-                            self.remote_domain, exc)
-                self._send(Nack(xid, int(NackCode.PROT_ERROR), f"bad SubAST: {exc}"[:200]))
-                return
-            self.violation(f"malformed packet: {exc}")
+            self._malformed(exc)
             return
         if self.state == AWAIT_RQST:
             if isinstance(packet, FedConnRqst):
@@ -364,6 +403,16 @@ class Link(asyncio.Protocol):
                 self._fed_notify(packet, body[4:attrs_end])  # type: ignore[arg-type]
             else:
                 self._linked_packet(packet)
+
+    def _malformed(self, exc: ProtocolError) -> None:
+        """A bad FedSubReplace is Nacked; any other bad packet ends the link."""
+        pid, xid = exc.packet_id, exc.xid
+        if pid == FedSubReplace.ID and xid and self.state == LINKED:
+            log.warning("federation peer %r sent a bad pull filter: %s",
+                        self.remote_domain, exc)
+            self._send(Nack(xid, int(NackCode.PROT_ERROR), f"bad SubAST: {exc}"[:200]))
+            return
+        self.violation(f"malformed packet: {exc}")
 
     def _fed_conn_rqst(self, p: FedConnRqst) -> None:
         service = self.service
@@ -441,57 +490,60 @@ class Link(asyncio.Protocol):
             self.violation(f"unexpected {type(packet).__name__} on a federation link")
 
     def _fed_sub_replace(self, p: FedSubReplace) -> None:
-        """Small changes apply at once; a filter with many new terms is
-        compiled by a task that yields to the event loop between batches
-        (clients keep being served), then applied and acknowledged. Requests
-        are applied in order either way."""
-        self.stats.sub_replace_received += 1
-        self.service.stats.sub_replace_received += 1
-        max_terms = self.service.config.max_disjuncts * 2
-        if self._replace_task is None and not self._replaces and \
-                len(self.remote_matcher.missing(p.pull_filter, max_terms)) <= 64:
-            self._apply_sub_replace(p)
-            return
-        self._replaces.append(p)
-        if self._replace_task is None:
-            self._replace_task = asyncio.get_running_loop().create_task(
-                self._sub_replace_worker())
-
-    async def _sub_replace_worker(self) -> None:
-        max_terms = self.service.config.max_disjuncts * 2
-        try:
-            while self._replaces and self.state == LINKED:
-                p = self._replaces.popleft()
-                for i, term in enumerate(self.remote_matcher.missing(p.pull_filter,
-                                                                     max_terms)):
-                    try:
-                        compile_term(term)       # cached: update() finds it compiled
-                    except Exception:
-                        break                    # update() reports it
-                    if i % 32 == 31:
-                        await asyncio.sleep(0)
-                        if self.state != LINKED:
-                            return
-                self._apply_sub_replace(p)
-        finally:
-            self._replace_task = None
-
-    def _apply_sub_replace(self, p: FedSubReplace) -> None:
+        """A small pull filter (``OFF_LOOP_BYTES``) is applied at once: it
+        costs the loop a few milliseconds at most."""
         matcher = self.remote_matcher
         try:
             matcher.update(p.pull_filter, self.service.config.max_disjuncts * 2)
-        except SubscriptionError as exc:
-            log.warning("federation peer %r sent a pull filter we cannot use: %s",
-                        self.remote_domain, exc)
-            self._send(Nack(p.xid, int(exc.nack_code), str(exc)[:200]))
+        except Exception as exc:
+            self._answer_sub_replace(p, exc)
+        else:
+            self._answer_sub_replace(p, matcher)
+
+    def _sub_replace_off_loop(self, body: bytes) -> None:
+        """A larger FedSubReplace (one huge term, or many: decoding 2 MiB
+        takes ~0.4 s, compiling it seconds) is decoded and compiled into a
+        new matcher on the router's compile worker, never on the loop, then
+        swapped in and answered. The link's later packets wait for it
+        (``_hold``), so that requests and notifications take effect in the
+        order the peer sent them."""
+        job = functools.partial(_decode_and_build, body, self.service.limits,
+                                self.service.config.max_disjuncts * 2)
+        built = self.service.host.compile_off_loop(len(body), job)
+        self._replace_task = asyncio.get_running_loop().create_task(self._replaced(built))
+
+    async def _replaced(self, built: asyncio.Future) -> None:
+        try:
+            p, outcome = await built
+        except ProtocolError as exc:
+            self._replace_task = None
+            if self.state == LINKED:
+                self._malformed(exc)
+                self._release_held()
             return
-        except Exception as exc:   # never let a peer's tree hurt the router
+        self._replace_task = None
+        if self.state == LINKED:
+            self._answer_sub_replace(p, outcome)
+            self._release_held()
+
+    def _answer_sub_replace(self, p: FedSubReplace, outcome: PullMatcher | Exception) -> None:
+        """Ack and use the matcher ``outcome``, or Nack the exception that
+        building it raised (the old filter stays)."""
+        self.stats.sub_replace_received += 1
+        self.service.stats.sub_replace_received += 1
+        if isinstance(outcome, SubscriptionError):
+            log.warning("federation peer %r sent a pull filter we cannot use: %s",
+                        self.remote_domain, outcome)
+            self._send(Nack(p.xid, int(outcome.nack_code), str(outcome)[:200]))
+            return
+        if isinstance(outcome, Exception):   # never let a peer's tree hurt the router
             log.warning("federation peer %r sent an unusable pull filter: %s",
-                        self.remote_domain, exc)
+                        self.remote_domain, outcome)
             self._send(Nack(p.xid, int(NackCode.PARSE_ERROR), "unusable pull filter"))
             return
+        self.remote_matcher = outcome
         self.remote_pull = p.pull_filter
-        self.remote_match = matcher if matcher.constant is None else matcher.constant
+        self.remote_match = outcome if outcome.constant is None else outcome.constant
         self._send(Ack(p.xid))
         self.service.remote_pull_changed(self)
 

@@ -30,7 +30,8 @@ from elvin.federation.subast import PullFilter, encode_subast
 from elvin.subscription import compile as compile_subscription
 from elvin.subscription.ast import Kind, Node
 
-__all__ = ["PullMatcher", "compile_pull_filter", "compile_term", "compute_pull_filter"]
+__all__ = ["PullMatcher", "build_pull_matcher", "compile_pull_filter", "compile_term",
+           "compute_pull_filter"]
 
 
 def _or_terms(node: Node) -> tuple[Node, ...]:
@@ -160,6 +161,16 @@ class PullMatcher:
 
     def __len__(self) -> int:
         return len(self.subs)
+
+
+def build_pull_matcher(pull: PullFilter, max_terms: int = 20000) -> PullMatcher:
+    """A new ``PullMatcher`` for ``pull``, built where it is called: the
+    compile worker's job for a large FedSubReplace (a matcher no one else
+    sees yet is safe to build on another thread; the link swaps it in on the
+    loop). Raises what ``update`` raises."""
+    matcher = PullMatcher()
+    matcher.update(pull, max_terms)
+    return matcher
 
 
 def compile_pull_filter(pull: PullFilter) -> Callable[[Mapping], bool] | bool:

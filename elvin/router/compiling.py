@@ -20,12 +20,18 @@ compiles, and why ``Subscription.Max-Length``'s maximum stays at 256 KiB
 (enough for an OR of a few thousand groups): its cost falls on the clients
 that ask for it, and on the loop only as the GIL it shares with one busy
 thread (see ``compiler._COMPILE_PIECE`` and elvind's switch interval).
+
+The federation service sends its peers' large pull filters the same way
+(``run``, through ``FederationHost.compile_off_loop``): a peer's filter is
+as much a subscription as a client's expression, and waits in the same lanes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from collections.abc import Callable
+from typing import Any
 
 from elvin.router.engine import place
 from elvin.subscription.shapes import Registered, compile_text
@@ -52,12 +58,17 @@ class CompileWorkers:
         self._lanes: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
 
     def submit(self, loop: asyncio.AbstractEventLoop, text: str) -> asyncio.Future:
-        lane = "long" if len(text) > LONG_EXPRESSION else "short"
+        return self.run(loop, len(text), compile_and_place, text)
+
+    def run(self, loop: asyncio.AbstractEventLoop, size: int, job: Callable[..., Any],
+            *args: Any) -> asyncio.Future:
+        """``job(*args)`` in the lane for an expression of ``size`` characters."""
+        lane = "long" if size > LONG_EXPRESSION else "short"
         pool = self._lanes.get(lane)
         if pool is None:
             pool = self._lanes[lane] = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix=f"elvind-compile-{lane}")
-        return loop.run_in_executor(pool, compile_and_place, text)
+        return loop.run_in_executor(pool, job, *args)
 
     def close(self) -> None:
         """Drop what is queued; a compile under way finishes on its own."""

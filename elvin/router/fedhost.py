@@ -8,8 +8,9 @@ federation following them.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from elvin.federation.host import SubscriptionListener
@@ -51,6 +52,9 @@ class RouterFederationHost:
         engine = self._router.engine
         if engine.pred_listener == listener:
             engine.pred_listener = None
+
+    def compile_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future:
+        return self._router.run_off_loop(size, job)
 
     def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                 keys: Keys, routing: tuple[str, ...]) -> None:

@@ -23,7 +23,7 @@ import os
 import socket
 import time
 import weakref
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from elvin.errors import RouterStartError
@@ -334,6 +334,11 @@ class Router:
         """Compile a long expression on a worker thread (``elvin.router.compiling``);
         the future gives a ``Registered`` or raises ``SubscriptionError``."""
         return self._compilers.submit(self.loop, text)  # type: ignore[arg-type]
+
+    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future:
+        """``job()`` on the compile worker for an expression of ``size``
+        characters (a federated peer's pull filter: ``FederationHost``)."""
+        return self._compilers.run(self.loop, size, job)  # type: ignore[arg-type]
 
     # -- sessions ------------------------------------------------------------------------
     def session_opened(self, session: Session) -> None:
