@@ -5,11 +5,13 @@ Where the desktop runs the freedesktop notification service
 dunst, ...), the message goes there; else, where there is a system tray,
 as a tray balloon; else nowhere (the window's list still shows it).
 
-QtDBus finds the service, but PySide6 cannot give an argument the D-Bus
-type ``uint32`` that ``Notify`` requires (a Python int always goes as
-``int32``, and the service refuses the call), so the call itself is made by
+Both the question "is the service there?" and the call itself go through
 GLib's ``gdbus`` tool, which every GLib-based desktop has, with explicitly
-typed arguments, in the background. If it is missing or the call fails, the
+typed arguments: PySide6 cannot give an argument the D-Bus type ``uint32``
+that ``Notify`` requires (a Python int always goes as ``int32``, and the
+service refuses the call), and QtDBus in this process (its own thread
+beside the router connection's) now and then crashed the process in a
+later ``processEvents`` once the bus went away. If it is missing or the call fails, the
 tray balloon is used instead. A sound is optional: the service is asked for the
 ``message-new-instant`` sound theme event, and without the service the
 display's bell rings.
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 import logging
 import shutil
+import subprocess
+import weakref
 from collections.abc import Iterable
 
 from elvin_apps.biff.roster import Member
@@ -65,7 +69,7 @@ class CoffeeNotifier(QObject):
         self.sound = sound
         self.bus_address = bus_address     # None: the session bus
         self._gdbus = shutil.which("gdbus")
-        self._service = self._gdbus is not None and _service_present(bus_address)
+        self._service = self._gdbus is not None and _service_present(self._gdbus, bus_address)
         self._calls: set[QProcess] = set()
         self.shown = 0
 
@@ -120,15 +124,22 @@ class CoffeeNotifier(QObject):
                      gvariant_string(title), gvariant_string(body), "@as []", "@a{sv} " + hints, f"int32 {EXPIRE_MS}"]
         process = QProcess(self)
         self._calls.add(process)
+        # The handlers hold the notifier weakly: the process's connections
+        # would otherwise keep it alive, and when the process's deleteLater
+        # freed them, the notifier (its parent) would be deleted from inside
+        # the process's own destructor, deleting the process twice (a crash
+        # in the next processEvents once nothing else held the notifier).
+        notifier = weakref.ref(self)
 
         def finished(code: int, _status: object) -> None:
-            if process not in self._calls:
-                return           # a crash reports twice (error and finished)
-            self._calls.discard(process)
+            me = notifier()
+            if me is None or process not in me._calls:
+                return           # gone, or a crash reporting twice (error and finished)
+            me._calls.discard(process)
             if code != 0:
                 error = bytes(process.readAllStandardError()).decode(errors="replace").strip()
                 log.info("desktop notification failed (%s): using the tray", error)
-                self._fallback(title, body)
+                me._fallback(title, body)
             process.deleteLater()
 
         process.finished.connect(finished)
@@ -143,20 +154,19 @@ class CoffeeNotifier(QObject):
             process.waitForFinished(msecs)
 
 
-def _service_present(address: str | None) -> bool:
-    """Whether the notification service runs on the bus (QtDBus asks the
-    bus; no QtDBus or no bus: False)."""
+def _service_present(gdbus: str, address: str | None) -> bool:
+    """Whether the notification service owns its name on the bus (asked of
+    the bus with ``gdbus``; no bus, no answer within 2 s: False)."""
+    bus = ["--address", address] if address else ["--session"]
     try:
-        from PySide6.QtDBus import QDBusConnection
-    except ImportError:          # a PySide6 without QtDBus
+        answer = subprocess.run(
+            [gdbus, "call", *bus, "--dest", "org.freedesktop.DBus",
+             "--object-path", "/org/freedesktop/DBus",
+             "--method", "org.freedesktop.DBus.NameHasOwner", SERVICE],
+            capture_output=True, text=True, timeout=2.0)
+    except (OSError, subprocess.SubprocessError):
         return False
-    if address:
-        connection = QDBusConnection.connectToBus(address, f"biff-notify-{address}")
-    else:
-        connection = QDBusConnection.sessionBus()
-    if not connection.isConnected():
-        return False
-    return bool(connection.interface().isServiceRegistered(SERVICE).value())
+    return answer.returncode == 0 and answer.stdout.strip() == "(true,)"
 
 
 def gvariant_string(text: str) -> str:

@@ -4,9 +4,10 @@
 * ``qt_loop``        a qasync event loop on the Qt event loop, as the apps run
                      (``elvin.qt.run_app``); closed after the test.
 * ``main_thread_gc`` cyclic garbage collected on the main thread only, as the
-                     apps do (``qtcompat.MainThreadGC``). Not autouse: a test
-                     module that builds Qt objects next to a router thread opts
-                     in with ``pytestmark = pytest.mark.usefixtures("main_thread_gc")``.
+                     apps do (``elvin.qt.maingc.MainThreadGC``). Autouse: every
+                     Qt test may run beside a router's or a resolver's thread,
+                     where a collection would delete Qt objects on the wrong
+                     thread.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import gc
 import pytest
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def main_thread_gc():
     """A Qt object collected in the router's or a resolver's thread would
     leave a dangling timer behind: collect before and after the test, never

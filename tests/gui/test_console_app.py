@@ -47,7 +47,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 # cycles are collected on the main thread only, as run_app does (tests/gui/conftest.py)
-pytestmark = pytest.mark.usefixtures("main_thread_gc")
 
 
 @pytest.fixture

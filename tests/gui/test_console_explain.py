@@ -4,13 +4,10 @@ clause marked. A real router; real widgets."""
 
 from __future__ import annotations
 
-import pytest
 from elvin_apps.console.explainview import FAILS_ROLE
 
 import elvin.client
 from tests.gui.test_console_app import Console, basic, rows, run, subscribe
-
-pytestmark = pytest.mark.usefixtures("main_thread_gc")
 
 
 def test_explain_marks_the_failing_clause(qt_loop, qtbot, router):

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import math
 
-import pytest
 from elvin_apps.console.chart import segments
 from elvin_apps.console.workspace import dumps, loads
 
 import elvin.client
 from tests.gui.test_console_app import Console, basic, rows, run, subscribe
-
-pytestmark = pytest.mark.usefixtures("main_thread_gc")
 
 TRAFFIC = [{"Symbol": "ACME", "Price": 10.0, "Exchange": "ASX"},
            {"Symbol": "BETA", "Price": 50.0, "Exchange": "NYSE"},

@@ -5,7 +5,6 @@ while ticking; "Add attribute" starts typing a name with no error shown."""
 
 from __future__ import annotations
 
-import pytest
 from elvin_apps.console.workspace import ConsumerSpec, ProducerSpec, dumps, loads
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QApplication
@@ -13,8 +12,6 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication
 import elvin.client
 from tests.gui.test_console_app import Console, basic, rows, run, subscribe
 from tests.waiting import until
-
-pytestmark = pytest.mark.usefixtures("main_thread_gc")
 
 
 def test_window_works_at_1024_with_the_sidebar_folded(qt_loop, qtbot, router):

@@ -35,7 +35,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # cycles are collected on the main thread only, as the app does (tests/gui/conftest.py);
 # router and qt_loop are shared fixtures too (tests/conftest.py, tests/gui/conftest.py)
-pytestmark = pytest.mark.usefixtures("main_thread_gc")
 
 
 class Apps:

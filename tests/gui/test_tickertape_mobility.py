@@ -20,7 +20,6 @@ from elvin.qt import ConnectionManager
 from tests.waiting import until
 
 # Qt objects are collected on the main thread only (tests/gui/conftest.py)
-pytestmark = pytest.mark.usefixtures("main_thread_gc")
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import asyncio
 import socket
 import stat
 
-import pytest
 from elvin_apps.tickertape.config import Config
 from elvin_apps.tickertape.controller import TickerController, subscription_keys
 from elvin_apps.tickertape.groups import Group
@@ -18,8 +17,6 @@ from elvin_apps.tickertape.window import TickerWindow
 
 import elvin.client
 from elvin.qt import ConnectionManager
-
-pytestmark = pytest.mark.usefixtures("main_thread_gc")
 
 GROUPS = [Group("Chat"), Group("ops", key="s3cret")]
 
