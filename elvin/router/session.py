@@ -89,6 +89,7 @@ from elvin.protocol import (
     frame,
 )
 from elvin.protocol.limits import FIELD_OPTIONS
+from elvin.protocol.xdr import decode_sub_add_rqst
 from elvin.router.fairness import BUDGET, QUANTUM
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
@@ -287,17 +288,21 @@ class Session:
     # -- dispatch ----------------------------------------------------------------------
     def _packet(self, body: bytes) -> None:
         try:
-            if self.state is CONNECTED and body[:4] == _NOTIFY_EMIT:
-                self._notify_emit(body)
-                return
-            try:
-                packet = decode_packet(body, self.limits)
-            except LimitError as exc:
-                self._limit_error(exc, body)
-                return
-            except ProtocolError as exc:
-                self._violation(f"malformed packet: {exc}")
-                return
+            packet = None
+            if self.state is CONNECTED:
+                if body[:4] == _NOTIFY_EMIT:
+                    self._notify_emit(body)
+                    return
+                packet = decode_sub_add_rqst(body, self.limits)   # a registration burst's
+            if packet is None:
+                try:
+                    packet = decode_packet(body, self.limits)
+                except LimitError as exc:
+                    self._limit_error(exc, body)
+                    return
+                except ProtocolError as exc:
+                    self._violation(f"malformed packet: {exc}")
+                    return
             handler = _HANDLERS.get(type(packet))
             if handler is None:
                 self._violation(f"{type(packet).__name__} may not be sent by a client")
