@@ -101,6 +101,7 @@ __all__ = [
     "decode_attributes",
     "decode_notify_deliver",
     "decode_packet",
+    "decode_sub_add_rqst",
     "encode_ast",
     "encode_attributes",
     "encode_packet",
@@ -490,6 +491,57 @@ _new_object = object.__new__
 _set_attributes = pk.NotifyDeliver.attributes.__set__        # type: ignore[attr-defined]
 _set_secure = pk.NotifyDeliver.secure_matches.__set__        # type: ignore[attr-defined]
 _set_insecure = pk.NotifyDeliver.insecure_matches.__set__    # type: ignore[attr-defined]
+
+
+_SUB_ADD_PID = _p_i32(int(pk.PacketId.SUB_ADD_RQST))
+_S_XID_LENGTH = struct.Struct(">II")
+#: the usual tail of a SubAddRqst, its accept_insecure word and no keys
+_NO_KEYS_TAILS = {_p_ii(0, 0): False, _p_ii(1, 0): True}
+
+
+def decode_sub_add_rqst(data: bytes, limits: Limits = DEFAULT_LIMITS) -> pk.SubAddRqst | None:
+    """The fast path of ``decode_packet`` for the request a router receives
+    in bursts (a client registering its subscriptions): a SubAddRqst body
+    (``pkt_id`` first) without keys, read straight from the bytes (the
+    generic decoder's calls per field cost a registration about 1 us).
+
+    Returns ``None`` whenever the body is not a plainly valid SubAddRqst
+    without keys (another packet type, keys, any error): the caller then
+    decodes it with ``decode_packet``, which gives the same packet or the
+    exact error. The checks are those of ``read_string`` and ``read_bool``;
+    ``SubAddRqst`` has no limit of its own but the packet length."""
+    if (type(data) is not bytes
+            or len(data) > limits.max_packet_length
+            or not data.startswith(_SUB_ADD_PID)):
+        return None
+    end = len(data)
+    try:
+        xid, n = _S_XID_LENGTH.unpack_from(data, 4)
+        e = 12 + n
+        if e + (-n & 3) + 8 != end:
+            return None
+        accept = _NO_KEYS_TAILS.get(data[end - 8:])
+        if accept is None:
+            return None
+        text = data[12:e].decode("utf-8")
+    except Exception:      # noqa: BLE001 - the general decoder reports it exactly
+        return None
+    if "\0" in text:
+        return None
+    # as decode_notify_deliver: the slots' own descriptors, not the frozen
+    # dataclass's __init__ (half the time)
+    packet = _new_object(pk.SubAddRqst)
+    _set_xid(packet, xid)
+    _set_expression(packet, text)
+    _set_accept(packet, accept)
+    _set_keys(packet, EMPTY_KEYS)
+    return packet
+
+
+_set_xid = pk.SubAddRqst.xid.__set__                         # type: ignore[attr-defined]
+_set_expression = pk.SubAddRqst.expression.__set__           # type: ignore[attr-defined]
+_set_accept = pk.SubAddRqst.accept_insecure.__set__          # type: ignore[attr-defined]
+_set_keys = pk.SubAddRqst.keys.__set__                       # type: ignore[attr-defined]
 
 
 def decode_ast(data: bytes | bytearray | memoryview, offset: int = 0,

@@ -18,6 +18,9 @@ long-lived (subscriptions, their trees and code, sessions), so elvind:
   ``gc.freeze()``\\ s what survived. Frozen objects are never examined again,
   so each such pass costs only what arrived since the previous one (a few
   milliseconds), however big the heap;
+* after a generation-0 pass that found no garbage (the heap grows by live
+  objects: a registration burst), it freezes at once, so that each new
+  subscription's objects are examined once, not three times;
 * since a frozen object that later dies *in a reference cycle* (a closed
   session, a subscription compiled with its own code) is not reclaimed until
   it is unfrozen, it thaws everything and runs one full collection once the
@@ -66,6 +69,7 @@ class GcPolicy:
         self.thaws = 0              # full collections after a thaw
         self.longest = 0.0          # seconds of the longest managed collection
         self._young = 0
+        self._frozen_young = 0      # young passes followed by a freeze since a generation-1 count
         self._scheduled = False
         self._thresholds = gc.get_threshold()
         self._thaw_churn = 0
@@ -96,9 +100,26 @@ class GcPolicy:
         gc.unfreeze()
 
     def _on_gc(self, phase: str, info: dict) -> None:
-        """(Any thread, inside the collector: only counts and schedules.)"""
-        if phase != "stop" or info.get("generation") != 1:
+        """(Any thread, inside the collector: only counts, freezes and schedules.)"""
+        if phase != "stop":
             return
+        generation = info.get("generation")
+        if generation == 0:
+            if info.get("collected"):
+                return
+            # a young pass that found no garbage: the heap is growing by live
+            # objects (a registration burst), so freeze them now rather than
+            # examine each twice more (generation 1, then the managed pass):
+            # a tenth of a registration's CPU. A freeze resets generation 1's
+            # count, so these passes count towards the managed pass (and its
+            # thaw) as CPython's would have counted towards a generation-1 one
+            self._frozen_young += 1
+            gc.freeze()
+            if self._frozen_young < self._thresholds[1]:
+                return
+        elif generation != 1:
+            return
+        self._frozen_young = 0
         self._young += 1
         if self._young >= YOUNG_PASSES and not self._scheduled:
             self._scheduled = True

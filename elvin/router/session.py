@@ -89,6 +89,7 @@ from elvin.protocol import (
     frame,
 )
 from elvin.protocol.limits import FIELD_OPTIONS
+from elvin.protocol.xdr import decode_sub_add_rqst
 from elvin.router.fairness import BUDGET, QUANTUM
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
@@ -287,29 +288,35 @@ class Session:
     # -- dispatch ----------------------------------------------------------------------
     def _packet(self, body: bytes) -> None:
         try:
-            if self.state is CONNECTED and body[:4] == _NOTIFY_EMIT:
-                self._notify_emit(body)
-                return
-            try:
-                packet = decode_packet(body, self.limits)
-            except LimitError as exc:
-                self._limit_error(exc, body)
-                return
-            except ProtocolError as exc:
-                self._violation(f"malformed packet: {exc}")
-                return
-            handler = _HANDLERS.get(type(packet))
-            if handler is None:
-                self._violation(f"{type(packet).__name__} may not be sent by a client")
-                return
-            state = self.state
-            if state is NEW:
-                if type(packet) not in (ConnRqst, UNotify):
-                    self._violation(f"{type(packet).__name__} before ConnRqst")
+            packet = None
+            if self.state is CONNECTED:
+                if body[:4] == _NOTIFY_EMIT:
+                    self._notify_emit(body)
                     return
-            elif state is UNOTIFY and type(packet) is not UNotify:
-                self._violation(f"{type(packet).__name__} on a session-less channel")
-                return
+                packet = decode_sub_add_rqst(body, self.limits)   # a registration burst's
+            if packet is not None:
+                handler = Session._sub_add_rqst     # and a connected session's request
+            else:
+                try:
+                    packet = decode_packet(body, self.limits)
+                except LimitError as exc:
+                    self._limit_error(exc, body)
+                    return
+                except ProtocolError as exc:
+                    self._violation(f"malformed packet: {exc}")
+                    return
+                handler = _HANDLERS.get(type(packet))
+                if handler is None:
+                    self._violation(f"{type(packet).__name__} may not be sent by a client")
+                    return
+                state = self.state
+                if state is NEW:
+                    if type(packet) not in (ConnRqst, UNotify):
+                        self._violation(f"{type(packet).__name__} before ConnRqst")
+                        return
+                elif state is UNOTIFY and type(packet) is not UNotify:
+                    self._violation(f"{type(packet).__name__} on a session-less channel")
+                    return
             try:
                 handler(self, packet)
             except Exception:
@@ -632,18 +639,32 @@ class Session:
         self.nack(xid, exc.nack_code, exc.message, args)
 
     def _sub_add_rqst(self, p: SubAddRqst) -> None:
-        engine = self.router.engine
-        if len(engine.owned(self)) >= self.options.max_subscriptions:
+        router = self.router
+        engine = router.engine
+        options = self.options
+        if len(engine.owned(self)) >= options.max_subscriptions:
             self.nack(p.xid, NackCode.QOS_LIMIT,
-                      f"Too many subscriptions: %1 is {self.options.max_subscriptions}",
+                      f"Too many subscriptions: %1 is {options.max_subscriptions}",
                       ("Subscription.Max-Count",))
             return
-        if len(engine) >= self.router.config.max_subscriptions:
+        if len(engine) >= router.config.max_subscriptions:
             self.nack(p.xid, NackCode.IMPL_LIMIT, "The router has too many subscriptions")
             return
-        if self._keys_refused(p.xid, p.keys):
+        if p.keys and self._keys_refused(p.xid, p.keys):
             return
-        self._check_expression(p.xid, p.expression, lambda c: self._sub_add(p, c))
+        expression = p.expression
+        if (len(expression) <= OFF_LOOP_LENGTH
+                and len(expression) <= options.max_subscription_length // 4):
+            # a registration burst's request: what _check_expression does for
+            # a short text (no length to check in bytes), without its closure
+            try:
+                compiled = router.compile(expression)
+            except SubscriptionError as exc:
+                self._expression_nack(p.xid, expression, exc)
+                return
+            self._sub_add(p, compiled)
+            return
+        self._check_expression(p.xid, expression, lambda c: self._sub_add(p, c))
 
     def _sub_add(self, p: SubAddRqst, compiled) -> None:
         sub = self.router.engine.add(self, p.expression, compiled.ast, compiled.matches,

@@ -42,8 +42,8 @@ def policy():
 
 def test_no_automatic_full_pass_and_survivors_are_frozen(policy):
     assert gc.get_threshold()[2] == gcpolicy._NEVER
-    kept = [Cell() for _ in range(1000)]
     frozen = gc.get_freeze_count()
+    kept = [Cell() for _ in range(1000)]
     policy.collect()
     assert gc.get_freeze_count() >= frozen + len(kept)
     tracked = {id(o) for g in range(3) for o in gc.get_objects(generation=g)}
@@ -74,3 +74,26 @@ def test_frozen_cycles_are_reclaimed_after_enough_churn(policy):
     policy.collect()
     assert alive() is None
     assert policy.thaws == 1
+
+
+def test_young_passes_that_find_no_garbage_freeze_at_once(policy):
+    """A registration burst: its objects are frozen after their first young
+    pass instead of being examined again by generation 1 and the managed pass."""
+    frozen = gc.get_freeze_count()
+    kept = [Cell() for _ in range(5 * gc.get_threshold()[0])]
+    assert gc.get_freeze_count() >= frozen + len(kept) - gc.get_threshold()[0]
+    assert policy.passes == 0
+
+
+def test_young_garbage_is_collected_not_frozen(policy):
+    """A young pass that finds garbage freezes nothing: what was there when
+    it ran is left to generation 1 and the managed pass."""
+    for _ in range(3):
+        a, b = Cell(), Cell()
+        a.other, b.other = b, a
+        alive = weakref.ref(a)
+        del a, b
+        frozen = gc.get_freeze_count()
+        gc.collect(0)
+        assert alive() is None
+        assert gc.get_freeze_count() == frozen
