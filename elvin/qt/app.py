@@ -34,7 +34,8 @@ SCREENSHOT_TIMEOUT = 5.0
 #: what Qt's offscreen platform says on every window it shows (it has no
 #: window manager to pass size hints to): noise to someone taking a
 #: ``--screenshot``, who is told nothing they can act on
-_OFFSCREEN_NOISE = ("This plugin does not support propagateSizeHints()",)
+_OFFSCREEN_NOISE = ("This plugin does not support propagateSizeHints()",
+                    "This plugin does not support raise()")
 
 
 def _qt_message(_mode: QtMsgType, _context: QMessageLogContext, message: str) -> None:
