@@ -49,6 +49,7 @@ from functools import reduce
 from elvin.errors import SubscriptionError
 from elvin.subscription import runtime as rt
 from elvin.subscription.ast import FUNCTION_NAMES, LEAF_KINDS, Kind, Node
+from elvin.subscription.cancel import checkpoint
 from elvin.subscription.logic import and3, or3
 from elvin.subscription.parser import MAX_DEPTH
 from elvin.subscription.patterns import PatternError, compile_glob, compile_regex
@@ -233,6 +234,7 @@ class _Checker:
         if k in LEAF_KINDS:
             return self.leaf(node)
         if k in LOGICAL:
+            checkpoint()            # a long chain's check may be cancelled
             where = f"'{op_text(k)}'"
             return _fold_logical(node, k, [self.predicate(child, where)
                                            for child in node.children])
@@ -243,6 +245,7 @@ class _Checker:
                              info.why)
             return _Info(BOOL)
         if k in COMPARISONS:
+            checkpoint()
             return self.comparison(node)
         if k in BINARY_VALUE_OPS:
             return self.binary_value(node)
@@ -563,6 +566,7 @@ def _fold(node: Node) -> tuple[Node, bool]:
     k = node.kind
     if k in LEAF_KINDS:
         return node, k is not Kind.NAME
+    checkpoint()                    # a long expression's fold may be cancelled
     results = [_fold(c) for c in node.children]
     children = tuple(c for c, _ in results)
     consts = [is_const for _, is_const in results]
