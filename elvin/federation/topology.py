@@ -64,10 +64,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elvin.errors import SubscriptionError
+from elvin.subscription.ast import Kind, Node, const, name, op
 
 __all__ = ["ANNOUNCEMENT_ATTR", "HISTORY", "STAMP_PREFIX", "Announcement", "BadAnnouncement",
-           "Graph", "LinkState", "Route", "TopologyView", "decode_announcement",
-           "encode_announcement", "split_routing"]
+           "Graph", "LinkState", "Route", "TopologyView", "compute_graph", "decode_announcement",
+           "encode_announcement", "split_markers", "split_routing", "with_marker"]
 
 #: the one attribute of a FedNotify that carries an announcement; a
 #: notification of a client that has it is never forwarded by a router that
@@ -168,6 +169,57 @@ def split_routing(routing: tuple[str, ...]) -> tuple[str | None, str | None]:
     return last, None
 
 
+# -- taking part, said in the pull filter ----------------------------------------------
+# A router that takes part adds the term ``Elvin-Federation-Topology == "its
+# domain"`` to every pull filter it sends: it asks for announcements, which is
+# what the pull filter is for, and no notification of a client matches it
+# (announcements never reach clients and a client's notification that names
+# the attribute is not forwarded). A peer whose pull filter has the term with
+# its own domain takes part; routers that don't take part may pass the terms
+# of others on in their own pull filters (the protocol's union of
+# subscriptions), which is why the domain must be the sender's.
+
+def _marker(domain: str) -> Node:
+    return op(Kind.EQUALS, name(ANNOUNCEMENT_ATTR), const(Kind.STRING, domain))
+
+
+def _marker_domain(term: Node) -> str | None:
+    if term.kind is Kind.EQUALS and len(term.children) == 2:
+        left, right = term.children
+        if left.kind is Kind.NAME and left.value == ANNOUNCEMENT_ATTR and \
+                right.kind is Kind.STRING:
+            return right.value  # type: ignore[return-value]
+    return None
+
+
+def with_marker(pull: Node | bool, domain: str, true_ast: Node) -> Node:
+    """``pull`` OR the marker of ``domain`` (TRUE travels as ``true_ast``)."""
+    marker = _marker(domain)
+    if pull is False:
+        return marker
+    if pull is True:
+        terms: tuple[Node, ...] = (true_ast,)
+    else:
+        terms = pull.children if pull.kind is Kind.OR else (pull,)
+    return op(Kind.OR, *terms, marker)
+
+
+def split_markers(pull: Node | bool, true_ast: Node) -> tuple[Node | bool, frozenset[str]]:
+    """``(pull without marker terms, the domains they name)``."""
+    if pull is True or pull is False:
+        return pull, frozenset()
+    terms = pull.children if pull.kind is Kind.OR else (pull,)
+    domains = {d for d in map(_marker_domain, terms) if d is not None}
+    if not domains:
+        return pull, frozenset()
+    rest = [t for t in terms if _marker_domain(t) is None]
+    if not rest:
+        return False, frozenset(domains)
+    if len(rest) == 1:
+        return (True if rest[0] == true_ast else rest[0]), frozenset(domains)
+    return op(Kind.OR, *rest), frozenset(domains)
+
+
 _filters: dict[str, Callable[[Mapping], bool] | None] = {}
 
 
@@ -209,6 +261,8 @@ class Graph:
     _filtered: tuple[_Edge, ...] = field(default=(), repr=False)
     _trees: dict[tuple[str, tuple[bool, ...]], dict[str, str]] = field(
         default_factory=dict, repr=False)
+    _places: dict[tuple[str, str, tuple[bool, ...]], tuple[str, tuple[str, ...]] | None] = \
+        field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         canonical = json.dumps([sorted(self.nodes), sorted(self.participants),
@@ -261,10 +315,26 @@ class Graph:
             layer = sorted(found)
         return parent
 
-    def children(self, origin: str, router: str,
-                 attrs: Mapping[str, Any] | None = None) -> list[str]:
-        return sorted(node for node, up in self.tree(origin, attrs).items()
-                      if up == router and node != router)
+    def place(self, origin: str, router: str, attrs: Mapping[str, Any] | None = None,
+              ) -> tuple[str, tuple[str, ...]] | None:
+        """``(parent, children)`` of ``router`` in the tree of ``origin`` for
+        ``attrs`` (the origin is its own parent); None if it is not in it.
+        Cached: the forwarding path asks this for every notification."""
+        mask = self._mask(attrs)
+        key = (origin, router, mask)
+        try:
+            return self._places[key]
+        except KeyError:
+            pass
+        tree = self.tree(origin, attrs)
+        place = None
+        if router in tree:
+            place = (tree[router], tuple(sorted(
+                node for node, up in tree.items() if up == router and node != router)))
+        if len(self._places) > 4096:
+            self._places.clear()
+        self._places[key] = place
+        return place
 
 
 def _passes(edge: _Edge, attrs: Mapping[str, Any]) -> bool:
@@ -460,9 +530,8 @@ class TopologyView:
                 graph = self._confirmed
         if origin is None or graph is None or origin not in graph.nodes:
             return Route(None, origin or "")
-        tree = graph.tree(origin, attrs)
-        if self.me not in tree:
+        place = graph.place(origin, self.me, attrs)
+        if place is None:
             return Route(None, origin)
-        children = tuple(node for node, up in tree.items() if up == self.me and node != self.me)
-        return Route(graph, origin, tree[self.me] if origin != self.me else None,
-                     tuple(sorted(children)))
+        parent, children = place
+        return Route(graph, origin, parent if origin != self.me else None, children)

@@ -13,8 +13,9 @@
 
 ``federated_routers(n, links=None, filters=None, **settings)`` starts ``n``
 ``EmbeddedRouter``s with router domains ``r0``..``r{n-1}``. ``links`` is a
-list of ``(a, b)`` pairs with ``a > b``: router ``a`` dials router ``b``
-(default: the chain ``(1, 0), (2, 1), ...``). Every router accepts exactly
+list of ``(a, b)`` pairs: router ``a`` dials router ``b`` (default: the
+chain ``(1, 0), (2, 1), ...``; with a pair ``a < b`` every router listens
+on a port chosen beforehand, so that ``a`` knows where ``b`` will be). Every router accepts exactly
 the routers that dial it. ``filters[(a, b)]`` may give ``a_out``, ``a_in``,
 ``b_out``, ``b_in`` (True, False or an expression) for that link; the
 default lets everything through. ``fed_listen`` is the URL every router
@@ -33,11 +34,12 @@ from typing import Any
 from elvin.federation.config import AcceptSpec, ConnectSpec, FederationConfig
 from elvin.router.config import RouterConfig
 from elvin.router.embedded import EmbeddedRouter
+from tests.integration.process_util import free_port
 from tests.waiting import wait_until
 
-__all__ = ["RawFederator", "RawListener", "fed_stats", "federated_routers", "link_stats",
-           "linked_domains", "remote_pull", "single_router",
-           "stop_all", "wait_linked"]
+__all__ = ["RawFederator", "RawListener", "agreed_topology", "fed_stats", "federated_routers",
+           "link_stats", "linked_domains", "remote_pull", "single_router",
+           "stop_all", "wait_agreed", "wait_linked"]
 
 FAST = {"debounce": 0.01, "reconnect_min": 0.05, "reconnect_max": 0.5}
 
@@ -51,9 +53,17 @@ def federated_routers(n: int, links: Iterable[tuple[int, int]] | None = None,
     filters = filters or {}
     fed_settings = {**FAST, **settings}
     for a, b in links:
-        if not a > b:
-            raise ValueError(f"link {(a, b)}: the dialling router must come later (a > b)")
+        if a == b or not (0 <= a < n and 0 <= b < n):
+            raise ValueError(f"link {(a, b)}: not a link between two of the {n} routers")
+    # a router that dials one started after it needs that one's port now
+    ports = ([free_port() for _ in range(n)] if any(a < b for a, b in links) else None)
     routers: list[EmbeddedRouter] = []
+
+    def url(b: int) -> str:
+        if ports is None:
+            return routers[b].federation_urls[0]
+        return fed_listen.replace(":0", f":{ports[b]}")
+
     try:
         for i in range(n):
             connect = []
@@ -61,13 +71,14 @@ def federated_routers(n: int, links: Iterable[tuple[int, int]] | None = None,
             for a, b in links:
                 f = filters.get((a, b), {})
                 if a == i:
-                    connect.append(ConnectSpec(routers[b].federation_urls[0], router=f"r{b}",
+                    connect.append(ConnectSpec(url(b), router=f"r{b}",
                                                outgoing=f.get("a_out", True),
                                                incoming=f.get("a_in", True)))
                 elif b == i:
                     accept.append(AcceptSpec(f"r{a}", outgoing=f.get("b_out", True),
                                              incoming=f.get("b_in", True)))
-            fed = FederationConfig(router_domain=f"r{i}", listen=[fed_listen],
+            listen = fed_listen if ports is None else fed_listen.replace(":0", f":{ports[i]}")
+            fed = FederationConfig(router_domain=f"r{i}", listen=[listen],
                                    connect=connect, accept=accept, **fed_settings)
             config = RouterConfig(federation=fed, discovery=False,
                                   **dict(router_settings or {}))
@@ -128,10 +139,52 @@ def expected_links(routers: list[EmbeddedRouter],
 
 def wait_linked(routers: list[EmbeddedRouter], links: Iterable[tuple[int, int]] | None = None,
                 timeout: float = 10.0) -> None:
-    """Block until every router has exactly its configured links up."""
+    """Block until every router has exactly its configured links up and the
+    routers that learn the topology agree on it (notifications published
+    from then on follow the trees of all those links)."""
+    links = list(links) if links is not None else None
     want = expected_links(routers, links)
     wait_until(lambda: all(linked_domains(r) == want[i] for i, r in enumerate(routers)),
                timeout, what=f"federation links {want}")
+    wait_agreed(routers, links, timeout)
+
+
+def agreed_topology(router: EmbeddedRouter) -> tuple[str, frozenset[tuple[str, str]]] | None:
+    """``(digest, {(a, b), ...})`` of the graph the router routes its own
+    notifications by (its undirected links); None when it floods."""
+    def get() -> tuple[str, frozenset[tuple[str, str]]] | None:
+        service = router.router.federation  # type: ignore[union-attr]
+        view = service.topology if service is not None else None
+        graph = view.confirmed if view is not None else None
+        if graph is None:
+            return None
+        return graph.digest, frozenset(tuple(sorted((e.source, e.target)))
+                                       for e in graph.edges)
+    return router.call(get)
+
+
+def wait_agreed(routers: list[EmbeddedRouter], links: Iterable[tuple[int, int]] | None = None,
+                timeout: float = 10.0) -> None:
+    """Block until every router that learns the topology routes by the same
+    graph, and that graph has the links between them (``links``, or the
+    chain) among its own."""
+    n = len(routers)
+    links = list(links) if links is not None else [(i, i - 1) for i in range(1, n)]
+    learning = [r for r in routers if r.router.config.federation.routing == "trees"]  # type: ignore[union-attr]
+    names = {id(r): f"r{i}" for i, r in enumerate(routers)}
+    between = {tuple(sorted((f"r{a}", f"r{b}"))) for a, b in links
+               if id(routers[a]) in {id(r) for r in learning}
+               and id(routers[b]) in {id(r) for r in learning}}
+
+    def agreed() -> bool:
+        seen = [agreed_topology(r) for r in learning]
+        if any(s is None for s in seen) or len({s[0] for s in seen}) > 1:  # type: ignore[index]
+            return False
+        return not seen or between <= seen[0][1]  # type: ignore[index]
+
+    if learning:
+        wait_until(agreed, timeout, what="the routers agreeing on the topology "
+                   f"({', '.join(names[id(r)] for r in learning)})")
 
 
 class RawFederator:
