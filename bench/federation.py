@@ -333,6 +333,7 @@ class Tally:
         self.name = name
         self.counts: collections.Counter = collections.Counter()
         self.times: dict[tuple, float] = {}
+        self.arrivals: list[tuple] = []
         self.total = 0
 
     def __call__(self, body: bytes) -> None:
@@ -340,6 +341,7 @@ class Tally:
         key = (attrs.get("Origin"), attrs.get("Seq"))
         self.counts[key] += 1
         self.total += 1
+        self.arrivals.append(key)
         self.times.setdefault(key, time.perf_counter())
 
 
@@ -489,14 +491,16 @@ async def failover_case(routers: Routers, victim: int, publisher: int, listener:
     await task
     await asyncio.sleep(1.0)
 
-    def check(first: int, last: int) -> tuple[int, int]:
-        dup = lost = 0
+    def check(first: int, last: int) -> tuple[int, int, int]:
+        dup = lost = late = 0
         for t in (tallies[i] for i in range(len(ports)) if i != victim):
             for s in range(first, last):
                 count = t.counts[(f"r{publisher}", s)]
                 dup += max(0, count - 1)
                 lost += count == 0
-        return dup, lost
+            seqs = [s for o, s in t.arrivals if o == f"r{publisher}" and first <= s < last]
+            late += sum(1 for a, b in zip(seqs, seqs[1:], strict=False) if b < a)
+        return dup, lost, late
 
     result = {"failover": after, "steady": check(steady_from, steady_to),
               "rejoin": check(rejoin_from, rejoin_to),
@@ -521,12 +525,12 @@ def failover(interval: float) -> None:
         print("  nothing reached r2 after the kill")
     else:
         print(f"  kill -> first delivery at r2 on the new path: {r['failover'] * 1e3:.1f} ms")
-    dup, lost = r["steady"]
+    dup, lost, late = r["steady"]
     print(f"  after the survivors noticed: {r['steady_n']} published, at the 3 survivors "
-          f"{dup} duplicates, {lost} lost")
-    dup, lost = r["rejoin"]
+          f"{dup} duplicates, {lost} lost, {late} out of order")
+    dup, lost, late = r["rejoin"]
     print(f"  from the restart on (2 s, through the rejoin): {r['rejoin_n']} published, "
-          f"{dup} duplicates, {lost} lost")
+          f"{dup} duplicates, {lost} lost, {late} out of order")
 
 
 def main() -> None:

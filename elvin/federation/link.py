@@ -486,6 +486,7 @@ class Link(asyncio.Protocol):
             if self._requests.pop(packet.xid, None) is not None and \
                     packet.xid == self._pull_xid:
                 self.acked_pull = True
+                self.service.pull_acked(self)
         elif isinstance(packet, Nack):
             log.warning("federation peer %r rejected our request (Nack %d: %s); closing",
                         self.remote_domain, packet.error, packet.message)

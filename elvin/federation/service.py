@@ -95,6 +95,9 @@ class FederationService:
         self._topology_tick: asyncio.Handle | None = None
         self._route_memo: tuple[Any, Any, Route | None] = ((), None, None)
         self._bad_announcers: set[str] = set()
+        #: peers known to take part, announced as such once the pull filters
+        #: that the new link changes have reached every peer (``_check_ready``)
+        self._unready: set[Link] = set()
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> FederationService:
@@ -294,6 +297,10 @@ class FederationService:
         self.unlink(link)
 
     def unlink(self, link: Link) -> None:
+        if link in self._unready:
+            self._unready.discard(link)
+        elif self._unready:
+            self._check_ready()          # it may have been the one not acknowledging
         domain = link.remote_domain
         if domain is not None and self.linked.get(domain) is link:
             del self.linked[domain]
@@ -442,7 +449,30 @@ class FederationService:
         if participant and self.topology is not None:
             for ann in list(self.topology.announcements.values()):
                 link.send_announcement(self._announcement_frame(ann))
+            self._unready.add(link)
+            if self._flush is not None:
+                self._flush.cancel()
+            self.flush_pull_filters()     # now, not after the debounce
+            self._check_ready()
+        else:
+            self._unready.discard(link)
         self._topology_soon()
+
+    def pull_acked(self, link: Link) -> None:
+        if self._unready:
+            self._check_ready()
+
+    def _check_ready(self) -> None:
+        """A new link becomes part of the trees (is announced) once every peer
+        has acknowledged this router's pull filter as it is with the link:
+        otherwise a tree through the link could be used before the routers
+        upstream know what the routers beyond it want, and lose what they
+        forward meanwhile."""
+        self._unready = {link for link in self._unready if link.state == LINKED}
+        if self._unready and all(link.acked_pull for link in self.linked.values()
+                                 if link.state == LINKED and link.sent_pull is not None):
+            self._unready.clear()
+            self._topology_soon()
 
     def announcement_received(self, link: Link, attrs: Mapping[str, Any]) -> None:
         """A FedNotify carrying a topology announcement (never a notification:
@@ -473,8 +503,8 @@ class FederationService:
         if view is None or self.stopping:
             return
         before = view.confirmed
-        states = [LinkState(domain, link.participant, _filter_text(link.outgoing),
-                            _filter_text(link.incoming))
+        states = [LinkState(domain, link.participant and link not in self._unready,
+                            _filter_text(link.outgoing), _filter_text(link.incoming))
                   for domain, link in self.linked.items() if link.state == LINKED]
         changed = view.set_links(states)
         if view.refresh() or changed:
