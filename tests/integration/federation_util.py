@@ -20,7 +20,9 @@ the routers that dial it. ``filters[(a, b)]`` may give ``a_out``, ``a_in``,
 ``b_out``, ``b_in`` (True, False or an expression) for that link; the
 default lets everything through. ``fed_listen`` is the URL every router
 listens on (``ewaf:1.0/ssl,none,xdr/127.0.0.1:0`` for TLS links, with
-``router_settings`` giving ``tls_cert``/``tls_key``). ``settings`` go to every router's
+``router_settings`` giving ``tls_cert``/``tls_key``). ``per_router_routing``
+gives some routers another ``routing`` (``{2: "flood"}``: r2 does not take
+part in learning the topology). ``settings`` go to every router's
 ``FederationConfig`` (``debounce``, ``reconnect_min``...), so the tests run
 with a small debounce and fast reconnects.
 """
@@ -48,6 +50,7 @@ def federated_routers(n: int, links: Iterable[tuple[int, int]] | None = None,
                       filters: Mapping[tuple[int, int], Mapping[str, Any]] | None = None,
                       router_settings: Mapping[str, Any] | None = None,
                       fed_listen: str = "ewaf://127.0.0.1:0",
+                      per_router_routing: Mapping[int, str] | None = None,
                       **settings: Any) -> list[EmbeddedRouter]:
     links = list(links) if links is not None else [(i, i - 1) for i in range(1, n)]
     filters = filters or {}
@@ -78,8 +81,11 @@ def federated_routers(n: int, links: Iterable[tuple[int, int]] | None = None,
                     accept.append(AcceptSpec(f"r{a}", outgoing=f.get("b_out", True),
                                              incoming=f.get("b_in", True)))
             listen = fed_listen if ports is None else fed_listen.replace(":0", f":{ports[i]}")
+            mine = dict(fed_settings)
+            if per_router_routing and i in per_router_routing:
+                mine["routing"] = per_router_routing[i]
             fed = FederationConfig(router_domain=f"r{i}", listen=[listen],
-                                   connect=connect, accept=accept, **fed_settings)
+                                   connect=connect, accept=accept, **mine)
             config = RouterConfig(federation=fed, discovery=False,
                                   **dict(router_settings or {}))
             routers.append(EmbeddedRouter(config=config).start())
@@ -152,39 +158,52 @@ def wait_linked(routers: list[EmbeddedRouter], links: Iterable[tuple[int, int]] 
 def agreed_topology(router: EmbeddedRouter) -> tuple[str, frozenset[tuple[str, str]]] | None:
     """``(digest, {(a, b), ...})`` of the graph the router routes its own
     notifications by (its undirected links); None when it floods."""
-    def get() -> tuple[str, frozenset[tuple[str, str]]] | None:
+    graph = _confirmed(router)
+    if graph is None:
+        return None
+    return graph.digest, frozenset(tuple(sorted((e.source, e.target)))  # type: ignore[misc]
+                                   for e in graph.edges)
+
+
+def _confirmed(router: EmbeddedRouter) -> Any:
+    def get() -> Any:
         service = router.router.federation  # type: ignore[union-attr]
         view = service.topology if service is not None else None
-        graph = view.confirmed if view is not None else None
-        if graph is None:
-            return None
-        return graph.digest, frozenset(tuple(sorted((e.source, e.target)))
-                                       for e in graph.edges)
+        return view.confirmed if view is not None else None
     return router.call(get)
 
 
 def wait_agreed(routers: list[EmbeddedRouter], links: Iterable[tuple[int, int]] | None = None,
                 timeout: float = 10.0) -> None:
-    """Block until every router that learns the topology routes by the same
-    graph, and that graph has the links between them (``links``, or the
-    chain) among its own."""
+    """Block until every router that learns the topology routes by a graph
+    with all of its own links, and routers that see each other in their
+    graphs route by the same one."""
     n = len(routers)
     links = list(links) if links is not None else [(i, i - 1) for i in range(1, n)]
-    learning = [r for r in routers if r.router.config.federation.routing == "trees"]  # type: ignore[union-attr]
-    names = {id(r): f"r{i}" for i, r in enumerate(routers)}
-    between = {tuple(sorted((f"r{a}", f"r{b}"))) for a, b in links
-               if id(routers[a]) in {id(r) for r in learning}
-               and id(routers[b]) in {id(r) for r in learning}}
+    want = expected_links(routers, links)
+    learning = {f"r{i}": r for i, r in enumerate(routers)
+                if r.router.config.federation.routing == "trees"}  # type: ignore[union-attr]
 
     def agreed() -> bool:
-        seen = [agreed_topology(r) for r in learning]
-        if any(s is None for s in seen) or len({s[0] for s in seen}) > 1:  # type: ignore[index]
-            return False
-        return not seen or between <= seen[0][1]  # type: ignore[index]
+        graphs = {name: _confirmed(r) for name, r in learning.items()}
+        for i in range(n):
+            name = f"r{i}"
+            graph = graphs.get(name)
+            if name not in learning:
+                continue
+            if graph is None or not want[i] <= set(graph.nodes):
+                return False
+            if not {peer for peer in want[i] if peer in learning} <= graph.participants:
+                return False
+            for other in graph.participants:
+                if other in graphs and (graphs[other] is None
+                                        or graphs[other].digest != graph.digest):
+                    return False
+        return True
 
     if learning:
         wait_until(agreed, timeout, what="the routers agreeing on the topology "
-                   f"({', '.join(names[id(r)] for r in learning)})")
+                   f"({', '.join(learning)})")
 
 
 class RawFederator:

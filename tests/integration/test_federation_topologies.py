@@ -75,9 +75,13 @@ def in_flight(routers) -> int:
                                                            for s in stats)
 
 
-async def everything_everywhere(routers, links, per_router: int = 15) -> None:
+async def everything_everywhere(routers, links, per_router: int = 15,
+                                exact_forwarding: bool = True,
+                                exactly_once: bool = True) -> dict[str, Counter]:
     """Publish ``per_router`` numbered notifications at every router and check
-    that every subscriber got each exactly once, in order."""
+    that every subscriber got each exactly once (with ``exactly_once``), in
+    order, and (with ``exact_forwarding``) that the routers sent one FedNotify
+    per tree edge. Returns each subscriber's counts, by router name."""
     n = len(routers)
     wait_linked(routers, links)
     subscribers = [await Subscriber.at(r.port) for r in routers]
@@ -101,14 +105,18 @@ async def everything_everywhere(routers, links, per_router: int = 15) -> None:
         for s in subscribers:
             await s.round_trip()
         for i, s in enumerate(subscribers):
+            if not exactly_once:
+                continue
             duplicates = {k: c for k, c in s.counts.items() if c != 1}
             assert not duplicates, f"subscriber at r{i} got duplicates: {duplicates}"
             for origin, seqs in s.order.items():
                 assert seqs == sorted(seqs), f"r{i} got {origin}'s out of order: {seqs}"
-        forwarded = sum(fed_stats(r)["fed_notify_sent"] for r in routers) - sent_before
-        assert forwarded == (n - 1) * n * per_router, "one FedNotify per tree edge"
+        if exact_forwarding:
+            forwarded = sum(fed_stats(r)["fed_notify_sent"] for r in routers) - sent_before
+            assert forwarded == (n - 1) * n * per_router, "one FedNotify per tree edge"
         for producer in producers:
             await producer.close()
+        return {f"r{i}": Counter(s.counts) for i, s in enumerate(subscribers)}
     finally:
         for s in subscribers:
             await s.close()
