@@ -257,18 +257,20 @@ class Graph:
     participants: frozenset[str]
     edges: tuple[_Edge, ...]
     digest: str = ""
+    stamp: str = ""                   # the routing list entry naming this graph
     _out: dict[str, list[_Edge]] = field(default_factory=dict, repr=False)
     _filtered: tuple[_Edge, ...] = field(default=(), repr=False)
     _trees: dict[tuple[str, tuple[bool, ...]], dict[str, str]] = field(
         default_factory=dict, repr=False)
-    _places: dict[tuple[str, str, tuple[bool, ...]], tuple[str, tuple[str, ...]] | None] = \
-        field(default_factory=dict, repr=False)
+    _routes: dict[tuple[str, str, tuple[bool, ...]], Route] = field(
+        default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         canonical = json.dumps([sorted(self.nodes), sorted(self.participants),
                                 sorted([e.source, e.target, list(e.filters)]
                                        for e in self.edges)], separators=(",", ":"))
         self.digest = hashlib.sha1(canonical.encode()).hexdigest()[:16]
+        self.stamp = STAMP_PREFIX + self.digest
         for edge in sorted(self.edges, key=lambda e: (e.source, e.target)):
             self._out.setdefault(edge.source, []).append(edge)
         self._filtered = tuple(e for e in sorted(self.edges, key=lambda e: (e.source, e.target))
@@ -315,26 +317,28 @@ class Graph:
             layer = sorted(found)
         return parent
 
-    def place(self, origin: str, router: str, attrs: Mapping[str, Any] | None = None,
-              ) -> tuple[str, tuple[str, ...]] | None:
-        """``(parent, children)`` of ``router`` in the tree of ``origin`` for
-        ``attrs`` (the origin is its own parent); None if it is not in it.
-        Cached: the forwarding path asks this for every notification."""
-        mask = self._mask(attrs)
-        key = (origin, router, mask)
+    def route(self, origin: str, router: str, attrs: Mapping[str, Any] | None = None,
+              ) -> Route:
+        """How a notification from ``origin`` with ``attrs`` goes on at
+        ``router``: its parent and children in the tree (``Route.graph``
+        None if ``router`` is not in it). Cached: the forwarding path asks
+        this for every notification."""
+        key = (origin, router, self._mask(attrs) if self._filtered else ())
         try:
-            return self._places[key]
+            return self._routes[key]
         except KeyError:
             pass
         tree = self.tree(origin, attrs)
-        place = None
         if router in tree:
-            place = (tree[router], tuple(sorted(
-                node for node, up in tree.items() if up == router and node != router)))
-        if len(self._places) > 4096:
-            self._places.clear()
-        self._places[key] = place
-        return place
+            children = tuple(sorted(node for node, up in tree.items()
+                                    if up == router and node != router))
+            route = Route(self, origin, tree[router] if origin != router else None, children)
+        else:
+            route = Route(None, origin)
+        if len(self._routes) > 4096:
+            self._routes.clear()
+        self._routes[key] = route
+        return route
 
 
 def _passes(edge: _Edge, attrs: Mapping[str, Any]) -> bool:
@@ -424,7 +428,7 @@ class Route:
 
     @property
     def stamp(self) -> str | None:
-        return STAMP_PREFIX + self.graph.digest if self.graph is not None else None
+        return self.graph.stamp if self.graph is not None else None
 
 
 class TopologyView:
@@ -439,6 +443,7 @@ class TopologyView:
         self.current = Graph((me,), frozenset({me}), ())
         self._confirmed: Graph | None = None
         self._dirty = self._reannounce = False
+        self._stamped: dict[str, Graph] = {}
         self.set_links(())
 
     # -- announcements -----------------------------------------------------------------
@@ -501,6 +506,7 @@ class TopologyView:
             self.graphs[graph.digest] = self.current
             while len(self.graphs) > HISTORY:
                 self.graphs.popitem(last=False)
+            self._stamped = {g.stamp: g for g in self.graphs.values()}
             own = self.announcements[self.me]
             self._sequence += 1
             self.announcements[self.me] = Announcement(
@@ -519,19 +525,19 @@ class TopologyView:
 
     # -- routes ------------------------------------------------------------------------
     def route(self, routing: tuple[str, ...], attrs: Mapping[str, Any] | None) -> Route:
-        """How a notification with ``routing`` (empty: published here) goes on."""
+        """How a notification with ``routing`` (empty: published here) goes on:
+        by the graph its stamp names, else (unstamped, or a graph this
+        router no longer holds) by the confirmed one."""
         if not routing:
-            origin: str | None = self.me
             graph = self._confirmed
-        else:
-            origin, digest = split_routing(routing)
-            graph = self.graphs.get(digest) if digest is not None else None
             if graph is None:
-                graph = self._confirmed
-        if origin is None or graph is None or origin not in graph.nodes:
+                return Route(None, self.me)
+            return graph.route(self.me, self.me, attrs)
+        graph = self._stamped.get(routing[-1])
+        if graph is not None and len(routing) >= 2:
+            return graph.route(routing[-2], self.me, attrs)
+        origin, _ = split_routing(routing)
+        graph = self._confirmed
+        if origin is None or graph is None:
             return Route(None, origin or "")
-        place = graph.place(origin, self.me, attrs)
-        if place is None:
-            return Route(None, origin)
-        parent, children = place
-        return Route(graph, origin, parent if origin != self.me else None, children)
+        return graph.route(origin, self.me, attrs)
