@@ -515,9 +515,12 @@ class FederationService:
             if after is None:
                 log.info("federation: no topology agreed; flooding (routing lists only)")
             else:
-                log.info("federation: topology %s agreed: %d routers (%s)", after.digest,
-                         len(after.nodes), " ".join(after.nodes[:16]) +
-                         (" ..." if len(after.nodes) > 16 else ""))
+                # a new set of routers is news; a link coming or going, debug
+                news = before is None or before.nodes != after.nodes
+                log.log(logging.INFO if news else logging.DEBUG,
+                        "federation: topology %s agreed: %d routers (%s), %d links",
+                        after.digest, len(after.nodes), " ".join(after.nodes[:16]) +
+                        (" ..." if len(after.nodes) > 16 else ""), len(after.edges) // 2)
 
     def _announcement_frame(self, ann: Announcement) -> bytes:
         block = encode_attributes(encode_announcement(ann))

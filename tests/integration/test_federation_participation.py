@@ -220,3 +220,45 @@ def test_config_refuses_unknown_routing_and_reserved_domains():
         FederationConfig(routing="spanning").validate()
     with pytest.raises(FederationConfigError, match="reserved"):
         FederationConfig(router_domain=STAMP_PREFIX + "x").validate()
+
+
+async def test_reloading_with_another_routing_relinks_and_takes_part_again(tmp_path):
+    """A router switched to ``routing = "flood"`` by a config reload relinks
+    and no longer takes part (the others then treat it as an older elvind);
+    switched back, it takes part again. Exactly once all along."""
+    from .test_federation_config import _reload
+    from .test_federation_topologies import RING3
+
+    routers = federated_routers(3, RING3)
+    r0, r1, r2 = routers
+    path = tmp_path / "r1.toml"
+
+    def write(routing: str) -> None:
+        path.write_text(
+            '[federation]\nrouter_domain = "r1"\n'
+            f'listen = "{r1.federation_urls[0]}"\ndebounce = 0.01\n'
+            f'reconnect_min = 0.05\nrouting = "{routing}"\n'
+            f'[[federation.connect]]\nrouter = "r0"\nurl = "{r0.federation_urls[0]}"\n'
+            '[[federation.accept]]\nrouter = "r2"\n')
+
+    def takes_part(router, domain: str) -> bool:
+        return router.call(lambda: router.router.federation.link_for(domain).participant)
+
+    try:
+        await everything_everywhere(routers, RING3)
+        write("flood")
+        assert _reload(r1, path)
+        await until(lambda: linked_domains(r1) == {"r0", "r2"} and
+                    r1.call(lambda: r1.router.federation.topology) is None,
+                    what="r1 relinked, flooding")
+        await until(lambda: not takes_part(r0, "r1") and not takes_part(r2, "r1"),
+                    what="r0 and r2 seeing r1 flood")
+        await everything_everywhere(routers, RING3, exact_forwarding=False)
+        write("trees")
+        assert _reload(r1, path)
+        await until(lambda: r1.call(lambda: r1.router.federation.topology) is not None,
+                    what="r1 learning the topology again")
+        await everything_everywhere(routers, RING3)
+        assert takes_part(r0, "r1") and takes_part(r2, "r1")
+    finally:
+        stop_all(routers)
