@@ -559,8 +559,11 @@ class Link(asyncio.Protocol):
         self.remote_matcher = outcome
         self.remote_pull = p.pull_filter
         self.remote_match = outcome if outcome.constant is None else outcome.constant
-        self._send(Ack(p.xid))
+        # the service first: a peer that says here it takes part gets this
+        # router's topology announcements ahead of the Ack, so that it has
+        # them before it can count this link into its trees
         self.service.remote_pull_changed(self)
+        self._send(Ack(p.xid))
 
     def _fed_notify(self, p: FedNotify, block: bytes | None) -> None:
         service = self.service

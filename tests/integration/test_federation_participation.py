@@ -145,9 +145,9 @@ async def test_a_new_link_joins_the_trees_once_its_pull_filters_are_acknowledged
         p1.send(Ack((await p1.expect(FedSubReplace)).xid))
         # p1 takes part, and wants require(X): r0 must ask p2 for it too
         p1.send(FedSubReplace(5, with_marker(parse("require(X)"), "p1", TRUE_FILTER_AST)))
-        await p1.expect(Ack)
-        ann = await next_announcement(p1)          # what r0 knows, at once
+        ann = await next_announcement(p1)          # what r0 knows, ahead of the Ack
         assert ann.router == "r0"
+        await p1.expect(Ack)
         changed = await p2.expect(FedSubReplace)
         assert "X" in repr(changed.pull_filter)
         assert own_announcement(router).link("p1").participant is False
