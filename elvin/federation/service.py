@@ -17,7 +17,15 @@ only through ``elvin.federation.host.FederationHost``. It
   the link it came in on: a FedNotify must carry the sender's domain,
   6.2.4). A FedNotify received passes the link's incoming filter, is
   delivered locally (``FederationHost.deliver``), and goes on with the
-  routing list extended by this router's domain.
+  routing list extended by this router's domain;
+* with ``routing = "trees"`` (the default), learns the federation's topology
+  from the routers that take part (``topology.py``: announcements carried as
+  FedNotify between them, participation said by a term of the pull filter)
+  and narrows both steps above to the notification's shortest-path tree: a
+  FedNotify from anyone but this router's parent in the tree is dropped
+  (``on_tree``), and ``forward`` sends only to its children. Notifications
+  whose origin no agreed graph places are handled by routing lists alone,
+  as with ``"flood"``.
 
 The protocol of one link, and what happens to peers that break it or go
 silent, is ``link.py``. A notification sent with ``deliver_insecure =
