@@ -83,7 +83,7 @@ async def everything_everywhere(routers, links, per_router: int = 15,
     order, and (with ``exact_forwarding``) that the routers sent one FedNotify
     per tree edge. Returns each subscriber's counts, by router name."""
     n = len(routers)
-    wait_linked(routers, links)
+    wait_linked(routers, links, timeout=60)       # a generous limit: a loaded machine
     subscribers = [await Subscriber.at(r.port) for r in routers]
     try:
         neighbours = defaultdict(set)
