@@ -51,6 +51,7 @@ from elvin.federation.packets import (
 )
 from elvin.federation.pullfilter import PullMatcher, build_pull_matcher
 from elvin.federation.subast import PullFilter, encode_subast
+from elvin.federation.topology import ANNOUNCEMENT_ATTR
 from elvin.protocol import ConfConn, Disconn, DisconnReason, DropWarn, Nack, TestConn
 from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Violation
 from elvin.protocol.framing import FrameDecoder
@@ -96,9 +97,12 @@ class FederationStats:
     fed_notify_delivered: int = 0      # received and passed the incoming filter
     fed_notify_filtered: int = 0       # received, refused by the incoming filter
     fed_notify_looped: int = 0         # received with our own domain in the routing list
+    fed_notify_off_tree: int = 0       # received from a peer that is not our parent in its tree
     fed_notify_dropped: int = 0        # not sent: the peer's connection was backed up
     sub_replace_sent: int = 0
     sub_replace_received: int = 0
+    announcements_sent: int = 0        # topology announcements (not notifications)
+    announcements_received: int = 0
     links_established: int = 0
     links_refused: int = 0
 
@@ -124,6 +128,8 @@ class Link(asyncio.Protocol):
         self.remote_pull: PullFilter = False          # the peer's last pull filter
         self.remote_match: Any = False                # PullMatcher, or True / False
         self.remote_matcher = PullMatcher()
+        #: the peer takes part in learning the topology (its pull filter says so)
+        self.participant = False
         #: packets not acted on yet: those that arrived while a FedSubReplace
         #: compiles off the loop (the backlog's job), acted on in order once
         #: it is applied; cancelled with the link (elvin.protocol.backlog)
@@ -258,6 +264,14 @@ class Link(asyncio.Protocol):
         self.stats.fed_notify_sent += 1
         self.service.stats.fed_notify_sent += 1
         return True
+
+    def send_announcement(self, frame: bytes) -> None:
+        """A topology announcement (a FedNotify that is not a notification:
+        no filters apply, no notification counters move)."""
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(frame)
+            self.stats.announcements_sent += 1
+            self.service.stats.announcements_sent += 1
 
     def send_pull_filter(self, pull: PullFilter, encoded: bytes | None = None) -> None:
         if encoded is None:
@@ -488,6 +502,7 @@ class Link(asyncio.Protocol):
             if self._requests.pop(packet.xid, None) is not None and \
                     packet.xid == self._pull_xid:
                 self.acked_pull = True
+                self.service.pull_acked(self)
         elif isinstance(packet, Nack):
             log.warning("federation peer %r rejected our request (Nack %d: %s); closing",
                         self.remote_domain, packet.error, packet.message)
@@ -566,13 +581,14 @@ class Link(asyncio.Protocol):
         self.remote_matcher = outcome
         self.remote_pull = p.pull_filter
         self.remote_match = outcome if outcome.constant is None else outcome.constant
-        self._send(Ack(p.xid))
+        # the service first: a peer that says here it takes part gets this
+        # router's topology announcements ahead of the Ack, so that it has
+        # them before it can count this link into its trees
         self.service.remote_pull_changed(self)
+        self._send(Ack(p.xid))
 
     def _fed_notify(self, p: FedNotify, block: bytes | None) -> None:
         service = self.service
-        self.stats.fed_notify_received += 1
-        service.stats.fed_notify_received += 1
         routing = p.routing
         if self.remote_domain not in routing:
             self.violation(f"FedNotify routing list {list(routing)[:8]!r} lacks the "
@@ -582,14 +598,25 @@ class Link(asyncio.Protocol):
             self.violation(f"FedNotify routing list of {len(routing)} domains (limit "
                            f"{service.config.max_routing})")
             return
+        attrs = p.attributes
+        if ANNOUNCEMENT_ATTR in attrs:
+            self.stats.announcements_received += 1
+            service.stats.announcements_received += 1
+            service.announcement_received(self, attrs)
+            return
+        self.stats.fed_notify_received += 1
+        service.stats.fed_notify_received += 1
         if service.domain in routing:
             self.stats.fed_notify_looped += 1
             service.stats.fed_notify_looped += 1
             return
-        attrs = p.attributes
         if not self.incoming.matches(attrs):
             self.stats.fed_notify_filtered += 1
             service.stats.fed_notify_filtered += 1
+            return
+        if not service.on_tree(self, routing, attrs):
+            self.stats.fed_notify_off_tree += 1
+            service.stats.fed_notify_off_tree += 1
             return
         try:
             service.host.deliver(attrs, block, p.deliver_insecure, p.keys, tuple(routing))
