@@ -40,10 +40,8 @@ from elvin.client import (
     Subscription,
     SubscriptionClosedError,
 )
-from elvin.client.args import keys_arg
-from elvin.client.send_checks import check_packet_length, checked_notification
+from elvin.client.connection import emit_frame, write_frames
 from elvin.keys import Keys
-from elvin.protocol import NotifyEmit, frame_packet
 
 __all__ = ["SyncConnection", "SyncQuench", "SyncSubscription", "connect", "unotify"]
 
@@ -309,13 +307,10 @@ class SyncConnection:
         write (connection closed) is raised by the next ``send`` or ``flush``.
         """
         conn = self.connection
-        attributes = checked_notification(notification, conn._send_limits)
-        if conn._auto_quench is not None or conn.state != "open":
-            return _run(conn.send(attributes, keys=keys, deliver_insecure=deliver_insecure),
+        data = emit_frame(conn, notification, keys, deliver_insecure)
+        if data is None:   # auto-quench decides, or not open: the loop's send does it all
+            return _run(conn.send(notification, keys=keys, deliver_insecure=deliver_insecure),
                         self._wait)
-        data = frame_packet(NotifyEmit(attributes, bool(deliver_insecure),
-                                       keys_arg(keys, "keys")))
-        check_packet_length(data, conn._send_limits)
         with self._cond:
             if self._send_error is not None:
                 error, self._send_error = self._send_error, None
@@ -345,10 +340,7 @@ class SyncConnection:
                         self._cond.notify_all()
                         return
                     self._cond.notify_all()
-                session = await self.connection._live_session()
-                session.write(b"".join(batch))
-                if session.paused:
-                    await session.drain()
+                await write_frames(self.connection, b"".join(batch))
         except BaseException as exc:
             with self._cond:
                 self._send_error = exc

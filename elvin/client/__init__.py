@@ -30,7 +30,6 @@ from elvin.client.errors import (
 )
 from elvin.client.events import (
     CloseReason,
-    Notification,
     QuenchEvent,
     SubscriptionAdded,
     SubscriptionModified,
@@ -39,7 +38,7 @@ from elvin.client.events import (
 from elvin.client.optional_quench import OptionalQuench
 from elvin.client.quench import Quench, QuenchTerm
 from elvin.client.sessionless import unotify
-from elvin.client.subscription import Subscription
+from elvin.client.subscription import Notification, Subscription
 
 # the names ``elvin`` re-exports (lazily), and the ones only found here
 __all__ = [*_CLIENT_NAMES, "DEFAULT_URL", "OptionalQuench", "QuenchEvent", "QuenchTerm"]

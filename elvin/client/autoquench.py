@@ -29,21 +29,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
+from elvin.client.core import ClientCore
 from elvin.client.errors import QuenchNotSupported
-from elvin.client.quench import Quench
+from elvin.client.quench import Quench, QuenchTable
 from elvin.keys import EMPTY_KEYS, Keys
-
-if TYPE_CHECKING:
-    from elvin.client.connection import Connection
 
 log = logging.getLogger("elvin.client")
 
 
 class AutoQuench:
-    def __init__(self, connection: Connection) -> None:
-        self.connection = connection
+    """The filter of one connection's ``send``: its internal quench, kept in
+    ``quenches`` (the connection's table) and worked through ``core``."""
+
+    def __init__(self, core: ClientCore, quenches: QuenchTable) -> None:
+        self.core = core
+        self.quenches = quenches
         self.quench: Quench | None = None
         self.sent = 0
         self.dropped = 0
@@ -57,12 +58,14 @@ class AutoQuench:
         return {"sent": self.sent, "dropped": self.dropped, "terms": terms}
 
     async def allow(self, attributes: dict, keys: Keys, deliver_insecure: bool) -> bool:
-        conn = self.connection
-        if conn.state != "open":
-            await conn._live_session()   # wait for a reconnection to restore the quench
-        if conn.supports_quench is False:
+        """Whether a notification of ``attributes`` sent with ``keys`` may
+        reach a subscriber (True), or is dropped here (False)."""
+        core = self.core
+        if core.state != "open":
+            await core.live_session()   # wait for a reconnection to restore the quench
+        if core.supports_quench is False:
             return self._unfiltered()
-        needed_keys = keys | conn.notification_keys if keys else conn.notification_keys
+        needed_keys = keys | core.notification_keys if keys else core.notification_keys
         quench = self.quench
         if (quench is None or quench.closed or not attributes.keys() <= quench.names
                 or (needed_keys and needed_keys - quench.keys)):
@@ -71,11 +74,11 @@ class AutoQuench:
             except QuenchNotSupported:
                 return self._unfiltered()
             quench = self.quench
-            if conn.supports_quench is False or quench is None or quench.closed:
+            if core.supports_quench is False or quench is None or quench.closed:
                 return self._unfiltered()
         if self._off_logged:
             self._off_logged = False
-            log.info("auto-quench on again: %s supports quench", conn.url)
+            log.info("auto-quench on again: %s supports quench", core.url)
         for term in quench.terms.values():
             if not deliver_insecure and not term.secure:
                 continue
@@ -90,26 +93,24 @@ class AutoQuench:
         if not self._off_logged:
             self._off_logged = True
             log.warning("auto-quench off: %s does not support quench (protocol subset C); "
-                        "sending every notification", self.connection.url)
+                        "sending every notification", self.core.url)
         self.sent += 1
         return True
 
     async def _cover(self, names, keys: Keys) -> None:
         if self._lock is None:
             self._lock = asyncio.Lock()
-        conn = self.connection
         async with self._lock:
-            if conn.supports_quench is False:
+            if self.core.supports_quench is False:
                 return   # found out while this call waited for the lock
             quench = self.quench
             if quench is None or quench.closed:
-                session = await conn._live_session()
-                quench = Quench(conn, names, keys, True, buffer_size=0)
-                quench._internal = True
-                await conn._quenches.register(session, quench)
+                session = await self.core.live_session()
+                quench = Quench(self.quenches, names, keys, True, buffer_size=0, internal=True)
+                await self.quenches.register(session, quench)
                 self.quench = quench
                 return
             missing = tuple(sorted(set(names) - quench.names))
             new_keys = keys - quench.keys if keys else EMPTY_KEYS
             if missing or new_keys:
-                await conn._quenches.modify(quench, missing, (), new_keys, EMPTY_KEYS, None)
+                await self.quenches.modify(quench, missing, (), new_keys, EMPTY_KEYS, None)

@@ -1,7 +1,8 @@
 """The asyncio Elvin client: one ``Connection`` per router session.
 
 ``Connection`` is the application's handle; it composes modules that each
-do one job:
+do one job, and that see it only through ``ConnectionCore`` (below), the
+implementation of the contract written down in ``core.py``:
 
 * ``session``: the channel of one session (framing, output, flow control);
   bytes go through ``elvin.protocol.FrameDecoder`` (sans-IO) and each packet
@@ -31,12 +32,14 @@ import asyncio
 import contextlib
 import logging
 import ssl as ssl_module
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from elvin.client import send_checks
 from elvin.client._stream import call_listener
 from elvin.client.args import keys_arg, names_arg
+from elvin.client.autoquench import AutoQuench
+from elvin.client.core import ReconnectPolicy
 from elvin.client.errors import ConnectionClosedError, OptionsRejectedError, QuenchNotSupported
 from elvin.client.events import CloseReason
 from elvin.client.liveness import answer_test_conn, start_keepalive
@@ -44,6 +47,7 @@ from elvin.client.quench import DEFAULT_BUFFER as QUENCH_BUFFER
 from elvin.client.quench import Quench, QuenchTable
 from elvin.client.redirects import Redirected, follow_redirects
 from elvin.client.restore import Reconnector
+from elvin.client.send_checks import check_packet_length, checked_notification
 from elvin.client.session import CLIENT_VERSION, Session, client_uri, open_session
 from elvin.client.subscription import DEFAULT_BUFFER as SUB_BUFFER
 from elvin.client.subscription import Subscription, SubscriptionTable
@@ -55,7 +59,8 @@ from elvin.values import check_notification
 
 log = logging.getLogger("elvin.client")
 
-__all__ = ["Connection", "connect", "DEFAULT_URL"]
+__all__ = ["Connection", "ConnectionCore", "connect", "DEFAULT_URL", "emit_frame",
+           "write_frames"]
 
 DEFAULT_URL = "elvin://127.0.0.1:2917"
 
@@ -120,18 +125,16 @@ class Connection:
         self.supports_quench: bool | None = None
 
         self._session: Session | None = None
-        self._subs = SubscriptionTable(self)
-        self._quenches = QuenchTable(self)
+        self._core = ConnectionCore(self)
+        self._subs = SubscriptionTable(self._core, self)
+        self._quenches = QuenchTable(self._core, self)
         self._close_listeners: list[Callable] = []
         self._lost_listeners: list[Callable] = []
         self._reconnect_listeners: list[Callable] = []
         self._ready: asyncio.Event | None = None
-        self._reconnector = Reconnector(self)
+        self._reconnector = Reconnector(self._core, (self._subs, self._quenches))
         self._closed: asyncio.Future | None = None
-        self._auto_quench = None
-        if auto_quench:
-            from elvin.client.autoquench import AutoQuench
-            self._auto_quench = AutoQuench(self)
+        self._auto_quench = AutoQuench(self._core, self._quenches) if auto_quench else None
 
     # ======================================================================
     # public properties
@@ -213,9 +216,11 @@ class Connection:
         self._ready.set()
         return self
 
-    async def _establish(self, uri: ElvinURI) -> None:
-        """A new session at ``uri``: channel, ConnRqst, the options agreed."""
-        session = await open_session(self, uri, self._base_limits)
+    async def _establish(self, uri: ElvinURI) -> Session:
+        """A new session at ``uri``: channel, ConnRqst, the options agreed;
+        it becomes the current one."""
+        session = await open_session(self._core, uri, self._base_limits, self.timeout,
+                                     self.ssl_context)
         try:
             reply = await self._request(
                 session, lambda xid: pk.ConnRqst(xid, *CLIENT_VERSION,
@@ -247,6 +252,7 @@ class Connection:
             start_keepalive(session, self.keepalive, self.keepalive_timeout or
                             min(max(self.keepalive, 1.0), self.timeout), self.url,
                             self._probe_sent)
+        return session
 
     def _probe_sent(self) -> None:
         self.test_conns_sent += 1
@@ -375,7 +381,7 @@ class Connection:
         Returns True when sent, False when auto-quench dropped it because no
         subscription at the router can match it.
         """
-        attributes = send_checks.checked_notification(notification, self._send_limits)
+        attributes = checked_notification(notification, self._send_limits)
         keys = keys_arg(keys, "keys")
         if self._auto_quench is not None:
             attributes = dict(attributes)   # we may wait: keep what was given now
@@ -384,9 +390,7 @@ class Connection:
         session = self._session
         if self.state != "open" or session is None or session.is_closing:
             session = await self._live_session()
-        data = frame_packet(pk.NotifyEmit(attributes, bool(deliver_insecure), keys))
-        send_checks.check_packet_length(data, self._send_limits)
-        session.write(data)
+        session.write(_emit_frame(attributes, keys, deliver_insecure, self._send_limits))
         if session.paused:
             await session.drain()
         return True
@@ -406,7 +410,7 @@ class Connection:
         ast = parse(expression)
         keys = keys_arg(keys, "keys")
         session = await self._live_session()
-        sub = Subscription(self, expression, ast, keys, bool(accept_insecure), buffer_size)
+        sub = Subscription(self._subs, expression, ast, keys, bool(accept_insecure), buffer_size)
         if listener is not None:
             sub.add_listener(listener)
         await self._subs.register(session, sub)
@@ -433,7 +437,7 @@ class Connection:
             raise ValueError("a quench needs at least one attribute name")
         keys = keys_arg(keys, "keys")
         session = await self._live_session()
-        quench = Quench(self, names, keys, bool(deliver_insecure), buffer_size)
+        quench = Quench(self._quenches, names, keys, bool(deliver_insecure), buffer_size)
         if listener is not None:
             quench.add_listener(listener)
         await self._quenches.register(session, quench)
@@ -477,6 +481,138 @@ class Connection:
 
     def __repr__(self) -> str:
         return f"<Connection {self.url} {self.state}>"
+
+
+class ConnectionCore:
+    """A ``Connection`` as its parts see it: the one object that implements
+    ``core.ReconnectingCore`` (for the reconnector, the tables and
+    auto-quench) and ``session.SessionOwner`` (for its sessions). With
+    ``emit_frame`` and ``write_frames`` (``elvin.sync``'s way in), it is the
+    only code outside ``Connection`` that reads or changes the connection's
+    private state, and it lives beside it, so that the two change together."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    # -- ClientCore ---------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return self._conn.url
+
+    @property
+    def state(self) -> str:
+        return self._conn.state
+
+    @property
+    def session(self) -> Session | None:
+        return self._conn._session
+
+    @property
+    def notification_keys(self) -> Keys:
+        return self._conn.notification_keys
+
+    @property
+    def supports_quench(self) -> bool | None:
+        return self._conn.supports_quench
+
+    @supports_quench.setter
+    def supports_quench(self, known: bool | None) -> None:
+        self._conn.supports_quench = known
+
+    def live_session(self) -> Awaitable[Session]:
+        return self._conn._live_session()
+
+    def request(self, session: Session, make: Callable[[int], Any], expect: tuple,
+                on_reply: Callable | None = None, on_late: Callable | None = None, *,
+                expression: str | None = None) -> Awaitable[Any]:
+        return self._conn._request(session, make, expect, on_reply, on_late,
+                                   expression=expression)
+
+    # -- ReconnectingCore --------------------------------------------------------------
+    @property
+    def uri(self) -> ElvinURI:
+        return self._conn._uri
+
+    @property
+    def home_uri(self) -> ElvinURI:
+        return self._conn._home_uri
+
+    @property
+    def reconnect_policy(self) -> ReconnectPolicy:
+        conn = self._conn
+        return ReconnectPolicy(conn.reconnect, conn.reconnect_delay, conn.reconnect_max_delay,
+                               conn.reconnect_attempts)
+
+    def establish(self, uri: ElvinURI) -> Awaitable[Session]:
+        return self._conn._establish(uri)
+
+    def abandon(self, session: Session, reason: CloseReason) -> None:
+        session.abort(reason)
+        if self._conn._session is session:
+            self._conn._session = None
+
+    def reconnecting(self) -> None:
+        conn = self._conn
+        conn.state = "reconnecting"
+        conn._ready.clear()
+
+    def reconnected(self) -> None:
+        conn = self._conn
+        conn.state = "open"
+        conn.reconnects += 1
+        conn._ready.set()
+        for fn in conn._reconnect_listeners:
+            call_listener(fn, conn)
+
+    def finalize(self, reason: CloseReason) -> None:
+        self._conn._finalize(reason)
+
+    # -- SessionOwner ------------------------------------------------------------------
+    @property
+    def deliver(self) -> Callable[[pk.NotifyDeliver], None]:
+        return self._conn._subs.deliver
+
+    def packet_received(self, session: Session, packet: pk.Packet) -> None:
+        self._conn._dispatch(session, packet)
+
+    def session_lost(self, session: Session) -> None:
+        self._conn._session_lost(session)
+
+
+def _emit_frame(attributes: dict, keys: Keys, deliver_insecure: bool, limits: Limits) -> bytes:
+    """The NotifyEmit of checked ``attributes``, framed; ValueError if it
+    is longer than the router accepts."""
+    data = frame_packet(pk.NotifyEmit(attributes, bool(deliver_insecure), keys))
+    check_packet_length(data, limits)
+    return data
+
+
+def emit_frame(conn: Connection, notification: Mapping[str, Any], keys: Keys | None,
+               deliver_insecure: bool) -> bytes | None:
+    """``notification`` checked (against the router's limits too) and framed
+    as a NotifyEmit, for a caller that writes it later with ``write_frames``
+    (``elvin.sync`` does, from another thread, in batches); TypeError or
+    ValueError as ``Connection.send`` says them. None when it has to go
+    through ``Connection.send`` instead: auto-quench decides what is sent,
+    or the connection is not open."""
+    limits = conn._send_limits
+    attributes = checked_notification(notification, limits)
+    keys = keys_arg(keys, "keys")
+    if conn._auto_quench is not None or conn.state != "open":
+        return None
+    return _emit_frame(attributes, keys, deliver_insecure, limits)
+
+
+async def write_frames(conn: Connection, data: bytes) -> None:
+    """Write framed packets (``emit_frame``'s) in the connection's session,
+    waiting while it reconnects (up to its timeout) and while the
+    transport is full."""
+    session = await conn._live_session()
+    session.write(data)
+    if session.paused:
+        await session.drain()
 
 
 #: what each packet from the router means: ``handler(connection, session, packet)``

@@ -1,61 +1,20 @@
-"""Values the client hands to the application: delivered notifications,
-quench events and the reason a connection closed."""
+"""Values the client hands to the application: quench events and the
+reason a connection closed. (A delivered ``Notification`` lives with the
+``Subscription`` it came through, in ``subscription.py``.)"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from elvin.subscription.ast import Node
-from elvin.values import Value
-
-if TYPE_CHECKING:
-    from elvin.client.subscription import Subscription
 
 __all__ = [
     "CloseReason",
-    "Notification",
     "QuenchEvent",
     "SubscriptionAdded",
     "SubscriptionModified",
     "SubscriptionRemoved",
 ]
-
-
-class Notification(Mapping):
-    """A delivered notification: a read-only mapping of its attributes.
-
-    ``secure`` says whether it matched ``subscription`` securely (with keys)
-    rather than by content alone. ``attributes`` is the plain dict (shared by
-    every subscription the notification matched: do not modify it).
-    """
-
-    __slots__ = ("attributes", "secure", "subscription")
-
-    def __init__(self, attributes: dict[str, Value], secure: bool = False,
-                 subscription: Subscription | None = None) -> None:
-        self.attributes = attributes
-        self.secure = secure
-        self.subscription = subscription
-
-    def __getitem__(self, name: str) -> Value:
-        return self.attributes[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.attributes)
-
-    def __len__(self) -> int:
-        return len(self.attributes)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.attributes
-
-    def get(self, name, default=None):
-        return self.attributes.get(name, default)
-
-    def __repr__(self) -> str:
-        return f"Notification({self.attributes!r}, secure={self.secure})"
 
 
 @dataclass(frozen=True)

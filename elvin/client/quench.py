@@ -12,10 +12,11 @@ import contextlib
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from elvin.client.args import keys_arg, names_arg
-from elvin.client.errors import ConnectionClosedError
+from elvin.client.core import ClientCore
+from elvin.client.errors import ConnectionClosedError, QuenchNotSupported
 from elvin.client.events import (
     QuenchEvent,
     SubscriptionAdded,
@@ -23,13 +24,10 @@ from elvin.client.events import (
     SubscriptionRemoved,
 )
 from elvin.client.registry import Registered, Registry
+from elvin.client.session import Session
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.protocol import packets as pk
 from elvin.subscription.ast import Node
-
-if TYPE_CHECKING:
-    from elvin.client.connection import Connection
-    from elvin.client.session import Session
 
 log = logging.getLogger("elvin.client")
 
@@ -101,20 +99,20 @@ class Quench(Registered[QuenchEvent]):
     the terms of the new session.
     """
 
-    def __init__(self, connection: Connection, names: Iterable[str], keys: Keys,
-                 deliver_insecure: bool, buffer_size: int = DEFAULT_BUFFER) -> None:
-        super().__init__(connection, buffer_size, "quench")
+    _table: QuenchTable
+
+    def __init__(self, table: QuenchTable, names: Iterable[str], keys: Keys,
+                 deliver_insecure: bool, buffer_size: int = DEFAULT_BUFFER, *,
+                 internal: bool = False) -> None:
+        super().__init__(table, buffer_size, "quench")
         self.names: frozenset[str] = frozenset(names)
         self.keys = keys
         self.deliver_insecure = deliver_insecure
         self.terms: dict[int, QuenchTerm] = {}
         #: the connection's own (auto-quench), not listed in ``Connection.quenches``
-        self._internal = False
+        self._internal = internal
 
-    def _registry(self) -> QuenchTable:
-        return self.connection._quenches
-
-    # -- events from the connection -------------------------------------------
+    # -- events from the table ---------------------------------------------------
     def _apply(self, event: QuenchEvent) -> None:
         if isinstance(event, SubscriptionRemoved):
             if self.terms.pop(event.term_id, None) is None:
@@ -143,9 +141,8 @@ class Quench(Registered[QuenchEvent]):
                      keys_add: Keys | None = None, keys_del: Keys | None = None,
                      deliver_insecure: bool | None = None) -> None:
         """Add or remove attribute names (and keys) with QnchModRqst."""
-        await self.connection._quenches.modify(self, tuple(add), tuple(remove),
-                                               keys_add or EMPTY_KEYS, keys_del or EMPTY_KEYS,
-                                               deliver_insecure)
+        await self._table.modify(self, tuple(add), tuple(remove), keys_add or EMPTY_KEYS,
+                                 keys_del or EMPTY_KEYS, deliver_insecure)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"id={self.id}"
@@ -165,8 +162,8 @@ class QuenchTable(Registry[Quench]):
     delete = pk.QnchDelRqst
     reply = pk.QnchRply
 
-    def __init__(self, conn: Connection) -> None:
-        super().__init__(conn)
+    def __init__(self, core: ClientCore, connection: Any) -> None:
+        super().__init__(core, connection)
         self._asking = 0                          # quench requests outstanding
         self._early: dict[int, list[QuenchEvent]] = {}
 
@@ -188,13 +185,13 @@ class QuenchTable(Registry[Quench]):
                 self._early.clear()
 
     def _bind(self, quench: Quench, quench_id: int) -> None:
-        self.conn.supports_quench = True   # a QnchRply: this router has quench
+        self.core.supports_quench = True   # a QnchRply: this router has quench
         self.bind(quench, quench_id)
         for event in self._early.pop(quench_id, ()):
             quench._apply(event)
 
     def _registered(self, session: Session, quench: Quench, quench_id: int) -> None:
-        self.conn.supports_quench = True
+        self.core.supports_quench = True
         early = self._early.pop(quench_id, ())
         if self.registered(session, quench, quench_id):     # else closed meanwhile
             for event in early:
@@ -203,7 +200,7 @@ class QuenchTable(Registry[Quench]):
     async def register(self, session: Session, quench: Quench) -> None:
         """QnchAddRqst for ``quench`` in ``session`` (new, or restored)."""
         with self._outstanding():
-            await self.conn._request(session, lambda xid: pk.QnchAddRqst(
+            await self.core.request(session, lambda xid: pk.QnchAddRqst(
                 xid, tuple(sorted(quench.names)), quench.deliver_insecure, quench.keys),
                 (pk.QnchRply,), lambda reply: self._registered(session, quench,
                                                                reply.quench_id))
@@ -216,7 +213,7 @@ class QuenchTable(Registry[Quench]):
         remove = names_arg(remove, "names to remove")
         keys_add, keys_del = keys_arg(keys_add, "keys_add"), keys_arg(keys_del, "keys_del")
         insecure = quench.deliver_insecure if deliver_insecure is None else bool(deliver_insecure)
-        session = await self.conn._live_session()
+        session = await self.core.live_session()
         old_id = quench.id
 
         def on_reply(reply: pk.QnchRply) -> None:
@@ -226,9 +223,20 @@ class QuenchTable(Registry[Quench]):
             self._bind(quench, reply.quench_id)
 
         with self._outstanding():
-            await self.conn._request(session, lambda xid: pk.QnchModRqst(
+            await self.core.request(session, lambda xid: pk.QnchModRqst(
                 xid, old_id, add, remove, insecure, keys_add, keys_del), (pk.QnchRply,),
                 on_reply)
+
+    def refused(self, quench: Quench, error: BaseException) -> None:
+        """A router without quench ends every quench restored to it; the
+        application hears of its own (auto-quench says the rest itself)."""
+        if not isinstance(error, QuenchNotSupported):
+            super().refused(quench, error)
+            return
+        if not quench._internal:
+            log.warning("%s does not support quench (%s): the quench on %s is ended",
+                        self.core.url, error.message, ", ".join(sorted(quench.names)))
+        self.discard(quench)
 
     def forget_ids(self) -> list[Quench]:
         quenches = super().forget_ids()

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from elvin.client.errors import ConnectionClosedError
 from elvin.client.events import CloseReason
 from elvin.client.session import client_uri
 from elvin.protocol import ElvinURI
+
+T = TypeVar("T")
 
 MAX_REDIRECTS = 5
 #: more than MAX_REDIRECTS mid-session redirects within this many seconds is a loop
@@ -38,15 +41,14 @@ class Redirected(Exception):
             raise cls(reason.redirect) from None
 
 
-async def follow_redirects(establish: Callable[[ElvinURI], Awaitable[None]],
-                           uri: ElvinURI) -> None:
+async def follow_redirects(establish: Callable[[ElvinURI], Awaitable[T]], uri: ElvinURI) -> T:
     """``establish(uri)``, then wherever the routers redirect to, up to
-    ``MAX_REDIRECTS`` times (ConnectionClosedError beyond that)."""
+    ``MAX_REDIRECTS`` times (ConnectionClosedError beyond that); what the
+    last ``establish`` returned (the session)."""
     seen = []
     while True:
         try:
-            await establish(uri)
-            return
+            return await establish(uri)
         except Redirected as redirect:
             seen.append(uri)
             if len(seen) > MAX_REDIRECTS:

@@ -6,18 +6,22 @@ application keeps the same object. ``Registered`` is what the two share
 (the id, the event stream with its listeners, the end); ``Registry`` is a
 connection's table of one kind: the open objects in creation order, and the
 current router id of each, which is how incoming packets find their object.
+A table works through its connection's ``ClientCore`` (``core.py``); each
+object knows its table, and hands the application back the connection it
+belongs to.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from elvin.client._stream import EventStream
+from elvin.client.core import ClientCore
+from elvin.client.session import Session
 
-if TYPE_CHECKING:
-    from elvin.client.connection import Connection
-    from elvin.client.session import Session
+log = logging.getLogger("elvin.client")
 
 E = TypeVar("E")
 R = TypeVar("R", bound="Registered")
@@ -26,17 +30,17 @@ R = TypeVar("R", bound="Registered")
 class Registered(Generic[E]):
     """Base of Subscription and Quench: events of type ``E`` through
     iteration (``async for``), ``await get()`` or listeners; ``id`` is the
-    router's id in the current session (None while not registered)."""
+    router's id in the current session (None while not registered);
+    ``connection`` the ``elvin.client.Connection`` it belongs to."""
 
-    def __init__(self, connection: Connection, buffer_size: int, what: str) -> None:
-        self.connection = connection
+    def __init__(self, table: Registry, buffer_size: int, what: str) -> None:
+        # typed loosely: the connection composes this module, not the reverse
+        self.connection: Any = table.connection
+        self._table = table
         self.id: int | None = None
         self.closed = False
         self._end_callbacks: list[Callable[[], object]] = []
         self._stream = EventStream(buffer_size, what)
-
-    def _registry(self) -> Registry:
-        raise NotImplementedError
 
     def _end(self) -> None:
         if self.closed:
@@ -71,7 +75,7 @@ class Registered(Generic[E]):
 
     async def close(self) -> None:
         """Remove it at the router (SubDelRqst, QnchDelRqst); idempotent."""
-        await self._registry().close(self)
+        await self._table.close(self)
 
     async def __aenter__(self):
         return self
@@ -88,8 +92,10 @@ class Registry(Generic[R]):
     #: the reply to register, modify and delete requests
     reply: type
 
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
+    def __init__(self, core: ClientCore, connection: Any) -> None:
+        self.core = core
+        #: what the objects give the application as their ``connection``
+        self.connection = connection
         self.by_id: dict[int, R] = {}
         self.live: list[R] = []   # open ones, in creation order
 
@@ -130,6 +136,13 @@ class Registry(Generic[R]):
         self.unbind(obj, obj.id)
         obj._end()
 
+    def refused(self, obj: R, error: BaseException) -> None:
+        """The router of a new session refused to register ``obj`` again
+        (another language version, say): end it rather than leave it
+        silently dead, and say so."""
+        log.error("could not restore %r after reconnecting: %s", obj, error)
+        self.discard(obj)
+
     def forget_ids(self) -> list[R]:
         """A new session: every id is void. Returns the objects to register again."""
         self.by_id.clear()
@@ -153,14 +166,14 @@ class Registry(Generic[R]):
             return
         if obj in self.live:
             self.live.remove(obj)
-        conn = self.conn
-        session, obj_id = conn._session, obj.id
-        if conn.state != "open" or session is None or obj_id is None:
+        core = self.core
+        session, obj_id = core.session, obj.id
+        if core.state != "open" or session is None or obj_id is None:
             self.unbind(obj, obj_id)
             obj._end()
             return
         try:
-            await conn._request(session, lambda xid: self.delete(xid, obj_id), (self.reply,),
-                                lambda _reply: self.unbind(obj, obj_id))
+            await core.request(session, lambda xid: self.delete(xid, obj_id), (self.reply,),
+                               lambda _reply: self.unbind(obj, obj_id))
         finally:
             obj._end()

@@ -10,7 +10,8 @@ caller gave up (timeout, cancellation) goes to ``on_late``, which undoes
 what the router did for nobody.
 
 The table belongs to one session: when the channel goes, every request
-still waiting fails with the reason (``fail_all``).
+still waiting fails with the reason (``fail_all``). It sees its session only
+as a ``Channel`` (below), so it can be exercised without a socket.
 """
 
 from __future__ import annotations
@@ -18,15 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from elvin.client.errors import ConnectionClosedError, nack_exception
+from elvin.client.events import CloseReason
 from elvin.errors import ElvinError, ProtocolError
 from elvin.protocol import frame_packet
 from elvin.protocol import packets as pk
-
-if TYPE_CHECKING:
-    from elvin.client.session import Session
 
 log = logging.getLogger("elvin.client")
 
@@ -54,10 +53,42 @@ def _log_failure(future: asyncio.Future) -> None:
         log.info("background request failed: %s", future.exception())
 
 
+class Channel(Protocol):
+    """What a ``RequestTable`` needs of its session (``elvin.client.session.Session``)."""
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The loop the callers' futures belong to."""
+        ...
+
+    @property
+    def is_closing(self) -> bool:
+        """True once nothing more can be sent."""
+        ...
+
+    @property
+    def close_reason(self) -> CloseReason | None:
+        """Why the channel ended, for the error of a request made too late."""
+        ...
+
+    @property
+    def paused(self) -> bool:
+        """The transport asked us to stop writing for now (flow control)."""
+        ...
+
+    def write(self, data: bytes) -> None:
+        """Queue a framed packet for the router."""
+        ...
+
+    async def drain(self) -> None:
+        """Return once writing may go on (or the channel is gone)."""
+        ...
+
+
 class RequestTable:
     """The requests of one session that wait for a reply, by xid."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Channel) -> None:
         self.session = session
         self.pending: dict[int, Pending] = {}
         self._xid = 0

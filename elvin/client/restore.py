@@ -15,105 +15,102 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from elvin.client._stream import call_listener
-from elvin.client.errors import ConnectionClosedError, QuenchNotSupported
+from elvin.client.core import ReconnectingCore
+from elvin.client.errors import ConnectionClosedError
 from elvin.client.events import CloseReason
 from elvin.client.redirects import RedirectGuard, follow_redirects
 from elvin.client.registry import Registry
 from elvin.client.session import Session, client_uri
 from elvin.errors import ElvinError
 
-if TYPE_CHECKING:
-    from elvin.client.connection import Connection
-
 log = logging.getLogger("elvin.client")
 
 
 class Reconnector:
-    """Decides what follows a lost session, and carries it out."""
+    """Decides what follows a lost session, and carries it out, through
+    ``core`` (``core.ReconnectingCore``); ``tables`` are what it restores."""
 
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
+    def __init__(self, core: ReconnectingCore, tables: Sequence[Registry]) -> None:
+        self.core = core
+        self.tables = tuple(tables)
         self.task: asyncio.Task | None = None
         self._redirects = RedirectGuard()
 
     def after_loss(self, reason: CloseReason) -> None:
         """The open connection's session ended for ``reason``."""
-        conn = self.conn
+        core = self.core
         redirect = reason.kind == "redirect" and reason.redirect
         if redirect:
             looping = self._redirects.loop_reason(reason)
             if looping is not None:
-                conn._finalize(looping)
+                core.finalize(looping)
                 return
-        if conn.reconnect or redirect:
-            conn.state = "reconnecting"
-            conn._ready.clear()
+        if core.reconnect_policy.enabled or redirect:
+            core.reconnecting()
             self.task = asyncio.get_running_loop().create_task(self._run(reason))
         else:
-            conn._finalize(reason)
+            core.finalize(reason)
 
     def cancel(self) -> None:
         if self.task is not None and not self.task.done():
             self.task.cancel()
 
     async def _run(self, reason: CloseReason) -> None:
-        conn = self.conn
-        delay = conn.reconnect_delay
+        core = self.core
+        delay = core.reconnect_policy.delay
         attempts = 0
         redirect = reason.redirect if reason.kind == "redirect" else None
         last_error: BaseException | None = None
-        while conn.state == "reconnecting":
+        while core.state == "reconnecting":
+            policy = core.reconnect_policy
             candidates = []
             if redirect:
                 with contextlib.suppress(ValueError):
                     candidates.append(client_uri(redirect))
                 redirect = None
-            if conn.reconnect:   # else only the redirect is followed
-                candidates.append(conn.uri)
-                if conn._home_uri != conn.uri:
-                    candidates.append(conn._home_uri)
+            if policy.enabled:   # else only the redirect is followed
+                candidates.append(core.uri)
+                if core.home_uri != core.uri:
+                    candidates.append(core.home_uri)
             for uri in candidates:
+                session: Session | None = None
                 try:
-                    await follow_redirects(conn._establish, uri)
-                    await self.restore(conn._session)
+                    session = await follow_redirects(core.establish, uri)
+                    await self.restore(session)
                 except asyncio.CancelledError:
                     raise
                 except (OSError, ElvinError, TimeoutError) as exc:
                     last_error = exc
                     log.info("reconnect to %s failed: %s", uri, exc)
-                    if conn._session is not None and conn._session.transport is not None:
-                        conn._session.abort(CloseReason("lost", "restore failed"))
-                    conn._session = None
+                    if session is not None:
+                        core.abandon(session, CloseReason("lost", "restore failed"))
                     continue
-                conn.state = "open"
-                conn.reconnects += 1
-                conn._ready.set()
-                for fn in conn._reconnect_listeners:
-                    call_listener(fn, conn)
+                core.reconnected()
                 return
             attempts += 1
-            if not conn.reconnect:
+            policy = core.reconnect_policy
+            if not policy.enabled:
                 # the redirect could not be followed: closed, for that reason
-                conn._finalize(CloseReason(
+                core.finalize(CloseReason(
                     "redirect", f"{reason.message}; cannot connect there: "
                     f"{last_error or 'not a usable URI'}",
                     reason.disconn_reason, redirect=reason.redirect, error=last_error))
                 return
-            if conn.reconnect_attempts is not None and attempts >= conn.reconnect_attempts:
-                conn._finalize(CloseReason("reconnect-failed",
-                                           f"gave up after {attempts} attempts: {last_error}",
-                                           error=last_error))
+            if policy.attempts is not None and attempts >= policy.attempts:
+                core.finalize(CloseReason("reconnect-failed",
+                                          f"gave up after {attempts} attempts: {last_error}",
+                                          error=last_error))
                 return
             await asyncio.sleep(delay)
-            delay = min(delay * 2, conn.reconnect_max_delay)
+            delay = min(delay * 2, policy.max_delay)
 
     async def restore(self, session: Session) -> None:
-        """Re-register subscriptions and quenches in a new session."""
-        tables: list[Registry] = [self.conn._subs, self.conn._quenches]
-        work = [(table, obj) for table in tables for obj in table.forget_ids()]
+        """Re-register subscriptions and quenches in a new session. A
+        connection failure raises (the session is no use); an object the
+        new router refuses is ended by its table (``Registry.refused``)."""
+        work = [(table, obj) for table in self.tables for obj in table.forget_ids()]
         if not work:
             return
         results = await asyncio.gather(*(table.register(session, obj) for table, obj in work),
@@ -123,14 +120,4 @@ class Reconnector:
                 raise result
         for (table, obj), result in zip(work, results, strict=True):
             if isinstance(result, BaseException):
-                # the new router refuses it (e.g. a different language
-                # version, or no quench at all): end it rather than leave it
-                # silently dead. Auto-quench's own quench is its business.
-                if isinstance(result, QuenchNotSupported):
-                    if not obj._internal:
-                        log.warning("%s does not support quench (%s): the quench on %s "
-                                    "is ended", self.conn.url, result.message,
-                                    ", ".join(sorted(obj.names)))
-                else:
-                    log.error("could not restore %r after reconnecting: %s", obj, result)
-                table.discard(obj)
+                table.refused(obj, result)

@@ -4,8 +4,9 @@ A ``Session`` lives as long as its channel. A reconnecting ``Connection``
 goes through several of them, so everything that dies with the channel is
 kept here: the frame decoder, the output buffer and flow control, the table
 of requests still waiting for a reply (``requests``), and why the channel
-ended. What the packets mean is the connection's business: each decoded
-packet is handed to ``Connection._dispatch``, in order.
+ended. What the packets mean is its owner's business (``SessionOwner``, the
+connection's core): each decoded packet is handed on, in order, and the
+owner hears when the channel is gone.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import asyncio
 import logging
 import os
 import ssl as ssl_module
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol
 
 from elvin.client.errors import ConnectError, ConnectionClosedError
 from elvin.client.events import CloseReason
@@ -23,9 +25,6 @@ from elvin.errors import ProtocolError
 from elvin.protocol import ElvinURI, FrameDecoder, Limits, parse_uri
 from elvin.protocol import packets as pk
 from elvin.protocol.limits import OPTION_FIELDS
-
-if TYPE_CHECKING:
-    from elvin.client.connection import Connection
 
 log = logging.getLogger("elvin.client")
 
@@ -77,18 +76,38 @@ def disconn_reason(packet: pk.Disconn) -> CloseReason:
                        packet.reason)
 
 
-async def open_session(conn: Connection, uri: ElvinURI, limits: Limits) -> Session:
-    """A channel to the router at ``uri``, within ``conn.timeout``; a
+class SessionOwner(Protocol):
+    """Who a session hands what it receives to (``connection.ConnectionCore``)."""
+
+    @property
+    def deliver(self) -> Callable[[pk.NotifyDeliver], None]:
+        """Where NotifyDeliver goes: most of a subscriber's traffic, so it
+        skips ``packet_received`` (looked up once per read, not per packet)."""
+        ...
+
+    def packet_received(self, session: Session, packet: pk.Packet) -> None:
+        """Any other packet from the router, in order (errors are the owner's)."""
+        ...
+
+    def session_lost(self, session: Session) -> None:
+        """The channel is gone (``session.close_reason`` says why); its
+        requests have already failed."""
+        ...
+
+
+async def open_session(owner: SessionOwner, uri: ElvinURI, limits: Limits, timeout: float,
+                       ssl_context: ssl_module.SSLContext | None) -> Session:
+    """A channel to the router at ``uri``, within ``timeout`` seconds; a
     ConnectError that says why not."""
-    session = Session(conn, limits)
+    session = Session(owner, limits)
     try:
-        async with asyncio.timeout(conn.timeout):
+        async with asyncio.timeout(timeout):
             await session.loop.create_connection(
                 lambda: session, uri.host, uri.port,
-                ssl=ssl_context_for(uri, conn.ssl_context))
+                ssl=ssl_context_for(uri, ssl_context))
     except TimeoutError:
         raise ConnectError(f"cannot connect to {uri}: no answer within "
-                           f"{conn.timeout} s") from None
+                           f"{timeout} s") from None
     except OSError as exc:
         raise ConnectError(f"cannot connect to {uri}: {os_error_text(exc)}") from None
     return session
@@ -97,8 +116,8 @@ async def open_session(conn: Connection, uri: ElvinURI, limits: Limits) -> Sessi
 class Session(asyncio.Protocol):
     """One transport (TCP or TLS) to a router, with its pending requests."""
 
-    def __init__(self, conn: Connection, limits: Limits) -> None:
-        self.conn = conn
+    def __init__(self, owner: SessionOwner, limits: Limits) -> None:
+        self.owner = owner
         self.loop = asyncio.get_running_loop()
         self.decoder = FrameDecoder(limits)
         self.transport: asyncio.Transport | None = None
@@ -125,12 +144,12 @@ class Session(asyncio.Protocol):
         except ProtocolError as exc:
             self._bad_bytes(exc)
             return
-        conn = self.conn
-        dispatch = conn._dispatch
-        deliver = conn._subs.deliver
+        owner = self.owner
+        dispatch = owner.packet_received
+        deliver = owner.deliver
         for packet in packets:
             # a subscriber's chunk is mostly NotifyDeliver: straight to the
-            # subscriptions, without the handler table of _dispatch
+            # subscriptions, without the owner's handler table
             if type(packet) is pk.NotifyDeliver:
                 try:
                     deliver(packet)
@@ -140,7 +159,7 @@ class Session(asyncio.Protocol):
                 dispatch(self, packet)
 
     def _bad_bytes(self, exc: ProtocolError) -> None:
-        dispatch = self.conn._dispatch
+        dispatch = self.owner.packet_received
         while True:
             for packet in exc.packets:
                 dispatch(self, packet)
@@ -174,7 +193,7 @@ class Session(asyncio.Protocol):
                                                      self.close_reason))
         if not self.lost.done():
             self.lost.set_result(self.close_reason)
-        self.conn._session_lost(self)
+        self.owner.session_lost(self)
 
     def pause_writing(self) -> None:
         self.paused = True
@@ -189,7 +208,7 @@ class Session(asyncio.Protocol):
                 waiter.set_result(None)
         self._drain_waiters.clear()
 
-    # -- used by the connection ----------------------------------------------
+    # -- used by the owner -----------------------------------------------------
     def accept_options(self, options: dict) -> None:
         """The connection options agreed: where they let the router send
         more than the decoder's limits allow, they apply (in full)."""

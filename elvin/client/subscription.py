@@ -1,30 +1,62 @@
 """Subscriptions: the consumer side of a connection.
 
-``Subscription`` is the application's object; ``SubscriptionTable`` is the
-connection's table of them, which registers them at the router (again after
-each reconnection), changes and removes them, and hands each NotifyDeliver
-to the subscriptions it names.
+``Subscription`` is the application's object, and ``Notification`` what it
+delivers; ``SubscriptionTable`` is the connection's table of them, which
+registers them at the router (again after each reconnection), changes and
+removes them, and hands each NotifyDeliver to the subscriptions it names.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
 
 from elvin.client.args import keys_arg
 from elvin.client.errors import ConnectionClosedError
-from elvin.client.events import Notification
 from elvin.client.registry import Registered, Registry
+from elvin.client.session import Session
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.protocol import packets as pk
 from elvin.subscription.ast import Node
+from elvin.values import Value
 
-if TYPE_CHECKING:
-    from elvin.client.connection import Connection
-    from elvin.client.session import Session
-
-__all__ = ["Subscription"]
+__all__ = ["Notification", "Subscription"]
 
 DEFAULT_BUFFER = 1000
+
+
+class Notification(Mapping):
+    """A delivered notification: a read-only mapping of its attributes.
+
+    ``secure`` says whether it matched ``subscription`` securely (with keys)
+    rather than by content alone. ``attributes`` is the plain dict (shared by
+    every subscription the notification matched: do not modify it).
+    """
+
+    __slots__ = ("attributes", "secure", "subscription")
+
+    def __init__(self, attributes: dict[str, Value], secure: bool = False,
+                 subscription: Subscription | None = None) -> None:
+        self.attributes = attributes
+        self.secure = secure
+        self.subscription = subscription
+
+    def __getitem__(self, name: str) -> Value:
+        return self.attributes[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.attributes)
+
+    def __len__(self) -> int:
+        return len(self.attributes)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.attributes
+
+    def get(self, name, default=None):
+        return self.attributes.get(name, default)
+
+    def __repr__(self) -> str:
+        return f"Notification({self.attributes!r}, secure={self.secure})"
 
 
 class Subscription(Registered[Notification]):
@@ -39,19 +71,18 @@ class Subscription(Registered[Notification]):
     its router-side id changes, the object does not).
     """
 
-    def __init__(self, connection: Connection, expression: str, ast: Node, keys: Keys,
+    _table: SubscriptionTable
+
+    def __init__(self, table: SubscriptionTable, expression: str, ast: Node, keys: Keys,
                  accept_insecure: bool, buffer_size: int = DEFAULT_BUFFER) -> None:
-        super().__init__(connection, buffer_size, "subscription")
+        super().__init__(table, buffer_size, "subscription")
         self.expression = expression
         self.ast = ast
         self.keys = keys
         self.accept_insecure = accept_insecure
         self.delivered = 0
 
-    def _registry(self) -> SubscriptionTable:
-        return self.connection._subs
-
-    # -- delivery (called by the connection) --------------------------------
+    # -- delivery (called by the table) ---------------------------------------
     def _deliver(self, attributes: dict, secure: bool) -> None:
         self.delivered += 1
         self._stream.push(Notification(attributes, secure, self))
@@ -80,8 +111,8 @@ class Subscription(Registered[Notification]):
         """Change the expression, the keys or the insecure flag (SubModRqst).
         A bad expression raises SubscriptionError before any round trip and
         leaves the subscription as it was."""
-        await self.connection._subs.modify(self, expr, keys_add or EMPTY_KEYS,
-                                           keys_del or EMPTY_KEYS, accept_insecure)
+        await self._table.modify(self, expr, keys_add or EMPTY_KEYS, keys_del or EMPTY_KEYS,
+                                 accept_insecure)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"id={self.id}"
@@ -96,19 +127,19 @@ class SubscriptionTable(Registry[Subscription]):
 
     async def register(self, session: Session, sub: Subscription) -> None:
         """SubAddRqst for ``sub`` in ``session`` (new, or restored)."""
-        conn = self.conn
 
         def on_late(reply: pk.SubRply) -> None:
             # the caller gave up waiting: remove the orphan at the router
             session.requests.fire_and_forget(
                 lambda xid: pk.SubDelRqst(xid, reply.subscription_id), (pk.SubRply,))
 
-        await conn._request(session, lambda xid: pk.SubAddRqst(xid, sub.expression,
-                                                               sub.accept_insecure, sub.keys),
-                            (pk.SubRply,),
-                            lambda reply: self.registered(session, sub,
-                                                          reply.subscription_id),
-                            on_late, expression=sub.expression)
+        await self.core.request(session, lambda xid: pk.SubAddRqst(xid, sub.expression,
+                                                                   sub.accept_insecure,
+                                                                   sub.keys),
+                                (pk.SubRply,),
+                                lambda reply: self.registered(session, sub,
+                                                              reply.subscription_id),
+                                on_late, expression=sub.expression)
 
     async def modify(self, sub: Subscription, expression: str | None, keys_add: Keys,
                      keys_del: Keys, accept_insecure: bool | None) -> None:
@@ -118,7 +149,7 @@ class SubscriptionTable(Registry[Subscription]):
         ast = parse(expression) if expression is not None else None
         keys_add, keys_del = keys_arg(keys_add, "keys_add"), keys_arg(keys_del, "keys_del")
         insecure = sub.accept_insecure if accept_insecure is None else bool(accept_insecure)
-        session = await self.conn._live_session()
+        session = await self.core.live_session()
         old_id = sub.id
 
         def on_reply(reply: pk.SubRply) -> None:
@@ -128,7 +159,7 @@ class SubscriptionTable(Registry[Subscription]):
             sub.keys = (sub.keys | keys_add) - keys_del
             sub.accept_insecure = insecure
 
-        await self.conn._request(session, lambda xid: pk.SubModRqst(
+        await self.core.request(session, lambda xid: pk.SubModRqst(
             xid, old_id, expression or "", insecure, keys_add, keys_del),
             (pk.SubRply,), on_reply, expression=expression)
 
