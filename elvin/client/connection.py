@@ -1,8 +1,7 @@
 """The asyncio Elvin client: one ``Connection`` per router session.
 
 ``Connection`` is the application's handle; it composes modules that each
-do one job, and that see it only through ``ConnectionCore`` (below), the
-implementation of the contract written down in ``core.py``:
+do one job:
 
 * ``session``: the channel of one session (framing, output, flow control);
   bytes go through ``elvin.protocol.FrameDecoder`` (sans-IO) and each packet
@@ -16,6 +15,13 @@ implementation of the contract written down in ``core.py``:
 * ``restore`` (reconnecting and registering everything again),
   ``redirects``, ``liveness`` (keepalive), ``send_checks`` (the router's
   limits), ``autoquench``.
+
+None of them imports this module or touches the connection's private
+state: the tables, auto-quench and the reconnector are handed
+``ConnectionCore`` (below), which implements the contract of ``core.py``
+(``ClientCore``, ``ReconnectingCore``); a session is handed the same object
+as its ``session.SessionOwner``. What a part needs that the contract lacks
+is added there, with its documentation, and implemented here.
 
 Assumption about quench (documented in the brief, guaranteed by the bundled
 router): after a QnchAddRqst/QnchModRqst the router sends the SubAddNotify
