@@ -5,7 +5,7 @@ sends them in Nack packets, the client raises them back as exceptions, and
 the subscription compiler uses them so that a parse error found locally and
 one reported by a router look the same to the user.
 
-``RouterStartError`` and ``KeyError_`` live here rather than in the router
+``RouterStartError`` and ``KeyRefused`` live here rather than in the router
 because the federation service raises and catches them too, and it must not
 depend on the router's modules (it sees the router only through
 ``elvin.federation.host.FederationHost``).
@@ -131,7 +131,7 @@ class RouterStartError(ElvinError):
     use or a TLS certificate that does not load; the message says which."""
 
 
-class KeyError_(ElvinError):
+class KeyRefused(ElvinError):
     """Keys a router refuses (an unknown scheme, a key set too many): the
     Nack to answer with, as ``code``, ``message`` and ``args_``."""
 
@@ -140,3 +140,7 @@ class KeyError_(ElvinError):
         self.code = code
         self.message = message
         self.args_ = args
+
+
+#: the name it had (it shadowed nothing, but read like a typo of KeyError)
+KeyError_ = KeyRefused

@@ -36,10 +36,10 @@ from elvin.protocol import (
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
 from elvin.router.engine import Engine
-from elvin.router.fairness import Scheduler
 from elvin.router.options import initial_options
 from elvin.router.quench import QuenchManager
 from elvin.router.reaper import Reaper
+from elvin.router.scheduler import Scheduler
 from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
 from elvin.router.session import CLOSING, CONNECTED, Session
@@ -335,7 +335,7 @@ class Router:
         """The compile workers (``counts``: what they did; ``busy``)."""
         return self._compilers
 
-    def compile_off_loop(self, text: str) -> asyncio.Future:
+    def compile_long(self, text: str) -> asyncio.Future:
         """Compile a long expression on a worker thread (``elvin.router.compiling``);
         the future gives a ``Registered`` or raises ``SubscriptionError``."""
         return self._compilers.submit(self.loop, text)  # type: ignore[arg-type]
