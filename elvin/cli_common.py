@@ -12,11 +12,14 @@ cannot drift apart on any of them.
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import os
 import sys
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE", "LOG_LEVELS",
-           "ToolError", "ToolParser", "add_log_level_argument", "fail", "setup_logging"]
+           "ToolError", "ToolParser", "add_log_level_argument", "fail", "os_error",
+           "os_error_status", "reopen_log_files", "setup_logging"]
 
 EXIT_OK = 0
 EXIT_USAGE = 1
@@ -44,6 +47,33 @@ class ToolError(Exception):
 
     def report(self, prog: str) -> int:
         return fail(prog, self.message, self.status)
+
+
+#: errnos of a path the configuration names that cannot be used as it is:
+#: restarting will not help, someone must fix the file, the path or its
+#: permissions (so they exit 1, which the systemd units do not restart)
+_SETUP_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR,
+                           errno.EISDIR, errno.EROFS, errno.ELOOP, errno.ENAMETOOLONG,
+                           errno.EEXIST})
+
+
+def os_error_status(exc: OSError | int | None) -> int:
+    """The exit status for an ``OSError`` (or its errno) at start: 1 (usage)
+    when a path the configuration names cannot be used (missing, a file
+    where a directory is needed, permission denied, read-only), 3 for what
+    may pass (a full disk, an I/O error, an address in use)."""
+    code = exc.errno if isinstance(exc, OSError) else exc
+    return EXIT_USAGE if code in _SETUP_ERRNOS else EXIT_FAILURE
+
+
+def os_error(what: str, exc: OSError, path: str | os.PathLike | None = None) -> ToolError:
+    """``cannot WHAT PATH: Permission denied``: the one line a command says
+    for an ``OSError`` at start, with its exit status (``os_error_status``).
+    ``path`` defaults to the one the error names."""
+    shown = path if path is not None else (exc.filename or "")
+    reason = exc.strerror or str(exc)
+    where = f" {os.fspath(shown)}" if shown != "" else ""
+    return ToolError(f"cannot {what}{where}: {reason}", os_error_status(exc))
 
 
 class ToolParser(argparse.ArgumentParser):
@@ -75,5 +105,34 @@ def setup_logging(level: str, log_file: str | None = None, *, prog: str = "") ->
     handler.setFormatter(logging.Formatter(
         f"%(asctime)s {name}%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
+    for old in root.handlers:
+        if old is not handler:
+            old.close()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+
+
+def reopen_log_files() -> list[str]:
+    """Close and reopen every log file of the root logger (after logrotate
+    moved it away: SIGHUP or SIGUSR1 in the daemons); the paths reopened.
+    A file that cannot be reopened keeps the old stream and is reported
+    on stderr rather than losing the log."""
+    reopened = []
+    for handler in logging.getLogger().handlers:
+        if not isinstance(handler, logging.FileHandler):
+            continue
+        handler.acquire()
+        try:
+            try:
+                stream = handler._open()
+            except OSError as exc:
+                print(f"cannot reopen log file {handler.baseFilename}: "
+                      f"{exc.strerror or exc}", file=sys.stderr, flush=True)
+                continue
+            old, handler.stream = handler.stream, stream
+            if old is not None:
+                old.close()
+            reopened.append(handler.baseFilename)
+        finally:
+            handler.release()
+    return reopened

@@ -37,6 +37,7 @@ from typing import Any
 
 from elvin.cli_common import LOG_LEVELS
 from elvin.config_file import ConfigError, check_numbers, line_of, number, read_toml
+from elvin.fileutil import runtime_file
 from elvin.router_url import RouterURLError, check_router_url
 
 __all__ = ["Config", "ConfigError", "LOG_LEVELS", "UNBOUNDED_POLICIES", "default_status_file",
@@ -49,16 +50,8 @@ def default_status_file() -> str:
     """Where the daemon writes its status when not told: the systemd runtime
     directory (``RuntimeDirectory=elvin-filewatcher``, which is also root's
     default, so ``sudo filewatcher status`` finds the service's file), else the
-    user's runtime directory, else a per-user /tmp dir."""
-    runtime = os.environ.get("RUNTIME_DIRECTORY")
-    if runtime:
-        return os.path.join(runtime.split(":")[0], "status.json")
-    if os.getuid() == 0:
-        return "/run/elvin-filewatcher/status.json"
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg:
-        return os.path.join(xdg, "elvin-filewatcher", "status.json")
-    return os.path.join("/tmp", f"elvin-filewatcher-{os.getuid()}", "status.json")
+    user's runtime directory, else a per-user /tmp dir (``elvin.fileutil``)."""
+    return runtime_file("elvin-filewatcher")
 
 
 @dataclass

@@ -107,10 +107,10 @@ def test_bad_federation_toml_names_file_line_and_key(tmp_path):
         load_config(path)
     message = str(info.value)
     assert str(path) in message and "line 10" in message
-    assert "federation.connect[2].url" in message and "not an ewaf URI" in message
+    assert "federation.connect #2, url" in message and "not an ewaf URI" in message
     path.write_text('[federation]\nrouter_domain = "a"\n\n[[federation.accept]]\n'
                     'router = "b"\nincoming = "Group =="\n')
-    with pytest.raises(ConfigError, match=r"line 6: federation.accept\[1\].incoming: bad "
+    with pytest.raises(ConfigError, match=r"line 6: federation.accept #1, incoming: bad "
                                           "subscription expression"):
         load_config(path)
 

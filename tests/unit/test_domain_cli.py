@@ -100,7 +100,7 @@ def test_check_refuses_a_cyclic_file(cyclic, capsys):
     out, err = capsys.readouterr()
     assert out == ""
     assert err.startswith(f"elvin-domain: {cyclic}")
-    assert "[[links]] #3 (c -> a)" in err
+    assert "links #3 (c -> a)" in err
     assert "would create a cycle" in err and "a -> b -> c -> a" in err
 
 
