@@ -341,8 +341,10 @@ def load_config(path: str | Path, base: RouterConfig | None = None, *,
                 problems: list[str] | None = None) -> RouterConfig:
     """Read a TOML file, and the files it includes, into a ``RouterConfig``
     (over ``base``); ``ConfigError`` naming the file and line at fault. With
-    a ``problems`` list, every problem found is appended there instead
-    (``--check-config``) and the config is returned as far as it could be read."""
+    a ``problems`` list, every problem in reading the files is appended there
+    instead and the config is returned as far as it could be read, not yet
+    validated: ``--check-config`` puts the flags over it, then asks
+    ``RouterConfig.problems``."""
     config = base if base is not None else RouterConfig()
     config.sources = []
     try:
@@ -353,7 +355,6 @@ def load_config(path: str | Path, base: RouterConfig | None = None, *,
         problems.append(str(exc))
         return config
     if problems is not None:
-        problems.extend(config.problems(*main))
         return config
     return config.validate(*main)
 

@@ -51,7 +51,7 @@ def changed_settings(old: RouterConfig, new: RouterConfig) -> list[str]:
 def _scalar(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    return repr(value) if isinstance(value, str) else str(value)
+    return "none" if value is None else str(value)
 
 
 async def apply_config(router: Any, new: RouterConfig,

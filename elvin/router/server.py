@@ -112,8 +112,8 @@ class Router:
             await self._close_servers()
             await self._close_archive()
             raise
-        for url in self.urls:
-            log.info("listening on %s", url)
+        for url in self.urls:       # elvind says it once, on stderr (elvin.router.cli)
+            log.debug("listening on %s", url)
         if not self.config.quench:
             log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
         try:

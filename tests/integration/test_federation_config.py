@@ -11,7 +11,7 @@ import pytest
 
 from elvin.federation.topology_file import parse_topology, render_fragment
 from elvin.protocol import NotifyDeliver
-from elvin.router.cli import build_parser, make_config, reload_federation
+from elvin.router.cli import build_parser, make_config, reload_router
 from elvin.router.config import ConfigError, load_config
 from elvin.router.embedded import EmbeddedRouter
 from tests.waiting import until, wait_until
@@ -134,7 +134,7 @@ def _reload(router: EmbeddedRouter, path) -> bool:
                               federation_connect=None, federation_domain=None,
                               federation_accept_any=None)
     return asyncio.run_coroutine_threadsafe(
-        reload_federation(router.router, args), router.loop).result(10)
+        reload_router(router.router, args), router.loop).result(10)[0]
 
 
 def test_reload_reconfigures_a_running_router(tmp_path):
