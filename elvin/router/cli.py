@@ -326,29 +326,51 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
 
     log = logging.getLogger("elvin.router")
     router = Router(config)
-    await router.start()
     loop = asyncio.get_running_loop()
     metrics: MetricsServer | None = None
     status_file: StatusFile | None = None
-    signals: DaemonSignals | None = None
     gc_policy: GcPolicy | None = None
+    record = ReloadRecord()
+    started = asyncio.Event()
+    stopping: list[asyncio.Task] = []
+
+    def request_stop(_signame: str) -> None:
+        if not stopping:
+            stopping.append(loop.create_task(_stop_when_started()))
+
+    async def _stop_when_started() -> None:
+        await started.wait()
+        await router.stop()
+
+    async def reload() -> tuple[bool, str]:
+        await started.wait()
+        if args is None:
+            return True, "nothing to reload"
+        return await reload_router(router, args)
+
+    def snapshot() -> dict:
+        return router_status(router, version=VERSION,
+                             config_path=getattr(args, "config", None),
+                             metrics_url=metrics.url if metrics else None,
+                             reload=record.as_dict())
+
+    # before listening: a signal that comes as soon as the port answers must
+    # find its handler (SIGHUP's and SIGUSR1's default is to kill)
+    signals = DaemonSignals(loop, log, stop=request_stop, reload=reload, record=record,
+                            on_reloaded=lambda: status_file.changed() if status_file else None)
+    signals.install()
+    router_started = False
     try:
+        await router.start()
+        router_started = True
         if config.metrics:
             host, port = parse_metrics_address(config.metrics)
-            metrics = MetricsServer(host, port, lambda: snapshot())
+            metrics = MetricsServer(host, port, snapshot)
             try:
                 await metrics.start()
             except OSError as exc:
                 raise RouterStartError(f"cannot listen for metrics on {config.metrics}: "
                                        f"{exc.strerror or exc}") from None
-        record = ReloadRecord()
-
-        def snapshot() -> dict:
-            return router_status(router, version=VERSION,
-                                 config_path=getattr(args, "config", None),
-                                 metrics_url=metrics.url if metrics else None,
-                                 reload=record.as_dict())
-
         path = config.status_file or default_status_file()
         status_file = StatusFile(path, snapshot)
         try:
@@ -370,17 +392,7 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
         # 5 ms by default, for each read and write of every client's round trip
         # while a long expression compiles. elvind owns its process: 1 ms.
         sys.setswitchinterval(SWITCH_INTERVAL)
-        stopping: list[asyncio.Task] = []
-
-        def request_stop(_signame: str) -> None:
-            if not stopping:
-                stopping.append(loop.create_task(router.stop()))
-
-        signals = DaemonSignals(
-            loop, log, stop=request_stop,
-            reload=(lambda: reload_router(router, args)) if args is not None else None,
-            record=record, on_reloaded=status_file.changed if status_file else None)
-        signals.install()
+        started.set()
         fed_urls = router.federation.urls if router.federation is not None else []
         line = f"elvind {VERSION} listening on {' '.join(router.urls + fed_urls)}"
         print(line, file=sys.stderr, flush=True)
@@ -396,15 +408,20 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
         if stopping:
             await stopping[0]
     finally:
-        if signals is not None:
-            await signals.close()
+        if not started.is_set():      # a stop asked for during a failed start
+            for task in stopping:
+                task.cancel()
+        started.set()
+        await signals.close()
+        await asyncio.gather(*stopping, return_exceptions=True)
         if gc_policy is not None:
             gc_policy.uninstall()
         if metrics is not None:
             await metrics.stop()
         if status_file is not None:
             await status_file.close()
-        await router.stop()
+        if router_started:
+            await router.stop()
 
 
 def build_status_parser(command: str) -> argparse.ArgumentParser:

@@ -543,7 +543,8 @@ class Router:
         try:
             attrs = self.stats_notification()
             # the statistics count what clients send and get, not themselves
-            self.stats.notifications_out -= self.deliver(attrs, None, True, None)
+            delivered = self.deliver(attrs, None, True, None)
+            self.stats.notifications_out -= delivered
         except Exception:
             log.exception("publishing statistics failed")
         self._stats_handle = self.loop.call_later(  # type: ignore[union-attr]
