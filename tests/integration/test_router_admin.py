@@ -18,7 +18,6 @@ import pytest
 from elvin.federation.config import ConnectSpec, FederationConfig
 from elvin.protocol import NotifyDeliver
 from elvin.router.config import ConfigError, load_config
-
 from tests.waiting import until, wait_until
 
 from .process_util import ELVIND, free_port, stop, wait_listening
