@@ -226,7 +226,8 @@ def test_the_log_file_is_reopened_after_rotation(elvind_proc, tmp_path):
         rotated = log_file.with_suffix(f".{name}")
         log_file.rename(rotated)
         proc.send_signal(sig)
-        wait_until(lambda: log_file.exists() and f"{name} received" in log_file.read_text(),
+        said = f"{name} received"
+        wait_until(lambda said=said: log_file.exists() and said in log_file.read_text(),
                    what=f"a new log file after {name}")
         assert f"{name} received" not in rotated.read_text()
 
