@@ -33,10 +33,18 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from elvin import sdnotify
-from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, fail, reopen_log_files
+from elvin.cli_common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    fail,
+    reopen_log_files,
+    setup_logging,
+)
 from elvin.fileutil import pid_alive
 
-__all__ = ["DaemonSignals", "ReloadRecord", "ask_reload"]
+__all__ = ["DaemonSignals", "ReloadRecord", "ask_reload", "change", "reload_logging",
+           "reload_verdict"]
 
 #: seconds ``reload`` waits for the daemon's verdict
 RELOAD_TIMEOUT = 15.0
@@ -163,6 +171,51 @@ class DaemonSignals:
         if self.on_reloaded is not None:
             self.on_reloaded()
         return ok, message
+
+
+def change(name: str, old: object, new: object) -> str:
+    """``name (old -> new)``, as a reload says what it applied."""
+    def shown(value: object) -> str:
+        if value is None or value == "":
+            return "none"
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        if isinstance(value, (list, tuple)):
+            return ", ".join(map(str, value)) or "none"
+        return str(value)
+    return f"{name} ({shown(old)} -> {shown(new)})"
+
+
+def reload_logging(prog: str, old: tuple[str, str | None], new: tuple[str, str | None],
+                   applied: list[str], failed: list[str]) -> bool:
+    """Switch the log to ``new`` (level, file) if it differs from ``old``,
+    noting the change in ``applied`` or the failure in ``failed``; whether
+    the new settings are in force."""
+    if old == new:
+        return True
+    try:
+        setup_logging(new[0], new[1] or None, prog=prog)
+    except OSError as exc:
+        failed.append(f"log-file {new[1]}: cannot open: {exc.strerror or exc}")
+        return False
+    for name, before, after in (("log-level", old[0], new[0]), ("log-file", old[1], new[1])):
+        if before != after:
+            applied.append(change(name, before, after))
+    return True
+
+
+def reload_verdict(applied: list[str], restart: list[str],
+                   failed: list[str] = ()) -> tuple[bool, str]:  # type: ignore[assignment]
+    """``(ok, message)`` of a reload: what was applied, what failed, what
+    needs a restart (the daemons word it the same way)."""
+    parts = []
+    if applied:
+        parts.append("applied " + ", ".join(applied))
+    if failed:
+        parts.append("FAILED " + "; ".join(failed))
+    if restart:
+        parts.append("needs a restart: " + ", ".join(restart))
+    return not failed, "; ".join(parts) or "no changes"
 
 
 def ask_reload(prog: str, read_status: Callable[[], Mapping[str, Any]], *,

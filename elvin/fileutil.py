@@ -98,13 +98,20 @@ def runtime_file(directory: str, name: str = "status.json") -> str:
     return os.path.join("/tmp", f"{directory}-{os.getuid()}", name)
 
 
-def write_problem(path: str | os.PathLike, *, directory: bool = False) -> str | None:
+def write_problem(path: str | os.PathLike, *, directory: bool = False,
+                  replace: bool = False) -> str | None:
     """Why ``path`` (a file, or with ``directory`` a directory, to be written
     in) could not be written or created now, or None when it could: the
     reason as the system words it (``Permission denied``, ``Not a
-    directory``...). Creates nothing, so that checking a configuration
-    leaves no trace; the real write may still fail (a full disk)."""
+    directory``...). ``replace``: the file is replaced whole (``atomic_write``),
+    which needs its directory writable rather than the file. Creates
+    nothing, so that checking a configuration leaves no trace; the real
+    write may still fail (a full disk)."""
     path = Path(path)
+    if replace:
+        if path.is_dir():
+            return os.strerror(errno.EISDIR)
+        return write_problem(path.parent, directory=True)
     try:
         st = path.stat()
     except FileNotFoundError:

@@ -105,11 +105,17 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
     out.write(f"router: {data.get('router')}  ({data.get('connection')})\n")
     out.write(f"roots: {', '.join(data.get('roots', [])) or '-'}   "
               f"unbounded subscriptions: {data.get('unbounded')}\n")
+    for root, problem in (data.get("unreadable_roots") or {}).items():
+        out.write(f"root {root} is NOT READABLE ({problem}): nothing under it can be "
+                  "watched\n")
     if data.get("quench") == "off":
         out.write(f"quench: {NO_QUENCH_NOTE}\n")
     watches = data.get("watches", [])
-    out.write(f"OS watches: {data.get('os_watches', '?')} in {len(watches)} watched "
-              f"director{'y' if len(watches) == 1 else 'ies'}\n")
+    missing = sum(1 for w in watches if w.get("backend") in ("failed", "refused"))
+    watched = len(watches) - missing
+    out.write(f"OS watches: {data.get('os_watches', '?')} in {watched} watched "
+              f"director{'y' if watched == 1 else 'ies'}"
+              + (f"; {missing} NOT WATCHED (see below)" if missing else "") + "\n")
     counters = data.get("counters", {})
     if counters:
         out.write("counters: " + ", ".join(f"{k} {v}" for k, v in counters.items()) + "\n")
@@ -121,8 +127,12 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
             if w.get("pending"):
                 mode += " (pending)"
             backend = w.get("backend", "?")
-            if w.get("error"):
+            if backend in ("failed", "refused"):
+                backend = f"NOT WATCHED [{w.get('error') or backend}]"
+            elif w.get("error"):
                 backend += f" [{w['error']}]"
+            if w.get("unreadable"):
+                backend += f" [not readable inside: {', '.join(w['unreadable'])}]"
             subs = ", ".join(f"#{s}" for s in w.get("subscriptions", [])) or "-"
             rows.append([w.get("path", "?"), mode, backend, str(w.get("os_watches", "")),
                          subs, "; ".join(w.get("interests", []))])

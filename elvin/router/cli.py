@@ -283,11 +283,11 @@ def start_problems(config: RouterConfig) -> list[str]:
             ssl.create_default_context(cafile=fed.tls_ca)
         except (OSError, ssl.SSLError) as exc:
             found.append(f"federation.tls_ca {fed.tls_ca!r}: cannot load: {exc}")
-    paths = [("log file", config.log_file, False),
-             ("status file", config.status_file or default_status_file(), False),
-             ("archive directory", config.archive, True)]
-    for what, path, directory in paths:
-        problem = write_problem(path, directory=directory) if path else None
+    paths = [("log file", config.log_file, {}),
+             ("status file", config.status_file or default_status_file(), {"replace": True}),
+             ("archive directory", config.archive, {"directory": True})]
+    for what, path, how in paths:
+        problem = write_problem(path, **how) if path else None
         if problem:
             found.append(f"cannot write the {what} {path}: {problem}")
     if config.archive is not None:

@@ -27,6 +27,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from elvin.daemon_control import change, reload_verdict
 from elvin.router.config import RELOADABLE, RouterConfig
 
 __all__ = ["apply_config", "changed_settings"]
@@ -46,12 +47,6 @@ def changed_settings(old: RouterConfig, new: RouterConfig) -> list[str]:
     """The names of the settings that differ, in declaration order."""
     return [f.name for f in dataclasses.fields(RouterConfig)
             if f.name not in _IGNORED and getattr(old, f.name) != getattr(new, f.name)]
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return "none" if value is None else str(value)
 
 
 async def apply_config(router: Any, new: RouterConfig,
@@ -77,8 +72,7 @@ async def apply_config(router: Any, new: RouterConfig,
                 if name in live:
                     old_value, new_value = getattr(old, name), getattr(new, name)
                     setattr(old, name, new_value)
-                    applied.append(f"{_shown(name)} ({_scalar(old_value)} -> "
-                                   f"{_scalar(new_value)})")
+                    applied.append(change(_shown(name), old_value, new_value))
     for name in live:
         if name in ("log_level", "log_file", "options", "federation", "archive"):
             continue
@@ -87,8 +81,7 @@ async def apply_config(router: Any, new: RouterConfig,
             router.set_stats_interval(new.stats_interval)
         else:
             setattr(old, name, getattr(new, name))
-        applied.append(f"{_shown(name)} ({_scalar(old_value)} -> "
-                       f"{_scalar(getattr(new, name))})")
+        applied.append(change(_shown(name), old_value, getattr(new, name)))
     if "options" in live:
         router.set_option_ranges(new.options)
         applied.append("[options] (for new connections)")
@@ -101,11 +94,4 @@ async def apply_config(router: Any, new: RouterConfig,
     if "federation" in live:
         await router.reconfigure_federation(new.federation)
         applied.append("[federation]")
-    parts = []
-    if applied:
-        parts.append("applied " + ", ".join(applied))
-    if failed:
-        parts.append("FAILED " + "; ".join(failed))
-    if restart:
-        parts.append("needs a restart: " + ", ".join(_shown(name) for name in restart))
-    return not failed, "; ".join(parts)
+    return reload_verdict(applied, [_shown(name) for name in restart], failed)
