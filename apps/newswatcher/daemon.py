@@ -50,6 +50,7 @@ from elvin_apps.newswatcher.status import NO_QUENCH_NOTE, STATUS_NAME, write_sta
 
 import elvin
 from elvin.client import ConnectionClosedError, OptionalQuench
+from elvin.daemon_control import ReloadRecord
 from elvin.tasks import stop_task
 
 log = logging.getLogger("elvin_apps.newswatcher")
@@ -247,6 +248,8 @@ class NewsWatcher:
         self._background: set[asyncio.Task] = set()
         self._stopped = asyncio.Event()
         self._running = False
+        #: the last SIGHUP's verdict, for ``newswatcher reload`` (elvin.daemon_control)
+        self.reload_record = ReloadRecord()
 
     # -- feeds -------------------------------------------------------------------
     @property
@@ -308,13 +311,20 @@ class NewsWatcher:
         await self.stop()
 
     # -- reload ----------------------------------------------------------------------
-    def reload(self, config: Config) -> None:
+    def reload(self, config: Config) -> tuple[list[str], list[str]]:
         """Apply a re-read config: feeds added, removed or changed, HTTP
-        settings. The router URL and scoop mode need a restart."""
+        settings. The router URL and scoop mode need a restart. Returns
+        (what was applied, what needs a restart), as ``reload`` reports them."""
+        applied: list[str] = []
+        restart: list[str] = []
         if config.elvin != self.config.elvin and config.elvin:
             log.warning("reload: the router URL changed; restart the newswatcher to use it")
+            restart.append("elvin")
+        if config.scoop != self.config.scoop:
+            restart.append("scoop")
         old = {f.name: f for f in self.feeds}
         if config.http != self.config.http:
+            applied.append("[http]")
             stats = self.fetcher.stats if self.fetcher else None
             self.fetcher = Fetcher(config.http)
             if stats is not None:
@@ -328,10 +338,12 @@ class NewsWatcher:
             self._background.add(task)              # the loop keeps only weak refs
             task.add_done_callback(self._background.discard)
             log.info("reload: feed %s removed", name)
+            applied.append(f"feed {name} removed")
         for name, feed in new.items():
             if name not in old:
                 self._start_runner(feed)
                 log.info("reload: feed %s added (%s)", name, feed.url)
+                applied.append(f"feed {name} added")
             elif feed != old[name]:
                 runner = self.runners[name]
                 if feed.url != old[name].url or feed.interval < old[name].interval:
@@ -339,7 +351,9 @@ class NewsWatcher:
                 runner.feed = feed
                 runner.poke()
                 log.info("reload: feed %s changed", name)
+                applied.append(f"feed {name} changed")
         self.changed()
+        return applied, restart
 
     def _start_runner(self, feed: FeedConfig) -> None:
         runner = FeedRunner(self, feed)
@@ -471,7 +485,7 @@ class NewsWatcher:
             "data_dir": str(self.data_dir), "quench_terms": len(self.selection.terms),
             "totals": {"published": self.published, "dropped": self.dropped,
                        "duplicates_avoided": self.suppressed, **fetch},
-            "feeds": feeds,
+            "feeds": feeds, "reload": self.reload_record.as_dict(),
         }
 
     def _write_status(self, running: bool | None = None) -> None:
