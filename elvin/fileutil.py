@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -109,8 +110,13 @@ def write_problem(path: str | os.PathLike, *, directory: bool = False,
     write may still fail (a full disk)."""
     path = Path(path)
     if replace:
-        if path.is_dir():
-            return os.strerror(errno.EISDIR)
+        try:
+            if stat.S_ISDIR(path.stat().st_mode):
+                return os.strerror(errno.EISDIR)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            return exc.strerror or str(exc)
         return write_problem(path.parent, directory=True)
     try:
         st = path.stat()
@@ -119,7 +125,7 @@ def write_problem(path: str | os.PathLike, *, directory: bool = False,
     except OSError as exc:
         return exc.strerror or str(exc)
     if st is not None:
-        is_dir = path.is_dir()
+        is_dir = stat.S_ISDIR(st.st_mode)
         if directory and not is_dir:
             return os.strerror(errno.ENOTDIR)
         if not directory and is_dir:

@@ -47,6 +47,7 @@ from elvin_apps.filewatcher.status import StatusError, format_status, read_statu
 from elvin import cli_common, sdnotify
 from elvin.app_cli import add_config_argument, app_parser
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolError, ToolParser
+from elvin.config_file import raw_setting
 from elvin.daemon_control import DaemonSignals, ask_reload, reload_logging, reload_verdict
 from elvin.fileutil import write_problem
 from elvin.router_url import choose_router_url
@@ -164,8 +165,8 @@ async def run(config: Config, url: str, args: argparse.Namespace | None = None) 
     try:
         code = await watcher.wait_stopped()
     finally:
-        await signals.close()
         await watcher.close()
+        await signals.close()     # after: a second SIGTERM while closing must not kill
     return code
 
 
@@ -188,14 +189,13 @@ def reload_watcher(watcher, args: argparse.Namespace) -> tuple[bool, str]:
 
 
 def status_path(args: argparse.Namespace) -> str:
-    """``--status-file``, else the config file's ``status-file``, else the default."""
+    """``--status-file``, else the config file's ``status-file`` (read alone:
+    ``reload`` must reach the daemon even when the rest of the file is the
+    broken part), else the default."""
     if args.status_file:
         return args.status_file
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        raise ToolError(str(exc)) from None
-    return config.status_file or default_status_file()
+    named = raw_setting(args.config, "status-file")
+    return named if isinstance(named, str) and named else default_status_file()
 
 
 def check_main(argv: Sequence[str]) -> int:

@@ -52,7 +52,7 @@ from elvin.cli_common import (
     os_error,
     setup_logging,
 )
-from elvin.config_file import ConfigError, default_config_path, load_named, read_toml
+from elvin.config_file import default_config_path, load_named, raw_setting
 from elvin.daemon_control import DaemonSignals, ask_reload, reload_verdict
 from elvin.fileutil import write_problem
 
@@ -188,10 +188,7 @@ def _raw_data_dir(args: argparse.Namespace) -> Path | None:
     not load as a whole (None when neither says)."""
     if args.data_dir:
         return Path(args.data_dir).expanduser().resolve()
-    try:
-        raw = read_toml(args.config).data.get("data_dir") if args.config else None
-    except ConfigError:
-        return None
+    raw = raw_setting(args.config, "data_dir")
     if not isinstance(raw, str):
         return None
     path = Path(raw).expanduser()
@@ -343,8 +340,8 @@ async def serve(config, url: str, data_dir: Path, extra_feeds: list, scoop: bool
         try:
             await stop.wait()
         finally:
-            await signals.close()
             await watcher.stop()
+            await signals.close()     # after: a second SIGTERM while stopping must not kill
         return EXIT_OK
     finally:
         lock.__exit__(None, None, None)

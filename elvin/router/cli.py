@@ -44,7 +44,7 @@ from elvin.cli_common import (
     os_error_status,
     setup_logging,
 )
-from elvin.config_file import read_toml
+from elvin.config_file import raw_setting
 from elvin.daemon_control import DaemonSignals, ReloadRecord, ask_reload
 from elvin.errors import RouterStartError
 from elvin.extras import ARCHIVE_MODULES, missing_extra_message
@@ -446,17 +446,10 @@ def _status_path(args: argparse.Namespace) -> str:
 
     if args.status_file:
         return args.status_file
-    if args.config:
-        # only this key: a file being edited may be wrong elsewhere, and then
-        # 'elvind reload' must still reach the router to hear it refuse the file
-        try:
-            file = read_toml(args.config)
-        except ConfigError as exc:
-            raise ToolError(str(exc)) from None
-        for key in ("status-file", "status_file"):
-            if isinstance(file.data.get(key), str):
-                return file.data[key]
-    return default_status_file()
+    # only this key: a file being edited may be wrong elsewhere, and then
+    # 'elvind reload' must still reach the router to hear it refuse the file
+    named = raw_setting(args.config, "status-file")
+    return named if isinstance(named, str) else default_status_file()
 
 
 def status_main(command: str, argv: Sequence[str]) -> int:
