@@ -11,14 +11,23 @@ Format (``"format": 1``)::
 
     {"format": 1, "version": "0.1.0", "pid": 123, "started": 1700000000.0,
      "updated": 1700000005.0, "router": "elvin://...", "connection": "connected",
-     "roots": ["/srv/www"], "unbounded": "ignore", "quench": "on", "os_watches": 3,
+     "roots": ["/srv/www"], "unreadable_roots": {}, "unbounded": "ignore",
+     "quench": "on", "os_watches": 3,
      "watches": [{"path": "/srv/www", "recursive": true, "backend": "inotify",
-                  "pending": false, "error": null, "os_watches": 2,
+                  "pending": false, "error": null, "unreadable": [], "os_watches": 2,
                   "subscriptions": [5], "interests": ["/srv/www/**"]}],
      "subscriptions": [{"id": 5, "expression": "begins-with(File-Path, \\"/srv/www/\\")",
                         "watching": ["/srv/www/**"], "unbounded": false, "notes": []}],
      "counters": {"events": 10, "sent": 4, "quenched": 6, "failed": 0,
-                  "rescans": 0, "overflows": 0}}
+                  "rescans": 0, "overflows": 0},
+     "reload": {"serial": 0, "at": null, "ok": true, "message": "..."}}
+
+A watch whose ``backend`` is ``failed`` (the kernel refused it: permission
+denied...) or ``refused`` (over ``max-watches``) is NOT watched, and
+``error`` says why; ``unreadable`` lists directories inside a watched tree
+that could not be watched; ``unreadable_roots`` maps a root the daemon
+cannot list to the reason. ``reload`` is the last SIGHUP's verdict
+(``elvin.daemon_control``).
 
 ``quench`` is ``"on"``, or ``"off"`` when the router has no quench (the
 daemon then watches the roots, under the pseudo subscription ``no-quench``).
