@@ -86,11 +86,12 @@ async def apply_config(router: Any, new: RouterConfig,
         router.set_option_ranges(new.options)
         applied.append("[options] (for new connections)")
     if "archive" in live:
+        before = old.archive
         problem = await router.reconfigure_archive(new.archive)
         if problem:
             failed.append(f"archive: {problem}")
         else:
-            applied.append(f"archive ({old.archive or 'off'} -> {new.archive or 'off'})")
+            applied.append(change("archive", before or "off", new.archive or "off"))
     if "federation" in live:
         await router.reconfigure_federation(new.federation)
         applied.append("[federation]")

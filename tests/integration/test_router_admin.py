@@ -404,3 +404,48 @@ def test_client_connects_are_logged_then_summed_up(caplog):
 
 if sys.platform != "linux":  # pragma: no cover
     pytestmark = pytest.mark.skip("systemd and /proc are Linux's")
+
+
+async def test_client_connects_are_logged_at_info(make_router, caplog):
+    caplog.set_level("INFO", logger="elvin.router.clients")
+    router = make_router()
+    client = await RawClient.connected(router.port)
+    await client.close()
+
+    def said() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == "elvin.router.clients"]
+    await until(lambda: len(said()) == 2, what="the connect and disconnect lines")
+    assert said()[0].startswith("client 127.0.0.1:") and " connected on " in said()[0]
+    assert " disconnected after " in said()[1]
+
+
+def test_reload_opens_moves_and_closes_the_archive(make_router, tmp_path):
+    import argparse
+    import asyncio
+
+    from elvin.router.cli import reload_router
+
+    pytest.importorskip("pyarrow")
+    router = make_router()
+    path = tmp_path / "r.toml"
+    args = argparse.Namespace(config=str(path))
+
+    def reload(text: str) -> tuple[bool, str]:
+        path.write_text(f'listen = "{router.url}"\ndiscovery = false\n{text}')
+        return asyncio.run_coroutine_threadsafe(
+            reload_router(router.router, args, set_logging=lambda *a: None),
+            router.loop).result(60)
+
+    ok, message = reload(f'archive = "{tmp_path / "a1"}"\n')
+    assert ok and f"archive (off -> {tmp_path / 'a1'})" in message, message
+    assert router.call(lambda: str(router.router.archive.directory)) == str(tmp_path / "a1")
+    ok, message = reload(f'archive = "{tmp_path / "a2"}"\n')
+    assert ok and router.call(lambda: str(router.router.archive.directory)) == \
+        str(tmp_path / "a2")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    ok, message = reload(f'archive = "{blocker / "a3"}"\n')
+    assert not ok and "FAILED archive: cannot create archive directory" in message
+    assert router.call(lambda: router.router.archive) is None      # said, and off
+    ok, message = reload("")
+    assert ok and router.call(lambda: router.router.archive) is None
