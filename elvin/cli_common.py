@@ -18,7 +18,7 @@ import os
 import sys
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE", "LOG_LEVELS",
-           "ToolError", "ToolParser", "add_log_level_argument", "fail", "os_error",
+           "ToolError", "ToolParser", "add_log_level_argument", "duration", "fail", "os_error",
            "os_error_status", "reopen_log_files", "setup_logging"]
 
 EXIT_OK = 0
@@ -27,6 +27,20 @@ EXIT_UNREACHABLE = 2
 EXIT_FAILURE = 3
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+def duration(seconds: float) -> str:
+    """``4.2 s``, ``35 s``, ``12 min``, ``3.5 h``, ``2.0 days``: how long, as
+    the tools' messages and status reports say it."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def fail(prog: str, message: str, status: int) -> int:

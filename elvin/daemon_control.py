@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 import os
 import signal
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -44,7 +46,7 @@ from elvin.cli_common import (
 from elvin.fileutil import pid_alive
 
 __all__ = ["DaemonSignals", "ReloadRecord", "ask_reload", "change", "reload_logging",
-           "reload_verdict"]
+           "read_status_file", "reload_verdict", "show_status"]
 
 #: seconds ``reload`` waits for the daemon's verdict
 RELOAD_TIMEOUT = 15.0
@@ -216,6 +218,40 @@ def reload_verdict(applied: list[str], restart: list[str],
     if restart:
         parts.append("needs a restart: " + ", ".join(restart))
     return not failed, "; ".join(parts) or "no changes"
+
+
+def read_status_file(path: str | os.PathLike, daemon: str, error: type[Exception],
+                     valid: Callable[[dict], bool]) -> dict[str, Any]:
+    """A daemon's status file, with ``running`` added (is the pid in it
+    alive?); ``error`` (the daemon's ``StatusError``) saying why there is
+    none to read: missing (is DAEMON running?), unreadable, not its status
+    (``valid(data)`` false)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise error(f"no status file at {path}: is {daemon} running? (or give "
+                    "--status-file, or the --config it runs with)") from None
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise error(f"{path} is not a {daemon} status file ({exc})") from None
+    if not isinstance(data, dict) or not valid(data):
+        raise error(f"{path} is not a {daemon} status file")
+    data["running"] = pid_alive(data.get("pid"))
+    return data
+
+
+def show_status(data: Mapping[str, Any], as_json: bool,
+                format_status: Callable[[Mapping[str, Any], Any], None]) -> int:
+    """``DAEMON status``: the status as JSON or as ``format_status`` words
+    it, on stdout; exit 0 when the daemon runs, 3 when the file is stale."""
+    if as_json:
+        json.dump(data, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        format_status(data, sys.stdout)
+    return EXIT_OK if data.get("running") else EXIT_FAILURE
 
 
 def ask_reload(prog: str, read_status: Callable[[], Mapping[str, Any]], *,

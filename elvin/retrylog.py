@@ -16,6 +16,8 @@ import logging
 import time
 from collections.abc import Callable
 
+from elvin.cli_common import duration
+
 __all__ = ["RetryLog"]
 
 #: seconds between "still failing" lines
@@ -58,7 +60,7 @@ class RetryLog:
         elif now - self._last_said >= self.every:
             since = now - (self.first_failure or now)
             self._say(now, text, f"{self.what} still failing: {self.failures} attempts in "
-                                 f"{_duration(since)}, last error: {text}; retrying")
+                                 f"{duration(since)}, last error: {text}; retrying")
         else:
             self.logger.debug("%s failed (attempt %d): %s", self.what, self.failures, text)
 
@@ -68,7 +70,7 @@ class RetryLog:
             since = self.clock() - (self.first_failure or self.clock())
             self.logger.log(self.level, "%s succeeded after %d failed attempt%s in %s",
                             self.what, self.failures, "" if self.failures == 1 else "s",
-                            _duration(since))
+                            duration(since))
         self.failures = 0
         self.first_failure = None
         self._said_error = ""
@@ -77,11 +79,3 @@ class RetryLog:
         self._last_said = now
         self._said_error = error
         self.logger.log(self.level, "%s", message)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -48,7 +47,13 @@ from elvin import cli_common, sdnotify
 from elvin.app_cli import add_config_argument, app_parser
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolError, ToolParser
 from elvin.config_file import raw_setting
-from elvin.daemon_control import DaemonSignals, ask_reload, reload_logging, reload_verdict
+from elvin.daemon_control import (
+    DaemonSignals,
+    ask_reload,
+    reload_logging,
+    reload_verdict,
+    show_status,
+)
 from elvin.fileutil import write_problem
 from elvin.router_url import choose_router_url
 from elvin.tools import CONNECT_ERRORS, connect_failure
@@ -227,12 +232,7 @@ def status_main(argv: Sequence[str], command: str = "status") -> int:
         return cli_common.fail(f"filewatcher {command}", str(exc), EXIT_FAILURE)
     if command == "reload":
         return ask_reload("filewatcher reload", lambda: read_status(path))
-    if args.json:
-        json.dump(data, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        format_status(data, sys.stdout)
-    return EXIT_OK if data.get("running") else EXIT_FAILURE
+    return show_status(data, args.json, format_status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

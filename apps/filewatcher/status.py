@@ -41,7 +41,9 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from elvin.fileutil import atomic_write, pid_alive
+from elvin.cli_common import duration
+from elvin.daemon_control import read_status_file
+from elvin.fileutil import atomic_write
 
 __all__ = ["NO_QUENCH_NOTE", "StatusError", "format_status", "read_status", "write_status"]
 
@@ -70,21 +72,8 @@ def remove_status(path: str) -> None:
 def read_status(path: str) -> dict[str, Any]:
     """The status as written by the daemon; ``running`` is added (is the
     writing process alive?). Raises StatusError with a clear message."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        raise StatusError(f"no status file at {path}: is the filewatcher running? "
-                          "(or give --status-file / --config)") from None
-    except OSError as exc:
-        raise StatusError(f"cannot read {path}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise StatusError(f"{path} is not a filewatcher status file ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise StatusError(f"{path} is not a filewatcher status file (format "
-                          f"{data.get('format') if isinstance(data, dict) else '?'})")
-    data["running"] = pid_alive(data.get("pid"))
-    return data
+    return read_status_file(path, "the filewatcher", StatusError,
+                            lambda data: data.get("format") == FORMAT)
 
 
 def _table(rows: list[list[str]], out: TextIO) -> None:
@@ -96,21 +85,13 @@ def _table(rows: list[list[str]], out: TextIO) -> None:
         out.write("  ".join(cells).rstrip() + "\n")
 
 
-def _ago(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s ago"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min ago"
-    return f"{seconds / 3600:.1f} h ago"
-
-
 def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None) -> None:
     """The human-readable report: a header, the watches (with the
     subscriptions holding each), then each subscription and what it watches."""
     now = time.time() if now is None else now
     state = "running" if data.get("running") else "NOT RUNNING (stale status file)"
     out.write(f"filewatcher {data.get('version', '?')}  pid {data.get('pid')}  {state}  "
-              f"(updated {_ago(max(0.0, now - float(data.get('updated', now))))})\n")
+              f"(updated {duration(max(0.0, now - float(data.get('updated', now))))} ago)\n")
     out.write(f"router: {data.get('router')}  ({data.get('connection')})\n")
     out.write(f"roots: {', '.join(data.get('roots', [])) or '-'}   "
               f"unbounded subscriptions: {data.get('unbounded')}\n")

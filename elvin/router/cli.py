@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -45,7 +44,7 @@ from elvin.cli_common import (
     setup_logging,
 )
 from elvin.config_file import raw_setting
-from elvin.daemon_control import DaemonSignals, ReloadRecord, ask_reload
+from elvin.daemon_control import DaemonSignals, ReloadRecord, ask_reload, show_status
 from elvin.errors import RouterStartError
 from elvin.extras import ARCHIVE_MODULES, missing_extra_message
 from elvin.router.config import ConfigError, RouterConfig, load_config
@@ -467,12 +466,7 @@ def status_main(command: str, argv: Sequence[str]) -> int:
         return fail(prog, str(exc), EXIT_FAILURE)
     if command == "reload":
         return ask_reload(prog, lambda: read_status(path))
-    if args.json:
-        json.dump(data, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        format_status(data, sys.stdout)
-    return EXIT_OK if data.get("running") else EXIT_FAILURE
+    return show_status(data, args.json, format_status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,6 +17,8 @@ import logging
 import time
 from typing import Any
 
+from elvin.cli_common import duration
+
 __all__ = ["ConnectionLog"]
 
 log = logging.getLogger("elvin.router.clients")
@@ -52,7 +54,7 @@ class ConnectionLog:
             return
         if self._admit():
             log.info("client %s disconnected after %s", _peer(session),
-                     _duration(time.monotonic() - started))
+                     duration(time.monotonic() - started))
         else:
             self._disconnects += 1
 
@@ -96,11 +98,3 @@ def _peer(session: Any) -> str:
         host = peer[0]
         return f"[{host}]:{peer[1]}" if ":" in str(host) else f"{host}:{peer[1]}"
     return str(peer)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.1f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -43,7 +43,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from elvin.fileutil import atomic_write, pid_alive, runtime_file
+from elvin.cli_common import duration
+from elvin.daemon_control import read_status_file
+from elvin.fileutil import atomic_write, runtime_file
 
 __all__ = ["StatusError", "StatusFile", "default_status_file", "format_status", "read_status",
            "router_status"]
@@ -170,30 +172,9 @@ class StatusFile:
 def read_status(path: str) -> dict[str, Any]:
     """The status a router wrote, with ``running`` added; ``StatusError``
     with a clear message when there is none to read."""
-    try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except FileNotFoundError:
-        raise StatusError(f"no status file at {path}: is elvind running? (or give "
-                          "--status-file, or the --config the router runs with)") from None
-    except OSError as exc:
-        raise StatusError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise StatusError(f"{path} is not an elvind status file ({exc})") from None
-    if not isinstance(data, dict) or data.get("program") != "elvind" \
-            or data.get("format") != FORMAT:
-        raise StatusError(f"{path} is not an elvind status file")
-    data["running"] = pid_alive(data.get("pid"))
-    return data
-
-
-def _ago(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+    return read_status_file(path, "elvind", StatusError,
+                            lambda data: data.get("program") == "elvind"
+                            and data.get("format") == FORMAT)
 
 
 def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None) -> None:
@@ -203,8 +184,8 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
     started = float(data.get("started") or now)
     updated = float(data.get("updated") or now)
     out.write(f"elvind {data.get('version', '?')}  pid {data.get('pid')}  {state}  "
-              f"up {_ago(max(0.0, updated - started))}  "
-              f"(updated {_ago(max(0.0, now - updated))} ago)\n")
+              f"up {duration(max(0.0, updated - started))}  "
+              f"(updated {duration(max(0.0, now - updated))} ago)\n")
     out.write(f"listening on: {' '.join(data.get('listen') or []) or '-'}\n")
     if data.get("config"):
         out.write(f"config: {data['config']}\n")
@@ -254,5 +235,5 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
     if reload and reload.get("serial"):
         verdict = "applied" if reload.get("ok") else "REFUSED"
         at = float(reload.get("at") or now)
-        out.write(f"last reload: {verdict} {_ago(max(0.0, now - at))} ago: "
+        out.write(f"last reload: {verdict} {duration(max(0.0, now - at))} ago: "
                   f"{reload.get('message')}\n")

@@ -45,18 +45,25 @@ def writable_by_all(path: Path) -> Path:
 
 # -- the filewatcher ---------------------------------------------------------------------
 
+def start_filewatcher(prefix, root: Path, router, shared_tmp: Path):
+    """The filewatcher as ``prefix`` runs it, watching ``root``; (process,
+    its state directory, its status file)."""
+    state = writable_by_all(shared_tmp / "state")
+    status_file = state / "status.json"
+    proc = subprocess.Popen(
+        [*prefix, *FILEWATCHER, "--root", str(root), "--elvin", router.url,
+         "--status-file", str(status_file), "--log-file", str(state / "fw.log")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, state, status_file
+
+
 async def test_an_unreadable_watch_target_is_a_warning_and_not_watched(
         router, shared_tmp, unprivileged):
     root = shared_tmp / "fw"
     secret = root / "secret"
     secret.mkdir(parents=True)
     secret.chmod(0o700)                     # root's: nobody may not read it
-    state = writable_by_all(shared_tmp / "state")
-    status_file = state / "status.json"
-    proc = subprocess.Popen(
-        [*unprivileged, *FILEWATCHER, "--root", str(root), "--elvin", router.url,
-         "--status-file", str(status_file), "--log-file", str(state / "fw.log")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, state, status_file = start_filewatcher(unprivileged, root, router, shared_tmp)
     try:
         await until(lambda: status_of(status_file), what="the status file")
         async with connect(router.url) as consumer:
@@ -86,12 +93,7 @@ async def test_an_unreadable_directory_inside_a_watched_tree_is_named(
     secret = root / "www" / "secret"
     secret.mkdir()
     secret.chmod(0o700)
-    state = writable_by_all(shared_tmp / "state")
-    status_file = state / "status.json"
-    proc = subprocess.Popen(
-        [*unprivileged, *FILEWATCHER, "--root", str(root), "--elvin", router.url,
-         "--status-file", str(status_file), "--log-file", str(state / "fw.log")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, state, status_file = start_filewatcher(unprivileged, root, router, shared_tmp)
     try:
         await until(lambda: status_of(status_file), what="the status file")
         async with connect(router.url) as consumer:
