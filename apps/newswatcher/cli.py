@@ -310,6 +310,9 @@ async def serve(config, url: str, data_dir: Path, extra_feeds: list, scoop: bool
                               extra_feeds=extra_feeds)
         try:
             await watcher.start()
+        except ToolError as exc:          # its data directory (elvin.cli_common.os_error)
+            await watcher.stop()
+            return exc.report(PROG)
         except CONNECT_ERRORS as exc:
             # unreachable or lost (2), or a request the router refused, e.g.
             # a Nack to ConnRqst (3): one line either way, never a traceback

@@ -49,6 +49,7 @@ from elvin_apps.newswatcher.state import StateStore
 from elvin_apps.newswatcher.status import NO_QUENCH_NOTE, STATUS_NAME, write_status
 
 import elvin
+from elvin.cli_common import os_error
 from elvin.client import ConnectionClosedError, OptionalQuench
 from elvin.daemon_control import ReloadRecord
 from elvin.tasks import stop_task
@@ -211,7 +212,8 @@ class FeedRunner:
 
 class NewsWatcher:
     """The service. ``await start()`` connects (raising
-    ``elvin.ConnectError`` when the router cannot be reached), registers the
+    ``elvin.ConnectError`` when the router cannot be reached, ``ToolError``
+    when its data directory cannot be used), registers the
     quench and starts the feed runners; ``await stop()`` undoes it all and
     leaves the state and status files up to date.
 
@@ -259,8 +261,11 @@ class NewsWatcher:
 
     # -- lifecycle ----------------------------------------------------------------
     async def start(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.state = StateStore.open(self.data_dir / STATE_NAME)
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self.state = StateStore.open(self.data_dir / STATE_NAME)
+        except OSError as exc:      # not the router's fault: say which file and why
+            raise os_error("use", exc) from None
         self.fetcher = Fetcher(self.config.http)
         self.selection.set_feeds(self.feeds)
         self.conn = await elvin.connect(self.url, reconnect=True, auto_quench=not self.scoop,

@@ -209,6 +209,22 @@ def test_newswatcher_data_dir_it_cannot_use_is_not_blamed_on_another(shared_tmp,
     assert not (shared_tmp / "data").exists()
 
 
+def test_newswatcher_state_file_it_cannot_read_is_kept_and_said(router, shared_tmp,
+                                                               unprivileged):
+    feed = shared_tmp / "feed.xml"
+    feed.write_text(rss("F", [Item("1", "one")]))
+    feed.chmod(0o644)
+    data = writable_by_all(shared_tmp / "data")
+    state = data / "state.json"
+    state.write_text('{"version": 1, "feeds": {}}')
+    state.chmod(0o600)                       # root's: nobody may not read it
+    out = run(NEWSWATCHER, "--feed", str(feed), "--elvin", router.url, "--data-dir",
+              str(data), prefix=unprivileged)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.strip() == f"newswatcher: cannot use {state}: Permission denied"
+    assert state.exists() and not (data / "state.json.corrupt").exists()   # not set aside
+
+
 async def test_newswatcher_reload_reports_the_verdict(router_url, tmp_path):
     with FeedServer() as server:
         server.set("/a.rss", rss("A", [Item("a1", "A news")]))
