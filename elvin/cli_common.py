@@ -106,13 +106,42 @@ def add_log_level_argument(parser: argparse.ArgumentParser, default: str | None,
                         help=f"log level (default {shown_default or default})")
 
 
+class _LogFile(logging.FileHandler):
+    """A log file that, when a write fails (a full disk), says so in one line
+    on stderr -- the journal, under systemd -- once per reason, instead of
+    logging's traceback for every record; logging goes on (a later write
+    may work, after logrotate or a cleanup)."""
+
+    def __init__(self, filename: str, prog: str) -> None:
+        super().__init__(filename, encoding="utf-8")
+        self.prog = prog
+        self._said: str | None = None       # the failure said last, until writing works
+        self._failed = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._failed = False
+        super().emit(record)            # handleError on a failed write
+        if not self._failed:
+            self._said = None           # writing works (again)
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        exc = sys.exc_info()[1]
+        reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+        self._failed = True
+        if reason != self._said:
+            self._said = reason
+            prefix = f"{self.prog}: " if self.prog else ""
+            print(f"{prefix}cannot write the log file {self.baseFilename}: {reason}",
+                  file=sys.stderr, flush=True)
+
+
 def setup_logging(level: str, log_file: str | None = None, *, prog: str = "") -> None:
     """Log at ``level`` to ``log_file`` (appended) or stderr, each line
     naming ``prog`` so that several daemons can share a log. ``OSError`` if
     the file cannot be opened: the caller says so with its usage status."""
     handler: logging.Handler
     if log_file:
-        handler = logging.FileHandler(log_file, encoding="utf-8")
+        handler = _LogFile(log_file, prog)
     else:
         handler = logging.StreamHandler(sys.stderr)
     name = f"{prog} " if prog else ""

@@ -449,3 +449,18 @@ def test_reload_opens_moves_and_closes_the_archive(make_router, tmp_path):
     assert router.call(lambda: router.router.archive) is None      # said, and off
     ok, message = reload("")
     assert ok and router.call(lambda: router.router.archive) is None
+
+
+def test_a_full_disk_under_the_log_is_said_once(elvind_proc, tmp_path):
+    """/dev/full answers every write with ENOSPC, as a full disk does."""
+    port = free_port()
+    proc = elvind_proc("--listen", f"elvin://127.0.0.1:{port}", "--log-file", "/dev/full",
+                       "--status-file", str(tmp_path / "st.json"), "--log-level", "debug")
+    wait_listening(port, proc)
+    for _ in range(3):                        # more records that cannot be written
+        socket.create_connection(("127.0.0.1", port), timeout=10).close()
+    stop(proc)
+    _out, err = proc.communicate()
+    assert proc.returncode == 0
+    assert "Traceback" not in err and "Logging error" not in err
+    assert err.count("elvind: cannot write the log file /dev/full: No space left on device") == 1
