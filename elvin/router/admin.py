@@ -27,7 +27,6 @@ def start_problems(config: RouterConfig) -> list[str]:
     import ssl
 
     from elvin.fileutil import write_problem
-    from elvin.router.status import default_status_file
 
     found = []
     if config.tls_cert and config.tls_key:
@@ -43,8 +42,10 @@ def start_problems(config: RouterConfig) -> list[str]:
             ssl.create_default_context(cafile=fed.tls_ca)
         except (OSError, ssl.SSLError) as exc:
             found.append(f"federation.tls_ca {fed.tls_ca!r}: cannot load: {exc}")
+    # the default status file is a convenience (a start only warns about it);
+    # one the configuration names must work
     paths = [("log file", config.log_file, {}),
-             ("status file", config.status_file or default_status_file(), {"replace": True}),
+             ("status file", config.status_file, {"replace": True}),
              ("archive directory", config.archive, {"directory": True})]
     for what, path, how in paths:
         problem = write_problem(path, **how) if path else None
