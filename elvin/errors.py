@@ -128,7 +128,13 @@ class SubscriptionError(ElvinError):
 
 class RouterStartError(ElvinError):
     """The router (or its federation) could not start, e.g. an address in
-    use or a TLS certificate that does not load; the message says which."""
+    use or a TLS certificate that does not load; the message says which.
+    ``status`` is elvind's exit status for it: 3 (other failure) unless a
+    path the configuration names is unusable (1, ``cli_common.os_error_status``)."""
+
+    def __init__(self, message: str, status: int = 3) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class KeyRefused(ElvinError):

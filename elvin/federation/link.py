@@ -105,6 +105,7 @@ class FederationStats:
     announcements_received: int = 0
     links_established: int = 0
     links_refused: int = 0
+    redials_failed: int = 0            # outgoing dials that did not give a link
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)

@@ -99,7 +99,7 @@ def test_wrong_ca_fails_the_handshake_and_says_which_link(certs, caplog):
 
 def test_tls_listener_needs_the_router_certificate():
     fed = FederationConfig(router_domain="a", listen=[TLS_LISTEN])
-    with pytest.raises(ConfigError, match=r"federation.listen\[0\].*--tls-cert"):
+    with pytest.raises(ConfigError, match=r"federation.listen #1.*--tls-cert"):
         RouterConfig(federation=fed).validate()
     with pytest.raises(RouterStartError, match="federation listener .*--tls-cert"):
         EmbeddedRouter(config=RouterConfig(federation=fed, discovery=False)).start()
