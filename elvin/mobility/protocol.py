@@ -55,13 +55,16 @@ DROPPED = "Mobility.Dropped"          # notifications dropped (quota or expiry)
 EXPIRED = "Mobility.Expired"          # 1 when the buffer expired before the move-in
 PING = "Mobility.Ping"                # "request" | "response"
 PING_ID = "Mobility.Ping-Id"
+FENCE = "Mobility.Fence"              # fence / move-in / its reply: a fence's id
+PREVIOUS_SECRET = "Mobility.Previous-Secret"   # move-out: the client's previous ticket
 
 HELLO, MOVE_OUT, MOVE_IN, DOWNLOAD = "hello", "move-out", "move-in", "download"
-REQUEST_KINDS = (HELLO, MOVE_OUT, MOVE_IN, DOWNLOAD)
+RELEASE, FENCE_KIND = "release", "fence"
+REQUEST_KINDS = (HELLO, MOVE_OUT, MOVE_IN, DOWNLOAD, RELEASE, FENCE_KIND)
 #: Requests that carry a secret (the download secret, or subscriptions with
 #: their raw keys): a proxy acts on them only when they reached it through
 #: its private key, i.e. were sent so that nobody else could receive them.
-PRIVATE_KINDS = (MOVE_OUT, MOVE_IN, DOWNLOAD)
+PRIVATE_KINDS = (MOVE_OUT, MOVE_IN, DOWNLOAD, RELEASE, FENCE_KIND)
 VIA_DIRECT, VIA_BUS = "direct", "bus"
 
 ERROR_CODES = {
@@ -78,6 +81,9 @@ ERROR_CODES = {
 
 MAX_ID_LENGTH = 256
 MAX_SECRET_LENGTH = 256
+#: a secret chosen by the client (move-out) must be at least this long
+MIN_SECRET_LENGTH = 16
+MAX_FENCE_LENGTH = 64
 #: Bytes of encoded notifications per batch: well below the default
 #: Packet.Max-Length (2 MiB), so that a batch always fits in one packet.
 BATCH_BYTES = 256 * 1024
@@ -293,15 +299,22 @@ def encode_batches(entries: Iterable[Entry], batch_bytes: int = BATCH_BYTES) -> 
     """Split buffered notifications into blobs of about ``batch_bytes``
     (a larger notification gets a blob of its own). Always at least one blob,
     possibly empty, so that an empty buffer still produces a reply."""
+    return pack_batches((encode_entry(attrs, ids) for attrs, ids in entries), batch_bytes)
+
+
+def pack_batches(encoded: Iterable[bytes], batch_bytes: int = BATCH_BYTES) -> list[bytes]:
+    """``encode_batches`` for entries already encoded (``encode_entry``), as
+    a proxy keeps them."""
     batches: list[bytes] = []
-    current = bytearray()
-    for attrs, ids in entries:
-        data = encode_entry(attrs, ids)
-        if current and len(current) + len(data) > batch_bytes:
-            batches.append(bytes(current))
-            current = bytearray()
-        current += data
-    batches.append(bytes(current))
+    current: list[bytes] = []
+    size = 0
+    for data in encoded:
+        if current and size + len(data) > batch_bytes:
+            batches.append(b"".join(current))
+            current, size = [], 0
+        current.append(data)
+        size += len(data)
+    batches.append(b"".join(current))
     return batches
 
 
@@ -326,11 +339,11 @@ def decode_batch(blob: bytes) -> list[Entry]:
 
 __all__ = [
     "BATCH", "BATCH_BYTES", "BATCH_COUNT", "CLIENT", "COUNT", "DOWNLOAD", "DROPPED",
-    "ERROR", "ERROR_CODE", "ERROR_CODES", "EXPIRED", "EXPIRY", "FROM", "FROM_KEY",
+    "ERROR", "ERROR_CODE", "ERROR_CODES", "EXPIRED", "EXPIRY", "FENCE", "FENCE_KIND", "FROM", "FROM_KEY",
     "FROM_URL", "HELLO", "MOVE_IN", "MOVE_OUT", "MalformedRequest", "MobilityError",
-    "NOTIFICATIONS", "PING", "PING_ID", "PRIVATE_KINDS", "PROXY", "PROXY_KEY", "QUOTA",
+    "NOTIFICATIONS", "PING", "PING_ID", "PREVIOUS_SECRET", "PRIVATE_KINDS", "PROXY", "PROXY_KEY", "QUOTA", "RELEASE",
     "REPLY", "REPLY_KEY", "REQUEST", "REQUESTER", "REQUEST_ID", "SECRET", "STATUS",
     "SUBSCRIPTIONS", "SubscriptionSpec", "VIA", "VIA_BUS", "VIA_DIRECT", "decode_batch",
     "decode_subscriptions", "encode_batches", "encode_entry", "encode_subscriptions",
-    "get_public_key", "private_to", "quote", "reply_keys", "reply_subscription_keys",
+    "get_public_key", "pack_batches", "private_to", "quote", "reply_keys", "reply_subscription_keys",
 ]

@@ -102,6 +102,17 @@ def build_parser() -> argparse.ArgumentParser:
                                "elvin-mobility-proxy --key-file): a stable public key "
                                "that clients can pin (default: a new random key at "
                                "each start)")
+    state = parser.add_argument_group(
+        "state", "What must outlive the router (a restart, a crash): the mobility "
+        "proxy's tickets, subscriptions and buffers, in SQLite.")
+    state.add_argument("--state-dir", metavar="DIR",
+                       help="keep the router's state in DIR (created, mode 0700; one "
+                            "router per DIR); without it mobility buffers are in memory "
+                            "only")
+    state.add_argument("--state-reset", action="store_true", default=None,
+                       help="move the state found in --state-dir aside (renamed, never "
+                            "deleted) and start with none: for a state file that cannot "
+                            "be read")
     federation = parser.add_argument_group(
         "federation", "Links to other routers (Elvin Federation Protocol, ewaf://host:port, "
         "default port 2916); the [federation] table of --config (as written by "
@@ -162,7 +173,7 @@ def make_config(args: argparse.Namespace) -> RouterConfig:
                  "discovery_address", "discovery_port", "discovery_interface",
                  "max_connections", "redirect_to",
                  "mobility", "mobility_quota", "mobility_expiry", "mobility_key_file",
-                 "quench"):
+                 "quench", "state_dir", "state_reset"):
         value = getattr(args, name)
         if value is not None:
             setattr(config, name, value)
@@ -278,7 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         runner(_serve(config, args))
     except RouterStartError as exc:
         print(f"elvind: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        from elvin.statedir import StateError
+        # a state that cannot be used: restarting would not help (like a bad config)
+        return EXIT_USAGE if isinstance(exc, StateError) else EXIT_FAILURE
     except KeyboardInterrupt:
         return EXIT_OK
     except Exception as exc:

@@ -16,6 +16,8 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     mobility-quota = 10000        # notifications buffered per moved-out client
     mobility-expiry = 3600        # seconds an unclaimed buffer is kept
     mobility-key-file = "/etc/elvind/mobility.key"  # proxy's raw private key (pinnable)
+    state-dir = "/var/lib/elvind"  # what must outlive the router (mobility buffers)
+    state-reset = false           # move the state aside at start (never deleted)
     archive = "/var/lib/elvind/archive"  # traffic archive (Parquet), off by default
     discovery = true              # answer router discovery (SvrRqst) on UDP
     discovery-scope = ""          # scope name advertised (no ':')
@@ -113,6 +115,11 @@ class RouterConfig:
     mobility_quota: int = 10_000
     mobility_expiry: float = 3600.0
     mobility_key_file: str | None = None
+    #: where the router keeps what must outlive it (elvin.statedir): the
+    #: mobility proxy's tickets, subscriptions and buffers; None = in memory
+    state_dir: str | None = None
+    #: move the state found in ``state_dir`` aside at start (never deleted)
+    state_reset: bool = False
     #: router federation (elvin.federation.config), None = off
     federation: FederationConfig | None = None
     #: quench (protocol subset C). False emulates routers without it (Avis):
@@ -164,6 +171,12 @@ class RouterConfig:
                 load_key_file(self.mobility_key_file)
             except ValueError as exc:
                 raise ConfigError(f"{source}: mobility-key-file: {exc}") from None
+        if self.state_dir is not None:
+            state = Path(self.state_dir).expanduser()
+            if not self.state_dir.strip():
+                raise ConfigError(f"{source}: state-dir: empty directory name")
+            if state.exists() and not state.is_dir():
+                raise ConfigError(f"{source}: state-dir {self.state_dir!r} is not a directory")
         if self.archive is not None:
             # the cheap checks here (exit 1 before listening); Router.start
             # opens the archive and reports what only writing can tell
@@ -195,9 +208,10 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "mobility-quota": (int, "mobility_quota"),
     "mobility-expiry": ((int, float), "mobility_expiry"),
     "mobility-key-file": (str, "mobility_key_file"),
+    "state-dir": (str, "state_dir"),
 }
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
-          "mobility": "mobility", "quench": "quench"}
+          "mobility": "mobility", "quench": "quench", "state-reset": "state_reset"}
 
 
 def _validate_discovery(config: RouterConfig, source: str) -> None:

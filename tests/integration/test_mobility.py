@@ -45,7 +45,7 @@ def proxy_of(router) -> MobilityProxy:
 
 def buffered(router, client_id: str) -> int:
     handler = proxy_of(router).handlers.get(client_id)
-    return len(handler.buffer) if handler is not None else -1
+    return handler.buffered if handler is not None else -1
 
 
 async def test_move_out_and_in_at_the_same_router(make_router):
@@ -135,7 +135,7 @@ async def test_full_move_in_over_the_bus_with_ping_and_delay(router):
             try:
                 await mc.move_out()
                 await publish(pub, "p", range(30), Run=sync)
-                await until(lambda mc=mc: len(a.handlers[mc.client_id].buffer) == 30)
+                await until(lambda mc=mc: a.handlers[mc.client_id].buffered == 30)
                 mc.proxy = "proxy-B"
                 report = await mc.move_in(router.url, sync=sync, delay=0.05, via="bus")
                 assert not report.abbreviated

@@ -301,7 +301,7 @@ async def test_without_the_old_proxys_key_the_new_proxy_asks_for_it(router, via)
         try:
             ticket = await mc.move_out()
             await pub.send({"Seq": 1})
-            await until(lambda: len(a.handlers[mc.client_id].buffer) == 1)
+            await until(lambda: a.handlers[mc.client_id].buffered == 1)
             mc.ticket = dataclasses.replace(ticket, proxy_key=b"")
             mc.proxy = "proxy-B"
             report = await mc.move_in(router.url, via=via)
