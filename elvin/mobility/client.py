@@ -142,9 +142,10 @@ async def request_move_in(connection: Any, ticket: Ticket, *, proxy: str | None 
     with ``proxy_key``, the ticket's key when it is the move-out proxy, or
     the key a ``hello`` returns. The ticket's key also goes along (as
     ``From-Key``) so that the proxy here can send the download privately.
-    ``fence``: the id of a fence the client placed (``place_fence``); a
+    ``fence``: the id of a fence the client placed at the proxy here; a
     reply that repeats it (``Mobility.Fence``) holds only what was buffered
-    before it."""
+    before it. Once the reply is complete the proxies are told to release
+    the buffer (a ``release`` request, unanswered)."""
     here = proxy or connection.url
     previous = previous_proxy or ticket.proxy
     from_url = previous_url or (previous if previous_proxy else ticket.router_url)
@@ -165,6 +166,14 @@ async def request_move_in(connection: Any, ticket: Ticket, *, proxy: str | None 
     entries: list[P.Entry] = []
     for blob in reply.blobs:
         entries.extend(P.decode_batch(blob))
+    # the proxies keep the buffer until they hear it arrived (a move-in cut
+    # short by a crash can then be done again): nothing waits for an answer
+    release = {P.REQUEST: P.RELEASE, P.PROXY: here, P.CLIENT: ticket.client_id,
+               P.SECRET: ticket.secret, P.FROM: previous, P.FROM_URL: from_url, P.VIA: via}
+    if P.FROM_KEY in request:
+        release[P.FROM_KEY] = request[P.FROM_KEY]
+    with contextlib.suppress(ElvinError, OSError):
+        await connection.send(release, keys=P.private_to(proxy_key), deliver_insecure=False)
     return entries, reply
 
 
@@ -589,19 +598,6 @@ class MobileConnection:
             "move-out: moved out with an unconfirmed ticket (move_in collects whatever "
             "the proxy buffered)", "unconfirmed")
 
-    async def _release(self, connection: Any, ticket: Ticket, here: str, key: bytes,
-                       previous: str, from_url: str, via: str) -> None:
-        """Tell the proxy here that the buffer is delivered (it forwards to
-        the move-out proxy): until then it keeps it, so that a move-in cut
-        short by a crash can be done again. Nothing waits for an answer."""
-        request: dict[str, Any] = {P.REQUEST: P.RELEASE, P.PROXY: here,
-                                   P.CLIENT: ticket.client_id, P.SECRET: ticket.secret,
-                                   P.FROM: previous, P.FROM_URL: from_url, P.VIA: via}
-        if ticket.proxy_key and canonical(previous) == canonical(ticket.proxy):
-            request[P.FROM_KEY] = ticket.proxy_key
-        with contextlib.suppress(ElvinError, OSError):
-            await connection.send(request, keys=P.private_to(key), deliver_insecure=False)
-
     async def collect(self, previous_proxy: str | None = None, *, proxy: str | None = None,
                       via: str = P.VIA_DIRECT) -> MoveInReport:
         """Collect the buffer again after a ``move_in`` whose download failed
@@ -617,16 +613,12 @@ class MobileConnection:
             duplicates_before = self.duplicates
             here = proxy or self.proxy or conn.url
             key = self._proxy_key(here) or await hello(conn, here, min(self.timeout, 10.0))
-            previous = previous_proxy or ticket.proxy
             entries, reply = await request_move_in(
                 conn, ticket, proxy=here, previous_proxy=previous_proxy, via=via,
                 timeout=self.download_timeout, proxy_key=key)
             self.ticket = None
             caught_up = sum(self._deliver(attrs, ids, self._buffered_secure(ids))
                             for attrs, ids in entries)
-            await self._release(conn, ticket, here, key, previous,
-                                ticket.router_url if previous == ticket.proxy else previous,
-                                via)
             return MoveInReport(caught_up=caught_up, dropped=reply.dropped,
                                 expired=reply.expired,
                                 duplicates=self.duplicates - duplicates_before,
@@ -692,7 +684,6 @@ class MobileConnection:
                 connection = await connect(url or ticket.router_url)
             here = proxy or self.proxy or connection.url
             previous = previous_proxy or ticket.proxy
-            from_url = ticket.router_url if previous_proxy is None else previous_proxy
             abbreviated = canonical(previous) == canonical(here)
             report = MoveInReport(abbreviated=abbreviated)
             duplicates_before = self.duplicates
@@ -750,7 +741,6 @@ class MobileConnection:
             # steps 5-6: switch and merge
             self._merge(entries, fenced=fenced, report=report)
             self._last_secret = ticket.secret
-            await self._release(connection, ticket, here, key, previous, from_url, via)
             report.duplicates = self.duplicates - duplicates_before
             report.delay = time.monotonic() - started
             return report

@@ -8,8 +8,8 @@ import pytest
 from elvin.errors import ProtocolError
 from elvin.keys import Keys
 from elvin.mobility import protocol as P
-from elvin.mobility.client import MobileConnection, MobileSubscription
 from elvin.mobility.buffer import ClientHandler
+from elvin.mobility.client import MobileConnection, MobileSubscription
 from elvin.mobility.proxy import ProxyConfig, canonical
 from elvin.protocol import SubAddRqst, TestConn, frame_packet
 from elvin.router.config import ConfigError, config_from_dict
