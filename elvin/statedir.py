@@ -64,8 +64,10 @@ class StateDir:
         try:
             fh = open(lock_path, "a+")   # noqa: SIM115 - held for the process's life
         except OSError as exc:
+            fix = ("mount it read-write, or choose another --state-dir" if exc.errno == errno.EROFS
+                   else f"give it to the user {owner} runs as")
             raise StateError(f"cannot write in the state directory {directory}: "
-                             f"{_reason(exc)} (give it to the user {owner} runs as)") from None
+                             f"{_reason(exc)} ({fix})") from None
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

@@ -151,12 +151,23 @@ async def exchange(connection: Any, request: dict[str, Any], timeout: float,
         await connection.send(message, **send_args)
         try:
             async with asyncio.timeout(timeout):
+                # a connection that ends (its router died) ends the wait
+                closed = getattr(connection, "closed", None)
+                waiters = [future] + ([closed] if isinstance(closed, asyncio.Future) else [])
                 interval = retry
-                while interval is not None and not future.done():
-                    await asyncio.wait([future], timeout=interval)
-                    if not future.done() and not collector.batches:
-                        await connection.send(message, **send_args)
-                    interval = min(interval * 2, 2.0)
+                while not future.done():
+                    await asyncio.wait(waiters, timeout=interval,
+                                       return_when=asyncio.FIRST_COMPLETED)
+                    if future.done():
+                        break
+                    if closed is not None and closed in waiters and closed.done():
+                        raise P.MobilityError(
+                            f"the connection to {getattr(connection, 'url', '?')} was lost "
+                            f"before the {kind} reply was complete", "unreachable")
+                    if interval is not None:
+                        if not collector.batches:
+                            await connection.send(message, **send_args)
+                        interval = min(interval * 2, 2.0)
                 return await future
         except TimeoutError:
             raise P.MobilityError(

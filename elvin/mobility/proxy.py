@@ -277,12 +277,13 @@ class MobilityProxy:
             self.stats["store_failures"] += 1
 
     def _disk_full(self) -> bool:
-        """The disk is full: drop the oldest half of every buffer (the quota
-        rule: the newest survive), so that the commit can be tried again."""
+        """The disk is full: drop the oldest quarter of every buffer (the
+        quota rule: the newest survive), so that the commit can be tried
+        again."""
         dropped = clients = 0
         for handler in self.handlers.values():
             if handler.entries:
-                dropped += handler.drop_oldest(max(1, len(handler.entries) // 2))
+                dropped += handler.drop_oldest(max(1, len(handler.entries) // 4))
                 clients += 1
                 self.store.trim(handler.handle, handler.first_seq,  # type: ignore[union-attr]
                                 handler.dropped)

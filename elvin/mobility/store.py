@@ -36,6 +36,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,7 @@ class MobilityStore:
         self.commits = 0
         self.full_events = 0
         self.failures = 0
+        self._full_until = 0.0
         self._reset_pending()
         self._checkpointer = _Checkpointer(path)
 
@@ -221,36 +223,61 @@ class MobilityStore:
     def remove_tombstone(self, client_id: str) -> None:
         self._stones[client_id] = None
 
+    #: rounds of dropping the oldest one commit may ask for on a full disk
+    FULL_ROUNDS = 3
+    #: seconds a full disk is left alone before the next try
+    FULL_BACKOFF = 1.0
+
     def commit(self) -> bool:
         """Write what is queued in one transaction. False when it could not
-        be written (logged, counted): the proxy then carries on in memory."""
+        be written (logged, counted): the proxy carries on from memory. On a
+        full disk the queue is kept and tried again a second later."""
         if not self.dirty:
             return True
-        for _attempt in range(8):
+        if self._full_until and time.monotonic() < self._full_until:
+            return False
+        rounds = 0
+        reclaimed = False
+        while True:
             try:
                 self._write()
             except sqlite3.Error as exc:
                 with _suppress():
                     self._db.rollback()
-                if _is_full(exc):
-                    self.full_events += 1
-                    if self.on_full is not None and self.on_full():
-                        continue
-                    log.error("mobility state %s: the disk is full and nothing is left to "
-                              "drop; these changes are kept in memory only", self.path)
-                else:
+                if not _is_full(exc):
                     log.error("mobility state %s: cannot write (%s); these changes are kept "
                               "in memory only", self.path, exc)
+                    self.failures += 1
+                    self._reset_pending()
+                    return False
+                self.full_events += 1
+                if not reclaimed:          # the WAL's own room first
+                    reclaimed = True
+                    self._reclaim()
+                    continue
+                if rounds < self.FULL_ROUNDS and self.on_full is not None and self.on_full():
+                    rounds += 1
+                    self._reclaim()
+                    continue
+                if not self._full_until:
+                    log.error("mobility state %s: the disk is full: buffers are kept in "
+                              "memory and written when there is room again", self.path)
+                self._full_until = time.monotonic() + self.FULL_BACKOFF
                 self.failures += 1
-                self._reset_pending()
                 return False
+            if self._full_until:
+                log.warning("mobility state %s: there is room on the disk again", self.path)
+                self._full_until = 0.0
             self.commits += 1
             self._reset_pending()
             self._checkpointer.poke()
             return True
-        self.failures += 1
-        self._reset_pending()
-        return False
+
+    def _reclaim(self) -> None:
+        """Fold the WAL into the file and truncate it: its room goes back to
+        the file system (a full disk)."""
+        with _suppress():
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _write(self) -> None:
         db = self._db

@@ -171,6 +171,9 @@ class RouterConfig:
                 load_key_file(self.mobility_key_file)
             except ValueError as exc:
                 raise ConfigError(f"{source}: mobility-key-file: {exc}") from None
+        if self.state_reset and self.state_dir is None:
+            raise ConfigError(f"{source}: state-reset needs a state-dir (the state to move "
+                              "aside)")
         if self.state_dir is not None:
             state = Path(self.state_dir).expanduser()
             if not self.state_dir.strip():
