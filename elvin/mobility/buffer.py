@@ -58,7 +58,9 @@ class ClientHandler:
         #: (``arm``); a handler restored from disk is armed at once
         self.armed = False
         self.arm_id: str | None = None
-        self.pending: list[list] = []
+        #: ``[attributes, ids]`` (through the client library) or an entry
+        #: already encoded (``on_raw``), in arrival order
+        self.pending: list[list | bytes] = []
         self.entries: deque[tuple[int, bytes]] = deque()
         self.next_seq = 0
         self.dropped = 0
@@ -82,11 +84,23 @@ class ClientHandler:
             return
         attrs = notification.attributes
         pending = self.pending
-        if attrs is self._last and pending and pending[-1][0] is attrs:
+        if attrs is self._last and pending and type(pending[-1]) is list \
+                and pending[-1][0] is attrs:
             pending[-1][1].append(sub_id)
             return
         self._last = attrs
         pending.append([attrs, [sub_id]])
+        if len(pending) == 1 and self.on_pending is not None:
+            self.on_pending(self)
+
+    def on_raw(self, block: bytes, sub_ids: Sequence[int]) -> None:
+        """A notification as the router encoded it (``block``: its
+        attributes), for the client's subscriptions ``sub_ids``: buffered
+        without being decoded (``MobilityProxy`` inside ``elvind``)."""
+        if not self.armed:
+            return
+        pending = self.pending
+        pending.append(P.entry_from_block(block, sub_ids))
         if len(pending) == 1 and self.on_pending is not None:
             self.on_pending(self)
 
@@ -104,11 +118,14 @@ class ClientHandler:
         """Encode and number what is pending; returns the new entries."""
         new = []
         seq = self.next_seq
-        for attrs, ids in self.pending:
-            try:
-                data = P.encode_entry(attrs, ids)
-            except (ValueError, TypeError, OverflowError):
-                continue        # came off the wire decoded: cannot happen, never fatal
+        for item in self.pending:
+            if type(item) is bytes:
+                data = item
+            else:
+                try:
+                    data = P.encode_entry(item[0], item[1])
+                except (ValueError, TypeError, OverflowError):
+                    continue    # came off the wire decoded: cannot happen, never fatal
             new.append((seq, data))
             seq += 1
         self.pending.clear()

@@ -285,6 +285,7 @@ def _decode_json(text: str, max_count: int) -> list[SubscriptionSpec]:
 Entry = tuple[dict[str, Any], Sequence[int]]
 
 _U32 = struct.Struct(">I")
+_ONE_ID = struct.Struct(">II")
 
 
 def encode_entry(attrs: Mapping[str, Any], sub_ids: Sequence[int]) -> bytes:
@@ -293,6 +294,14 @@ def encode_entry(attrs: Mapping[str, Any], sub_ids: Sequence[int]) -> bytes:
     (so every Elvin value type survives the trip unchanged)."""
     head = _U32.pack(len(sub_ids)) + b"".join(_U32.pack(i) for i in sub_ids)
     return head + encode_attributes(attrs)
+
+
+def entry_from_block(block: bytes, sub_ids: Sequence[int]) -> bytes:
+    """``encode_entry`` for attributes the router already encoded
+    (``encode_attributes``): the same bytes, without decoding them."""
+    if len(sub_ids) == 1:
+        return _ONE_ID.pack(1, sub_ids[0]) + block
+    return _U32.pack(len(sub_ids)) + b"".join(_U32.pack(i) for i in sub_ids) + block
 
 
 def encode_batches(entries: Iterable[Entry], batch_bytes: int = BATCH_BYTES) -> list[bytes]:
@@ -344,6 +353,6 @@ __all__ = [
     "NOTIFICATIONS", "PING", "PING_ID", "PREVIOUS_SECRET", "PRIVATE_KINDS", "PROXY", "PROXY_KEY", "QUOTA", "RELEASE",
     "REPLY", "REPLY_KEY", "REQUEST", "REQUESTER", "REQUEST_ID", "SECRET", "STATUS",
     "SUBSCRIPTIONS", "SubscriptionSpec", "VIA", "VIA_BUS", "VIA_DIRECT", "decode_batch",
-    "decode_subscriptions", "encode_batches", "encode_entry", "encode_subscriptions",
+    "decode_subscriptions", "encode_batches", "encode_entry", "entry_from_block", "encode_subscriptions",
     "get_public_key", "pack_batches", "private_to", "quote", "reply_keys", "reply_subscription_keys",
 ]

@@ -163,6 +163,9 @@ class MobilityProxy:
         self._dirty: list[ClientHandler] = []
         self._flush_scheduled = False
         self._fence_waiters: dict[str, asyncio.Future] = {}
+        #: the router's id of each handler subscription: (handler, the
+        #: client's id for it); inside elvind deliveries are read through it
+        self._routes: dict[int, tuple[ClientHandler, int]] = {}
         self._next_handle = 1
         raw = self.config.key
         if raw is None and store is not None:
@@ -182,6 +185,7 @@ class MobilityProxy:
         if self._connector is not None:
             self.connection, self.channel = await self._connector()
             self.channel.on_delivered = self.flush
+            self.channel.raw_deliver = self._raw_deliver
         else:
             from elvin.client import connect
             self.connection = await connect(self.url, reconnect=self.reconnect)
@@ -216,7 +220,7 @@ class MobilityProxy:
         # the handlers stay on disk: the next start takes them back
         self.handlers.clear()
         if self.channel is not None:
-            self.channel.on_delivered = None
+            self.channel.on_delivered = self.channel.raw_deliver = None
         if self.connection is not None:
             with contextlib.suppress(Exception):
                 await self.connection.close(timeout=2)
@@ -246,6 +250,30 @@ class MobilityProxy:
         return lock
 
     # -- buffers to disk ----------------------------------------------------------------
+    def _raw_deliver(self, data: bytes, parts: tuple) -> bool:
+        """A NotifyDeliver from our router, still encoded: when every
+        subscription it names is a handler's, buffer it as it is (no decoding,
+        no encoding: the same bytes a move-in reply carries) and take it."""
+        start, end, secure, insecure = parts
+        routes = self._routes
+        ids = secure + insecure if secure else insecure
+        if len(ids) == 1:
+            route = routes.get(ids[0])
+            if route is None:
+                return False
+            route[0].on_raw(data[start:end], (route[1],))
+            return True
+        found = [routes.get(i) for i in ids]
+        if not ids or None in found:
+            return False
+        block = data[start:end]
+        by_handler: dict[ClientHandler, list[int]] = {}
+        for handler, spec_id in found:   # type: ignore[misc]
+            by_handler.setdefault(handler, []).append(spec_id)
+        for handler, spec_ids in by_handler.items():
+            handler.on_raw(block, spec_ids)
+        return True
+
     def _on_pending(self, handler: ClientHandler) -> None:
         self._dirty.append(handler)
         if not self._flush_scheduled:
@@ -266,8 +294,7 @@ class MobilityProxy:
                 continue
             new = handler.seal()
             if store is not None:
-                for seq, data in new:
-                    store.append(handler.handle, seq, data)
+                store.append(handler.handle, new)
             over = handler.over_quota()
             if over:
                 handler.drop_oldest(over)
@@ -492,6 +519,9 @@ class MobilityProxy:
                                                                  spec.id))
             for spec in specs), return_exceptions=True)
         handler.subscriptions = [r for r in results if not isinstance(r, BaseException)]
+        for spec, sub in zip(specs, results, strict=True):
+            if not isinstance(sub, BaseException) and sub.id is not None:
+                self._routes[sub.id] = (handler, spec.id)
         return [(spec, r) for spec, r in zip(specs, results, strict=True)
                 if isinstance(r, BaseException)]
 
@@ -565,6 +595,8 @@ class MobilityProxy:
 
     async def _unsubscribe(self, handler: ClientHandler) -> None:
         subs, handler.subscriptions = handler.subscriptions, []
+        for sub in subs:
+            self._routes.pop(sub.id, None)
         await asyncio.gather(*(sub.close() for sub in subs), return_exceptions=True)
 
     async def _release(self, handler: ClientHandler) -> None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -53,8 +54,9 @@ FILE_NAME = "mobility.sqlite3"
 APPLICATION_ID = 0x456C766D
 #: ``PRAGMA user_version`` of the layout below; a newer file is refused
 SCHEMA_VERSION = 1
-#: rows read per slice when a buffer is loaded (``entries``)
-LOAD_SLICE = 2000
+#: rows (chunks) read per slice when a buffer is loaded (``iter_entries``)
+LOAD_SLICE = 50
+_LEN = struct.Struct(">I")
 
 _SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL);
@@ -67,14 +69,16 @@ CREATE TABLE clients (
     moved_out_at REAL NOT NULL,
     expires_at REAL NOT NULL,
     dropped INTEGER NOT NULL,
-    subscriptions BLOB NOT NULL
+    subscriptions BLOB NOT NULL,
+    first_seq INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE entries (
     handle INTEGER NOT NULL,
     seq INTEGER NOT NULL,
+    count INTEGER NOT NULL,
     data BLOB NOT NULL,
     PRIMARY KEY (handle, seq)
-) WITHOUT ROWID;
+);
 CREATE TABLE tombstones (
     client TEXT PRIMARY KEY,
     secret TEXT NOT NULL,
@@ -173,12 +177,27 @@ class MobilityStore:
 
     def entries(self, handle: int, after: int = -1,
                 limit: int = LOAD_SLICE) -> list[tuple[int, bytes]]:
-        """Up to ``limit`` buffered entries of ``handle`` with seq > ``after``,
-        in order (the caller loads a big buffer a slice at a time)."""
+        """The buffered entries ``(seq, data)`` of ``handle`` in up to
+        ``limit`` chunks that start after seq ``after``, in order, without
+        those before the client's first kept seq (the caller loads a big
+        buffer a slice at a time). A chunk holds what one commit added: one
+        row per turn, not one per notification."""
+        first = self._db.execute("SELECT first_seq FROM clients WHERE handle = ?",
+                                 (handle,)).fetchone()
+        floor = first[0] if first else 0
         rows = self._db.execute(
-            "SELECT seq, data FROM entries WHERE handle = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (handle, after, limit)).fetchall()
-        return [(seq, bytes(data)) for seq, data in rows]
+            "SELECT seq, count, data FROM entries WHERE handle = ? AND seq > ? "
+            "ORDER BY seq LIMIT ?", (handle, after, limit)).fetchall()
+        out: list[tuple[int, bytes]] = []
+        for seq, count, data in rows:
+            data = bytes(data)
+            o = 0
+            for k in range(count):
+                (n,) = _LEN.unpack_from(data, o)
+                if seq + k >= floor:
+                    out.append((seq + k, data[o + 4:o + 4 + n]))
+                o += 4 + n
+        return out
 
     def tombstones(self) -> list[StoredTombstone]:
         rows = self._db.execute("SELECT client, secret, dropped, until FROM tombstones")
@@ -188,7 +207,7 @@ class MobilityStore:
     def _reset_pending(self) -> None:
         self._added: dict[int, tuple] = {}
         self._removed: set[int] = set()
-        self._appends: list[tuple[int, int, bytes]] = []
+        self._appends: list[tuple[int, int, int, bytes]] = []
         self._floors: dict[int, int] = {}
         self._dropped: dict[int, int] = {}
         self._stones: dict[str, tuple | None] = {}
@@ -208,8 +227,12 @@ class MobilityStore:
         self._floors.pop(handle, None)
         self._dropped.pop(handle, None)
 
-    def append(self, handle: int, seq: int, data: bytes) -> None:
-        self._appends.append((handle, seq, data))
+    def append(self, handle: int, entries: list[tuple[int, bytes]]) -> None:
+        """New entries ``(seq, data)`` of ``handle``, consecutive: one row."""
+        if entries:
+            pack = _LEN.pack
+            self._appends.append((handle, entries[0][0], len(entries),
+                                  b"".join(pack(len(d)) + d for _, d in entries)))
 
     def trim(self, handle: int, first: int, dropped: int) -> None:
         """Entries of ``handle`` before seq ``first`` are gone (quota, full
@@ -288,21 +311,22 @@ class MobilityStore:
             gone = [(h,) for h in removed]
             db.executemany("DELETE FROM entries WHERE handle = ?", gone)
             db.executemany("DELETE FROM clients WHERE handle = ?", gone)
-        if floors:    # first: frees room for what follows
-            db.executemany("DELETE FROM entries WHERE handle = ? AND seq < ?",
+        if floors:    # first: frees room for what follows (whole chunks; the
+            # rest of a chunk is skipped at load, below the client's first_seq)
+            db.executemany("DELETE FROM entries WHERE handle = ? AND seq + count <= ?",
                            list(floors.items()))
         if self._added:
-            db.executemany("INSERT OR REPLACE INTO clients VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            db.executemany("INSERT OR REPLACE INTO clients VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
                            list(self._added.values()))
         appends = self._appends
         if floors or removed:
             appends = [a for a in appends
-                       if a[0] not in removed and a[1] >= floors.get(a[0], -1)]
+                       if a[0] not in removed and a[1] + a[2] > floors.get(a[0], -1)]
         if appends:
-            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", appends)
+            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", appends)
         if self._dropped:
-            db.executemany("UPDATE clients SET dropped = ? WHERE handle = ?",
-                           [(d, h) for h, d in self._dropped.items()])
+            db.executemany("UPDATE clients SET dropped = ?, first_seq = ? WHERE handle = ?",
+                           [(d, floors.get(h, 0), h) for h, d in self._dropped.items()])
         for client_id, row in self._stones.items():
             if row is None:
                 db.execute("DELETE FROM tombstones WHERE client = ?", (client_id,))

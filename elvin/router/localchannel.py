@@ -22,13 +22,18 @@ proxy can restore its subscriptions before anyone can publish.
 from __future__ import annotations
 
 import asyncio
+import struct
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from elvin.protocol import PacketId, split_notify_deliver
+
 __all__ = ["LocalChannel", "connect_local"]
 
 PEER_NAME = ("in-process", 0)
+_LENGTH = struct.Struct(">I").unpack_from
+_DELIVER_ID = struct.pack(">i", int(PacketId.NOTIFY_DELIVER))
 
 
 class _End(asyncio.Transport):
@@ -96,6 +101,11 @@ class LocalChannel:
         self._in_barrier = False
         #: called by the barrier once this client has what the router sent it
         self.on_delivered: Callable[[], None] | None = None
+        #: ``raw_deliver(data, (start, end, secure, insecure))``: offered each
+        #: NotifyDeliver before it is decoded (its attributes still encoded
+        #: at ``data[start:end]``); True when it took it, and then the client
+        #: never sees it (the proxy buffers them as they are, undecoded)
+        self.raw_deliver: Callable[[bytes, tuple], bool] | None = None
 
     def attach(self, client_protocol: asyncio.Protocol, listener: str) -> None:
         """Connect ``client_protocol`` (an ``elvin.client`` session) to a new
@@ -116,10 +126,35 @@ class LocalChannel:
         if end is self.router_end:
             # router -> client: now, so that the barrier can write it to disk
             # before any other client is told anything
-            self.client_end.protocol.data_received(data)
+            if self.raw_deliver is None:
+                self.client_end.protocol.data_received(data)
+            else:
+                self._offer_raw(data)
         else:
             self._to_router.append(data)
             self._schedule_drain()
+
+    def _offer_raw(self, data: bytes) -> None:
+        """Whole frames (the router writes nothing else): those ``raw_deliver``
+        takes go there, the others to the client, all in their order."""
+        receive = self.client_end.protocol.data_received
+        take = self.raw_deliver
+        passed = 0            # data[passed:o] waits for the client
+        o, size = 0, len(data)
+        while o < size:
+            (length,) = _LENGTH(data, o)
+            start, end = o + 4, o + 4 + length
+            parts = split_notify_deliver(data, start, end) \
+                if data.startswith(_DELIVER_ID, start) else None
+            if parts is not None:
+                if passed < o:       # what came before it, first
+                    receive(data[passed:o])
+                    passed = o
+                if take(data, parts):   # type: ignore[misc]
+                    passed = end
+            o = end
+        if passed < size:
+            receive(data[passed:] if passed else data)
 
     def _schedule_drain(self) -> None:
         if not self._drain_scheduled and not self.paused.get("router", False):

@@ -76,7 +76,7 @@ async def test_buffers_are_on_disk_before_the_router_writes_to_any_client(make_r
         assert sum(w.writes for w in watched) >= 20
         assert not violations, violations[:5]
         rows = sqlite3.connect(tmp_path / "state" / FILE_NAME).execute(
-            "SELECT count(*) FROM entries").fetchone()[0]
+            "SELECT sum(count) FROM entries").fetchone()[0]
         assert rows == 200
     finally:
         await pub.close()
