@@ -62,6 +62,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(ROOT / "bench"))
+from _common import process_cpu  # noqa: E402
+
 from elvin.client import connect  # noqa: E402
 from elvin.mobility import MobileConnection  # noqa: E402
 
@@ -151,7 +154,6 @@ def start_routers(federated: bool) -> Routers:
 async def _raw_publish(port: int, count: int) -> float:
     """Publish ``count`` numbered notifications on one raw connection, then a
     round trip; seconds from the first write to the answer."""
-    sys.path.insert(0, str(ROOT / "bench"))
     from _common import open_peer
 
     from elvin.protocol import NotifyEmit, SecRqst, frame
@@ -207,14 +209,17 @@ async def buffering_figures(args) -> list[tuple[str, float, float, float, int]]:
             mc = await MobileConnection.open(url, download_timeout=120)
             await mc.subscribe('Producer == "bench"', buffer_size=0)
             await mc.move_out()
+            cpu0 = process_cpu(proc.pid)
             elapsed = await _raw_publish(port, args.buffer_count)
+            cpu = (process_cpu(proc.pid) - cpu0) / args.buffer_count
             rate = args.buffer_count / elapsed
             await mc.move_in(url)           # empty the buffer for the next figure
             await mc.move_out()
             await _raw_publish(port, args.move_in_count)
             stop, worst = asyncio.Event(), [0.0]
             watcher = asyncio.ensure_future(_bystander(url, stop, worst))
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.5)
+            idle_worst = worst[0]       # the same client's worst without a move-in
             worst[0] = 0.0
             t0 = time.perf_counter()
             report = await mc.move_in(url)
@@ -222,7 +227,7 @@ async def buffering_figures(args) -> list[tuple[str, float, float, float, int]]:
             stop.set()
             await watcher
             await mc.close()
-            rows.append((mode, rate, move_in, worst[0], report.caught_up))
+            rows.append((mode, rate, cpu, move_in, worst[0], idle_worst, report.caught_up))
         finally:
             proc.terminate()
             proc.wait(10)
@@ -235,12 +240,15 @@ def print_buffering(rows, args) -> None:
     print(f"buffers ({args.buffer_count:,} notifications published into one moved-out "
           f"client's buffer; move-in of {args.move_in_count:,}), load average "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"  {'mode':<7} {'into buffer':>16} {'move-in':>10} {'bystander worst':>16}")
-    for mode, rate, move_in, worst, moved in rows:
-        print(f"  {mode:<7} {rate:>12,.0f} n/s {move_in * 1000:>7.0f} ms "
-              f"{worst * 1000:>13.1f} ms   ({moved:,} moved in)")
+    print(f"  {'mode':<7} {'into buffer':>14} {'router CPU':>16} {'move-in':>9} "
+          f"{'bystander worst (idle)':>24}")
+    for mode, rate, cpu, move_in, worst, idle, moved in rows:
+        print(f"  {mode:<7} {rate:>10,.0f} n/s {cpu * 1e6:>6.1f} us/n "
+              f"(={1 / cpu:>6,.0f}/s) {move_in * 1000:>6.0f} ms {worst * 1000:>10.1f} ms "
+              f"({idle * 1000:.1f} ms)   {moved:,} moved in")
     print("  (disk: elvind --state-dir, SQLite WAL, committed before the producer's round "
-          "trip is answered)")
+          "trip is answered; router CPU: the elvind process's CPU time per notification, "
+          "and the rate one core would give)")
 
 
 # -- one run -----------------------------------------------------------------------------

@@ -909,15 +909,27 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the proxy's raw private key (the file's bytes); gives it a "
                              "stable public key that clients can pin (default: a new "
                              "random key at each start)")
+    parser.add_argument("--state-dir", metavar="DIR",
+                        help="keep the buffers (and the key, unless --key-file) in DIR, "
+                             "so that they survive a restart of the proxy; inside elvind "
+                             "(elvind --mobility --state-dir) they are also safe from a "
+                             "crash of the router")
+    parser.add_argument("--state-reset", action="store_true",
+                        help="move the state found in --state-dir aside (never deleted)")
     add_log_level_argument(parser, "info")
     return parser
 
 
-async def _run(url: str, config: ProxyConfig) -> None:
+async def _run(url: str, config: ProxyConfig, store: MobilityStore | None = None) -> None:
     import signal
 
-    proxy = MobilityProxy(url, config, reconnect=True)
-    await proxy.start()
+    proxy = MobilityProxy(url, config, reconnect=True, store=store)
+    try:
+        await proxy.start()
+    except BaseException:
+        if store is not None:
+            store.close()
+        raise
     print(f"elvin-mobility-proxy {proxy.id!r} serving {proxy.connection.url} "
           f"(public key {proxy.public_key.hex()})", file=sys.stderr, flush=True)
     stop = asyncio.Event()
@@ -950,14 +962,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.report(prog)
     except (OSError, ValueError) as exc:
         return fail(prog, str(exc), EXIT_USAGE)
+    from elvin.statedir import StateDir, StateError
+    if args.state_reset and not args.state_dir:
+        return fail(prog, "--state-reset needs --state-dir (the state to move aside)",
+                    EXIT_USAGE)
+    state = store = None
     try:
-        asyncio.run(_run(url, config))
+        if args.state_dir:
+            state = StateDir.open(args.state_dir, owner=prog)
+            store = MobilityStore.open(state.path, reset=args.state_reset)
+    except StateError as exc:
+        if state is not None:
+            state.close()
+        return fail(prog, str(exc), EXIT_USAGE)
+    try:
+        asyncio.run(_run(url, config, store))
     except CONNECT_ERRORS as exc:
         # unreachable or lost (2), or a request the router refused, e.g. a
         # Nack to ConnRqst (3): one line either way, never a traceback
         return connect_failure(url, exc, f"cannot reach the router at {url}: ").report(prog)
     except KeyboardInterrupt:
         return EXIT_OK
+    finally:
+        if state is not None:
+            state.close()
     return EXIT_OK
 
 

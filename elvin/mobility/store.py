@@ -364,10 +364,10 @@ def _connect(path: Path) -> sqlite3.Connection:
         except OSError as exc:
             raise StateError(f"cannot create the mobility state file {path}: "
                              f"{exc.strerror or exc} (give the state directory to the user "
-                             "elvind runs as)") from None
+                             "the router runs as)") from None
     elif not os.access(path, os.R_OK):
         raise StateError(f"cannot read the mobility state file {path}: permission denied "
-                         "(give it to the user elvind runs as)")
+                         "(give it to the user the router runs as)")
     try:
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
@@ -378,7 +378,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _prepare(db: sqlite3.Connection, path: Path) -> None:
     """Check the file and bring it to the current layout; StateError says
     what is wrong and what to do."""
-    reset_hint = "start elvind once with --state-reset to move it aside"
+    reset_hint = "start it once with --state-reset to move the file aside"
     try:
         db.execute("PRAGMA busy_timeout = 200")
         app_id = db.execute("PRAGMA application_id").fetchone()[0]
@@ -387,11 +387,11 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
     except sqlite3.DatabaseError as exc:
         raise _explain(exc, path, reset_hint) from None
     if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables):
-        raise StateError(f"{path} is not an elvind mobility state file (another program's "
+        raise StateError(f"{path} is not a mobility state file (another program's "
                          f"SQLite database?): move it away or {reset_hint}")
     if version > SCHEMA_VERSION:
-        raise StateError(f"mobility state file {path} was written by a newer elvind (layout "
-                         f"{version}; this one reads up to {SCHEMA_VERSION}): upgrade elvind, "
+        raise StateError(f"mobility state file {path} was written by a newer version (layout "
+                         f"{version}; this one reads up to {SCHEMA_VERSION}): upgrade, "
                          f"or {reset_hint} (its buffers are then not delivered)")
     try:
         mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -426,7 +426,7 @@ def _explain(exc: sqlite3.Error, path: Path, reset_hint: str) -> StateError:
                           "close it (an sqlite3 shell?) and start again")
     if code == sqlite3.SQLITE_READONLY or "readonly" in text or "read-only" in text:
         return StateError(f"cannot write the mobility state file {path} ({text}): give it "
-                          "and its directory to the user elvind runs as")
+                          "and its directory to the user the router runs as")
     if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT) or "not a database" in text \
             or "malformed" in text:
         return StateError(f"mobility state file {path} is damaged ({text}): {reset_hint}")

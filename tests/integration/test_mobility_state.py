@@ -170,7 +170,7 @@ def test_a_state_file_from_a_newer_version_is_refused(tmp_path):
     with sqlite3.connect(state / FILE_NAME) as db:
         db.execute("PRAGMA user_version = 99")
     refused(run_elvind("--mobility", "--state-dir", str(state)),
-            str(state / FILE_NAME), "newer elvind", "upgrade")
+            str(state / FILE_NAME), "newer version", "upgrade")
 
 
 def test_another_programs_database_is_not_taken_over(tmp_path):
@@ -178,7 +178,7 @@ def test_another_programs_database_is_not_taken_over(tmp_path):
     state.mkdir()
     with sqlite3.connect(state / FILE_NAME) as db:
         db.execute("CREATE TABLE accounts (name TEXT)")
-    refused(run_elvind("--mobility", "--state-dir", str(state)), "not an elvind")
+    refused(run_elvind("--mobility", "--state-dir", str(state)), "not a mobility state file")
 
 
 def test_a_state_file_locked_by_another_program(tmp_path):
