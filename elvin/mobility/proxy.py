@@ -3,8 +3,12 @@ and hands the buffers over on move-in.
 
 It is an ordinary Elvin client (``elvin.client`` only), so it works in front
 of any Elvin router: inside ``elvind`` (``mobility = true``) it connects to
-its own router over loopback; ``elvin-mobility-proxy -e URL`` runs it as a
-process of its own. See the ``elvin.mobility`` docstring for the protocol.
+its own router over an in-process channel (``elvin.router.localchannel``:
+the router hands it its NotifyDeliver frames undecoded and lets it commit
+its buffers before writing to any socket); ``elvin-mobility-proxy -e URL``
+runs it as a process of its own. With a ``MobilityStore`` its state
+survives restarts. See the ``elvin.mobility`` docstring for the protocol,
+and ``elvin.mobility.buffer`` for where a buffer starts and ends.
 
 Resource limits the paper left open (its section 3.2) are configurable: a
 per-client quota (oldest notifications dropped first, so the newest survive
