@@ -123,6 +123,17 @@ class Counted:
         assert not extra, f"not expected: {extra[:20]}"
 
 
+async def restart_and_collect(a: Elvind, mc: MobileConnection, got: Counted, new: range,
+                              caught_up: int, everything: range) -> None:
+    """After the crash: start it again, publish ``new``, move in, count."""
+    a.wait_killed()
+    a.start()
+    await publish(a.url, new)
+    report = await mc.move_in(a.url)
+    assert report.caught_up == caught_up
+    got.exactly(everything)
+
+
 async def mobile(url: str) -> tuple[MobileConnection, Counted]:
     mc = await MobileConnection.open(url, timeout=5, download_timeout=10)
     got = Counted(mc)
@@ -168,12 +179,7 @@ async def test_killed_before_the_move_out_is_acknowledged(elvind):
             await mc.move_out()
         assert caught.value.code == "unconfirmed"
         assert mc.state == "moved-out" and not mc.ticket.confirmed
-        a.wait_killed()
-        a.start()
-        await publish(a.url, range(10, 110))
-        report = await mc.move_in(a.url)
-        assert report.caught_up == 100
-        got.exactly(range(110))
+        await restart_and_collect(a, mc, got, range(10, 110), 100, range(110))
     finally:
         await mc.close()
 
@@ -215,12 +221,7 @@ async def test_killed_during_the_move_in_download(elvind):
             await mc.move_in(a.url)
         assert caught.value.code == "unreachable" and mc.state == "moved-out"
         assert not got.seen
-        a.wait_killed()
-        a.start()
-        await publish(a.url, range(100, 120))
-        report = await mc.move_in(a.url)
-        assert report.caught_up == 120
-        got.exactly(range(120))
+        await restart_and_collect(a, mc, got, range(100, 120), 120, range(120))
     finally:
         await mc.close()
 
