@@ -165,6 +165,22 @@ class ClientHandler:
             return None
         return [data for seq, data in self.entries if seq < end]
 
+    async def cut_sliced(self, fence_id: str | None, packer: P.BatchPacker,
+                         slice_size: int = 4096) -> bool:
+        """``cut`` into ``packer``, a slice per loop turn (a big buffer must
+        not hold the router's loop); False when the fence is unknown."""
+        import asyncio
+
+        end = self.fences.get(fence_id) if fence_id is not None else None
+        if end is None:
+            return False
+        entries = list(self.entries)     # the handler keeps buffering meanwhile
+        for start in range(0, len(entries), slice_size):
+            packer.add([data for seq, data in entries[start:start + slice_size] if seq < end])
+            if start + slice_size < len(entries):
+                await asyncio.sleep(0)
+        return True
+
     def cancel_timers(self) -> None:
         for timer in (self.timer, self.handed_timer):
             if timer is not None:

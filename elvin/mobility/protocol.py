@@ -314,17 +314,37 @@ def encode_batches(entries: Iterable[Entry], batch_bytes: int = BATCH_BYTES) -> 
 def pack_batches(encoded: Iterable[bytes], batch_bytes: int = BATCH_BYTES) -> list[bytes]:
     """``encode_batches`` for entries already encoded (``encode_entry``), as
     a proxy keeps them."""
-    batches: list[bytes] = []
-    current: list[bytes] = []
-    size = 0
-    for data in encoded:
-        if current and size + len(data) > batch_bytes:
-            batches.append(b"".join(current))
-            current, size = [], 0
-        current.append(data)
-        size += len(data)
-    batches.append(b"".join(current))
-    return batches
+    packer = BatchPacker(batch_bytes)
+    packer.add(encoded)
+    return packer.finish()
+
+
+class BatchPacker:
+    """``pack_batches`` a slice at a time (a proxy packs a big buffer over
+    several loop turns): ``add`` slices, then ``finish``."""
+
+    def __init__(self, batch_bytes: int = BATCH_BYTES) -> None:
+        self.batch_bytes = batch_bytes
+        self.batches: list[bytes] = []
+        self.count = 0
+        self._current: list[bytes] = []
+        self._size = 0
+
+    def add(self, encoded: Iterable[bytes]) -> None:
+        current, size, limit = self._current, self._size, self.batch_bytes
+        for data in encoded:
+            if current and size + len(data) > limit:
+                self.batches.append(b"".join(current))
+                current, size = [], 0
+            current.append(data)
+            size += len(data)
+            self.count += 1
+        self._current, self._size = current, size
+
+    def finish(self) -> list[bytes]:
+        self.batches.append(b"".join(self._current))
+        self._current, self._size = [], 0
+        return self.batches
 
 
 def decode_batch(blob: bytes) -> list[Entry]:
@@ -347,7 +367,7 @@ def decode_batch(blob: bytes) -> list[Entry]:
 
 
 __all__ = [
-    "BATCH", "BATCH_BYTES", "BATCH_COUNT", "CLIENT", "COUNT", "DOWNLOAD", "DROPPED",
+    "BATCH", "BATCH_BYTES", "BatchPacker", "BATCH_COUNT", "CLIENT", "COUNT", "DOWNLOAD", "DROPPED",
     "ERROR", "ERROR_CODE", "ERROR_CODES", "EXPIRED", "EXPIRY", "FENCE", "FENCE_KIND", "FROM", "FROM_KEY",
     "FROM_URL", "HELLO", "MOVE_IN", "MOVE_OUT", "MalformedRequest", "MobilityError",
     "NOTIFICATIONS", "PING", "PING_ID", "PREVIOUS_SECRET", "PRIVATE_KINDS", "PROXY", "PROXY_KEY", "QUOTA", "RELEASE",

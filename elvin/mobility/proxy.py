@@ -304,8 +304,13 @@ class MobilityProxy:
                 handler.drop_oldest(over)
                 if store is not None:
                     store.trim(handler.handle, handler.first_seq, handler.dropped)
-        if store is not None and store.dirty and not store.commit():
-            self.stats["store_failures"] += 1
+        if store is not None and store.dirty:
+            if not store.commit():
+                self.stats["store_failures"] += 1
+            if store.purging and not self._flush_scheduled:
+                # a released buffer is deleted a slice per turn, not at once
+                self._flush_scheduled = True
+                asyncio.get_running_loop().call_later(0.005, self.flush)
 
     def _disk_full(self) -> bool:
         """The disk is full: drop the oldest quarter of every buffer (the
@@ -675,11 +680,12 @@ class MobilityProxy:
                 raise P.MobilityError(f"wrong secret for client {client_id!r}", "bad-secret")
             if handler.handed is not None and handler.handed[0] == fence:
                 return handler.handed[1]
-            encoded = handler.cut(fence)
-            fenced = encoded is not None
-            if encoded is None:
-                encoded = await self._own_fence(handler)
-            result = (P.pack_batches(encoded), len(encoded), handler.dropped, False, fenced)
+            packer = P.BatchPacker()
+            fenced = await handler.cut_sliced(fence, packer)
+            if not fenced and not await handler.cut_sliced(await self._own_fence(handler),
+                                                           packer):
+                packer.add(data for _, data in list(handler.entries))   # fence evicted
+            result = (packer.finish(), packer.count, handler.dropped, False, fenced)
             handler.handed = (fence, result)
             if handler.handed_timer is None:
                 handler.handed_timer = asyncio.get_running_loop().call_later(
@@ -687,7 +693,7 @@ class MobilityProxy:
                     lambda: self._spawn(self._release_later(handler)))
             return result
 
-    async def _own_fence(self, handler: ClientHandler) -> list[bytes]:
+    async def _own_fence(self, handler: ClientHandler) -> str:
         """Fence the buffer ourselves: a marker to our own key; once it is
         back, everything the router routed before it is in the buffer."""
         fence = secrets.token_hex(8)
@@ -706,7 +712,7 @@ class MobilityProxy:
         finally:
             self._fence_waiters.pop(fence, None)
         self.flush()
-        return handler.cut(fence) or []
+        return fence
 
     async def _send_batches(self, kind: str, attrs: dict[str, Any], reply_key: bytes,
                             blobs: Sequence[bytes], count: int, dropped: int,

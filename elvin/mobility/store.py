@@ -56,6 +56,8 @@ APPLICATION_ID = 0x456C766D
 SCHEMA_VERSION = 1
 #: rows (chunks) read per slice when a buffer is loaded (``iter_entries``)
 LOAD_SLICE = 50
+#: rows of a released buffer deleted per commit
+PURGE_SLICE = 64
 _LEN = struct.Struct(">I")
 
 _SCHEMA = """
@@ -130,6 +132,11 @@ class MobilityStore:
         self.full_events = 0
         self.failures = 0
         self._full_until = 0.0
+        #: handles whose rows are being deleted, a slice per commit: those of
+        #: released clients, and any left by a crash in the middle of it
+        self.purging: set[int] = {h for (h,) in db.execute(
+            "SELECT DISTINCT handle FROM entries WHERE handle NOT IN "
+            "(SELECT handle FROM clients)")}
         self._reset_pending()
         self._checkpointer = _Checkpointer(path)
 
@@ -215,7 +222,7 @@ class MobilityStore:
     @property
     def dirty(self) -> bool:
         return bool(self._added or self._removed or self._appends or self._floors
-                    or self._dropped or self._stones)
+                    or self._dropped or self._stones or self.purging)
 
     def add_client(self, c: StoredClient) -> None:
         self._added[c.handle] = (c.handle, c.client_id, c.secret, c.quota, c.expiry,
@@ -308,9 +315,13 @@ class MobilityStore:
         removed = self._removed
         db.execute("BEGIN")
         if removed:
-            gone = [(h,) for h in removed]
-            db.executemany("DELETE FROM entries WHERE handle = ?", gone)
-            db.executemany("DELETE FROM clients WHERE handle = ?", gone)
+            db.executemany("DELETE FROM clients WHERE handle = ?", [(h,) for h in removed])
+        purged = set()
+        for handle in self.purging | removed:
+            cursor = db.execute("DELETE FROM entries WHERE rowid IN (SELECT rowid FROM entries "
+                                "WHERE handle = ? LIMIT ?)", (handle, PURGE_SLICE))
+            if cursor.rowcount < PURGE_SLICE:
+                purged.add(handle)
         if floors:    # first: frees room for what follows (whole chunks; the
             # rest of a chunk is skipped at load, below the client's first_seq)
             db.executemany("DELETE FROM entries WHERE handle = ? AND seq + count <= ?",
@@ -333,6 +344,7 @@ class MobilityStore:
             else:
                 db.execute("INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?)", row)
         db.execute("COMMIT")
+        self.purging = (self.purging | removed) - purged
 
     def close(self) -> None:
         """Write what is queued, fold the WAL into the file and close."""

@@ -75,9 +75,15 @@ async def test_buffers_are_on_disk_before_the_router_writes_to_any_client(make_r
             await pub.set_keys()      # its reply is a write to the producer
         assert sum(w.writes for w in watched) >= 20
         assert not violations, violations[:5]
-        rows = sqlite3.connect(tmp_path / "state" / FILE_NAME).execute(
-            "SELECT sum(count) FROM entries").fetchone()[0]
-        assert rows == 200
+        def stored() -> int:
+            with sqlite3.connect(tmp_path / "state" / FILE_NAME) as db:
+                return db.execute("SELECT coalesce(sum(count), 0) FROM entries").fetchone()[0]
+
+        assert stored() == 200
+        report = await mc.move_in(router.url)
+        assert report.caught_up == 200
+        await until(lambda: stored() == 0, what="the released buffer deleted")
+        assert not violations, violations[:5]
     finally:
         await pub.close()
         await mc.close()
@@ -318,3 +324,28 @@ async def test_a_full_filesystem_never_stops_the_router(small_filesystem, tmp_pa
     finally:
         stop(proc)
     assert proc.returncode == 0
+
+
+def test_rows_of_a_client_that_is_gone_are_deleted_a_slice_at_a_time(tmp_path):
+    """A crash while a released buffer was being deleted leaves rows without
+    a client: the next start deletes them, a slice per commit."""
+    from elvin.mobility.store import PURGE_SLICE, StoredClient
+
+    store = MobilityStore.open(tmp_path)
+    store.add_client(StoredClient(7, "c", "s" * 20, 10, 60.0, 0.0, 1e12, 0, b""))
+    for seq in range(PURGE_SLICE * 3):
+        store.append(7, [(seq, b"entry")])
+    assert store.commit()
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:      # as if the crash came here
+        db.execute("DELETE FROM clients")
+    store.close()
+    store = MobilityStore.open(tmp_path)
+    assert store.purging == {7} and store.dirty
+    commits = 0
+    while store.purging:
+        assert store.commit()
+        commits += 1
+    assert commits >= 3
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:
+        assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+    store.close()
