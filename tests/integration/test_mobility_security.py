@@ -210,7 +210,8 @@ async def test_nothing_leaks_moving_between_federated_routers(federated, sync, v
     assert sorted(by["priv"]) == [(s, True) for s in range(5)]
     if sync == "ping":
         assert any(a.get(P.PING) == "request" for spy in spies for a in spy.seen)
-    assert proxy_of(r0).handlers == {} and proxy_of(r0).stats["download"] == 1
+    await until(lambda: proxy_of(r0).handlers == {})
+    assert proxy_of(r0).stats["download"] == 1
 
 
 @pytest.mark.parametrize("scheme", ["consumer", "producer", "dual"])
