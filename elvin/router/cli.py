@@ -138,6 +138,17 @@ def build_parser() -> argparse.ArgumentParser:
                                "elvin-mobility-proxy --key-file): a stable public key "
                                "that clients can pin (default: a new random key at "
                                "each start)")
+    state = parser.add_argument_group(
+        "state", "What must outlive the router (a restart, a crash): the mobility "
+        "proxy's tickets, subscriptions and buffers, in SQLite.")
+    state.add_argument("--state-dir", metavar="DIR",
+                       help="keep the router's state in DIR (created, mode 0700; one "
+                            "router per DIR); without it mobility buffers are in memory "
+                            "only")
+    state.add_argument("--state-reset", action="store_true", default=None,
+                       help="move the state found in --state-dir aside (renamed, never "
+                            "deleted) and start with none: for a state file that cannot "
+                            "be read")
     federation = parser.add_argument_group(
         "federation", "Links to other routers (Elvin Federation Protocol, ewaf://host:port, "
         "default port 2916); the [federation] table of --config (as written by "
@@ -221,7 +232,8 @@ _FLAG_SETTINGS = ("log_level", "log_file", "tls_cert", "tls_key", "stats_interva
                   "archive", "discovery", "discovery_scope", "discovery_default",
                   "discovery_address", "discovery_port", "discovery_interface",
                   "max_connections", "redirect_to", "mobility", "mobility_quota",
-                  "mobility_expiry", "mobility_key_file", "quench", "status_file", "metrics")
+                  "mobility_expiry", "mobility_key_file", "quench", "status_file", "metrics",
+                  "state_dir", "state_reset")
 
 
 def _text_of(path: str | None) -> str:
