@@ -140,6 +140,10 @@ class Connection:
         self._ready: asyncio.Event | None = None
         self._reconnector = Reconnector(self._core, (self._subs, self._quenches))
         self._closed: asyncio.Future | None = None
+        #: ``fn(protocol)`` connects a session to its router without a
+        #: socket (``elvin.router.localchannel``: a router's own proxy); None
+        #: for TCP/TLS to ``url``
+        self.open_channel: Callable[[Any], None] | None = None
         self._auto_quench = AutoQuench(self._core, self._quenches) if auto_quench else None
 
     # ======================================================================
@@ -226,7 +230,7 @@ class Connection:
         """A new session at ``uri``: channel, ConnRqst, the options agreed;
         it becomes the current one."""
         session = await open_session(self._core, uri, self._base_limits, self.timeout,
-                                     self.ssl_context)
+                                     self.ssl_context, self.open_channel)
         try:
             reply = await self._request(
                 session, lambda xid: pk.ConnRqst(xid, *CLIENT_VERSION,

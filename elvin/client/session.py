@@ -96,10 +96,15 @@ class SessionOwner(Protocol):
 
 
 async def open_session(owner: SessionOwner, uri: ElvinURI, limits: Limits, timeout: float,
-                       ssl_context: ssl_module.SSLContext | None) -> Session:
+                       ssl_context: ssl_module.SSLContext | None,
+                       open_channel: Callable[[Session], None] | None = None) -> Session:
     """A channel to the router at ``uri``, within ``timeout`` seconds; a
-    ConnectError that says why not."""
+    ConnectError that says why not. ``open_channel(session)``, if given,
+    connects the session without a socket instead (``Connection.open_channel``)."""
     session = Session(owner, limits)
+    if open_channel is not None:   # an in-process channel (elvin.router.localchannel)
+        open_channel(session)
+        return session
     try:
         async with asyncio.timeout(timeout):
             await session.loop.create_connection(
