@@ -4,7 +4,13 @@ After a failure or a Disconn the ``Connector`` redials with exponential
 backoff (``reconnect_min`` doubling up to ``reconnect_max``, with a little
 jitter), reset once a link is up. A TLS handshake that fails is logged once
 per link with its URL (repeats at debug level), so a misconfigured peer does
-not flood the log.
+not flood the log; so is a peer that drops the connection with a TLS alert
+before linking (with TLS 1.3 a listener checks the certificate we showed
+after our side of the handshake is done: its refusal arrives as an alert).
+
+The connection is made from the connect entry's ``source_address`` when it
+has one, so that a peer's ``hosts`` rule can be met on a host with several
+addresses.
 """
 
 from __future__ import annotations
@@ -57,8 +63,10 @@ class Connector:
             tls: dict[str, Any] = {}
             try:
                 if uri.secure:
-                    tls = {"ssl": service.client_ssl(), "server_hostname": host,
+                    tls = {"ssl": service.client_ssl(self.spec), "server_hostname": host,
                            "ssl_handshake_timeout": service.config.connect_timeout}
+                if self.spec.source_address:
+                    tls["local_addr"] = (self.spec.source_address, 0)
                 _t, link = await asyncio.wait_for(
                     loop.create_connection(lambda: Link(service, "connect", self.spec),
                                            host, uri.port, **tls),
@@ -79,6 +87,10 @@ class Connector:
                 if was_linked:
                     self._reported = ""
                     delay = service.config.reconnect_min
+                elif isinstance(link.lost_exc, ssl.SSLError):
+                    exc = link.lost_exc
+                    self._failed(f"the router closed the TLS connection before linking: "
+                                 f"{exc.reason or exc} (does it accept our certificate?)")
             if service.stopping:
                 return
             pause = delay * (1 + 0.1 * random.random())
