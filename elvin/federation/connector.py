@@ -4,9 +4,10 @@ After a failure or a Disconn the ``Connector`` redials with exponential
 backoff (``reconnect_min`` doubling up to ``reconnect_max``, with a little
 jitter), reset once a link is up. A TLS handshake that fails is logged once
 per link with its URL (repeats at debug level), so a misconfigured peer does
-not flood the log; so is a peer that drops the connection with a TLS alert
-before linking (with TLS 1.3 a listener checks the certificate we showed
-after our side of the handshake is done: its refusal arrives as an alert).
+not flood the log; so is a peer that closes the connection without
+answering our FedConnRqst (with TLS 1.3 a listener checks the certificate
+we showed after our side of the handshake is done, so a certificate it does
+not accept looks like this here: the reason is in the peer's log).
 
 The connection is made from the connect entry's ``source_address`` when it
 has one, so that a peer's ``hosts`` rule can be met on a host with several
@@ -87,10 +88,10 @@ class Connector:
                 if was_linked:
                     self._reported = ""
                     delay = service.config.reconnect_min
-                elif isinstance(link.lost_exc, ssl.SSLError):
-                    exc = link.lost_exc
-                    self._failed(f"the router closed the TLS connection before linking: "
-                                 f"{exc.reason or exc} (does it accept our certificate?)")
+                elif not link.answered:
+                    self._failed("the router closed the connection without answering our "
+                                 "FedConnRqst" + (" (does it accept our certificate?)"
+                                                  if uri.secure else ""))
             if service.stopping:
                 return
             pause = delay * (1 + 0.1 * random.random())

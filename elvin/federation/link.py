@@ -150,8 +150,8 @@ class Link(asyncio.Protocol):
         self._requests: dict[int, tuple[float, int]] = {}
         self._request_timer: asyncio.TimerHandle | None = None
         self.established = False
-        #: what ended the connection (``connection_lost``'s argument)
-        self.lost_exc: BaseException | None = None
+        #: the peer answered our FedConnRqst (FedConnRply, Nack or Disconn)
+        self.answered = False
         self.stats = FederationStats()
         self.closed = asyncio.get_running_loop().create_future()
         self._xids = itertools.count(1)
@@ -192,7 +192,6 @@ class Link(asyncio.Protocol):
             config.request_timeout, self._handshake_timeout)
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        self.lost_exc = exc
         self.state = CLOSED
         self._cancel_timers()
         if self.established:
@@ -428,6 +427,7 @@ class Link(asyncio.Protocol):
             else:
                 self.violation(f"{type(packet).__name__} before FedConnRqst")
         elif self.state == AWAIT_RPLY:
+            self.answered = True
             if isinstance(packet, FedConnRply):
                 self._fed_conn_rply(packet)
             elif isinstance(packet, Nack):

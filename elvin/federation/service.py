@@ -74,7 +74,7 @@ from elvin.federation.link import LINKED, FederationStats, Link
 from elvin.federation.packets import fed_notify_frame, keys_block, routing_block
 from elvin.federation.pullfilter import compute_pull_filter
 from elvin.federation.subast import TRUE_FILTER_AST, PullFilter, encode_subast
-from elvin.federation.tlsaccept import Handshaking, HeldBytes
+from elvin.federation.tlsaccept import Handshaking
 from elvin.federation.topology import (
     ANNOUNCEMENT_ATTR,
     Announcement,
@@ -112,8 +112,8 @@ class FederationService:
         self._tls_servers: set[asyncio.AbstractServer] = set()
         #: client TLS contexts by (tls_ca, certificate, key)
         self._client_ssl: dict[tuple[str | None, str | None, str | None], ssl.SSLContext] = {}
-        #: TLS handshakes of accepted connections under way (tlsaccept.py)
-        self._handshakes: set[asyncio.Task] = set()
+        #: accepted connections whose TLS handshake is under way (tlsaccept.py)
+        self._handshakes: set[asyncio.BaseTransport] = set()
         #: the last handshake failure logged as a warning, by peer address
         self._tls_reported: dict[str, str] = {}
         self._listen_key: tuple[Any, ...] = ()
@@ -162,8 +162,8 @@ class FederationService:
             self._topology_tick = None
         self.host.unwatch_subscriptions(self._local_changed)
         await self._close_servers()
-        for task in list(self._handshakes):
-            task.cancel()
+        for transport in list(self._handshakes):
+            transport.abort()           # type: ignore[attr-defined]
         for connector in self._connectors:
             await connector.stop()
         self._connectors = []
@@ -204,12 +204,15 @@ class FederationService:
         context = self.host.server_tls(what) if parsed.secure else None
         if context is not None and self.config.asks_for_certificates:
             ask_for_client_certificates(context, self.config.tls_ca, what)
+        def link() -> asyncio.Protocol:
+            return Link(self, "accept")      # aborted at once if the router is stopping
+
         if context is None:
-            def factory() -> asyncio.Protocol:
-                return Link(self, "accept")
+            factory = link
         else:
             def factory() -> asyncio.Protocol:
-                return Handshaking(lambda transport: self._tls_accepted(transport, context))
+                return Handshaking(link, context, self.config.connect_timeout,
+                                   self._handshake_failed, self._handshakes)
         try:
             server = await asyncio.get_running_loop().create_server(
                 factory, host, parsed.port, reuse_address=True)
@@ -219,35 +222,6 @@ class FederationService:
         self._servers.append(server)
         if context is not None:
             self._tls_servers.add(server)
-
-    def _tls_accepted(self, transport: asyncio.Transport, context: ssl.SSLContext) -> None:
-        if self.stopping:
-            transport.abort()
-            return
-        task = asyncio.get_running_loop().create_task(self._handshake(transport, context))
-        self._handshakes.add(task)
-        task.add_done_callback(self._handshakes.discard)
-
-    async def _handshake(self, transport: asyncio.Transport, context: ssl.SSLContext) -> None:
-        """Run the server side of a TLS handshake, then hand the connection
-        to a Link; a failure is logged with the peer and counted as refused."""
-        peer = Peer.of(transport)
-        held = HeldBytes()
-        try:
-            tls = await asyncio.get_running_loop().start_tls(
-                transport, held, context, server_side=True,
-                ssl_handshake_timeout=self.config.connect_timeout)
-        except asyncio.CancelledError:
-            transport.abort()
-            raise
-        except Exception as exc:       # ssl.SSLError, OSError, TimeoutError...
-            transport.abort()
-            self._handshake_failed(peer, exc)
-            return
-        if tls is None or self.stopping:
-            (tls or transport).abort()
-            return
-        held.hand_over(tls, Link(self, "accept"))
 
     def _handshake_failed(self, peer: Peer, exc: BaseException) -> None:
         """One warning per peer address and reason (repeats at debug level)."""
