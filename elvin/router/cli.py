@@ -59,7 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds between Elvin-Router-Stats notifications (default 5)")
     parser.add_argument("--archive", metavar="DIR",
                         help="write every routed notification to a traffic archive "
-                             "(Parquet, partitioned by hour) in DIR, for elvin-pipeline")
+                             "(Parquet, partitioned by hour) in DIR, for elvin-pipeline; "
+                             "notifications sent for key holders only are archived "
+                             "without their attributes")
+    parser.add_argument("--archive-private", dest="archive_private", action="store_true",
+                        default=None,
+                        help="archive the attributes of notifications sent for key holders "
+                             "only too (deliver_insecure false): whoever can read DIR "
+                             "reads them")
     parser.add_argument("--no-quench", dest="quench", action="store_false", default=None,
                         help="emulate a router without quench (protocol subset C), as "
                              "Avis is: quench requests get Nack NOT_IMPL (2007) \"Quench "
@@ -158,7 +165,7 @@ def make_config(args: argparse.Namespace) -> RouterConfig:
     if args.listen:
         config.listen = list(args.listen)
     for name in ("log_level", "log_file", "tls_cert", "tls_key", "stats_interval",
-                 "archive", "discovery", "discovery_scope", "discovery_default",
+                 "archive", "archive_private", "discovery", "discovery_scope", "discovery_default",
                  "discovery_address", "discovery_port", "discovery_interface",
                  "max_connections", "redirect_to",
                  "mobility", "mobility_quota", "mobility_expiry", "mobility_key_file",

@@ -17,6 +17,8 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     mobility-expiry = 3600        # seconds an unclaimed buffer is kept
     mobility-key-file = "/etc/elvind/mobility.key"  # proxy's raw private key (pinnable)
     archive = "/var/lib/elvind/archive"  # traffic archive (Parquet), off by default
+    archive-private = false       # also archive the attributes of notifications sent
+                                  # for key holders only (deliver_insecure false)
     discovery = true              # answer router discovery (SvrRqst) on UDP
     discovery-scope = ""          # scope name advertised (no ':')
     discovery-default = true      # advertise as a default router (clients with no scope)
@@ -93,6 +95,9 @@ class RouterConfig:
     use_uvloop: bool = True
     #: directory of the traffic archive (elvin.pipeline.archive), None = off
     archive: str | None = None
+    #: archive the attributes of notifications sent for key holders only too
+    #: (by default their rows have none: elvin.pipeline.archive)
+    archive_private: bool = False
     #: router discovery (elvin.discovery): answer SvrRqst, advertise listen URLs
     discovery: bool = True
     discovery_scope: str = ""
@@ -172,6 +177,9 @@ class RouterConfig:
             archive = Path(self.archive)
             if archive.exists() and not archive.is_dir():
                 raise ConfigError(f"{source}: archive {self.archive!r} is not a directory")
+        elif self.archive_private:
+            raise ConfigError(f"{source}: archive-private is set but there is no archive "
+                              "(set archive, or --archive DIR)")
         return self
 
 
@@ -197,7 +205,7 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "mobility-key-file": (str, "mobility_key_file"),
 }
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
-          "mobility": "mobility", "quench": "quench"}
+          "mobility": "mobility", "quench": "quench", "archive-private": "archive_private"}
 
 
 def _validate_discovery(config: RouterConfig, source: str) -> None:
