@@ -48,6 +48,7 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _NAME = re.compile(r"[A-Za-z0-9*?_]([A-Za-z0-9*?_.-]*[A-Za-z0-9*?_])?\.?\Z")
 _ADDRESS_WILDCARD = re.compile(r"[0-9a-fA-F:.*?]+\Z")
+_ADDRESS_TEXT = re.compile(r"[0-9.*?]+\Z")
 
 
 class Resolver:
@@ -73,6 +74,13 @@ class HostPattern:
     kind: str
     network: IPNetwork | None = None
     name: str = ""                      # lower case, no trailing dot
+
+    @property
+    def address_only(self) -> bool:
+        """A wildcard only an address's text can match (``10.1.*``,
+        ``fe80::*``): no host name is digits and dots, or has a colon."""
+        return self.kind == "wildcard" and (":" in self.name or
+                                            _ADDRESS_TEXT.match(self.name) is not None)
 
     @property
     def matches_everything(self) -> bool:
@@ -148,7 +156,8 @@ class HostRules:
     def __init__(self, patterns: Sequence[HostPattern]) -> None:
         self.patterns = tuple(patterns)
         self._names = tuple(p for p in self.patterns if p.kind == "name")
-        self._reverse = tuple(p for p in self.patterns if p.kind in ("name", "wildcard"))
+        self._reverse = tuple(p for p in self.patterns
+                              if p.kind == "name" or (p.kind == "wildcard" and not p.address_only))
 
     @classmethod
     def parse(cls, values: Iterable[object]) -> HostRules:
@@ -219,7 +228,7 @@ class HostRules:
         of the hosts."""
         for dns in dns_names:
             dns = dns.lower().rstrip(".")
-            for p in self._reverse:
+            for p in self.patterns:
                 if (p.kind == "name" and p.name == dns) or \
                         (p.kind == "wildcard" and fnmatchcase(dns, p.name)):
                     return True
