@@ -210,37 +210,37 @@ to = "hub"
 """
 
 
-def test_domain_check_warns_about_routers_any_address_may_claim(tmp_path, capsys):
+def check(tmp_path, capsys, status: int, url: str, hub: str = "", lab: str = "") -> str:
+    """Run ``elvin-domain check`` on the topology; its stdout (or stderr)."""
     path = tmp_path / "domain.toml"
-    path.write_text(TOPOLOGY.format(url=PLAIN, hub="", lab=""))
-    assert domain_main(["check", str(path)]) == 0
-    out = capsys.readouterr().out
+    path.write_text(TOPOLOGY.format(url=url, hub=hub, lab=lab))
+    assert domain_main(["check", str(path)]) == status
+    captured = capsys.readouterr()
+    return captured.out if status == 0 else captured.err
+
+
+def test_domain_check_warns_about_routers_any_address_may_claim(tmp_path, capsys):
+    out = check(tmp_path, capsys, 0, PLAIN)
     assert "hub: accepts 'edge' from edge.example.com, 10.1.2.3" in out
     assert "hub: accepts 'lab' from any address" in out
     assert "warning: router 'hub': federation.accept[2] (router 'lab') has no hosts" in out
     assert "'edge') has no hosts" not in out
     # with hosts everywhere, nothing to warn about; apply writes them
-    path.write_text(TOPOLOGY.format(url=TLS, hub="require_authenticated = true",
-                                    lab='hosts = ["10.9.0.0/16"]'))
-    assert domain_main(["check", str(path)]) == 0
-    out = capsys.readouterr().out
+    out = check(tmp_path, capsys, 0, TLS, hub="require_authenticated = true",
+                lab='hosts = ["10.9.0.0/16"]')
     assert "warning" not in out
     assert "with a certificate naming one of them" in out
+    path = tmp_path / "domain.toml"
     assert domain_main(["apply", str(path), "--out", str(tmp_path / "out")]) == 0
     fragment = (tmp_path / "out" / "hub.toml").read_text()
     assert 'hosts = ["10.9.0.0/16"]' in fragment and "require_authenticated = true" in fragment
 
 
 def test_domain_check_refuses_authentication_without_the_diallers_hosts(tmp_path, capsys):
-    path = tmp_path / "domain.toml"
-    path.write_text(TOPOLOGY.format(url=TLS, hub="require_authenticated = true", lab=""))
-    assert domain_main(["check", str(path)]) == 1
-    err = capsys.readouterr().err
+    err = check(tmp_path, capsys, 1, TLS, hub="require_authenticated = true")
     assert "router 'lab', which dials it, has no hosts" in err
 
 
 def test_domain_check_refuses_bad_hosts(tmp_path, capsys):
-    path = tmp_path / "domain.toml"
-    path.write_text(TOPOLOGY.format(url=PLAIN, hub="", lab='hosts = ["10.0.0.0/99"]'))
-    assert domain_main(["check", str(path)]) == 1
-    assert "bad hosts[0]: bad network" in capsys.readouterr().err
+    err = check(tmp_path, capsys, 1, PLAIN, lab='hosts = ["10.0.0.0/99"]')
+    assert "bad hosts[0]: bad network" in err
