@@ -95,7 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "Prometheus text format, e.g. 127.0.0.1:9917")
     parser.add_argument("--archive", metavar="DIR",
                         help="write every routed notification to a traffic archive "
-                             "(Parquet, partitioned by hour) in DIR, for elvin-pipeline")
+                             "(Parquet, partitioned by hour) in DIR, for elvin-pipeline; "
+                             "notifications sent for key holders only are archived "
+                             "without their attributes")
+    parser.add_argument("--archive-private", dest="archive_private", action="store_true",
+                        default=None,
+                        help="archive the attributes of notifications sent for key holders "
+                             "only too (deliver_insecure false): whoever can read DIR "
+                             "reads them")
     parser.add_argument("--no-quench", dest="quench", action="store_false", default=None,
                         help="emulate a router without quench (protocol subset C), as "
                              "Avis is: quench requests get Nack NOT_IMPL (2007) \"Quench "
@@ -233,7 +240,7 @@ _FLAG_SETTINGS = ("log_level", "log_file", "tls_cert", "tls_key", "stats_interva
                   "discovery_address", "discovery_port", "discovery_interface",
                   "max_connections", "redirect_to", "mobility", "mobility_quota",
                   "mobility_expiry", "mobility_key_file", "quench", "status_file", "metrics",
-                  "state_dir", "state_reset")
+                  "state_dir", "state_reset", "archive_private")
 
 
 def _text_of(path: str | None) -> str:
