@@ -52,7 +52,7 @@ __all__ = ["NEEDS_DNS", "AcceptRule", "Peer", "Refusal", "accept_rule", "admissi
 class AcceptRule:
     """What admits one router domain: its entry or ``accept_any``."""
 
-    key: str                       # federation.accept[2] / federation.accept_any
+    key: str                       # "federation.accept #2" / "federation.accept_any"
     hosts: HostRules
     authenticated: bool
     outgoing: FilterSpec

@@ -279,7 +279,7 @@ class FederationConfig:
             self._check_filters(key, spec.outgoing, spec.incoming)
             if spec.require_authenticated is not None and \
                     not isinstance(spec.require_authenticated, bool):
-                raise FederationConfigError(f"{key}.require_authenticated",
+                raise FederationConfigError(f"{key}, require_authenticated",
                                             f"must be true or false, not "
                                             f"{spec.require_authenticated!r}")
             _check_hosts(key, "hosts", spec.hosts, self.authenticates(spec))
@@ -334,7 +334,8 @@ def host_rules(hosts: list[str] | None) -> HostRules:
 
 def _check_hosts(key: str, name: str, hosts: Any, authenticated: bool) -> None:
     """``hosts`` of an accept entry (``name`` = ``hosts``) or of accept_any."""
-    where = f"{key}.{name}"
+    # (an entry's: "federation.accept #2, hosts"; the table's own: "federation.accept_any_hosts")
+    where = f"{key}.{name}" if key == "federation" else f"{key}, {name}"
     if hosts is not None:
         if not isinstance(hosts, list):
             raise FederationConfigError(where, f"must be a list of host patterns, not "
@@ -351,17 +352,17 @@ def _check_hosts(key: str, name: str, hosts: Any, authenticated: bool) -> None:
 def _check_connect_tls(key: str, spec: ConnectSpec) -> None:
     """A connect entry's client certificate and source address."""
     if (spec.client_cert is None) != (spec.client_key is None):
-        raise FederationConfigError(f"{key}.client_cert", "client_cert and client_key "
+        raise FederationConfigError(f"{key}, client_cert", "client_cert and client_key "
                                     "go together")
     for name in ("client_cert", "client_key"):
         path = getattr(spec, name)
         if path is not None and (not isinstance(path, str) or not os.path.isfile(path)):
-            raise FederationConfigError(f"{key}.{name}", f"{path!r}: no such file")
+            raise FederationConfigError(f"{key}, {name}", f"{path!r}: no such file")
     if spec.source_address is not None:
         try:
             ipaddress.ip_address(spec.source_address)
         except ValueError:
-            raise FederationConfigError(f"{key}.source_address",
+            raise FederationConfigError(f"{key}, source_address",
                                         f"{spec.source_address!r} is not an IP "
                                         "address") from None
 
@@ -437,11 +438,11 @@ def _spec(cls: type, table: Mapping[str, Any], key: str, allowed: tuple[str, ...
         table["hosts"] = [table["hosts"]]
     if "hosts" in table and (not isinstance(table["hosts"], list)
                              or not all(isinstance(h, str) for h in table["hosts"])):
-        raise FederationConfigError(f"{key}.hosts", f"must be a list of host patterns "
+        raise FederationConfigError(f"{key}, hosts", f"must be a list of host patterns "
                                     f"(strings), not {table['hosts']!r}")
     if "require_authenticated" in table and not isinstance(table["require_authenticated"],
                                                            bool):
-        raise FederationConfigError(f"{key}.require_authenticated",
+        raise FederationConfigError(f"{key}, require_authenticated",
                                     f"must be true or false, not "
                                     f"{table['require_authenticated']!r}")
     return cls(**table)

@@ -168,10 +168,10 @@ def router_configs(topology: Topology) -> dict[str, FederationConfig]:
         try:
             out[name] = federation_from_dict(federation_config(topology, name))
         except FederationConfigError as exc:
-            entry = exc.key.split(".hosts")[0]
+            entry = exc.key.split(", hosts")[0]
             problem = exc.problem
-            if exc.key.endswith(".hosts") and "require_authenticated" in problem:
-                index = int(entry.rsplit("[", 1)[1].rstrip("]")) - 1
+            if exc.key.endswith(", hosts") and "require_authenticated" in problem:
+                index = int(entry.rsplit("#", 1)[1]) - 1
                 peer = federation_config(topology, name)["accept"][index]["router"]
                 problem = (f"it requires authentication, but router {peer!r}, which dials "
                            f"it, has no hosts (the names its certificate carries)")
