@@ -89,7 +89,6 @@ from typing import Any
 from elvin.config_file import list_item
 from elvin.errors import SubscriptionError
 from elvin.federation.hosts import HostRules
-from elvin.federation.topology import STAMP_PREFIX
 from elvin.protocol.uri import ElvinURI, URIError, parse_uri
 from elvin.subscription import compile as compile_subscription
 from elvin.subscription.ast import Node
@@ -125,6 +124,11 @@ def parse_ewaf_uri(text: str) -> ElvinURI:
             raise
         return dataclasses.replace(parse_uri(f"{head}:1{tail}", default_port=FEDERATION_PORT,
                                              scheme="ewaf", default_version=(1, 0)), port=0)
+
+
+#: the prefix of the routing-list entry that stamps a notification with the
+#: topology it is routed by (``elvin.federation.topology``): never a router domain
+STAMP_PREFIX = "@spt1:"
 
 
 class Filter:

@@ -24,25 +24,31 @@ import asyncio
 import logging
 import random
 import ssl
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from elvin.federation.config import ConnectSpec, parse_ewaf_uri
-from elvin.federation.link import LINKED, Link
+from elvin.federation.link import LINKED, Link, LinkOwner
 from elvin.protocol import DisconnReason
 from elvin.retrylog import RetryLog
-
-if TYPE_CHECKING:
-    from elvin.federation.service import FederationService
 
 log = logging.getLogger("elvin.federation")
 
 __all__ = ["Connector"]
 
 
+class Dialler(LinkOwner, Protocol):
+    """What a connector needs of its federation service: what a link needs,
+    whether the service is stopping, and the TLS context to dial with."""
+
+    stopping: bool
+
+    def client_ssl(self, spec: ConnectSpec | None = None) -> ssl.SSLContext: ...
+
+
 class Connector:
     """Keeps one outgoing link up, redialling with exponential backoff."""
 
-    def __init__(self, service: FederationService, spec: ConnectSpec) -> None:
+    def __init__(self, service: Dialler, spec: ConnectSpec) -> None:
         self.service = service
         self.spec = spec
         self.link: Link | None = None

@@ -41,8 +41,9 @@ import itertools
 import logging
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from elvin.errors import KeyRefused, NackCode, ProtocolError, SubscriptionError
 from elvin.federation.config import ConnectSpec, Filter
@@ -66,12 +67,14 @@ from elvin.protocol.framing import FrameDecoder
 from elvin.protocol.limits import Limits
 
 if TYPE_CHECKING:
-    from elvin.federation.service import FederationService
+    from elvin.federation.admission import Refusal
+    from elvin.federation.config import FederationConfig
+    from elvin.federation.host import FederationHost
 
 log = logging.getLogger("elvin.federation")
 
 __all__ = ["AWAIT_RPLY", "AWAIT_RQST", "CLOSED", "LINKED", "FederationStats", "Link",
-           "NACK_INVALID_DOMAIN"]
+           "LinkOwner", "NACK_INVALID_DOMAIN"]
 
 #: Avis's implementation-specific Nack code for a refused router domain
 #: (codes 2500-2599 are for implementations): we use the same.
@@ -119,10 +122,47 @@ class FederationStats:
         return dict(self.__dict__)
 
 
+class LinkOwner(Protocol):
+    """What a link needs of the federation service that owns it: the one
+    contract between the two (``elvin.federation.service.FederationService``
+    implements it). The link speaks the protocol of one connection; the
+    service decides who may link, what each link is sent, and the topology."""
+
+    domain: str
+    config: FederationConfig
+    limits: Limits
+    host: FederationHost
+    stats: FederationStats
+
+    def link_opened(self, link: Link) -> None: ...
+
+    def link_established(self, link: Link) -> None: ...
+
+    def link_closed(self, link: Link) -> None: ...
+
+    def unlink(self, link: Link) -> None: ...
+
+    def check_domain(self, domain: str, spec: ConnectSpec | None,
+                     relink: Link | None = None) -> tuple[str, tuple[Filter, Filter] | None]:
+        """(problem, (outgoing, incoming) filters): may ``domain`` link?"""
+
+    def check_peer(self, link: Link, domain: str) -> Refusal | None | asyncio.Task:
+        """May this peer (its address, its certificate) link as ``domain``?"""
+
+    def pull_acked(self, link: Link) -> None: ...
+
+    def remote_pull_changed(self, link: Link) -> None: ...
+
+    def announcement_received(self, link: Link, attrs: Mapping[str, Any]) -> None: ...
+
+    def on_tree(self, link: Link, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
+        """Whether a notification from ``link`` came along its tree (else dropped)."""
+
+
 class Link(asyncio.Protocol):
     """One federation connection (either end), with its handshake state."""
 
-    def __init__(self, service: FederationService, role: str,
+    def __init__(self, service: LinkOwner, role: str,
                  spec: ConnectSpec | None = None) -> None:
         self.service = service
         self.role = role                      # "connect" or "accept"

@@ -15,7 +15,7 @@ from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolError, ToolP
 from elvin.config_file import raw_setting
 from elvin.daemon_control import ask_reload, show_status
 from elvin.extras import ARCHIVE_MODULES, missing_extra_message
-from elvin.router.cli import make_config
+from elvin.router.arguments import make_config
 from elvin.router.config import ConfigError, RouterConfig
 
 __all__ = ["check_config", "start_problems", "status_main"]
