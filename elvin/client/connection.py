@@ -493,6 +493,33 @@ class Connection:
         return f"<Connection {self.url} {self.state}>"
 
 
+class _ConnectionField:
+    """One of the connection's fields, seen through its ``ConnectionCore``:
+    what the core only hands on takes one line (``core.ClientCore`` and
+    ``core.ReconnectingCore`` say what each means). Read-only unless
+    ``writable``; the core's parts cannot assign what they may only read."""
+
+    __slots__ = ("field", "name", "writable")
+
+    def __init__(self, field: str, *, writable: bool = False) -> None:
+        self.field = field
+        self.name = field
+        self.writable = writable
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, core: ConnectionCore | None, owner: type | None = None) -> Any:
+        if core is None:
+            return self
+        return getattr(core._conn, self.field)
+
+    def __set__(self, core: ConnectionCore, value: Any) -> None:
+        if not self.writable:
+            raise AttributeError(f"ConnectionCore.{self.name} is read-only")
+        setattr(core._conn, self.field, value)
+
+
 class ConnectionCore:
     """A ``Connection`` as its parts see it: the one object that implements
     ``core.ReconnectingCore`` (for the reconnector, the tables and
@@ -507,29 +534,11 @@ class ConnectionCore:
         self._conn = conn
 
     # -- ClientCore ---------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        return self._conn.url
-
-    @property
-    def state(self) -> str:
-        return self._conn.state
-
-    @property
-    def session(self) -> Session | None:
-        return self._conn._session
-
-    @property
-    def notification_keys(self) -> Keys:
-        return self._conn.notification_keys
-
-    @property
-    def supports_quench(self) -> bool | None:
-        return self._conn.supports_quench
-
-    @supports_quench.setter
-    def supports_quench(self, known: bool | None) -> None:
-        self._conn.supports_quench = known
+    url = _ConnectionField("url")
+    state = _ConnectionField("state")
+    session = _ConnectionField("_session")
+    notification_keys = _ConnectionField("notification_keys")
+    supports_quench = _ConnectionField("supports_quench", writable=True)
 
     def live_session(self) -> Awaitable[Session]:
         return self._conn._live_session()
@@ -541,13 +550,8 @@ class ConnectionCore:
                                    expression=expression)
 
     # -- ReconnectingCore --------------------------------------------------------------
-    @property
-    def uri(self) -> ElvinURI:
-        return self._conn._uri
-
-    @property
-    def home_uri(self) -> ElvinURI:
-        return self._conn._home_uri
+    uri = _ConnectionField("_uri")
+    home_uri = _ConnectionField("_home_uri")
 
     @property
     def reconnect_policy(self) -> ReconnectPolicy:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from elvin.client.connection import ConnectionCore
+from elvin.client.connection import Connection, ConnectionCore
 from elvin.client.core import ClientCore, ReconnectingCore, ReconnectPolicy
 from elvin.client.errors import ConnectError, ConnectionClosedError, nack_exception
 from elvin.client.events import CloseReason
@@ -161,6 +161,24 @@ def test_the_cores_implement_the_whole_contract(implementation, protocols):
     if implementation is MemoryCore:
         instance_names |= set(vars(MemoryCore(ReconnectPolicy(True, 0, 0, None))))
     assert members - instance_names == set()
+
+
+def test_the_connection_s_core_reads_its_fields_and_writes_only_supports_quench():
+    """``ConnectionCore`` is a view, not a copy: it shows the connection's
+    fields as they are now, and a part can learn ``supports_quench`` but not
+    move the state or swap the session behind the connection's back."""
+    conn = Connection("elvin://home.example:2917", notification_keys=None)
+    core = ConnectionCore(conn)
+    assert (core.url, core.state, core.session) == (conn.url, "connecting", None)
+    assert core.uri == core.home_uri == parse_uri("elvin://home.example:2917")
+    conn.state = "open"
+    assert core.state == "open"
+    core.supports_quench = False
+    assert conn.supports_quench is False
+    for name in ("state", "session", "url", "uri", "home_uri", "notification_keys"):
+        with pytest.raises(AttributeError, match=f"ConnectionCore.{name} is read-only"):
+            setattr(core, name, None)
+    assert conn.state == "open"
 
 
 async def connection_with(core: MemoryCore, *expressions: str, quench: bool = False):
