@@ -21,11 +21,12 @@ $(STAMP): pyproject.toml setup.py scripts/ensure-system-packages.sh
 run: $(STAMP)
 	$(BIN)/python -m elvin.run
 
-# the core-only check runs beside the suite (the suite mostly waits on sockets and
-# child processes, so the two share the cores well); its result comes after
+# the suite runs on two workers and the core-only check beside it (the tests mostly
+# wait on sockets and child processes, so they share the cores well); the core-only
+# check's result comes after
 test: $(STAMP)
 	@PYTHON=$(PYTHON) bash scripts/core-only-check.sh > .core-check.log 2>&1 & core=$$!; \
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q; suite=$$?; \
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 --dist loadgroup; suite=$$?; \
 	if wait $$core; then echo "core-only check passed: $$(grep -E '^[0-9]+ passed' .core-check.log | tail -1) (.core-check.log)"; \
 	else echo "core-only check FAILED (.core-check.log):"; tail -n 40 .core-check.log; suite=1; fi; \
 	exit $$suite

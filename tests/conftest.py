@@ -14,6 +14,7 @@ These fixtures are shared with the client library's tests: keep them stable.
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
@@ -22,6 +23,20 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # apps with no URL configured look for routers by discovery first: in tests they must
 # not find a router elsewhere on the host or network (discovery tests opt back in)
 os.environ.setdefault("ELVIN_DISCOVERY", "off")
+# apps remember windows, rosters and settings in the XDG directories: tests keep
+# them out of the user's home (and two test workers out of each other's way)
+_XDG = tempfile.mkdtemp(prefix="elvin-tests-xdg-")
+for _name in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+    os.environ[_name] = os.path.join(_XDG, _name.lower())
+
+
+def pytest_collection_modifyitems(config, items):
+    """``make test`` runs the suite on several workers (pytest-xdist,
+    ``--dist loadgroup``): the tests that share the session's SparkSession run
+    on one worker, so that one JVM serves them all."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture

@@ -15,9 +15,14 @@ __all__ = ["JavaNotFoundError", "LOCAL_JAVA_OPTIONS", "SESSION_CONF", "Progress"
 #: required by the back-test: Elvin integer arithmetic wraps around (as in
 #: Java) and integer division by zero is bottom (NULL), which is Spark's
 #: non-ANSI behaviour; Spark 4 turns ANSI mode on by default, where overflow
-#: raises an error instead.
+#: raises an error instead. ``spark.python.sql.dataFrameDebugging.enabled``
+#: is off because PySpark otherwise records the Python call site of every
+#: Column function (a stack walk and JVM round trips each): a subscription
+#: becomes hundreds of Column calls, and translating one took about three
+#: times as long with it on.
 SESSION_CONF = {
     "spark.sql.ansi.enabled": "false",
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
 }
@@ -96,7 +101,8 @@ def spark_session(master: str = "local[*]", app_name: str = "elvin-pipeline", *,
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
-    for key in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone"):
+    for key in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone",
+                "spark.python.sql.dataFrameDebugging.enabled"):
         spark.conf.set(key, settings[key])
     return spark
 
