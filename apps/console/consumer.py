@@ -120,7 +120,7 @@ class ConsumerPane(Pane):
         self.editor.edit.setPlaceholderText('Subscription, e.g. require(Price) && Symbol == "ACME"'
                                             "  (Ctrl+Space completes attribute names)")
         self.editor.edit.setFixedHeight(self.editor.edit.fontMetrics().lineSpacing() * 3 + 14)
-        self.completer = NameCompleter(self.editor, names)
+        self.completer = NameCompleter(self.editor, names, submit=self.apply)
         self.insecure_box = QCheckBox("Accept insecure")
         self.insecure_box.setChecked(spec.accept_insecure)
         self.insecure_box.setToolTip("Also receive notifications that match without keys")
@@ -301,6 +301,7 @@ class ConsumerPane(Pane):
     def apply(self) -> bool:
         """Subscribe with the editor's expression (or change the subscription).
         Returns False, sending nothing, when the expression is invalid."""
+        self.completer.hide()
         if not self.editor.isValid():
             error = self.editor.error()
             self.set_status("Not sent: " + (self.editor.errorText() or
