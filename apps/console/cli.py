@@ -122,6 +122,9 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
     window = MainWindow(registry, buffer)
     try:
         await window.apply_workspace(workspace, path)
+        if not args.screenshot:       # a picture shows the default place and size
+            from elvin.qt.geometry import WindowMemory
+            WindowMemory(window, "elvin-console").restore()
         window.show()
         return await run_window(window, (lambda: take_screenshot(window, Path(args.screenshot)))
                                 if args.screenshot else None)

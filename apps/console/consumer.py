@@ -227,6 +227,7 @@ class ConsumerPane(Pane):
 
         # -- table and detail -------------------------------------------------------------
         self.view = QTableView()
+        self.view.setMinimumHeight(48)
         self.view.setModel(self.proxy)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)

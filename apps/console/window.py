@@ -40,7 +40,7 @@ from elvin_apps.console.workspace import (
     load,
     save,
 )
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -56,10 +56,13 @@ from PySide6.QtWidgets import (
 )
 
 from elvin.qt import split
+from elvin.qt.geometry import fit_to_screen
 
 __all__ = ["MainWindow", "default_workspace"]
 
 WORKSPACE_FILTER = "Workspace (*.json *.toml);;JSON (*.json);;TOML (*.toml)"
+#: what a first start opens at, on a screen large enough (else the screen less its frame)
+PREFERRED_SIZE = QSize(1280, 800)
 _KIND_LABELS = {"consumer": "Consumer", "producer": "Producer", "quench": "Quench",
                 "router": "Router statistics"}
 
@@ -148,7 +151,7 @@ class MainWindow(QMainWindow):
         self._watched: set[int] = set()
         self._watch_routers()
         self._update_title()
-        self.resize(1280, 800)
+        fit_to_screen(self, PREFERRED_SIZE)
 
     # -- menus -----------------------------------------------------------------------------
     def _menus(self) -> None:
