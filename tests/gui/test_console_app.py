@@ -13,6 +13,7 @@ import asyncio
 import csv
 import io
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -654,6 +655,9 @@ def test_router_view_receives_stats(qt_loop, qtbot, router):
         sample = view.current_samples()[-1]
         assert sample.connections >= 1 and sample.subscriptions >= 1
         assert view.id_combo.count() == 1
+        # the id in words (host, start time, process), not host:pid:epoch:sequence
+        assert view.id_combo.currentText().startswith(f"{socket.gethostname()}, started ")
+        assert "(process " in view.summary.text()
         assert view.rate_chart.data[0] and view.connections_chart.latest(0) >= 1
         assert view.subscriptions_chart.latest(0) >= 1
         assert "connections" in view.summary.text() and "no drops" in view.summary.text()
