@@ -21,15 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QScreen
 from PySide6.QtWidgets import QWidget
 
 from elvin.fileutil import atomic_write
 from elvin.xdg import state_home
 
-__all__ = ["FRAME_ALLOWANCE", "WindowMemory", "fit_to_screen", "fitted", "screen_setup",
-           "visible_on"]
+__all__ = ["FRAME_ALLOWANCE", "WindowMemory", "fit_to_screen", "fitted", "place_clear_of",
+           "screen_setup", "visible_on"]
 
 log = logging.getLogger("elvin.qt")
 
@@ -65,6 +65,38 @@ def fit_to_screen(widget: QWidget, preferred: QSize, available: QRect | None = N
     size = fitted(preferred, available).expandedTo(widget.minimumSizeHint())
     widget.resize(size)
     return size
+
+
+def place_clear_of(window: QWidget, avoid: QRect, available: QRect | None = None,
+                   gap: int = 8) -> QPoint:
+    """Move ``window`` next to ``avoid`` (a strip at a screen edge) without
+    covering it: below it when there is more room below, else above, and
+    centred on it across; shrunk to the room there is. Qt centres a dialog
+    over its parent, which for a one-line strip at the top of the screen
+    puts the dialog over the strip (and an always-on-top strip over the
+    dialog's search box). Returns the new top-left corner."""
+    if available is None:
+        screen = QGuiApplication.screenAt(avoid.center()) or _screen(window)
+        available = screen.availableGeometry() if screen is not None else avoid
+    room_below = available.bottom() - avoid.bottom() - gap
+    room_above = avoid.top() - available.top() - gap
+    height_room = max(room_below, room_above) - FRAME_ALLOWANCE.height()
+    if height_room > 0 and window.height() > height_room:
+        window.resize(window.width(), max(height_room, window.minimumSizeHint().height()))
+    width = min(window.width(), available.width() - FRAME_ALLOWANCE.width())
+    if width != window.width():
+        window.resize(width, window.height())
+    outer_w = window.width() + FRAME_ALLOWANCE.width()
+    outer_h = window.height() + FRAME_ALLOWANCE.height()
+    x = avoid.center().x() - outer_w // 2
+    x = max(available.left(), min(x, available.right() + 1 - outer_w))
+    if room_below >= room_above:
+        y = max(avoid.bottom() + 1, available.top()) + gap
+    else:
+        y = min(avoid.top(), available.bottom() + 1) - gap - outer_h
+    corner = QPoint(x, y)
+    window.move(corner)
+    return corner
 
 
 def screen_setup(screens: list[QScreen] | None = None) -> str:
