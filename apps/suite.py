@@ -2,7 +2,8 @@
 
 Each app's menu leads to the others (the tickertape's to the coffee biff
 and the console, and so on), started on the router the app itself uses.
-They are started detached, so they outlive the app that started them;
+They are started in a session of their own, so they outlive the app that
+started them;
 their error output goes to ``$XDG_STATE_HOME/elvin/launch-NAME.log``, and
 one that exits within ``WATCH_SECONDS`` (a router it cannot reach, a
 missing display) has its last line reported, so a click never seems to do
@@ -11,16 +12,16 @@ nothing.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QProcess, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
-from elvin.fileutil import pid_alive
 from elvin.xdg import state_home
 
 __all__ = ["APPS", "AppLauncher", "SuiteApp", "add_app_actions"]
@@ -62,7 +63,7 @@ class AppLauncher(QObject):
     def __init__(self, parent: QObject | None = None, log_dir: Path | None = None) -> None:
         super().__init__(parent)
         self.log_dir = log_dir if log_dir is not None else state_home() / "elvin"
-        self._watches: dict[int, tuple[SuiteApp, Path, float]] = {}
+        self._watches: dict[int, tuple[SuiteApp, Path, subprocess.Popen, float]] = {}
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self._poll)
@@ -78,34 +79,36 @@ class AppLauncher(QObject):
                              f"{exc.strerror or exc}")
             return None
         log = self.log_dir / f"launch-{app.name}.log"
-        process = QProcess(self)
-        process.setProgram(sys.executable)
-        process.setArguments(["-m", app.module, *(["--elvin", url] if url else [])])
-        process.setStandardOutputFile(QProcess.nullDevice())
-        process.setStandardErrorFile(str(log))
-        ok, pid = process.startDetached()
-        process.deleteLater()
-        if not ok or not pid:
-            self.failed.emit(f"{app.title} not started: {process.errorString()}")
+        arguments = [sys.executable, "-m", app.module, *(["--elvin", url] if url else [])]
+        try:
+            with open(log, "wb") as errors:
+                # a session of its own: it outlives this app and its terminal
+                process = subprocess.Popen(arguments, stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.DEVNULL, stderr=errors,
+                                           start_new_session=True, close_fds=True)
+        except OSError as exc:
+            self.failed.emit(f"{app.title} not started: {exc.strerror or exc}")
             return None
-        self._watches[pid] = (app, log, 0.0)
+        self._watches[process.pid] = (app, log, process, 0.0)
         self._timer.start()
         self.started.emit(app.title)
-        return pid
+        return process.pid
 
     def watching(self) -> list[int]:
         """The pids still watched for an early exit (tests)."""
         return list(self._watches)
 
     def _poll(self) -> None:
-        for pid, (app, log, waited) in list(self._watches.items()):
-            if not pid_alive(pid):
+        for pid, (app, log, process, waited) in list(self._watches.items()):
+            status = process.poll()           # also reaps it: no zombie left behind
+            if status is not None:
                 del self._watches[pid]
-                self.failed.emit(f"{app.title} stopped: {last_line(log)}")
+                if status != 0:
+                    self.failed.emit(f"{app.title} stopped: {last_line(log)}")
             elif waited + POLL_MS / 1000 >= WATCH_SECONDS:
-                del self._watches[pid]
+                del self._watches[pid]        # running: from now on it is on its own
             else:
-                self._watches[pid] = (app, log, waited + POLL_MS / 1000)
+                self._watches[pid] = (app, log, process, waited + POLL_MS / 1000)
         if not self._watches:
             self._timer.stop()
 

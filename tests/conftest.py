@@ -14,6 +14,7 @@ These fixtures are shared with the client library's tests: keep them stable.
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
@@ -22,6 +23,9 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # apps with no URL configured look for routers by discovery first: in tests they must
 # not find a router elsewhere on the host or network (discovery tests opt back in)
 os.environ.setdefault("ELVIN_DISCOVERY", "off")
+# what the apps remember between runs (window places, the people a biff knew) goes
+# to a directory of the test run's own, never the user's ~/.local/state
+os.environ.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="elvin-tests-state-"))
 
 
 @pytest.fixture

@@ -186,6 +186,14 @@ class MainWindow(QMainWindow):
         tools = bar.addMenu("&Tools")
         self._action(tools, "&Explain a match…", lambda: self.explain(None, ""),
                      "Ctrl+Shift+X")
+        tools.addSeparator()
+        self.apps_menu = tools.addMenu("&Open")
+        from elvin_apps.suite import AppLauncher, add_app_actions
+        self.launcher = AppLauncher(self)
+        self.launcher.failed.connect(lambda text: self.statusBar().showMessage(text, 20_000))
+        self.launcher.started.connect(
+            lambda title: self.statusBar().showMessage(f"Starting {title}…", 5000))
+        add_app_actions(self.apps_menu, self.launcher, "console", self.current_router_url)
         routers = bar.addMenu("&Routers")
         self._action(routers, "&Add router…", self.routers_panel.add_router)
         help_menu = bar.addMenu("&Help")
@@ -482,6 +490,16 @@ class MainWindow(QMainWindow):
             elif isinstance(pane, ProducerPane):
                 sources.append((f"Draft of {pane.title()}", pane.draft))
         return sources
+
+    def current_router_url(self) -> str | None:
+        """The router of the pane in front (else the first): the other apps
+        are started on it."""
+        consumer = self.current_consumer()
+        name = consumer.router_name if consumer is not None else ""
+        entry = self.registry.get(name) if name else None
+        if entry is None and len(self.registry):
+            entry = self.registry.entries()[0]
+        return entry.manager.url if entry is not None else None
 
     # -- export --------------------------------------------------------------------------
     def current_consumer(self) -> ConsumerPane | None:
