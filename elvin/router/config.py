@@ -26,6 +26,7 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     max-connections = 0           # 0 = no limit; beyond it, redirect-to or refuse
     redirect-to = "elvin://other:2917"  # where clients beyond max-connections go
     quench = false                # emulate a router without quench (subset C), as Avis
+    attribute-names = false       # do not publish the names seen (Elvin-Router-Attributes)
 
     [options]                     # connection options (spec 7.5): the default value,
     "Packet.Max-Length" = 1048576 # or a table with min/default/max
@@ -119,6 +120,9 @@ class RouterConfig:
     #: QnchAddRqst/QnchModRqst/QnchDelRqst are answered with Nack NOT_IMPL
     #: (2007) "Quench not supported", so that clients' fallbacks can be tested
     quench: bool = True
+    #: publish the attribute names seen recently (elvin.router.census), for
+    #: browsers, while someone subscribes to Elvin-Router-Attributes
+    attribute_names: bool = True
 
     def validate(self, source: str = "configuration") -> RouterConfig:
         if not self.listen:
@@ -197,7 +201,7 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "mobility-key-file": (str, "mobility_key_file"),
 }
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
-          "mobility": "mobility", "quench": "quench"}
+          "mobility": "mobility", "quench": "quench", "attribute-names": "attribute_names"}
 
 
 def _validate_discovery(config: RouterConfig, source: str) -> None:
