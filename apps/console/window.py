@@ -1,5 +1,9 @@
 """The main window: routers on the left, panes as dock widgets beside them.
 
+A first start opens on the Browse pane: everything flowing through the
+router as a tree, with no subscription to write (``browse``); a consumer
+and a producer are a tab and a bar away.
+
 The routers sidebar folds away (View menu, the "Routers" button in the
 status bar, or by itself below 1200 px wide), leaving each router's state
 in words in the status bar; producers start as a one-line publish bar, so
@@ -19,6 +23,7 @@ import contextlib
 from pathlib import Path
 
 from elvin_apps.console import __version__
+from elvin_apps.console.browse import BrowsePane
 from elvin_apps.console.completion import AttributeNames
 from elvin_apps.console.consumer import ConsumerPane
 from elvin_apps.console.explainview import ExplainDialog, Source
@@ -30,6 +35,7 @@ from elvin_apps.console.routerspanel import RoutersPanel
 from elvin_apps.console.routerview import RouterViewPane
 from elvin_apps.console.tasks import spawn
 from elvin_apps.console.workspace import (
+    BrowseSpec,
     ConsumerSpec,
     ProducerSpec,
     QuenchSpec,
@@ -63,14 +69,16 @@ __all__ = ["MainWindow", "default_workspace"]
 WORKSPACE_FILTER = "Workspace (*.json *.toml);;JSON (*.json);;TOML (*.toml)"
 #: what a first start opens at, on a screen large enough (else the screen less its frame)
 PREFERRED_SIZE = QSize(1280, 800)
-_KIND_LABELS = {"consumer": "Consumer", "producer": "Producer", "quench": "Quench",
+_KIND_LABELS = {"browse": "Browse", "consumer": "Consumer", "producer": "Producer", "quench": "Quench",
                 "router": "Router statistics"}
 
 
 def default_workspace(url: str, buffer: int = 10_000) -> Workspace:
-    """What a first start shows: one router, a consumer and a producer."""
+    """What a first start shows: one router, everything on it as a tree
+    (Browse, in front), a consumer and a producer."""
     return Workspace([RouterSpec("default", url)],
-                     [ConsumerSpec(title="Consumer 1", router="default", buffer=buffer),
+                     [BrowseSpec(title="Browse", router="default"),
+                      ConsumerSpec(title="Consumer 1", router="default", buffer=buffer),
                       ProducerSpec(title="Producer 1", router="default")])
 
 
@@ -173,6 +181,8 @@ class MainWindow(QMainWindow):
         self.sidebar_action.setCheckable(True)
         self.sidebar_action.setChecked(True)
         panes = bar.addMenu("&Panes")
+        self._action(panes, "New &browse pane", lambda: self.add_pane("browse", focus=True),
+                     "Ctrl+Shift+W")
         self._action(panes, "New &consumer", lambda: self.add_pane("consumer", focus=True),
                      "Ctrl+Shift+C")
         self._action(panes, "New &producer", lambda: self.add_pane("producer", focus=True),
@@ -212,11 +222,12 @@ class MainWindow(QMainWindow):
         count = self._counters.get(kind, 0) + 1
         self._counters[kind] = count
         if spec is None:
-            spec = {"consumer": ConsumerSpec(buffer=self.buffer), "producer": ProducerSpec(),
+            spec = {"browse": BrowseSpec(), "consumer": ConsumerSpec(buffer=self.buffer),
+                    "producer": ProducerSpec(),
                     "quench": QuenchSpec(), "router": RouterViewSpec()}[kind]
         if not spec.title:
-            spec.title = f"{_KIND_LABELS[kind]} {count}" if kind != "router" else \
-                _KIND_LABELS[kind] + (f" {count}" if count > 1 else "")
+            spec.title = f"{_KIND_LABELS[kind]} {count}" if kind not in ("router", "browse") \
+                else _KIND_LABELS[kind] + (f" {count}" if count > 1 else "")
         if not spec.router and len(self.registry):
             spec.router = self.registry.names()[0]
         if kind == "consumer":
@@ -227,6 +238,10 @@ class MainWindow(QMainWindow):
             pane = QuenchPane(self.registry, self.names, spec)
         elif kind == "router":
             pane = RouterViewPane(self.registry, spec)
+        elif kind == "browse":
+            pane = BrowsePane(self.registry, spec)
+            pane.consumerRequested.connect(
+                lambda expression, p=pane: self.open_consumer(expression, p.router_name))
         else:
             raise ValueError(f"unknown pane kind {kind!r}")
         pane.explainRequested.connect(self.explain)
@@ -241,10 +256,14 @@ class MainWindow(QMainWindow):
         if same:
             self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
             self.dock_host.tabifyDockWidget(same[-1], dock)
+        elif others and group == "producer":
+            # below everything (splitting a view that is already tabbed would
+            # only add one more tab)
+            self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock,
+                                         Qt.Orientation.Vertical)
         elif others:
             self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-            first, second = (others[0], dock) if group == "producer" else (dock, others[0])
-            self.dock_host.splitDockWidget(first, second, Qt.Orientation.Vertical)
+            self.dock_host.splitDockWidget(dock, others[0], Qt.Orientation.Vertical)
         else:
             self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
         self.panes.append(pane)
@@ -279,6 +298,12 @@ class MainWindow(QMainWindow):
                 dock.deleteLater()
 
         spawn(finish(), f"closing {pane.title()}")
+
+    def open_consumer(self, expression: str, router: str = "") -> Pane:
+        """A new consumer pane subscribed to ``expression`` (from Browse)."""
+        spec = ConsumerSpec(router=router, subscription=expression, subscribed=True,
+                            buffer=self.buffer)
+        return self.add_pane("consumer", spec, focus=True)
 
     def panes_of(self, kind: str) -> list[Pane]:
         return [pane for pane in self.panes if pane.kind == kind]
@@ -325,13 +350,20 @@ class MainWindow(QMainWindow):
                 QMessageBox.warning(self, "Workspace", str(exc))
         for spec in workspace.panes:
             self.add_pane(spec.kind, spec)
-        for kind in ("consumer", "producer"):
-            first = self.panes_of(kind)
-            if first:
-                self.show_pane(first[0])
+        self.raise_front_panes()
         self.path = path
         self._update_title()
         self.arrange()
+
+    def raise_front_panes(self) -> None:
+        """Browse (else the first consumer) and the first producer in front
+        of their tabs: again once the window is shown, since a dock raised
+        before that may not stay raised."""
+        front = self.panes_of("browse") or self.panes_of("consumer")
+        if front:
+            self.show_pane(front[0])
+        if self.panes_of("producer"):
+            self.show_pane(self.panes_of("producer")[0])
 
     def arrange(self) -> None:
         """Default proportions: a narrow routers column; views get about
@@ -407,6 +439,7 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not getattr(self, "_arranged", False):
             self._arranged = True
+            self.raise_front_panes()
             self.arrange()
             QTimer.singleShot(0, self.arrange)   # again once the layout has its real size
 
