@@ -279,9 +279,10 @@ class BrowsePane(Pane):
             item.setData(0, NAME_ROLE, name)
             for column in (1, 2):
                 item.setTextAlignment(column, _RIGHT)
+            # in name order among the rows already there
+            before = sum(1 for other in self._items if other.casefold() < name.casefold())
             self._items[name] = item
-            names = self.index.sorted_names()
-            self.tree.insertTopLevelItem(names.index(name), item)
+            self.tree.insertTopLevelItem(before, item)
             self._filter_item(item)
         item.setText(1, f"{node.count:,}")
         latest = node.latest.attributes.get(name) if node.latest else None
@@ -308,6 +309,7 @@ class BrowsePane(Pane):
                     child.setTextAlignment(column, _RIGHT)
                 self._value_items[(name, value)] = child
                 item.addChild(child)
+                item.sortChildren(0, Qt.SortOrder.AscendingOrder)
                 self._filter_item(child)
             child.setText(1, f"{child_node.count:,}")
             if child_node.latest is not None:

@@ -109,6 +109,3 @@ class BrowseIndex:
         self.total += fed
         self.rate.add(fed, now)
         return changed
-
-    def sorted_names(self) -> list[str]:
-        return sorted(self.names, key=str.casefold)

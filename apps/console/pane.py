@@ -146,6 +146,8 @@ class Pane(QWidget):
 
     def set_status(self, text: str, error: bool = False) -> None:
         self.status_label.setText(text)
+        if self.status_label.parent() is not None:  # laid out: no empty line for nothing
+            self.status_label.setVisible(bool(text))
         self.status_label.setStyleSheet("color: #c62828;" if error else "")
 
     def to_spec(self):

@@ -384,7 +384,9 @@ class MainWindow(QMainWindow):
             if isinstance(pane, ProducerPane) and not pane.expanded:
                 low = producer.minimumSizeHint().height() + 4
             else:
-                low = height * 36 // 100
+                # its natural height where the window allows, at most half:
+                # on a small screen the editor still shows a few rows
+                low = min(max(height * 36 // 100, producer.sizeHint().height()), height // 2)
             self.dock_host.resizeDocks([view, producer], [height - low, low],
                                        Qt.Orientation.Vertical)
 

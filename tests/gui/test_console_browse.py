@@ -53,6 +53,9 @@ def test_browse_shows_everything_as_a_tree_without_a_subscription(qt_loop, qtbot
             assert "Browsing everything on local" in browse.status_label.text()
             assert browse.sub is not None and "require(Group)" in browse.sub.expression
             assert "Elvin-Router-Attributes" not in browse.rows()
+            shown = [browse.tree.topLevelItem(i).text(0)
+                     for i in range(browse.tree.topLevelItemCount())]
+            assert shown == sorted(browse.index.names, key=str.casefold)   # every name
 
             # a name that appears later is followed
             await send_until(producer, {"Temperature": 21.5, "Room": "kitchen"},
