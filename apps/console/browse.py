@@ -39,7 +39,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -131,10 +130,7 @@ class BrowsePane(Pane):
         self.stats_label = QLabel()
         self.stats_label.setTextFormat(Qt.TextFormat.RichText)
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 6, 6, 6)
-        layout.setSpacing(4)
-        layout.addLayout(top)
+        layout = self.column(top)
         layout.addWidget(self.status_label)
         layout.addWidget(split(Qt.Orientation.Horizontal, (self.tree, 3), (self.detail, 2)), 1)
         layout.addWidget(self.stats_label)

@@ -59,7 +59,6 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QTableView,
     QToolButton,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -263,10 +262,7 @@ class ConsumerPane(Pane):
 
         self.stats_label = QLabel()
         self.stats_label.setTextFormat(Qt.TextFormat.RichText)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 6, 6, 6)
-        layout.setSpacing(4)
-        layout.addLayout(top)
+        layout = self.column(top)
         layout.addWidget(self.editor)
         layout.addWidget(self.status_label)
         layout.addLayout(tools)

@@ -8,6 +8,8 @@
                      Qt test may run beside a router's or a resolver's thread,
                      where a collection would delete Qt objects on the wrong
                      thread.
+* ``scroller``       the tickertape's scrolling line (200 px/s, 800 px wide,
+                     links not opened) over the test module's ``model``.
 """
 
 from __future__ import annotations
@@ -38,3 +40,26 @@ def qt_loop(qapp):
     yield loop
     loop.close()
     asyncio.set_event_loop(None)
+
+
+def leave(widget) -> None:
+    """Tell ``widget`` the pointer left it (the offscreen pointer starts over it)."""
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
+    QApplication.sendEvent(widget, QEvent(QEvent.Type.Leave))
+
+
+@pytest.fixture
+def scroller(qtbot, model):
+    from elvin_apps.tickertape.scroller import ScrollerWidget
+
+    widget = ScrollerWidget(model, speed=200)
+    widget.open_urls = False
+    widget.resize(800, widget.sizeHint().height())
+    qtbot.addWidget(widget)
+    widget.show()
+    qtbot.waitExposed(widget)
+    qtbot.wait(20)
+    leave(widget)
+    return widget

@@ -22,7 +22,7 @@ from elvin_apps.tickertape.groups import Group, GroupList
 from elvin_apps.tickertape.history import History
 from elvin_apps.tickertape.message import Message
 from elvin_apps.tickertape.model import ScrollerModel
-from elvin_apps.tickertape.scroller import BADGE_GAP, ScrollerWidget
+from elvin_apps.tickertape.scroller import BADGE_GAP
 from elvin_apps.tickertape.window import TickerWindow
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QColor, QContextMenuEvent, QCursor
@@ -43,18 +43,6 @@ def pointer_back(qapp):
 @pytest.fixture
 def model(qapp):
     return ScrollerModel(GroupList([Group("Chat"), Group("ops")]))
-
-
-@pytest.fixture
-def scroller(qtbot, model):
-    widget = ScrollerWidget(model, speed=200)
-    widget.open_urls = False
-    widget.resize(800, widget.sizeHint().height())
-    qtbot.addWidget(widget)
-    widget.show()
-    qtbot.waitExposed(widget)
-    leave(widget)
-    return widget
 
 
 def far_away(widget) -> QPoint:
