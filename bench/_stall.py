@@ -20,6 +20,15 @@ the scenario achieved.
   tests, ~1 MiB encoded), three times with different constants.
 * ``fed-many``: a federated peer sends pull filters of 20,000 terms (the
   most a router compiles) of ~30 characters each, three times.
+* ``hangup``: 40 clients each send ConnRqst and an ~8 KB expression (the
+  default ``Subscription.Max-Length``) in one write and hang up at once; then
+  a fresh client's 400-character subscription: printed, how long it took to
+  be acknowledged (its compile must not wait for the hung-up clients').
+* ``hangup-long``: the same with 40 clients that negotiated 256 KiB and send
+  ~250 KB expressions.
+* ``testconn``: a client that negotiated 256 KiB sends a ~200 KB expression
+  and then a TestConn: printed, how long the ConfConn took (liveness must
+  not wait for the compile), and when the SubRply came.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from pathlib import Path
 from _common import free_port, open_peer, stop_processes
 from _registration import Bystander, connect_counter, register, request_block, start_router
 
-from elvin.protocol import NotifyEmit, SubAddRqst, frame
+from elvin.protocol import ConnRqst, NotifyEmit, PacketId, SubAddRqst, TestConn, frame
 from elvin.subscription import parse
 
 #: the federation listener of the router the ``fed-`` scenarios start
@@ -166,9 +175,105 @@ async def _scenario_fed_many(port: int) -> str:
     return "20,000 terms each: " + await _replace_pulls(filters)
 
 
+def _hangup_text(limit: int, i: int) -> str:
+    """An expression of nearly ``limit`` characters that costs a real compile:
+    an OR of two-test terms, each on its own constant."""
+    return _or_of(limit - 64, lambda n: f'(Group == "hang{i}-{n:05d}" && Seq > {n})')
+
+
+#: what the fresh client subscribes with (about 400 characters)
+_MEDIUM = " || ".join(f'Group == "an ordinary group, number {i}"' for i in range(10))
+
+
+async def _hang_up(port: int, count: int, limit: int, options: dict) -> None:
+    """``count`` clients each write ConnRqst and one expression of ~``limit``
+    characters in one go and close at once (never reading a reply)."""
+    loop = asyncio.get_running_loop()
+    for i in range(count):
+        transport, _ = await loop.create_connection(asyncio.Protocol, "127.0.0.1", port)
+        transport.write(frame(ConnRqst(1, 4, 0, options))
+                        + frame(SubAddRqst(2, _hangup_text(limit, i))))
+        transport.close()
+
+
+async def _scenario_hangup_common(port: int, limit: int, options: dict) -> str:
+    fresh = await connect_counter(port)
+    texts_size = len(_hangup_text(limit, 0))
+    await _hang_up(port, 40, limit, options)
+    await asyncio.sleep(0.05)       # the router has read them (and the hang-ups)
+    waited = await register([fresh], [request_block([_MEDIUM])], [1], 600)
+    fresh.transport.close()
+    said = (f"40 clients sent {texts_size:,}-character expressions and hung up; a fresh "
+            f"client's {len(_MEDIUM)}-character subscription acknowledged in "
+            f"{waited * 1e3:.0f} ms (Nacks: {fresh.nacks})")
+    if options:
+        # a client of the same lane: its 16 KB expression must not wait for theirs
+        same = await connect_counter(port, options)
+        text = _hangup_text(16 * 1024, 99)
+        waited = await register([same], [request_block([text])], [1], 900)
+        same.transport.close()
+        said += (f"; another's {len(text):,}-character one (the same lane) in "
+                 f"{waited * 1e3:.0f} ms")
+    return said
+
+
+async def _scenario_hangup(port: int) -> str:
+    return await _scenario_hangup_common(port, 8 * 1024, {})
+
+
+async def _scenario_hangup_long(port: int) -> str:
+    return await _scenario_hangup_common(port, 250 * 1024,
+                                         {"Subscription.Max-Length": ASK_MAX_LENGTH})
+
+
+class _Liveness(asyncio.Protocol):
+    """Notes when the ConfConn and the SubRply (or Nack) arrive."""
+
+    def __init__(self) -> None:
+        from elvin.protocol import FrameDecoder
+        self.decoder = FrameDecoder()
+        self.transport = None
+        self.connected = asyncio.get_running_loop().create_future()
+        self.conf_conn = asyncio.get_running_loop().create_future()
+        self.reply = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        now = time.perf_counter()
+        for body in self.decoder.feed_frames(data):
+            pid = body[3]
+            if pid == PacketId.CONN_RPLY and not self.connected.done():
+                self.connected.set_result(now)
+            elif pid == PacketId.CONF_CONN and not self.conf_conn.done():
+                self.conf_conn.set_result(now)
+            elif pid in (PacketId.SUB_RPLY, PacketId.NACK) and not self.reply.done():
+                self.reply.set_result((now, pid))
+
+
+async def _scenario_testconn(port: int) -> str:
+    loop = asyncio.get_running_loop()
+    _, peer = await loop.create_connection(_Liveness, "127.0.0.1", port)
+    peer.transport.write(frame(ConnRqst(1, 4, 0, {"Subscription.Max-Length": ASK_MAX_LENGTH})))
+    await asyncio.wait_for(peer.connected, 30)
+    text = _hangup_text(200 * 1024, 0)
+    peer.transport.write(frame(SubAddRqst(2, text)))
+    await asyncio.sleep(0.1)          # the compile is under way
+    sent = time.perf_counter()
+    peer.transport.write(frame(TestConn()))
+    conf = await asyncio.wait_for(peer.conf_conn, 600)
+    done, pid = await asyncio.wait_for(peer.reply, 600)
+    peer.transport.close()
+    answer = "SubRply" if pid == PacketId.SUB_RPLY else "Nack"
+    return (f"TestConn behind a {len(text):,}-character expression: ConfConn after "
+            f"{(conf - sent) * 1e3:.0f} ms; the {answer} after {(done - sent) * 1e3:.0f} ms")
+
+
 SCENARIOS = {"largest": _scenario_largest, "spread": _scenario_spread, "burst": _scenario_burst,
              "slow-regex": _scenario_slow_regex, "fed-huge": _scenario_fed_huge,
-             "fed-many": _scenario_fed_many}
+             "fed-many": _scenario_fed_many, "hangup": _scenario_hangup,
+             "hangup-long": _scenario_hangup_long, "testconn": _scenario_testconn}
 
 
 def run_stall(names: list[str]) -> None:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -262,12 +264,290 @@ async def _traffic_case(routers, subscriptions, count, remote_pull, wait_until) 
     return received - 1
 
 
+# ---------------------------------------------------------------------------------------
+# 3. topologies with cycles: duplicates, loss, delivered/s; failover around a dead router
+
+TOPOLOGIES: dict[str, tuple[int, list[tuple[int, int]]]] = {
+    "ring of 3": (3, [(1, 0), (2, 1), (2, 0)]),
+    "ring of 4": (4, [(1, 0), (2, 1), (3, 2), (3, 0)]),
+    "full mesh of 4": (4, [(a, b) for a in range(4) for b in range(a)]),
+}
+
+
+class Routers:
+    """``n`` elvind processes federated over ``links`` ((a, b): a dials b,
+    everything both ways), each with its own ports; ``kill``/``restart`` one
+    by index (SIGKILL, then the same configuration and ports again)."""
+
+    def __init__(self, tmp: Path, n: int, links: list[tuple[int, int]]) -> None:
+        self.tmp = tmp
+        self.client_ports = [free_port() for _ in range(n)]
+        self.fed_ports = [free_port() for _ in range(n)]
+        self.configs = []
+        for i in range(n):
+            text = [f'listen = "elvin://127.0.0.1:{self.client_ports[i]}"',
+                    "discovery = false", "[federation]", f'router_domain = "r{i}"',
+                    f'listen = "ewaf://127.0.0.1:{self.fed_ports[i]}"', "debounce = 0.01",
+                    "reconnect_min = 0.05", "reconnect_max = 0.2"]
+            for a, b in links:
+                if a == i:
+                    text += ["[[federation.connect]]", f'router = "r{b}"',
+                             f'url = "ewaf://127.0.0.1:{self.fed_ports[b]}"',
+                             "outgoing = true", "incoming = true"]
+                elif b == i:
+                    text += ["[[federation.accept]]", f'router = "r{a}"',
+                             "outgoing = true", "incoming = true"]
+            path = tmp / f"r{i}.toml"
+            path.write_text("\n".join(text) + "\n")
+            self.configs.append(path)
+        self.procs: list[subprocess.Popen | None] = [self._start(i) for i in range(n)]
+        deadline = time.monotonic() + 30
+        try:
+            for proc, port in zip(self.procs, self.client_ports, strict=True):
+                wait_listening(proc, port, deadline)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, i: int) -> subprocess.Popen:
+        return start_elvind("--config", str(self.configs[i]), stderr=subprocess.DEVNULL)
+
+    def kill(self, i: int) -> None:
+        proc = self.procs[i]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        self.procs[i] = None
+
+    def restart(self, i: int) -> None:
+        self.procs[i] = self._start(i)
+        wait_listening(self.procs[i], self.client_ports[i], time.monotonic() + 30)
+
+    def stop(self) -> None:
+        stop_processes([p for p in self.procs if p is not None])
+
+
+class Tally:
+    """Deliveries at one subscriber, counted per (origin, Seq)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.counts: collections.Counter = collections.Counter()
+        self.times: dict[tuple, float] = {}
+        self.arrivals: list[tuple] = []
+        self.total = 0
+
+    def __call__(self, body: bytes) -> None:
+        attrs = decode_packet(body).attributes
+        key = (attrs.get("Origin"), attrs.get("Seq"))
+        self.counts[key] += 1
+        self.total += 1
+        self.arrivals.append(key)
+        self.times.setdefault(key, time.perf_counter())
+
+
+async def subscribers(ports: list[int]) -> tuple[list, list[Tally]]:
+    peers, tallies = [], []
+    for i, port in enumerate(ports):
+        peer = await open_peer(port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
+        tally = Tally(f"r{i}")
+        peer.on_deliver = tally
+        await peer.request(SubAddRqst(2, "require(Seq)"))
+        peers.append(peer)
+        tallies.append(tally)
+    return peers, tallies
+
+
+async def wait_quiet(tallies: list[Tally], want: int, quiet: float = 1.0,
+                     limit: float = 60.0) -> None:
+    """Until every tally has ``want`` distinct keys and nothing arrived for ``quiet`` s."""
+    deadline = time.monotonic() + limit
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        total = sum(t.total for t in tallies)
+        if total != last:
+            last, since = total, time.monotonic()
+        elif time.monotonic() - since >= quiet and \
+                all(len(t.counts) >= want for t in tallies):
+            return
+        await asyncio.sleep(0.05)
+
+
+async def probe_all(producers: list, tallies: list[Tally], limit: float = 30.0) -> None:
+    """Publish probes (Seq -1) at every router until every subscriber has had
+    one from every router: the federation carries everything everywhere."""
+    deadline = time.monotonic() + limit
+    while not all(all((f"r{i}", -1) in t.counts for i in range(len(producers)))
+                  for t in tallies):
+        if time.monotonic() > deadline:
+            raise SystemExit("the federation never carried a probe everywhere")
+        for i, producer in enumerate(producers):
+            producer.transport.write(frame(NotifyEmit({"Origin": f"r{i}", "Seq": -1})))
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)               # pull filters settle
+    for t in tallies:
+        t.counts.clear()
+        t.times.clear()
+        t.total = 0
+
+
+async def topology_case(ports: list[int], per_router: int, burst: int) -> dict:
+    n = len(ports)
+    peers, tallies = await subscribers(ports)
+    producers = [await open_peer(port) for port in ports]
+    await probe_all(producers, tallies)
+    for i, producer in enumerate(producers):
+        producer.transport.write(b"".join(
+            frame(NotifyEmit({"Origin": f"r{i}", "Seq": s})) for s in range(per_router)))
+    await wait_quiet(tallies, n * per_router)
+    expected = {(f"r{i}", s) for i in range(n) for s in range(per_router)}
+    duplicates = sum(max(0, t.counts[k] - 1) for t in tallies for k in expected)
+    lost = sum(1 for t in tallies for k in expected if t.counts[k] == 0)
+    for t in tallies:
+        t.counts.clear()
+        t.total = 0
+    # delivered/s: every router publishes `burst` at once
+    start = time.perf_counter()
+    for i, producer in enumerate(producers):
+        chunk = b"".join(frame(NotifyEmit({"Origin": f"r{i}", "Seq": 1000 + s,
+                                           "Message": "status update " * 4}))
+                         for s in range(burst))
+        producer.transport.write(chunk)
+    want = n * n * burst
+    deadline = time.monotonic() + 120
+    while sum(len(t.counts) for t in tallies) < want and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    elapsed = time.perf_counter() - start
+    unique = sum(len(t.counts) for t in tallies)
+    await wait_quiet(tallies, n * burst, quiet=0.5)
+    burst_dups = sum(t.total for t in tallies) - unique
+    for peer in peers + producers:
+        peer.transport.close()
+    return {"duplicates": duplicates, "lost": lost, "rate": unique / elapsed,
+            "burst_duplicates": burst_dups, "expected": n * n * per_router}
+
+
+def topologies(per_router: int, burst: int) -> None:
+    print(f"== cycles: a subscriber to everything at every router, {per_router} numbered "
+          f"notifications published at every router (elvind processes, loopback)")
+    print(f"{'topology':<16} {'deliveries':>10} {'duplicates':>10} {'lost':>5} "
+          f"{'delivered/s':>12} {'burst dups':>10}")
+    for name, (n, links) in TOPOLOGIES.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            routers = Routers(Path(tmp), n, links)
+            try:
+                r = asyncio.run(topology_case(routers.client_ports, per_router, burst))
+            finally:
+                routers.stop()
+        print(f"{name:<16} {r['expected']:>10} {r['duplicates']:>10} {r['lost']:>5} "
+              f"{r['rate']:>12,.0f} {r['burst_duplicates']:>10}")
+    print(f"  delivered/s: distinct notifications delivered per second with {burst} "
+          "published at every router at once; burst dups: duplicates among them")
+
+
+async def failover_case(routers: Routers, victim: int, publisher: int, listener: int,
+                        interval: float) -> dict:
+    ports = routers.client_ports
+    peers, tallies = await subscribers(ports)
+    producers = [await open_peer(port) for port in ports]
+    await probe_all(producers, tallies)
+    producer = producers[publisher]
+    tally = tallies[listener]
+    sent: dict[int, float] = {}
+    seq = 0
+    stop = asyncio.Event()
+
+    async def publish() -> None:
+        nonlocal seq
+        while not stop.is_set():
+            sent[seq] = time.perf_counter()
+            producer.transport.write(frame(NotifyEmit({"Origin": f"r{publisher}",
+                                                       "Seq": seq})))
+            seq += 1
+            await asyncio.sleep(interval)
+
+    task = asyncio.create_task(publish())
+    await asyncio.sleep(0.5)
+    killed_at = time.perf_counter()
+    killed_seq = seq
+    await asyncio.get_running_loop().run_in_executor(None, routers.kill, victim)
+    deadline = time.monotonic() + 20
+    after = None
+    while after is None and time.monotonic() < deadline:
+        got = [tally.times[(f"r{publisher}", s)] for s in range(killed_seq, seq)
+               if (f"r{publisher}", s) in tally.times]
+        if got:
+            after = min(got) - killed_at
+        await asyncio.sleep(0.005)
+    await asyncio.sleep(1.0)
+    steady_from = seq                  # published once the survivors have noticed
+    await asyncio.sleep(1.0)
+    steady_to = seq
+    # the router comes back: publishing goes on through the rejoin
+    await asyncio.get_running_loop().run_in_executor(None, routers.restart, victim)
+    rejoin_from = seq
+    await asyncio.sleep(2.0)
+    rejoin_to = seq
+    stop.set()
+    await task
+    await asyncio.sleep(1.0)
+
+    def check(first: int, last: int) -> tuple[int, int, int]:
+        dup = lost = late = 0
+        for t in (tallies[i] for i in range(len(ports)) if i != victim):
+            for s in range(first, last):
+                count = t.counts[(f"r{publisher}", s)]
+                dup += max(0, count - 1)
+                lost += count == 0
+            seqs = [s for o, s in t.arrivals if o == f"r{publisher}" and first <= s < last]
+            late += sum(1 for a, b in zip(seqs, seqs[1:], strict=False) if b < a)
+        return dup, lost, late
+
+    result = {"failover": after, "steady": check(steady_from, steady_to),
+              "rejoin": check(rejoin_from, rejoin_to),
+              "steady_n": steady_to - steady_from, "rejoin_n": rejoin_to - rejoin_from}
+    for peer in peers + producers:
+        peer.transport.close()
+    return result
+
+
+def failover(interval: float) -> None:
+    n, links = TOPOLOGIES["ring of 4"]
+    print(f"== failover: ring of 4, r0 publishes every {interval * 1e3:.0f} ms, "
+          "r1 (on the path r0 -> r1 -> r2) is killed with SIGKILL, then restarted")
+    with tempfile.TemporaryDirectory() as tmp:
+        routers = Routers(Path(tmp), n, links)
+        try:
+            r = asyncio.run(failover_case(routers, victim=1, publisher=0, listener=2,
+                                          interval=interval))
+        finally:
+            routers.stop()
+    if r["failover"] is None:
+        print("  nothing reached r2 after the kill")
+    else:
+        print(f"  kill -> first delivery at r2 on the new path: {r['failover'] * 1e3:.1f} ms")
+    dup, lost, late = r["steady"]
+    print(f"  after the survivors noticed: {r['steady_n']} published, at the 3 survivors "
+          f"{dup} duplicates, {lost} lost, {late} out of order")
+    dup, lost, late = r["rejoin"]
+    print(f"  from the restart on (2 s, through the rejoin): {r['rejoin_n']} published, "
+          f"{dup} duplicates, {lost} lost, {late} out of order")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs")
+    parser.add_argument("--only", choices=("chain", "traffic", "cycles", "failover"),
+                        help="run one part only")
     args = parser.parse_args()
-    end_to_end(seconds=2.0 if args.quick else 5.0, paced=500 if args.quick else 2000)
-    traffic(2000 if args.quick else 10000)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.only in (None, "chain"):
+        end_to_end(seconds=2.0 if args.quick else 5.0, paced=500 if args.quick else 2000)
+    if args.only in (None, "traffic"):
+        traffic(2000 if args.quick else 10000)
+    if args.only in (None, "cycles"):
+        topologies(per_router=15, burst=500 if args.quick else 2000)
+    if args.only in (None, "failover"):
+        failover(interval=0.002)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Run: .venv/bin/python bench/router.py [--quick] [--only delivery|matching|registration]
      .venv/bin/python bench/router.py --only registration [--subs N] [--workload mix]
      .venv/bin/python bench/router.py --reconnect [--clients 1000] [--per-client 100]
-     .venv/bin/python bench/router.py --stall [largest spread burst slow-regex fed-huge fed-many]
+     .venv/bin/python bench/router.py --stall [largest spread burst slow-regex fed-huge fed-many
+                                              hangup hangup-long testconn]
+     .venv/bin/python bench/router.py --churn [modify unsubscribe reconnect unotify fed-replace]
 
 1. Delivery: ``elvind`` runs in its own process (so it has a core of its
    own); one producer and one consumer (asyncio protocols on uvloop, in this
@@ -40,7 +42,13 @@ Run: .venv/bin/python bench/router.py [--quick] [--only delivery|matching|regist
 5. ``--stall [largest spread burst slow-regex fed-huge fed-many]`` (``bench/_stall.py``): the bystander's
    worst round trip while one client sends the largest expressions the router
    accepts, 10,000 SubAddRqst in one write, or notifications that 500
-   slow-regex subscriptions must be evaluated against.
+   slow-regex subscriptions must be evaluated against; ``hangup``/``hangup-long``:
+   a fresh client's subscription after 40 clients sent long expressions and
+   hung up; ``testconn``: a TestConn behind the client's own 200 KB compile.
+6. ``--churn [modify unsubscribe reconnect unotify fed-replace]`` (``bench/_churn.py``):
+   the router's RSS while subscriptions are modified, removed, clients come
+   and go, session-less channels open and close, a peer replaces its pull
+   filter: what is replaced must be given back.
 """
 
 from __future__ import annotations
@@ -58,6 +66,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _churn import SCENARIOS as CHURN_SCENARIOS  # noqa: E402
+from _churn import run_churn  # noqa: E402
 from _common import (  # noqa: E402
     free_port,
     open_peer,
@@ -297,6 +307,10 @@ def main() -> None:
     parser.add_argument("--stall", nargs="*", choices=sorted(SCENARIOS), metavar="SCENARIO",
                         help="only the no-stall benches (default: all of "
                              f"{', '.join(SCENARIOS)})")
+    parser.add_argument("--churn", nargs="*", choices=sorted(CHURN_SCENARIOS),
+                        metavar="SCENARIO",
+                        help="only the memory-under-churn benches (default: all of "
+                             f"{', '.join(CHURN_SCENARIOS)})")
     parser.add_argument("--clients", type=int, default=1000)
     parser.add_argument("--per-client", type=int, default=100)
     parser.add_argument("--archive", metavar="DIR",
@@ -309,6 +323,9 @@ def main() -> None:
         return
     if args.stall is not None:
         run_stall(args.stall or list(SCENARIOS))
+        return
+    if args.churn is not None:
+        run_churn(args.churn or list(CHURN_SCENARIOS))
         return
     if args.only in (None, "registration"):
         workloads = ["tickertape", "mix"] if args.workload == "both" else [args.workload]

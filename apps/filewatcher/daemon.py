@@ -65,6 +65,14 @@ STOP_TIMEOUT = 10.0          # a task that outlives its cancellation this long i
 DRAIN_TIMEOUT = 1.0          # at shutdown, for what is still in the outbox
 
 
+def _task_name(loop: str) -> str:
+    return f"filewatcher {loop}"
+
+
+#: the loops that change the watch set: stopped before the watches are
+_PLANNERS = frozenset({_task_name("reconcile"), _task_name("rescan")})
+
+
 class FileWatcher:
     """One daemon instance. ``await start()``, then ``await wait_stopped()``
     (or use ``async with``); ``request_stop()`` from a signal handler."""
@@ -114,7 +122,7 @@ class FileWatcher:
             await self.reconciler.reconcile()
             loops = {"reconcile": self.reconciler.run(), "rescan": self.rescanner.run(),
                      "send": self.outbox.run(), "status": self.reporter.run()}
-            self._tasks = [asyncio.create_task(coro, name=f"filewatcher {name}")
+            self._tasks = [asyncio.create_task(coro, name=_task_name(name))
                            for name, coro in loops.items()]
             self.reporter.write()
         except BaseException:
@@ -135,16 +143,23 @@ class FileWatcher:
         return self.exit_code
 
     async def close(self) -> None:
-        """Stop watching, send what is pending (briefly), disconnect, remove
-        the status file."""
+        """Shut down, in one order, owned here: nothing new is planned (the
+        grace timer and the reconcile and rescan loops stop first, so no
+        ``apply`` is in flight or starts), what is pending is sent (briefly,
+        while the watches still route events), the watches stop, then the
+        sending and status loops, the connection and the status file."""
         self._stopped.set()
         self.grace.cancel()
+        planners = [t for t in self._tasks if t.get_name() in _PLANNERS]
+        for task in planners:
+            await stop_task(task, STOP_TIMEOUT, task.get_name())
         self.intake.flush()          # before the watches go: routing needs them
         if self._tasks:
             await self.outbox.drain(DRAIN_TIMEOUT)
         await self.manager.stop()
         for task in self._tasks:
-            await stop_task(task, STOP_TIMEOUT, task.get_name())
+            if task not in planners:
+                await stop_task(task, STOP_TIMEOUT, task.get_name())
         self._tasks.clear()
         await self.link.close()
         self.reporter.close()

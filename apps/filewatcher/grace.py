@@ -35,6 +35,9 @@ class ReconnectGrace:
         self.kept: dict[Interest, set[Any]] = {}
         self.in_outage = False
         self._timer: asyncio.TimerHandle | None = None
+        #: numbers each grace period: an end queued for an earlier one (by
+        #: ``check``, then a loss and a return before it ran) is ignored
+        self._period = 0
 
     @property
     def active(self) -> bool:
@@ -46,24 +49,27 @@ class ReconnectGrace:
         if self.in_outage:
             return
         self.in_outage = True
+        self.cancel()              # a grace under way ends with the outage: nothing re-plans
         if not self.kept:          # an outage within the grace keeps the older set
             self.kept = {interest: set(terms) for interest, terms in watched.items()}
 
     def back(self) -> None:
         """The connection is back: the grace starts (again)."""
         self.in_outage = False
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = asyncio.get_running_loop().call_later(self.seconds, self._end, "timeout")
+        self.cancel()
+        self._period += 1
+        self._timer = asyncio.get_running_loop().call_later(self.seconds, self._end, "timeout",
+                                                            self._period)
 
     def check(self, wanted: Container[Interest]) -> None:
         """End the grace soon when everything kept is ``wanted`` again."""
         if self._timer is not None and all(i in wanted for i in self.kept):
-            asyncio.get_running_loop().call_soon(self._end, "all subscriptions are back")
+            asyncio.get_running_loop().call_soon(self._end, "all subscriptions are back",
+                                                 self._period)
 
-    def _end(self, why: str) -> None:
-        if self._timer is None:
-            return      # already ended
+    def _end(self, why: str, period: int) -> None:
+        if self._timer is None or period != self._period:
+            return      # already ended, or an end meant for an earlier grace
         self._timer.cancel()
         self._timer = None
         log.info("reconnection settled (%s): re-planning and re-scanning", why)

@@ -342,6 +342,19 @@ class Watch:
         return self.observed is not None and not self.dead
 
 
+async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` on a thread; if the caller is cancelled meanwhile, the
+    thread's work is still waited for before the cancellation goes on, so
+    that nothing it schedules outlives the ``apply`` that started it (the
+    lock is held until then, and ``stop`` takes the lock)."""
+    work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        await asyncio.wait([work])
+        raise
+
+
 class WatchManager:
     """Holds the watchdog observers and the current set of watches."""
 
@@ -371,7 +384,9 @@ class WatchManager:
         self.watches: dict[WatchKey, Watch] = {}
         self._files: dict[str, list[Interest]] = {}
         self._trees: dict[str, list[Interest]] = {}
+        #: one change of the watch set at a time: ``apply`` and ``stop``
         self._lock = asyncio.Lock()
+        self._stopped = False
         self._on_overflow = on_overflow
 
     # -- lifecycle -------------------------------------------------------------------
@@ -386,22 +401,28 @@ class WatchManager:
         self._inotify.start()
 
     async def stop(self) -> None:
-        with _hook_lock:
-            if self._overflow in _overflow_callbacks:
-                _overflow_callbacks.remove(self._overflow)
-        observers = [o for o in (self._inotify, self._polling) if o is not None]
-        self._inotify = self._polling = None
-        self.watches.clear()
-        self._reindex()
+        """Stop watching, for good. Waits for an ``apply`` in flight (the
+        lock), so that no watch is scheduled -- and no polling observer
+        started -- after the observers are stopped; a later ``apply`` does
+        nothing."""
+        async with self._lock:
+            self._stopped = True
+            with _hook_lock:
+                if self._overflow in _overflow_callbacks:
+                    _overflow_callbacks.remove(self._overflow)
+            observers = [o for o in (self._inotify, self._polling) if o is not None]
+            self._inotify = self._polling = None
+            self.watches.clear()
+            self._reindex()
 
-        def stop_all() -> None:
-            for observer in observers:
-                observer.stop()
-            for observer in observers:
-                if observer.is_alive():
-                    observer.join(timeout=5)
+            def stop_all() -> None:
+                for observer in observers:
+                    observer.stop()
+                for observer in observers:
+                    if observer.is_alive():
+                        observer.join(timeout=5)
 
-        await asyncio.to_thread(stop_all)
+            await asyncio.to_thread(stop_all)
 
     def _overflow(self) -> None:
         log.warning("inotify event queue overflowed: re-scanning the watched directories")
@@ -468,8 +489,10 @@ class WatchManager:
     async def apply(self, new_plan: Plan) -> tuple[list[WatchKey], list[WatchKey]]:
         """Make the watches match ``new_plan``: add new watches first (so a
         change of watch never leaves a gap), then remove the unneeded ones.
-        Returns (added, removed)."""
+        Returns (added, removed); nothing once stopped."""
         async with self._lock:
+            if self._stopped:
+                return [], []
             wanted = new_plan.watches
             current = self.watches
             # failed, refused (over max-watches) and dead watches are retried
@@ -488,7 +511,7 @@ class WatchManager:
             first = [w for w in scheduled if w.key in wanted]
             later = [w for w in scheduled if w.key not in wanted]
             if first:
-                await asyncio.to_thread(self._unschedule_all, first)
+                await _in_thread(self._unschedule_all, first)
             to_add = sorted((k for k in wanted if k not in current),
                             key=lambda k: (not k.recursive, len(k.path), k.path))
             budget = self.max_watches - sum(1 for w in current.values() if w.active)
@@ -503,12 +526,12 @@ class WatchManager:
                 budget -= 1
                 new_watches.append(watch)
             if new_watches:
-                await asyncio.to_thread(self._schedule_all, new_watches)
+                await _in_thread(self._schedule_all, new_watches)
             for watch in new_watches:
                 current[watch.key] = watch
             self._reindex()
             if later:
-                await asyncio.to_thread(self._unschedule_all, later)
+                await _in_thread(self._unschedule_all, later)
             added = [w.key for w in new_watches if w.active]
             gone = [w.key for w in removed if w.key not in current]
             if any(w.backend == REFUSED for w in current.values()):

@@ -187,18 +187,26 @@ class QuenchTable(Registry[Quench]):
             if not self._asking:
                 self._early.clear()
 
-    def _bind(self, quench: Quench, quench_id: int, add: bool = False) -> None:
+    def _bind(self, quench: Quench, quench_id: int) -> None:
         self.conn.supports_quench = True   # a QnchRply: this router has quench
-        self.bind(quench, quench_id, add)
+        self.bind(quench, quench_id)
         for event in self._early.pop(quench_id, ()):
             quench._apply(event)
+
+    def _registered(self, session: Session, quench: Quench, quench_id: int) -> None:
+        self.conn.supports_quench = True
+        early = self._early.pop(quench_id, ())
+        if self.registered(session, quench, quench_id):     # else closed meanwhile
+            for event in early:
+                quench._apply(event)
 
     async def register(self, session: Session, quench: Quench) -> None:
         """QnchAddRqst for ``quench`` in ``session`` (new, or restored)."""
         with self._outstanding():
             await self.conn._request(session, lambda xid: pk.QnchAddRqst(
                 xid, tuple(sorted(quench.names)), quench.deliver_insecure, quench.keys),
-                (pk.QnchRply,), lambda reply: self._bind(quench, reply.quench_id, add=True))
+                (pk.QnchRply,), lambda reply: self._registered(session, quench,
+                                                               reply.quench_id))
 
     async def modify(self, quench: Quench, add: tuple, remove: tuple, keys_add: Keys,
                      keys_del: Keys, deliver_insecure: bool | None) -> None:

@@ -102,6 +102,23 @@ class Registry(Generic[R]):
         obj.id = new_id
         self.by_id[new_id] = obj
 
+    def registered(self, session: Session, obj: R, new_id: int) -> bool:
+        """A registration's reply arrived in ``session``: the router knows
+        ``obj`` as ``new_id``. True if ``obj`` is now one of the open ones.
+
+        False if the application closed it meanwhile -- while a reconnect
+        was restoring it, or before the reply to its first registration
+        came: ``close`` could not remove it at the router then (no id, or no
+        session). The router is told to forget it now (SubDelRqst or
+        QnchDelRqst), so that nothing piles up for a closed object and no
+        later reconnect restores it."""
+        if obj.closed:
+            session.requests.fire_and_forget(lambda xid: self.delete(xid, new_id),
+                                             (self.reply,))
+            return False
+        self.bind(obj, new_id, add=True)
+        return True
+
     def unbind(self, obj: R, old_id: int | None) -> None:
         if old_id is not None and self.by_id.get(old_id) is obj:
             del self.by_id[old_id]

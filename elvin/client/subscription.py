@@ -106,7 +106,8 @@ class SubscriptionTable(Registry[Subscription]):
         await conn._request(session, lambda xid: pk.SubAddRqst(xid, sub.expression,
                                                                sub.accept_insecure, sub.keys),
                             (pk.SubRply,),
-                            lambda reply: self.bind(sub, reply.subscription_id, add=True),
+                            lambda reply: self.registered(session, sub,
+                                                          reply.subscription_id),
                             on_late, expression=sub.expression)
 
     async def modify(self, sub: Subscription, expression: str | None, keys_add: Keys,

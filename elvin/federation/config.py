@@ -11,6 +11,7 @@ In a router's TOML file this is the ``[federation]`` table that
     reconnect_min = 0.5                     # backoff of outgoing links (seconds)
     reconnect_max = 30
     tls_ca = "/etc/elvind/federation-ca.pem"  # CA for ewaf:1.0/ssl,none,xdr/... links
+    routing = "trees"                       # or "flood" (see below)
 
     [[federation.connect]]                  # links this router dials
     router = "edge"                         # expected router_domain (optional)
@@ -29,6 +30,14 @@ TLS: a ``listen`` URL with the ssl protocol stack
 certificate (and that it names the URL's host) against ``tls_ca``, or the
 system's trust store when ``tls_ca`` is not set. Peers are never accepted
 unverified: routers with self-signed certificates need ``tls_ca``.
+
+Routing: with ``routing = "trees"`` (the default) the router takes part in
+learning the federation's topology and forwards each notification only
+along the shortest-path tree rooted at the router where it entered the
+federation, so that cycles and meshes deliver every notification exactly
+once and route around a dead router (``elvin.federation.topology``).
+``"flood"`` is the protocol as written (routing lists only), as Avis and
+older ``elvind`` do: loop-free, but a cycle then delivers duplicates.
 
 Filters: ``true`` lets everything through, ``false`` nothing, a string is a
 subscription expression (``"true"``/``"false"`` strings work too, as in
@@ -57,6 +66,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elvin.errors import SubscriptionError
+from elvin.federation.topology import STAMP_PREFIX
 from elvin.protocol.uri import ElvinURI, URIError, parse_uri
 from elvin.subscription import compile as compile_subscription
 from elvin.subscription.ast import Node
@@ -117,6 +127,9 @@ class Filter:
         return f"Filter({self.text!r})"
 
 
+ROUTING_MODES = ("trees", "flood")
+
+
 @dataclass
 class ConnectSpec:
     url: str
@@ -151,6 +164,9 @@ class FederationConfig:
     request_retries: int = 1              # FedSubReplace resends before the link is closed
     max_routing: int = 64                 # longer routing lists are a protocol violation
     max_disjuncts: int = 10000            # larger pull filters are sent as TRUE
+    #: "trees": learn the topology, forward along shortest-path trees;
+    #: "flood": routing lists only (EFP 1.0 as written, as Avis)
+    routing: str = "trees"
     #: PEM file of the CA certificate(s) that routers dialled over TLS
     #: (``ewaf:1.0/ssl,none,xdr/host:port``) must present a certificate from;
     #: None = the system's default trust store. The peer's certificate and
@@ -168,6 +184,14 @@ class FederationConfig:
                                             "must be a non-empty string")
             if "\0" in self.router_domain:
                 raise FederationConfigError("federation.router_domain", "contains NUL")
+            if self.router_domain.startswith(STAMP_PREFIX):
+                raise FederationConfigError("federation.router_domain",
+                                            f"must not start with {STAMP_PREFIX!r} "
+                                            "(reserved for routing lists)")
+        if self.routing not in ROUTING_MODES:
+            raise FederationConfigError("federation.routing", f"must be one of "
+                                        f"{', '.join(map(repr, ROUTING_MODES))}, "
+                                        f"not {self.routing!r}")
         for i, uri in enumerate(self.listen):
             try:
                 parsed = parse_ewaf_uri(uri)
@@ -241,7 +265,8 @@ _TOP = {"router_domain": str, "listen": (str, list), "accept_any": bool,
         "debounce": (int, float), "reconnect_min": (int, float),
         "reconnect_max": (int, float), "connect_timeout": (int, float),
         "keepalive": (int, float), "request_timeout": (int, float),
-        "request_retries": int, "max_routing": int, "max_disjuncts": int, "tls_ca": str}
+        "request_retries": int, "max_routing": int, "max_disjuncts": int, "tls_ca": str,
+        "routing": str}
 
 
 def federation_from_dict(data: Mapping[str, Any],

@@ -5,8 +5,8 @@ federation configuration of each router.
     elvin-domain apply topology.toml --out DIR
 
 ``check`` validates the file (see ``elvin.federation.topology_file``) and
-prints a summary: QoS, members with their ids and URLs, links with their
-filters, and what is downstream of each member. A file with errors, or whose
+prints a summary: QoS (and what each choice means), members with their ids
+and URLs, links with their filters, and what is downstream of each member. A file with errors, or whose
 links would make a cycle or a diamond that its ``[qos]`` forbids, is refused
 with the paths at fault.
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -74,12 +75,37 @@ def _filter_text(expr: str | None) -> str:
     return "everything" if expr is None else expr
 
 
+def qos_meaning(cycles: str, diamonds: str) -> list[str]:
+    """What the domain's QoS choices mean for its routers (``check`` says it,
+    so that nobody has to know the routing to choose)."""
+    lines = []
+    for what, policy, alone in (("cycles", cycles, "a link that closes a loop"),
+                                ("diamonds", diamonds, "a second path between two members")):
+        if policy == "allow":
+            lines.append(f"  {what} allowed: redundant paths. Every notification still "
+                         "reaches every subscriber once (the routers forward it along the "
+                         "shortest-path tree from where it entered), and when a router or "
+                         "link dies the others route around it where another path "
+                         "exists. Needs routing = \"trees\" (the default) on every "
+                         "router; a router that does not take part (Avis, an older elvind, "
+                         "routing = \"flood\") stays loop-free but may cause duplicates "
+                         "when it is on a cycle next to another such router or cuts ours "
+                         "apart.")
+        else:
+            lines.append(f"  {what} forbidden: {alone} is refused.")
+    if cycles != "allow" and diamonds != "allow":
+        lines.append("  One path between any two members: any router works (Avis and "
+                     "older elvind too), but a dead router or link cuts the domain in two.")
+    return [textwrap.fill(line, 88, subsequent_indent="    ") for line in lines]
+
+
 def summary(topology: Topology) -> str:
     """The human-readable description ``check`` prints."""
     domain = topology.domain
     qos = domain.qos
     out = [f"{topology.path}: event domain {topology.name!r} is valid",
            f"QoS: cycles {qos.cycles}, diamonds {qos.diamonds}",
+           *qos_meaning(qos.cycles, qos.diamonds),
            f"Members ({len(domain)}):"]
     for member in domain.members:
         router = topology.routers[member.name]

@@ -28,7 +28,6 @@ FedSubReplace not acknowledged within ``request_timeout`` is resent
 from __future__ import annotations
 
 import asyncio
-import collections
 import functools
 import itertools
 import logging
@@ -52,7 +51,9 @@ from elvin.federation.packets import (
 )
 from elvin.federation.pullfilter import PullMatcher, build_pull_matcher
 from elvin.federation.subast import PullFilter, encode_subast
+from elvin.federation.topology import ANNOUNCEMENT_ATTR
 from elvin.protocol import ConfConn, Disconn, DisconnReason, DropWarn, Nack, TestConn
+from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Violation
 from elvin.protocol.framing import FrameDecoder
 from elvin.protocol.limits import Limits
 
@@ -96,9 +97,12 @@ class FederationStats:
     fed_notify_delivered: int = 0      # received and passed the incoming filter
     fed_notify_filtered: int = 0       # received, refused by the incoming filter
     fed_notify_looped: int = 0         # received with our own domain in the routing list
+    fed_notify_off_tree: int = 0       # received from a peer that is not our parent in its tree
     fed_notify_dropped: int = 0        # not sent: the peer's connection was backed up
     sub_replace_sent: int = 0
     sub_replace_received: int = 0
+    announcements_sent: int = 0        # topology announcements (not notifications)
+    announcements_received: int = 0
     links_established: int = 0
     links_refused: int = 0
 
@@ -124,10 +128,12 @@ class Link(asyncio.Protocol):
         self.remote_pull: PullFilter = False          # the peer's last pull filter
         self.remote_match: Any = False                # PullMatcher, or True / False
         self.remote_matcher = PullMatcher()
-        #: packets that arrived while a FedSubReplace compiles off the loop:
-        #: acted on, in order, once it is applied (reading pauses meanwhile)
-        self._held: collections.deque[bytes] = collections.deque()
-        self._replace_task: asyncio.Task | None = None
+        #: the peer takes part in learning the topology (its pull filter says so)
+        self.participant = False
+        #: packets not acted on yet: those that arrived while a FedSubReplace
+        #: compiles off the loop (the backlog's job), acted on in order once
+        #: it is applied; cancelled with the link (elvin.protocol.backlog)
+        self._backlog = Backlog()
         self.sent_pull: bytes | None = None           # encoding of the last one we sent
         self.acked_pull = False
         self._pull_sent: PullFilter = False           # ... and the filter itself (retries)
@@ -145,6 +151,11 @@ class Link(asyncio.Protocol):
         self._last_rx = time.monotonic()
         self._test_pending = False
         self._drop_warned = False
+
+    @property
+    def compiling(self) -> bool:
+        """A pull filter of the peer's compiles off the loop (its later packets wait)."""
+        return self._backlog.busy
 
     def __repr__(self) -> str:
         return f"<Link {self.role} {self.peer} {self.remote_domain or '?'} {self.state}>"
@@ -182,40 +193,54 @@ class Link(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._last_rx = time.monotonic()
+        bad = None
         try:
             bodies = self.decoder.feed_frames(data)
         except ProtocolError as exc:
             # the bodies that arrived whole before the bad header are good
-            # packets of this peer's: act on them before closing the link
-            self._bodies(exc.frames)
-            if self.state != CLOSED:
-                self.violation(f"bad frame: {exc}")
-            return
-        self._bodies(bodies)
+            # packets of this peer's: acted on (after any FedSubReplace still
+            # compiling) before the link is closed for the violation
+            bodies, bad = exc.frames, f"bad frame: {exc}"
+        if self.state == LINKED and TEST_CONN_BODY in bodies:
+            bodies = self._answer_liveness(bodies)
+        backlog = self._backlog
+        backlog.add(bodies)
+        if bad is not None:
+            backlog.violation(bad)
+        self._act()
 
-    def _bodies(self, bodies: list[bytes]) -> None:
+    def _answer_liveness(self, bodies: list[bytes]) -> list[bytes]:
+        """A TestConn is answered as it arrives, even while a pull filter
+        compiles: ConfConn has no xid to keep in order, and a peer whose
+        keepalive is shorter than a big compile must not close the link."""
+        kept = []
         for body in bodies:
-            if self.state == CLOSED:
-                return
-            if self._replace_task is not None:
-                self._hold(body)
+            if body == TEST_CONN_BODY:
+                self._send(ConfConn())
             else:
-                self._body(body)
+                kept.append(body)
+        return kept
 
-    def _hold(self, body: bytes) -> None:
-        """Keep ``body`` until the FedSubReplace compiling off the loop is
-        applied, so that the link's packets take effect in the order sent."""
-        if not self._held and self.transport is not None:
-            self.transport.pause_reading()
-        self._held.append(body)
-
-    def _release_held(self) -> None:
-        held = self._held
-        while held and self._replace_task is None and self.state != CLOSED:
-            self._body(held.popleft())
-        if not held and self._replace_task is None and self.transport is not None \
-                and not self.transport.is_closing():
-            self.transport.resume_reading()
+    def _act(self) -> None:
+        """Act on what the backlog holds, in order, until a FedSubReplace
+        goes off the loop (the rest waits for it) or nothing is left. While
+        one compiles, reading goes on until too much is held."""
+        backlog = self._backlog
+        while self.state != CLOSED:
+            item = backlog.next()
+            if item is None:
+                break
+            if type(item) is Violation:
+                self.violation(item.reason)
+                break
+            self._body(item)  # type: ignore[arg-type]
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if backlog.busy and backlog.full:
+            transport.pause_reading()
+        else:
+            transport.resume_reading()
 
     # -- sending ---------------------------------------------------------------------
     def _send(self, packet: object) -> None:
@@ -239,6 +264,14 @@ class Link(asyncio.Protocol):
         self.stats.fed_notify_sent += 1
         self.service.stats.fed_notify_sent += 1
         return True
+
+    def send_announcement(self, frame: bytes) -> None:
+        """A topology announcement (a FedNotify that is not a notification:
+        no filters apply, no notification counters move)."""
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(frame)
+            self.stats.announcements_sent += 1
+            self.service.stats.announcements_sent += 1
 
     def send_pull_filter(self, pull: PullFilter, encoded: bytes | None = None) -> None:
         if encoded is None:
@@ -335,10 +368,7 @@ class Link(asyncio.Protocol):
                 handle.cancel()
         self._timer = self._keepalive = self._request_timer = None
         self._requests.clear()
-        self._held.clear()
-        if self._replace_task is not None:
-            self._replace_task.cancel()
-            self._replace_task = None
+        self._backlog.release()         # a pull filter compiling is cancelled
 
     def _handshake_timeout(self) -> None:
         self._timer = None
@@ -472,6 +502,7 @@ class Link(asyncio.Protocol):
             if self._requests.pop(packet.xid, None) is not None and \
                     packet.xid == self._pull_xid:
                 self.acked_pull = True
+                self.service.pull_acked(self)
         elif isinstance(packet, Nack):
             log.warning("federation peer %r rejected our request (Nack %d: %s); closing",
                         self.remote_domain, packet.error, packet.message)
@@ -504,27 +535,31 @@ class Link(asyncio.Protocol):
         """A larger FedSubReplace (one huge term, or many: decoding 2 MiB
         takes ~0.4 s, compiling it seconds) is decoded and compiled into a
         new matcher on the router's compile worker, never on the loop, then
-        swapped in and answered. The link's later packets wait for it
-        (``_hold``), so that requests and notifications take effect in the
-        order the peer sent them."""
+        swapped in and answered. The link's later packets wait for it (the
+        backlog's job), so that requests and notifications take effect in the
+        order the peer sent them; closing the link cancels it."""
         job = functools.partial(_decode_and_build, body, self.service.limits,
                                 self.service.config.max_disjuncts * 2)
         built = self.service.host.compile_off_loop(len(body), job)
-        self._replace_task = asyncio.get_running_loop().create_task(self._replaced(built))
+        self._backlog.start(built)
+        built.add_done_callback(self._replaced)
 
-    async def _replaced(self, built: asyncio.Future) -> None:
-        try:
-            p, outcome = await built
-        except ProtocolError as exc:
-            self._replace_task = None
-            if self.state == LINKED:
-                self._malformed(exc)
-                self._release_held()
-            return
-        self._replace_task = None
+    def _replaced(self, built: asyncio.Future) -> None:
+        if not self._backlog.finish(built):
+            return                      # the link closed meanwhile: dropped
         if self.state == LINKED:
-            self._answer_sub_replace(p, outcome)
-            self._release_held()
+            try:
+                p, outcome = built.result()
+            except ProtocolError as exc:
+                self._malformed(exc)
+            except Exception:           # never let a peer's filter hurt the router
+                log.exception("federation peer %r: building its pull filter failed",
+                              self.remote_domain)
+                self.close(DisconnReason.SHUTDOWN, "internal router error")
+                return
+            else:
+                self._answer_sub_replace(p, outcome)
+        self._act()
 
     def _answer_sub_replace(self, p: FedSubReplace, outcome: PullMatcher | Exception) -> None:
         """Ack and use the matcher ``outcome``, or Nack the exception that
@@ -541,16 +576,19 @@ class Link(asyncio.Protocol):
                         self.remote_domain, outcome)
             self._send(Nack(p.xid, int(NackCode.PARSE_ERROR), "unusable pull filter"))
             return
+        if outcome is not self.remote_matcher:
+            self.remote_matcher.dismantle()     # freed now, not left to a full collection
         self.remote_matcher = outcome
         self.remote_pull = p.pull_filter
         self.remote_match = outcome if outcome.constant is None else outcome.constant
-        self._send(Ack(p.xid))
+        # the service first: a peer that says here it takes part gets this
+        # router's topology announcements ahead of the Ack, so that it has
+        # them before it can count this link into its trees
         self.service.remote_pull_changed(self)
+        self._send(Ack(p.xid))
 
     def _fed_notify(self, p: FedNotify, block: bytes | None) -> None:
         service = self.service
-        self.stats.fed_notify_received += 1
-        service.stats.fed_notify_received += 1
         routing = p.routing
         if self.remote_domain not in routing:
             self.violation(f"FedNotify routing list {list(routing)[:8]!r} lacks the "
@@ -560,14 +598,25 @@ class Link(asyncio.Protocol):
             self.violation(f"FedNotify routing list of {len(routing)} domains (limit "
                            f"{service.config.max_routing})")
             return
+        attrs = p.attributes
+        if ANNOUNCEMENT_ATTR in attrs:
+            self.stats.announcements_received += 1
+            service.stats.announcements_received += 1
+            service.announcement_received(self, attrs)
+            return
+        self.stats.fed_notify_received += 1
+        service.stats.fed_notify_received += 1
         if service.domain in routing:
             self.stats.fed_notify_looped += 1
             service.stats.fed_notify_looped += 1
             return
-        attrs = p.attributes
         if not self.incoming.matches(attrs):
             self.stats.fed_notify_filtered += 1
             service.stats.fed_notify_filtered += 1
+            return
+        if not service.on_tree(self, routing, attrs):
+            self.stats.fed_notify_off_tree += 1
+            service.stats.fed_notify_off_tree += 1
             return
         try:
             service.host.deliver(attrs, block, p.deliver_insecure, p.keys, tuple(routing))

@@ -21,7 +21,7 @@ would grow by one nesting level per round trip around the cycle.
 
 from __future__ import annotations
 
-import functools
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -89,9 +89,30 @@ def compute_pull_filter(incoming: PullFilter, local: Iterable[Node],
     return keys[0] if len(keys) == 1 else Node(Kind.OR, tuple(keys))
 
 
-@functools.lru_cache(maxsize=32768)
+#: compiled terms, shared by every matcher that holds them (in a star the
+#: links ask for the same terms), and kept only while one does: a replaced
+#: filter's code goes with it (an ``lru_cache`` of 32,768 terms once kept
+#: every replaced term's code, 12 KB each, until it was pushed out)
+_COMPILED_TERMS: weakref.WeakValueDictionary[Node, Callable[[Mapping], bool]] = \
+    weakref.WeakValueDictionary()
+
+
 def compile_term(term: Node) -> Callable[[Mapping], bool] | bool:
-    return compile_pull_filter(term)
+    """``compile_pull_filter(term)``, or the same code another matcher holds."""
+    found = _COMPILED_TERMS.get(term)
+    if found is not None:
+        return found
+    made = compile_pull_filter(term)
+    if made is not True and made is not False:    # constants are not worth keeping
+        _COMPILED_TERMS[term] = made
+    return made
+
+
+#: the owner of a matcher's terms in its engine: not the matcher itself, which
+#: would make the two a reference cycle (the engine's ``by_owner`` holds its
+#: owners), kept after a FedSubReplace replaced the matcher until a full
+#: collection (elvind freezes what survives: gcpolicy)
+_TERMS_OWNER = "pull filter terms"
 
 
 class PullMatcher:
@@ -135,7 +156,7 @@ class PullMatcher:
             if match is False:
                 continue
             evaluate = (lambda attrs: True) if match is True else match
-            self.subs[term] = self.engine.add(self, "", term, evaluate)
+            self.subs[term] = self.engine.add(_TERMS_OWNER, "", term, evaluate)
         self.constant = None if self.subs else False
 
     def missing(self, pull: PullFilter, max_terms: int = 20000) -> list[Node]:
@@ -152,6 +173,13 @@ class PullMatcher:
         for sub in self.subs.values():
             self.engine.remove(sub)
         self.subs.clear()
+
+    def dismantle(self) -> None:
+        """This matcher was replaced: free it (and its terms' code) at once
+        (``Engine.dismantle``); it matches nothing afterwards."""
+        self.engine.dismantle()
+        self.subs = {}
+        self.constant = False
 
     def __call__(self, attrs: Mapping[str, Any]) -> bool:
         constant = self.constant

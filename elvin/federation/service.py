@@ -17,7 +17,15 @@ only through ``elvin.federation.host.FederationHost``. It
   the link it came in on: a FedNotify must carry the sender's domain,
   6.2.4). A FedNotify received passes the link's incoming filter, is
   delivered locally (``FederationHost.deliver``), and goes on with the
-  routing list extended by this router's domain.
+  routing list extended by this router's domain;
+* with ``routing = "trees"`` (the default), learns the federation's topology
+  from the routers that take part (``topology.py``: announcements carried as
+  FedNotify between them, participation said by a term of the pull filter)
+  and narrows both steps above to the notification's shortest-path tree: a
+  FedNotify from anyone but this router's parent in the tree is dropped
+  (``on_tree``), and ``forward`` sends only to its children. Notifications
+  whose origin no agreed graph places are handled by routing lists alone,
+  as with ``"flood"``.
 
 The protocol of one link, and what happens to peers that break it or go
 silent, is ``link.py``. A notification sent with ``deliver_insecure =
@@ -48,7 +56,19 @@ from elvin.federation.host import FederationHost
 from elvin.federation.link import LINKED, FederationStats, Link
 from elvin.federation.packets import fed_notify_frame, keys_block, routing_block
 from elvin.federation.pullfilter import compute_pull_filter
-from elvin.federation.subast import PullFilter, encode_subast
+from elvin.federation.subast import TRUE_FILTER_AST, PullFilter, encode_subast
+from elvin.federation.topology import (
+    ANNOUNCEMENT_ATTR,
+    Announcement,
+    BadAnnouncement,
+    LinkState,
+    Route,
+    TopologyView,
+    decode_announcement,
+    encode_announcement,
+    split_markers,
+    with_marker,
+)
 from elvin.keys import Keys
 from elvin.protocol import DisconnReason, encode_attributes
 
@@ -77,6 +97,15 @@ class FederationService:
         self._flush: asyncio.TimerHandle | None = None
         self._forwarders: tuple[Link, ...] = ()
         self._routing_cache: dict[tuple[str, ...], bytes] = {}
+        #: what this router knows of the federation's topology (None: "flood")
+        self.topology: TopologyView | None = (
+            TopologyView(self.domain) if config.routing == "trees" else None)
+        self._topology_tick: asyncio.Handle | None = None
+        self._route_memo: tuple[Any, Any, Route | None] = ((), None, None)
+        self._bad_announcers: set[str] = set()
+        #: peers known to take part, announced as such once the pull filters
+        #: that the new link changes have reached every peer (``_check_ready``)
+        self._unready: set[Link] = set()
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> FederationService:
@@ -101,6 +130,9 @@ class FederationService:
         if self._flush is not None:
             self._flush.cancel()
             self._flush = None
+        if self._topology_tick is not None:
+            self._topology_tick.cancel()
+            self._topology_tick = None
         self.host.unwatch_subscriptions(self._local_changed)
         await self._close_servers()
         for connector in self._connectors:
@@ -168,13 +200,22 @@ class FederationService:
         old = self.config
         self.config = config
         self._client_ssl = None          # tls_ca may have changed (file or contents)
+        relink = ""
         if config.router_domain and config.router_domain != self.domain:
             log.info("federation: router domain changes from %r to %r: relinking",
                      self.domain, config.router_domain)
             self.domain = config.router_domain
             self._routing_cache.clear()
+            relink = "router domain changed"
+        if relink or config.routing != old.routing:
+            if not relink:
+                log.info("federation: routing changes from %r to %r: relinking",
+                         old.routing, config.routing)
+                relink = "routing changed"
+            self.topology = TopologyView(self.domain) if config.routing == "trees" else None
+            self._route_memo = ((), None, None)
             for link in list(self.links):
-                link.close(DisconnReason.SHUTDOWN, "router domain changed")
+                link.close(DisconnReason.SHUTDOWN, relink)
         if list(config.listen) != list(old.listen):
             await self._close_servers()
             for uri in config.listen:
@@ -208,6 +249,7 @@ class FederationService:
                 link.outgoing, link.incoming = classes  # type: ignore[misc]
         self._refresh_forwarders()
         self._schedule(0.0)
+        self._topology_soon()          # the links' filters are part of the announcement
 
     @property
     def urls(self) -> list[str]:
@@ -256,16 +298,22 @@ class FederationService:
         self.stats.links_established += 1
         link.send_pull_filter(*self._pull_for(link))
         self._refresh_forwarders()
+        self._topology_soon()
 
     def link_closed(self, link: Link) -> None:
         self.links.discard(link)
         self.unlink(link)
 
     def unlink(self, link: Link) -> None:
+        if link in self._unready:
+            self._unready.discard(link)
+        elif self._unready:
+            self._check_ready()          # it may have been the one not acknowledging
         domain = link.remote_domain
         if domain is not None and self.linked.get(domain) is link:
             del self.linked[domain]
             self._refresh_forwarders()
+            self._topology_soon()        # at once: the others route around the link
             if link.remote_pull is not False and not self.stopping:
                 self._schedule()
 
@@ -288,6 +336,8 @@ class FederationService:
             self._schedule()
 
     def remote_pull_changed(self, link: Link) -> None:
+        if self.topology is not None:
+            self._take_marker(link)
         self._refresh_forwarders()
         if len(self.linked) > 1:
             self._schedule()
@@ -307,9 +357,13 @@ class FederationService:
                   for other in self.linked.values() if other is not link]
         pull = compute_pull_filter(link.incoming.ast, self._local, others,
                                    self.config.max_disjuncts)
+        if self.topology is not None:
+            pull = with_marker(pull, self.domain, TRUE_FILTER_AST)
         encoded = encode_subast(pull)
         if len(encoded) > self.limits.max_packet_length // 2:
             pull = link.incoming.ast
+            if self.topology is not None:
+                pull = with_marker(pull, self.domain, TRUE_FILTER_AST)
             encoded = encode_subast(pull)
         return pull, encoded
 
@@ -332,6 +386,17 @@ class FederationService:
         forwarders = self._forwarders
         if not forwarders:
             return 0
+        tree: tuple[str, ...] | None = None
+        if self.topology is not None:
+            if ANNOUNCEMENT_ATTR in attrs:
+                return 0      # a client's: it would read as an announcement next door
+            route = self._route(routing, attrs)
+            if route.graph is not None:
+                tree = route.children
+                if not tree:
+                    return 0
+                if not routing:
+                    routing = (route.stamp,)  # type: ignore[assignment]
         keys: Keys | None = getattr(nkeys, "raw", None) if nkeys is not None else None
         if not deliver_insecure and not keys:
             return 0          # secure-only without keys: nobody anywhere can receive it
@@ -340,6 +405,8 @@ class FederationService:
         try:
             for link in forwarders:
                 if link.remote_domain in routing:
+                    continue
+                if tree is not None and link.remote_domain not in tree:
                     continue
                 match = link.remote_match
                 if match is not True and not match(attrs):
@@ -366,3 +433,135 @@ class FederationService:
                 self._routing_cache.clear()
             self._routing_cache[routing] = cached
         return cached
+
+    # -- topology (routing = "trees") -----------------------------------------------------
+    # Announcements travel only between routers that take part: a peer takes
+    # part once its pull filter carries its marker (``_take_marker``); it then
+    # gets every announcement this router holds, and later the new ones.
+    # Changes are gathered until the loop's next turn (``_topology_soon``), so
+    # that a burst of announcements costs one graph computation, and a closed
+    # link is announced at once: that is what failover waits for.
+
+    def _take_marker(self, link: Link) -> None:
+        pull, domains = split_markers(link.remote_pull, TRUE_FILTER_AST)
+        if domains:
+            link.remote_pull = pull
+            if pull is False or pull is True:
+                link.remote_match = pull
+        participant = link.remote_domain in domains
+        if participant == link.participant:
+            return
+        link.participant = participant
+        log.info("federation: %r %s in learning the topology", link.remote_domain,
+                 "takes part" if participant else "does not take part")
+        if participant and self.topology is not None:
+            for ann in list(self.topology.announcements.values()):
+                link.send_announcement(self._announcement_frame(ann))
+            self._unready.add(link)
+            if self._flush is not None:
+                self._flush.cancel()
+            self.flush_pull_filters()     # now, not after the debounce
+            self._check_ready()
+        else:
+            self._unready.discard(link)
+        self._topology_soon()
+
+    def pull_acked(self, link: Link) -> None:
+        if self._unready:
+            self._check_ready()
+
+    def _check_ready(self) -> None:
+        """A new link becomes part of the trees (is announced) once every peer
+        has acknowledged this router's pull filter as it is with the link:
+        otherwise a tree through the link could be used before the routers
+        upstream know what the routers beyond it want, and lose what they
+        forward meanwhile."""
+        self._unready = {link for link in self._unready if link.state == LINKED}
+        if self._unready and all(link.acked_pull for link in self.linked.values()
+                                 if link.state == LINKED and link.sent_pull is not None):
+            self._unready.clear()
+            self._topology_soon()
+
+    def announcement_received(self, link: Link, attrs: Mapping[str, Any]) -> None:
+        """A FedNotify carrying a topology announcement (never a notification:
+        it reaches no client and goes on only as an announcement)."""
+        view = self.topology
+        if view is None or not link.participant:
+            return        # one of ours we cannot use, or a client's relayed by a peer
+        try:
+            ann = decode_announcement(attrs)
+        except BadAnnouncement as exc:
+            if link.remote_domain not in self._bad_announcers:
+                self._bad_announcers.add(link.remote_domain)  # type: ignore[arg-type]
+                log.warning("federation peer %r sent a bad topology announcement (%s); "
+                            "ignored", link.remote_domain, exc)
+            return
+        if view.receive(ann):
+            self._send_announcement(ann, exclude=link)
+        self._topology_soon()
+
+    def _topology_soon(self) -> None:
+        if self.topology is None or self._topology_tick is not None or self.stopping:
+            return
+        self._topology_tick = asyncio.get_running_loop().call_soon(self._topology_update)
+
+    def _topology_update(self) -> None:
+        self._topology_tick = None
+        view = self.topology
+        if view is None or self.stopping:
+            return
+        before = view.confirmed
+        states = [LinkState(domain, link.participant and link not in self._unready,
+                            _filter_text(link.outgoing), _filter_text(link.incoming))
+                  for domain, link in self.linked.items() if link.state == LINKED]
+        changed = view.set_links(states)
+        if view.refresh() or changed:
+            self._send_announcement(view.own)
+        self._route_memo = ((), None, None)
+        after = view.confirmed
+        if after is not before:
+            if after is None:
+                log.info("federation: no topology agreed; flooding (routing lists only)")
+            else:
+                # a new set of routers is news; a link coming or going, debug
+                news = before is None or before.nodes != after.nodes
+                log.log(logging.INFO if news else logging.DEBUG,
+                        "federation: topology %s agreed: %d routers (%s), %d links",
+                        after.digest, len(after.nodes), " ".join(after.nodes[:16]) +
+                        (" ..." if len(after.nodes) > 16 else ""), len(after.edges) // 2)
+
+    def _announcement_frame(self, ann: Announcement) -> bytes:
+        block = encode_attributes(encode_announcement(ann))
+        return fed_notify_frame(block, True, b"\0\0\0\0", routing_block((self.domain,)))
+
+    def _send_announcement(self, ann: Announcement, exclude: Link | None = None) -> None:
+        frame = None
+        for link in self.linked.values():
+            if link.participant and link is not exclude and link.state == LINKED:
+                if frame is None:
+                    frame = self._announcement_frame(ann)
+                link.send_announcement(frame)
+
+    def _route(self, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> Route:
+        """The route of one notification; asked twice for one that came over a
+        link (may it come from there? where does it go?), computed once."""
+        memo_routing, memo_attrs, route = self._route_memo
+        if memo_attrs is attrs and memo_routing == routing and route is not None:
+            return route
+        route = self.topology.route(routing, attrs)  # type: ignore[union-attr]
+        self._route_memo = (routing, attrs, route)
+        return route
+
+    def on_tree(self, link: Link, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
+        """Whether a notification that came over ``link`` is this router's to
+        take: from its parent in the notification's tree, or (no tree known
+        for it) from anyone, as the protocol's routing lists allow."""
+        if self.topology is None:
+            return True
+        route = self._route(routing, attrs)
+        return route.graph is None or route.parent == link.remote_domain
+
+
+def _filter_text(f: Filter) -> bool | str:
+    """A link filter as an announcement carries it."""
+    return f.ast if isinstance(f.ast, bool) else f.text

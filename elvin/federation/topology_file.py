@@ -9,7 +9,7 @@ A topology file::
     default_consumer = "hub"
 
     [qos]                         # optional; both default to "forbid"
-    cycles = "forbid"             # or "allow"
+    cycles = "forbid"             # or "allow": redundant paths, see below
     diamonds = "forbid"
 
     [[routers]]
@@ -22,6 +22,13 @@ A topology file::
     to = "edge"
     outgoing = "require(News)"    # optional: what `from` forwards over the link
     incoming = "Group != 'x'"     # optional: what `to` accepts from it
+
+QoS: routers that take part in learning the topology (``routing = "trees"``,
+the default) forward every notification along the shortest-path tree from
+where it entered the federation, so cycles and diamonds deliver once and give
+a path around a dead router; ``forbid`` keeps the paper's single path, which
+any router (Avis, older ``elvind``) handles. A domain that allows either gets
+``routing = "trees"`` written into every fragment.
 
 Filters are Elvin subscription expressions; a missing filter means
 everything. ``load_topology`` checks the structure, names, URLs (``ewaf`` for
@@ -436,8 +443,11 @@ def federation_config(topology: Topology, name: str) -> dict[str, Any]:
                             **filters(peer)})
         else:
             accept.append({"router": peer, **filters(peer)})
-    return {"router_domain": name, "listen": topology.routers[name].url,
-            "connect": connect, "accept": accept}
+    config: dict[str, Any] = {"router_domain": name, "listen": topology.routers[name].url}
+    qos = domain.qos
+    if Policy.ALLOW in (qos.cycles, qos.diamonds):
+        config["routing"] = "trees"      # exactly once on the domain's redundant paths
+    return {**config, "connect": connect, "accept": accept}
 
 
 def render_fragment(topology: Topology, name: str) -> str:
@@ -460,6 +470,9 @@ def render_fragment(topology: Topology, name: str) -> str:
         f"router_domain = {toml_string(config['router_domain'])}",
         f"listen = {toml_string(config['listen'])}",
     ]
+    if "routing" in config:
+        out.append(f"routing = {toml_string(config['routing'])}    # the domain has redundant "
+                   "paths: forward along shortest-path trees")
     for kind in ("connect", "accept"):
         for entry in config[kind]:
             out.append("")

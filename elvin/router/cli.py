@@ -197,8 +197,7 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
     await router.start()
     loop = asyncio.get_running_loop()
     # elvind owns its process: no full collection pass over a big heap (gcpolicy)
-    gc_policy = GcPolicy(loop, lambda: len(router.engine) + len(router.sessions),
-                         lambda: router.engine.removed + router.stats.connections_total)
+    gc_policy = GcPolicy(loop, lambda: len(router.engine) + len(router.sessions))
     gc_policy.install()
     # The compile worker shares the GIL with the loop, and a loop that gave
     # it up for a system call waits up to the switch interval to have it back:

@@ -274,7 +274,6 @@ class Engine:
         self._refs: dict[str, dict[int, Subscription]] = {}
         self._watchers: dict[str, list[Callable[[bool], None]]] = {}
         self.evaluations = 0     # predicates evaluated (for tests and statistics)
-        self.removed = 0         # subscriptions removed so far (elvind's gc policy)
         #: ``listener(ast, added)`` when a distinct subscription tree appears or
         #: goes (federation keeps its pull filters from this); None = nobody
         self.pred_listener: Callable[[Node, bool], None] | None = None
@@ -351,7 +350,6 @@ class Engine:
     def remove(self, sub: Subscription) -> None:
         if self.subs.pop(sub.id, None) is None:
             return
-        self.removed += 1
         owned = self.by_owner.get(sub.owner)
         if owned is not None:
             owned.pop(sub.id, None)
@@ -395,6 +393,18 @@ class Engine:
                 sub.pred.invalidate()
             changed.append(sub)
         return changed
+
+    def dismantle(self) -> None:
+        """This engine is being dropped whole (a federated peer's replaced
+        pull filter): unlink its subscriptions from their predicates (each
+        points at the other), so that all of it is freed by reference counts
+        at once, not left as cycles for a full collection. O(n) attribute
+        stores, no index maintenance: the engine is unusable afterwards."""
+        for sub in self.subs.values():
+            sub.pred = None
+        for pred in self._preds.values():
+            pred.subs = None
+            pred.invalidate()
 
     def remove_owner(self, owner: Hashable) -> list[Subscription]:
         subs = list(self.by_owner.get(owner, {}).values())

@@ -21,15 +21,28 @@ long-lived (subscriptions, their trees and code, sessions), so elvind:
 * after a generation-0 pass that found no garbage (the heap grows by live
   objects: a registration burst), it freezes at once, so that each new
   subscription's objects are examined once, not three times;
-* since a frozen object that later dies *in a reference cycle* (a closed
-  session, a subscription compiled with its own code) is not reclaimed until
-  it is unfrozen, it thaws everything and runs one full collection once the
-  churn (subscriptions removed + connections accepted) since the last thaw
-  exceeds a quarter of the subscriptions and sessions there were then (at
-  least ``THAW_CHURN_MIN``). Memory held by dead cycles is thus bounded by
+* since a frozen object that later dies *in a reference cycle* is not
+  reclaimed until it is unfrozen, it watches for such garbage directly: the
+  number of frozen objects (``gc.get_freeze_count()``, which falls as soon as
+  a frozen object is freed by its reference count) against what the live
+  *population* (subscriptions + sessions) explains. After a thaw the heap is
+  all live, so ``objects per member = (frozen - baseline) / population`` is
+  exact; from then on, frozen objects beyond ``baseline + objects per member x
+  population`` are dead cycles (or a heavier kind of member, which the next
+  thaw learns). When they exceed ``THAW_SHARE`` of what is expected (at least
+  ``THAW_MIN_OBJECTS``), it thaws everything and runs one full collection.
+  Whatever the router forgets or replaces -- a modified subscription's code,
+  a closed or session-less channel, a federated peer's replaced pull filter --
+  is therefore reclaimed without anyone having to count it (an earlier
+  policy counted removed subscriptions and accepted connections, and missed
+  modifications, session-less channels and pull filters: 40,000
+  modifications grew the heap by 350 MB). Dead cycles are thus bounded by
   about a quarter of the live heap; only that rare pass is proportional to
   the whole heap -- CPython's own rule would make it after the same amount
-  of change, *and* after every 25 % of growth.
+  of change, *and* after every 25 % of growth. Most of what the router
+  replaces holds no cycle at all (compiled code, pull matchers, sessions:
+  see ``compiler._define`` and ``Session.connection_lost``) and is freed
+  by its reference count at once.
 
 Only the standalone router installs this (``elvind``): an embedded router
 shares its process with an application whose collector is not ours to tune.
@@ -45,26 +58,27 @@ from collections.abc import Callable
 
 log = logging.getLogger("elvin.router.gc")
 
-__all__ = ["THAW_CHURN_MIN", "YOUNG_PASSES", "GcPolicy"]
+__all__ = ["THAW_MIN_OBJECTS", "THAW_SHARE", "YOUNG_PASSES", "GcPolicy"]
 
 #: generation-1 passes between two managed collections of the old generation
 YOUNG_PASSES = 2
-#: churn (removed subscriptions + accepted connections) that always allows a thaw
-THAW_CHURN_MIN = 10_000
+#: dead frozen objects (beyond what the population explains) that always allow a thaw
+THAW_MIN_OBJECTS = 20_000
+#: ... and the share of the expected frozen objects that allows one on a big heap
+THAW_SHARE = 0.25
 #: a third threshold no generation-2 count reaches (a C int)
 _NEVER = 2**31 - 1
 
 
 class GcPolicy:
     """``install()`` on the router's loop, ``uninstall()`` when it stops.
-    ``population()`` counts live subscriptions + sessions, ``churn()`` is a
-    monotonic count of removed subscriptions + accepted connections."""
+    ``population()`` counts what the router keeps alive on purpose (live
+    subscriptions + sessions)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, population: Callable[[], int],
-                 churn: Callable[[], int]) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop,
+                 population: Callable[[], int]) -> None:
         self.loop = loop
         self.population = population
-        self.churn = churn
         self.passes = 0             # managed old-generation collections (statistics)
         self.thaws = 0              # full collections after a thaw
         self.longest = 0.0          # seconds of the longest managed collection
@@ -72,8 +86,8 @@ class GcPolicy:
         self._frozen_young = 0      # young passes followed by a freeze since a generation-1 count
         self._scheduled = False
         self._thresholds = gc.get_threshold()
-        self._thaw_churn = 0
-        self._thaw_population = 0
+        self._baseline = 0          # frozen objects with no population (modules, caches)
+        self._per_member: float | None = None   # frozen objects per member, after a thaw
         self._installed = False
 
     def install(self) -> None:
@@ -84,8 +98,7 @@ class GcPolicy:
         gc.freeze()                 # modules and start-up state: never garbage
         t0, t1, _ = self._thresholds
         gc.set_threshold(t0, t1, _NEVER)
-        self._thaw_churn = self.churn()
-        self._thaw_population = self.population()
+        self._learn(gc.get_freeze_count(), self.population(), start=True)
         gc.callbacks.append(self._on_gc)
 
     def uninstall(self) -> None:
@@ -128,19 +141,49 @@ class GcPolicy:
             except RuntimeError:        # the loop is closed: nothing to do any more
                 pass
 
+    def dead_estimate(self, frozen: int, population: int) -> int:
+        """Frozen objects that what is alive on purpose does not explain."""
+        per_member = self._per_member
+        if per_member is None or population == 0:
+            return max(0, frozen - self._baseline) if population == 0 else 0
+        return int(frozen - self._baseline - per_member * population)
+
+    def _learn(self, frozen: int, population: int, start: bool = False) -> None:
+        """Everything frozen is alive now (a full collection just ran): with
+        no population it is all baseline, else what the members hold."""
+        if start or population == 0:
+            self._baseline = frozen
+            if start:
+                self._per_member = None
+            return
+        self._per_member = max(0.0, (frozen - self._baseline) / population)
+
     def collect(self) -> None:
         """Collect what reached the old generation since the last freeze,
-        freeze the survivors; thaw and collect everything if churn says so."""
+        freeze the survivors; thaw and collect everything if the frozen
+        objects hold more dead cycles than ``THAW_SHARE`` allows."""
         self._scheduled = False
         self._young = 0
         start = time.perf_counter()
-        churn, population = self.churn(), self.population()
-        if churn - self._thaw_churn > max(THAW_CHURN_MIN, self._thaw_population // 4):
-            gc.unfreeze()
-            self.thaws += 1
-            self._thaw_churn, self._thaw_population = churn, population
         gc.collect()
         gc.freeze()
+        frozen, population = gc.get_freeze_count(), self.population()
+        if self._per_member is None and population:
+            # the first measure with members: the best estimate until a thaw
+            self._per_member = max(0.0, (frozen - self._baseline) / population)
+        dead = self.dead_estimate(frozen, population)
+        if dead > max(THAW_MIN_OBJECTS, (frozen - dead) * THAW_SHARE):
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+            self.thaws += 1
+            self._learn(gc.get_freeze_count(), population)
+        elif population and self._per_member is not None:
+            # a lighter population than learnt: lower the estimate now (never
+            # raise it here: a rise may be garbage, which only a thaw can tell)
+            observed = (frozen - self._baseline) / population
+            if observed < self._per_member:
+                self._per_member = max(0.0, observed)
         self.passes += 1
         elapsed = time.perf_counter() - start
         self.longest = max(self.longest, elapsed)

@@ -83,11 +83,15 @@ class FlushBatch:
                 queue.flush()
 
 
+def _closed_flush() -> None:
+    """A closed queue's flush: nothing to write."""
+
+
 class SendQueue:
     __slots__ = ("transport", "loop", "max_bytes", "policy", "bytes", "dropped",
                  "drop_events", "_queue", "_paused", "_scheduled", "_closed",
                  "_reading_paused", "on_drop", "on_overflow", "on_backpressure",
-                 "on_drained", "_flush_cb", "_defer")
+                 "on_drained", "_flush_cb", "_defer", "__weakref__")
 
     def __init__(self, transport: Any, loop: Any, max_bytes: int, policy: str = "oldest",
                  on_drop: Callable[[int], None] | None = None,
@@ -176,9 +180,10 @@ class SendQueue:
                 return True
             log.warning("send queue limit of %d bytes reached with drop policy 'none': "
                         "closing the session", self.max_bytes)
+            on_overflow = self.on_overflow
             self.close()
-            if self.on_overflow is not None:
-                self.on_overflow()
+            if on_overflow is not None:
+                on_overflow()
             return False
         target = self.max_bytes - size
         q = self._queue
@@ -300,10 +305,16 @@ class SendQueue:
             self.on_backpressure(on)
 
     def close(self) -> None:
-        """Forget everything queued (the session is going away)."""
+        """Forget everything queued (the session is going away), and the
+        callbacks: they are the session's bound methods (and ``flush`` is this
+        queue's own), reference cycles that would keep a closed session in
+        memory until a full collection (elvind freezes what survives)."""
         self._closed = True
         self._queue.clear()
         self.bytes = 0
+        self.on_drop = self.on_overflow = self.on_backpressure = self.on_drained = None
+        self._flush_cb = _closed_flush
+        self._defer = _closed_flush
 
     @property
     def closed(self) -> bool:

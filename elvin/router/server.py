@@ -339,6 +339,11 @@ class Router:
             return False
         return self.config.redirect_to
 
+    @property
+    def compile_workers(self) -> CompileWorkers:
+        """The compile workers (``counts``: what they did; ``busy``)."""
+        return self._compilers
+
     def compile_off_loop(self, text: str) -> asyncio.Future:
         """Compile a long expression on a worker thread (``elvin.router.compiling``);
         the future gives a ``Registered`` or raises ``SubscriptionError``."""

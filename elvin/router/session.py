@@ -30,12 +30,16 @@ handled inside a ``try`` and an unexpected failure is logged and answered
 with a Nack (PROT_ERROR) when the packet had an xid.
 
 Fairness: the router's loop is shared, so a session's packets wait in its
-``_backlog`` (reading from that client paused) and the router's
-``fairness.Scheduler`` handles them a few at a time, in turn with the other
-busy sessions, a few milliseconds per loop turn. An expression longer than
-``OFF_LOOP_LENGTH`` characters (256) is compiled on the router's worker
-thread; until it is done the session's later packets wait, so replies still
-come in request order.
+backlog (``elvin.protocol.backlog``; reading from that client paused) and
+the router's ``fairness.Scheduler`` handles them a few at a time, in turn
+with the other busy sessions, within one budget per loop turn. An
+expression longer than ``OFF_LOOP_LENGTH`` characters (256) is compiled on
+the router's worker thread; until it is done the session's later packets
+wait, so replies still come in request order -- except TestConn, answered as
+it arrives (liveness never waits for work: a client with a short keepalive
+must not take a router busy with its own compile for dead). The compile
+belongs to the session: when the session is released it is cancelled, and
+its result, if it comes anyway, is dropped.
 
 SecRqst (7.4.8): adding a key that is already registered, or removing one
 that is not, is a protocol error, answered with KEY_EXISTS / NO_SUCH_KEY
@@ -52,7 +56,6 @@ import logging
 import socket
 import struct
 import time
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from elvin.errors import NackCode, ProtocolError, SubscriptionError
@@ -88,9 +91,10 @@ from elvin.protocol import (
     decode_packet,
     frame,
 )
+from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Violation
 from elvin.protocol.limits import FIELD_OPTIONS
 from elvin.protocol.xdr import decode_sub_add_rqst
-from elvin.router.fairness import BUDGET, QUANTUM
+from elvin.router.fairness import QUANTUM
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
     KeyError_,
@@ -121,15 +125,6 @@ _SUB_RPLY_ID = int(PacketId.SUB_RPLY)
 
 #: expressions longer than this (characters) compile on the worker thread
 OFF_LOOP_LENGTH = 256      # longer ones take 5-20 ms to compile: the worker does them
-
-
-class _Violation:
-    """A framing error found after frames still waiting in the backlog."""
-
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
 
 
 def _nack_value(value: Any) -> Any:
@@ -167,8 +162,8 @@ class Session:
         self._connect_timer = None
         self._close_timer = None
         self._released = False
-        self._backlog: deque = deque()     # packets (bodies) not handled yet
-        self._busy = False                 # an expression is compiling off the loop
+        #: packets not handled yet, and the compile they wait for
+        self._backlog = Backlog()
         self._reading_paused = {"backlog": False, "send": False}
 
     def __repr__(self) -> str:
@@ -219,28 +214,54 @@ class Session:
         if self.state is CLOSING or self.state is CLOSED:
             return
         backlog = self._backlog
+        bad = None
         try:
             bodies = self.decoder.feed_frames(data)
         except ProtocolError as exc:
-            backlog.extend(exc.frames)
-            backlog.append(_Violation(f"bad frame: {exc}"))
-        else:
-            backlog.extend(bodies)
+            bodies, bad = exc.frames, f"bad frame: {exc}"
+        if self.state is CONNECTED and TEST_CONN_BODY in bodies:
+            bodies = self._answer_liveness(bodies)
+        backlog.add(bodies)
+        if bad is not None:
+            backlog.violation(bad)
+        if backlog.busy:
+            # a compile runs: keep reading (a TestConn is answered as it
+            # comes) until too much is held behind it
+            self._pause_reading("backlog", backlog.full)
+            return
         scheduler = self.router.scheduler
-        if scheduler.idle and len(backlog) <= QUANTUM and not self._busy:
-            # nobody waits: no detour through the scheduler
-            if self.drain(QUANTUM, time.perf_counter() + BUDGET):
-                self._wake()            # out of time: the rest waits its turn
-        else:
-            self._wake()
+        if scheduler.idle and len(backlog) <= QUANTUM:
+            # nobody waits: no detour through the scheduler, within this
+            # loop turn's budget (shared with every other session's)
+            deadline = scheduler.turn_deadline()
+            if time.perf_counter() < deadline:
+                if self.drain(QUANTUM, deadline):
+                    self._wake()        # out of time: the rest waits its turn
+                return
+        self._wake()
+
+    def _answer_liveness(self, bodies: list[bytes]) -> list[bytes]:
+        """Answer each TestConn now, whatever waits before it: its ConfConn
+        has no xid, so no reply-order obligation (7.4.13). The rest, in order."""
+        kept = []
+        for body in bodies:
+            if body == TEST_CONN_BODY:
+                self._test_conn(None)
+            else:
+                kept.append(body)
+        return kept
 
     def _wake(self) -> None:
-        if self._backlog:
-            # paused even while a compile runs: else a client could stream
-            # packets into the backlog without bound during a long compile
-            self._pause_reading("backlog", True)
-            if not self._busy:
-                self.router.scheduler.wake(self, len(self._backlog) <= QUANTUM)
+        backlog = self._backlog
+        if not backlog:
+            return
+        if backlog.busy:
+            self._pause_reading("backlog", backlog.full)
+            return
+        # paused until its turn: else a client could stream packets into the
+        # backlog without bound
+        self._pause_reading("backlog", True)
+        self.router.scheduler.wake(self, len(backlog) <= QUANTUM)
 
     def drain(self, quantum: int, deadline: float) -> bool:
         """Handle up to ``quantum`` backlog packets, fewer if the clock
@@ -250,24 +271,27 @@ class Session:
         backlog = self._backlog
         clock = time.perf_counter
         for _ in range(quantum):
-            if not backlog or self._busy:
-                break
             if self.state is CLOSING or self.state is CLOSED:
                 backlog.clear()
                 break
-            body = backlog.popleft()
-            if type(body) is _Violation:
+            body = backlog.next()
+            if body is None:            # nothing waits, or a compile runs
+                break
+            if type(body) is Violation:
                 self._violation(body.reason)
                 backlog.clear()
                 break
             self._packet(body)
             if clock() > deadline:
                 break
-        more = bool(backlog) and self.state is not CLOSING and self.state is not CLOSED
-        if not more:
+        if self.state is CLOSING or self.state is CLOSED:
             backlog.clear()
+        if backlog.busy:
+            self._pause_reading("backlog", backlog.full)
+            return False
+        more = bool(backlog)
         self._pause_reading("backlog", more)
-        return more and not self._busy
+        return more
 
     def _pause_reading(self, why: str, on: bool) -> None:
         """Reading is paused while any reason holds (a backlog, a full send queue)."""
@@ -393,10 +417,12 @@ class Session:
 
     # -- closing -----------------------------------------------------------------------
     def _release(self) -> None:
-        """Forget this client's subscriptions and quenches (once)."""
+        """Forget this client's subscriptions and quenches, cancel its
+        compile and what waits for it (once)."""
         if self._released:
             return
         self._released = True
+        self._backlog.release()
         try:
             self.router.release(self)
         except Exception:
@@ -560,7 +586,7 @@ class Session:
         self.send(DisconnRply(p.xid))
         self.close_after_flush()
 
-    def _test_conn(self, p: TestConn) -> None:
+    def _test_conn(self, p: TestConn | None) -> None:
         if self.queue is not None:
             self.queue.push_conf_conn(_CONF_CONN)
 
@@ -612,12 +638,13 @@ class Session:
                 return
             then(compiled)
             return
-        self._busy = True
         future = self.router.compile_off_loop(expression)
+        self._backlog.start(future)     # cancelled if the session is released
         future.add_done_callback(lambda f: self._compiled(f, xid, expression, then))
 
     def _compiled(self, future, xid: int, expression: str, then) -> None:
-        self._busy = False
+        if not self._backlog.finish(future):
+            return                      # released (and cancelled): nothing to link in
         try:
             if self.state is not CONNECTED:
                 return

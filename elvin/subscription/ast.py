@@ -107,6 +107,23 @@ FUNCTION_NAMES: dict[Kind, str] = {
 }
 FUNCTION_KINDS: dict[str, Kind] = {name: kind for kind, name in FUNCTION_NAMES.items()}
 
+#: How each operator is written (the unary ones as messages name them): the
+#: one table the checker's messages and ``unparse`` share.
+OPERATOR_TEXT: dict[Kind, str] = {
+    Kind.OR: "||", Kind.XOR: "^^", Kind.AND: "&&", Kind.NOT: "!",
+    Kind.EQUALS: "==", Kind.NOT_EQUALS: "!=", Kind.LESS_THAN: "<",
+    Kind.LESS_THAN_EQUALS: "<=", Kind.GREATER_THAN: ">", Kind.GREATER_THAN_EQUALS: ">=",
+    Kind.BIT_OR: "|", Kind.BIT_XOR: "^", Kind.BIT_AND: "&", Kind.SHIFT_LEFT: "<<",
+    Kind.SHIFT_RIGHT: ">>", Kind.LOGICAL_SHIFT_RIGHT: ">>>", Kind.ADD: "+",
+    Kind.SUBTRACT: "-", Kind.MULTIPLY: "*", Kind.DIVIDE: "/", Kind.MODULO: "%",
+    Kind.UNARY_MINUS: "unary -", Kind.UNARY_PLUS: "unary +", Kind.BIT_NEGATE: "~",
+}
+
+
+def op_text(kind: Kind) -> str:
+    """An operator's or function's spelling (for messages)."""
+    return OPERATOR_TEXT.get(kind) or FUNCTION_NAMES.get(kind) or kind.name
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Node:

@@ -48,10 +48,12 @@ from functools import reduce
 
 from elvin.errors import SubscriptionError
 from elvin.subscription import runtime as rt
-from elvin.subscription.ast import FUNCTION_NAMES, LEAF_KINDS, Kind, Node
+from elvin.subscription.ast import FUNCTION_NAMES, LEAF_KINDS, Kind, Node, op_text
+from elvin.subscription.cancel import checkpoint
 from elvin.subscription.logic import and3, or3
 from elvin.subscription.parser import MAX_DEPTH
 from elvin.subscription.patterns import PatternError, compile_glob, compile_regex
+from elvin.subscription.unparse import unparse_brief
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
 
 __all__ = ["check", "fold", "validate_tree", "tree_depth", "TYPE_NAMES"]
@@ -84,16 +86,6 @@ STRING_PREDICATES = {Kind.FUNC_BEGINS_WITH, Kind.FUNC_CONTAINS, Kind.FUNC_ENDS_W
                      Kind.FUNC_WILDCARD, Kind.FUNC_REGEX}
 STRING_FUNCTIONS = {Kind.FUNC_FOLD_CASE: rt.fold_case, Kind.FUNC_DECOMPOSE: rt.decompose,
                     Kind.FUNC_DECOMPOSE_COMPAT: rt.decompose_compat}
-_OPS_TEXT = {
-    Kind.OR: "||", Kind.XOR: "^^", Kind.AND: "&&", Kind.NOT: "!",
-    Kind.EQUALS: "==", Kind.NOT_EQUALS: "!=", Kind.LESS_THAN: "<",
-    Kind.LESS_THAN_EQUALS: "<=", Kind.GREATER_THAN: ">", Kind.GREATER_THAN_EQUALS: ">=",
-    Kind.BIT_OR: "|", Kind.BIT_XOR: "^", Kind.BIT_AND: "&", Kind.SHIFT_LEFT: "<<",
-    Kind.SHIFT_RIGHT: ">>", Kind.LOGICAL_SHIFT_RIGHT: ">>>", Kind.ADD: "+",
-    Kind.SUBTRACT: "-", Kind.MULTIPLY: "*", Kind.DIVIDE: "/", Kind.MODULO: "%",
-    Kind.UNARY_MINUS: "unary -", Kind.UNARY_PLUS: "unary +", Kind.BIT_NEGATE: "~",
-}
-
 _BOTTOM = object()   # a constant whose value is bottom
 
 _DESCRIBE = {
@@ -101,10 +93,6 @@ _DESCRIBE = {
     STR: "a string", INT: "an integer", NUM: "a number",
     ANY: "an attribute value (of unknown type)",
 }
-
-
-def op_text(kind: Kind) -> str:
-    return _OPS_TEXT.get(kind) or FUNCTION_NAMES.get(kind) or kind.name
 
 
 _WORDS = {True: "true", False: "false", None: "bottom"}
@@ -183,7 +171,6 @@ class _Checker:
         return SubscriptionError(code, message, pos, self.text, full_args)
 
     def mismatch(self, node: Node, info: _Info, wanted: str, where: str) -> SubscriptionError:
-        from elvin.subscription.unparse import unparse_brief
         shown = unparse_brief(node)
         got = _DESCRIBE[info.type]
         hint = ""
@@ -205,7 +192,6 @@ class _Checker:
 
     def trivial(self, node: Node, info: _Info) -> SubscriptionError:
         """The whole expression is constant: say so, and where it comes from."""
-        from elvin.subscription.unparse import unparse_brief
         what = _WORDS.get(info.value, "bottom")  # type: ignore[arg-type]
         culprit, reason = info.why or (node, what)
         message = f"{unparse_brief(node)} is constant (always {what})"
@@ -233,6 +219,7 @@ class _Checker:
         if k in LEAF_KINDS:
             return self.leaf(node)
         if k in LOGICAL:
+            checkpoint()            # a long chain's check may be cancelled
             where = f"'{op_text(k)}'"
             return _fold_logical(node, k, [self.predicate(child, where)
                                            for child in node.children])
@@ -243,6 +230,7 @@ class _Checker:
                              info.why)
             return _Info(BOOL)
         if k in COMPARISONS:
+            checkpoint()
             return self.comparison(node)
         if k in BINARY_VALUE_OPS:
             return self.binary_value(node)
@@ -563,6 +551,7 @@ def _fold(node: Node) -> tuple[Node, bool]:
     k = node.kind
     if k in LEAF_KINDS:
         return node, k is not Kind.NAME
+    checkpoint()                    # a long expression's fold may be cancelled
     results = [_fold(c) for c in node.children]
     children = tuple(c for c, _ in results)
     consts = [is_const for _, is_const in results]

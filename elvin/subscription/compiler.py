@@ -43,6 +43,7 @@ import unicodedata
 
 from elvin.subscription import runtime as rt
 from elvin.subscription.ast import Kind, Node, flatten, name_equals_literals
+from elvin.subscription.cancel import checkpoint
 from elvin.subscription.checker import (
     BINARY_VALUE_OPS,
     COMPARISONS,
@@ -145,6 +146,7 @@ class _Gen:
         return name
 
     def hoist(self, body: str) -> str:
+        checkpoint()                # a long expression's code generation may be cancelled
         name = f"_h{len(self.helpers)}"
         self.helpers.append(f"def {name}(a):\n    return {body}\n")
         return f"{name}(a)"
@@ -510,7 +512,8 @@ def generate(tree: Node, unguarded: bool = False,
     defines ``_evaluate_raw(a)`` instead: the same without the exception net.
     ``matchers``, when given, receives ``{name: (kind, patterns)}`` for the
     regex() and wildcard() matchers in the namespace (``shapes`` turns them
-    into parameters of a shape's code).
+    into parameters of a shape's code). Each function takes the helpers it
+    calls as defaults of parameters after ``a`` (see ``_bind_helpers``).
     """
     parts, namespace = _generate(tree, unguarded, matchers)
     return "".join(parts), namespace
@@ -519,21 +522,22 @@ def generate(tree: Node, unguarded: bool = False,
 def _generate(tree: Node, unguarded: bool = False,
               matchers: dict[str, tuple[Kind, tuple]] | None = None
               ) -> tuple[list[str], dict[str, object]]:
-    """``generate``'s source as a list of function definitions."""
+    """``generate``'s source as a list of function definitions, each after
+    the helpers it calls."""
     gen = _Gen()
     if matchers is not None:
         gen.matchers = matchers
     t = gen.T(tree)
     f = gen.F(tree)
     if unguarded:
-        return [*gen.helpers, (
+        return _bind_helpers([*gen.helpers, (
             "def _evaluate_raw(a):\n"
             f"    if {t}:\n"
             "        return True\n"
             f"    if {f}:\n"
             "        return False\n"
-            "    return None\n")], gen.namespace
-    return [*gen.helpers, (
+            "    return None\n")]), gen.namespace
+    return _bind_helpers([*gen.helpers, (
         "def _matches(a):\n"
         "    try:\n"
         f"        return {t}\n"
@@ -547,31 +551,96 @@ def _generate(tree: Node, unguarded: bool = False,
         "            return False\n"
         "    except Exception:\n"
         "        pass\n"
-        "    return None\n")], gen.namespace
+        "    return None\n")]), gen.namespace
+
+
+_DEF = re.compile(r"^def (_\w+)\(a\):", re.MULTILINE)
+_HELPER_CALL = re.compile(r"\b(_h[0-9]+)\(a\)")
+
+
+def _bind_helpers(parts: list[str]) -> list[str]:
+    """The definitions ``parts`` (each ``def NAME(a):`` ...), each taking the
+    helpers it calls as parameter defaults (``def _h3(a, _h7=_h7):``) and
+    placed after them.
+
+    Why: a function found through its module's namespace (a global) lives in
+    the dict that is its own ``__globals__``, a reference cycle that only the
+    cyclic collector frees -- and elvind freezes what survives (gcpolicy), so
+    each replaced subscription's code stayed in memory until a full pass.
+    Bound as defaults, helpers are never looked up by name, so ``_define``
+    removes every generated function from the namespace and a predicate is
+    freed by its reference count the moment the engine drops it. (A default
+    is also a local variable: a little faster to call than a global.)"""
+    defs: dict[str, str] = {}
+    order: list[str] = []
+    for part in parts:
+        if not part:
+            continue
+        for piece in _split_defs(part):
+            name = _DEF.match(piece).group(1)  # type: ignore[union-attr]
+            defs[name] = piece
+            order.append(name)
+    out: list[str] = []
+    placed: set[str] = set()
+    for root in order:
+        # depth first, iteratively: a chain of helpers may be thousands deep
+        stack: list[tuple[str, list[str] | None]] = [(root, None)]
+        while stack:
+            name, calls = stack.pop()
+            if name in placed:
+                continue
+            if calls is None:
+                calls = sorted(set(_HELPER_CALL.findall(defs[name])) - {name})
+                stack.append((name, calls))
+                stack.extend((c, None) for c in calls if c not in placed)
+                continue
+            placed.add(name)
+            if calls:
+                bound = "".join(f", {c}={c}" for c in calls)
+                out.append(_DEF.sub(lambda m, b=bound: f"def {m.group(1)}(a{b}):",
+                                    defs[name], count=1))
+            else:
+                out.append(defs[name])
+    return out
+
+
+def _split_defs(part: str) -> list[str]:
+    """One part may define several functions (``_matches`` and ``_evaluate``)."""
+    starts = [m.start() for m in _DEF.finditer(part)]
+    return [part[a:b] for a, b in zip(starts, [*starts[1:], len(part)], strict=True)]
 
 
 def _define(parts: list[str], namespace: dict[str, object], filename: str) -> str:
     """Compile and run the definitions ``parts`` in ``namespace``, about
     ``_COMPILE_PIECE`` characters per ``compile`` call (each call holds the
-    GIL; between them another thread may run); returns the whole source."""
+    GIL; between them another thread may run); returns the whole source.
+    The functions are then taken out of ``namespace`` into ``namespace
+    ["__functions__"]`` (see ``_bind_helpers``): callers take theirs from there."""
+    before = set(namespace)
     piece: list[str] = []
     size = 0
     for part in parts:
         piece.append(part)
         size += len(part)
         if size >= _COMPILE_PIECE:
+            checkpoint()            # between pieces, a cancelled compile stops
             exec(compile("".join(piece), filename, "exec"), namespace)  # noqa: S102 -- ours
             piece, size = [], 0
     if piece:
         exec(compile("".join(piece), filename, "exec"), namespace)  # noqa: S102
+    functions = {name: namespace.pop(name) for name in set(namespace) - before
+                 if name != "__builtins__"}
+    namespace["__functions__"] = functions
     return "".join(parts)
 
 
 def build(tree: Node, filename: str = "<subscription>"):
-    """(matches, evaluate, source) for a checked, folded tree."""
+    """(matches, evaluate, source) for a checked, folded tree. The two
+    functions hold no reference cycle (see ``_bind_helpers``)."""
     parts, namespace = _generate(tree)
     source = _define(parts, namespace, filename)
-    return namespace["_matches"], namespace["_evaluate"], source
+    functions = namespace.pop("__functions__")
+    return functions["_matches"], functions["_evaluate"], source
 
 
 def build_unguarded(tree: Node):
@@ -579,5 +648,5 @@ def build_unguarded(tree: Node):
     there is nothing to catch."""
     parts, namespace = _generate(tree, unguarded=True)
     _define(parts, namespace, "<subscription>")
-    return namespace["_evaluate_raw"]
+    return namespace.pop("__functions__")["_evaluate_raw"]
 

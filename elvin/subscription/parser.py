@@ -52,6 +52,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
 from elvin.errors import SubscriptionError
 from elvin.subscription.ast import FUNCTION_KINDS, Kind, Node
+from elvin.subscription.cancel import checkpoint
 from elvin.values import INT32_MAX, INT64_MAX
 
 __all__ = ["MAX_DEPTH", "parse_tree", "unescape"]
@@ -221,6 +222,7 @@ class _Builder(Transformer):
         return _P(node, self._deeper(operand.depth + 1, pos), pos)
 
     def binary(self, children):
+        checkpoint()                # a long expression's parse may be cancelled
         left: _P = children[0]
         tok: Token = children[1]
         right: _P = children[2]

@@ -50,6 +50,7 @@ from lark import Token
 from elvin.errors import SubscriptionError
 from elvin.subscription.analysis import _literal_key, index_constraint, required_names
 from elvin.subscription.ast import LITERAL_KINDS, Kind, Node, names_in
+from elvin.subscription.cancel import checkpoint
 from elvin.subscription.checker import _Checker, check, fold
 from elvin.subscription.compiler import build, generate
 from elvin.subscription.parser import _Builder, parse_tree, unescape
@@ -290,8 +291,8 @@ def _code_template(tree: Node, slots: list[Node], classes: list[tuple]) -> _Code
     # the parameters become defaults of the functions, not closure cells: a
     # cell per parameter per subscription would cost 40 bytes each
     defaults = "".join(f", {name}={name}" for name in names)
-    source = re.sub(r"^def (\w+)\(a\):", lambda m: f"def {m.group(1)}(a{defaults}):", source,
-                    flags=re.MULTILINE)
+    source = re.sub(r"^def (\w+)\(a(?=[,)])", lambda m: f"def {m.group(1)}(a{defaults}",
+                    source, flags=re.MULTILINE)
     body = "".join("    " + line + "\n" for line in source.splitlines())
     factory = (f"def _make({', '.join(names)}):\n{body}"
                "    return _matches, _evaluate\n")
@@ -535,6 +536,7 @@ def compile_text(text: str) -> Registered:
     tree = parse_tree(text)
     check(tree, text)
     matches, evaluate, _source = build(fold(tree))
+    checkpoint()
     return Registered(text, tree, matches, evaluate)
 
 

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import math
 
-from elvin.subscription.ast import FUNCTION_NAMES, LITERAL_KINDS, Kind, Node
-from elvin.subscription.checker import _OPS_TEXT
+from elvin.subscription.ast import FUNCTION_NAMES, LITERAL_KINDS, OPERATOR_TEXT, Kind, Node
 
 __all__ = ["unparse", "unparse_brief", "quote_name", "quote_string", "format_real",
            "implicit_groupings"]
@@ -95,7 +94,7 @@ def _unparse(node: Node, top: bool) -> str:
     if k in FUNCTION_NAMES:
         args = ", ".join(_unparse(c, True) for c in node.children)
         return f"{FUNCTION_NAMES[k]}({args})"
-    op = _OPS_TEXT.get(k)
+    op = OPERATOR_TEXT.get(k)
     if op is None or len(node.children) < 2:
         raise ValueError(f"cannot unparse a {k.name} node with {len(node.children)} children")
     text = f" {op} ".join(_unparse(c, False) for c in node.children)

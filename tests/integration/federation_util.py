@@ -13,13 +13,16 @@
 
 ``federated_routers(n, links=None, filters=None, **settings)`` starts ``n``
 ``EmbeddedRouter``s with router domains ``r0``..``r{n-1}``. ``links`` is a
-list of ``(a, b)`` pairs with ``a > b``: router ``a`` dials router ``b``
-(default: the chain ``(1, 0), (2, 1), ...``). Every router accepts exactly
+list of ``(a, b)`` pairs: router ``a`` dials router ``b`` (default: the
+chain ``(1, 0), (2, 1), ...``; with a pair ``a < b`` every router listens
+on a port chosen beforehand, so that ``a`` knows where ``b`` will be). Every router accepts exactly
 the routers that dial it. ``filters[(a, b)]`` may give ``a_out``, ``a_in``,
 ``b_out``, ``b_in`` (True, False or an expression) for that link; the
 default lets everything through. ``fed_listen`` is the URL every router
 listens on (``ewaf:1.0/ssl,none,xdr/127.0.0.1:0`` for TLS links, with
-``router_settings`` giving ``tls_cert``/``tls_key``). ``settings`` go to every router's
+``router_settings`` giving ``tls_cert``/``tls_key``). ``per_router_routing``
+gives some routers another ``routing`` (``{2: "flood"}``: r2 does not take
+part in learning the topology). ``settings`` go to every router's
 ``FederationConfig`` (``debounce``, ``reconnect_min``...), so the tests run
 with a small debounce and fast reconnects.
 """
@@ -33,11 +36,12 @@ from typing import Any
 from elvin.federation.config import AcceptSpec, ConnectSpec, FederationConfig
 from elvin.router.config import RouterConfig
 from elvin.router.embedded import EmbeddedRouter
+from tests.integration.process_util import free_port
 from tests.waiting import wait_until
 
-__all__ = ["RawFederator", "RawListener", "fed_stats", "federated_routers", "link_stats",
-           "linked_domains", "remote_pull", "single_router",
-           "stop_all", "wait_linked"]
+__all__ = ["RawFederator", "RawListener", "agreed_topology", "fed_stats", "federated_routers",
+           "link_stats", "linked_domains", "remote_pull", "single_router",
+           "stop_all", "wait_agreed", "wait_linked"]
 
 FAST = {"debounce": 0.01, "reconnect_min": 0.05, "reconnect_max": 0.5}
 
@@ -46,14 +50,23 @@ def federated_routers(n: int, links: Iterable[tuple[int, int]] | None = None,
                       filters: Mapping[tuple[int, int], Mapping[str, Any]] | None = None,
                       router_settings: Mapping[str, Any] | None = None,
                       fed_listen: str = "ewaf://127.0.0.1:0",
+                      per_router_routing: Mapping[int, str] | None = None,
                       **settings: Any) -> list[EmbeddedRouter]:
     links = list(links) if links is not None else [(i, i - 1) for i in range(1, n)]
     filters = filters or {}
     fed_settings = {**FAST, **settings}
     for a, b in links:
-        if not a > b:
-            raise ValueError(f"link {(a, b)}: the dialling router must come later (a > b)")
+        if a == b or not (0 <= a < n and 0 <= b < n):
+            raise ValueError(f"link {(a, b)}: not a link between two of the {n} routers")
+    # a router that dials one started after it needs that one's port now
+    ports = ([free_port() for _ in range(n)] if any(a < b for a, b in links) else None)
     routers: list[EmbeddedRouter] = []
+
+    def url(b: int) -> str:
+        if ports is None:
+            return routers[b].federation_urls[0]
+        return fed_listen.replace(":0", f":{ports[b]}")
+
     try:
         for i in range(n):
             connect = []
@@ -61,14 +74,18 @@ def federated_routers(n: int, links: Iterable[tuple[int, int]] | None = None,
             for a, b in links:
                 f = filters.get((a, b), {})
                 if a == i:
-                    connect.append(ConnectSpec(routers[b].federation_urls[0], router=f"r{b}",
+                    connect.append(ConnectSpec(url(b), router=f"r{b}",
                                                outgoing=f.get("a_out", True),
                                                incoming=f.get("a_in", True)))
                 elif b == i:
                     accept.append(AcceptSpec(f"r{a}", outgoing=f.get("b_out", True),
                                              incoming=f.get("b_in", True)))
-            fed = FederationConfig(router_domain=f"r{i}", listen=[fed_listen],
-                                   connect=connect, accept=accept, **fed_settings)
+            listen = fed_listen if ports is None else fed_listen.replace(":0", f":{ports[i]}")
+            mine = dict(fed_settings)
+            if per_router_routing and i in per_router_routing:
+                mine["routing"] = per_router_routing[i]
+            fed = FederationConfig(router_domain=f"r{i}", listen=[listen],
+                                   connect=connect, accept=accept, **mine)
             config = RouterConfig(federation=fed, discovery=False,
                                   **dict(router_settings or {}))
             routers.append(EmbeddedRouter(config=config).start())
@@ -128,10 +145,65 @@ def expected_links(routers: list[EmbeddedRouter],
 
 def wait_linked(routers: list[EmbeddedRouter], links: Iterable[tuple[int, int]] | None = None,
                 timeout: float = 10.0) -> None:
-    """Block until every router has exactly its configured links up."""
+    """Block until every router has exactly its configured links up and the
+    routers that learn the topology agree on it (notifications published
+    from then on follow the trees of all those links)."""
+    links = list(links) if links is not None else None
     want = expected_links(routers, links)
     wait_until(lambda: all(linked_domains(r) == want[i] for i, r in enumerate(routers)),
                timeout, what=f"federation links {want}")
+    wait_agreed(routers, links, timeout)
+
+
+def agreed_topology(router: EmbeddedRouter) -> tuple[str, frozenset[tuple[str, str]]] | None:
+    """``(digest, {(a, b), ...})`` of the graph the router routes its own
+    notifications by (its undirected links); None when it floods."""
+    graph = _confirmed(router)
+    if graph is None:
+        return None
+    return graph.digest, frozenset(tuple(sorted((e.source, e.target)))  # type: ignore[misc]
+                                   for e in graph.edges)
+
+
+def _confirmed(router: EmbeddedRouter) -> Any:
+    def get() -> Any:
+        service = router.router.federation  # type: ignore[union-attr]
+        view = service.topology if service is not None else None
+        return view.confirmed if view is not None else None
+    return router.call(get)
+
+
+def wait_agreed(routers: list[EmbeddedRouter], links: Iterable[tuple[int, int]] | None = None,
+                timeout: float = 10.0) -> None:
+    """Block until every router that learns the topology routes by a graph
+    with all of its own links, and routers that see each other in their
+    graphs route by the same one."""
+    n = len(routers)
+    links = list(links) if links is not None else [(i, i - 1) for i in range(1, n)]
+    want = expected_links(routers, links)
+    learning = {f"r{i}": r for i, r in enumerate(routers)
+                if r.router.config.federation.routing == "trees"}  # type: ignore[union-attr]
+
+    def agreed() -> bool:
+        graphs = {name: _confirmed(r) for name, r in learning.items()}
+        for i in range(n):
+            name = f"r{i}"
+            graph = graphs.get(name)
+            if name not in learning:
+                continue
+            if graph is None or not want[i] <= set(graph.nodes):
+                return False
+            if not {peer for peer in want[i] if peer in learning} <= graph.participants:
+                return False
+            for other in graph.participants:
+                if other in graphs and (graphs[other] is None
+                                        or graphs[other].digest != graph.digest):
+                    return False
+        return True
+
+    if learning:
+        wait_until(agreed, timeout, what="the routers agreeing on the topology "
+                   f"({', '.join(learning)})")
 
 
 class RawFederator:

@@ -151,9 +151,12 @@ async def test_incoming_filter_drops_what_a_peer_sends_regardless():
         stop_all(routers)
 
 
-async def test_a_loop_in_the_configuration_does_not_loop_notifications():
+async def test_a_loop_does_not_loop_notifications_with_routing_lists_alone():
+    """routing = "flood": the protocol as written (Avis, older elvind), where
+    routing lists stop loops but not duplicates (test_federation_topologies
+    has the trees, which stop both)."""
     links = [(1, 0), (2, 1), (2, 0)]          # a triangle: not a spanning tree
-    routers = federated_routers(3, links=links)
+    routers = federated_routers(3, links=links, routing="flood")
     try:
         wait_linked(routers, links)
         r0, r1, r2 = routers

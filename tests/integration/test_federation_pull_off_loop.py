@@ -30,7 +30,7 @@ def huge_term(n: int = 20_000) -> Node:
 def compiling(router, domain: str) -> bool:
     def get() -> bool:
         link = router.router.federation.link_for(domain)
-        return link is not None and link._replace_task is not None
+        return link is not None and link.compiling
     return router.call(get)
 
 

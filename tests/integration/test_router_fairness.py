@@ -121,12 +121,14 @@ async def test_a_huge_subscription_is_hashed_and_analysed_off_the_loop(router, m
 
     client = await RawClient.connected(router.port, {"Subscription.Max-Length": MAX_LENGTH})
     # value-indexed (one attribute, many constants)
-    added = await client.request(SubAddRqst(client.xid(), huge_expression(MAX_LENGTH)))
+    # (a 256 KiB compile takes seconds, more on a loaded machine)
+    added = await client.request(SubAddRqst(client.xid(), huge_expression(MAX_LENGTH)),
+                                 timeout=120)
     assert isinstance(added, SubRply)
     # filed under one name per operand (every operand its own attribute)
     spread = " || ".join(f"Attr{i} == {i}" for i in range(MAX_LENGTH // 24))
     modified = await client.request(SubModRqst(client.xid(), added.subscription_id,
-                                               spread, True))
+                                               spread, True), timeout=120)
     assert isinstance(modified, SubRply)
     assert threads, "the huge trees were never analysed"
     assert all(name.startswith("elvind-compile") for name in threads), set(threads)

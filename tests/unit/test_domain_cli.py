@@ -85,6 +85,8 @@ def test_check_a_good_file(good, capsys):
     assert err == ""
     assert f"{good}: event domain 'acme' is valid" in out
     assert "QoS: cycles forbid, diamonds forbid" in out
+    assert "cycles forbidden: a link that closes a loop is refused" in out
+    assert "dead router or link cuts the domain in two" in out
     assert "0  hub  ewaf://hub.example.com:2916" in out
     assert "[default supplier, default consumer]" in out
     assert "hub -> edge1  (outgoing: require(News); incoming: everything)" in out
@@ -110,6 +112,10 @@ def test_check_lists_cycles_when_allowed(cyclic, capsys):
     out = capsys.readouterr().out
     assert "Cycles (1):\n  a -> b -> c -> a" in out
     assert "a: b, c" in out
+    meaning = " ".join(out.split())            # the explanation is wrapped
+    assert "cycles allowed: redundant paths. Every notification still reaches every " \
+        "subscriber once" in meaning
+    assert "routing = \"trees\"" in meaning and "diamonds forbidden" in meaning
 
 
 def test_apply_writes_one_fragment_per_router(good, tmp_path, capsys):

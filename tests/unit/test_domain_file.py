@@ -298,8 +298,14 @@ def test_a_two_way_pair_gets_one_connection(tmp_path):
     got = flows(topo, frags)
     assert set(got) == {(link.source.name, link.target.name) for link in topo.domain.links}
     assert [c["router"] for c in frags["b"]["connect"]] == ["a", "c"]   # b dials a: first link
-    assert frags["lonely"] == {"router_domain": "lonely",
+    # redundant paths: every fragment asks for the shortest-path trees
+    assert frags["lonely"] == {"router_domain": "lonely", "routing": "trees",
                                "listen": "ewaf://lonely.example.com:2916"}
+
+
+def test_a_domain_with_a_single_path_leaves_routing_alone(tmp_path):
+    topo = load_topology(write(tmp_path, routers("a", "b") + links("a>b")))
+    assert all("routing" not in frag for frag in fragments(topo).values())
 
 
 @given(st.text())

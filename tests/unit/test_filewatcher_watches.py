@@ -217,3 +217,36 @@ async def test_rescan_reports_unhandled_changes_only(tmp_path):
     assert all(e.rescan for e in events)
     # the fresh snapshot is the new baseline
     assert await snaps.rescan([key]) == []
+
+
+@linux_only
+async def test_stop_waits_for_an_apply_in_flight_and_nothing_outlives_it(tmp_path):
+    """The daemon stops while a re-plan schedules hundreds of watches on a
+    thread (and the re-plan is cancelled, as ``FileWatcher.close`` does):
+    ``stop`` waits for it, so no kernel watch and no observer thread is left
+    behind, and a later ``apply`` does nothing."""
+    import asyncio
+    import threading
+
+    count = 150         # past the usual 128 inotify instances: some are polled
+    for i in range(count):
+        (tmp_path / f"d{i}").mkdir()
+    threads_before = set(threading.enumerate())
+    before = inotify_watch_count()
+    manager = WatchManager(lambda batch: None, max_watches=1000, poll_interval=0.1)
+    manager.start()
+    root = str(tmp_path)
+    wanted = plan([f(f"{root}/d{i}/x") for i in range(count)], [root])
+    applying = asyncio.ensure_future(manager.apply(wanted))
+    await until(lambda: inotify_watch_count() > before, what="scheduling to start",
+                interval=0.001)
+    applying.cancel()
+    await manager.stop()
+    await asyncio.gather(applying, return_exceptions=True)
+    assert await manager.apply(wanted) == ([], [])
+    await until(lambda: inotify_watch_count() == before, what="every kernel watch to go")
+    # (asyncio's own executor threads, which ran the scheduling, stay for reuse)
+    await until(lambda: not [t for t in threading.enumerate()
+                             if t not in threads_before and t.is_alive()
+                             and not t.name.startswith("asyncio_")],
+                what="every observer thread to end")

@@ -89,3 +89,62 @@ async def test_a_burst_is_handled_a_bigger_batch_per_turn():
     assert quanta[0] == ("one", QUANTUM)
     assert quanta[1:] == [("burst", BURST_QUANTUM)] * -(-100 // BURST_QUANTUM)
     assert BURST_QUANTUM > QUANTUM
+
+
+def _spin(seconds: float) -> None:
+    """Handling a packet costs the loop this long (a busy wait: real CPU)."""
+    import time
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+class Costly(Session):
+    """Each packet costs ``cost`` seconds of the loop, and a session stops
+    early once its deadline passes (as a router session does)."""
+
+    def __init__(self, packets: int, cost: float) -> None:
+        super().__init__(packets)
+        self.cost = cost
+
+    def drain(self, quantum: int, deadline: float) -> bool:
+        import time
+        for _ in range(min(quantum, self.packets)):
+            _spin(self.cost)
+            self.packets -= 1
+            self.handled += 1
+            if time.perf_counter() > deadline:
+                break
+        return self.packets > 0
+
+
+async def test_a_steady_stream_of_light_sessions_does_not_starve_a_burst():
+    """Light sessions keep arriving, each turn more than a budget's worth of
+    them: the burst in the round robin is still served, within a few turns."""
+    from elvin.router.fairness import BUDGET
+
+    scheduler = Scheduler(asyncio.get_running_loop())
+    burst = Costly(1000, 0.0001)
+    scheduler.wake(burst, short=False)
+    turns = 0
+    while burst.handled == 0 and turns < 200:
+        # more light work than one turn's budget, every turn
+        for _ in range(int(2 * BUDGET / 0.0005) + 1):
+            scheduler.wake(Costly(1, 0.0005), short=True)
+        await asyncio.sleep(0)
+        turns += 1
+    assert burst.handled > 0, f"the burst was not served in {turns} turns"
+    assert turns <= 10, turns       # AGE_TURNS (4), and a turn or two of slack
+
+
+async def test_one_loop_turn_shares_one_budget():
+    """Every session handling packets in one loop turn shares one deadline:
+    the fast path of a dozen sessions cannot take a dozen budgets."""
+    from elvin.router.fairness import BUDGET
+
+    scheduler = Scheduler(asyncio.get_running_loop())
+    first = scheduler.turn_deadline()
+    _spin(BUDGET / 4)
+    assert scheduler.turn_deadline() == first           # the same turn
+    await asyncio.sleep(0)
+    assert scheduler.turn_deadline() > first            # a new turn, a new budget

@@ -1,0 +1,543 @@
+"""The federation's topology as a router that takes part sees it, and the
+shortest-path trees notifications follow over it (sans-IO).
+
+Why: the Elvin Federation Protocol stops loops with routing lists, not
+duplicates. On a cycle every router floods, so every subscriber gets a
+notification once per path. Routers that take part learn the topology and
+forward each notification only along the shortest-path tree rooted at the
+router where it entered the federation (its *origin*: the last domain of the
+routing list, since routers prepend their domain, as Avis does). Every router
+computes the same tree, so each router gets each notification exactly once:
+reverse-path forwarding, as multicast routing and PADRES's cyclic overlays do.
+
+Announcements (link-state, ``Announcement``): each taking part router
+announces its links (peer, whether the peer takes part, and this router's
+outgoing and incoming filter for the link), a sequence number that only grows
+(microseconds since the epoch at start, then +1), and the digests of the
+graphs it holds. ``TopologyView.receive`` keeps the newest announcement of
+each router; the federation service floods the new ones to the other taking
+part peers.
+
+The graph (``Graph``) is computed from the announcements, from this router
+outwards, so that stale announcements of routers that went away do not
+matter:
+
+* a router *takes part* when it has an announcement and some neighbour that
+  also takes part lists it as taking part (a router restarted without taking
+  part is then no longer taken for one);
+* a link between two taking part routers counts when both list it, each
+  saying the other takes part;
+* a link to a router that does not take part (Avis, an older ``elvind``) counts
+  when the taking part end lists it as such; what that router does on its other
+  links is unknown, and it is assumed to pass everything;
+* a directed edge ``a -> b`` carries a notification when ``a``'s outgoing
+  filter and ``b``'s incoming filter for the link both let it through, so a
+  tree depends on the notification only through the filtered links (usually
+  none, then one tree per origin).
+
+Trees (``Graph.tree``): breadth-first from the origin over the edges that
+carry the notification; a router's parent is, among its neighbours one step
+closer to the origin, the one whose domain sorts first. Deterministic, so all
+routers holding the same graph agree.
+
+Agreement: a graph is named by its ``digest``. Each router keeps the last
+``HISTORY`` graphs it computed and announces their digests; a graph is
+*confirmed* at a router once every taking part router in it has announced
+holding it. The origin routes a notification by its newest confirmed graph
+and stamps the digest into the routing list (``stamp``), and every router on
+the way routes by that same graph: when the topology changes (a router dies
+or comes back), each notification still follows exactly one tree that every
+router on it knows, so the switch to the new trees loses and duplicates
+nothing. The stamp is one extra routing list entry that no router domain has
+(``STAMP_PREFIX``): routers that do not take part carry it along like any
+domain, which the protocol allows (they only look for their own domain).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from elvin.errors import SubscriptionError
+from elvin.subscription.ast import Kind, Node, const, name, op
+
+__all__ = ["ANNOUNCEMENT_ATTR", "HISTORY", "STAMP_PREFIX", "Announcement", "BadAnnouncement",
+           "Graph", "LinkState", "Route", "TopologyView", "compute_graph", "decode_announcement",
+           "encode_announcement", "split_markers", "split_routing", "with_marker"]
+
+#: the one attribute of a FedNotify that carries an announcement; a
+#: notification of a client that has it is never forwarded by a router that
+#: takes part (it would read as an announcement at the next router)
+ANNOUNCEMENT_ATTR = "Elvin-Federation-Topology"
+#: the routing list entry that names the graph a notification is routed by
+#: (no router domain starts so: ``FederationConfig`` refuses one that does)
+STAMP_PREFIX = "@spt1:"
+#: graphs a router keeps (and announces) so that notifications stamped with
+#: a graph it has just replaced still find their tree
+HISTORY = 8
+#: announcements larger than this are refused (a 16-router mesh is ~2 KiB)
+MAX_LINKS = 1024
+MAX_FILTER_TEXT = 4096
+
+FilterText = bool | str           # True, False or a subscription expression
+
+
+class BadAnnouncement(ValueError):
+    """An announcement that does not decode (the message says what is wrong)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkState:
+    peer: str
+    participant: bool             # the peer takes part (said so in its pull filter)
+    outgoing: FilterText = True   # this router's filter on what it sends to the peer
+    incoming: FilterText = True   # ... and on what it accepts from the peer
+
+
+@dataclass(frozen=True, slots=True)
+class Announcement:
+    router: str
+    sequence: int
+    links: tuple[LinkState, ...] = ()
+    held: tuple[str, ...] = ()
+
+    def link(self, peer: str) -> LinkState | None:
+        for state in self.links:
+            if state.peer == peer:
+                return state
+        return None
+
+
+def encode_announcement(a: Announcement) -> dict[str, Any]:
+    """The FedNotify attributes of an announcement."""
+    body = {"v": 1, "router": a.router, "seq": a.sequence, "held": list(a.held),
+            "links": [[s.peer, s.participant, s.outgoing, s.incoming] for s in a.links]}
+    return {ANNOUNCEMENT_ATTR: json.dumps(body, separators=(",", ":"), sort_keys=True)}
+
+
+def decode_announcement(attrs: Mapping[str, Any]) -> Announcement:
+    """``BadAnnouncement`` for anything but what ``encode_announcement`` makes."""
+    text = attrs.get(ANNOUNCEMENT_ATTR)
+    if not isinstance(text, str) or len(attrs) != 1:
+        raise BadAnnouncement(f"{ANNOUNCEMENT_ATTR} must be the only attribute, a string")
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        raise BadAnnouncement(f"not JSON: {exc}") from None
+    if not isinstance(body, dict) or body.get("v") != 1:
+        raise BadAnnouncement("not a version 1 announcement")
+    router, seq, held, links = (body.get(k) for k in ("router", "seq", "held", "links"))
+    if not isinstance(router, str) or not router:
+        raise BadAnnouncement("router must be a non-empty string")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+        raise BadAnnouncement("seq must be a non-negative integer")
+    if not isinstance(held, list) or len(held) > 4 * HISTORY or \
+            not all(isinstance(d, str) and len(d) <= 64 for d in held):
+        raise BadAnnouncement("held must be a short list of digests")
+    if not isinstance(links, list) or len(links) > MAX_LINKS:
+        raise BadAnnouncement(f"links must be a list of at most {MAX_LINKS}")
+    states = []
+    for entry in links:
+        if not (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[0], str)
+                and entry[0] and isinstance(entry[1], bool)
+                and all(_filter_ok(f) for f in entry[2:])):
+            raise BadAnnouncement(f"bad link entry {str(entry)[:80]}")
+        states.append(LinkState(entry[0], entry[1], entry[2], entry[3]))
+    states.sort(key=lambda s: s.peer)
+    return Announcement(router, seq, tuple(states), tuple(held))
+
+
+def _filter_ok(f: Any) -> bool:
+    return isinstance(f, bool) or (isinstance(f, str) and len(f) <= MAX_FILTER_TEXT)
+
+
+def split_routing(routing: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """``(origin, digest)`` of a routing list (the digest None when not
+    stamped; the origin None for an empty or malformed list)."""
+    if not routing:
+        return None, None
+    last = routing[-1]
+    if last.startswith(STAMP_PREFIX):
+        if len(routing) < 2:
+            return None, None
+        return routing[-2], last[len(STAMP_PREFIX):]
+    return last, None
+
+
+# -- taking part, said in the pull filter ----------------------------------------------
+# A router that takes part adds the term ``Elvin-Federation-Topology == "its
+# domain"`` to every pull filter it sends: it asks for announcements, which is
+# what the pull filter is for, and no notification of a client matches it
+# (announcements never reach clients and a client's notification that names
+# the attribute is not forwarded). A peer whose pull filter has the term with
+# its own domain takes part; routers that don't take part may pass the terms
+# of others on in their own pull filters (the protocol's union of
+# subscriptions), which is why the domain must be the sender's.
+
+def _marker(domain: str) -> Node:
+    return op(Kind.EQUALS, name(ANNOUNCEMENT_ATTR), const(Kind.STRING, domain))
+
+
+def _marker_domain(term: Node) -> str | None:
+    if term.kind is Kind.EQUALS and len(term.children) == 2:
+        left, right = term.children
+        if left.kind is Kind.NAME and left.value == ANNOUNCEMENT_ATTR and \
+                right.kind is Kind.STRING:
+            return right.value  # type: ignore[return-value]
+    return None
+
+
+def with_marker(pull: Node | bool, domain: str, true_ast: Node) -> Node:
+    """``pull`` OR the marker of ``domain`` (TRUE travels as ``true_ast``)."""
+    marker = _marker(domain)
+    if pull is False:
+        return marker
+    if pull is True:
+        terms: tuple[Node, ...] = (true_ast,)
+    else:
+        terms = pull.children if pull.kind is Kind.OR else (pull,)
+    return op(Kind.OR, *terms, marker)
+
+
+def split_markers(pull: Node | bool, true_ast: Node) -> tuple[Node | bool, frozenset[str]]:
+    """``(pull without marker terms, the domains they name)``."""
+    if pull is True or pull is False:
+        return pull, frozenset()
+    terms = pull.children if pull.kind is Kind.OR else (pull,)
+    domains = {d for d in map(_marker_domain, terms) if d is not None}
+    if not domains:
+        return pull, frozenset()
+    rest = [t for t in terms if _marker_domain(t) is None]
+    if not rest:
+        return False, frozenset(domains)
+    if len(rest) == 1:
+        return (True if rest[0] == true_ast else rest[0]), frozenset(domains)
+    return op(Kind.OR, *rest), frozenset(domains)
+
+
+_filters: dict[str, Callable[[Mapping], bool] | None] = {}
+
+
+def _compiled(text: str) -> Callable[[Mapping], bool] | None:
+    """The matcher of a filter another router announced (None if this router
+    cannot compile it: the edge then carries nothing, at every router)."""
+    try:
+        return _filters[text]
+    except KeyError:
+        pass
+    from elvin.federation.config import Filter
+
+    try:
+        matcher: Callable[[Mapping], bool] | None = Filter(text).matches
+    except (SubscriptionError, ValueError, TypeError):
+        matcher = None
+    if len(_filters) > 4096:
+        _filters.clear()
+    _filters[text] = matcher
+    return matcher
+
+
+@dataclass(frozen=True, slots=True)
+class _Edge:
+    source: str
+    target: str
+    filters: tuple[str, ...]      # expressions that must all match (none: everything)
+
+
+@dataclass
+class Graph:
+    """One computed topology: nodes, directed edges, who takes part."""
+
+    nodes: tuple[str, ...]
+    participants: frozenset[str]
+    edges: tuple[_Edge, ...]
+    digest: str = ""
+    stamp: str = ""                   # the routing list entry naming this graph
+    _out: dict[str, list[_Edge]] = field(default_factory=dict, repr=False)
+    _filtered: tuple[_Edge, ...] = field(default=(), repr=False)
+    _trees: dict[tuple[str, tuple[bool, ...]], dict[str, str]] = field(
+        default_factory=dict, repr=False)
+    _routes: dict[tuple[str, str, tuple[bool, ...]], Route] = field(
+        default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        canonical = json.dumps([sorted(self.nodes), sorted(self.participants),
+                                sorted([e.source, e.target, list(e.filters)]
+                                       for e in self.edges)], separators=(",", ":"))
+        self.digest = hashlib.sha1(canonical.encode()).hexdigest()[:16]
+        self.stamp = STAMP_PREFIX + self.digest
+        for edge in sorted(self.edges, key=lambda e: (e.source, e.target)):
+            self._out.setdefault(edge.source, []).append(edge)
+        self._filtered = tuple(e for e in sorted(self.edges, key=lambda e: (e.source, e.target))
+                               if e.filters)
+
+    def tree(self, origin: str, attrs: Mapping[str, Any] | None = None) -> dict[str, str]:
+        """``{router: parent}`` of the shortest-path tree rooted at ``origin``
+        for a notification with ``attrs`` (the origin maps to itself; routers
+        it cannot reach are absent). ``attrs`` None: every edge carries it."""
+        mask = self._mask(attrs)
+        key = (origin, mask)
+        tree = self._trees.get(key)
+        if tree is None:
+            tree = self._build(origin, mask)
+            if len(self._trees) > 4096:
+                self._trees.clear()
+            self._trees[key] = tree
+        return tree
+
+    def _mask(self, attrs: Mapping[str, Any] | None) -> tuple[bool, ...]:
+        if not self._filtered:
+            return ()
+        if attrs is None:
+            return (True,) * len(self._filtered)
+        return tuple(_passes(edge, attrs) for edge in self._filtered)
+
+    def _build(self, origin: str, mask: tuple[bool, ...]) -> dict[str, str]:
+        if origin not in self.nodes:
+            return {}
+        blocked = {(e.source, e.target) for e, ok in zip(self._filtered, mask, strict=True)
+                   if not ok}
+        parent = {origin: origin}
+        layer = [origin]
+        while layer:
+            found: dict[str, str] = {}
+            for node in layer:                     # sorted: the first parent found wins
+                for edge in self._out.get(node, ()):
+                    target = edge.target
+                    if target in parent or target in found or \
+                            (edge.source, target) in blocked:
+                        continue
+                    found[target] = node
+            parent.update(found)
+            layer = sorted(found)
+        return parent
+
+    def route(self, origin: str, router: str, attrs: Mapping[str, Any] | None = None,
+              ) -> Route:
+        """How a notification from ``origin`` with ``attrs`` goes on at
+        ``router``: its parent and children in the tree (``Route.graph``
+        None if ``router`` is not in it). Cached: the forwarding path asks
+        this for every notification."""
+        key = (origin, router, self._mask(attrs) if self._filtered else ())
+        try:
+            return self._routes[key]
+        except KeyError:
+            pass
+        tree = self.tree(origin, attrs)
+        if router in tree:
+            children = tuple(sorted(node for node, up in tree.items()
+                                    if up == router and node != router))
+            route = Route(self, origin, tree[router] if origin != router else None, children)
+        else:
+            route = Route(None, origin)
+        if len(self._routes) > 4096:
+            self._routes.clear()
+        self._routes[key] = route
+        return route
+
+
+def _passes(edge: _Edge, attrs: Mapping[str, Any]) -> bool:
+    for text in edge.filters:
+        matcher = _compiled(text)
+        if matcher is None or not matcher(attrs):
+            return False
+    return True
+
+
+def compute_graph(me: str, announcements: Mapping[str, Announcement]) -> Graph:
+    """The graph ``me`` sees: the connected part around it (see the module
+    docstring for which routers take part and which links count)."""
+    def lists_as_participant(a: str, b: str) -> bool:
+        ann = announcements.get(a)
+        state = ann.link(b) if ann is not None else None
+        return state is not None and state.participant
+
+    def takes_part(router: str) -> bool:
+        ann = announcements.get(router)
+        return ann is not None and any(
+            s.participant and lists_as_participant(s.peer, router) for s in ann.links)
+
+    participant_cache: dict[str, bool] = {}
+
+    def part(router: str) -> bool:
+        if router not in participant_cache:
+            participant_cache[router] = router == me and router in announcements \
+                or takes_part(router)
+        return participant_cache[router]
+
+    if me not in announcements:
+        return Graph((me,), frozenset({me}), ())
+    edges: list[_Edge] = []
+    seen = {me}
+    queue = [me]
+    while queue:
+        node = queue.pop()
+        if not part(node):
+            continue          # what a router that doesn't take part links to is unknown
+        for state in announcements[node].links:
+            peer = state.peer
+            if state.participant:
+                if not part(peer):
+                    continue
+                back = announcements[peer].link(node)
+                if back is None or not back.participant:
+                    continue
+                out_f = _edge_filters(state.outgoing, back.incoming)
+                in_f = _edge_filters(back.outgoing, state.incoming)
+            else:
+                if part(peer):
+                    continue            # the two ends disagree: until they agree, no link
+                out_f = _edge_filters(state.outgoing, True)
+                in_f = _edge_filters(True, state.incoming)
+            # a link between two taking part routers is seen from both ends,
+            # with the same filters: ``unique`` keeps one of each edge
+            if out_f is not None:
+                edges.append(_Edge(node, peer, out_f))
+            if in_f is not None:
+                edges.append(_Edge(peer, node, in_f))
+            if peer not in seen:
+                seen.add(peer)
+                queue.append(peer)
+    unique = {(e.source, e.target): e for e in edges}
+    nodes = tuple(sorted(seen))
+    return Graph(nodes, frozenset(n for n in nodes if part(n)), tuple(unique.values()))
+
+
+def _edge_filters(outgoing: FilterText, incoming: FilterText) -> tuple[str, ...] | None:
+    """The filters a directed edge applies; None if it carries nothing."""
+    if outgoing is False or incoming is False:
+        return None
+    return tuple(f for f in (outgoing, incoming) if isinstance(f, str))
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """How one notification travels at this router. ``graph`` None: the
+    protocol's own rules (routing lists only), for an origin this router
+    cannot place in a confirmed graph."""
+
+    graph: Graph | None
+    origin: str
+    parent: str | None = None         # the neighbour it must come from
+    children: tuple[str, ...] = ()    # the neighbours it goes on to
+
+    @property
+    def stamp(self) -> str | None:
+        return self.graph.stamp if self.graph is not None else None
+
+
+class TopologyView:
+    """One router's announcements, graphs and the routes they give."""
+
+    def __init__(self, me: str, clock: Callable[[], float] = time.time) -> None:
+        self.me = me
+        self.announcements: dict[str, Announcement] = {}
+        self.graphs: OrderedDict[str, Graph] = OrderedDict()   # held, oldest first
+        self._sequence = int(clock() * 1e6)
+        self._links: tuple[LinkState, ...] = ()
+        self.current = Graph((me,), frozenset({me}), ())
+        self._confirmed: Graph | None = None
+        self._dirty = self._reannounce = False
+        self._stamped: dict[str, Graph] = {}
+        self.set_links(())
+
+    # -- announcements -----------------------------------------------------------------
+    @property
+    def own(self) -> Announcement:
+        return self.announcements[self.me]
+
+    def set_links(self, links: Iterable[LinkState]) -> bool:
+        """This router's links changed (or not): True if its announcement did,
+        which then needs sending to the taking part peers."""
+        links = tuple(sorted(links, key=lambda s: s.peer))
+        if self.me in self.announcements and links == self._links:
+            return False
+        self._links = links
+        self._announce()
+        return True
+
+    def _announce(self) -> None:
+        self._sequence += 1
+        self.announcements[self.me] = Announcement(
+            self.me, self._sequence, self._links, tuple(self.graphs))
+        self._recompute()
+
+    def receive(self, ann: Announcement) -> bool:
+        """Take another router's announcement; True if it is newer than the
+        one held (then it goes on to the other taking part peers). The
+        graphs follow at the next ``refresh``, so that a burst of
+        announcements costs one computation."""
+        if ann.router == self.me:
+            if ann.sequence >= self._sequence:      # from an earlier life of this router
+                self._sequence = ann.sequence
+                self._dirty = self._reannounce = True
+            return False
+        held = self.announcements.get(ann.router)
+        if held is not None and held.sequence >= ann.sequence:
+            return False
+        self.announcements[ann.router] = ann
+        self._dirty = True
+        return True
+
+    def refresh(self) -> bool:
+        """Recompute the graphs after ``receive``: True if this router's own
+        announcement changed (it holds a new graph), to be sent to the peers."""
+        if not self._dirty:
+            return False
+        before = self.own
+        if self._reannounce:
+            self._reannounce = False
+            self._announce()
+        else:
+            self._recompute()
+        return self.own is not before
+
+    # -- graphs ------------------------------------------------------------------------
+    def _recompute(self) -> None:
+        self._dirty = False
+        graph = compute_graph(self.me, self.announcements)
+        if graph.digest != self.current.digest or not self.graphs:
+            self.current = self.graphs.pop(graph.digest, graph)
+            self.graphs[graph.digest] = self.current
+            while len(self.graphs) > HISTORY:
+                self.graphs.popitem(last=False)
+            self._stamped = {g.stamp: g for g in self.graphs.values()}
+            own = self.announcements[self.me]
+            self._sequence += 1
+            self.announcements[self.me] = Announcement(
+                self.me, self._sequence, own.links, tuple(self.graphs))
+        self._confirmed = None
+        for graph in reversed(self.graphs.values()):
+            if all(graph.digest in self.announcements[p].held for p in graph.participants
+                   if p in self.announcements):
+                self._confirmed = graph
+                break
+
+    @property
+    def confirmed(self) -> Graph | None:
+        """The newest graph every taking part router in it holds."""
+        return self._confirmed
+
+    # -- routes ------------------------------------------------------------------------
+    def route(self, routing: tuple[str, ...], attrs: Mapping[str, Any] | None) -> Route:
+        """How a notification with ``routing`` (empty: published here) goes on:
+        by the graph its stamp names, else (unstamped, or a graph this
+        router no longer holds) by the confirmed one."""
+        if not routing:
+            graph = self._confirmed
+            if graph is None:
+                return Route(None, self.me)
+            return graph.route(self.me, self.me, attrs)
+        graph = self._stamped.get(routing[-1])
+        if graph is not None and len(routing) >= 2:
+            return graph.route(routing[-2], self.me, attrs)
+        origin, _ = split_routing(routing)
+        graph = self._confirmed
+        if origin is None or graph is None:
+            return Route(None, origin or "")
+        return graph.route(origin, self.me, attrs)

@@ -1,0 +1,143 @@
+"""Exactly once on any connected topology (issue 27), with real routers.
+
+A subscriber to everything at every router, numbered notifications
+published at every router: each subscriber must get each notification once,
+in publication order per producer, and the routers must have sent exactly
+one FedNotify per tree edge (n - 1 per notification). The counts are read
+once nothing is in flight (every FedNotify sent has been received) and each
+subscriber's router has answered a request sent after that, so a late
+duplicate cannot hide: these are counts, not timings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, defaultdict
+
+import pytest
+
+from elvin.protocol import NotifyDeliver, SubAddRqst
+from tests.waiting import until
+
+from .federation_util import fed_stats, federated_routers, remote_pull, stop_all, wait_linked
+from .rawclient import RawClient
+
+RING3 = [(1, 0), (2, 1), (2, 0)]
+RING4 = [(1, 0), (2, 1), (3, 2), (3, 0)]
+MESH4 = [(a, b) for a in range(4) for b in range(a)]
+DIAMOND = [(1, 0), (2, 0), (3, 1), (3, 2)]
+CYCLE_WITH_TAIL = [(1, 0), (2, 1), (2, 0), (3, 2), (4, 3)]
+RING4_DIALLED_BOTH_WAYS = [(0, 1), (2, 1), (2, 3), (0, 3)]
+#: sixteen routers: a ring with chords across it
+SIXTEEN = [(i, i - 1) for i in range(1, 16)] + [(15, 0), (8, 0), (12, 4), (10, 3), (14, 7)]
+
+
+class Subscriber:
+    """A client subscribed to everything with a ``Seq``, counting deliveries
+    per (Origin, Seq) in arrival order; the only reader of its socket."""
+
+    def __init__(self, client: RawClient) -> None:
+        self.client = client
+        self.counts: Counter = Counter()
+        self.order: dict[str, list[int]] = defaultdict(list)
+        self.replies: asyncio.Queue = asyncio.Queue()
+        self.task = asyncio.get_running_loop().create_task(self._read())
+
+    @classmethod
+    async def at(cls, port: int) -> Subscriber:
+        client = await RawClient.connected(port)
+        await client.subscribe("require(Seq)")
+        return cls(client)
+
+    async def _read(self) -> None:
+        while True:
+            packet = await self.client.next(timeout=3600)
+            if isinstance(packet, NotifyDeliver):
+                origin, seq = packet.attributes.get("Origin"), packet.attributes.get("Seq")
+                self.counts[(origin, seq)] += 1
+                self.order[origin].append(seq)
+            else:
+                self.replies.put_nowait(packet)
+
+    async def round_trip(self) -> None:
+        """Everything the router delivered before this request is read."""
+        self.client.send(SubAddRqst(self.client.xid(), "require(Never-Sent)"))
+        await asyncio.wait_for(self.replies.get(), 10)
+
+    async def close(self) -> None:
+        self.task.cancel()
+        await self.client.close()
+
+
+def in_flight(routers) -> int:
+    stats = [fed_stats(r) for r in routers]
+    return sum(s["fed_notify_sent"] for s in stats) - sum(s["fed_notify_received"]
+                                                           for s in stats)
+
+
+async def everything_everywhere(routers, links, per_router: int = 15,
+                                exact_forwarding: bool = True,
+                                exactly_once: bool = True) -> dict[str, Counter]:
+    """Publish ``per_router`` numbered notifications at every router and check
+    that every subscriber got each exactly once (with ``exactly_once``), in
+    order, and (with ``exact_forwarding``) that the routers sent one FedNotify
+    per tree edge. Returns each subscriber's counts, by router name."""
+    n = len(routers)
+    wait_linked(routers, links, timeout=60)       # a generous limit: a loaded machine
+    subscribers = [await Subscriber.at(r.port) for r in routers]
+    try:
+        neighbours = defaultdict(set)
+        for a, b in links:
+            neighbours[a].add(f"r{b}")
+            neighbours[b].add(f"r{a}")
+        await until(lambda: all("Seq" in repr(remote_pull(r, d)) for i, r in enumerate(routers)
+                                for d in neighbours[i]),
+                    what="every subscription in every pull filter")
+        sent_before = sum(fed_stats(r)["fed_notify_sent"] for r in routers)
+        producers = [await RawClient.connected(r.port) for r in routers]
+        for i, producer in enumerate(producers):
+            for seq in range(per_router):
+                producer.notify({"Origin": f"r{i}", "Seq": seq})
+        expected = {(f"r{i}", s) for i in range(n) for s in range(per_router)}
+        await until(lambda: all(expected <= set(s.counts) for s in subscribers),
+                    what="every notification at every subscriber")
+        await until(lambda: in_flight(routers) == 0, what="nothing in flight")
+        for s in subscribers:
+            await s.round_trip()
+        for i, s in enumerate(subscribers):
+            if not exactly_once:
+                continue
+            duplicates = {k: c for k, c in s.counts.items() if c != 1}
+            assert not duplicates, f"subscriber at r{i} got duplicates: {duplicates}"
+            for origin, seqs in s.order.items():
+                assert seqs == sorted(seqs), f"r{i} got {origin}'s out of order: {seqs}"
+        if exact_forwarding:
+            forwarded = sum(fed_stats(r)["fed_notify_sent"] for r in routers) - sent_before
+            assert forwarded == (n - 1) * n * per_router, "one FedNotify per tree edge"
+        for producer in producers:
+            await producer.close()
+        return {f"r{i}": Counter(s.counts) for i, s in enumerate(subscribers)}
+    finally:
+        for s in subscribers:
+            await s.close()
+
+
+@pytest.mark.parametrize("links", [RING3, RING4, MESH4, DIAMOND, CYCLE_WITH_TAIL,
+                                   RING4_DIALLED_BOTH_WAYS],
+                         ids=["ring3", "ring4", "mesh4", "diamond", "cycle-with-tail",
+                              "ring4-dialled-both-ways"])
+async def test_every_notification_exactly_once(links):
+    n = 1 + max(max(pair) for pair in links)
+    routers = federated_routers(n, links)
+    try:
+        await everything_everywhere(routers, links)
+    finally:
+        stop_all(routers)
+
+
+async def test_sixteen_routers_with_cycles():
+    routers = federated_routers(16, SIXTEEN)
+    try:
+        await everything_everywhere(routers, SIXTEEN, per_router=4)
+    finally:
+        stop_all(routers)

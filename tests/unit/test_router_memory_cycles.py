@@ -1,0 +1,117 @@
+"""What the router replaces holds no reference cycle, so it is freed the
+moment it is dropped, by its reference count alone.
+
+elvind freezes what survives its young collections (gcpolicy), so an object
+that dies in a cycle stays in memory until a rare full collection: a
+modified subscription's code (its functions lived in their own globals), a
+replaced pull filter (the matcher and its engine pointed at each other, and
+every compiled term stayed in a cache), a closed session (it and its send
+queue held each other's bound methods). Each check here drops the object with
+the cyclic collector off and looks at a weak reference to it."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from elvin.federation.pullfilter import PullMatcher
+from elvin.protocol import ConnRqst, SubAddRqst, frame
+from elvin.router.config import RouterConfig
+from elvin.router.engine import Engine
+from elvin.router.server import Router
+from elvin.subscription import parse
+from elvin.subscription.shapes import ShapeCompiler, compile_text
+
+
+@contextmanager
+def no_cyclic_collector() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+TEXTS = [
+    # more literals than the shape cache takes: compiled on its own
+    'Group == "a" && Seq > 1 && Seq < 5 && Name == "x" && K == 3 && L == "q"',
+    # a shape's parameterised code
+    'Group == "g1" && require(Message)',
+    # helpers (hoisted, exact values), a regex matcher
+    'regex(M, "^a+$") || Price * 2 > 3 || !(A == 1 ^^ B == 2)',
+    # a long chain: a tree of helper functions
+    " || ".join(f'(G == "h{n}" && S > {n})' for n in range(300)),
+]
+
+
+def test_compiled_code_is_freed_when_dropped():
+    shapes = ShapeCompiler()
+    for text in TEXTS:
+        for compile_ in (shapes.compile, compile_text):
+            with no_cyclic_collector():
+                compiled = compile_(text)
+                refs = [weakref.ref(compiled.matches), weakref.ref(compiled.evaluate)]
+                del compiled
+                assert [r() for r in refs] == [None, None], (compile_.__name__, text[:40])
+
+
+def test_a_modified_subscriptions_old_code_is_freed():
+    shapes = ShapeCompiler()
+    engine = Engine()
+    with no_cyclic_collector():
+        first = shapes.compile(TEXTS[0])
+        sub = engine.add("owner", TEXTS[0], first.ast, first.matches)
+        old = weakref.ref(first.matches)
+        del first
+        second = shapes.compile(TEXTS[0].replace('"x"', '"y"'))
+        engine.modify(sub, ast=second.ast, evaluate=second.matches)
+        del second
+        assert old() is None
+
+
+def test_a_replaced_pull_matcher_and_its_code_are_freed():
+    pull = parse(" || ".join(f'(Group == "p{n}" && Seq > {n} && Host == "h{n}" '
+                             f'&& Size != {n} && User == "u")' for n in range(20)))
+    with no_cyclic_collector():
+        matcher = PullMatcher()
+        matcher.update(pull)
+        assert matcher({"Group": "p3", "Seq": 9, "Host": "h3", "Size": 1, "User": "u"})
+        code = [weakref.ref(sub.pred.evaluate) for sub in matcher.subs.values()]
+        gone = weakref.ref(matcher)
+        engine = weakref.ref(matcher.engine)
+        matcher.dismantle()             # the peer's next FedSubReplace replaced it
+        matcher = PullMatcher()
+        assert gone() is None and engine() is None
+        assert all(ref() is None for ref in code)
+
+
+async def test_a_closed_session_is_freed():
+    router = Router(RouterConfig(listen=["elvin://127.0.0.1:0"]))
+    await router.start()
+    try:
+        sessions: list[weakref.ref] = []
+        for _ in range(3):
+            _, writer = await asyncio.open_connection("127.0.0.1", router.ports[0])
+            writer.write(frame(ConnRqst(1, 4, 0, {})) + frame(SubAddRqst(2, "require(X)")))
+            await writer.drain()
+            while len(router.engine) == 0:
+                await asyncio.sleep(0.005)
+            session = next(iter(router.sessions))
+            sessions.append(weakref.ref(session))
+            queue = weakref.ref(session.queue)
+            del session
+            with no_cyclic_collector():
+                writer.close()
+                while router.sessions or len(router.engine):
+                    await asyncio.sleep(0.005)
+                for _ in range(3):          # callbacks queued for it run
+                    await asyncio.sleep(0)
+                assert sessions[-1]() is None and queue() is None
+    finally:
+        await router.stop()
