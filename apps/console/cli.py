@@ -114,6 +114,11 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
     app = QApplication.instance()
     app.setApplicationName("elvin-console")
     app.setApplicationVersion(__version__)
+    from importlib import resources
+
+    from PySide6.QtGui import QIcon
+    icon = resources.files("elvin_apps.desktop").joinpath("icons", "elvin-console.svg")
+    app.setWindowIcon(QIcon(str(icon)))       # the menu entry's icon, on the window too
     router = None
     if args.embedded_router and workspace.routers:
         from elvin.router.bundled import start_where_silent

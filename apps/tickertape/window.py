@@ -253,7 +253,7 @@ class TickerWindow(QWidget):
         self.memory = memory
         if self.config.dock in ("top", "bottom"):
             if self.memory is not None:
-                self.memory.enabled = False   # a bar's place is its edge
+                self.memory.screen_only = True   # a bar's place is its edge
             screen = self.memory.remembered_screen() if self.memory is not None else None
             if self.dock is None:
                 self.dock = EdgeDock(self, self.config.dock, screen)
@@ -264,7 +264,7 @@ class TickerWindow(QWidget):
             self.dock.undock()
             self._set_window_flags()
         if self.memory is not None:
-            self.memory.enabled = True
+            self.memory.screen_only = False
             if not self.memory.restore():
                 self.resize(WINDOW_WIDTH, self.height())
 

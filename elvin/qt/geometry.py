@@ -147,6 +147,8 @@ class WindowMemory(QObject):
         self.name = name
         self.path = path if path is not None else state_home() / "elvin" / "windows.json"
         self.enabled = True
+        #: a docked bar: only which screen it is on is worth remembering
+        self.screen_only = False
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(SAVE_DELAY_MS)
@@ -228,6 +230,10 @@ class WindowMemory(QObject):
         mine = data["windows"].get(self.name)
         if not isinstance(mine, dict):
             mine = data["windows"][self.name] = {}
+        if self.screen_only:          # the window's own place stays as it was
+            kept = mine.get(screen_setup())
+            record = {**(kept if isinstance(kept, dict) else {}),
+                      "screen": record["screen"], "saved": record["saved"]}
         mine[screen_setup()] = record
         try:
             atomic_write(self.path, json.dumps(data, indent=1, sort_keys=True) + "\n",

@@ -24,7 +24,7 @@ from elvin_apps.tickertape.message import Message
 from elvin_apps.tickertape.model import ScrollerModel
 from elvin_apps.tickertape.scroller import BADGE_GAP
 from elvin_apps.tickertape.window import TickerWindow
-from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtCore import QPoint, Qt, QTimer, QUrl
 from PySide6.QtGui import QColor, QContextMenuEvent, QCursor
 from PySide6.QtWidgets import QApplication, QMenu
 
@@ -176,6 +176,11 @@ def test_a_link_nothing_can_open_is_said(qtbot, tmp_path, monkeypatch):
     assert "https://example.org/report" in window.notice.toolTip()
     assert "no program is set up to open it" in window.notice.toolTip()
     assert "ff8a80" in window.notice.styleSheet()          # said as an error
+    history = window.open_history()                     # the history's links too
+    history._link_clicked(QUrl("https://example.org/minutes"))
+    qtbot.waitUntil(lambda: history.problem_label.isVisible(), timeout=10_000)
+    assert history.problem_label.text().startswith("Cannot open https://example.org/minutes")
+    window.close()
 
 
 def test_history_opens_beside_the_strip_not_under_it(qtbot, tmp_path):

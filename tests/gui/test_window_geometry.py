@@ -129,3 +129,19 @@ def test_visible_on_wants_the_corner_and_half_the_window():
     assert visible_on(QRect(-50, 10, 400, 300), [screen]) is None       # corner off
     assert visible_on(QRect(1100, 10, 400, 300), [screen, QRect(1024, 0, 800, 600)]) \
         == QRect(1024, 0, 800, 600)
+
+
+def test_a_docked_bar_keeps_its_screen_and_the_windows_place(qtbot, tmp_path):
+    path = tmp_path / "windows.json"
+    window = _window(qtbot)
+    window.setGeometry(40, 50, 300, 200)
+    window.show()
+    WindowMemory(window, "tool", path).save()              # as a window
+    docked = WindowMemory(window, "tool", path)
+    docked.screen_only = True
+    window.setGeometry(0, 0, 800, 30)                       # now a bar
+    docked.save()
+    assert docked.remembered_screen() is window.screen()
+    later = _window(qtbot)
+    assert WindowMemory(later, "tool", path).restore()      # back to a window: its place
+    assert later.size() == QSize(300, 200)
