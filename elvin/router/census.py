@@ -7,7 +7,8 @@ subscription names the attributes it needs), so the router says which
 names are in use, the way it says its statistics (``stats``): while at
 least one subscription refers to ``Elvin-Router-Attributes`` (the engine
 reports it, as for quench; nothing is polled), it counts the attribute
-names of the notifications it delivers and publishes, every
+names of the notifications it delivers (since the first subscriber
+came) and publishes, every
 ``stats_interval`` seconds and soon after a name it had not listed
 appears, a notification of its own:
 
@@ -53,6 +54,8 @@ WINDOW = 600.0
 LIMIT = 2000
 #: seconds between a new name and the notification that lists it, at least
 QUICK = 0.25
+#: notification shapes (sets of names) counted as such; more are counted by name
+MAX_SHAPES = 10_000
 
 
 class AttributeCensus:
@@ -60,20 +63,31 @@ class AttributeCensus:
     router's delivery) on ``loop``; ``watch(active)`` is the engine's
     callback for subscriptions that refer to ``CENSUS_ATTRIBUTE``.
     ``counting`` is the hot path's test: ``note`` is called only while it
-    is true."""
+    is true.
+
+    The hot path counts notifications per *shape* (the tuple of their
+    attribute names): one dictionary lookup and two list updates per
+    notification, whatever its size, since producers send few shapes; the
+    names' counts are summed from the shapes when the census is published.
+    Past ``max_shapes`` shapes (a producer that varies its names), new
+    shapes are counted name by name instead."""
 
     def __init__(self, publish: Callable[[dict[str, object]], object],
                  router_id: Callable[[], str], interval: Callable[[], float], *,
-                 window: float = WINDOW, limit: int = LIMIT, quick: float = QUICK) -> None:
+                 window: float = WINDOW, limit: int = LIMIT, quick: float = QUICK,
+                 max_shapes: int = MAX_SHAPES) -> None:
         self._publish = publish
         self._router_id = router_id
         self._interval = interval
         self.window = window
         self.limit = limit
         self.quick = quick
+        self.max_shapes = max_shapes
         self.counting = False
-        self.counts: dict[str, int] = {}
-        self.last: dict[str, int] = {}          # name -> generation it was last seen in
+        #: shape -> [notifications, generation last seen, counted]
+        self.shapes: dict[tuple[str, ...], list] = {}
+        #: names of shapes past max_shapes -> [notifications, generation last seen]
+        self.loose: dict[str, list] = {}
         self.generation = 0
         self._listed: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -83,16 +97,25 @@ class AttributeCensus:
     # -- the hot path -------------------------------------------------------------------
     def note(self, attributes: Mapping[str, object]) -> None:
         """One delivered notification's names."""
-        if CENSUS_ATTRIBUTE in attributes:
+        key = tuple(attributes)
+        entry = self.shapes.get(key)
+        if entry is not None:
+            entry[0] += 1
+            entry[1] = self.generation
             return
-        counts, last, generation = self.counts, self.last, self.generation
-        fresh = False
-        for name in attributes:
-            counts[name] = counts.get(name, 0) + 1
-            last[name] = generation
-            if name not in self._listed:
-                fresh = True
-        if fresh and self._soon is None and self._loop is not None:
+        self._new_shape(key)
+
+    def _new_shape(self, key: tuple[str, ...]) -> None:
+        counted = CENSUS_ATTRIBUTE not in key        # never the census itself
+        if len(self.shapes) < self.max_shapes:
+            self.shapes[key] = [1, self.generation, counted]
+        elif counted:
+            for name in key:
+                entry = self.loose.setdefault(name, [0, 0])
+                entry[0] += 1
+                entry[1] = self.generation
+        if counted and self._soon is None and self._loop is not None and \
+                not self._listed.issuperset(key):
             self._soon = self._loop.call_later(self.quick, self._publish_soon)
 
     # -- switching on and off -----------------------------------------------------------
@@ -116,8 +139,8 @@ class AttributeCensus:
             if handle is not None:
                 handle.cancel()
         self._regular = self._soon = None
-        self.counts.clear()
-        self.last.clear()
+        self.shapes.clear()
+        self.loose.clear()
         self._listed.clear()
 
     # -- publishing ---------------------------------------------------------------------
@@ -137,12 +160,21 @@ class AttributeCensus:
         self._send()
 
     def _forget_old(self) -> None:
-        """Names not seen within the window leave the list."""
+        """Shapes and names not seen within the window leave the list."""
         keep = max(1, round(self.window / max(self._interval(), 1e-3)))
         oldest = self.generation - keep
-        for name in [n for n, g in self.last.items() if g < oldest]:
-            del self.last[name]
-            self.counts.pop(name, None)
+        for table in (self.shapes, self.loose):
+            for key in [k for k, entry in table.items() if entry[1] < oldest]:
+                del table[key]
+
+    def counts(self) -> dict[str, int]:
+        """Notifications per name, summed from the shapes."""
+        counts: dict[str, int] = {name: entry[0] for name, entry in self.loose.items()}
+        for key, (count, _generation, counted) in self.shapes.items():
+            if counted:
+                for name in key:
+                    counts[name] = counts.get(name, 0) + count
+        return counts
 
     def _send(self) -> None:
         if not self.counting:
@@ -153,7 +185,8 @@ class AttributeCensus:
             log.exception("publishing the attribute census failed")
 
     def notification(self) -> dict[str, object]:
-        listable = [(count, name) for name, count in self.counts.items()
+        counts = self.counts()
+        listable = [(count, name) for name, count in counts.items()
                     if "\n" not in name and "\r" not in name]
         listable.sort(key=lambda item: (-item[0], item[1]))
         shown = listable[:self.limit]
@@ -163,7 +196,7 @@ class AttributeCensus:
             "Router-Id": self._router_id(),
             "Attribute-Names": "\n".join(name for _count, name in shown),
             "Attribute-Counts": "\n".join(str(count) for count, _name in shown),
-            "Attribute-Names-Left-Out": len(self.counts) - len(shown),
+            "Attribute-Names-Left-Out": len(counts) - len(shown),
             "Attribute-Window": float(self.window),
         }
 

@@ -67,7 +67,7 @@ async def test_counting_stops_with_the_last_subscriber(make_router):
         await until(lambda: census.counting, 5)
         await sub.close()
         await until(lambda: not census.counting, 5)
-        assert census.counts == {}
+        assert census.counts() == {} and census.shapes == {}
 
 
 async def test_a_router_with_the_census_off_never_publishes(make_router):
@@ -99,3 +99,20 @@ def test_a_malformed_census_is_not_read(attributes):
 def test_an_empty_census_reads_as_no_names():
     assert read_census({CENSUS_ATTRIBUTE: 1, "Attribute-Names": "",
                         "Attribute-Counts": ""}) == {}
+
+
+def test_shapes_past_the_bound_are_counted_by_name():
+    """A producer that varies its attribute names does not grow the census
+    without bound: past max_shapes, notifications are counted name by name."""
+    from elvin.router.census import AttributeCensus
+
+    census = AttributeCensus(lambda attrs: None, lambda: "r", lambda: 1.0, max_shapes=2)
+    census.counting = True
+    for n in range(5):
+        census.note({"Common": 1, f"Only-{n}": 2})
+    census.note({"Common": 1, "Only-0": 2})
+    census.note({CENSUS_ATTRIBUTE: 1, "Router-Id": "r"})
+    assert len(census.shapes) == 2
+    counts = census.counts()
+    assert counts["Common"] == 6 and counts["Only-0"] == 2 and counts["Only-4"] == 1
+    assert CENSUS_ATTRIBUTE not in counts and "Router-Id" not in counts
