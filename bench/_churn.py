@@ -137,7 +137,9 @@ async def _fed_replace(port: int, pid: int, checkpoint: Callable[[], None]) -> N
             peer.send(FedSubReplace(xid, pull))
             while True:
                 answer = await peer.next(300)
-                if isinstance(answer, (Ack, Nack)) and answer.xid == xid:
+                if isinstance(answer, FedSubReplace):    # the router's own: answer it,
+                    peer.send(Ack(answer.xid))          # or it closes the link
+                elif isinstance(answer, (Ack, Nack)) and answer.xid == xid:
                     break
         checkpoint()
     await peer.close()

@@ -36,11 +36,12 @@ from elvin.protocol import (
 from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
+from elvin.router.connlog import ConnectionLog
 from elvin.router.engine import Engine
-from elvin.router.fairness import Scheduler
-from elvin.router.options import initial_options
+from elvin.router.options import OptionRanges, initial_options
 from elvin.router.quench import QuenchManager
 from elvin.router.reaper import Reaper
+from elvin.router.scheduler import Scheduler
 from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
 from elvin.router.session import CLOSING, CONNECTED, Session
@@ -103,33 +104,46 @@ class Router:
         self.flush_batch = FlushBatch(self.loop)
         self.scheduler = Scheduler(self.loop, self.flush_batch.run)
         self._reaper = Reaper(self.loop, self._forget)
+        self.connection_log = ConnectionLog(self.loop)
         self._stopped = asyncio.Event()
         self._stopping = False
         self.stats = Stats()
         # lark builds its parser on the first parse (~50-100 ms): do it now,
         # before any client can be kept waiting by it
         self.compile("require(Elvin-Router-Warm-Up)")
-        if self.config.archive is not None:   # before listening: nothing unarchived
-            self._open_archive(self.config.archive)
+        self._open_state()                    # first: one router per state directory
         try:
+            if self.config.archive is not None:   # before listening: nothing unarchived
+                self._open_archive(self.config.archive)
+        except BaseException:
+            self._close_state()
+            raise
+        try:
+            # bound but not accepting until the mobility proxy has its
+            # subscriptions back: nothing published after a restart is missed
             for uri in self.config.listen:
                 await self._listen(uri)
         except BaseException:
             await self._close_servers()
             await self._close_archive()
+            self._close_state()
             raise
-        for url in self.urls:
-            log.info("listening on %s", url)
+        for url in self.urls:       # elvind says it once, on stderr (elvin.router.cli)
+            log.debug("listening on %s", url)
         if not self.config.quench:
             log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
+        await self._start_mobility()
         try:
             await self._start_federation()
         except BaseException:
+            await self._stop_mobility()
             await self._close_servers()
             await self._close_archive()
+            self._close_state()
             raise
+        for _kind, server in self._servers:
+            await server.start_serving()
         await self._start_discovery()
-        await self._start_mobility()
         return self
 
     async def _listen(self, uri: str) -> None:
@@ -140,7 +154,7 @@ class Router:
         try:
             server = await self.loop.create_server(  # type: ignore[union-attr]
                 lambda: Session(self, str(parsed)), host, parsed.port, ssl=context,
-                reuse_address=True, backlog=1024,
+                reuse_address=True, backlog=1024, start_serving=False,
                 ssl_handshake_timeout=self.config.connect_timeout if context else None)
         except OSError as exc:
             raise RouterStartError(f"cannot listen on {parsed.host}:{parsed.port} "
@@ -186,7 +200,6 @@ class Router:
             return
         self._stopping = True
         self._stop_discovery()          # withdraw the advertisement first
-        await self._stop_mobility()     # its client session closes like any other
         if self._stats_handle is not None:
             self._stats_handle.cancel()
             self._stats_handle = None
@@ -207,9 +220,14 @@ class Router:
         for session in list(self.sessions):
             session.abort()
         await asyncio.sleep(0)
+        # last: it buffers for moved-out clients until nobody can publish
+        # (its own session closed with the others), then writes its state
+        await self._stop_mobility()
         await self._close_archive()     # every session is gone: nothing more to route
         self._reaper.finish()
         self._compilers.close()
+        self.connection_log.close()
+        self._close_state()
         if self._stopped is not None:
             self._stopped.set()
         log.info("router stopped")
@@ -258,19 +276,72 @@ class Router:
         else:
             await self.federation.reconfigure(fed)
 
+    # -- reload (elvin.router.reload) ---------------------------------------------------
+    def set_option_ranges(self, ranges: OptionRanges) -> None:
+        """New connection-option limits, for the connections made from now on."""
+        self.config.options = ranges
+        self.initial_options = initial_options(ranges)
+        self.initial_limits = self.initial_options.limits()
+
+    def set_stats_interval(self, seconds: float) -> None:
+        """A new ``stats-interval``; a statistics timer running now restarts."""
+        self.config.stats_interval = seconds
+        if self._stats_handle is not None and self.loop is not None:
+            self._stats_handle.cancel()
+            self._stats_handle = self.loop.call_later(seconds, self._publish_stats)
+
+    async def reconfigure_archive(self, directory: str | None) -> str | None:
+        """Close the archive (writing what is pending) and open ``directory``
+        instead (None: archive off). The problem, if the new one cannot be
+        opened (the archive is then off), else None."""
+        await self._close_archive()
+        self.config.archive = directory
+        if directory is None:
+            return None
+        try:
+            self._open_archive(directory)
+        except RouterStartError as exc:
+            log.error("archive is off: %s", exc)
+            return str(exc)
+        return None
+
+    # -- state directory -----------------------------------------------------------------
+    #: the locked ``elvin.statedir.StateDir`` while running with ``state_dir``
+    state_dir: Any = None
+
+    def _open_state(self) -> None:
+        """Lock the state directory (``StateError``, a ``RouterStartError``,
+        says what is wrong)."""
+        if self.config.state_dir is None:
+            return
+        from elvin.statedir import StateDir
+        self.state_dir = StateDir.open(self.config.state_dir)
+        log.info("state directory %s", self.state_dir.path)
+
+    def _close_state(self) -> None:
+        state, self.state_dir = self.state_dir, None
+        if state is not None:
+            state.close()
+
     # -- mobility ------------------------------------------------------------------------
     #: the mobility proxy (elvin.mobility) while running with ``mobility`` on
     mobility: Any = None
 
     async def _start_mobility(self) -> None:
-        """Run a mobility proxy as an internal client of this router: it uses
-        only the public client API over loopback, exactly as a standalone
-        ``elvin-mobility-proxy`` would, so the router needs no hooks for it."""
+        """Run a mobility proxy as an internal client of this router. It uses
+        only the public client API, as a standalone ``elvin-mobility-proxy``
+        would, over an in-process channel (``elvin.router.localchannel``)
+        whose one hook makes its buffers safe on disk before the router
+        answers anyone. It starts before the router accepts connections."""
         if not getattr(self.config, "mobility", False):
             return
         from elvin.mobility.proxy import start_in_router
+        from elvin.statedir import StateError
         try:
             self.mobility = await start_in_router(self)
+        except StateError:
+            await self.stop()
+            raise
         except Exception as exc:
             await self.stop()
             raise RouterStartError(f"cannot start the mobility proxy: {exc}") from None
@@ -344,7 +415,7 @@ class Router:
         """The compile workers (``counts``: what they did; ``busy``)."""
         return self._compilers
 
-    def compile_off_loop(self, text: str) -> asyncio.Future:
+    def compile_long(self, text: str) -> asyncio.Future:
         """Compile a long expression on a worker thread (``elvin.router.compiling``);
         the future gives a ``Registered`` or raises ``SubscriptionError``."""
         return self._compilers.submit(self.loop, text)  # type: ignore[arg-type]
@@ -362,9 +433,11 @@ class Router:
 
     def session_connected(self, session: Session) -> None:
         self.stats.connections_total += 1
+        self.connection_log.connected(session)
 
     def session_closed(self, session: Session) -> None:
         self.sessions.discard(session)
+        self.connection_log.disconnected(session)
 
     def release(self, session: Session) -> None:
         """Forget a session's quenches, and its subscriptions (SubDelNotify to
@@ -431,12 +504,13 @@ class Router:
         """Check the directory (errors name it, before listening) and start the
         archive's child process (elvin.pipeline.archive_process: the Parquet
         writing does not share this process's GIL)."""
+        from elvin.cli_common import os_error_status
         from elvin.pipeline.archive_process import ArchiveProcess, ArchiveProcessError
 
         try:
             archive = ArchiveProcess(directory)
         except ArchiveProcessError as exc:
-            raise RouterStartError(str(exc)) from None
+            raise RouterStartError(str(exc), os_error_status(exc.errno)) from None
         try:
             archive.start(asyncio.get_running_loop())
         except Exception as exc:
@@ -523,12 +597,17 @@ class Router:
             return
         try:
             attrs = self.stats_notification()
-            self.deliver(attrs, None, True, None)
+            # the statistics count what clients send and get, not themselves
+            delivered = self.deliver(attrs, None, True, None)
+            self.stats.notifications_out -= delivered
         except Exception:
             log.exception("publishing statistics failed")
         self._stats_handle = self.loop.call_later(  # type: ignore[union-attr]
             self.config.stats_interval, self._publish_stats)
 
     def stats_notification(self) -> dict[str, object]:
-        return self.stats.notification(self.router_id, self.connection_count,
-                                       len(self.engine), len(self.quench))
+        links = self.federation.link_report() if self.federation is not None else []
+        return self.stats.notification(
+            self.router_id, self.connection_count, len(self.engine), len(self.quench),
+            federation_links=links,
+            redials_failed=self.federation.stats.redials_failed if self.federation else 0)

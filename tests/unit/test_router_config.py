@@ -22,7 +22,7 @@ stats-interval = 2
 max-protocol-errors = 3
 [options]
 "Packet.Max-Length" = 65536
-"Subscription.Max-Count" = { min = 1, default = 5, max = 10 }
+"Subscription.Max-Count" = { min = 16, default = 20, max = 30 }
 "Send-Queue.Drop-Policy" = "newest"
 ''')
     config = load_config(path)
@@ -30,7 +30,7 @@ max-protocol-errors = 3
     assert config.log_level == "debug" and config.stats_interval == 2
     assert config.max_protocol_errors == 3
     assert config.options.ints["Packet.Max-Length"][1] == 65536
-    assert config.options.ints["Subscription.Max-Count"] == (1, 5, 10)
+    assert config.options.ints["Subscription.Max-Count"] == (16, 20, 30)
     assert config.options.send_drop_policy == "newest"
 
 
@@ -41,7 +41,7 @@ max-protocol-errors = 3
     ('listen = "tcp://x"\n', "bad listen URI"),
     ('log-level = "loud"\n', "log-level"),
     ('[options]\n"No.Such" = 1\n', "unknown connection option"),
-    ('[options]\n"Subscription.Max-Count" = { min = 10, default = 5 }\n', "min <= default"),
+    ('[options]\n"Subscription.Max-Count" = { min = 20, default = 17 }\n', "min <= default"),
     ('[options]\n"Send-Queue.Drop-Policy" = "random"\n', "Drop-Policy"),
     ('listen = "elvin:4.0/ssl,none,xdr/127.0.0.1:2918"\n', "tls-cert"),
 ])
@@ -118,3 +118,25 @@ def test_routers_started_together_have_distinct_ids() -> None:
 
     ids = {Router().router_id for _ in range(3)}
     assert len(ids) == 3
+
+
+def test_state_dir_and_reset_in_the_file_and_as_flags(tmp_path):
+    path = write(tmp_path, f'state-dir = "{tmp_path / "s"}"\nstate-reset = true\n')
+    config = load_config(path)
+    assert config.state_dir == str(tmp_path / "s") and config.state_reset
+    flags = make_config(build_parser().parse_args(["--state-dir", str(tmp_path / "t")]))
+    assert flags.state_dir == str(tmp_path / "t") and not flags.state_reset
+    over = make_config(build_parser().parse_args(["--config", str(path), "--state-dir",
+                                                  str(tmp_path / "u")]))
+    assert over.state_dir == str(tmp_path / "u") and over.state_reset
+
+
+@pytest.mark.parametrize("text, message", [
+    ("state-dir = 3\n", "'state-dir' must be a string"),
+    ("state-reset = \"yes\"\n", "'state-reset' must be true or false"),
+    ("state-reset = true\n", "state-reset needs a state-dir"),
+    ('state-dir = ""\n', "state-dir: empty directory name"),
+])
+def test_bad_state_settings_name_the_problem(tmp_path, text, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(write(tmp_path, text))
