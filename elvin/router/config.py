@@ -19,6 +19,8 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     state-dir = "/var/lib/elvind"  # what must outlive the router (mobility buffers)
     state-reset = false           # move the state aside at start (never deleted)
     archive = "/var/lib/elvind/archive"  # traffic archive (Parquet), off by default
+    archive-private = false       # also archive the attributes of notifications sent
+                                  # for key holders only (deliver_insecure false)
     discovery = true              # answer router discovery (SvrRqst) on UDP
     discovery-scope = ""          # scope name advertised (no ':')
     discovery-default = true      # advertise as a default router (clients with no scope)
@@ -112,6 +114,9 @@ class RouterConfig:
     use_uvloop: bool = True
     #: directory of the traffic archive (elvin.pipeline.archive), None = off
     archive: str | None = None
+    #: archive the attributes of notifications sent for key holders only too
+    #: (by default their rows have none: elvin.pipeline.archive)
+    archive_private: bool = False
     #: router discovery (elvin.discovery): answer SvrRqst, advertise listen URLs
     discovery: bool = True
     discovery_scope: str = ""
@@ -242,6 +247,10 @@ class RouterConfig:
         # the cheap checks (exit 1 before listening); Router.start opens the
         # archive and reports what only writing can tell
         if self.archive is None:
+            if self.archive_private:
+                raise ConfigError(f"{source}{line_of(text, 'archive-private')}: "
+                                  "archive-private is set but there is no archive "
+                                  "(set archive, or --archive DIR)")
             return
         where = f"{source}{line_of(text, 'archive')}"
         if not self.archive.strip():
@@ -305,7 +314,7 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
 }
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
           "mobility": "mobility", "quench": "quench", "state-reset": "state_reset",
-          "attribute-names": "attribute_names"}
+          "archive-private": "archive_private", "attribute-names": "attribute_names"}
 
 
 def _check_readable_file(path: str, where: str) -> None:

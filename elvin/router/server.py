@@ -478,7 +478,7 @@ class Router:
         if deliver_insecure and self.census.counting:
             self.census.note(attrs)
         if self.archive is not None:
-            self._archive(attrs, block, insecure, secure, producer)
+            self._archive(attrs, block, insecure, secure, producer, deliver_insecure)
         if not insecure and not secure:
             if self.federation is not None:
                 self.federation.forward(attrs, block, deliver_insecure, nkeys, routing)
@@ -521,6 +521,14 @@ class Router:
         self.archive = archive
         log.info("archiving notifications in %s (writer process %d)", archive.directory,
                  archive.pid)
+        if self.config.archive_private:
+            log.warning("archive %s keeps private notifications (archive-private): "
+                        "whoever can read it reads what producers sent only to key "
+                        "holders", archive.directory)
+        else:
+            log.info("archive %s: notifications sent for key holders only are archived "
+                     "without their attributes (archive-private keeps them)",
+                     archive.directory)
 
     async def _close_archive(self) -> None:
         """Send what is pending to the archive process and wait for it to write
@@ -543,10 +551,14 @@ class Router:
                         archive.directory, summary.dropped)
 
     def _archive(self, attrs: dict, block: bytes | None, insecure: dict, secure: dict,
-                 producer: Any) -> None:
+                 producer: Any, deliver_insecure: bool = True) -> None:
         """Queue one archive row: a tuple for the archive process (which decodes
         ``block``). Counts come from ``engine.match``'s result before
-        ``deliver`` consumes it: a client is a session with any matching id."""
+        ``deliver`` consumes it: a client is a session with any matching id.
+        A notification for key holders only (``deliver_insecure`` false) goes
+        without its attributes and producer -- only their size crosses to the
+        archive process -- unless ``archive-private`` is on
+        (``elvin.pipeline.archive``)."""
         if secure:
             clients = len(insecure.keys() | secure.keys())
             subscriptions = (sum(map(len, insecure.values()))
@@ -554,6 +566,7 @@ class Router:
         else:
             clients = len(insecure)
             subscriptions = sum(map(len, insecure.values()))
+        private = not deliver_insecure
         if producer is not None and not isinstance(producer, str):
             producer = self._producer_id(producer)
         if type(block) is not bytes:
@@ -561,8 +574,11 @@ class Router:
                 block = encode_attributes(attrs) if block is None else bytes(block)
             except ValueError:
                 block = attrs       # not encodable: the child takes the dict itself
+        if private and not self.config.archive_private:
+            producer = None
+            block = len(block) if type(block) is bytes else 0     # withheld: the size only
         self.archive.append((time.time(), producer, subscriptions, clients, bool(secure),
-                             block))
+                             private, block))
 
     def _producer_id(self, session: Any) -> str:
         """``N/host:port``: N numbers the producing channels of this router run

@@ -49,13 +49,17 @@ def _directives(unit: Path) -> dict[str, list[str]]:
 def test_elvind_unit_keeps_its_state_in_the_state_directory(tmp_path):
     d = _directives(UNITS / "elvind.service")
     assert d["StateDirectory"] == ["elvind"]
-    assert d["ExecReload"] == ["/bin/kill -HUP $MAINPID"]
-    assert d["Type"] == ["simple"]
+    assert d["ExecReload"][0].startswith("/usr/bin/elvind reload")   # the router's verdict
+    assert d["Type"] == ["notify"]
     assert "1" in d["RestartPreventExitStatus"][0].split()
     exec_start = d["ExecStart"][0].split()
     assert exec_start[0] == "/usr/bin/elvind"
     # the command line is one elvind accepts, the state directory from systemd
-    args = [a.replace("${STATE_DIRECTORY}", str(tmp_path / "state")) for a in exec_start[1:]]
+    dirs = {"${STATE_DIRECTORY}": tmp_path / "state", "${RUNTIME_DIRECTORY}": tmp_path / "run",
+            "${LOGS_DIRECTORY}": tmp_path / "log"}
+    args = exec_start[1:]
+    for name, path in dirs.items():
+        args = [a.replace(name, str(path)) for a in args]
     config = tmp_path / "elvind.toml"
     config.write_text("mobility = true\n")
     args[args.index("/etc/elvin/elvind.toml")] = str(config)
