@@ -114,7 +114,8 @@ def test_attribute_names_key_turns_the_census_off(tmp_path):
     """The census (Elvin-Router-Attributes) is on unless the file says otherwise,
     and survives beside the other flags (archive-private) in one file."""
     assert RouterConfig().attribute_names is True
-    both = load_config(write(tmp_path, "attribute-names = false\narchive-private = true\n"))
+    both = load_config(write(tmp_path, "attribute-names = false\n"
+                                     f"archive = '{tmp_path / 'archive'}'\narchive-private = true\n"))
     assert both.attribute_names is False and both.archive_private is True
     assert make_config(build_parser().parse_args([])).attribute_names is True
     with pytest.raises(ConfigError) as info:
