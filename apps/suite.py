@@ -60,9 +60,12 @@ class AppLauncher(QObject):
     failed = Signal(str)
     started = Signal(str)
 
-    def __init__(self, parent: QObject | None = None, log_dir: Path | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, log_dir: Path | None = None,
+                 watch_seconds: float = WATCH_SECONDS) -> None:
         super().__init__(parent)
         self.log_dir = log_dir if log_dir is not None else state_home() / "elvin"
+        #: how long a started app is watched for an early exit
+        self.watch_seconds = watch_seconds
         self._watches: dict[int, tuple[SuiteApp, Path, subprocess.Popen, float]] = {}
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
@@ -105,7 +108,7 @@ class AppLauncher(QObject):
                 del self._watches[pid]
                 if status != 0:
                     self.failed.emit(f"{app.title} stopped: {last_line(log)}")
-            elif waited + POLL_MS / 1000 >= WATCH_SECONDS:
+            elif waited + POLL_MS / 1000 >= self.watch_seconds:
                 del self._watches[pid]        # running: from now on it is on its own
             else:
                 self._watches[pid] = (app, log, process, waited + POLL_MS / 1000)

@@ -112,35 +112,45 @@ def test_every_entry_names_its_app_once():
 
 
 def test_the_launcher_says_why_an_app_did_not_start(qtbot, tmp_path, monkeypatch):
-    """The coffee biff started on a router that does not answer exits with
-    status 2 and says why: the launcher reports that line."""
+    """The coffee biff given a URL it cannot use exits with an error and says
+    why on stderr: the launcher reports that line."""
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     launcher = AppLauncher(log_dir=tmp_path)
     failures: list[str] = []
     launcher.failed.connect(failures.append)
-    pid = launcher.launch("biff", "elvin://127.0.0.1:1")
+    pid = launcher.launch("biff", "elvin://127.0.0.1:notaport")
     assert pid
     try:
         qtbot.waitUntil(lambda: bool(failures), timeout=30_000)
     finally:
         if pid_alive(pid):
             os.kill(pid, signal.SIGTERM)
-    assert failures[0].startswith("Coffee biff stopped: biff: cannot reach the Elvin router")
+    assert failures[0].startswith("Coffee biff stopped: biff: bad Elvin URL "
+                                  "'elvin://127.0.0.1:notaport'")
     assert launcher.watching() == []
 
 
 def test_the_launcher_starts_an_app_that_keeps_running(qtbot, tmp_path, monkeypatch,
                                                        router_url):
+    """The biff started is really up (its presence reaches the router), the
+    launcher stops watching it without a word, and it keeps running. The
+    watch is short here; the biff's presence, not the watch, says it started."""
+    import elvin.sync
+
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    launcher = AppLauncher(log_dir=tmp_path)
+    launcher = AppLauncher(log_dir=tmp_path, watch_seconds=1.0)
     failures: list[str] = []
     launcher.failed.connect(failures.append)
+    watcher = elvin.sync.connect(router_url)
+    presence = watcher.subscribe("require(Presence-Protocol)")
     pid = launcher.launch("biff", router_url)
     try:
+        assert presence.get(timeout=60)["Presence-Protocol"] >= 1000
         qtbot.waitUntil(lambda: not launcher.watching() or bool(failures), timeout=60_000)
         assert failures == [] and pid_alive(pid)
     finally:
+        watcher.close()
         if pid_alive(pid):
             os.kill(pid, signal.SIGTERM)

@@ -86,10 +86,12 @@ def _cardinals(text: str, name: str) -> list[int]:
     return [int(v) for v in found.group(1).split(",")] if found else []
 
 
-@pytest.fixture
-def desktop_1024():
+@pytest.fixture(scope="module")
+def shared_desktop_1024():
     """A 1024x768 Xvfb with openbox managing it (a real window manager that
-    honours struts); yields its DISPLAY once openbox has taken the screen."""
+    honours struts); yields its DISPLAY once openbox has taken the screen.
+    One for the module (starting them is most of a test's time): see
+    ``desktop_1024``."""
     server, display = _start_xvfb("1024x768")
     manager = None
     try:
@@ -108,6 +110,16 @@ def desktop_1024():
         if manager is not None:
             stop(manager)
         stop(server)
+
+
+@pytest.fixture
+def desktop_1024(shared_desktop_1024):
+    """The module's desktop, once the apps an earlier test started are gone:
+    no bar reserves a strip any more (the work area is the whole screen)."""
+    wait_until(lambda: _cardinals(_xprop(shared_desktop_1024, "-root"),
+                                  "_NET_WORKAREA")[:4] in ([0, 0, 1024, 768], []), 30,
+               "the whole 1024x768 screen to be free")
+    return shared_desktop_1024
 
 
 def _window_geometry(display: str, window: str) -> tuple[int, int, int, int]:
