@@ -38,9 +38,9 @@ class Extra:
 
 EXTRAS: dict[str, Extra] = {extra.name: extra for extra in (
     Extra("uvloop", "uvloop", ("uvloop",)),
-    Extra("gui", "the GUI libraries", ("PySide6", "qasync")),
+    Extra("gui", "the GUI libraries", ("PySide6", "qasync", "tomlkit")),
     Extra("apps", "the desktop apps' libraries",
-          ("PySide6", "qasync", "watchdog", "feedparser")),
+          ("PySide6", "qasync", "tomlkit", "watchdog", "feedparser")),
     Extra("pipeline", "the pipeline libraries (Spark, Arrow)",
           ("pyspark", "pyarrow", "pandas", "matplotlib")),
 )}

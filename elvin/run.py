@@ -5,7 +5,8 @@ default router on the LAN, or the scope in ``ELVIN_SCOPE``; ``ELVIN_DISCOVERY``
 tunes or disables it, see ``elvin.discovery``); an ``ELVIN_URL`` that is not
 an Elvin URI is said, and ``make run`` exits with status 1. Only when nothing answers does
 it start ``elvind`` on the default URL (unless a router already answers
-there), then the tickertape in the foreground when there is a display to show it on.
+there), then the tickertape in the foreground when there is a display to show it on,
+after putting the apps in the desktop's menu (``elvin-desktop-install``).
 When a display is set but Qt cannot use it (missing xcb libraries, no X server
 answering), it says why in one line, naming the libraries and their Debian
 packages, instead of letting Qt abort. On a machine without a display it keeps the router in the foreground and says
@@ -124,6 +125,22 @@ def stop(process: subprocess.Popen | None) -> None:
             process.wait()
 
 
+def install_desktop_entries() -> None:
+    """The apps' menu entries and icons (``elvin-desktop-install``), so
+    that after ``make run`` they are in the desktop's applications menu too.
+    A failure is said in one line and does not stop the run."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "elvin_apps.desktop.install", "--quiet"],
+                              capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"make run: the menu entries were not installed: {exc}", flush=True)
+        return
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or ["no reason given"])[-1]
+        print(f"make run: the menu entries were not installed: {said}", flush=True)
+
+
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="make run", description="Start the bundled router (unless one is found) and "
@@ -155,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         has_tickertape = importlib.util.find_spec("elvin_apps.tickertape") is not None
         problem = display_problem() if has_tickertape and has_display() else None
         if has_tickertape and has_display() and problem is None:
+            install_desktop_entries()
             tickertape = _spawn("-m", "elvin_apps.tickertape", "--elvin", url)
             return tickertape.wait()
         if problem is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["dumps", "toml_string", "toml_value"]
+__all__ = ["dumps", "edit", "toml_string", "toml_value"]
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -99,3 +99,108 @@ def _table(table: Mapping[str, object], prefix: str, lines: list[str]) -> None:
             lines.append("")
             lines.append(f"[[{name}]]")
             _table(item, name, lines)
+
+
+def edit(text: str, values: Mapping[str, object], *,
+         defaults: Mapping[str, object] | None = None,
+         tables: Mapping[str, tuple[str, list[Mapping[str, object]]]] | None = None,
+         aliases: Mapping[str, str] | None = None) -> str:
+    """``text`` (a TOML document a person may have written) with ``values``
+    written into it, keeping its comments, order and layout.
+
+    A top-level key the file has is set to its new value (removed when the
+    value is None); one it lacks is added only when the value differs from
+    ``defaults``, so the file does not fill up with defaults. ``tables``
+    maps an array-of-tables key (``groups``) to ``(match, rows)``: each row
+    updates the existing table whose ``match`` field is the same (ignoring
+    case), so comments inside it stay; keys a row lacks are removed from its
+    table, rows without a table get a new one, tables without a row go, and
+    the array follows the rows' order. ``aliases`` names another spelling a
+    table may use for a key (``colour``: ``color``), which is then kept.
+    Needs tomlkit (the ``gui`` extra): ``ValueError`` if ``text`` is not TOML.
+    """
+    import tomlkit
+    from tomlkit.exceptions import ParseError
+
+    try:
+        document = tomlkit.parse(text)
+    except ParseError as exc:
+        raise ValueError(f"not valid TOML: {exc}") from None
+    defaults = defaults or {}
+    for key, value in values.items():
+        if value is None:
+            document.pop(key, None)
+        elif key in document:
+            if document[key] != value:
+                document[key] = value
+        elif key not in defaults or defaults[key] != value:
+            _add_setting(document, key, value)
+    for key, (match, rows) in (tables or {}).items():
+        _edit_tables(document, key, match, rows, aliases or {})
+    return tomlkit.dumps(document)
+
+
+def _add_setting(document, key: str, value: object) -> None:
+    """A new top-level key goes after the last one the file has (not after
+    a comment that introduces the first table)."""
+    from tomlkit.items import AoT, Table
+
+    last = None
+    for name, item in document.body:
+        if name is not None and not isinstance(item, (Table, AoT)):
+            last = name
+    if last is None:
+        document[key] = value
+        return
+    try:
+        document._insert_after(last, key, value)   # tomlkit has no public insert
+    except Exception:  # noqa: BLE001 - a layout nicety, not worth failing a save
+        document[key] = value
+
+
+def _edit_tables(document, key: str, match: str, rows: list[Mapping[str, object]],
+                 aliases: Mapping[str, str]) -> None:
+    import tomlkit
+    from tomlkit.items import Whitespace
+
+    old = document.get(key)
+    tables = list(old) if isinstance(old, list) else []
+    existing: dict[str, object] = {}
+    for table in tables:
+        name = table.get(match) if isinstance(table, Mapping) else None
+        if isinstance(name, str):
+            existing.setdefault(name.casefold(), table)
+    if not rows:
+        document[key] = tomlkit.array()
+        return
+    chosen = []
+    for row in rows:
+        name = row.get(match)
+        table = existing.pop(name.casefold(), None) if isinstance(name, str) else None
+        table = tomlkit.table() if table is None else table
+        _edit_table(table, row, aliases)
+        chosen.append(table)
+    if len(chosen) == len(tables) and all(a is b for a, b in zip(chosen, tables, strict=True)):
+        return                      # the same tables in the same order: edited in place
+    array = tomlkit.aot()
+    for table in chosen:
+        body = table.value.body
+        while body and body[-1][0] is None and isinstance(body[-1][1], Whitespace):
+            body.pop()              # the array puts its own blank line between tables
+        array.append(table)
+    if key in document:
+        document[key] = array
+    else:
+        document.append(key, array)
+
+
+def _edit_table(table, row: Mapping[str, object], aliases: Mapping[str, str]) -> None:
+    spelt = {canonical: alias for canonical, alias in aliases.items() if alias in table}
+    for field in list(table):
+        canonical = next((c for c, a in spelt.items() if a == field), field)
+        if canonical not in row:
+            del table[field]
+    for field, value in row.items():
+        target = spelt.get(field, field)
+        if target not in table or table[target] != value:
+            table[target] = value

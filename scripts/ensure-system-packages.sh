@@ -5,6 +5,10 @@
 #    PySide6 wheels do not ship (libxcb-cursor0 is new in Qt 6.5);
 #  - a JRE for Spark;
 #  - Xvfb and xdotool, so the tests can start an app on a real X server;
+#  - openbox and x11-utils (xprop), so they can check the tickertape's dock
+#    with a real window manager (_NET_WM_STRUT_PARTIAL, the work area);
+#  - desktop-file-utils, whose desktop-file-validate checks the menu entries
+#    elvin-desktop-install writes;
 #  - gdbus (the biff's desktop notifications) and dbus-daemon (their tests);
 #  - python3-venv, for `make`'s virtualenvs with Debian's Python;
 #  - systemd, for `systemd-analyze verify` of the units in packaging/systemd.
@@ -18,7 +22,7 @@ qt_xcb=(libx11-6 libx11-xcb1 libxext6 libxrender1 libxi6 libsm6 libice6 libxcb1
         libxcb-sync1 libxcb-util1 libxcb-xfixes0 libxcb-xinerama0 libxcb-xinput0
         libxcb-xkb1 libxkbcommon-x11-0)
 wanted=("${qt_common[@]}" "${qt_xcb[@]}" openjdk-17-jre-headless xvfb xauth xdotool
-        libglib2.0-bin dbus-daemon python3-venv systemd)
+        openbox x11-utils desktop-file-utils libglib2.0-bin dbus-daemon python3-venv systemd)
 missing=()
 for pkg in "${wanted[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then

@@ -8,13 +8,20 @@ and saves ``docs/screenshots/*.png``:
 
 * ``tickertape.png``        the scrolling strip with chat
 * ``tickertape-history.png`` the history window with its detail pane
-* ``biff.png``              the coffee list
+* ``tickertape-settings.png`` the settings dialog (font, speed, colours, dock)
+* ``biff.png``              the roster: coffee, around, away with last coffee
 * ``console.png``           the console at 1400x900: per-key tree, plot, detail
-* ``console-1024.png``      the same at 1024x700 (sidebar folded, by itself)
+* ``console-1024.png``      the console as it opens on a 1024x768 screen, with the
+                            router statistics and the unfolded producer
+* ``console-browse.png``    Browse: everything on the router as a tree
 * ``console-explain.png``   "Explain a match" showing the failing clause
+* ``desktop-1024.png``      a real X desktop (Xvfb + openbox, 1024x768): the
+                            tickertape docked at the top, the console beside it
 
-Run with ``QT_QPA_PLATFORM=offscreen`` (the default here), no display needed.
-``--only NAME`` makes one app's pictures (tickertape, biff, console).
+Run with ``QT_QPA_PLATFORM=offscreen`` (the default here); the desktop picture
+needs Xvfb and openbox (``scripts/ensure-system-packages.sh``) and is skipped,
+saying so, without them. ``--only NAME`` makes one part's pictures
+(tickertape, biff, console, desktop).
 """
 
 from __future__ import annotations
@@ -137,20 +144,81 @@ async def console(url: str) -> None:
     await asyncio.sleep(0.3)
     save(window, "console.png")
 
-    window.resize(1024, 700)
-    window.arrange()
-    await asyncio.sleep(0.3)
-    save(window, "console-1024.png")
+    from PySide6.QtCore import QRect, QSize
 
+    from elvin.qt.geometry import fit_to_screen
+    fit_to_screen(window, QSize(1280, 800), QRect(0, 19, 1024, 749))   # 1024x768, a panel
+    window.show_pane(window.panes_of("router")[0])
+    producer.set_expanded(True)
+    window.arrange()
+    await asyncio.sleep(0.6)
+    save(window, "console-1024.png")
+    producer.set_expanded(False)
+    window.show_pane(consumer)
+    window.resize(1400, 900)
+    window.arrange()
+
+    await browse_picture(url)
     record = consumer.selected_record()
     dialog = window.explain(record.attributes, 'Symbol == "BETA" && Price < 100 && '
                             '(Exchange == "NYSE" || begins-with(Exchange, "AS"))')
+    dialog.resize(1080, 520)        # as it opens on a screen wider than the offscreen one
+    dialog.update_explanation()
     await asyncio.sleep(0.2)
     save(dialog, "console-explain.png")
     dialog.close()
     await window.shutdown()
     await window.clear()
     await wait_all()
+    window.close()
+
+
+async def browse_picture(url: str) -> None:
+    """Browse, on a router with chat, prices and coffee flowing."""
+    from elvin_apps.console.routers import RouterRegistry
+    from elvin_apps.console.window import MainWindow
+    from elvin_apps.console.workspace import BrowseSpec, ProducerSpec, RouterSpec, Workspace
+
+    import elvin.client
+    registry = RouterRegistry()
+    window = MainWindow(registry)
+    await window.apply_workspace(Workspace(
+        [RouterSpec("local", url)],
+        [BrowseSpec(title="Browse", router="local"), ProducerSpec(title="Producer 1",
+                                                                  router="local")]))
+    window.resize(1280, 760)
+    window.show()
+    browse = window.panes_of("browse")[0]
+    await until(lambda: browse.census_seen, 15)
+    async with elvin.client.connect(url) as conn:
+        for _round in range(12):
+            await send_chat(conn)
+            await price_ticks(conn, 8, 0.01)
+            await conn.send({"Presence-Protocol": 1000, "Groups": "|coffee|",
+                             "User": "alice@example.org", "Status": "coffee",
+                             "Status-Text": "kitchen"})
+            browse.tick()
+            if {"Group", "Symbol", "Status"} <= set(browse.rows()):
+                break
+        for _round in range(3):
+            await send_chat(conn)
+            await price_ticks(conn, 16, 0.05)
+            browse.tick()
+    browse.tick()
+    group = browse._items.get("Group")
+    if group is not None:
+        group.setExpanded(True)
+        chat = browse._value_items.get(("Group", "Chat"))
+        if chat is not None:
+            browse.tree.setCurrentItem(chat)
+    symbol = browse._items.get("Symbol")
+    if symbol is not None:
+        symbol.setExpanded(True)
+    browse.tick()
+    await asyncio.sleep(0.3)
+    save(window, "console-browse.png")
+    await window.shutdown()
+    await window.clear()
     window.close()
 
 
@@ -213,6 +281,10 @@ async def tickertape(url: str) -> None:
             await asyncio.sleep(0.2)
             save(history_window, "tickertape-history.png")
             history_window.close()
+        settings = window.open_settings()
+        await asyncio.sleep(0.2)
+        save(settings, "tickertape-settings.png")
+        settings.close()
         window.hide()
         await controller.close()
         await manager.stop()
@@ -227,7 +299,11 @@ PEOPLE = [("alice@example.org", "in 5 minutes at the kitchen"),
 
 
 async def biff(url: str) -> None:
+    import json
+    import time as clock
+
     from elvin_apps.biff import CoffeeBiff
+    from elvin_apps.biff.acquaintances import PeopleBook
     from elvin_apps.biff.notify import CoffeeNotifier
     from elvin_apps.biff.qtbiff import QtBiff
     from elvin_apps.biff.window import CoffeeWindow
@@ -246,8 +322,17 @@ async def biff(url: str) -> None:
         manager = ConnectionManager(url)
         me = CoffeeBiff("me@example.org", heartbeat=5)
         qbiff = QtBiff(me, manager)
+        # the people this biff knew from before: erin left 25 minutes ago after
+        # a coffee two hours ago; frank is a colleague it has not seen yet
+        now = clock.time()
+        known = Path(tempfile.mkdtemp()) / "people.json"
+        known.write_text(json.dumps({"version": 1, "people": [
+            {"user": "erin@example.org", "seen": now - 25 * 60, "left": now - 25 * 60,
+             "coffee": now - 2 * 3600},
+            {"user": "dave@example.org", "seen": now - 60, "coffee": now - 3 * 3600}]}))
+        book = PeopleBook(["frank@example.org"], path=known)
         window = CoffeeWindow(qbiff, status=StatusWidget(manager, show_url=False),
-                              notifier=CoffeeNotifier(enabled=False))
+                              notifier=CoffeeNotifier(enabled=False), book=book)
         manager.start()
         await manager.wait_connected(10)
         await qbiff.attach()
@@ -263,22 +348,92 @@ async def biff(url: str) -> None:
             await peer.stop()
 
 
+# -- a real desktop --------------------------------------------------------------------------
+GRAB = """
+import sys
+from PySide6.QtGui import QGuiApplication
+app = QGuiApplication([sys.argv[0]])
+sys.exit(0 if app.primaryScreen().grabWindow(0).save(sys.argv[1], "PNG") else 1)
+"""
+
+
+def desktop(url: str) -> None:
+    """Xvfb + openbox at 1024x768: the tickertape docked at the top, the
+    console opened beside it (it fits below the bar), chat flowing."""
+    import shutil
+    missing = [tool for tool in ("Xvfb", "openbox", "xdotool") if shutil.which(tool) is None]
+    if missing:
+        print(f"skipped desktop-1024.png: {', '.join(missing)} not installed "
+              "(scripts/ensure-system-packages.sh installs them)")
+        return
+    read_end, write_end = os.pipe()
+    server = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-noreset", "-screen", "0",
+                               "1024x768x24", "-nolisten", "tcp"], pass_fds=(write_end,),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write_end)
+    with os.fdopen(read_end) as numbers:
+        display = ":" + numbers.readline().strip()
+    children = [server]
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "HOME": home,
+               "XDG_CONFIG_HOME": f"{home}/config", "XDG_DATA_HOME": f"{home}/data",
+               "XDG_STATE_HOME": f"{home}/state", "XDG_RUNTIME_DIR": home}
+        try:
+            children.append(subprocess.Popen(["openbox", "--sm-disable"], env=env,
+                                             stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.DEVNULL))
+            time.sleep(1.0)
+            for module in ("elvin_apps.tickertape", "elvin_apps.console"):
+                children.append(subprocess.Popen(
+                    [sys.executable, "-m", module, "--elvin", url], env=env,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                wanted = "^Tickertape$" if module.endswith("tickertape") else "Elvin console"
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and not subprocess.run(
+                        ["xdotool", "search", "--onlyvisible", "--name", wanted],
+                        env=env, capture_output=True, text=True).stdout.strip():
+                    time.sleep(0.2)
+
+            async def chat() -> None:
+                import elvin.client
+                async with elvin.client.connect(url) as conn:
+                    await send_chat(conn)
+                    await price_ticks(conn, 40, 0.05)
+            asyncio.run(chat())
+            time.sleep(5)                       # the strip scrolls, Browse fills
+            path = OUT / "desktop-1024.png"
+            grabbed = subprocess.run([sys.executable, "-c", GRAB, str(path)], env=env,
+                                     capture_output=True, text=True, timeout=60)
+            if grabbed.returncode != 0:
+                raise SystemExit(f"screenshots: cannot grab the desktop: {grabbed.stderr}")
+            print(f"wrote {path.relative_to(ROOT)}")
+        finally:
+            for child in reversed(children):
+                child.terminate()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.wait(10)
+
+
 # -- main ---------------------------------------------------------------------------------
 APPS = {"tickertape": tickertape, "biff": biff, "console": console}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=sorted(APPS), action="append")
+    parser.add_argument("--only", choices=sorted([*APPS, "desktop"]), action="append")
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     proc, url = start_router()
     try:
         from elvin.qt import run_app
 
+        if "desktop" in (args.only or ["desktop"]):
+            desktop(url)
+
         async def everything() -> int:
             for name in args.only or APPS:
-                await APPS[name](url)
+                if name in APPS:
+                    await APPS[name](url)
             return 0
 
         with tempfile.TemporaryDirectory() as home:

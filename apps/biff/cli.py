@@ -77,15 +77,17 @@ def main(argv: list[str] | None = None) -> int:
 
     async def app_main() -> int:
         return await run(biff, url, config.text, Path(args.screenshot) if args.screenshot
-                         else None, notify=config.notify, sound=config.sound)
+                         else None, notify=config.notify, sound=config.sound,
+                         colleagues=config.colleagues)
 
     return run_app_cli(app_main)
 
 
 async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
-              notify: bool = True, sound: bool = False) -> int:
+              notify: bool = True, sound: bool = False, colleagues: list[str] = ()) -> int:
     """Connect, build the window, run until it closes (or take the
     screenshot); always announce departure on the way out."""
+    from elvin_apps.biff.acquaintances import PeopleBook
     from elvin_apps.biff.cup import cup_icon
     from elvin_apps.biff.notify import CoffeeNotifier
     from elvin_apps.biff.qtbiff import QtBiff
@@ -96,6 +98,8 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
 
     from elvin.qt import ConnectionManager, StatusWidget
     from elvin.qt.app import run_window
+    from elvin.qt.geometry import WindowMemory
+    from elvin.xdg import state_home
 
     app = QApplication.instance()
     app.setApplicationName("biff")
@@ -115,8 +119,14 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
 
     qbiff = QtBiff(biff, manager)
     notifier = CoffeeNotifier(enabled=notify and screenshot is None, sound=sound)
+    # the people known are kept between runs (not by a screenshot)
+    book = PeopleBook(colleagues, None if screenshot is not None else
+                      state_home() / "elvin" / "biff-people.json",
+                      active_status=biff.active_status)
     window = CoffeeWindow(qbiff, status=StatusWidget(manager, show_url=False),
-                          default_text=default_text, notifier=notifier)
+                          default_text=default_text, notifier=notifier, book=book)
+    if screenshot is None:
+        WindowMemory(window, "biff").restore()
     tray = make_tray(qbiff, window)
     notifier.tray = tray.icon if tray is not None else None
     # a signal closes the window, so that departure is announced; the timer

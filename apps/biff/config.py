@@ -11,13 +11,14 @@ that name the file and the key, so a typo is not silently ignored::
     text = "kitchen"        # pre-filled "where/when" text
     notify = true           # tell me when someone starts a coffee
     sound = false           # ... with a sound
+    colleagues = ["alice@office", "bob@office"]   # always in the list, here or not
 """
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from elvin.config_file import ConfigError, default_config_path, read_toml
@@ -36,6 +37,7 @@ class BiffConfig:
     text: str = ""
     notify: bool = True     # a desktop notification when someone starts a coffee
     sound: bool = False     # ... with a sound
+    colleagues: list[str] = field(default_factory=list)   # listed even when away
     path: Path | None = None
 
 
@@ -47,6 +49,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "text": (str,),
     "notify": (bool,),
     "sound": (bool,),
+    "colleagues": (list,),
 }
 _LIMITS = {"heartbeat": (0.1, 3600.0), "coffee_minutes": (0.1, 24 * 60.0)}
 
@@ -65,6 +68,13 @@ def load(path: str | os.PathLike | None = None, *, must_exist: bool = False) -> 
         kinds = _TYPES.get(key)
         if kinds is None:
             raise ConfigError(f"{file}: unknown key {key!r} (known: {', '.join(_TYPES)})")
+        if key == "colleagues":
+            if not isinstance(value, list) or not all(
+                    isinstance(v, str) and v.strip() and v.isprintable() for v in value):
+                raise ConfigError(f"{file}: colleagues must be a list of user names, e.g. "
+                                  f'["alice@office"], not {value!r}')
+            config.colleagues = [v.strip() for v in value]
+            continue
         if isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds):
             wanted = " or ".join("number" if k in (int, float) else
                                  "true or false" if k is bool else "string" for k in kinds)

@@ -3,7 +3,9 @@
 Where the desktop runs the freedesktop notification service
 (``org.freedesktop.Notifications`` on the session D-Bus; GNOME, KDE, XFCE,
 dunst, ...), the message goes there; else, where there is a system tray,
-as a tray balloon; else nowhere (the window's list still shows it).
+as a tray balloon; else to the window itself, which flashes a banner and
+asks the window manager for the user's attention (the urgency hint: a
+blinking task-bar entry). An alert always reaches the user.
 
 Both the question "is the service there?" and the call itself go through
 GLib's ``gdbus`` tool, which every GLib-based desktop has, with explicitly
@@ -33,7 +35,7 @@ from elvin_apps.biff.roster import Member
 from PySide6.QtCore import QObject, QProcess, Signal
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
-__all__ = ["CoffeeNotifier", "FRESH_SECONDS", "new_starters"]
+__all__ = ["CoffeeNotifier", "FRESH_SECONDS", "alert_text", "new_starters"]
 
 log = logging.getLogger("elvin_apps.biff")
 
@@ -53,10 +55,24 @@ def new_starters(before: Iterable[Member], after: Iterable[Member], now: float) 
             and now - m.since <= FRESH_SECONDS]
 
 
+def alert_text(members: list[Member]) -> tuple[str, str]:
+    """The title and body telling that ``members`` started a coffee: the
+    names in the title, their notes in the body, never the name twice."""
+    if len(members) == 1:
+        member = members[0]
+        return (f"{member.user} is having a coffee",
+                member.text or "Just started. Click the cup to join.")
+    names = ", ".join(m.user for m in members[:-1]) + f" and {members[-1].user}"
+    body = "\n".join(f"{m.user}: {m.text}" for m in members if m.text)
+    return f"{len(members)} people are having a coffee", body or names
+
+
 class CoffeeNotifier(QObject):
-    """Shows notifications; ``backend`` says how ("freedesktop", "tray" or
-    "none"). ``notified(str, str)`` is emitted with the title and body of
-    each notification shown (whatever the backend)."""
+    """Shows notifications; ``backend`` says how ("freedesktop", "tray",
+    "window" or "none"). ``notified(str, str)`` is emitted with the title
+    and body of each notification shown (whatever the backend). ``window``
+    (set by the app) is the last resort: it gets ``flash(title, body)`` and
+    the urgency hint."""
 
     notified = Signal(str, str)
 
@@ -64,6 +80,7 @@ class CoffeeNotifier(QObject):
                  sound: bool = False, bus_address: str | None = None,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
+        self.window = None
         self.tray = tray
         self.enabled = enabled
         self.sound = sound
@@ -79,6 +96,8 @@ class CoffeeNotifier(QObject):
             return "freedesktop"
         if self.tray is not None and self.tray.isVisible():
             return "tray"
+        if self.window is not None:
+            return "window"
         return "none"
 
     def notify(self, title: str, body: str) -> str:
@@ -96,22 +115,21 @@ class CoffeeNotifier(QObject):
         return backend
 
     def _fallback(self, title: str, body: str) -> None:
+        """The tray's balloon, else the window's banner and urgency hint."""
         if self.tray is not None and self.tray.isVisible():
             self.tray.showMessage(title, body, QSystemTrayIcon.MessageIcon.Information,
                                   EXPIRE_MS)
+        elif self.window is not None:
+            self.window.flash(title, body)
+            QApplication.alert(self.window)     # until the user looks at the window
         if self.sound:
             QApplication.beep()
 
-    def started(self, members: Iterable[Member], render) -> None:
+    def started(self, members: Iterable[Member]) -> None:
         """One notification for the people who just started a coffee."""
         members = list(members)
-        if not members:
-            return
-        if len(members) == 1:
-            title = f"{members[0].user} is having a coffee"
-        else:
-            title = f"{len(members)} people are having a coffee"
-        self.notify(title, "\n".join(render(m) for m in members))
+        if members:
+            self.notify(*alert_text(members))
 
     def _send_dbus(self, title: str, body: str) -> None:
         hints = "{'category': <'presence.online'>"

@@ -1,21 +1,25 @@
 """The coffee biff window: a cup to click, who is drinking, how many.
 
-Layout, top to bottom: the cup button beside the count and an optional
-"where/when" field; the list of people (those having a coffee, with their
-note and for how long, then those around, in grey); a line that says the
-list may be out of date while not connected; the connection status (the
-router's URL in its tooltip) and the notification settings. The cup is full and steaming while you are having a
-coffee, so the button shows your own state at a glance.
+Layout, top to bottom: a banner that flashes when someone starts a coffee
+and no desktop notification or tray can say so; the cup button beside the
+count and an optional "where/when" field; the roster (those having a
+coffee, with their note and for how long, then those around, then those
+away, with when they last had a coffee); a line that says the list may be
+out of date while not connected; the connection status (the router's URL
+in its tooltip) and the menu (notifications, the suite's other apps). The
+cup is full and steaming while you are having a coffee, so the button
+shows your own state at a glance.
 """
 
 from __future__ import annotations
 
 from elvin_apps.biff import protocol
+from elvin_apps.biff.acquaintances import PeopleBook
 from elvin_apps.biff.cup import cup_icon
 from elvin_apps.biff.notify import CoffeeNotifier
 from elvin_apps.biff.people import PeopleList
 from elvin_apps.biff.qtbiff import QtBiff
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -33,6 +37,14 @@ __all__ = ["CoffeeWindow"]
 IDLE_TEXT = "I'm having a coffee"
 ACTIVE_TEXT = "Done with my coffee"
 STALE_TEXT = "Not connected: this list may be out of date"
+#: how long the banner stays (ms) unless the user looks at the window first
+FLASH_MS = 15_000
+#: the banner blinks this many times when it appears, every BLINK_MS
+BLINKS, BLINK_MS = 3, 350
+_BANNER_STYLES = ("QLabel { background: #ffd166; color: #3d2c00; padding: 6px 10px; "
+                  "border-radius: 4px; font-weight: bold }",
+                  "QLabel { background: #fff3cd; color: #3d2c00; padding: 6px 10px; "
+                  "border-radius: 4px; font-weight: bold }")
 
 
 class CoffeeWindow(QWidget):
@@ -42,10 +54,13 @@ class CoffeeWindow(QWidget):
 
     def __init__(self, qbiff: QtBiff, status: QWidget | None = None,
                  default_text: str = "", parent: QWidget | None = None, *,
-                 notifier: CoffeeNotifier | None = None) -> None:
+                 notifier: CoffeeNotifier | None = None,
+                 book: PeopleBook | None = None) -> None:
         super().__init__(parent)
         self.qbiff = qbiff
         self.notifier = notifier
+        self.book = book
+        self.launcher = None           # elvin_apps.suite.AppLauncher, made on first use
         biff = qbiff.biff
         self.setWindowTitle(f"Coffee biff — {biff.user}")
         self._icons = {full: cup_icon(full=full, steam=full) for full in (False, True)}
@@ -76,7 +91,22 @@ class CoffeeWindow(QWidget):
                               "press Enter to start (or to update it)")
         self.where.returnPressed.connect(self._where_entered)
 
-        self.people = PeopleList(biff, self)
+        self.banner = QLabel(self)
+        self.banner.setObjectName("banner")
+        self.banner.setWordWrap(True)
+        self.banner.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.banner.setToolTip("Click to dismiss")
+        self.banner.installEventFilter(self)
+        self.banner.hide()
+        self._banner_timer = QTimer(self)
+        self._banner_timer.setSingleShot(True)
+        self._banner_timer.timeout.connect(self.banner.hide)
+        self._blink_timer = QTimer(self)
+        self._blink_timer.setInterval(BLINK_MS)
+        self._blink_timer.timeout.connect(self._blink)
+        self._blinks = 0
+
+        self.people = PeopleList(biff, self, book=book)
         self.people.setObjectName("people")
         self.people.setMinimumHeight(120)
         self.stale_label = QLabel(STALE_TEXT, self)
@@ -97,6 +127,7 @@ class CoffeeWindow(QWidget):
         top.addWidget(self.cup)
         top.addLayout(side, 1)
         layout = QVBoxLayout(self)
+        layout.addWidget(self.banner)
         layout.addLayout(top)
         layout.addWidget(self.people, 1)
         layout.addWidget(self.stale_label)
@@ -108,25 +139,33 @@ class CoffeeWindow(QWidget):
         else:
             bottom.addStretch(1)
         self.settings_button = QToolButton(self)
-        self.settings_button.setText("Notifications")
+        self.settings_button.setText("Menu")
         self.settings_button.setAutoRaise(True)
         self.settings_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(self.settings_button)
+        self.menu = menu
         self.notify_action = QAction("Tell me when someone starts a coffee", menu,
                                      checkable=True)
         self.sound_action = QAction("With a sound", menu, checkable=True)
         menu.addAction(self.notify_action)
         menu.addAction(self.sound_action)
+        menu.addSeparator()
+        self.apps_menu = menu.addMenu("Open")
+        self._fill_apps_menu()
+        menu.addSeparator()
+        menu.addAction("Quit", self.close)
         self.settings_button.setMenu(menu)
         if notifier is not None:
+            notifier.window = self
             self.notify_action.setChecked(notifier.enabled)
             self.sound_action.setChecked(notifier.sound)
             self.notify_action.toggled.connect(self._notify_toggled)
             self.sound_action.toggled.connect(lambda on: setattr(notifier, "sound", on))
-            qbiff.started.connect(lambda members: notifier.started(members, biff.render))
+            qbiff.started.connect(notifier.started)
             self.sound_action.setEnabled(notifier.enabled)
         else:
-            self.settings_button.hide()
+            self.notify_action.setEnabled(False)
+            self.sound_action.setEnabled(False)
         bottom.addWidget(self.settings_button)
         layout.addLayout(bottom)
 
@@ -136,7 +175,7 @@ class CoffeeWindow(QWidget):
         if manager is not None:
             manager.stateChanged.connect(self._connection_state)
             self._connection_state(manager.state)
-        self.resize(460, 360)
+        self.resize(460, 400)
         self.refresh()
 
     # -- what is shown ----------------------------------------------------------------
@@ -157,6 +196,43 @@ class CoffeeWindow(QWidget):
                                    "people having a coffee")
         self.people.refresh()
         self.setWindowIcon(self._icons[active])
+
+    def flash(self, title: str, body: str = "") -> None:
+        """The alert of last resort: a banner that blinks, then stays a while
+        (``FLASH_MS``, or until clicked)."""
+        self.banner.setText(f"\N{HOT BEVERAGE} {title}" + (f" \N{EM DASH} {body}" if body else ""))
+        self.banner.setStyleSheet(_BANNER_STYLES[0])
+        self.banner.show()
+        self._blinks = 2 * BLINKS
+        self._blink_timer.start()
+        self._banner_timer.start(FLASH_MS)
+
+    def _blink(self) -> None:
+        self._blinks -= 1
+        self.banner.setStyleSheet(_BANNER_STYLES[self._blinks % 2])
+        if self._blinks <= 0:
+            self._blink_timer.stop()
+            self.banner.setStyleSheet(_BANNER_STYLES[0])
+
+    def banner_text(self) -> str:
+        """What the banner says while shown (tests)."""
+        return self.banner.text() if self.banner.isVisibleTo(self) else ""
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+        if watched is self.banner and event.type() == QEvent.Type.MouseButtonPress:
+            self.banner.hide()
+            return True
+        return super().eventFilter(watched, event)
+
+    def _fill_apps_menu(self) -> None:
+        """The suite's other apps, started on this router (``elvin_apps.suite``)."""
+        from elvin_apps.suite import AppLauncher, add_app_actions
+
+        self.launcher = AppLauncher(self)
+        self.launcher.failed.connect(lambda text: self.flash(text))
+        manager = getattr(self.qbiff, "manager", None)
+        add_app_actions(self.apps_menu, self.launcher, "biff",
+                        lambda: getattr(manager, "url", None))
 
     def _connection_state(self, state: str) -> None:
         stale = state != "connected"
@@ -187,5 +263,7 @@ class CoffeeWindow(QWidget):
         self.qbiff.setActive(True, self.where.text().strip())
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)
+        if self.book is not None:
+            self.book.save()
         self.closed.emit()
         super().closeEvent(event)

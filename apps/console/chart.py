@@ -139,7 +139,7 @@ class TimeSeriesChart(QWidget):
         self.fill_first = True          # shade under the first series
         self.dash_later = True          # series after the first dashed
         self.data: list[list[Point]] = [[] for _ in self.series]
-        self.setMinimumSize(260, 150)
+        self.setMinimumSize(240, 110)   # four fit in a 1024x768 screen's console
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)

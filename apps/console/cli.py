@@ -114,6 +114,11 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
     app = QApplication.instance()
     app.setApplicationName("elvin-console")
     app.setApplicationVersion(__version__)
+    from importlib import resources
+
+    from PySide6.QtGui import QIcon
+    icon = resources.files("elvin_apps.desktop").joinpath("icons", "elvin-console.svg")
+    app.setWindowIcon(QIcon(str(icon)))       # the menu entry's icon, on the window too
     router = None
     if args.embedded_router and workspace.routers:
         from elvin.router.bundled import start_where_silent
@@ -122,6 +127,9 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
     window = MainWindow(registry, buffer)
     try:
         await window.apply_workspace(workspace, path)
+        if not args.screenshot:       # a picture shows the default place and size
+            from elvin.qt.geometry import WindowMemory
+            WindowMemory(window, "elvin-console").restore()
         window.show()
         return await run_window(window, (lambda: take_screenshot(window, Path(args.screenshot)))
                                 if args.screenshot else None)

@@ -14,7 +14,7 @@ popup needs and the word before the cursor is the completion prefix.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from PySide6.QtCore import QEvent, QObject, QStringListModel, Qt
 from PySide6.QtGui import QKeyEvent, QTextCursor
@@ -82,12 +82,18 @@ def word_before(text: str, position: int) -> tuple[int, str]:
 
 class NameCompleter(QObject):
     """A QCompleter popup for names in a SubscriptionEditor: pops up after
-    two typed characters of a name (or Ctrl+Space), Tab/Enter inserts."""
+    two typed characters of a name (or Ctrl+Space), Tab/Enter inserts.
 
-    def __init__(self, editor: SubscriptionEditor, names: AttributeNames) -> None:
+    Ctrl+Enter while the popup is open closes it and calls ``submit`` (the
+    pane's "Subscribe"): the popup holds the keyboard, so the editor's own
+    Ctrl+Enter shortcut would not see the key."""
+
+    def __init__(self, editor: SubscriptionEditor, names: AttributeNames,
+                 submit: Callable[[], object] | None = None) -> None:
         super().__init__(editor)
         self.editor = editor
         self.names = names
+        self.submit = submit
         self.edit: QPlainTextEdit = editor.edit
         self.completer = QCompleter(names.model, self)
         self.completer.setWidget(self.edit)
@@ -100,6 +106,10 @@ class NameCompleter(QObject):
     def prefix(self) -> tuple[int, str]:
         cursor = self.edit.textCursor()
         return word_before(self.edit.toPlainText(), cursor.position())
+
+    def hide(self) -> None:
+        """Close the popup (the expression was sent, or the edit lost interest)."""
+        self.completer.popup().hide()
 
     def insert(self, name: str) -> None:
         start, _word = self.prefix()
@@ -135,6 +145,12 @@ class NameCompleter(QObject):
         key_event: QKeyEvent = event  # type: ignore[assignment]
         popup = self.completer.popup()
         key = key_event.key()
+        if popup.isVisible() and key in (Qt.Key.Key_Enter, Qt.Key.Key_Return) and \
+                key_event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            popup.hide()
+            if self.submit is not None:
+                self.submit()
+            return True
         if popup.isVisible() and key in (Qt.Key.Key_Enter, Qt.Key.Key_Return, Qt.Key.Key_Tab,
                                          Qt.Key.Key_Escape, Qt.Key.Key_Backtab):
             if key == Qt.Key.Key_Escape:

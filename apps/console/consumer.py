@@ -59,7 +59,6 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QTableView,
     QToolButton,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -120,7 +119,7 @@ class ConsumerPane(Pane):
         self.editor.edit.setPlaceholderText('Subscription, e.g. require(Price) && Symbol == "ACME"'
                                             "  (Ctrl+Space completes attribute names)")
         self.editor.edit.setFixedHeight(self.editor.edit.fontMetrics().lineSpacing() * 3 + 14)
-        self.completer = NameCompleter(self.editor, names)
+        self.completer = NameCompleter(self.editor, names, submit=self.apply)
         self.insecure_box = QCheckBox("Accept insecure")
         self.insecure_box.setChecked(spec.accept_insecure)
         self.insecure_box.setToolTip("Also receive notifications that match without keys")
@@ -227,6 +226,7 @@ class ConsumerPane(Pane):
 
         # -- table and detail -------------------------------------------------------------
         self.view = QTableView()
+        self.view.setMinimumHeight(48)
         self.view.setModel(self.proxy)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -262,10 +262,7 @@ class ConsumerPane(Pane):
 
         self.stats_label = QLabel()
         self.stats_label.setTextFormat(Qt.TextFormat.RichText)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 6, 6, 6)
-        layout.setSpacing(4)
-        layout.addLayout(top)
+        layout = self.column(top)
         layout.addWidget(self.editor)
         layout.addWidget(self.status_label)
         layout.addLayout(tools)
@@ -301,6 +298,7 @@ class ConsumerPane(Pane):
     def apply(self) -> bool:
         """Subscribe with the editor's expression (or change the subscription).
         Returns False, sending nothing, when the expression is invalid."""
+        self.completer.hide()
         if not self.editor.isValid():
             error = self.editor.error()
             self.set_status("Not sent: " + (self.editor.errorText() or

@@ -73,6 +73,7 @@ class DetailView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
         layout.addWidget(self.tree, 1)
+        self.tree.setMinimumHeight(40)     # room for the console on a 1024x768 screen
         self.record: Received | None = None
         self.previous: Received | None = None
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 from elvin_apps.console.completion import AttributeNames, NameCompleter
 from elvin_apps.console.ectextedit import EcTextEdit
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
     QDialog,
@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from elvin.qt import SubscriptionEditor, monospace_font, split
+from elvin.qt.geometry import fit_to_screen
 from elvin.subscription.explain import Step, explain, failing
 from elvin.text import format_notification
 from elvin.values import Value
@@ -124,7 +125,7 @@ class ExplainDialog(QDialog):
         layout.addWidget(split(Qt.Orientation.Horizontal, (left, 1), (right, 2)))
         self.notification_edit.textChanged.connect(self.update_explanation)
         self.editor.expressionChanged.connect(self.update_explanation)
-        self.resize(1080, 520)
+        fit_to_screen(self, QSize(1080, 520))
         self.update_explanation()
 
     # -- input -------------------------------------------------------------------------

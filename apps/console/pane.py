@@ -15,7 +15,7 @@ import contextlib
 
 from elvin_apps.console.routers import RouterEntry, RouterRegistry
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from elvin.client import Connection
 
@@ -67,6 +67,15 @@ class Pane(QWidget):
         row.addWidget(QLabel("Router"))
         row.addWidget(self.router_combo)
         return row
+
+    def column(self, top: QHBoxLayout) -> QVBoxLayout:
+        """The pane's layout, as every pane spaces it: its top row, then
+        the status line; the caller adds the rest."""
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.setSpacing(4)
+        layout.addLayout(top)
+        return layout
 
     @property
     def router_name(self) -> str:
@@ -146,6 +155,8 @@ class Pane(QWidget):
 
     def set_status(self, text: str, error: bool = False) -> None:
         self.status_label.setText(text)
+        if self.status_label.parent() is not None:  # laid out: no empty line for nothing
+            self.status_label.setVisible(bool(text))
         self.status_label.setStyleSheet("color: #c62828;" if error else "")
 
     def to_spec(self):

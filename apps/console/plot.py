@@ -50,7 +50,7 @@ class AttributePlot(QWidget):
         # key the key value (prefixed by the name when several are plotted)
         self.points: dict[str, deque[tuple[float, float]]] = {}
         self.left_out: set[str] = set()     # key values beyond MAX_SERIES
-        self.setMinimumHeight(150)
+        self.setMinimumHeight(110)
 
     def set_names(self, names: Iterable[str]) -> None:
         names = list(dict.fromkeys(names))[:MAX_PLOTTED]

@@ -221,7 +221,8 @@ class ProducerPane(Pane):
         editor_layout.addWidget(self.attributes, 1)
         editor_layout.addLayout(send_row)
         splitter = split(Qt.Orientation.Vertical, (editor_box, 4), (history_box, 1))
-        self.history_list.setMinimumHeight(48)
+        self.history_list.setMinimumHeight(32)
+        self.attributes.table.setMinimumHeight(48)   # the unfolded producer fits 1024x768
         self.full = splitter
 
         layout = QVBoxLayout(self)

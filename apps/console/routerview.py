@@ -18,6 +18,8 @@ of the connected router was (a router the user picked stays picked).
 from __future__ import annotations
 
 import asyncio
+import html
+import re
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -33,7 +35,7 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QLabel, QVBoxLayout, QWidg
 from elvin.client import Connection, Notification, Subscription
 from elvin.errors import ElvinError
 
-__all__ = ["RouterViewPane", "Sample", "STATS_SUBSCRIPTION"]
+__all__ = ["RouterViewPane", "Sample", "STATS_SUBSCRIPTION", "describe_router_id"]
 
 STATS_SUBSCRIPTION = "require(Elvin-Router-Stats)"
 MAX_SAMPLES = 20_000
@@ -64,6 +66,28 @@ class Sample:
                    int(number("Subscriptions")), int(number("Quenches")), int(number("Drops")),
                    number("Uptime"), int(number("Notifications-In")),
                    int(number("Notifications-Out")))
+
+
+#: elvind's Router-Id: host, process id, start time (Unix seconds), sequence
+_ROUTER_ID = re.compile(r"(?P<host>.+):(?P<pid>\d+):(?P<started>\d{9,11}):(?P<seq>\d+)")
+
+
+def describe_router_id(router_id: str, now: float | None = None) -> str:
+    """A Router-Id in words: ``vm:32705:1795797083:1`` reads "vm, started
+    14:31 (process 32705)"; the date is said unless it is today, and the
+    sequence only when one process runs several routers. An id in another
+    form (another router implementation) is shown as it is."""
+    found = _ROUTER_ID.fullmatch(router_id)
+    if found is None:
+        return router_id
+    started = time.localtime(int(found["started"]))
+    today = time.localtime(time.time() if now is None else now)
+    when = time.strftime("%H:%M", started)
+    if started[:3] != today[:3]:
+        when = time.strftime("%d %b %Y ", started).lstrip("0") + when
+    sequence = int(found["seq"])
+    extra = f", router {sequence}" if sequence > 1 else ""
+    return f"{found['host']}, started {when} (process {found['pid']}{extra})"
 
 
 def _duration(seconds: float) -> str:
@@ -111,7 +135,7 @@ class RouterViewPane(Pane):
         self.window_combo.setCurrentIndex(index)
         self.window_combo.currentIndexChanged.connect(self._window_changed)
         top = self.router_row()
-        top.addWidget(QLabel("Router id"))
+        top.addWidget(QLabel("Statistics of"))
         top.addWidget(self.id_combo)
         top.addStretch(1)
         top.addWidget(QLabel("Show"))
@@ -208,7 +232,9 @@ class RouterViewPane(Pane):
         samples = self.samples.get(router_id)
         if samples is None:
             samples = self.samples[router_id] = deque(maxlen=MAX_SAMPLES)
-            self.id_combo.addItem(router_id, router_id)
+            self.id_combo.addItem(describe_router_id(router_id), router_id)
+            self.id_combo.setItemData(self.id_combo.count() - 1, f"Router-Id {router_id}",
+                                      Qt.ItemDataRole.ToolTipRole)
         samples.append(Sample.from_notification(notification, time.monotonic()))
         if self._seen_before is not None and router_id not in self._seen_before:
             self._follow(router_id)
@@ -225,8 +251,9 @@ class RouterViewPane(Pane):
         previous, self.own_id = self.own_id, router_id
         if previous is not None and self.current_id() == previous:
             self.id_combo.setCurrentIndex(self.id_combo.findData(router_id))
-            self.set_status(f"The router restarted: now showing {router_id} "
-                            f"(was {previous}).")
+            self.set_status(f"The router restarted: now showing "
+                            f"{describe_router_id(router_id)} "
+                            f"(was {describe_router_id(previous)}).")
 
     def current_id(self) -> str:
         return self.id_combo.currentData() or ""
@@ -251,7 +278,8 @@ class RouterViewPane(Pane):
         if samples:
             last = samples[-1]
             self.summary.setText(
-                f"<b>{self.current_id()}</b> · up {_duration(last.uptime)} · "
+                f"<b>{html.escape(describe_router_id(self.current_id()))}</b> · "
+                f"up {_duration(last.uptime)} · "
                 f"{format_number(last.notifications_in)} in, "
                 f"{format_number(last.notifications_out)} out since start · "
                 f"{last.connections} connections · {last.subscriptions} subscriptions · "

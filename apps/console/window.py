@@ -1,5 +1,9 @@
 """The main window: routers on the left, panes as dock widgets beside them.
 
+A first start opens on the Browse pane: everything flowing through the
+router as a tree, with no subscription to write (``browse``); a consumer
+and a producer are a tab and a bar away.
+
 The routers sidebar folds away (View menu, the "Routers" button in the
 status bar, or by itself below 1200 px wide), leaving each router's state
 in words in the status bar; producers start as a one-line publish bar, so
@@ -19,6 +23,7 @@ import contextlib
 from pathlib import Path
 
 from elvin_apps.console import __version__
+from elvin_apps.console.browse import BrowsePane
 from elvin_apps.console.completion import AttributeNames
 from elvin_apps.console.consumer import ConsumerPane
 from elvin_apps.console.explainview import ExplainDialog, Source
@@ -30,6 +35,7 @@ from elvin_apps.console.routerspanel import RoutersPanel
 from elvin_apps.console.routerview import RouterViewPane
 from elvin_apps.console.tasks import spawn
 from elvin_apps.console.workspace import (
+    BrowseSpec,
     ConsumerSpec,
     ProducerSpec,
     QuenchSpec,
@@ -40,7 +46,7 @@ from elvin_apps.console.workspace import (
     load,
     save,
 )
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -56,18 +62,23 @@ from PySide6.QtWidgets import (
 )
 
 from elvin.qt import split
+from elvin.qt.geometry import fit_to_screen
 
 __all__ = ["MainWindow", "default_workspace"]
 
 WORKSPACE_FILTER = "Workspace (*.json *.toml);;JSON (*.json);;TOML (*.toml)"
-_KIND_LABELS = {"consumer": "Consumer", "producer": "Producer", "quench": "Quench",
+#: what a first start opens at, on a screen large enough (else the screen less its frame)
+PREFERRED_SIZE = QSize(1280, 800)
+_KIND_LABELS = {"browse": "Browse", "consumer": "Consumer", "producer": "Producer", "quench": "Quench",
                 "router": "Router statistics"}
 
 
 def default_workspace(url: str, buffer: int = 10_000) -> Workspace:
-    """What a first start shows: one router, a consumer and a producer."""
+    """What a first start shows: one router, everything on it as a tree
+    (Browse, in front), a consumer and a producer."""
     return Workspace([RouterSpec("default", url)],
-                     [ConsumerSpec(title="Consumer 1", router="default", buffer=buffer),
+                     [BrowseSpec(title="Browse", router="default"),
+                      ConsumerSpec(title="Consumer 1", router="default", buffer=buffer),
                       ProducerSpec(title="Producer 1", router="default")])
 
 
@@ -148,7 +159,7 @@ class MainWindow(QMainWindow):
         self._watched: set[int] = set()
         self._watch_routers()
         self._update_title()
-        self.resize(1280, 800)
+        fit_to_screen(self, PREFERRED_SIZE)
 
     # -- menus -----------------------------------------------------------------------------
     def _menus(self) -> None:
@@ -170,6 +181,8 @@ class MainWindow(QMainWindow):
         self.sidebar_action.setCheckable(True)
         self.sidebar_action.setChecked(True)
         panes = bar.addMenu("&Panes")
+        self._action(panes, "New &browse pane", lambda: self.add_pane("browse", focus=True),
+                     "Ctrl+Shift+W")
         self._action(panes, "New &consumer", lambda: self.add_pane("consumer", focus=True),
                      "Ctrl+Shift+C")
         self._action(panes, "New &producer", lambda: self.add_pane("producer", focus=True),
@@ -183,6 +196,14 @@ class MainWindow(QMainWindow):
         tools = bar.addMenu("&Tools")
         self._action(tools, "&Explain a match…", lambda: self.explain(None, ""),
                      "Ctrl+Shift+X")
+        tools.addSeparator()
+        self.apps_menu = tools.addMenu("&Open")
+        from elvin_apps.suite import AppLauncher, add_app_actions
+        self.launcher = AppLauncher(self)
+        self.launcher.failed.connect(lambda text: self.statusBar().showMessage(text, 20_000))
+        self.launcher.started.connect(
+            lambda title: self.statusBar().showMessage(f"Starting {title}…", 5000))
+        add_app_actions(self.apps_menu, self.launcher, "console", self.current_router_url)
         routers = bar.addMenu("&Routers")
         self._action(routers, "&Add router…", self.routers_panel.add_router)
         help_menu = bar.addMenu("&Help")
@@ -201,11 +222,12 @@ class MainWindow(QMainWindow):
         count = self._counters.get(kind, 0) + 1
         self._counters[kind] = count
         if spec is None:
-            spec = {"consumer": ConsumerSpec(buffer=self.buffer), "producer": ProducerSpec(),
+            spec = {"browse": BrowseSpec(), "consumer": ConsumerSpec(buffer=self.buffer),
+                    "producer": ProducerSpec(),
                     "quench": QuenchSpec(), "router": RouterViewSpec()}[kind]
         if not spec.title:
-            spec.title = f"{_KIND_LABELS[kind]} {count}" if kind != "router" else \
-                _KIND_LABELS[kind] + (f" {count}" if count > 1 else "")
+            spec.title = f"{_KIND_LABELS[kind]} {count}" if kind not in ("router", "browse") \
+                else _KIND_LABELS[kind] + (f" {count}" if count > 1 else "")
         if not spec.router and len(self.registry):
             spec.router = self.registry.names()[0]
         if kind == "consumer":
@@ -216,6 +238,10 @@ class MainWindow(QMainWindow):
             pane = QuenchPane(self.registry, self.names, spec)
         elif kind == "router":
             pane = RouterViewPane(self.registry, spec)
+        elif kind == "browse":
+            pane = BrowsePane(self.registry, spec)
+            pane.consumerRequested.connect(
+                lambda expression, p=pane: self.open_consumer(expression, p.router_name))
         else:
             raise ValueError(f"unknown pane kind {kind!r}")
         pane.explainRequested.connect(self.explain)
@@ -230,10 +256,14 @@ class MainWindow(QMainWindow):
         if same:
             self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
             self.dock_host.tabifyDockWidget(same[-1], dock)
+        elif others and group == "producer":
+            # below everything (splitting a view that is already tabbed would
+            # only add one more tab)
+            self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock,
+                                         Qt.Orientation.Vertical)
         elif others:
             self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-            first, second = (others[0], dock) if group == "producer" else (dock, others[0])
-            self.dock_host.splitDockWidget(first, second, Qt.Orientation.Vertical)
+            self.dock_host.splitDockWidget(dock, others[0], Qt.Orientation.Vertical)
         else:
             self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
         self.panes.append(pane)
@@ -268,6 +298,12 @@ class MainWindow(QMainWindow):
                 dock.deleteLater()
 
         spawn(finish(), f"closing {pane.title()}")
+
+    def open_consumer(self, expression: str, router: str = "") -> Pane:
+        """A new consumer pane subscribed to ``expression`` (from Browse)."""
+        spec = ConsumerSpec(router=router, subscription=expression, subscribed=True,
+                            buffer=self.buffer)
+        return self.add_pane("consumer", spec, focus=True)
 
     def panes_of(self, kind: str) -> list[Pane]:
         return [pane for pane in self.panes if pane.kind == kind]
@@ -314,13 +350,20 @@ class MainWindow(QMainWindow):
                 QMessageBox.warning(self, "Workspace", str(exc))
         for spec in workspace.panes:
             self.add_pane(spec.kind, spec)
-        for kind in ("consumer", "producer"):
-            first = self.panes_of(kind)
-            if first:
-                self.show_pane(first[0])
+        self.raise_front_panes()
         self.path = path
         self._update_title()
         self.arrange()
+
+    def raise_front_panes(self) -> None:
+        """Browse (else the first consumer) and the first producer in front
+        of their tabs: again once the window is shown, since a dock raised
+        before that may not stay raised."""
+        front = self.panes_of("browse") or self.panes_of("consumer")
+        if front:
+            self.show_pane(front[0])
+        if self.panes_of("producer"):
+            self.show_pane(self.panes_of("producer")[0])
 
     def arrange(self) -> None:
         """Default proportions: a narrow routers column; views get about
@@ -341,7 +384,9 @@ class MainWindow(QMainWindow):
             if isinstance(pane, ProducerPane) and not pane.expanded:
                 low = producer.minimumSizeHint().height() + 4
             else:
-                low = height * 36 // 100
+                # its natural height where the window allows, at most half:
+                # on a small screen the editor still shows a few rows
+                low = min(max(height * 36 // 100, producer.sizeHint().height()), height // 2)
             self.dock_host.resizeDocks([view, producer], [height - low, low],
                                        Qt.Orientation.Vertical)
 
@@ -396,6 +441,7 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not getattr(self, "_arranged", False):
             self._arranged = True
+            self.raise_front_panes()
             self.arrange()
             QTimer.singleShot(0, self.arrange)   # again once the layout has its real size
 
@@ -479,6 +525,16 @@ class MainWindow(QMainWindow):
             elif isinstance(pane, ProducerPane):
                 sources.append((f"Draft of {pane.title()}", pane.draft))
         return sources
+
+    def current_router_url(self) -> str | None:
+        """The router of the pane in front (else the first): the other apps
+        are started on it."""
+        consumer = self.current_consumer()
+        name = consumer.router_name if consumer is not None else ""
+        entry = self.registry.get(name) if name else None
+        if entry is None and len(self.registry):
+            entry = self.registry.entries()[0]
+        return entry.manager.url if entry is not None else None
 
     # -- export --------------------------------------------------------------------------
     def current_consumer(self) -> ConsumerPane | None:

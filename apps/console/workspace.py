@@ -13,7 +13,7 @@ structure, so that it can live in a project's repository and be reviewed::
     options = {"Subscription.Max-Count" = 100}
 
     [[panes]]
-    kind = "consumer"           # consumer / producer / quench / router
+    kind = "consumer"           # browse / consumer / producer / quench / router
     title = "Prices"
     router = "local"
     subscription = "require(Price)"
@@ -51,7 +51,7 @@ from elvin.values import INT32_MAX, INT32_MIN, Int64, Value
 log = logging.getLogger("elvin_apps.console")
 
 __all__ = [
-    "AttributeSpec", "ConsumerSpec", "ProducerSpec", "QuenchSpec", "RouterSpec",
+    "AttributeSpec", "BrowseSpec", "ConsumerSpec", "ProducerSpec", "QuenchSpec", "RouterSpec",
     "RouterViewSpec", "Workspace", "WorkspaceError", "load", "save", "loads", "dumps",
     "MIN_BUFFER", "MAX_BUFFER", "DEFAULT_BUFFER",
 ]
@@ -139,9 +139,17 @@ class RouterViewSpec:
     window: int = 300      # seconds of history shown
 
 
-PaneSpec = ConsumerSpec | ProducerSpec | QuenchSpec | RouterViewSpec
+@dataclass
+class BrowseSpec:
+    kind = "browse"
+    title: str = ""
+    router: str = ""
+
+
+PaneSpec = BrowseSpec | ConsumerSpec | ProducerSpec | QuenchSpec | RouterViewSpec
 PANE_CLASSES: dict[str, type] = {cls.kind: cls for cls in
-                                 (ConsumerSpec, ProducerSpec, QuenchSpec, RouterViewSpec)}
+                                 (BrowseSpec, ConsumerSpec, ProducerSpec, QuenchSpec,
+                                  RouterViewSpec)}
 
 
 @dataclass
@@ -333,6 +341,8 @@ def _pane(table: Any, where: str) -> PaneSpec:
                             _get(table, "deliver_insecure", (bool,), True, where),
                             producer, consumer, rate, _strings(table, "history", where),
                             _get(table, "expanded", (bool,), False, where))
+    if kind == "browse":
+        return BrowseSpec(title, router)
     if kind == "quench":
         return QuenchSpec(title, router, _strings(table, "names", where),
                           _get(table, "active", (bool,), False, where))

@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-history", action="store_true", help="keep no message log")
     parser.add_argument("--no-embedded-router", action="store_true",
                         help="never start the bundled router")
+    parser.add_argument("--dock", choices=("top", "bottom", "window"),
+                        help="a bar docked at the top or bottom of the screen (the default: "
+                             "top), or an ordinary window; the settings file's dock = ...")
     return parser
 
 
@@ -60,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.report(PROG)
     if args.user:
         config.user = args.user
+    if args.dock:
+        config.dock = args.dock
     url, chosen = router.url, router.chosen
     if args.screenshot and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no screen: render offscreen
@@ -119,6 +124,9 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
     notifier = Notifier(window, enabled=config.notify_mentions)
     notifier.activated.connect(lambda: (window.showNormal(), window.raise_()))
     controller.notifier = notifier
+    from elvin.qt.geometry import WindowMemory
+    # docked at its edge, or as a window where it last was (not in a picture)
+    window.place(None if args.screenshot else WindowMemory(window, "tickertape"))
     window.show()
     manager.start()
     try:

@@ -3,9 +3,9 @@
 One file per tool in the platform config dir (``~/.config/elvin/tickertape.toml``
 on Linux, from QStandardPaths), overridable by flags and ``ELVIN_URL``;
 defaults work with no file. Reading rejects wrong types with a message that
-names the file and the key; writing (the app saves groups the user edited)
-uses a small writer for the few shapes the file has, since the standard
-library reads TOML but does not write it.
+names the file and the key. Writing (the app saves the settings and groups
+the user changed) edits the file the user has, keeping their comments and
+layout (``elvin.tomlwrite.edit``); a first file is written whole.
 """
 
 from __future__ import annotations
@@ -17,13 +17,16 @@ import socket
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from elvin_apps.tickertape.groups import Group, GroupError, GroupList
+from elvin_apps.tickertape.groups import Group, GroupError, GroupList, is_hex_colour
 
 from elvin.config_file import APP_DIR, ConfigError, read_toml
 from elvin.fileutil import atomic_write
-from elvin.tomlwrite import toml_string, toml_value
+from elvin.tomlwrite import edit, toml_value
 
 CONFIG_NAME = "tickertape.toml"
+#: where the strip goes: a full-width bar docked at the top or bottom edge of
+#: the screen, or an ordinary window
+DOCK_CHOICES = ("top", "bottom", "window")
 
 
 def default_user() -> str:
@@ -51,9 +54,13 @@ class Config:
     user: str = field(default_factory=default_user)
     speed: float = 80.0            # pixels per second
     default_timeout: int = 600     # seconds, when a message suggests none
+    font_family: str = ""          # empty: the desktop's font
     font_size: float = 11.0
-    always_on_top: bool = True
-    frameless: bool = False
+    background: str = "#1d1f21"    # the strip's colour
+    text_colour: str = "#e6e6e6"   # the messages' text (groups have their own colours)
+    dock: str = "top"              # top, bottom (a docked bar) or window
+    always_on_top: bool = True     # as a window
+    frameless: bool = False        # as a window: without the title bar
     legacy: bool = True            # also send/subscribe the pre-v3 attribute names
     extra_subscription: str = ""
     notify_mentions: bool = True
@@ -76,7 +83,11 @@ _SCALARS = {
     "user": (str,),
     "speed": (int, float),
     "default_timeout": (int,),
+    "font_family": (str,),
     "font_size": (int, float),
+    "background": (str,),
+    "text_colour": (str,),
+    "dock": (str,),
     "always_on_top": (bool,),
     "frameless": (bool,),
     "legacy": (bool,),
@@ -142,6 +153,14 @@ def from_mapping(data: dict, where: str = "config") -> Config:
             if not low <= value <= high:  # type: ignore[operator]
                 raise ConfigError(f"{where}: {key} must be between {low} and {high}, "
                                   f"not {value}")
+    for key in ("background", "text_colour"):
+        if key in values and not is_hex_colour(str(values[key]).strip()):
+            raise ConfigError(f"{where}: {key} must look like #1d1f21, not {values[key]!r}")
+        if key in values:
+            values[key] = str(values[key]).strip().lower()
+    if "dock" in values and values["dock"] not in DOCK_CHOICES:
+        raise ConfigError(f"{where}: dock must be one of {', '.join(DOCK_CHOICES)}, "
+                          f"not {values['dock']!r}")
     if "speed" in values:
         values["speed"] = float(values["speed"])  # type: ignore[arg-type]
     if "font_size" in values:
@@ -189,9 +208,35 @@ def load(path: Path | str | None = None, *, must_exist: bool = False) -> Config:
     return config
 
 
+def _settings(config: Config) -> dict[str, object]:
+    """The file's top-level settings as they are now (None: not written)."""
+    return {f.name: getattr(config, f.name) for f in fields(Config)
+            if f.name not in ("groups", "path")}
+
+
+def _group_rows(config: Config) -> list[dict[str, object]]:
+    """The ``[[groups]]`` tables, with only what differs from a group's defaults."""
+    rows = []
+    for group in config.groups:
+        row: dict[str, object] = {"name": group.name}
+        if not group.subscribe:
+            row["subscribe"] = False
+        if group.min_time != Group.min_time:
+            row["min_time"] = group.min_time
+        if group.max_time != Group.max_time:
+            row["max_time"] = group.max_time
+        if group.key:
+            row["key"] = group.key
+        if group.colour:
+            row["colour"] = group.colour
+        rows.append(row)
+    return rows
+
+
 def dumps(config: Config) -> str:
     """The TOML text of a Config (round-trips through :func:`from_mapping`)."""
-    lines = ["# Tickertape settings (elvin suite). Edited by the app; comments are not kept.", ""]
+    lines = ["# Tickertape settings (elvin suite). The app writes what you change in it",
+             "# (Settings, Groups) back here and keeps your comments.", ""]
     defaults = Config(user=config.user)
     for f in fields(Config):
         if f.name in ("groups", "path"):
@@ -204,25 +249,40 @@ def dumps(config: Config) -> str:
         lines.append(f"{f.name} = {toml_value(value)}")
     if not config.groups:
         lines.append("groups = []")
-    for group in config.groups:
-        lines += ["", "[[groups]]", f"name = {toml_string(group.name)}"]
-        if not group.subscribe:
-            lines.append("subscribe = false")
-        if group.min_time != Group.min_time:
-            lines.append(f"min_time = {group.min_time}")
-        if group.max_time != Group.max_time:
-            lines.append(f"max_time = {group.max_time}")
-        if group.key:
-            lines.append(f"key = {toml_string(group.key)}")
-        if group.colour:
-            lines.append(f"colour = {toml_string(group.colour)}")
+    for row in _group_rows(config):
+        lines += ["", "[[groups]]"]
+        lines += [f"{key} = {toml_value(value)}" for key, value in row.items()]
     return "\n".join(lines) + "\n"
+
+
+def updated(text: str, config: Config) -> str:
+    """``text`` (the user's file) with ``config`` written into it: changed
+    settings in place, comments and layout kept."""
+    defaults = _settings(Config(user=config.user))
+    return edit(text, _settings(config), defaults=defaults,
+                tables={"groups": ("name", _group_rows(config))},
+                aliases={"colour": "color"})
 
 
 def save(config: Config, path: Path | str | None = None) -> Path:
     """Write the config atomically (temp file + rename), readable only by
-    the user since private group keys are in it."""
+    the user since private group keys are in it. An existing file is
+    edited (its comments stay); one that is not valid TOML is an error,
+    never overwritten."""
     file = Path(path) if path else (config.path or default_config_path())
-    atomic_write(file, dumps(config), mode=0o600)
+    try:
+        old = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        old = None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read it to update it: {exc}") from None
+    if old is None or not old.strip():
+        text = dumps(config)
+    else:
+        try:
+            text = updated(old, config)
+        except ValueError as exc:
+            raise ConfigError(f"{file}: {exc}; not overwritten") from None
+    atomic_write(file, text, mode=0o600)
     config.path = file
     return file

@@ -77,7 +77,7 @@ class Group:
             object.__setattr__(self, "key", None)
         if self.colour is not None:
             colour = str(self.colour).strip()
-            if not _is_hex_colour(colour):
+            if not is_hex_colour(colour):
                 raise GroupError(f"group {name!r}: colour must look like #3a7bd5, "
                                  f"not {self.colour!r}")
             object.__setattr__(self, "colour", colour.lower())
@@ -102,7 +102,7 @@ class Group:
         return replace(self, **changes)
 
 
-def _is_hex_colour(text: str) -> bool:
+def is_hex_colour(text: str) -> bool:
     return (len(text) == 7 and text[0] == "#"
             and all(c in "0123456789abcdefABCDEF" for c in text[1:]))
 

@@ -20,7 +20,7 @@ from elvin_apps.tickertape.message import Message
 from elvin_apps.tickertape.palette import Palette
 from elvin_apps.tickertape.qtcompat import emit
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QBrush, QColor, QDesktopServices, QFont, QGuiApplication
+from PySide6.QtGui import QAction, QBrush, QColor, QFont, QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -35,6 +35,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from elvin.qt.links import LinkOpener
 
 MAX_ROWS = 5000
 COLUMNS = ("Time", "Group", "From", "Message")
@@ -69,6 +71,13 @@ class HistoryWindow(QWidget):
         self.mentions_only = QCheckBox("&Mentions", self)
         self.mentions_only.setToolTip("Show only messages that mention you")
         self.count_label = QLabel(self)
+        self.problem_label = QLabel(self)          # a link no program could open
+        self.problem_label.setStyleSheet("color: #c62828")
+        self.problem_label.setWordWrap(True)
+        self.problem_label.hide()
+        self.links = LinkOpener(self)
+        self.links.failed.connect(self._link_failed)
+        self.links.opened.connect(lambda _url: self.problem_label.hide())
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
         top.addWidget(self.threads)
@@ -107,6 +116,7 @@ class HistoryWindow(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addWidget(self.problem_label)
         layout.addWidget(self.splitter)
 
         self._search_timer = QTimer(self)
@@ -248,7 +258,11 @@ class HistoryWindow(QWidget):
             if self.current is not None:
                 self.show_thread(self.current)
         elif url.scheme() in ("http", "https", "ftp", "mailto"):
-            QDesktopServices.openUrl(url)
+            self.links.open(url.toString())
+
+    def _link_failed(self, url: str, why: str) -> None:
+        self.problem_label.setText(f"Cannot open {url}: {why}")
+        self.problem_label.show()
 
     def _update_count(self) -> None:
         self.count_label.setText(f"{len(self._items)} shown")
@@ -269,7 +283,7 @@ class HistoryWindow(QWidget):
         menu.addAction(copy)
         if message.urls:
             link = QAction("Open link", menu)
-            link.triggered.connect(lambda: QDesktopServices.openUrl(QUrl(message.urls[0])))
+            link.triggered.connect(lambda: self.links.open(message.urls[0]))
             menu.addAction(link)
         thread = QAction("Show thread", menu)
         thread.triggered.connect(lambda: self.show_thread(message))

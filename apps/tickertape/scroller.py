@@ -9,7 +9,14 @@ idle ticker costs no CPU.
 
 When messages arrive faster than one line shows them, the line says how
 many wait ("+N waiting") and speeds up (up to ``MAX_CATCH_UP`` times) until
-the backlog is gone; while the pointer holds it, it says "paused".
+the backlog is gone; while the pointer holds it (or its right-click menu is
+open), it says "paused". The badge has a slot of its own at the right end:
+messages enter from the slot's left edge, never scroll underneath it.
+
+Whether the pointer is over the line is asked of the pointer itself after
+a menu closes, and checked on every frame while paused by it: a window
+manager or a popup's grab can swallow the Leave event (after right-click ▸
+Mute, the line used to stay paused until hovered again).
 """
 
 from __future__ import annotations
@@ -23,12 +30,12 @@ from elvin_apps.tickertape.message import Message
 from elvin_apps.tickertape.model import Entry, ScrollerModel
 from elvin_apps.tickertape.palette import text_colour_on
 from elvin_apps.tickertape.qtcompat import emit
-from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QColor,
     QContextMenuEvent,
-    QDesktopServices,
+    QCursor,
     QFont,
     QFontMetricsF,
     QGuiApplication,
@@ -41,6 +48,8 @@ from PySide6.QtGui import (
     QResizeEvent,
 )
 from PySide6.QtWidgets import QMenu, QToolTip, QWidget
+
+from elvin.qt.links import LinkOpener
 
 BACKGROUND = QColor("#1d1f21")
 TEXT = QColor("#e6e6e6")
@@ -61,7 +70,9 @@ MAX_CATCH_UP = 3.0
 CATCH_UP_STEP = 0.25
 #: Pixels a tooltip adds around its text (frame and margins), generously.
 TIP_FRAME = 16
-BADGE = QColor(40, 42, 46, 235)
+BADGE = QColor(40, 42, 46)
+#: Pixels between the messages' area and the badge.
+BADGE_GAP = 6.0
 BADGE_TEXT = QColor("#ffd166")
 #: Minutes offered by the right-click "Mute" menu (None: until restart).
 MUTE_CHOICES: tuple[tuple[str, float | None], ...] = (
@@ -72,12 +83,14 @@ class ScrollerWidget(QWidget):
     """One horizontally scrolling line of messages.
 
     Signals: ``replyRequested(Message)``, ``composeRequested()``,
-    ``urlOpened(str)`` (after a click opened a message's attachment).
+    ``urlOpened(str)`` (after a click asked for a message's attachment to be
+    opened), ``urlFailed(str, str)`` (the link and why no program opened it).
     """
 
     replyRequested = Signal(object)
     composeRequested = Signal()
     urlOpened = Signal(str)
+    urlFailed = Signal(str, str)
 
     def __init__(self, model: ScrollerModel, *, speed: float = 80.0,
                  parent: QWidget | None = None) -> None:
@@ -86,9 +99,12 @@ class ScrollerWidget(QWidget):
         self.speed = float(speed)
         self.lane = Lane(max(1, self.width()), measure=self._measure_uid)
         self.open_urls = True       # tests turn this off to keep the desktop quiet
+        self.background = QColor(BACKGROUND)
+        self.text_colour = QColor(TEXT)
         self.user_paused = False    # the menu's "Pause scrolling"
         self._cache: dict[int, tuple[int, QPixmap]] = {}
         self._hover = False
+        self._menu_open = False
         self._press_x: float | None = None
         self._last_drag_x = 0.0
         self._dragging = False
@@ -111,6 +127,8 @@ class ScrollerWidget(QWidget):
         self._click_timer = QTimer(self)
         self._click_timer.setSingleShot(True)
         self._click_timer.timeout.connect(self._single_click)
+        self.links = LinkOpener(self)
+        self.links.failed.connect(self.urlFailed)
 
         model.added.connect(self._on_added)
         model.replaced.connect(self._on_replaced)
@@ -122,9 +140,15 @@ class ScrollerWidget(QWidget):
     # -- state ---------------------------------------------------------------
     @property
     def paused(self) -> bool:
-        """Scrolling stops while the pointer is over the line, while dragging
-        and when the user paused it."""
-        return self._hover or self._dragging or self.user_paused
+        """Scrolling stops while the pointer is over the line, while its
+        menu is open (the message clicked stays put), while dragging and
+        when the user paused it."""
+        return self._hover or self._menu_open or self._dragging or self.user_paused
+
+    def pointer_inside(self) -> bool:
+        """Whether the pointer is over the line now (asked of the pointer,
+        not of the last Enter/Leave event)."""
+        return self.isVisible() and self.rect().contains(self.mapFromGlobal(QCursor.pos()))
 
     @property
     def animating(self) -> bool:
@@ -149,6 +173,13 @@ class ScrollerWidget(QWidget):
         if self.waiting:
             parts.append(f"+{self.waiting} waiting")
         return " · ".join(parts)
+
+    def set_colours(self, background: QColor | str, text: QColor | str) -> None:
+        """The strip's colour and the messages' text colour (each group keeps
+        its own colour for its pill and sender)."""
+        self.background, self.text_colour = QColor(background), QColor(text)
+        self._cache.clear()              # the text is drawn into the cached pixmaps
+        self.update()
 
     def set_speed(self, speed: float) -> None:
         self.speed = max(1.0, float(speed))
@@ -206,12 +237,16 @@ class ScrollerWidget(QWidget):
 
     # -- animation -------------------------------------------------------------
     def _start(self) -> None:
+        self._fit_badge_slot()
         if not self._timer.isActive() and not self.lane.idle:
             self._last_tick = time.monotonic()
             self._timer.start()
 
     def _tick(self) -> None:
         now = time.monotonic()
+        if self._hover and not self._menu_open and not self.pointer_inside():
+            self._hover = False          # a Leave that never came
+        self._fit_badge_slot()
         gap = now - self._last_tick
         self._last_tick = now
         self.tick_gaps.append(gap)
@@ -239,18 +274,20 @@ class ScrollerWidget(QWidget):
         if cached is not None and cached[0] == entry.version:
             return cached[1]
         pixmap = render_entry(entry, self.font(), self._line_height(),
-                              self.devicePixelRatioF())
+                              self.devicePixelRatioF(), self.text_colour)
         self._cache[entry.uid] = (entry.version, pixmap)
         return pixmap
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         started = time.perf_counter()
         painter = QPainter(self)
-        painter.fillRect(self.rect(), BACKGROUND)
+        painter.fillRect(self.rect(), self.background)
         now = time.monotonic()
         height = self.height()
+        right = self.message_area_right()
+        painter.setClipRect(QRectF(0.0, 0.0, right, height))
         for item in self.lane.visible:
-            if item.right < 0 or item.x > self.width():
+            if item.right < 0 or item.x > right:
                 continue
             entry = self.model.entry(item.uid)
             if entry is None and item.uid not in self._cache:
@@ -263,7 +300,8 @@ class ScrollerWidget(QWidget):
             y = (height - pixmap.height() / max(1.0, pixmap.devicePixelRatio())) / 2
             painter.drawPixmap(QPointF(round(item.x), round(y)), pixmap)
         painter.setOpacity(1.0)
-        self._paint_edges(painter)
+        self._paint_edges(painter, right)
+        painter.setClipping(False)
         self._paint_badge(painter)
         if self.lane.idle:
             painter.setPen(DIM)
@@ -273,34 +311,53 @@ class ScrollerWidget(QWidget):
         painter.end()
         self.frame_costs.append(time.perf_counter() - started)
 
-    def _paint_edges(self, painter: QPainter) -> None:
-        """Soft edges: messages fade in on the right and out on the left
-        instead of being cut off sharply."""
-        width, height = self.width(), self.height()
+    def _paint_edges(self, painter: QPainter, width: float) -> None:
+        """Soft edges: messages fade in on the right (at the badge's slot
+        when it shows) and out on the left instead of being cut off sharply."""
+        height = self.height()
         edge = min(EDGE_FADE, width / 4)
         for x0, x1 in ((0.0, edge), (float(width), width - edge)):
             gradient = QLinearGradient(x0, 0.0, x1, 0.0)
-            gradient.setColorAt(0.0, BACKGROUND)
-            clear = QColor(BACKGROUND)
+            gradient.setColorAt(0.0, self.background)
+            clear = QColor(self.background)
             clear.setAlpha(0)
             gradient.setColorAt(1.0, clear)
             painter.fillRect(QRectF(min(x0, x1), 0.0, edge, height), gradient)
 
-    def _paint_badge(self, painter: QPainter) -> None:
-        """"paused" / "+N waiting" at the right end, over the entering text."""
+    def _badge(self) -> tuple[str, QFont, QRectF] | None:
+        """The badge's text, font and place, or None when there is nothing to say."""
         text = self.status_text()
         if not text:
-            return
+            return None
         font = QFont(self.font())
         font.setPointSizeF(max(6.0, font.pointSizeF() * 0.8))
         font.setBold(True)
         fm = QFontMetricsF(font)
         w, h = fm.horizontalAdvance(text) + 14.0, fm.height() + 4.0
-        rect = QRectF(self.width() - w - 4.0, (self.height() - h) / 2, w, h)
+        return text, font, QRectF(self.width() - w - 4.0, (self.height() - h) / 2, w, h)
+
+    def message_area_right(self) -> float:
+        """Where the messages' area ends: the right edge, or the badge's slot."""
+        badge = self._badge()
+        return float(self.width()) if badge is None else \
+            max(0.0, badge[2].left() - BADGE_GAP)
+
+    def _fit_badge_slot(self) -> None:
+        """Messages enter at the area's right end, so none passes under the badge."""
+        right = self.message_area_right()
+        if abs(right - self.lane.view_width) >= 1.0:
+            self.lane.set_view_width(right)
+
+    def _paint_badge(self, painter: QPainter) -> None:
+        """"paused" / "+N waiting" in its slot at the right end."""
+        badge = self._badge()
+        if badge is None:
+            return
+        text, font, rect = badge
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(BADGE)
-        painter.drawRoundedRect(rect, h / 2, h / 2)
+        painter.drawRoundedRect(rect, rect.height() / 2, rect.height() / 2)
         painter.setFont(font)
         painter.setPen(BADGE_TEXT)
         painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
@@ -309,6 +366,7 @@ class ScrollerWidget(QWidget):
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         self.lane.set_view_width(event.size().width())
+        self._fit_badge_slot()
         self._start()
         super().resizeEvent(event)
 
@@ -319,11 +377,13 @@ class ScrollerWidget(QWidget):
 
     def enterEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         self._hover = True
+        self._fit_badge_slot()
         self.update()
         super().enterEvent(event)
 
     def leaveEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         self._hover = False
+        self._fit_badge_slot()
         self._start()
         self.update()
         super().leaveEvent(event)
@@ -379,7 +439,7 @@ class ScrollerWidget(QWidget):
             return False
         url = message.urls[0]
         if self.open_urls:
-            QDesktopServices.openUrl(QUrl(url))
+            self.links.open(url)
         emit(self.urlOpened, url)
         return True
 
@@ -395,10 +455,17 @@ class ScrollerWidget(QWidget):
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:  # noqa: N802 - Qt override
         menu = self.context_menu(event.pos().x())
         if menu is not None:
-            self._hover = True
-            menu.exec(event.globalPos())
-            self._hover = self.underMouse()
-            self._start()
+            self._menu_open = True
+            self.update()
+            try:
+                menu.exec(event.globalPos())
+            finally:
+                self._menu_open = False
+                # the menu's grab hid where the pointer went: ask the pointer
+                self._hover = self.pointer_inside()
+                self._fit_badge_slot()
+                self._start()
+                self.update()
 
     def context_menu(self, x: float) -> QMenu | None:
         """The right-click menu for the message at ``x`` (or a compose-only
@@ -534,7 +601,8 @@ def reply_prefix(message: Message, replied_to: str | None) -> str:
     return "\N{RIGHTWARDS ARROW WITH HOOK} "
 
 
-def render_entry(entry: Entry, font: QFont, line_height: int, dpr: float) -> QPixmap:
+def render_entry(entry: Entry, font: QFont, line_height: int, dpr: float,
+                 text_colour: QColor = TEXT) -> QPixmap:
     """Lay out and draw one message once: a coloured group pill (with a
     padlock when it came with a key), the sender in the group colour, then
     the text (yellow when it mentions the user), an arrow for a link."""
@@ -607,7 +675,7 @@ def render_entry(entry: Entry, font: QFont, line_height: int, dpr: float) -> QPi
         p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(MENTION_BAND)
         p.drawRoundedRect(band, 4.0, 4.0)
-    x = draw(x, text, font, MENTION if entry.mention else TEXT, text_w)
+    x = draw(x, text, font, MENTION if entry.mention else text_colour, text_w)
     if link:
         draw(x, link, bold, colour, link_w)
         under_y = baseline + 2.5

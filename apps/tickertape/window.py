@@ -1,5 +1,12 @@
 """The main window: a slim, always-on-top strip with the scroller.
 
+On a desktop it is docked by default: a borderless bar as wide as the
+screen at its top or bottom edge, reserving its strip where the window
+manager allows (``elvin.qt.dock``); ``dock = "window"`` makes it an ordinary
+window whose size and place are remembered per screen arrangement
+(``elvin.qt.geometry``). Windows it opens (history, compose, groups,
+settings) are placed clear of the strip, never under it.
+
 Left: the connection dot (drag it to move a frameless window; hover for the
 router and the last error) and, while not connected, the state in words.
 Middle: the scroller. Right: a notice (sent / will send when connected /
@@ -23,9 +30,10 @@ from elvin_apps.tickertape.historywindow import HistoryWindow
 from elvin_apps.tickertape.message import Message
 from elvin_apps.tickertape.notifier import app_icon
 from elvin_apps.tickertape.qtcompat import emit
-from elvin_apps.tickertape.scroller import BACKGROUND, ScrollerWidget
+from elvin_apps.tickertape.scroller import ScrollerWidget
+from elvin_apps.tickertape.settingsdialog import SettingsDialog
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QFontMetrics, QKeySequence, QMouseEvent
+from PySide6.QtGui import QAction, QCloseEvent, QColor, QFontMetrics, QKeySequence, QMouseEvent
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
@@ -36,7 +44,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from elvin.qt.dock import EdgeDock
+from elvin.qt.geometry import WindowMemory, place_clear_of
+
 log = logging.getLogger("elvin_apps.tickertape")
+
+#: the width of the strip as an ordinary window, when no size is remembered
+WINDOW_WIDTH = 960
 
 NOTICE_MS = 6000
 #: Errors stay longer: they need reading.
@@ -80,23 +94,19 @@ class TickerWindow(QWidget):
         self.save_config = save_config
         self.history_window: HistoryWindow | None = None
         self.compose_dialog: ComposeDialog | None = None
+        self.settings_dialog: SettingsDialog | None = None
+        self.dock: EdgeDock | None = None
+        self.memory: WindowMemory | None = None
+        self.launcher = None            # elvin_apps.suite.AppLauncher, made on first use
         self.setWindowTitle("Tickertape")
         self.setWindowIcon(app_icon())
-        flags = Qt.WindowType.Window
-        if self.config.always_on_top:
-            flags |= Qt.WindowType.WindowStaysOnTopHint
-        if self.config.frameless:
-            flags |= Qt.WindowType.FramelessWindowHint
-        self.setWindowFlags(flags)
+        self._set_window_flags()
         self.setAutoFillBackground(True)
-        pal = self.palette()
-        pal.setColor(self.backgroundRole(), BACKGROUND)
-        self.setPalette(pal)
 
         self.scroller = ScrollerWidget(controller.model, speed=self.config.speed, parent=self)
-        font = self.scroller.font()
-        font.setPointSizeF(self.config.font_size)
-        self.scroller.setFont(font)
+        self.scroller.urlFailed.connect(
+            lambda url, why: self.show_notice(f"Cannot open {url}: {why}", error=True))
+        self.apply_appearance()
         self.status = status
         self.state_label = QLabel(self)
         self.state_label.setStyleSheet("color: #e0a100; padding: 0 4px")
@@ -134,7 +144,7 @@ class TickerWindow(QWidget):
         layout.addWidget(self.scroller, 1)
         layout.addWidget(self.notice)
         layout.addWidget(self.menu_button)
-        self.resize(960, self.scroller.sizeHint().height())
+        self.resize(WINDOW_WIDTH, self.scroller.sizeHint().height())
 
         self.scroller.replyRequested.connect(self.open_compose)
         self.scroller.composeRequested.connect(lambda: self.open_compose(None))
@@ -173,19 +183,94 @@ class TickerWindow(QWidget):
         self.pause_action.setCheckable(True)
         faster = self._action("Faster", lambda: self._speed(1.25), "Ctrl+=")
         slower = self._action("Slower", lambda: self._speed(0.8), "Ctrl+-")
+        self.settings_action = self._action("&Settings…", self.open_settings, "Ctrl+,")
         about = self._action("&About", self._about)
         quit_action = self._action("&Quit", self.close, "Ctrl+Q")
         for action in (self.compose_action, self.reply_action, None, self.history_action,
-                       self.groups_action, self.news_action, None, self.pause_action, faster, slower, None,
-                       about, quit_action):
+                       self.groups_action, self.news_action, None, self.pause_action, faster,
+                       slower, self.settings_action, None):
             if action is None:
                 menu.addSeparator()
             else:
                 menu.addAction(action)
+        self.apps_menu = menu.addMenu("&Open")
+        self.apps_menu.aboutToShow.connect(self._fill_apps_menu)
+        self._fill_apps_menu()
+        menu.addSeparator()
+        menu.addAction(about)
+        menu.addAction(quit_action)
         return menu
+
+    def _fill_apps_menu(self) -> None:
+        """The suite's other apps, started on this router (``elvin_apps.suite``)."""
+        from elvin_apps.suite import AppLauncher, add_app_actions
+
+        if self.launcher is None:
+            self.launcher = AppLauncher(self)
+            self.launcher.failed.connect(lambda text: self.show_notice(text, error=True))
+            self.launcher.started.connect(lambda title: self.show_notice(f"Starting {title}…"))
+        if not self.apps_menu.actions():
+            add_app_actions(self.apps_menu, self.launcher, "tickertape", self.router_url)
+
+    def router_url(self) -> str | None:
+        """The router this ticker uses (the others are started on it)."""
+        conn = self.controller.connection
+        return getattr(conn, "url", None) or getattr(self.controller.manager, "url", None) \
+            or self.config.elvin
 
     def _toggle_pause(self) -> None:
         self.scroller.user_paused = self.pause_action.isChecked()
+
+    # -- appearance and placement ---------------------------------------------------
+    def _set_window_flags(self) -> None:
+        """An ordinary window's flags (a docked bar gets its own from EdgeDock)."""
+        flags = Qt.WindowType.Window
+        if self.config.always_on_top:
+            flags |= Qt.WindowType.WindowStaysOnTopHint
+        if self.config.frameless:
+            flags |= Qt.WindowType.FramelessWindowHint
+        self.setWindowFlags(flags)
+
+    def apply_appearance(self) -> None:
+        """Font, speed and colours from the settings."""
+        config = self.config
+        pal = self.palette()
+        pal.setColor(self.backgroundRole(), QColor(config.background))
+        self.setPalette(pal)
+        self.scroller.set_colours(config.background, config.text_colour)
+        self.scroller.set_speed(config.speed)
+        font = self.scroller.font()
+        if config.font_family:
+            font.setFamily(config.font_family)
+        font.setPointSizeF(config.font_size)
+        self.scroller.setFont(font)
+        if self.dock is not None and self.dock.docked:
+            self.dock.dock()                  # the bar's height follows the font
+
+    def place(self, memory: WindowMemory | None = None) -> None:
+        """Put the strip where the settings say, before it is shown: docked
+        at the top or bottom edge, or as a window where it last was."""
+        self.memory = memory
+        if self.config.dock in ("top", "bottom"):
+            if self.memory is not None:
+                self.memory.screen_only = True   # a bar's place is its edge
+            screen = self.memory.remembered_screen() if self.memory is not None else None
+            if self.dock is None:
+                self.dock = EdgeDock(self, self.config.dock, screen)
+            self.dock.edge = self.config.dock  # type: ignore[assignment]
+            self.dock.dock()
+            return
+        if self.dock is not None and self.dock.docked:
+            self.dock.undock()
+            self._set_window_flags()
+        if self.memory is not None:
+            self.memory.screen_only = False
+            if not self.memory.restore():
+                self.resize(WINDOW_WIDTH, self.height())
+
+    def place_clear(self, window: QWidget) -> None:
+        """Put ``window`` beside the strip, not under it."""
+        place_clear_of(window, self.frameGeometry())
 
     def _speed(self, factor: float) -> None:
         self.scroller.set_speed(min(2000.0, self.scroller.speed * factor))
@@ -203,13 +288,17 @@ class TickerWindow(QWidget):
 
     # -- mobility -----------------------------------------------------------------
     def add_mobility(self, mobility: QObject) -> None:
-        """Menu actions "Move out" / "Move in" and the mobility status (e.g.
-        "Caught up 3 messages") for an ``elvin_apps.tickertape.mobility``
-        ``TickerMobility``."""
+        """Menu actions "Away: keep my messages" / "Back: catch up" (the
+        mobility protocol's move-out and move-in) and the mobility status
+        (e.g. "Caught up 3 messages") for an
+        ``elvin_apps.tickertape.mobility`` ``TickerMobility``."""
         self.mobility = mobility
-        self.move_out_action = self._action("Move &out", mobility.request_move_out)
-        self.move_in_action = self._action("Move &in", mobility.request_move_in)
-        self.move_out_action.setToolTip("Let the router keep your messages while you are away")
+        self.move_out_action = self._action("&Away: keep my messages",
+                                            mobility.request_move_out)
+        self.move_in_action = self._action("&Back: catch up", mobility.request_move_in)
+        self.move_out_action.setToolTip("Going away (closing the laptop, changing networks)? "
+                                        "The router keeps your messages until you are back")
+        self.move_in_action.setToolTip("Get the messages the router kept while you were away")
         actions = self.menu.actions()
         before = actions[-2] if len(actions) >= 2 else None   # above About, Quit
         self.menu.insertActions(before, [self.move_out_action, self.move_in_action])
@@ -283,6 +372,7 @@ class TickerWindow(QWidget):
         dialog.accepted.connect(lambda: self.controller.send_soon(dialog.draft()))
         dialog.destroyed.connect(lambda: setattr(self, "compose_dialog", None))
         self.compose_dialog = dialog
+        self.place_clear(dialog)
         dialog.show()
         dialog.raise_()
         dialog.activateWindow()
@@ -300,15 +390,19 @@ class TickerWindow(QWidget):
             self.show_notice("History is off", error=True)
             return None
         if self.history_window is None:
+            # a child window: the window manager keeps it above the strip
             self.history_window = HistoryWindow(self.controller.history,
                                                 self.controller.model.palette,
+                                                parent=self,
                                                 is_mention=self.controller.mentions)
             self.history_window.replyRequested.connect(self.open_compose)
             self.controller.messageReceived.connect(self.history_window.add_message)
+            self.place_clear(self.history_window)
         else:
             self.history_window.reload()
         self.history_window.show()
         self.history_window.raise_()
+        self.history_window.activateWindow()
         return self.history_window
 
     def open_groups(self) -> GroupsDialog:
@@ -330,8 +424,45 @@ class TickerWindow(QWidget):
             self._save()
 
         dialog.accepted.connect(done)
+        self.place_clear(dialog)
         dialog.show()
         return dialog
+
+    def open_settings(self) -> SettingsDialog:
+        """Font, speed, colours, where the strip goes, and the groups; what
+        is applied is saved to the settings file (comments kept)."""
+        if self.settings_dialog is not None:
+            self.settings_dialog.raise_()
+            self.settings_dialog.activateWindow()
+            return self.settings_dialog
+        dialog = SettingsDialog(self.config, parent=self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.groupsRequested.connect(self.open_groups)
+        dialog.applied.connect(self.apply_settings)
+        dialog.destroyed.connect(lambda: setattr(self, "settings_dialog", None))
+        self.settings_dialog = dialog
+        self.place_clear(dialog)
+        dialog.show()
+        return dialog
+
+    def apply_settings(self, changes: dict) -> None:
+        """Take the settings dialog's ``changes`` (Config field -> value)."""
+        moved = any(key in changes for key in ("dock", "always_on_top", "frameless"))
+        for key, value in changes.items():
+            setattr(self.config, key, value)
+        self.apply_appearance()
+        if moved:
+            visible = self.isVisible()
+            self.hide()
+            if self.config.dock == "window":
+                if self.dock is not None and self.dock.docked:
+                    self.dock.undock()
+                self._set_window_flags()
+            self.place(self.memory)
+            if visible:
+                self.show()
+        self._save()
+        self.show_notice("Settings saved" if self.save_config else "Settings applied")
 
     def open_news_preset(self) -> QDialog:
         """Build a news subscription (feeds, title words, author) without writing
@@ -352,6 +483,7 @@ class TickerWindow(QWidget):
             self.show_notice("News subscription added")
 
         dialog.accepted.connect(done)
+        self.place_clear(dialog)
         dialog.show()
         return dialog
 

@@ -23,8 +23,8 @@ from PySide6.QtWidgets import QApplication
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, fail
 from elvin.qt.maingc import MainThreadGC
 
-__all__ = ["SCREENSHOT_TIMEOUT", "application", "run_app", "run_app_cli", "run_window",
-           "save_screenshot", "screenshot_when_ready"]
+__all__ = ["SCREENSHOT_TIMEOUT", "application", "cancel_pending", "run_app", "run_app_cli",
+           "run_window", "save_screenshot", "screenshot_when_ready"]
 
 #: seconds an app's ``--screenshot`` waits for its routers before it shows
 #: the state it is in (and exits 2: the router could not be reached)
@@ -52,6 +52,20 @@ def application(argv: Sequence[str] | None = None) -> QApplication:
         if app.platformName() == "offscreen":
             qInstallMessageHandler(_qt_message)
     return app
+
+
+def cancel_pending(loop: asyncio.AbstractEventLoop) -> list[asyncio.Task]:
+    """Cancel the tasks still pending on ``loop`` (not running) and let them
+    finish, as ``asyncio.run`` does before it closes its loop: a task left
+    behind (a connection manager still waiting on its connection, say) would
+    otherwise be destroyed pending when collected, with a warning long after
+    its owner went. Returns the tasks that were still pending."""
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    return pending
 
 
 def run_app(main: Callable[[], Awaitable[Any] | Any], argv: Sequence[str] | None = None,
@@ -86,7 +100,10 @@ def run_app(main: Callable[[], Awaitable[Any] | Any], argv: Sequence[str] | None
 
     try:
         with loop:
-            return loop.run_until_complete(runner())
+            try:
+                return loop.run_until_complete(runner())
+            finally:
+                cancel_pending(loop)
     finally:
         collector.stop()
         asyncio.set_event_loop(None)

@@ -180,10 +180,13 @@ class SubscriptionEditor(QWidget):
         self._error = error
         self._show_error(text, error)
         self._show_reading(text, ast)
+        # the state first, then the signals: a slot that asks isValid() or
+        # ast() must hear about this text, not the one before it
         valid = ast is not None
+        flipped = valid != self._valid
+        self._valid = valid
         self.expressionChanged.emit(text)
-        if valid != self._valid:
-            self._valid = valid
+        if flipped:
             self.validityChanged.emit(valid)
 
     def _show_reading(self, text: str, ast) -> None:

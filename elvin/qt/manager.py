@@ -59,6 +59,8 @@ class ConnectionManager(QObject):
         self._state = DISCONNECTED
         self._connection: Connection | None = None
         self._task: asyncio.Task | None = None
+        #: the Connection the loop opened or is opening (closed if the loop is cancelled)
+        self._opened: Connection | None = None
         self._wanted: list[tuple[str, dict]] = []
         self.last_error: str = ""
 
@@ -130,13 +132,26 @@ class ConnectionManager(QObject):
 
     # -- the connection loop -----------------------------------------------------------
     async def _run(self) -> None:
+        try:
+            await self._keep_connected()
+        except asyncio.CancelledError:
+            # whoever cancels the loop (stop(), or the loop's owner closing
+            # the loop: elvin.qt.cancel_pending) ends the connection it opened
+            conn = self._opened
+            if conn is not None and conn.state != "closed":
+                with contextlib.suppress(Exception):
+                    await conn.close(timeout=1.0)
+            raise
+
+    async def _keep_connected(self) -> None:
         delay = self.retry_delay
         while True:
             self._set_state(CONNECTING)
-            conn = Connection(self._url, reconnect=True, **self.connect_kwargs)
+            conn = self._opened = Connection(self._url, reconnect=True, **self.connect_kwargs)
             try:
                 await conn.open()
             except (ElvinError, OSError, TimeoutError) as exc:
+                self._opened = None
                 self.last_error = str(exc)
                 self.error.emit(self.last_error)
                 self._set_state(DISCONNECTED)
@@ -155,8 +170,10 @@ class ConnectionManager(QObject):
                     log.warning("could not subscribe to %r: %s", expression, exc)
             self._set_state(CONNECTED)
             self.connected.emit()
-            reason: CloseReason = await conn.closed
-            self._connection = None
+            # shielded: cancelling this loop must not cancel the connection's
+            # own ``closed`` future, which others (and close()) read
+            reason: CloseReason = await asyncio.shield(conn.closed)
+            self._connection = self._opened = None
             if reason.kind == "closed":
                 return
             self.disconnected.emit(str(reason))

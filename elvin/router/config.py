@@ -33,6 +33,7 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     status-file = "/run/elvind/status.json"  # what `elvind status` reads (default shown)
     metrics = "127.0.0.1:9917"    # Prometheus text format at http://HOST:PORT/metrics
     include = ["/etc/elvind/conf.d/*.toml"]  # more files (glob patterns), read in order
+    attribute-names = false       # do not publish the names seen (Elvin-Router-Attributes)
 
     [options]                     # connection options (spec 7.5): the default value,
     "Packet.Max-Length" = 1048576 # or a table with min/default/max
@@ -153,6 +154,9 @@ class RouterConfig:
     metrics: str | None = None
     #: the files this configuration was read from, in order (main file first)
     sources: list[str] = field(default_factory=list)
+    #: publish the attribute names seen recently (elvin.router.census), for
+    #: browsers, while someone subscribes to Elvin-Router-Attributes
+    attribute_names: bool = True
 
     def validate(self, source: str = "configuration", text: str = "") -> RouterConfig:
         """Check every value; the first problem as a ``ConfigError`` naming
@@ -310,7 +314,7 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
 }
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
           "mobility": "mobility", "quench": "quench", "state-reset": "state_reset",
-          "archive-private": "archive_private"}
+          "archive-private": "archive_private", "attribute-names": "attribute_names"}
 
 
 def _check_readable_file(path: str, where: str) -> None:

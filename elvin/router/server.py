@@ -33,6 +33,7 @@ from elvin.protocol import (
     encode_attributes,
     frame_notify_deliver,
 )
+from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
 from elvin.router.connlog import ConnectionLog
@@ -81,6 +82,13 @@ class Router:
         self.compile = ShapeCompiler().compile
         self._compilers = CompileWorkers()
         self.engine.watch(STATS_ATTRIBUTE, self._stats_watch)
+        #: the attribute names seen, for browsers (elvin.router.census): counts
+        #: only while someone subscribes to Elvin-Router-Attributes
+        self.census = AttributeCensus(lambda attrs: self.deliver(attrs, None, True, None),
+                                      lambda: self.router_id,
+                                      lambda: self.config.stats_interval)
+        if self.config.attribute_names:
+            self.engine.watch(CENSUS_ATTRIBUTE, self.census.watch)
         #: the traffic archive's ArchiveProcess (elvin.pipeline.archive_process)
         #: while running with ``archive`` set, else
         #: None (``deliver`` tests only this, so the archive costs nothing when off)
@@ -195,6 +203,7 @@ class Router:
         if self._stats_handle is not None:
             self._stats_handle.cancel()
             self._stats_handle = None
+        self.census.stop()
         await self._close_servers()
         await self._stop_federation()   # Disconn to every federated router
         for session in list(self.sessions):
@@ -466,6 +475,8 @@ class Router:
         notification that came from a federated router (else empty).
         """
         insecure, secure = self.engine.match(attrs, nkeys, deliver_insecure)
+        if deliver_insecure and self.census.counting:
+            self.census.note(attrs)
         if self.archive is not None:
             self._archive(attrs, block, insecure, secure, producer, deliver_insecure)
         if not insecure and not secure:

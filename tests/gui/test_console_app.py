@@ -13,6 +13,7 @@ import asyncio
 import csv
 import io
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -36,6 +37,7 @@ from elvin_apps.console.workspace import (
     Workspace,
 )
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QToolButton
 
 import elvin.client
@@ -185,6 +187,30 @@ def test_completion_offers_names_seen(qt_loop, qtbot, router):
         qtbot.keyClick(consumer.editor.edit, Qt.Key.Key_Tab)
         assert consumer.editor.expression() == "Temperature"
         assert not completer.popup().isVisible()
+
+    run(qt_loop, qtbot, scenario)
+
+
+def test_ctrl_enter_closes_the_completion_popup(qt_loop, qtbot, router):
+    async def scenario(console: Console):
+        window = await console.open(basic(router.url))
+        consumer = window.panes_of("consumer")[0]
+        window.names.add(["Temperature", "Room"])
+        consumer.editor.setExpression("require(Room) && Room == \"kitchen\" || ")
+        consumer.editor.edit.moveCursor(QTextCursor.MoveOperation.End)
+        consumer.editor.edit.setFocus()
+        qtbot.keyClicks(consumer.editor.edit, "Te")
+        popup = consumer.completer.completer.popup()
+        assert popup.isVisible()
+        qtbot.keyClick(popup, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+        assert not popup.isVisible()
+        assert "Not sent" in consumer.status_label.text()    # "... || Te" is not valid
+        consumer.editor.setExpression("require(Room)")
+        consumer.editor.edit.moveCursor(QTextCursor.MoveOperation.End)
+        qtbot.keyClicks(consumer.editor.edit, " || require(Te")
+        assert popup.isVisible()
+        qtbot.keyClick(popup, Qt.Key.Key_Enter, Qt.KeyboardModifier.ControlModifier)
+        assert not popup.isVisible()
 
     run(qt_loop, qtbot, scenario)
 
@@ -629,6 +655,9 @@ def test_router_view_receives_stats(qt_loop, qtbot, router):
         sample = view.current_samples()[-1]
         assert sample.connections >= 1 and sample.subscriptions >= 1
         assert view.id_combo.count() == 1
+        # the id in words (host, start time, process), not host:pid:epoch:sequence
+        assert view.id_combo.currentText().startswith(f"{socket.gethostname()}, started ")
+        assert "(process " in view.summary.text()
         assert view.rate_chart.data[0] and view.connections_chart.latest(0) >= 1
         assert view.subscriptions_chart.latest(0) >= 1
         assert "connections" in view.summary.text() and "no drops" in view.summary.text()

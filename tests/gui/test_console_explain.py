@@ -62,3 +62,49 @@ def test_explain_marks_the_failing_clause(qt_loop, qtbot, router):
 
 def top_child(dialog, n: int):
     return dialog.tree.topLevelItem(0).child(n)
+
+
+def test_explain_follows_every_keystroke_with_nothing_on_stderr(qtbot, capfd):
+    """Typed one key at a time, each state is explained for the text as it
+    is then: a valid prefix gets its verdict, an invalid one "Fix the
+    subscription first." with an empty tree (the editor used to say whether
+    the text was valid only after the dialog had asked)."""
+    from elvin_apps.console.completion import AttributeNames
+    from elvin_apps.console.explainview import ExplainDialog
+    from PySide6.QtCore import Qt
+
+    from elvin.errors import SubscriptionError
+    from elvin.subscription import parse
+
+    dialog = ExplainDialog(AttributeNames(), lambda: [])
+    qtbot.addWidget(dialog)
+    dialog.notification_edit.setPlainText('Price: 12.5\nSymbol: "ACME"\n')
+    capfd.readouterr()
+    typed = 'Price < 10 && Symbol == "ACME"'
+    seen_valid = seen_invalid = 0
+    for ch in typed:
+        qtbot.keyClicks(dialog.editor.edit, ch)
+        text = dialog.editor.expression()
+        try:
+            parse(text)
+            valid = True
+        except SubscriptionError:
+            valid = False
+        if valid:
+            seen_valid += 1
+            assert dialog.steps, text
+            assert "Fix the subscription" not in dialog.verdict.text(), text
+            assert dialog.tree.topLevelItemCount() == 1, text
+        else:
+            seen_invalid += 1
+            assert dialog.steps == [] and dialog.tree.topLevelItemCount() == 0, text
+            assert dialog.verdict.text() == "Fix the subscription first.", text
+    assert seen_valid and seen_invalid
+    assert "Does not match" in dialog.verdict.text()
+    assert dialog.failing_texts() == ["Price < 10"]
+    for _ in range(len('"ACME"')):                   # back into an invalid state
+        qtbot.keyClick(dialog.editor.edit, Qt.Key.Key_Backspace)
+        if not dialog.editor.isValid():
+            assert dialog.verdict.text() == "Fix the subscription first."
+    out = capfd.readouterr()
+    assert out.err == "", out.err

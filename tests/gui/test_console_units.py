@@ -356,3 +356,18 @@ def test_an_older_workspaces_bare_text_keys_keep_their_meaning(caplog):
     assert KeySpec(router.producer_keys, router.consumer_keys).raw() == (
         [b"s3cret", b"\xde\xad"], [b'say "hi"'])
     assert "bare text" in caplog.text and "old.json" in caplog.text
+
+
+def test_router_ids_read_as_words():
+    import time
+
+    from elvin_apps.console.routerview import describe_router_id
+
+    started = int(time.mktime((2026, 3, 14, 9, 5, 0, 0, 0, -1)))
+    same_day = started + 3600
+    assert describe_router_id(f"vm:32705:{started}:1", same_day) == \
+        "vm, started 09:05 (process 32705)"
+    assert describe_router_id(f"vm:32705:{started}:2", same_day + 86400 * 2) == \
+        "vm, started 14 Mar 2026 09:05 (process 32705, router 2)"
+    assert describe_router_id("avis@host") == "avis@host"       # another router's form
+    assert describe_router_id("") == ""

@@ -160,6 +160,25 @@ def test_run_app_returns_the_exit_status(qapp):
     assert run_app(main) == 7
 
 
+def test_run_app_cancels_what_main_left_running(qapp, router):
+    """A connection manager its app did not stop is cancelled before the loop
+    closes, not destroyed pending ("Task was destroyed but it is pending")
+    when it is collected, and it closes the connection it opened."""
+    from elvin.qt import ConnectionManager, run_app
+
+    manager = ConnectionManager(router.url)
+    opened = []
+
+    async def main():
+        manager.start()
+        opened.append(await manager.wait_connected(10))
+        return 0
+
+    assert run_app(main) == 0
+    assert manager._task.cancelled()
+    assert opened[0].state == "closed"
+
+
 def test_editor_says_how_precedence_groups_bitwise_operators(qtbot):
     """The language's precedence is not C's (issue 18): the editor shows how
     an expression mixing shift/bitwise operators with others reads."""

@@ -30,6 +30,7 @@ from PySide6.QtGui import QColor, QEnterEvent, QGuiApplication, QHelpEvent
 from PySide6.QtWidgets import QApplication, QToolTip, QWidget
 
 from elvin.subscription import parse
+from tests.gui.conftest import leave
 
 
 @pytest.fixture(autouse=True)
@@ -55,21 +56,6 @@ def model(qapp):
     return ScrollerModel(GroupList([Group("Chat"), Group("News", colour="#00c000")]))
 
 
-@pytest.fixture
-def scroller(qtbot, model):
-    widget = ScrollerWidget(model, speed=200)
-    widget.open_urls = False
-    widget.resize(800, widget.sizeHint().height())
-    qtbot.addWidget(widget)
-    widget.show()
-    qtbot.waitExposed(widget)
-    qtbot.wait(20)
-    leave(widget)  # the offscreen pointer starts over the widget
-    return widget
-
-
-def leave(widget) -> None:
-    QApplication.sendEvent(widget, QEvent(QEvent.Type.Leave))
 
 
 def colour_pixels(image, colour: str) -> int:

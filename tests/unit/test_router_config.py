@@ -110,6 +110,19 @@ def test_quench_key_and_no_quench_flag(tmp_path):
     assert "line 2" in str(info.value) and "'quench' must be true or false" in str(info.value)
 
 
+def test_attribute_names_key_turns_the_census_off(tmp_path):
+    """The census (Elvin-Router-Attributes) is on unless the file says otherwise,
+    and survives beside the other flags (archive-private) in one file."""
+    assert RouterConfig().attribute_names is True
+    both = load_config(write(tmp_path, "attribute-names = false\n"
+                                     f"archive = '{tmp_path / 'archive'}'\narchive-private = true\n"))
+    assert both.attribute_names is False and both.archive_private is True
+    assert make_config(build_parser().parse_args([])).attribute_names is True
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, "attribute-names = 1\n"))
+    assert "'attribute-names' must be true or false" in str(info.value)
+
+
 def test_routers_started_together_have_distinct_ids() -> None:
     """Two routers made in one process within the same second (embedded routers,
     a quick restart) must not share an id: federation takes the id as the default

@@ -1,0 +1,128 @@
+"""The console's Browse pane: everything on a router as a tree, with no
+subscription written (MQTT Explorer's view), on a real router that
+publishes the names in use (Elvin-Router-Attributes); on one that does not,
+one line saying so."""
+
+from __future__ import annotations
+
+from elvin_apps.console.browse import BrowsePane, browse_expression
+from elvin_apps.console.consumer import ConsumerPane
+from elvin_apps.console.window import default_workspace
+from elvin_apps.console.workspace import BrowseSpec, ConsumerSpec, dumps, loads
+
+import elvin.client
+from elvin.subscription import parse
+from tests.gui.test_console_app import Console, basic, rows, run
+from tests.waiting import until
+
+
+async def send_until(conn, notification: dict, seen) -> None:
+    """Send ``notification`` until ``seen()``: the first one with a name the
+    router had not listed arrives before the pane subscribes to it."""
+    for _ in range(200):
+        await conn.send(notification)
+        try:
+            await until(seen, 0.1, "shown")
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"never shown: {notification}")
+
+
+def test_browse_shows_everything_as_a_tree_without_a_subscription(qt_loop, qtbot, make_router):
+    router = make_router(stats_interval=0.3)
+
+    async def scenario(console: Console):
+        window = await console.open(basic(router.url, BrowseSpec(title="B", router="local")))
+        browse: BrowsePane = window.panes_of("browse")[0]
+        await until(lambda: browse.census_seen, 10, "the router's list of names")
+        async with elvin.client.connect(router.url) as producer:
+            await send_until(producer, {"Group": "Chat", "From": "ann", "Message": "hi"},
+                             lambda: "Group" in browse.rows())
+            for text in ("lunch?", "yes"):
+                await producer.send({"Group": "Chat", "From": "bob", "Message": text})
+            await producer.send({"Group": "ops", "From": "cat", "Message": "deploy"})
+            await send_until(producer, {"Symbol": "ACME", "Price": 12.5},
+                             lambda: "Price" in browse.rows())
+            await until(lambda: "ops" in browse.rows()["Group"][1], 10)
+            tree = browse.rows()
+            assert set(tree["Group"][1]) == {"Chat", "ops"}
+            assert int(tree["Group"][1]["ops"]) == 1 and int(tree["Group"][1]["Chat"]) >= 3
+            assert tree["Price"][1] == {}                 # a real: a measurement
+            assert tree["Symbol"][1] == {"ACME": tree["Symbol"][1]["ACME"]}
+            assert "Browsing everything on local" in browse.status_label.text()
+            assert browse.sub is not None and "require(Group)" in browse.sub.expression
+            assert "Elvin-Router-Attributes" not in browse.rows()
+            shown = [browse.tree.topLevelItem(i).text(0)
+                     for i in range(browse.tree.topLevelItemCount())]
+            assert shown == sorted(browse.index.names, key=str.casefold)   # every name
+
+            # a name that appears later is followed
+            await send_until(producer, {"Temperature": 21.5, "Room": "kitchen"},
+                             lambda: "Room" in browse.rows())
+            assert "kitchen" in browse.rows()["Room"][1]
+
+            # a value row: its latest notification, and a consumer for it
+            chat = browse._value_items[("Group", "Chat")]
+            browse.tree.setCurrentItem(chat)
+            assert browse.detail.record.attributes["Group"] == "Chat"
+            assert browse.subscription_for("Group", "Chat") == 'Group == "Chat"'
+            browse.consumer_button.click()
+            consumer: ConsumerPane = window.panes_of("consumer")[-1]
+            assert consumer.editor.expression() == 'Group == "Chat"'
+            await until(lambda: consumer.subscribed, 10)
+            await producer.send({"Group": "Chat", "From": "dan", "Message": "after"})
+            await producer.send({"Group": "ops", "From": "eve", "Message": "not this"})
+            await rows(consumer, 1)
+            assert consumer.model.rows()[-1].attributes["From"] == "dan"
+        assert "notifications" in browse.stats_label.text()
+        assert loads(dumps(window.workspace())).panes[0].kind == "browse"
+
+    run(qt_loop, qtbot, scenario)
+
+
+def test_a_router_that_does_not_list_its_names_is_said_in_one_line(qt_loop, qtbot,
+                                                                   make_router):
+    router = make_router(stats_interval=0.1, attribute_names=False)
+
+    async def scenario(console: Console):
+        window = await console.open(basic(router.url, BrowseSpec(title="B", router="local")))
+        browse: BrowsePane = window.panes_of("browse")[0]
+        browse.census_timeout = 0.5
+        browse.on_router_changed()               # start again with the short wait
+        await until(lambda: "does not say" in browse.status_label.text(), 10)
+        text = browse.status_label.text()
+        assert "Elvin-Router-Attributes" in text and "use a consumer pane" in text
+        assert "\n" not in text and not browse.census_seen
+
+    run(qt_loop, qtbot, scenario)
+
+
+def test_a_first_start_opens_on_browse(qt_loop, qtbot, router):
+    async def scenario(console: Console):
+        window = await console.open(default_workspace(router.url))
+        browse = window.panes_of("browse")[0]
+        await until(lambda: not browse.visibleRegion().isEmpty(), 5)
+        consumer = window.panes_of("consumer")[0]
+        assert consumer.visibleRegion().isEmpty()                # a tab behind
+        assert window.dock_host.tabifiedDockWidgets(window.docks[browse]) == \
+            [window.docks[consumer]]
+        assert not window.panes_of("producer")[0].visibleRegion().isEmpty()
+
+    run(qt_loop, qtbot, scenario)
+
+
+def test_browse_expression_reads_back_for_odd_names():
+    names = ["Group", "Price-Now", "with space", "quo'te", "back\\slash", "1st"]
+    expression = browse_expression(names)
+    parse(expression)                          # valid
+    assert expression.startswith("require(Group) || ")
+
+
+def test_consumer_spec_from_browse_is_subscribed(qt_loop, qtbot, router):
+    async def scenario(console: Console):
+        window = await console.open(basic(router.url, ConsumerSpec(title="C", router="local")))
+        pane = window.open_consumer('Group == "Chat"', "local")
+        await until(lambda: pane.subscribed, 10)
+
+    run(qt_loop, qtbot, scenario)

@@ -1,0 +1,147 @@
+"""Windows that fit a 1024x768 screen, and positions remembered per screen
+arrangement (``elvin.qt.geometry``). Real widgets; the screen's available
+area is given explicitly, since the offscreen platform has one 800x800
+screen (tests/gui/test_desktop_xcb.py runs the console on a real 1024x768
+X server)."""
+
+from __future__ import annotations
+
+import json
+
+from elvin_apps.console.workspace import ConsumerSpec, ProducerSpec, RouterViewSpec
+from PySide6.QtCore import QRect, QSize
+from PySide6.QtWidgets import QWidget
+
+from elvin.qt.geometry import FRAME_ALLOWANCE, WindowMemory, fitted, screen_setup, visible_on
+from tests.gui.test_console_app import Console, basic, run
+from tests.waiting import until
+
+#: a 1024x768 screen less a 19 px panel: what the issue's user had
+SMALL = QRect(0, 19, 1024, 749)
+
+
+def room(available: QRect) -> QSize:
+    return QSize(available.width() - FRAME_ALLOWANCE.width(),
+                 available.height() - FRAME_ALLOWANCE.height())
+
+
+def fits(size: QSize, available: QRect = SMALL) -> bool:
+    space = room(available)
+    return size.width() <= space.width() and size.height() <= space.height()
+
+
+def test_fitted_keeps_what_fits_and_shrinks_the_rest():
+    assert fitted(QSize(1280, 800), SMALL) == room(SMALL)
+    assert fitted(QSize(460, 360), SMALL) == QSize(460, 360)
+    assert fitted(QSize(1280, 800), QRect(0, 0, 1920, 1080)) == QSize(1280, 800)
+
+
+def test_console_fits_a_1024x768_screen(qt_loop, qtbot, router):
+    """Statistics, an unfolded producer, a consumer with its key tree and
+    detail: the window's smallest size still fits, and it opens within the
+    screen, as does "Explain a match"."""
+    from elvin.qt.geometry import fit_to_screen
+
+    async def scenario(console: Console):
+        window = await console.open(basic(
+            router.url,
+            ConsumerSpec(title="C", router="local", key="Group", detail=True),
+            ProducerSpec(title="P", router="local", expanded=True),
+            RouterViewSpec(title="R", router="local")))
+        window.show_pane(window.panes_of("router")[0])
+        await until(lambda: window.panes_of("router")[0].isVisible())
+        assert fits(window.minimumSizeHint()), window.minimumSizeHint()
+        size = fit_to_screen(window, QSize(1280, 800), SMALL)
+        assert fits(size) and window.size() == size
+        dialog = window.explain(None, "require(Price)")
+        assert fits(dialog.minimumSizeHint()), dialog.minimumSizeHint()
+        assert fits(fit_to_screen(dialog, QSize(1080, 520), SMALL))
+        dialog.close()
+
+    run(qt_loop, qtbot, scenario)
+
+
+def _window(qtbot) -> QWidget:
+    widget = QWidget()
+    widget.setWindowTitle("remembered")
+    qtbot.addWidget(widget)
+    return widget
+
+
+def test_window_memory_restores_size_and_place(qtbot, tmp_path):
+    path = tmp_path / "windows.json"
+    first = _window(qtbot)
+    first.setGeometry(60, 70, 420, 300)
+    first.show()
+    memory = WindowMemory(first, "tool", path)
+    memory.save()
+    record = json.loads(path.read_text())["windows"]["tool"][screen_setup()]
+    assert (record["width"], record["height"]) == (420, 300)
+
+    second = _window(qtbot)
+    second.resize(200, 100)
+    assert WindowMemory(second, "tool", path).restore()
+    assert second.size() == QSize(420, 300)
+    assert (second.x(), second.y()) == (first.x(), first.y())
+    third = _window(qtbot)                      # another window's name: nothing known
+    assert not WindowMemory(third, "other", path).restore()
+
+
+def test_window_memory_ignores_places_no_screen_shows(qtbot, tmp_path):
+    path = tmp_path / "windows.json"
+    path.write_text(json.dumps({"version": 1, "windows": {"tool": {
+        screen_setup(): {"x": 5000, "y": 40, "width": 400, "height": 300},
+        "gone=1920x1080+0+0": {"x": 10, "y": 10, "width": 300, "height": 200, "saved": 1}}}}))
+    widget = _window(qtbot)
+    widget.resize(250, 150)
+    # this arrangement's place is off every screen; the other arrangement's
+    # place is on this screen too: that one is used
+    assert WindowMemory(widget, "tool", path).restore()
+    assert widget.size() == QSize(300, 200)
+    path.write_text(json.dumps({"version": 1, "windows": {"tool": {
+        screen_setup(): {"x": 5000, "y": 40, "width": 400, "height": 300}}}}))
+    widget.resize(250, 150)
+    assert not WindowMemory(widget, "tool", path).restore()
+    assert widget.size() == QSize(250, 150)
+
+
+def test_window_memory_survives_garbage(qtbot, tmp_path):
+    path = tmp_path / "windows.json"
+    widget = _window(qtbot)
+    bad_record = {"x": "a", "y": True, "width": -5, "height": 0}
+    for garbage in ("{not json", "[1, 2]", json.dumps(
+            {"version": 1, "windows": {"tool": {screen_setup(): bad_record}}}),
+            '{"version": 99, "windows": {}}'):
+        path.write_text(garbage)
+        assert not WindowMemory(widget, "tool", path).restore()
+    widget.show()
+    WindowMemory(widget, "tool", path).save()           # replaces the bad file
+    assert json.loads(path.read_text())["version"] == 1
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    WindowMemory(widget, "tool", blocked / "windows.json").save()   # logged, not raised
+
+
+def test_visible_on_wants_the_corner_and_half_the_window():
+    screen = QRect(0, 0, 1024, 768)
+    assert visible_on(QRect(10, 10, 400, 300), [screen]) == screen
+    assert visible_on(QRect(900, 10, 400, 300), [screen]) is None       # mostly off
+    assert visible_on(QRect(-50, 10, 400, 300), [screen]) is None       # corner off
+    assert visible_on(QRect(1100, 10, 400, 300), [screen, QRect(1024, 0, 800, 600)]) \
+        == QRect(1024, 0, 800, 600)
+
+
+def test_a_docked_bar_keeps_its_screen_and_the_windows_place(qtbot, tmp_path):
+    path = tmp_path / "windows.json"
+    window = _window(qtbot)
+    window.setGeometry(40, 50, 300, 200)
+    window.show()
+    WindowMemory(window, "tool", path).save()              # as a window
+    docked = WindowMemory(window, "tool", path)
+    docked.screen_only = True
+    window.setGeometry(0, 0, 800, 30)                       # now a bar
+    docked.save()
+    assert docked.remembered_screen() is window.screen()
+    later = _window(qtbot)
+    assert WindowMemory(later, "tool", path).restore()      # back to a window: its place
+    assert later.size() == QSize(300, 200)

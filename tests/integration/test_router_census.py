@@ -1,0 +1,118 @@
+"""Elvin-Router-Attributes: the attribute names a router has seen, for
+browsers, published only while someone subscribes (elvin.router.census).
+A real router on loopback, real clients."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import elvin.client
+from elvin import Keys
+from elvin.router.census import CENSUS_ATTRIBUTE, read_census
+from tests.waiting import until
+
+CENSUS = f"require({CENSUS_ATTRIBUTE})"
+
+
+async def census_listener(conn):
+    """The censuses a connection receives, newest last."""
+    seen: list[dict] = []
+    await conn.subscribe(CENSUS, listener=lambda n: seen.append(dict(n.attributes)))
+    return seen
+
+
+def listed(seen: list[dict]) -> dict[str, int]:
+    return read_census(seen[-1]) if seen else {}
+
+
+async def test_names_in_use_are_listed_most_used_first(make_router):
+    router = make_router(stats_interval=0.3)
+    async with elvin.client.connect(router.url) as browser, \
+            elvin.client.connect(router.url) as producer:
+        seen = await census_listener(browser)
+        await until(lambda: seen, 5, "a first census soon after subscribing")
+        assert listed(seen) == {} and seen[0]["Router-Id"] == router.router.router_id
+        for n in range(3):
+            await producer.send({"Group": "Chat", "Message": f"hi {n}", "From": "ann"})
+        await producer.send({"Symbol": "ACME", "Price": 12.5})
+        await until(lambda: {"Group", "Symbol"} <= set(listed(seen)), 5, "the new names")
+        await until(lambda: listed(seen).get("Group") == 3, 5, "the counts")
+        names = list(listed(seen))
+        assert names[:3] == ["From", "Group", "Message"]       # 3 each, then by name
+        assert listed(seen)["Price"] == 1
+        assert seen[-1]["Attribute-Names-Left-Out"] == 0
+        assert seen[-1]["Attribute-Window"] > 0
+        assert CENSUS_ATTRIBUTE not in listed(seen)             # never counts itself
+
+
+async def test_secure_only_notifications_are_not_told(make_router):
+    router = make_router(stats_interval=0.2)
+    async with elvin.client.connect(router.url) as browser, \
+            elvin.client.connect(router.url) as producer:
+        seen = await census_listener(browser)
+        await producer.send({"Secret-Plan": 1}, keys=Keys.producer(b"k"),
+                            deliver_insecure=False)
+        await producer.send({"Open": 1})
+        await until(lambda: "Open" in listed(seen), 5)
+        assert "Secret-Plan" not in listed(seen)
+
+
+async def test_counting_stops_with_the_last_subscriber(make_router):
+    router = make_router(stats_interval=0.2)
+    census = router.router.census
+    async with elvin.client.connect(router.url) as browser:
+        sub = await browser.subscribe(CENSUS)
+        await until(lambda: census.counting, 5)
+        await sub.close()
+        await until(lambda: not census.counting, 5)
+        assert census.counts() == {} and census.shapes == {}
+
+
+async def test_a_router_with_the_census_off_never_publishes(make_router):
+    router = make_router(stats_interval=0.1, attribute_names=False)
+    async with elvin.client.connect(router.url) as browser, \
+            elvin.client.connect(router.url) as producer:
+        seen = await census_listener(browser)
+        stats: list = []
+        await browser.subscribe("require(Elvin-Router-Stats)", listener=stats.append)
+        await producer.send({"Group": "Chat"})
+        await until(lambda: len(stats) >= 3, 5, "time for several censuses to go by")
+        await asyncio.sleep(0)
+        assert seen == []
+        assert not router.router.census.counting
+
+
+@pytest.mark.parametrize("attributes", [
+    {},
+    {CENSUS_ATTRIBUTE: 2, "Attribute-Names": "", "Attribute-Counts": ""},
+    {CENSUS_ATTRIBUTE: 1, "Attribute-Names": 5, "Attribute-Counts": ""},
+    {CENSUS_ATTRIBUTE: 1, "Attribute-Names": "a\nb", "Attribute-Counts": "1"},
+    {CENSUS_ATTRIBUTE: 1, "Attribute-Names": "a", "Attribute-Counts": "-1"},
+    {CENSUS_ATTRIBUTE: 1, "Attribute-Names": "\n", "Attribute-Counts": "1\n2"},
+])
+def test_a_malformed_census_is_not_read(attributes):
+    assert read_census(attributes) is None
+
+
+def test_an_empty_census_reads_as_no_names():
+    assert read_census({CENSUS_ATTRIBUTE: 1, "Attribute-Names": "",
+                        "Attribute-Counts": ""}) == {}
+
+
+def test_shapes_past_the_bound_are_counted_by_name():
+    """A producer that varies its attribute names does not grow the census
+    without bound: past max_shapes, notifications are counted name by name."""
+    from elvin.router.census import AttributeCensus
+
+    census = AttributeCensus(lambda attrs: None, lambda: "r", lambda: 1.0, max_shapes=2)
+    census.counting = True
+    for n in range(5):
+        census.note({"Common": 1, f"Only-{n}": 2})
+    census.note({"Common": 1, "Only-0": 2})
+    census.note({CENSUS_ATTRIBUTE: 1, "Router-Id": "r"})
+    assert len(census.shapes) == 2
+    counts = census.counts()
+    assert counts["Common"] == 6 and counts["Only-0"] == 2 and counts["Only-4"] == 1
+    assert CENSUS_ATTRIBUTE not in counts and "Router-Id" not in counts
