@@ -101,8 +101,7 @@ def spark_session(master: str = "local[*]", app_name: str = "elvin-pipeline", *,
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
-    for key in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone",
-                "spark.python.sql.dataFrameDebugging.enabled"):
+    for key in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone"):
         spark.conf.set(key, settings[key])
     return spark
 

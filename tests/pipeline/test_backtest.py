@@ -291,3 +291,13 @@ def test_translation_has_no_python_udf(spark, archive):
     udf_plan = df.select(python_udf_predicate("a == 1"))._jdf.queryExecution() \
         .executedPlan().toString()
     assert "EvalPython" in udf_plan
+
+
+def test_the_session_does_not_record_python_call_sites(spark):
+    """PySpark's call-site capture walks the stack and asks the JVM for each
+    Column function: a subscription is hundreds of them, so the pipeline's
+    sessions turn it off (translation is about three times as fast)."""
+    from pyspark.errors.utils import is_debugging_enabled
+
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+    assert not is_debugging_enabled()
