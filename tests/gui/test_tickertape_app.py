@@ -417,7 +417,10 @@ def test_cli_keeps_history_across_restarts(router, tmp_path):
                 time.sleep(0.05)
             watcher.send({"Group": "Restart", "From": "x", "Message": f"run {run_number}",
                           "Message-Id": f"run-{run_number}"})
-            time.sleep(0.5)
+            # stopped once the message is in its history (not after a guessed while)
+            while not _history_has(data / "history.sqlite3", f"run {run_number}"):
+                assert time.monotonic() < deadline and app.poll() is None, app.stderr.read()
+                time.sleep(0.05)
         finally:
             app.send_signal(signal.SIGTERM)
             assert app.wait(30) == 0, app.stderr.read()
@@ -427,6 +430,20 @@ def test_cli_keeps_history_across_restarts(router, tmp_path):
     history = History(data / "history.sqlite3")
     assert [r.message.text for r in history.recent()] == ["run 1", "run 2"]
     history.close()
+
+
+def _history_has(path, text: str) -> bool:
+    """Whether the app has written ``text`` to its history file (read as
+    SQLite, read-only, while the app holds it open)."""
+    import sqlite3
+
+    if not path.exists():
+        return False
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
+            return any(text in str(row) for row in db.execute("SELECT * FROM messages"))
+    except sqlite3.OperationalError:      # not created yet
+        return False
 
 
 def test_router_restart_keeps_the_ticker_going(qtbot, qt_loop, router, tmp_path):
