@@ -9,11 +9,12 @@ mean stays with each command.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
@@ -21,7 +22,7 @@ from typing import Any, Literal, TypeVar, overload
 from elvin.cli_common import ToolError
 
 __all__ = ["ConfigError", "NumberRange", "TomlFile", "check_number", "check_numbers",
-           "default_config_path", "list_item", "line_of", "load_named", "number",
+           "collecting_problems", "default_config_path", "list_item", "line_of", "load_named", "number",
            "raw_setting", "read_toml"]
 
 APP_DIR = "elvin"
@@ -32,6 +33,20 @@ C = TypeVar("C")
 class ConfigError(ValueError):
     """A config file that cannot be read or holds a wrong value; the message
     names the file (and the line or key, where known)."""
+
+
+@contextlib.contextmanager
+def collecting_problems(problems: list[str] | None) -> Iterator[None]:
+    """Where a ``ConfigError`` raised in the block goes: on up when
+    ``problems`` is None (a start stops at the first problem), else appended
+    to ``problems`` as its line, the caller going on after the block (a
+    ``--check-config`` says every problem at once)."""
+    try:
+        yield
+    except ConfigError as exc:
+        if problems is None:
+            raise
+        problems.append(str(exc))
 
 
 def default_config_path(name: str) -> Path:

@@ -28,7 +28,7 @@ from elvin_apps.biff.roster import Member
 
 from elvin.fileutil import atomic_write
 
-__all__ = ["Acquaintance", "PeopleBook", "ago"]
+__all__ = ["Acquaintance", "PeopleBook", "ago", "span"]
 
 log = logging.getLogger("elvin_apps.biff")
 
@@ -49,17 +49,26 @@ class Acquaintance:
     text: str = ""
 
 
-def ago(seconds: float) -> str:
-    """``"just now"``, ``"5 min ago"``, ``"2 h ago"``, ``"3 days ago"``."""
+def span(seconds: float, *, to_the_minute: bool = False) -> str | None:
+    """How long ``seconds`` is, in the words of the biff's windows: ``"5 min"``,
+    ``"2 h"`` (to the minute: ``"2 h 5 min"``), from two days ``"3 days"``;
+    None under a minute, which each caller says its own way. Whole units,
+    rounded down, so that a time shown never runs ahead of the clock."""
     minutes = int(max(0.0, seconds) // 60)
     if minutes < 1:
-        return "just now"
+        return None
     if minutes < 60:
-        return f"{minutes} min ago"
-    hours = minutes // 60
-    if hours < 48:
-        return f"{hours} h ago"
-    return f"{hours // 24} days ago"
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours >= 48:
+        return f"{hours // 24} days"
+    return f"{hours} h {minutes} min" if to_the_minute and minutes else f"{hours} h"
+
+
+def ago(seconds: float) -> str:
+    """``"just now"``, ``"5 min ago"``, ``"2 h ago"``, ``"3 days ago"``."""
+    words = span(seconds)
+    return f"{words} ago" if words else "just now"
 
 
 class PeopleBook:

@@ -18,12 +18,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from elvin_apps.biff.acquaintances import PeopleBook, ago
+from elvin_apps.biff.acquaintances import PeopleBook, ago, span
 from elvin_apps.biff.core import Biff
 from elvin_apps.biff.roster import Member
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
+
+from elvin.qt import flat_table
 
 __all__ = ["PeopleList", "PersonRow", "for_how_long", "people_rows", "short_name"]
 
@@ -56,14 +58,10 @@ def short_name(user: str, others: set[str] | frozenset[str] = frozenset()) -> st
 
 
 def for_how_long(seconds: float) -> str:
-    """``"just now"``, ``"for 4 min"``, ``"for 1 h 5 min"``."""
-    minutes = int(max(0.0, seconds) // 60)
-    if minutes < 1:
-        return "just now"
-    if minutes < 60:
-        return f"for {minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    return f"for {hours} h {minutes} min" if minutes else f"for {hours} h"
+    """``"just now"``, ``"for 4 min"``, ``"for 1 h 5 min"``: to the minute,
+    since the column is brought up to date while it is shown."""
+    words = span(seconds, to_the_minute=True)
+    return f"for {words}" if words else "just now"
 
 
 def people_rows(biff: Biff, now: float, book: PeopleBook | None = None,
@@ -121,17 +119,10 @@ class PeopleList(QTreeWidget):
         self.book = book
         self._saved = wall_clock()
         self.stale = False
-        self.setColumnCount(3)
-        self.setHeaderHidden(True)
-        self.setRootIsDecorated(False)
-        self.setUniformRowHeights(True)
+        fit, stretch = QHeaderView.ResizeMode.ResizeToContents, QHeaderView.ResizeMode.Stretch
+        flat_table(self, 3, [fit, stretch, fit])
         self.setSelectionMode(QTreeWidget.SelectionMode.NoSelection)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        header = self.header()
-        header.setStretchLastSection(False)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         self.setAccessibleName("people")
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_MS)

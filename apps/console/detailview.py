@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from elvin.qt import monospace_font
+from elvin.qt import flat_table, monospace_font
 from elvin.text import format_notification, format_value
 
 __all__ = ["DetailView"]
@@ -53,17 +53,9 @@ class DetailView(QWidget):
                                        "notification (or would another not)? Clause by clause")
         self.explain_button.setEnabled(False)
         self.tree = QTreeWidget()
-        self.tree.setColumnCount(4)
-        self.tree.setHeaderLabels(["Attribute", "Type", "Value", "Previous"])
-        self.tree.setRootIsDecorated(False)
-        self.tree.setAlternatingRowColors(False)
-        self.tree.setUniformRowHeights(True)
-        header = self.tree.header()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(False)
+        fit, stretch = QHeaderView.ResizeMode.ResizeToContents, QHeaderView.ResizeMode.Stretch
+        flat_table(self.tree, ["Attribute", "Type", "Value", "Previous"],
+                   [fit, fit, stretch, fit])
         self._mono = monospace_font()
         top = QHBoxLayout()
         top.addWidget(self.header, 1)

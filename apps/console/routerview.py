@@ -30,7 +30,7 @@ from elvin_apps.console.routers import RouterRegistry
 from elvin_apps.console.tasks import spawn
 from elvin_apps.console.workspace import RouterViewSpec
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QGridLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QGridLayout, QLabel, QWidget
 
 from elvin.client import Connection, Notification, Subscription
 from elvin.errors import ElvinError
@@ -160,10 +160,7 @@ class RouterViewPane(Pane):
         self.summary = QLabel()
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setWordWrap(True)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 6, 6, 6)
-        layout.setSpacing(6)
-        layout.addLayout(top)
+        layout = self.column(top)
         layout.addWidget(self.status_label)
         layout.addWidget(self.summary)
         layout.addLayout(grid, 1)

@@ -69,26 +69,28 @@ def _data_dir_argument(parser: argparse.ArgumentParser) -> None:
                              "the config, else $XDG_STATE_HOME/elvin/newswatcher)")
 
 
+def _control_parser(command: str, description: str) -> ToolParser:
+    """The parser of a command that talks to the running newswatcher, which
+    it finds as ``run`` would: by the config file and the data directory."""
+    parser = ToolParser(prog=f"{PROG} {command}", description=description)
+    add_config_argument(parser, CONFIG_DEFAULT)
+    _data_dir_argument(parser)
+    return parser
+
+
 def build_parser(command: str = "run") -> argparse.ArgumentParser:
     if command == "status":
-        parser = ToolParser(
-            prog="newswatcher status",
-            description="Show which feeds the running newswatcher polls, and why "
-                        "(the subscription terms that could match each feed).")
-        add_config_argument(parser, CONFIG_DEFAULT)
-        _data_dir_argument(parser)
+        parser = _control_parser(
+            command, "Show which feeds the running newswatcher polls, and why "
+                     "(the subscription terms that could match each feed).")
         parser.add_argument("--json", action="store_true", help="print the raw status JSON")
         parser.add_argument("--verbose", "-v", action="store_true",
                             help="list every subscription term, not just three per feed")
         return parser
     if command == "reload":
-        parser = ToolParser(
-            prog="newswatcher reload",
-            description="Make the running newswatcher re-read its config file (SIGHUP) "
-                        "and print its verdict: exit 0 when applied, 1 when refused.")
-        add_config_argument(parser, CONFIG_DEFAULT)
-        _data_dir_argument(parser)
-        return parser
+        return _control_parser(
+            command, "Make the running newswatcher re-read its config file (SIGHUP) "
+                     "and print its verdict: exit 0 when applied, 1 when refused.")
     parser = app_parser(
         PROG if command == "run" else f"{PROG} {command}", __version__,
         "Publish RSS/Atom feed articles as Elvin notifications, polling only the feeds "

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from elvin.qt import flat_table
 from elvin.qt.links import LinkOpener
 
 MAX_ROWS = 5000
@@ -85,16 +86,9 @@ class HistoryWindow(QWidget):
         top.addWidget(self.count_label)
 
         self.tree = QTreeWidget(self)
-        self.tree.setColumnCount(len(COLUMNS))
-        self.tree.setHeaderLabels(COLUMNS)
-        self.tree.setRootIsDecorated(False)
-        self.tree.setUniformRowHeights(True)
-        self.tree.setAlternatingRowColors(True)
-        header = self.tree.header()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(True)
+        flat_table(self.tree, COLUMNS, [QHeaderView.ResizeMode.ResizeToContents,
+                                        QHeaderView.ResizeMode.Interactive,
+                                        QHeaderView.ResizeMode.Interactive], stripes=True)
         self.tree.setColumnWidth(1, 110)
         self.tree.setColumnWidth(2, 160)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)

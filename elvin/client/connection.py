@@ -176,8 +176,22 @@ class Connection:
 
     @property
     def auto_quench_stats(self) -> dict[str, int] | None:
-        """``{"sent": n, "dropped": m}`` with auto-quench, else None."""
+        """``{"sent": n, "dropped": m, "terms": t}`` with auto-quench, else
+        None: ``t`` is how many subscription terms at the router the internal
+        quench knows of now (0: every notification would be dropped)."""
         return self._auto_quench.stats() if self._auto_quench else None
+
+    @property
+    def local_address(self) -> tuple | None:
+        """The address (``(host, port)`` for IPv4) of this end of the current
+        session's socket: the peer address the router's logs and status name
+        this connection by. None while the connection is not open
+        (reconnecting, closing, closed) or over a channel without a socket
+        (``open_channel``)."""
+        session = self._session
+        if self.state != "open" or session is None or session.is_closing:
+            return None
+        return session.transport.get_extra_info("sockname")
 
     def add_close_listener(self, fn: Callable[[CloseReason], object]) -> None:
         """``fn(reason)`` when the connection is finally closed."""

@@ -9,8 +9,8 @@ asyncio client works unchanged inside them and no thread does networking.
 * ``ConnectionManager`` keeps a connection up, with Qt signals
 * ``StatusWidget`` shows a ConnectionManager's state (coloured dot + text)
 * ``SubscriptionEditor`` edits a subscription with highlighting and live errors
-* ``dialog_buttons``, ``monospace_font``, ``push_button``, ``split``: widgets
-  every app sets up the same way (``elvin.qt.widgets``)
+* ``dialog_buttons``, ``flat_table``, ``monospace_font``, ``push_button``,
+  ``split``: widgets every app sets up the same way (``elvin.qt.widgets``)
 """
 
 from elvin.qt.app import application, run_app, run_app_cli, save_screenshot
@@ -18,7 +18,7 @@ from elvin.qt.editor import SubscriptionEditor, SubscriptionHighlighter
 from elvin.qt.maingc import MainThreadGC
 from elvin.qt.manager import ConnectionManager
 from elvin.qt.status import StatusWidget
-from elvin.qt.widgets import dialog_buttons, monospace_font, push_button, split
+from elvin.qt.widgets import dialog_buttons, flat_table, monospace_font, push_button, split
 
 __all__ = [
     "ConnectionManager",
@@ -28,6 +28,7 @@ __all__ = [
     "SubscriptionHighlighter",
     "application",
     "dialog_buttons",
+    "flat_table",
     "monospace_font",
     "push_button",
     "run_app",

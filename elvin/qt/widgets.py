@@ -8,13 +8,21 @@ language.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QPushButton, QSplitter, QWidget
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHeaderView,
+    QPushButton,
+    QSplitter,
+    QTreeWidget,
+    QWidget,
+)
 
-__all__ = ["dialog_buttons", "monospace_font", "push_button", "split"]
+__all__ = ["dialog_buttons", "flat_table", "monospace_font", "push_button", "split"]
 
 
 def monospace_font() -> QFont:
@@ -65,3 +73,28 @@ def split(orientation: Qt.Orientation, *parts: tuple[QWidget, int]) -> QSplitter
         splitter.setStretchFactor(index, stretch)
     splitter.setChildrenCollapsible(False)
     return splitter
+
+
+def flat_table(tree: QTreeWidget, headers: Sequence[str] | int,
+               sizes: Sequence[QHeaderView.ResizeMode], *, stripes: bool = False
+               ) -> QHeaderView:
+    """``tree`` as a table of rows without children: ``headers`` (or a
+    column count, with the header hidden), no branch decoration, rows of one
+    height (so long lists lay out fast), column ``i`` sized as ``sizes[i]``
+    says. A last column without a size stretches, so that the rows always
+    fill the width; ``stripes`` alternates the rows' colours. Returns the
+    header, for what a table sets beyond this."""
+    if isinstance(headers, int):
+        tree.setColumnCount(headers)
+        tree.setHeaderHidden(True)
+    else:
+        tree.setColumnCount(len(headers))
+        tree.setHeaderLabels(list(headers))
+    tree.setRootIsDecorated(False)
+    tree.setUniformRowHeights(True)
+    tree.setAlternatingRowColors(stripes)
+    header = tree.header()
+    header.setStretchLastSection(len(sizes) < tree.columnCount())
+    for column, size in enumerate(sizes):
+        header.setSectionResizeMode(column, size)
+    return header

@@ -12,7 +12,8 @@ import argparse
 from pathlib import Path
 
 from elvin.cli_common import ToolParser, add_log_level_argument
-from elvin.router.config import ConfigError, RouterConfig, load_config
+from elvin.config_file import collecting_problems
+from elvin.router.config import RouterConfig, load_config
 
 __all__ = ["VERSION", "apply_federation_flags", "build_parser", "make_config"]
 
@@ -186,13 +187,8 @@ def make_config(args: argparse.Namespace,
         if value is not None:
             setattr(config, name, value)
     source = f"{path} + command line" if path else "command line"
-    try:
+    with collecting_problems(problems):
         apply_federation_flags(config, args)
-    except ConfigError as exc:
-        if problems is None:
-            raise
-        problems.append(str(exc))
-        return config
     if problems is not None:
         problems.extend(config.problems(source, _text_of(path)))
         return config

@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from elvin.cli_common import LOG_LEVELS
-from elvin.config_file import ConfigError, line_of, list_item, read_toml
+from elvin.config_file import ConfigError, collecting_problems, line_of, list_item, read_toml
 from elvin.federation.config import (
     FederationConfig,
     FederationConfigError,
@@ -174,10 +174,8 @@ class RouterConfig:
                       self._check_numbers, self._check_discovery, self._check_federation,
                       self._check_mobility, self._check_state, self._check_archive,
                       self._check_metrics):
-            try:
+            with collecting_problems(found):
                 check(source, text)
-            except ConfigError as exc:
-                found.append(str(exc))
         return found
 
     def _check_listen(self, source: str, text: str) -> None:
@@ -387,13 +385,8 @@ def load_config(path: str | Path, base: RouterConfig | None = None, *,
     ``RouterConfig.problems``."""
     config = base if base is not None else RouterConfig()
     config.sources = []
-    try:
+    with collecting_problems(problems):
         main = _load_into(config, Path(path).expanduser(), [], problems)
-    except ConfigError as exc:
-        if problems is None:
-            raise
-        problems.append(str(exc))
-        return config
     if problems is not None:
         return config
     return config.validate(*main)
@@ -415,12 +408,8 @@ def _load_into(config: RouterConfig, path: Path, chain: list[Path],
     include = data.pop("include", None)
     _apply(config, data, str(file.path), file.text, problems)
     for included in _included(include, file):
-        try:
+        with collecting_problems(problems):
             _load_into(config, included, [*chain, real], problems)
-        except ConfigError as exc:
-            if problems is None:
-                raise
-            problems.append(str(exc))
     return str(file.path), file.text
 
 
@@ -458,12 +447,8 @@ def _apply(config: RouterConfig, data: dict[str, Any], source: str, text: str,
     """Set what ``data`` (one file's table) says on ``config``: the first
     problem raised, or each appended to ``problems``."""
     for raw_key, value in data.items():
-        try:
+        with collecting_problems(problems):
             _apply_key(config, raw_key, value, source, text)
-        except ConfigError as exc:
-            if problems is None:
-                raise
-            problems.append(str(exc))
 
 
 def _apply_key(config: RouterConfig, raw_key: str, value: Any, source: str,

@@ -217,23 +217,24 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
             out.write(line + "\n")
     else:
         out.write("federation: off\n")
-    mobility = data.get("mobility")
-    if mobility:
-        out.write(f"mobility: proxy {mobility.get('id')!r}, "
-                  f"{mobility.get('clients_moved_out', 0)} client(s) moved out, "
-                  f"{mobility.get('buffered', 0)} notification(s) buffered\n")
-    else:
-        out.write("mobility: off\n")
-    archive = data.get("archive")
-    if archive:
-        out.write(f"archive: {archive.get('directory')} ({archive.get('state')}): "
-                  f"{archive.get('received', 0)} archived, {archive.get('dropped', 0)} "
-                  f"dropped, {archive.get('lost', 0)} lost\n")
-    else:
-        out.write("archive: off\n")
+    _optional_part(out, "mobility", data.get("mobility"), lambda mobility: (
+        f"proxy {mobility.get('id')!r}, "
+        f"{mobility.get('clients_moved_out', 0)} client(s) moved out, "
+        f"{mobility.get('buffered', 0)} notification(s) buffered"))
+    _optional_part(out, "archive", data.get("archive"), lambda archive: (
+        f"{archive.get('directory')} ({archive.get('state')}): "
+        f"{archive.get('received', 0)} archived, {archive.get('dropped', 0)} "
+        f"dropped, {archive.get('lost', 0)} lost"))
     reload = data.get("reload")
     if reload and reload.get("serial"):
         verdict = "applied" if reload.get("ok") else "REFUSED"
         at = float(reload.get("at") or now)
         out.write(f"last reload: {verdict} {duration(max(0.0, now - at))} ago: "
                   f"{reload.get('message')}\n")
+
+
+def _optional_part(out: TextIO, name: str, part: Mapping[str, Any] | None,
+                   describe: Callable[[Mapping[str, Any]], str]) -> None:
+    """The line of a part a router may run without: its figures, or "off",
+    so that the report always says whether the part is there."""
+    out.write(f"{name}: {describe(part) if part else 'off'}\n")

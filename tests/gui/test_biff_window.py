@@ -234,8 +234,9 @@ def test_people_list_shows_notes_durations_and_idle_people(qtbot, qt_loop, route
                     ("   dave", "", "")]
     assert grey == [False, False, True, True]
     assert tips == ["carol@lab.example"]
-    assert [for_how_long(s) for s in (0, 59, 60, 3599, 3600, 3960)] == [
-        "just now", "just now", "for 1 min", "for 59 min", "for 1 h", "for 1 h 6 min"]
+    assert [for_how_long(s) for s in (0, 59, 60, 3599, 3600, 3960, 50 * 3600)] == [
+        "just now", "just now", "for 1 min", "for 59 min", "for 1 h", "for 1 h 6 min",
+        "for 2 days"]
     assert short_name("ann@a", {"ann@a", "Ann@b"}) == "ann@a"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -16,9 +17,12 @@ from elvin.client import (
     SubscriptionClosedError,
     connect,
 )
-from elvin.errors import SubscriptionError
-from elvin.protocol import SubAddRqst, SubDelRqst, SubRply
+from elvin.client.errors import nack_exception
+from elvin.errors import NackCode, SubscriptionError
+from elvin.protocol import Nack, SubAddRqst
 from elvin.values import Int64
+
+from .rawclient import RawClient
 
 
 async def next_n(sub, n=1, timeout=5.0):
@@ -225,35 +229,47 @@ async def test_closed_subscription_gets_nothing(router_url):
 
 
 async def test_nack_becomes_nack_error(router_url):
+    """A request the router refuses raises NackError: its code, name, the
+    request it answers, and the router's template filled in."""
     async with connect(router_url) as conn:
-        session = conn._session
         with pytest.raises(NackError) as info:
-            await conn._request(session, lambda xid: SubDelRqst(xid, 987654321), (SubRply,))
-        assert info.value.code == 1002 and info.value.name == "NO_SUCH_SUB"
-        assert info.value.request == "SubDelRqst"
-        assert "%" not in info.value.message
-        assert conn.is_open
-
-
-async def test_subscription_nack_becomes_subscription_error(router_url):
-    """A router's 21xx Nack is raised as SubscriptionError with its offset
-    (the client normally never sends a bad expression: we force one)."""
-    async with connect(router_url) as conn:
-        text = "a == == 1"
-        with pytest.raises(SubscriptionError) as info:
-            await conn._request(conn._session,
-                                lambda xid: SubAddRqst(xid, text, True, elvin.Keys()),
-                                (SubRply,), expression=text)
-        assert 2101 <= info.value.nack_code <= 2112
-        assert info.value.position == 5
-        assert info.value.expression == text
-
-
-async def test_set_keys_nack_for_unknown_key(router_url):
-    async with connect(router_url) as conn:
-        with pytest.raises(NackError):
             await conn.set_keys(del_notification=elvin.Keys.producer(b"never added"))
+        assert info.value.code == NackCode.NO_SUCH_KEY
+        assert info.value.name == "NO_SUCH_KEY"
+        assert info.value.request == "SecRqst"
+        assert info.value.message and "%" not in info.value.message
         assert conn.is_open
+
+
+async def test_subscription_nack_becomes_subscription_error(router):
+    """A router's 21xx Nack is raised as SubscriptionError with its offset.
+    The client never sends an expression it cannot parse, so a raw client
+    sends one, and the router's own Nack goes through the client's reading."""
+    text = "a == == 1"
+    raw = await RawClient.connected(router.port)
+    try:
+        nack = await raw.request(SubAddRqst(raw.xid(), text, True, elvin.Keys()))
+    finally:
+        await raw.close()
+    assert isinstance(nack, Nack)
+    error = nack_exception(nack.error, nack.message, nack.args, "SubAddRqst", text)
+    assert isinstance(error, SubscriptionError)
+    assert 2101 <= error.nack_code <= 2112
+    assert error.position == 5
+    assert error.expression == text
+
+
+async def test_local_address_names_the_session_at_the_router(router):
+    conn = await connect(router.url)
+    try:
+        host, port = conn.local_address
+        assert host == "127.0.0.1"
+        peers = await asyncio.to_thread(
+            router.call, lambda: [s.peer for s in router.router.sessions])
+        assert peers == [(host, port)]
+    finally:
+        await conn.close()
+    assert conn.local_address is None
 
 
 async def test_unotify(router_url):
@@ -285,21 +301,42 @@ async def test_set_options_renegotiates(router_url):
 
 
 async def test_drop_warning_for_a_slow_consumer(router_url):
-    async with connect(router_url, options={"Send-Queue.Max-Length": 1024}) as consumer, \
-            connect(router_url) as producer:
-        sub = await consumer.subscribe("require(flood)", buffer_size=10_000)
-        consumer._session.transport.pause_reading()     # a consumer that stops reading
-        payload = "x" * 16_000       # 10 MB in all: more than the socket buffers hold
-        for i in range(600):
-            await producer.send({"flood": i, "payload": payload})
-        # a reply to the producer proves the router handled every send before it
-        await producer.set_keys()          # an empty SecRqst: a round trip
-        consumer._session.transport.resume_reading()
-        await producer.send({"flood": -1})
-        while True:
-            n = await sub.get(timeout=10)
-            if n["flood"] == -1:
-                break
+    """A consumer whose event loop is busy reads nothing: the router's queue
+    for it overflows, it drops deliveries and says so with DropWarn."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="consumer loop", daemon=True)
+    thread.start()
+    busy = threading.Event()     # the consumer's loop does no work until it is set
+
+    def on_consumer_loop(coro) -> asyncio.Future:
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+    async def open_consumer() -> elvin.Connection:
+        return await connect(router_url, options={"Send-Queue.Max-Length": 1024})
+
+    async def until_last(sub) -> None:
+        while (await sub.get(timeout=10))["flood"] != -1:
+            pass
+
+    consumer = await on_consumer_loop(open_consumer())
+    try:
+        sub = await on_consumer_loop(consumer.subscribe("require(flood)", buffer_size=10_000))
+        loop.call_soon_threadsafe(busy.wait, 60)     # a consumer that stops reading
+        async with connect(router_url) as producer:
+            payload = "x" * 16_000       # 10 MB in all: more than the socket buffers hold
+            for i in range(600):
+                await producer.send({"flood": i, "payload": payload})
+            # a reply to the producer proves the router handled every send before it
+            await producer.set_keys()          # an empty SecRqst: a round trip
+            busy.set()
+            await producer.send({"flood": -1})
+            await on_consumer_loop(until_last(sub))
         assert consumer.drop_warnings >= 1
         assert sub.delivered < 601
         assert consumer.is_open
+    finally:
+        busy.set()
+        await on_consumer_loop(consumer.close())
+        loop.call_soon_threadsafe(loop.stop)
+        await asyncio.to_thread(thread.join, 10)
+        loop.close()

@@ -101,8 +101,7 @@ async def test_auto_quench_follows_the_router_across_restarts(make_router, caplo
         # quench: wait until the producer's quench has heard of it
         assert await producer.send({"Phase": 2}) in (True, False)
         assert producer.supports_quench is True
-        terms = producer._auto_quench.quench.terms
-        await until(lambda: len(terms) == 1, what="the restored subscription in the quench")
+        await until(lambda: producer.auto_quench_stats["terms"] == 1, what="the restored subscription in the quench")
         assert await producer.send({"Phase": 1}) is False    # filtering again
         assert await producer.send({"Phase": 2}) is True
         assert (await sub.get(timeout=TIMEOUT))["Phase"] == 2

@@ -126,13 +126,12 @@ async def test_auto_quench_drops_unwanted_and_sends_wanted(router_url):
 
         # a new subscription is picked up by the internal quench
         other = await consumer.subscribe("require(Other)")
-        terms = producer._auto_quench.quench.terms
-        await until(lambda: len(terms) == 2)
+        await until(lambda: producer.auto_quench_stats["terms"] == 2)
         assert await producer.send({"Other": 2}) is True
         assert (await other.get(timeout=5))["Other"] == 2
         # and a removed one stops the flow again
         await other.close()
-        await until(lambda: len(terms) == 1)
+        await until(lambda: producer.auto_quench_stats["terms"] == 1)
         assert await producer.send({"Other": 3}) is False
         assert producer.quenches == []     # the internal quench is not listed
 
@@ -174,8 +173,7 @@ async def test_auto_quench_survives_a_router_restart(router):
         await asyncio.wait_for(asyncio.gather(back[0].wait(), back[1].wait()), 15)
         # the consumer's subscription may be restored after the producer's
         # quench: wait until the producer has heard of it again
-        terms = producer._auto_quench.quench.terms
-        await until(lambda: len(terms) == 1)
+        await until(lambda: producer.auto_quench_stats["terms"] == 1)
         assert await producer.send({"Restart": 1}) is False
         assert await producer.send({"Restart": 2}) is True
         assert (await sub.get(timeout=5))["Restart"] == 2

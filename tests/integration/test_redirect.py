@@ -81,10 +81,11 @@ async def test_redirect_some_sessions_only(make_router):
     try:
         await until(lambda: old.call(lambda: old.router.connection_count) == 2)
 
+        local = move.local_address
+
         def redirect_newest() -> int:
-            # the session whose peer port is ``move``'s local port
-            local = move._session.transport.get_extra_info("sockname")[1]
-            chosen = [s for s in old.router.sessions if s.peer[1] == local]
+            # the session whose peer address is ``move``'s end of the socket
+            chosen = [s for s in old.router.sessions if s.peer == local]
             return old.router.redirect(new.url, chosen)
 
         assert await asyncio.to_thread(old.call, redirect_newest) == 1

@@ -8,7 +8,7 @@ import pytest
 
 from elvin.app_cli import app_parser, configured_router
 from elvin.cli_common import EXIT_USAGE, ToolError
-from elvin.config_file import ConfigError, line_of, load_named, read_toml
+from elvin.config_file import ConfigError, collecting_problems, line_of, load_named, read_toml
 from elvin.router_url import DEFAULT_URL, RouterURLError, choose_router_url
 
 NO_DISCOVERY = {"ELVIN_DISCOVERY": "off"}
@@ -102,3 +102,22 @@ def test_usage_errors_exit_1(capsys):
     with pytest.raises(SystemExit) as info:
         parser.parse_args(["--version"])
     assert info.value.code == 0 and "app 1.0" in capsys.readouterr().out
+
+
+def test_config_problems_stop_a_start_or_are_all_listed():
+    def bad(n: int) -> None:
+        raise ConfigError(f"elvind.toml: problem {n}")
+
+    with pytest.raises(ConfigError, match="problem 1"):     # a start stops at the first
+        with collecting_problems(None):
+            bad(1)
+    problems: list[str] = []                                  # --check-config goes on
+    for n in (1, 2):
+        with collecting_problems(problems):
+            bad(n)
+    with collecting_problems(problems):
+        pass
+    assert problems == ["elvind.toml: problem 1", "elvind.toml: problem 2"]
+    with pytest.raises(ValueError, match="not a config problem"):   # others pass
+        with collecting_problems(problems):
+            raise ValueError("not a config problem")
