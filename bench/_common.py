@@ -106,9 +106,9 @@ class Peer(asyncio.Protocol):
     def resume_writing(self) -> None:
         self.can_write.set()
 
-    async def request(self, packet):
+    async def request(self, packet, timeout: float = 10):
         self.transport.write(frame(packet))
-        return await asyncio.wait_for(self.replies.get(), 10)
+        return await asyncio.wait_for(self.replies.get(), timeout)
 
 
 async def open_peer(port: int, options: dict | None = None) -> Peer:
