@@ -40,6 +40,9 @@ def no_cyclic_collector() -> Iterator[None]:
 
 TEXTS = [
     # more literals than the shape cache takes: compiled on its own
+    'Group == "a" && Seq > 1 && Seq < 5 && Name == "x" && K == 3 && L == "q" && M == 1 '
+    '&& N == 2 && O == 3 && P == 4 && Q == 5 && R == 6 && S == 7',
+    # a shape's parameterised code with several literals
     'Group == "a" && Seq > 1 && Seq < 5 && Name == "x" && K == 3 && L == "q"',
     # a shape's parameterised code
     'Group == "g1" && require(Message)',
