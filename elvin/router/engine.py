@@ -54,9 +54,7 @@ from elvin.router.security import (
     prepared_match,
 )
 from elvin.subscription.ast import Node, names_in
-from elvin.subscription.checker import fold
-from elvin.subscription.conditions import ANY, plan_of
-from elvin.subscription.index import TermIndex
+from elvin.subscription.index import TermIndex, plan_for
 from elvin.subscription.patterns import EVALUATION_BUDGET, notification_budget
 from elvin.subscription.unparse import unparse
 
@@ -138,18 +136,6 @@ class Placement:
         self.key = key
         self.names = names
         self.plan = plan
-
-
-def plan_for(ast: Node, plan: tuple | None = None) -> tuple:
-    """``plan``, or the plan of ``ast``; an analysis that fails leaves the
-    tree to be evaluated for every notification (``conditions.ANY``)."""
-    if plan is not None:
-        return plan
-    try:
-        return plan_of(fold(ast))
-    except Exception:       # analysis must never stop a subscription
-        log.exception("the index analysis failed for %r", ast)
-        return ANY
 
 
 def place(ast: Node, names: frozenset[str] | None = None,

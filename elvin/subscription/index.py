@@ -59,6 +59,7 @@ entries so that a caller can skip deduplication while there are none.
 
 from __future__ import annotations
 
+import logging
 import math
 import struct
 import unicodedata
@@ -67,16 +68,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from elvin.subscription.analysis import NAN_KEY, UNINDEXABLE
-from elvin.subscription.conditions import (
-    EQ,
-    PREFIX,
-    PRESENT,
-    RANGE,
-    SUFFIX,
-)
+from elvin.subscription.ast import Node
+from elvin.subscription.checker import fold
+from elvin.subscription.conditions import ANY, EQ, PREFIX, PRESENT, RANGE, SUFFIX, plan_of
 from elvin.values import INT64_MAX, INT64_MIN, Int64
 
-__all__ = ["SPLIT", "TermIndex", "access_of", "transform"]
+__all__ = ["SPLIT", "TermIndex", "access_of", "plan_for", "transform"]
+
+log = logging.getLogger(__name__)
 
 #: entries with checks a bucket holds before it indexes them itself
 SPLIT = 16
@@ -91,6 +90,19 @@ _pack_real = struct.Struct("<d").pack
 _unpack_int = struct.Struct("<q").unpack
 _NFD, _NFKD = "NFD", "NFKD"
 _normalize = unicodedata.normalize
+
+
+def plan_for(tree: Node, plan: tuple | None = None) -> tuple:
+    """``plan``, or the plan of a checked ``tree``; an analysis that fails
+    leaves the tree to be evaluated for every notification
+    (``conditions.ANY``): it must never stop a subscription."""
+    if plan is not None:
+        return plan
+    try:
+        return plan_of(fold(tree))
+    except Exception:
+        log.exception("the index analysis failed for %r", tree)
+        return ANY
 
 
 def transform(transforms: tuple[str, ...], value: str) -> str:
