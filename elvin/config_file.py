@@ -21,7 +21,8 @@ from typing import Any, Literal, TypeVar, overload
 from elvin.cli_common import ToolError
 
 __all__ = ["ConfigError", "NumberRange", "TomlFile", "check_number", "check_numbers",
-           "default_config_path", "line_of", "load_named", "number", "read_toml"]
+           "default_config_path", "list_item", "line_of", "load_named", "number",
+           "raw_setting", "read_toml"]
 
 APP_DIR = "elvin"
 
@@ -102,6 +103,34 @@ def line_of(text: str, key: str) -> str:
         if m:
             return f", line {text.count(chr(10), 0, m.start()) + 1}"
     return ""
+
+
+def raw_setting(path: str | os.PathLike | None, key: str) -> Any:
+    """``key`` (or its ``-``/``_`` twin) as written at the top of the TOML
+    file at ``path``, whatever else the file gets wrong; None when the file
+    or the key is missing or unreadable. For ``DAEMON reload``, which must
+    find the daemon's status file even when the file being reloaded is the
+    broken one (the daemon then says what is wrong with it)."""
+    if not path:
+        return None
+    try:
+        data = read_toml(path).data
+    except ConfigError:
+        return None
+    for candidate in (key, key.replace("-", "_"), key.replace("_", "-")):
+        if candidate in data:
+            return data[candidate]
+    return None
+
+
+def list_item(name: str, index: int, key: str | None = None) -> str:
+    """``NAME #N`` for the entry at ``index`` (from 0) of the array ``NAME``,
+    counted from 1 as an admin counts ``[[NAME]]`` tables or list entries
+    in the file, then ``, KEY`` for a key inside it: the one way every
+    message of the suite names a position (``feeds #2, interval``,
+    ``federation.connect #1, url``, ``links #3``, ``listen #2``)."""
+    where = f"{name} #{index + 1}"
+    return f"{where}, {key}" if key else where
 
 
 def load_named(load: Callable[..., C], path: str | None) -> C:

@@ -5,7 +5,7 @@ sends them in Nack packets, the client raises them back as exceptions, and
 the subscription compiler uses them so that a parse error found locally and
 one reported by a router look the same to the user.
 
-``RouterStartError`` and ``KeyError_`` live here rather than in the router
+``RouterStartError`` and ``KeyRefused`` live here rather than in the router
 because the federation service raises and catches them too, and it must not
 depend on the router's modules (it sees the router only through
 ``elvin.federation.host.FederationHost``).
@@ -128,10 +128,16 @@ class SubscriptionError(ElvinError):
 
 class RouterStartError(ElvinError):
     """The router (or its federation) could not start, e.g. an address in
-    use or a TLS certificate that does not load; the message says which."""
+    use or a TLS certificate that does not load; the message says which.
+    ``status`` is elvind's exit status for it: 3 (other failure) unless a
+    path the configuration names is unusable (1, ``cli_common.os_error_status``)."""
+
+    def __init__(self, message: str, status: int = 3) -> None:
+        super().__init__(message)
+        self.status = status
 
 
-class KeyError_(ElvinError):
+class KeyRefused(ElvinError):
     """Keys a router refuses (an unknown scheme, a key set too many): the
     Nack to answer with, as ``code``, ``message`` and ``args_``."""
 
@@ -140,3 +146,7 @@ class KeyError_(ElvinError):
         self.code = code
         self.message = message
         self.args_ = args
+
+
+#: the name it had (it shadowed nothing, but read like a typo of KeyError)
+KeyError_ = KeyRefused

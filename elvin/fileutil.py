@@ -7,6 +7,9 @@
 * ``make_directory``: create an output directory, or raise the tool's own
   error saying which directory and why.
 * ``pid_alive``: whether the process a status or pid file names still runs.
+* ``runtime_file``: where a daemon keeps its status file when not told.
+* ``write_problem``, ``read_problem``: why a path could not be written or
+  read, without creating anything (``--check-config``, ``check``).
 
 One copy each (issue 20): configuration, workspace, state and status files
 of every app and tool go through here.
@@ -14,11 +17,14 @@ of every app and tool go through here.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write", "make_directory", "pid_alive"]
+__all__ = ["atomic_write", "make_directory", "pid_alive", "read_problem", "runtime_file",
+           "write_problem"]
 
 
 def atomic_write(path: str | Path, data: bytes | str, mode: int = 0o600) -> None:
@@ -49,12 +55,16 @@ def make_directory(path: str | os.PathLike, what: str, error: type[Exception]) -
     """``path`` with its parents, created if missing. A tool that cannot
     create it raises ``error`` (its own error type, which its command line
     prints as one line) naming ``what`` the directory is for, the path and
-    the system's reason: never a traceback."""
+    the system's reason: never a traceback. The error's ``errno`` is the
+    system's, so that the exit status can follow it."""
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise error(f"cannot create {what} {path}: {exc.strerror or exc}") from exc
+        failure = error(f"cannot create {what} {path}: {exc.strerror or exc}")
+        if getattr(failure, "errno", None) is None:
+            failure.errno = exc.errno   # for the exit status (cli_common.os_error_status)
+        raise failure from exc
     return path
 
 
@@ -70,3 +80,73 @@ def pid_alive(pid: object) -> bool:
     except PermissionError:
         return True           # exists, owned by someone else
     return True
+
+
+def runtime_file(directory: str, name: str = "status.json") -> str:
+    """``name`` in a daemon's runtime directory: systemd's
+    (``RuntimeDirectory=DIRECTORY`` sets ``$RUNTIME_DIRECTORY``), which is
+    also root's default (``/run/DIRECTORY``: ``sudo DAEMON status`` finds the
+    service's file), else the user's runtime directory, else a per-user
+    directory in /tmp."""
+    runtime = os.environ.get("RUNTIME_DIRECTORY")
+    if runtime:
+        return os.path.join(runtime.split(":")[0], name)
+    if os.getuid() == 0:
+        return os.path.join("/run", directory, name)
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return os.path.join(xdg, directory, name)
+    return os.path.join("/tmp", f"{directory}-{os.getuid()}", name)
+
+
+def write_problem(path: str | os.PathLike, *, directory: bool = False,
+                  replace: bool = False) -> str | None:
+    """Why ``path`` (a file, or with ``directory`` a directory, to be written
+    in) could not be written or created now, or None when it could: the
+    reason as the system words it (``Permission denied``, ``Not a
+    directory``...). ``replace``: the file is replaced whole (``atomic_write``),
+    which needs its directory writable rather than the file. Creates
+    nothing, so that checking a configuration leaves no trace; the real
+    write may still fail (a full disk)."""
+    path = Path(path)
+    if replace:
+        try:
+            if stat.S_ISDIR(path.stat().st_mode):
+                return os.strerror(errno.EISDIR)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            return exc.strerror or str(exc)
+        return write_problem(path.parent, directory=True)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if st is not None:
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if directory and not is_dir:
+            return os.strerror(errno.ENOTDIR)
+        if not directory and is_dir:
+            return os.strerror(errno.EISDIR)
+        wanted = os.W_OK | (os.X_OK if directory else 0)
+        return None if os.access(path, wanted) else os.strerror(errno.EACCES)
+    parent = path.parent
+    if parent == path:
+        return os.strerror(errno.ENOENT)
+    return write_problem(parent, directory=True)
+
+
+def read_problem(path: str | os.PathLike, *, directory: bool = False) -> str | None:
+    """Why ``path`` could not be read (listed, with ``directory``) now, or None."""
+    try:
+        if directory:
+            with os.scandir(path) as entries:
+                next(entries, None)
+        else:
+            with open(path, "rb"):
+                pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None

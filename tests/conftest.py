@@ -48,3 +48,43 @@ def router(make_router):
 @pytest.fixture
 def router_url(router) -> str:
     return router.url
+
+
+@pytest.fixture
+def unprivileged():
+    """The command prefix that runs a program as ``nobody`` (what ``User=`` in
+    a systemd unit does), for tests of what an unprivileged daemon meets:
+    directories it may not enter, files it may not read. Needs root to
+    switch user, so the test is skipped only where the tests do not run as
+    root."""
+    import shutil
+
+    if os.geteuid() != 0:
+        pytest.skip("switching to an unprivileged user needs root")
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+@pytest.fixture
+def shared_tmp():
+    """A scratch directory every user may enter (mode 755; pytest's own
+    ``tmp_path`` is private to root), removed after the test."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp(prefix="elvin-test-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def private_dir(shared_tmp):
+    """A directory (mode 700, root's) that ``nobody`` may not enter, inside
+    one it may: where Debian keeps TLS keys (/etc/ssl/private)."""
+    private = shared_tmp / "private"
+    private.mkdir(mode=0o700)
+    return private

@@ -4,22 +4,31 @@
                 [--unbounded ignore|roots] [--status-file FILE]
                 [--log-level LEVEL] [--log-file FILE] [--foreground]
     filewatcher status [--status-file FILE | --config FILE] [--json]
+    filewatcher check  [--config FILE] [--root DIR ...] [flags]
+    filewatcher reload [--status-file FILE | --config FILE]
 
 The daemon always runs in the foreground (``--foreground`` is accepted for
 habit's sake); systemd (packaging/systemd/filewatcher.service) or a shell
-puts it in the background. Exit codes: 0 after a clean stop (SIGTERM/SIGINT),
-1 for a usage or configuration error, 2 when the router cannot be reached at
-start (or the connection is closed for good), 3 for any other failure;
-``status`` exits 0 when the daemon is running, 3 when it is not.
+puts it in the background. SIGHUP re-reads the configuration (roots and
+every other setting but the router URL and the status file apply at once)
+and reopens the log file; SIGUSR1 only reopens it (``elvin.daemon_control``).
+``check`` validates the configuration as a start would, without connecting;
+``reload`` sends SIGHUP and prints the daemon's verdict.
+
+Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 for a usage or
+configuration error (including a status or log file, or a root, that cannot
+be used: ``cli_common.os_error_status``), 2 when the router cannot be
+reached at start (or the connection is closed for good), 3 for any other
+failure; ``status`` exits 0 when the daemon is running, 3 when it is not;
+``check`` 0 or 1; ``reload`` 0 when applied, 1 when refused, 3 when the
+daemon cannot be asked.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -34,9 +43,18 @@ from elvin_apps.filewatcher.config import (
 )
 from elvin_apps.filewatcher.status import StatusError, format_status, read_status
 
-from elvin import cli_common
+from elvin import cli_common, sdnotify
 from elvin.app_cli import add_config_argument, app_parser
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolError, ToolParser
+from elvin.config_file import raw_setting
+from elvin.daemon_control import (
+    DaemonSignals,
+    ask_reload,
+    reload_logging,
+    reload_verdict,
+    show_status,
+)
+from elvin.fileutil import write_problem
 from elvin.router_url import choose_router_url
 from elvin.tools import CONNECT_ERRORS, connect_failure
 
@@ -52,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
         "that subscriptions ask for (File-Path == ..., begins-with, wildcard, regex), and "
         "only inside the configured roots.",
         config_default=None, log_level=None, shown_log_level="info",
-        epilog="'filewatcher status' prints what the running daemon watches and why. "
+        epilog="'filewatcher status' prints what the running daemon watches and why; "
+               "'filewatcher check' checks the configuration; 'filewatcher reload' "
+               "re-reads it (SIGHUP) and prints the verdict. "
                "Settings: --config FILE (TOML; keys as the flags: roots, elvin, unbounded, "
                "debounce, max-delay, poll-interval, max-watches, status-file, log-level, "
                "log-file, ...); flags override it.")
@@ -72,13 +92,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build_status_parser() -> argparse.ArgumentParser:
-    parser = ToolParser(prog="filewatcher status",
-                        description="Print what the running filewatcher watches, and for "
-                                    "which subscriptions (read from its status file).")
+def build_status_parser(command: str = "status") -> argparse.ArgumentParser:
+    what = {"status": "Print what the running filewatcher watches, and for which "
+                      "subscriptions (read from its status file).",
+            "reload": "Make the running filewatcher re-read its configuration (SIGHUP) "
+                      "and print its verdict: exit 0 when applied, 1 when refused."}[command]
+    parser = ToolParser(prog=f"filewatcher {command}", description=what)
     parser.add_argument("--status-file", metavar="FILE", help="the daemon's status file")
     add_config_argument(parser, help="take the status file's path from this config file")
-    parser.add_argument("--json", action="store_true", help="print the raw JSON")
+    if command == "status":
+        parser.add_argument("--json", action="store_true", help="print the raw JSON")
     return parser
 
 
@@ -97,9 +120,31 @@ def setup_logging(config: Config) -> None:
         logging.getLogger("watchdog").setLevel(logging.WARNING)
 
 
-async def run(config: Config, url: str) -> int:
+def start_problems(config: Config) -> list[str]:
+    """What would stop a start, found without starting (``check``, and
+    ``main`` before connecting): a status or log file that cannot be
+    written. Roots that cannot be read are warnings (``root_warnings``)."""
+    found = []
+    for what, path, replace in (("status file", config.status_file, True),
+                                ("log file", config.log_file, False)):
+        problem = write_problem(path, replace=replace) if path else None
+        if problem:
+            found.append(f"cannot write the {what} {path}: {problem}")
+    return found
+
+
+def root_warnings(config: Config) -> list[str]:
+    from elvin_apps.filewatcher.report import unreadable_roots
+
+    return [f"root {root} is not readable ({problem}): subscriptions under it cannot be "
+            "watched" for root, problem in unreadable_roots(config.roots).items()]
+
+
+async def run(config: Config, url: str, args: argparse.Namespace | None = None) -> int:
     from elvin_apps.filewatcher.daemon import FileWatcher
 
+    for warning in root_warnings(config):
+        log.warning("%s", warning)
     watcher = FileWatcher(config, url)
     try:
         await watcher.start()
@@ -109,52 +154,93 @@ async def run(config: Config, url: str) -> int:
         return connect_failure(url, exc, f"cannot reach the router at {url}: ") \
             .report("filewatcher")
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, _stop, watcher, sig.name)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
-            pass
-    print(f"filewatcher {__version__} watching for subscriptions at {watcher.conn.url}; "
-          f"status in {config.status_file}", file=sys.stderr, flush=True)
+
+    def reload() -> tuple[bool, str]:
+        return reload_watcher(watcher, args)
+
+    signals = DaemonSignals(loop, log, stop=lambda _name: watcher.request_stop(EXIT_OK),
+                            reload=reload if args is not None else None,
+                            record=watcher.reload_record,
+                            on_reloaded=watcher.reporter.write)
+    signals.install()
+    line = (f"filewatcher {__version__} watching for subscriptions at {watcher.conn.url}; "
+            f"status in {config.status_file}")
+    print(line, file=sys.stderr, flush=True)
+    sdnotify.ready(line)
     try:
         code = await watcher.wait_stopped()
     finally:
         await watcher.close()
+        await signals.close()     # after: a second SIGTERM while closing must not kill
     return code
 
 
-def _stop(watcher, signame: str) -> None:
-    log.info("%s received: stopping", signame)
-    watcher.request_stop(EXIT_OK)
-
-
-def status_main(argv: Sequence[str]) -> int:
-    args = build_status_parser().parse_args(argv)
-    path = args.status_file
-    if path is None:
-        try:
-            config = load_config(args.config)
-        except ConfigError as exc:
-            print(f"filewatcher: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        path = config.status_file or default_status_file()
+def reload_watcher(watcher, args: argparse.Namespace) -> tuple[bool, str]:
+    """SIGHUP: the configuration again (file and flags, checked whole), then
+    what changed applied to the running daemon. A bad file changes nothing."""
     try:
+        new = make_config(args)
+    except ConfigError as exc:
+        return False, str(exc)
+    old = watcher.config
+    applied: list[str] = []
+    failed: list[str] = []
+    reload_logging(PROG, (old.log_level, old.log_file), (new.log_level, new.log_file),
+                   applied, failed)
+    for warning in root_warnings(new):
+        log.warning("%s", warning)
+    changed, restart = watcher.reload(new)
+    return reload_verdict(applied + changed, restart, failed)
+
+
+def status_path(args: argparse.Namespace) -> str:
+    """``--status-file``, else the config file's ``status-file`` (read alone:
+    ``reload`` must reach the daemon even when the rest of the file is the
+    broken part), else the default."""
+    if args.status_file:
+        return args.status_file
+    named = raw_setting(args.config, "status-file")
+    return named if isinstance(named, str) and named else default_status_file()
+
+
+def check_main(argv: Sequence[str]) -> int:
+    """``filewatcher check``: the configuration as a start would see it."""
+    args = build_parser().parse_args(argv)
+    try:
+        config = make_config(args)
+    except ConfigError as exc:
+        return cli_common.fail(PROG, str(exc), EXIT_USAGE)
+    problems = start_problems(config)
+    for warning in root_warnings(config):
+        print(f"filewatcher: warning: {warning}", file=sys.stderr)
+    for problem in problems:
+        print(f"filewatcher: {problem}", file=sys.stderr)
+    if problems:
+        return EXIT_USAGE
+    print(f"filewatcher: {args.config or 'command line'}: ok")
+    return EXIT_OK
+
+
+def status_main(argv: Sequence[str], command: str = "status") -> int:
+    args = build_status_parser(command).parse_args(argv)
+    try:
+        path = status_path(args)
         data = read_status(path)
+    except ToolError as exc:
+        return exc.report(PROG)
     except StatusError as exc:
-        print(f"filewatcher status: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    if args.json:
-        json.dump(data, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        format_status(data, sys.stdout)
-    return EXIT_OK if data.get("running") else EXIT_FAILURE
+        return cli_common.fail(f"filewatcher {command}", str(exc), EXIT_FAILURE)
+    if command == "reload":
+        return ask_reload("filewatcher reload", lambda: read_status(path))
+    return show_status(data, args.json, format_status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "status":
-        return status_main(argv[1:])
+    if argv and argv[0] in ("status", "reload"):
+        return status_main(argv[1:], argv[0])
+    if argv and argv[0] == "check":
+        return check_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         config = make_config(args)
@@ -168,11 +254,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         setup_logging(config)
     except OSError as exc:
-        print(f"filewatcher: cannot open log file {config.log_file!r}: {exc.strerror}",
-              file=sys.stderr)
-        return EXIT_USAGE
+        return cli_common.os_error("open the log file", exc, config.log_file).report(PROG)
+    problems = start_problems(config)
+    if problems:                 # before connecting: nothing to undo
+        return cli_common.fail(PROG, problems[0], EXIT_USAGE)
     try:
-        return asyncio.run(run(config, url))
+        return asyncio.run(run(config, url, args))
     except KeyboardInterrupt:
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - the last resort: say it, exit 3

@@ -37,6 +37,7 @@ from typing import Any
 
 from elvin.cli_common import LOG_LEVELS
 from elvin.config_file import ConfigError, check_numbers, line_of, number, read_toml
+from elvin.fileutil import runtime_file
 from elvin.router_url import RouterURLError, check_router_url
 
 __all__ = ["Config", "ConfigError", "LOG_LEVELS", "UNBOUNDED_POLICIES", "default_status_file",
@@ -49,16 +50,8 @@ def default_status_file() -> str:
     """Where the daemon writes its status when not told: the systemd runtime
     directory (``RuntimeDirectory=elvin-filewatcher``, which is also root's
     default, so ``sudo filewatcher status`` finds the service's file), else the
-    user's runtime directory, else a per-user /tmp dir."""
-    runtime = os.environ.get("RUNTIME_DIRECTORY")
-    if runtime:
-        return os.path.join(runtime.split(":")[0], "status.json")
-    if os.getuid() == 0:
-        return "/run/elvin-filewatcher/status.json"
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg:
-        return os.path.join(xdg, "elvin-filewatcher", "status.json")
-    return os.path.join("/tmp", f"elvin-filewatcher-{os.getuid()}", "status.json")
+    user's runtime directory, else a per-user /tmp dir (``elvin.fileutil``)."""
+    return runtime_file("elvin-filewatcher")
 
 
 @dataclass
@@ -79,6 +72,16 @@ class Config:
     log_level: str = "info"
     log_file: str = ""
     source: str = "defaults"
+    #: the config file's text, to point at a key's line (not a setting)
+    text: str = field(default="", repr=False, compare=False)
+    #: the settings the command line gave (their errors are not the file's)
+    flags: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+
+    def where(self, key: str) -> str:
+        """Where ``key``'s value came from: ``FILE, line N`` or ``command line``."""
+        if key.replace("-", "_") in self.flags:
+            return "command line"
+        return f"{self.source}{line_of(self.text, key)}"
 
     def validate(self) -> Config:
         """Check every value; resolve roots. Returns self."""
@@ -87,34 +90,39 @@ class Config:
             try:
                 check_router_url(self.elvin, what="router URL")
             except RouterURLError as exc:
-                raise ConfigError(f"{src}: elvin: {exc}") from None
+                raise ConfigError(f"{self.where('elvin')}: elvin: {exc}") from None
         if not self.roots:
             raise ConfigError(f"{src}: no roots: name the directories subscribers may watch "
                               "with --root DIR (repeatable) or roots = [...] in the config file")
         resolved = []
+        where = self.where("roots")
         for root in self.roots:
             if not isinstance(root, str) or not root.strip():
-                raise ConfigError(f"{src}: roots: {root!r} is not a directory path")
+                raise ConfigError(f"{where}: roots: {root!r} is not a directory path")
             real = os.path.realpath(os.path.expanduser(root))
+            try:
+                os.stat(real)
+            except OSError as exc:
+                raise ConfigError(f"{where}: roots: {root!r}: {exc.strerror or exc}") from None
             if not os.path.isdir(real):
-                raise ConfigError(f"{src}: roots: {root!r} is not an existing directory")
+                raise ConfigError(f"{where}: roots: {root!r} is not a directory")
             if real == os.path.sep:
-                raise ConfigError(f"{src}: roots: {root!r} is the whole file system; name the "
-                                  "directories subscribers may watch")
+                raise ConfigError(f"{where}: roots: {root!r} is the whole file system; name "
+                                  "the directories subscribers may watch")
             if real not in resolved:
                 resolved.append(real)
         # a root inside another root adds nothing: keep the outer one
         self.roots = [r for r in resolved
                       if not any(r != o and r.startswith(o + os.sep) for o in resolved)]
         if self.unbounded not in UNBOUNDED_POLICIES:
-            raise ConfigError(f"{src}: unbounded: must be one of {', '.join(UNBOUNDED_POLICIES)}"
-                              f", not {self.unbounded!r}")
+            raise ConfigError(f"{self.where('unbounded')}: unbounded: must be one of "
+                              f"{', '.join(UNBOUNDED_POLICIES)}, not {self.unbounded!r}")
         check_numbers(self, src, lambda name: name.replace("_", "-"))
         if self.max_delay < self.debounce:
             self.max_delay = self.debounce
         if self.log_level not in LOG_LEVELS:
-            raise ConfigError(f"{src}: log-level: must be one of {', '.join(LOG_LEVELS)}, "
-                              f"not {self.log_level!r}")
+            raise ConfigError(f"{self.where('log-level')}: log-level: must be one of "
+                              f"{', '.join(LOG_LEVELS)}, not {self.log_level!r}")
         if not self.host:
             self.host = socket.gethostname() or "localhost"
         if not self.status_file:
@@ -139,6 +147,10 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+_KIND = {(str,): "a string", (list,): "a list of directory paths", (int,): "an integer",
+         (int, float): "a number"}
+
+
 def load_config(path: str | os.PathLike | None) -> Config:
     """Read the TOML file (None: defaults only). Not validated yet: flags are
     applied on top first, then ``validate()``."""
@@ -150,7 +162,7 @@ def load_config(path: str | os.PathLike | None) -> Config:
 
 def config_from_dict(data: dict[str, Any], source: str = "configuration",
                      text: str = "") -> Config:
-    config = Config(source=source)
+    config = Config(source=source, text=text)
     for raw_key, value in data.items():
         key = raw_key.replace("-", "_")
         where = f"{source}{line_of(text, raw_key)}"
@@ -159,8 +171,7 @@ def config_from_dict(data: dict[str, Any], source: str = "configuration",
             raise ConfigError(f"{where}: unknown setting {raw_key!r} (known: {known})")
         types = _TYPES[key]
         if isinstance(value, bool) or not isinstance(value, types):
-            raise ConfigError(f"{where}: {raw_key} has the wrong type "
-                              f"({type(value).__name__})")
+            raise ConfigError(f"{where}: {raw_key} must be {_KIND[types]}, not {value!r}")
         if key == "roots" and not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{where}: roots must be a list of directory paths")
         if key == "log_level":
@@ -174,7 +185,7 @@ def apply_overrides(config: Config, **flags: Any) -> Config:
     ``--root`` replace the file's roots)."""
     changes = {k: v for k, v in flags.items() if v is not None}
     if changes:
-        config = dataclasses.replace(config, **changes)
+        config = dataclasses.replace(config, **changes, flags=frozenset(changes))
         if config.source == "defaults":
             config.source = "command line"
         else:

@@ -38,6 +38,7 @@ to quench-driven watching when the router has it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -56,12 +57,17 @@ from elvin_apps.filewatcher.snapshots import Snapshots
 from elvin_apps.filewatcher.watches import RawEvent, WatchManager
 
 from elvin.client import Connection
+from elvin.daemon_control import ReloadRecord
 from elvin.tasks import stop_task
 
 __all__ = ["FileWatcher"]
 
 log = logging.getLogger("elvin_apps.filewatcher")
 STOP_TIMEOUT = 10.0          # a task that outlives its cancellation this long is left
+#: Config fields that are bookkeeping, or the command line's (logging), not
+#: settings the daemon applies
+_NOT_SETTINGS = frozenset({"source", "text", "flags", "log_level", "log_file", "elvin",
+                           "status_file"})
 DRAIN_TIMEOUT = 1.0          # at shutdown, for what is still in the outbox
 
 
@@ -110,6 +116,8 @@ class FileWatcher:
                                    delay=reconcile_delay * 2)
         self._stopped = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
+        #: the last SIGHUP's verdict, for ``filewatcher reload`` (elvin.daemon_control)
+        self.reload_record = ReloadRecord()
 
     # ------------------------------------------------------------------------------
     # lifecycle
@@ -132,6 +140,37 @@ class FileWatcher:
                  __version__, self.link.shown_url, ", ".join(self.config.roots),
                  self.config.unbounded)
         return self
+
+    def reload(self, config: Config) -> tuple[list[str], list[str]]:
+        """Apply a re-read configuration (SIGHUP) to the running daemon: the
+        roots and subscription limits (every subscription is planned again),
+        timings, ``max-watches``, ``host``. The router URL and the status
+        file need a restart and are kept. Returns (what was applied, what
+        needs a restart), as ``reload`` reports them; the log settings are
+        the command line's business."""
+        from elvin.daemon_control import change
+
+        old = self.config
+        restart = [name for name in ("elvin", "status_file")
+                   if getattr(config, name) != getattr(old, name)]
+        if restart:
+            config = dataclasses.replace(config, elvin=old.elvin,
+                                         status_file=old.status_file)
+        applied = [change(f.name.replace("_", "-"), getattr(old, f.name),
+                          getattr(config, f.name))
+                   for f in dataclasses.fields(Config)
+                   if f.name not in _NOT_SETTINGS
+                   and getattr(old, f.name) != getattr(config, f.name)]
+        self.config = config
+        self.reconciler.reconfigure(config)
+        self.intake.host = config.host
+        self.intake.coalescer.debounce = config.debounce
+        self.intake.coalescer.max_delay = max(config.max_delay, config.debounce)
+        self.manager.max_watches = config.max_watches
+        self.manager.poll_interval = config.poll_interval
+        self.grace.seconds = config.reconnect_grace
+        self.reporter.changed()
+        return applied, [name.replace("_", "-") for name in restart]
 
     def request_stop(self, exit_code: int = 0) -> None:
         if not self._stopped.is_set():
@@ -188,8 +227,9 @@ class FileWatcher:
 
     def status(self) -> dict[str, Any]:
         """What is watched and why, as written to the status file."""
-        return daemon_status(self.config, self.link, self.manager, self.reconciler,
-                             self.counters, self.started)
+        return {**daemon_status(self.config, self.link, self.manager, self.reconciler,
+                                self.counters, self.started),
+                "reload": self.reload_record.as_dict()}
 
     async def rescan(self, reason: str = "requested") -> int:
         """Report what live events missed now; the number of changes found."""

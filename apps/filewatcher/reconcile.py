@@ -122,6 +122,14 @@ class Reconciler:
             self._analyses.clear()    # symlinks may have changed too
             self.chores.want_replan()
 
+    def reconfigure(self, config: Config) -> None:
+        """New roots, unbounded policy or path limit (a reload): every
+        subscription is analysed again at the next re-plan, asked for now."""
+        self.config = config
+        self._analyses.clear()
+        self._warned.clear()
+        self.chores.want_replan()
+
     async def run(self) -> None:
         chores = self.chores
         while True:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from elvin_apps.filewatcher import __version__
 from elvin_apps.filewatcher.status import remove_status, write_status
 
+from elvin.fileutil import read_problem
 from elvin.subscription import unparse
 
 if TYPE_CHECKING:
@@ -61,9 +62,11 @@ def daemon_status(config: Config, link: RouterLink, manager: WatchManager,
         subs: set[Any] = set()
         for interest in watch.interests:
             subs |= interest_terms.get(interest, set())
+        unreadable = manager.unreadable(watch)
         watches.append({
             "path": key.path, "recursive": key.recursive, "backend": watch.backend,
             "pending": watch.pending, "error": watch.error,
+            "unreadable": _limit(unreadable),
             "os_watches": manager.watch_os_count(watch),
             "subscriptions": sorted(subs, key=str),
             "interests": _limit(sorted(i.describe() for i in watch.interests)),
@@ -76,6 +79,10 @@ def daemon_status(config: Config, link: RouterLink, manager: WatchManager,
                   if i in unplaceable]
         notes += [f"{w.key}: {w.error}" for w in manager.watches.values()
                   if w.error and w.interests & paths.interests]
+        notes += [f"{w.key}: not watched inside (permission denied): "
+                  f"{', '.join(_limit(manager.unreadable(w)))}"
+                  for w in manager.watches.values()
+                  if w.interests & paths.interests and manager.unreadable(w)]
         subscriptions.append({
             "id": tid, "expression": _expression(reconciler.term_asts.get(tid)),
             "watching": _limit(sorted(i.describe() for i in paths.interests)),
@@ -85,12 +92,24 @@ def daemon_status(config: Config, link: RouterLink, manager: WatchManager,
         "version": __version__, "pid": os.getpid(), "started": started,
         "updated": time.time(), "router": link.shown_url,
         "connection": link.connection_state(), "roots": list(config.roots),
+        "unreadable_roots": unreadable_roots(config.roots),
         "unbounded": config.unbounded,
         "quench": link.quench_state(),
         "os_watches": manager.os_watch_count(),
         "watches": watches, "subscriptions": subscriptions,
         "counters": dict(counters),
     }
+
+
+def unreadable_roots(roots: list[str]) -> dict[str, str]:
+    """The roots this process cannot list, with the reason: subscriptions
+    under them cannot be served (a root owned by another user, mode 700)."""
+    found = {}
+    for root in roots:
+        problem = read_problem(root, directory=True)
+        if problem:
+            found[root] = problem
+    return found
 
 
 class StatusReporter:

@@ -11,14 +11,23 @@ Format (``"format": 1``)::
 
     {"format": 1, "version": "0.1.0", "pid": 123, "started": 1700000000.0,
      "updated": 1700000005.0, "router": "elvin://...", "connection": "connected",
-     "roots": ["/srv/www"], "unbounded": "ignore", "quench": "on", "os_watches": 3,
+     "roots": ["/srv/www"], "unreadable_roots": {}, "unbounded": "ignore",
+     "quench": "on", "os_watches": 3,
      "watches": [{"path": "/srv/www", "recursive": true, "backend": "inotify",
-                  "pending": false, "error": null, "os_watches": 2,
+                  "pending": false, "error": null, "unreadable": [], "os_watches": 2,
                   "subscriptions": [5], "interests": ["/srv/www/**"]}],
      "subscriptions": [{"id": 5, "expression": "begins-with(File-Path, \\"/srv/www/\\")",
                         "watching": ["/srv/www/**"], "unbounded": false, "notes": []}],
      "counters": {"events": 10, "sent": 4, "quenched": 6, "failed": 0,
-                  "rescans": 0, "overflows": 0}}
+                  "rescans": 0, "overflows": 0},
+     "reload": {"serial": 0, "at": null, "ok": true, "message": "..."}}
+
+A watch whose ``backend`` is ``failed`` (the kernel refused it: permission
+denied...) or ``refused`` (over ``max-watches``) is NOT watched, and
+``error`` says why; ``unreadable`` lists directories inside a watched tree
+that could not be watched; ``unreadable_roots`` maps a root the daemon
+cannot list to the reason. ``reload`` is the last SIGHUP's verdict
+(``elvin.daemon_control``).
 
 ``quench`` is ``"on"``, or ``"off"`` when the router has no quench (the
 daemon then watches the roots, under the pseudo subscription ``no-quench``).
@@ -32,7 +41,9 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from elvin.fileutil import atomic_write, pid_alive
+from elvin.cli_common import duration
+from elvin.daemon_control import read_status_file
+from elvin.fileutil import atomic_write
 
 __all__ = ["NO_QUENCH_NOTE", "StatusError", "format_status", "read_status", "write_status"]
 
@@ -61,21 +72,8 @@ def remove_status(path: str) -> None:
 def read_status(path: str) -> dict[str, Any]:
     """The status as written by the daemon; ``running`` is added (is the
     writing process alive?). Raises StatusError with a clear message."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        raise StatusError(f"no status file at {path}: is the filewatcher running? "
-                          "(or give --status-file / --config)") from None
-    except OSError as exc:
-        raise StatusError(f"cannot read {path}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise StatusError(f"{path} is not a filewatcher status file ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise StatusError(f"{path} is not a filewatcher status file (format "
-                          f"{data.get('format') if isinstance(data, dict) else '?'})")
-    data["running"] = pid_alive(data.get("pid"))
-    return data
+    return read_status_file(path, "the filewatcher", StatusError,
+                            lambda data: data.get("format") == FORMAT)
 
 
 def _table(rows: list[list[str]], out: TextIO) -> None:
@@ -87,29 +85,27 @@ def _table(rows: list[list[str]], out: TextIO) -> None:
         out.write("  ".join(cells).rstrip() + "\n")
 
 
-def _ago(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s ago"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min ago"
-    return f"{seconds / 3600:.1f} h ago"
-
-
 def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None) -> None:
     """The human-readable report: a header, the watches (with the
     subscriptions holding each), then each subscription and what it watches."""
     now = time.time() if now is None else now
     state = "running" if data.get("running") else "NOT RUNNING (stale status file)"
     out.write(f"filewatcher {data.get('version', '?')}  pid {data.get('pid')}  {state}  "
-              f"(updated {_ago(max(0.0, now - float(data.get('updated', now))))})\n")
+              f"(updated {duration(max(0.0, now - float(data.get('updated', now))))} ago)\n")
     out.write(f"router: {data.get('router')}  ({data.get('connection')})\n")
     out.write(f"roots: {', '.join(data.get('roots', [])) or '-'}   "
               f"unbounded subscriptions: {data.get('unbounded')}\n")
+    for root, problem in (data.get("unreadable_roots") or {}).items():
+        out.write(f"root {root} is NOT READABLE ({problem}): nothing under it can be "
+                  "watched\n")
     if data.get("quench") == "off":
         out.write(f"quench: {NO_QUENCH_NOTE}\n")
     watches = data.get("watches", [])
-    out.write(f"OS watches: {data.get('os_watches', '?')} in {len(watches)} watched "
-              f"director{'y' if len(watches) == 1 else 'ies'}\n")
+    missing = sum(1 for w in watches if w.get("backend") in ("failed", "refused"))
+    watched = len(watches) - missing
+    out.write(f"OS watches: {data.get('os_watches', '?')} in {watched} watched "
+              f"director{'y' if watched == 1 else 'ies'}"
+              + (f"; {missing} NOT WATCHED (see below)" if missing else "") + "\n")
     counters = data.get("counters", {})
     if counters:
         out.write("counters: " + ", ".join(f"{k} {v}" for k, v in counters.items()) + "\n")
@@ -121,8 +117,12 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
             if w.get("pending"):
                 mode += " (pending)"
             backend = w.get("backend", "?")
-            if w.get("error"):
+            if backend in ("failed", "refused"):
+                backend = f"NOT WATCHED [{w.get('error') or backend}]"
+            elif w.get("error"):
                 backend += f" [{w['error']}]"
+            if w.get("unreadable"):
+                backend += f" [not readable inside: {', '.join(w['unreadable'])}]"
             subs = ", ".join(f"#{s}" for s in w.get("subscriptions", [])) or "-"
             rows.append([w.get("path", "?"), mode, backend, str(w.get("os_watches", "")),
                          subs, "; ".join(w.get("interests", []))])

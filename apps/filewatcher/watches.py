@@ -186,6 +186,8 @@ def _inotify_observer_class() -> type | None:
     class SafeInotify(Inotify):
         def __init__(self, path: bytes, *, recursive: bool = False,
                      event_mask: int | None = None) -> None:
+            self.top = path
+            self.unreadable: list[str] = []
             try:
                 super().__init__(path, recursive=recursive, event_mask=event_mask)
             except BaseException:
@@ -197,6 +199,24 @@ def _inotify_observer_class() -> type | None:
                         except OSError:
                             pass
                 raise
+
+        def _add_watch(self, path: bytes, mask: int) -> int:
+            # watchdog ignores EACCES: it files the failed watch (-1) as if it
+            # worked, and the daemon would claim to watch what it cannot read
+            wd = super()._add_watch(path, mask)
+            if wd != -1:
+                return wd
+            self._wd_for_path.pop(path, None)
+            self._path_for_wd.pop(-1, None)
+            shown = os.fsdecode(path)
+            if path == self.top:
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), shown)
+            if shown not in self.unreadable:
+                self.unreadable.append(shown)
+                log.warning("cannot watch %s (inside the watched %s): %s; changes there are "
+                            "not seen", shown, os.fsdecode(self.top),
+                            os.strerror(errno.EACCES))
+            return wd
 
     class SafeInotifyBuffer(InotifyBuffer):
         def __init__(self, path: bytes, *, recursive: bool = False,
@@ -218,6 +238,14 @@ def _inotify_observer_class() -> type | None:
                 return len(buffer._inotify._wd_for_path)   # type: ignore[union-attr]
             except AttributeError:
                 return 0
+
+        def unreadable(self) -> list[str]:
+            """Directories inside the watched tree that could not be watched."""
+            buffer = self._inotify
+            try:
+                return list(buffer._inotify.unreadable)   # type: ignore[union-attr]
+            except AttributeError:
+                return []
 
     class SafeInotifyObserver(BaseObserver):
         def __init__(self, *, timeout: float = 1.0) -> None:
@@ -388,6 +416,7 @@ class WatchManager:
         self._lock = asyncio.Lock()
         self._stopped = False
         self._on_overflow = on_overflow
+        self._warned: dict[WatchKey, str] = {}      # the last warning said per watch
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -479,11 +508,24 @@ class WatchManager:
             return 0
         if watch.backend == POLLING:
             return 1
+        emitter = self._emitter(watch)
+        if emitter is None:
+            return 0
+        count = getattr(emitter, "os_watch_count", None)
+        return count() if count else 1
+
+    def unreadable(self, watch: Watch) -> list[str]:
+        """The directories inside ``watch`` that the kernel refused to watch."""
+        emitter = self._emitter(watch) if watch.active else None
+        found = getattr(emitter, "unreadable", None)
+        return found() if found else []
+
+    @staticmethod
+    def _emitter(watch: Watch) -> Any:
         for emitter in list(getattr(watch.observer, "emitters", ())):
             if emitter.watch == watch.observed:
-                count = getattr(emitter, "os_watch_count", None)
-                return count() if count else 1
-        return 0
+                return emitter
+        return None
 
     # -- changing the watch set -------------------------------------------------------
     async def apply(self, new_plan: Plan) -> tuple[list[WatchKey], list[WatchKey]]:
@@ -495,6 +537,8 @@ class WatchManager:
                 return [], []
             wanted = new_plan.watches
             current = self.watches
+            for gone in [k for k in self._warned if k not in wanted]:
+                del self._warned[gone]
             # failed, refused (over max-watches) and dead watches are retried
             to_remove = [k for k, w in current.items()
                          if k not in wanted or w.dead or not w.active]
@@ -560,12 +604,14 @@ class WatchManager:
                                                     recursive=key.recursive,
                                                     event_filter=EVENT_FILTER)
             watch.observer, watch.backend = self._inotify, INOTIFY
+            self._warned.pop(key, None)
             return
         except OSError as exc:
             self._forget_failed(self._inotify, key)
             if exc.errno not in (errno.ENOSPC, errno.EMFILE):
                 watch.backend, watch.error = FAILED, f"cannot watch: {exc.strerror or exc}"
-                log.warning("cannot watch %s: %s", key, exc.strerror or exc)
+                self._warn_once(key, f"cannot watch {key}: {exc.strerror or exc}; "
+                                     "subscriptions for it are not served")
                 return
             log.warning("inotify limit reached (%s) for %s: polling it every %g s instead",
                         exc.strerror or exc, key, self.poll_interval)
@@ -583,6 +629,15 @@ class WatchManager:
             self._forget_failed(self._polling, key)
             watch.backend, watch.error = FAILED, f"cannot poll: {exc.strerror or exc}"
             log.warning("cannot poll %s either: %s", key, exc.strerror or exc)
+
+    def _warn_once(self, key: WatchKey, message: str) -> None:
+        """A watch that fails is retried at every re-plan: say why once (per
+        reason), then at debug level, so a standing problem does not flood."""
+        if self._warned.get(key) != message:
+            self._warned[key] = message
+            log.warning("%s", message)
+        else:
+            log.debug("%s", message)
 
     def _forget_failed(self, observer: Any, key: WatchKey) -> None:
         """watchdog registers the handler before the emitter fails: undo it."""

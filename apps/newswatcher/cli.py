@@ -6,19 +6,26 @@
                       [--data-dir DIR] [--log-level LEVEL] [--log-file FILE]
     newswatcher status [--config FILE] [--data-dir DIR] [--json] [--verbose]
     newswatcher reload [--config FILE] [--data-dir DIR]
+    newswatcher check  [--config FILE] [--data-dir DIR] [--feed URL ...]
     newswatcher --version
 
 ``run`` (the default) is a foreground daemon (docs/architecture.md): logs to stderr or
 ``--log-file``, stops cleanly on SIGTERM/SIGINT (state saved, status marked
-stopped, Elvin connection closed), re-reads its config on SIGHUP (``reload``
-sends that signal to the pid in the status file, so ``systemctl reload`` and
-scripts need not know the pid). The router is ``--elvin``, else
-``$ELVIN_URL``, else ``elvin`` in the config, else a router found by
-discovery, else ``elvin://127.0.0.1:2917`` (``elvin.router_url``).
+stopped, Elvin connection closed), re-reads its config on SIGHUP and reopens
+its log file (SIGUSR1 only reopens it; ``elvin.daemon_control``). ``reload``
+sends SIGHUP to the pid in the status file and prints the daemon's verdict
+(so ``systemctl reload`` and scripts need not know the pid, and a refused
+file is not mistaken for an applied one). ``check`` validates the
+configuration and the data directory as a start would, without connecting.
+The router is ``--elvin``, else ``$ELVIN_URL``, else ``elvin`` in the config,
+else a router found by discovery, else ``elvin://127.0.0.1:2917``
+(``elvin.router_url``).
 
-Exit codes: 0 ok; 1 usage or config error; 2 the router cannot be reached at
-startup (once connected, outages are ridden out by reconnecting); 3 any other
-failure (including ``status``/``reload`` finding no running daemon).
+Exit codes: 0 ok; 1 usage or config error (including a data directory or
+log file that cannot be used: ``cli_common.os_error_status``; a refused
+reload); 2 the router cannot be reached at startup (once connected, outages
+are ridden out by reconnecting); 3 any other failure (including
+``status``/``reload`` finding no running daemon).
 """
 
 from __future__ import annotations
@@ -28,13 +35,12 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import signal
 import sys
 from pathlib import Path
 
 from elvin_apps.newswatcher import __version__
 
+from elvin import sdnotify
 from elvin.app_cli import add_config_argument, app_parser, configured_router
 from elvin.cli_common import (
     EXIT_FAILURE,
@@ -43,14 +49,17 @@ from elvin.cli_common import (
     ToolError,
     ToolParser,
     fail,
+    os_error,
     setup_logging,
 )
-from elvin.config_file import default_config_path, load_named
+from elvin.config_file import default_config_path, load_named, raw_setting
+from elvin.daemon_control import DaemonSignals, ask_reload, reload_verdict
+from elvin.fileutil import write_problem
 
 log = logging.getLogger("elvin_apps.newswatcher")
 
 PROG = "newswatcher"
-COMMANDS = ("run", "status", "reload")
+COMMANDS = ("run", "status", "reload", "check")
 CONFIG_DEFAULT = "$XDG_CONFIG_HOME/elvin/newswatcher.toml, if it exists"
 
 
@@ -75,17 +84,19 @@ def build_parser(command: str = "run") -> argparse.ArgumentParser:
     if command == "reload":
         parser = ToolParser(
             prog="newswatcher reload",
-            description="Make the running newswatcher re-read its config file (SIGHUP).")
+            description="Make the running newswatcher re-read its config file (SIGHUP) "
+                        "and print its verdict: exit 0 when applied, 1 when refused.")
         add_config_argument(parser, CONFIG_DEFAULT)
         _data_dir_argument(parser)
         return parser
     parser = app_parser(
-        PROG, __version__,
+        PROG if command == "run" else f"{PROG} {command}", __version__,
         "Publish RSS/Atom feed articles as Elvin notifications, polling only the feeds "
         "some subscription can match (quench).",
         config_default=CONFIG_DEFAULT, log_level="info",
         epilog="Other commands: 'newswatcher status' (what is polled and why), "
-               "'newswatcher reload' (re-read the config; same as SIGHUP). "
+               "'newswatcher reload' (re-read the config, as SIGHUP, and print the "
+               "verdict), 'newswatcher check' (check the config without starting). "
                "Exit codes: 0 ok, 1 usage/config error, 2 router unreachable, 3 other.")
     _data_dir_argument(parser)
     parser.add_argument("--feed", metavar="URL", action="append", default=[],
@@ -120,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         return status_command(args)
     if command == "reload":
         return reload_command(args)
+    if command == "check":
+        return check_command(args)
     return run_command(args)
 
 
@@ -153,35 +166,67 @@ def status_command(args: argparse.Namespace) -> int:
 
 
 def reload_command(args: argparse.Namespace) -> int:
-    from elvin_apps.newswatcher.status import pid_alive
-    document, code = _read_status(args)
-    if document is None:
-        return code
-    pid = document.get("pid")
-    if not document.get("running") or not pid_alive(pid):
-        return _fail(f"no running newswatcher (pid {pid} in the status file)", EXIT_FAILURE)
+    """SIGHUP to the running daemon, and its verdict. The status file is
+    found even when the config file is the broken one being reloaded: the
+    daemon is then the one to say what is wrong with it."""
+    from elvin_apps.newswatcher.config import ConfigError, default_data_dir, load
+    from elvin_apps.newswatcher.status import STATUS_NAME, StatusError, read_status
     try:
-        os.kill(pid, signal.SIGHUP)
-    except OSError as exc:
-        return _fail(f"cannot signal pid {pid}: {exc}", EXIT_FAILURE)
-    print(f"newswatcher: asked pid {pid} to reload its config")
+        data_dir = _data_dir(args, load(args.config, must_exist=bool(args.config)))
+    except ConfigError:
+        data_dir = _raw_data_dir(args) or default_data_dir()
+    path = data_dir / STATUS_NAME
+    try:
+        read_status(path)
+    except StatusError as exc:
+        return _fail(str(exc), EXIT_FAILURE)
+    return ask_reload("newswatcher reload", lambda: read_status(path))
+
+
+def _raw_data_dir(args: argparse.Namespace) -> Path | None:
+    """``--data-dir``, or ``data_dir`` as written in a config file that does
+    not load as a whole (None when neither says)."""
+    if args.data_dir:
+        return Path(args.data_dir).expanduser().resolve()
+    raw = raw_setting(args.config, "data_dir")
+    if not isinstance(raw, str):
+        return None
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else Path(args.config).parent / path
+
+
+def check_command(args: argparse.Namespace) -> int:
+    """``newswatcher check``: the configuration and the data directory as a
+    start would see them; ``ok`` or the problems, exit 0 or 1."""
+    try:
+        config, extra = _configured(args)
+    except ToolError as exc:
+        return exc.report(PROG)
+    data_dir = _data_dir(args, config)
+    problems = [f"cannot use the data directory {data_dir}: {problem}"
+                for problem in [write_problem(data_dir, directory=True)] if problem]
+    if args.log_file and (problem := write_problem(args.log_file)):
+        problems.append(f"cannot write the log file {args.log_file}: {problem}")
+    for problem in problems:
+        print(f"{PROG}: {problem}", file=sys.stderr)
+    if problems:
+        return EXIT_USAGE
+    where = args.config or (config.path or "defaults")
+    print(f"{PROG}: {where}: ok ({len(config.feeds) + len(extra)} feed(s))")
     return EXIT_OK
 
 
 # ---------------------------------------------------------------------------
 # run
 
-def run_command(args: argparse.Namespace) -> int:
+def _configured(args: argparse.Namespace, router: bool = False):
+    """(config, extra feeds[, router choice]): the config file and the
+    ``--feed`` URLs over it; ``ToolError`` (usage) for what is wrong."""
     from elvin_apps.newswatcher.config import CONFIG_NAME, ConfigError, feed_from_url, load
-    try:
-        setup_logging(args.log_level, args.log_file, prog=PROG)
-    except OSError as exc:
-        return _fail(f"cannot open log file {args.log_file}: {exc.strerror or exc}", EXIT_USAGE)
-    try:
-        config, router = configured_router(load, args)
-    except ToolError as exc:
-        return exc.report(PROG)
-    url = router.url
+    if router:
+        config, choice = configured_router(load, args)
+    else:
+        config, choice = load_named(load, args.config), None
     extra = []
     taken = {f.name for f in config.feeds}
     try:
@@ -190,31 +235,55 @@ def run_command(args: argparse.Namespace) -> int:
             taken.add(feed.name)
             extra.append(feed)
     except ConfigError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        raise ToolError(str(exc)) from None
     if not config.feeds and not extra:
         where = args.config or default_config_path(CONFIG_NAME)
-        return _fail(f"no feeds: add [[feeds]] tables to {where} or give --feed URL",
-                     EXIT_USAGE)
+        raise ToolError(f"no feeds: add [[feeds]] tables to {where} or give --feed URL")
+    return (config, extra, choice) if router else (config, extra)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    try:
+        setup_logging(args.log_level, args.log_file, prog=PROG)
+    except OSError as exc:
+        return os_error("open the log file", exc, args.log_file).report(PROG)
+    try:
+        config, extra, router = _configured(args, router=True)
+    except ToolError as exc:
+        return exc.report(PROG)
     data_dir = _data_dir(args, config)
     try:
-        return asyncio.run(serve(config, url, data_dir, extra, args.scoop or None,
+        return asyncio.run(serve(config, router.url, data_dir, extra, args.scoop or None,
                                  args.config))
     except KeyboardInterrupt:
         return EXIT_OK
 
 
+class _Busy(Exception):
+    """Another newswatcher holds the data directory's lock."""
+
+
 @contextlib.contextmanager
 def _lock(data_dir: Path):
     """One daemon per data dir: two would publish everything twice and
-    fight over the state file."""
+    fight over the state file. ``ToolError`` naming the directory and the
+    system's reason when it cannot be used (exit 1: a directory the admin
+    must fix, not a reason for systemd to restart us), ``_Busy`` when another
+    daemon has it."""
+    import errno
     import fcntl
-    data_dir.mkdir(parents=True, exist_ok=True)
-    fh = open(data_dir / "lock", "w")   # noqa: SIM115 - held for the daemon's life
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fh = open(data_dir / "lock", "a")   # noqa: SIM115 - held for the daemon's life
+    except OSError as exc:
+        raise os_error("use the data directory", exc, data_dir) from None
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except OSError as exc:
         fh.close()
-        raise
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise _Busy() from None
+        raise os_error("lock the data directory", exc, data_dir) from None
     try:
         yield
     finally:
@@ -231,14 +300,19 @@ async def serve(config, url: str, data_dir: Path, extra_feeds: list, scoop: bool
     try:
         lock = _lock(data_dir)
         lock.__enter__()
-    except OSError as exc:
-        return _fail(f"another newswatcher is using {data_dir} ({exc.strerror or exc})",
+    except ToolError as exc:
+        return exc.report(PROG)
+    except _Busy:
+        return _fail(f"another newswatcher is using {data_dir} (its lock file is held)",
                      EXIT_FAILURE)
     try:
         watcher = NewsWatcher(config, url=url, data_dir=data_dir, scoop=scoop,
                               extra_feeds=extra_feeds)
         try:
             await watcher.start()
+        except ToolError as exc:          # its data directory (elvin.cli_common.os_error)
+            await watcher.stop()
+            return exc.report(PROG)
         except CONNECT_ERRORS as exc:
             # unreachable or lost (2), or a request the router refused, e.g.
             # a Nack to ConnRqst (3): one line either way, never a traceback
@@ -254,24 +328,23 @@ async def serve(config, url: str, data_dir: Path, extra_feeds: list, scoop: bool
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
 
-        def reload() -> None:
+        def reload() -> tuple[bool, str]:
             try:
                 new = load(config_arg, must_exist=bool(config_arg))
             except ConfigError as exc:
-                log.error("reload refused, keeping the running config: %s", exc)
-                return
-            log.info("SIGHUP: reloading %s", new.path or "the defaults")
-            watcher.reload(new)
+                return False, str(exc)
+            return reload_verdict(*watcher.reload(new))
 
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        loop.add_signal_handler(signal.SIGHUP, reload)
+        signals = DaemonSignals(loop, log, stop=lambda _name: stop.set(), reload=reload,
+                                record=watcher.reload_record, on_reloaded=watcher.changed)
+        signals.install()
+        sdnotify.ready(f"newswatcher {__version__}: {len(watcher.feeds)} feed(s), "
+                       f"router {url}")
         try:
             await stop.wait()
         finally:
-            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-                loop.remove_signal_handler(sig)
             await watcher.stop()
+            await signals.close()     # after: a second SIGTERM while stopping must not kill
         return EXIT_OK
     finally:
         lock.__exit__(None, None, None)

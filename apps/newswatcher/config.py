@@ -4,7 +4,7 @@ One file per tool (docs/architecture.md): ``$XDG_CONFIG_HOME/elvin/newswatcher.t
 default, ``--config FILE`` otherwise; flags (``--elvin``, ``--feed``,
 ``--scoop``, ``--data-dir``) and ``ELVIN_URL`` override it, and no file at all
 is fine (then only ``--feed`` gives feeds). Everything is validated when the
-file is read, and every error names the file and the key (``feeds[2].interval``)
+file is read, and every error names the file and the key (``feeds #2, interval``)
 so that a typo is found without reading code. The daemon re-reads the file on
 SIGHUP; a bad file then keeps the old configuration running.
 
@@ -30,6 +30,7 @@ from elvin.config_file import (
     NumberRange,
     check_number,
     default_config_path,
+    list_item,
     number,
     read_toml,
 )
@@ -158,18 +159,18 @@ def from_mapping(data: Mapping[str, Any], *, where: str = "config",
         raise ConfigError(f"{where}: feeds: must be [[feeds]] tables")
     seen: set[str] = set()
     for index, raw in enumerate(raw_feeds):
-        feed = parse_feed(raw, config.defaults, where=where, prefix=f"feeds[{index}].",
-                          base_dir=base_dir)
+        feed = parse_feed(raw, config.defaults, where=where,
+                          prefix=f"{list_item('feeds', index)}, ", base_dir=base_dir)
         if feed.name in seen:
-            raise ConfigError(f"{where}: feeds[{index}].name: {feed.name!r} is used by "
-                              f"another feed (names must be unique)")
+            raise ConfigError(f"{where}: {list_item('feeds', index, 'name')}: {feed.name!r} "
+                              "is used by another feed (names must be unique)")
         seen.add(feed.name)
         config.feeds.append(feed)
     return config
 
 
 def parse_feed(raw: Mapping[str, Any], defaults: FeedConfig, *, where: str = "config",
-               prefix: str = "feeds[0].", base_dir: Path | None = None) -> FeedConfig:
+               prefix: str = "feeds #1, ", base_dir: Path | None = None) -> FeedConfig:
     """One ``[[feeds]]`` table, with ``defaults`` for what it leaves out."""
     _unknown(raw, _FEED_KEYS, where, prefix)
     for key in ("name", "url"):

@@ -49,7 +49,9 @@ from elvin_apps.newswatcher.state import StateStore
 from elvin_apps.newswatcher.status import NO_QUENCH_NOTE, STATUS_NAME, write_status
 
 import elvin
+from elvin.cli_common import os_error
 from elvin.client import ConnectionClosedError, OptionalQuench
+from elvin.daemon_control import ReloadRecord
 from elvin.tasks import stop_task
 
 log = logging.getLogger("elvin_apps.newswatcher")
@@ -210,7 +212,8 @@ class FeedRunner:
 
 class NewsWatcher:
     """The service. ``await start()`` connects (raising
-    ``elvin.ConnectError`` when the router cannot be reached), registers the
+    ``elvin.ConnectError`` when the router cannot be reached, ``ToolError``
+    when its data directory cannot be used), registers the
     quench and starts the feed runners; ``await stop()`` undoes it all and
     leaves the state and status files up to date.
 
@@ -247,6 +250,8 @@ class NewsWatcher:
         self._background: set[asyncio.Task] = set()
         self._stopped = asyncio.Event()
         self._running = False
+        #: the last SIGHUP's verdict, for ``newswatcher reload`` (elvin.daemon_control)
+        self.reload_record = ReloadRecord()
 
     # -- feeds -------------------------------------------------------------------
     @property
@@ -256,8 +261,11 @@ class NewsWatcher:
 
     # -- lifecycle ----------------------------------------------------------------
     async def start(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.state = StateStore.open(self.data_dir / STATE_NAME)
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self.state = StateStore.open(self.data_dir / STATE_NAME)
+        except OSError as exc:      # not the router's fault: say which file and why
+            raise os_error("use", exc) from None
         self.fetcher = Fetcher(self.config.http)
         self.selection.set_feeds(self.feeds)
         self.conn = await elvin.connect(self.url, reconnect=True, auto_quench=not self.scoop,
@@ -308,13 +316,20 @@ class NewsWatcher:
         await self.stop()
 
     # -- reload ----------------------------------------------------------------------
-    def reload(self, config: Config) -> None:
+    def reload(self, config: Config) -> tuple[list[str], list[str]]:
         """Apply a re-read config: feeds added, removed or changed, HTTP
-        settings. The router URL and scoop mode need a restart."""
+        settings. The router URL and scoop mode need a restart. Returns
+        (what was applied, what needs a restart), as ``reload`` reports them."""
+        applied: list[str] = []
+        restart: list[str] = []
         if config.elvin != self.config.elvin and config.elvin:
             log.warning("reload: the router URL changed; restart the newswatcher to use it")
+            restart.append("elvin")
+        if config.scoop != self.config.scoop:
+            restart.append("scoop")
         old = {f.name: f for f in self.feeds}
         if config.http != self.config.http:
+            applied.append("[http]")
             stats = self.fetcher.stats if self.fetcher else None
             self.fetcher = Fetcher(config.http)
             if stats is not None:
@@ -328,10 +343,12 @@ class NewsWatcher:
             self._background.add(task)              # the loop keeps only weak refs
             task.add_done_callback(self._background.discard)
             log.info("reload: feed %s removed", name)
+            applied.append(f"feed {name} removed")
         for name, feed in new.items():
             if name not in old:
                 self._start_runner(feed)
                 log.info("reload: feed %s added (%s)", name, feed.url)
+                applied.append(f"feed {name} added")
             elif feed != old[name]:
                 runner = self.runners[name]
                 if feed.url != old[name].url or feed.interval < old[name].interval:
@@ -339,7 +356,9 @@ class NewsWatcher:
                 runner.feed = feed
                 runner.poke()
                 log.info("reload: feed %s changed", name)
+                applied.append(f"feed {name} changed")
         self.changed()
+        return applied, restart
 
     def _start_runner(self, feed: FeedConfig) -> None:
         runner = FeedRunner(self, feed)
@@ -471,7 +490,7 @@ class NewsWatcher:
             "data_dir": str(self.data_dir), "quench_terms": len(self.selection.terms),
             "totals": {"published": self.published, "dropped": self.dropped,
                        "duplicates_avoided": self.suppressed, **fetch},
-            "feeds": feeds,
+            "feeds": feeds, "reload": self.reload_record.as_dict(),
         }
 
     def _write_status(self, running: bool | None = None) -> None:

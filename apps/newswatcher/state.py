@@ -14,7 +14,8 @@ The daemon marks the store dirty after each poll and flushes it at most
 once a second and on shutdown; a crash can therefore republish at most the
 last second's articles, which the stable ``Message-Id`` lets consumers spot.
 A corrupt file is set aside (``state.json.corrupt``) and the daemon starts
-afresh rather than refusing to run.
+afresh rather than refusing to run; one it may not read stops the start
+(``OSError``), since setting it aside would lose what it knows.
 """
 
 from __future__ import annotations
@@ -62,11 +63,14 @@ class StateStore:
     def open(cls, path: Path) -> StateStore:
         store = cls(path)
         try:
-            raw = json.loads(store.path.read_text("utf-8"))
-            store.feeds = _decode(raw)
+            text = store.path.read_text("utf-8")
         except FileNotFoundError:
-            pass
-        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            return store
+        # any other OSError (permission denied...) goes to the caller: the
+        # file may be fine, and setting it aside would lose what it knows
+        try:
+            store.feeds = _decode(json.loads(text))
+        except (ValueError, TypeError, AttributeError) as exc:
             aside = store.path.with_name(store.path.name + ".corrupt")
             log.error("state file %s is unreadable (%s); moved to %s, starting afresh",
                       store.path, exc, aside)

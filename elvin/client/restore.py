@@ -24,6 +24,7 @@ from elvin.client.redirects import RedirectGuard, follow_redirects
 from elvin.client.registry import Registry
 from elvin.client.session import Session, client_uri
 from elvin.errors import ElvinError
+from elvin.retrylog import RetryLog
 
 if TYPE_CHECKING:
     from elvin.client.connection import Connection
@@ -38,6 +39,9 @@ class Reconnector:
         self.conn = conn
         self.task: asyncio.Task | None = None
         self._redirects = RedirectGuard()
+        #: the failed attempts of an outage, per router tried: the first one
+        #: and every few minutes in the log, not a line per attempt (elvin.retrylog)
+        self._retries: dict[str, RetryLog] = {}
 
     def after_loss(self, reason: CloseReason) -> None:
         """The open connection's session ended for ``reason``."""
@@ -83,11 +87,19 @@ class Reconnector:
                     raise
                 except (OSError, ElvinError, TimeoutError) as exc:
                     last_error = exc
-                    log.info("reconnect to %s failed: %s", uri, exc)
+                    retries = self._retries.get(str(uri))
+                    if retries is None:
+                        retries = self._retries[str(uri)] = RetryLog(log,
+                                                                     f"reconnect to {uri}")
+                    retries.failed(exc)
                     if conn._session is not None and conn._session.transport is not None:
                         conn._session.abort(CloseReason("lost", "restore failed"))
                     conn._session = None
                     continue
+                worked = self._retries.pop(str(uri), None)
+                if worked is not None:
+                    worked.succeeded()
+                self._retries.clear()
                 conn.state = "open"
                 conn.reconnects += 1
                 conn._ready.set()

@@ -65,6 +65,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from elvin.config_file import list_item
 from elvin.errors import SubscriptionError
 from elvin.federation.topology import STAMP_PREFIX
 from elvin.protocol.uri import ElvinURI, URIError, parse_uri
@@ -82,7 +83,8 @@ FilterSpec = bool | str
 
 
 class FederationConfigError(ValueError):
-    """A bad federation setting; ``key`` says which (``federation.connect[1].url``)."""
+    """A bad federation setting; ``key`` says which (``federation.connect #1, url``:
+    positions as ``elvin.config_file.list_item`` writes them)."""
 
     def __init__(self, key: str, problem: str) -> None:
         super().__init__(f"{key}: {problem}")
@@ -196,25 +198,25 @@ class FederationConfig:
             try:
                 parsed = parse_ewaf_uri(uri)
             except (URIError, TypeError) as exc:
-                raise FederationConfigError(f"federation.listen[{i}]",
+                raise FederationConfigError(list_item("federation.listen", i),
                                             f"bad federation URL: {exc}") from None
         seen: set[str] = set()
         for i, spec in enumerate(self.connect):
-            key = f"federation.connect[{i + 1}]"
+            key = list_item("federation.connect", i)
             try:
                 parsed = parse_ewaf_uri(spec.url)
             except (URIError, TypeError) as exc:
-                raise FederationConfigError(f"{key}.url", f"bad federation URL: {exc}") \
+                raise FederationConfigError(f"{key}, url", f"bad federation URL: {exc}") \
                     from None
             if parsed.port == 0:
-                raise FederationConfigError(f"{key}.url", "cannot connect to port 0")
+                raise FederationConfigError(f"{key}, url", "cannot connect to port 0")
             self._check_filters(key, spec.outgoing, spec.incoming)
         for i, spec in enumerate(self.accept):
-            key = f"federation.accept[{i + 1}]"
+            key = list_item("federation.accept", i)
             if not isinstance(spec.router, str) or not spec.router:
-                raise FederationConfigError(f"{key}.router", "must be a router domain name")
+                raise FederationConfigError(f"{key}, router", "must be a router domain name")
             if spec.router in seen:
-                raise FederationConfigError(f"{key}.router",
+                raise FederationConfigError(f"{key}, router",
                                             f"router {spec.router!r} is listed twice")
             seen.add(spec.router)
             self._check_filters(key, spec.outgoing, spec.incoming)
@@ -251,12 +253,12 @@ class FederationConfig:
     def _check_filters(key: str, outgoing: Any, incoming: Any) -> None:
         for name, spec in (("outgoing", outgoing), ("incoming", incoming)):
             if not isinstance(spec, (bool, str)):
-                raise FederationConfigError(f"{key}.{name}", "must be true, false or a "
+                raise FederationConfigError(f"{key}, {name}", "must be true, false or a "
                                             f"subscription expression, not {spec!r}")
             try:
                 Filter(spec)
             except SubscriptionError as exc:
-                raise FederationConfigError(f"{key}.{name}",
+                raise FederationConfigError(f"{key}, {name}",
                                             f"bad subscription expression: {exc}") from None
 
 
@@ -292,11 +294,11 @@ def federation_from_dict(data: Mapping[str, Any],
                 value = list(value)
             setattr(config, key, value)
         elif key == "connect":
-            config.connect = [_spec(ConnectSpec, t, f"federation.connect[{i + 1}]",
+            config.connect = [_spec(ConnectSpec, t, list_item("federation.connect", i),
                                     ("url", "router", "outgoing", "incoming"), "url")
                               for i, t in enumerate(_tables(value, "federation.connect"))]
         elif key == "accept":
-            config.accept = [_spec(AcceptSpec, t, f"federation.accept[{i + 1}]",
+            config.accept = [_spec(AcceptSpec, t, list_item("federation.accept", i),
                                    ("router", "outgoing", "incoming"), "router")
                              for i, t in enumerate(_tables(value, "federation.accept"))]
         else:
@@ -316,13 +318,13 @@ def _spec(cls: type, table: Mapping[str, Any], key: str, allowed: tuple[str, ...
           required: str) -> Any:
     unknown = set(table) - set(allowed)
     if unknown:
-        raise FederationConfigError(f"{key}.{sorted(unknown)[0]}",
+        raise FederationConfigError(f"{key}, {sorted(unknown)[0]}",
                                     f"unknown setting (use {', '.join(allowed)})")
     if required not in table:
-        raise FederationConfigError(f"{key}.{required}", "missing")
+        raise FederationConfigError(f"{key}, {required}", "missing")
     for name in ("url", "router"):
         if name in table and not isinstance(table[name], str):
-            raise FederationConfigError(f"{key}.{name}", f"must be a string, not "
+            raise FederationConfigError(f"{key}, {name}", f"must be a string, not "
                                         f"{table[name]!r}")
     return cls(**dict(table))
 
@@ -330,13 +332,13 @@ def _spec(cls: type, table: Mapping[str, Any], key: str, allowed: tuple[str, ...
 def federation_line(text: str, key: str) -> str:
     """``", line N"`` for a ``federation.…`` key in the TOML ``text`` (or "").
 
-    ``federation.connect[2].url`` is looked up as the ``url =`` line after the
+    ``federation.connect #2, url`` is looked up as the ``url =`` line after the
     second ``[[federation.connect]]`` header; ``federation.listen`` as the
     ``listen =`` line after ``[federation]``."""
     if not text:
         return ""
     lines = text.splitlines()
-    m = re.match(r"federation\.(connect|accept)\[(\d+)\](?:\.(\w+))?$", key)
+    m = re.match(r"federation\.(connect|accept) #(\d+)(?:, (\w+))?$", key)
     start = None
     leaf: str | None
     if m:
@@ -354,7 +356,7 @@ def federation_line(text: str, key: str) -> str:
             if re.match(r"^\s*\[\s*federation\s*\]", line):
                 start = i
                 break
-        leaf = key.split(".", 1)[1].split("[")[0] if "." in key else None
+        leaf = key.split(".", 1)[1].split(" #")[0] if "." in key else None
     if start is None:
         return ""
     if leaf:

@@ -2,9 +2,12 @@
 
 After a failure or a Disconn the ``Connector`` redials with exponential
 backoff (``reconnect_min`` doubling up to ``reconnect_max``, with a little
-jitter), reset once a link is up. A TLS handshake that fails is logged once
-per link with its URL (repeats at debug level), so a misconfigured peer does
-not flood the log.
+jitter), reset once a link is up. Failed dials are logged through
+``elvin.retrylog`` (the first one and each new reason at once, then a line
+with the count every few minutes, and one when the link is up again), TLS
+failures as warnings, so a peer that is down or misconfigured is said
+without flooding the log. ``state``, ``failed_dials`` and ``last_error``
+are what ``elvind status``, the metrics and ``Elvin-Router-Stats`` show.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import ssl
 from typing import TYPE_CHECKING, Any
 
 from elvin.federation.config import ConnectSpec, parse_ewaf_uri
-from elvin.federation.link import Link
+from elvin.federation.link import LINKED, Link
 from elvin.protocol import DisconnReason
+from elvin.retrylog import RetryLog
 
 if TYPE_CHECKING:
     from elvin.federation.service import FederationService
@@ -34,17 +38,26 @@ class Connector:
         self.service = service
         self.spec = spec
         self.link: Link | None = None
-        self._reported = ""          # the last failure logged as a warning
+        self.failed_dials = 0        # since the router started
+        self.last_error: str | None = None
+        self._retries = RetryLog(log, f"federation link to {spec.url}")
+        self._tls_retries = RetryLog(log, f"federation link to {spec.url}",
+                                     level=logging.WARNING)
         self.task = asyncio.get_running_loop().create_task(self._run())
 
-    def _failed(self, problem: str) -> None:
-        """Log a TLS failure as a warning once (repeats at debug level)."""
-        message = f"federation link to {self.spec.url}: {problem}"
-        if message != self._reported:
-            self._reported = message
-            log.warning("%s; will retry", message)
-        else:
-            log.debug("%s", message)
+    @property
+    def state(self) -> str:
+        """``linked``, ``connecting`` (dialled, handshake under way) or ``down``."""
+        if self.link is None:
+            return "down"
+        return "linked" if self.link.state == LINKED else "connecting"
+
+    def _failed(self, problem: str, retries: RetryLog | None = None) -> None:
+        """One failed dial: counted, and logged by ``RetryLog``."""
+        self.failed_dials += 1
+        self.last_error = problem
+        self.service.stats.redials_failed += 1
+        (retries or self._retries).failed(problem)
 
     async def _run(self) -> None:
         service = self.service
@@ -67,18 +80,24 @@ class Connector:
                 detail = exc.reason or str(exc)
                 if isinstance(exc, ssl.SSLCertVerificationError):
                     detail = f"certificate verify failed: {exc.verify_message or detail}"
-                self._failed(f"TLS handshake failed: {detail}")
-            except (TimeoutError, OSError) as exc:
-                log.debug("federation connect to %s failed: %s", self.spec.url, exc)
+                self._failed(f"TLS handshake failed: {detail}", self._tls_retries)
+            except TimeoutError:
+                self._failed(f"no answer within {service.config.connect_timeout:g} s")
+            except OSError as exc:
+                self._failed(exc.strerror or str(exc))
             except Exception as exc:       # RouterStartError: tls_ca cannot be loaded
-                self._failed(str(exc))
+                self._failed(str(exc), self._tls_retries)
             if link is not None:
                 self.link = link
                 was_linked = await link.closed
                 self.link = None
                 if was_linked:
-                    self._reported = ""
+                    self._retries.succeeded()
+                    self._tls_retries.succeeded()
+                    self.last_error = None
                     delay = service.config.reconnect_min
+                else:
+                    self._failed("closed before the link was up")
             if service.stopping:
                 return
             pause = delay * (1 + 0.1 * random.random())

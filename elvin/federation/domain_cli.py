@@ -13,12 +13,14 @@ with the paths at fault.
 ``apply`` checks the file the same way, then writes ``DIR/<router>.toml`` for
 every router: a ``[federation]`` fragment (listen URL, ``connect`` and
 ``accept`` entries with per-link filters) that makes the routers form exactly
-that topology. Nothing is written when the file is refused. Pushing the
-configuration to running routers is not implemented yet: install each
-fragment in its router's configuration and restart the router.
+that topology. Nothing is written when the file is refused. Each router's
+``elvind`` configuration includes its fragment (``include =
+["/etc/elvind/conf.d/*.toml"]``, see ``elvin.router.config``); SIGHUP (``elvind
+reload``) then applies it to the running router, no restart needed.
 
-Exit codes (docs/architecture.md): 0 ok, 1 usage or input error (including a refused
-topology), 3 other failure (e.g. the output directory cannot be written).
+Exit codes (docs/architecture.md): 0 ok, 1 usage or input error (including a
+refused topology, or an output directory it may not write:
+``cli_common.os_error_status``), 3 other failure (e.g. a full disk).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from elvin import __version__
+from elvin.cli_common import os_error
 from elvin.federation.topology_file import (
     Topology,
     TopologyFileError,
@@ -180,8 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         written = apply(topology, out_dir)
     except OSError as exc:
-        print(f"{PROG}: cannot write to {out_dir}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        return os_error("write to", exc, out_dir).report(PROG)
     domain = topology.domain
     for path in written:
         name = path.stem
@@ -189,8 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                             link.target.name))
         print(f"wrote {path} ({count} link{'s' if count != 1 else ''})")
     print(f"{len(written)} router configuration(s) written for event domain "
-          f"{topology.name!r}. Pushing them to running routers is not implemented yet: "
-          "install each fragment in its router's configuration and restart it.")
+          f"{topology.name!r}. Install each as a fragment its router's elvind includes "
+          "(include = [\"/etc/elvind/conf.d/*.toml\"] in its configuration), then "
+          "'elvind reload' (or SIGHUP) applies it without a restart.")
     return EXIT_OK
 
 

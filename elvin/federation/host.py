@@ -60,7 +60,7 @@ class FederationHost(Protocol):
         """Stop calling ``listener`` (nothing if it is no longer the one watching)."""
         ...
 
-    def compile_off_loop(self, size: int, job: Callable[[], T]) -> asyncio.Future[T]:
+    def run_off_loop(self, size: int, job: Callable[[], T]) -> asyncio.Future[T]:
         """Run ``job`` (compiling a peer's pull filter of ``size`` bytes:
         thread-safe, touching nothing of the router's) on the worker that
         compiles long subscription expressions, so that it never holds the
@@ -73,6 +73,6 @@ class FederationHost(Protocol):
         """Deliver a notification that came from a link, as a local producer's
         would be (the router then calls ``forward`` with ``routing``).
         ``block`` is its attributes' XDR when the link has it, ``keys`` the
-        keys it came with. Raises ``elvin.errors.KeyError_`` for keys the
+        keys it came with. Raises ``elvin.errors.KeyRefused`` for keys the
         router refuses (nothing is delivered)."""
         ...

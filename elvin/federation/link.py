@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from elvin.errors import KeyError_, NackCode, ProtocolError, SubscriptionError
+from elvin.errors import KeyRefused, NackCode, ProtocolError, SubscriptionError
 from elvin.federation.config import ConnectSpec, Filter
 from elvin.federation.packets import (
     VERSION_MAJOR,
@@ -72,7 +72,7 @@ NACK_INVALID_DOMAIN = 2500
 AWAIT_RQST, AWAIT_RPLY, LINKED, CLOSED = "await-rqst", "await-rply", "linked", "closed"
 _MAX_WRITE_BUFFER = 8 * 1024 * 1024   # FedNotify beyond this backlog are dropped
 #: a FedSubReplace body longer than this is decoded and compiled on the
-#: router's compile worker (FederationHost.compile_off_loop); a shorter one
+#: router's compile worker (FederationHost.run_off_loop); a shorter one
 #: (~10 terms) costs the loop at most a few milliseconds
 OFF_LOOP_BYTES = 1024
 _FED_SUB_REPLACE = FedSubReplace.ID.to_bytes(4, "big")
@@ -105,6 +105,7 @@ class FederationStats:
     announcements_received: int = 0
     links_established: int = 0
     links_refused: int = 0
+    redials_failed: int = 0            # outgoing dials that did not give a link
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -540,7 +541,7 @@ class Link(asyncio.Protocol):
         order the peer sent them; closing the link cancels it."""
         job = functools.partial(_decode_and_build, body, self.service.limits,
                                 self.service.config.max_disjuncts * 2)
-        built = self.service.host.compile_off_loop(len(body), job)
+        built = self.service.host.run_off_loop(len(body), job)
         self._backlog.start(built)
         built.add_done_callback(self._replaced)
 
@@ -620,7 +621,7 @@ class Link(asyncio.Protocol):
             return
         try:
             service.host.deliver(attrs, block, p.deliver_insecure, p.keys, tuple(routing))
-        except KeyError_ as exc:
+        except KeyRefused as exc:
             log.warning("federation peer %r: FedNotify with bad keys ignored (%s)",
                         self.remote_domain, exc.message)
             return

@@ -264,6 +264,29 @@ class FederationService:
                     out.append(url)
         return out
 
+    def link_report(self) -> list[dict[str, Any]]:
+        """Every link this router dials or accepts, with its state (``linked``,
+        ``connecting``, ``down``), for ``elvind status`` and the metrics."""
+        rows: list[dict[str, Any]] = []
+        dialled = set()
+        for connector in self._connectors:
+            link = connector.link
+            if link is not None:
+                dialled.add(id(link))
+            rows.append({"peer": connector.spec.router or (link.remote_domain if link else None),
+                         "url": connector.spec.url, "direction": "connect",
+                         "state": connector.state, "failed_dials": connector.failed_dials,
+                         "last_error": connector.last_error})
+        accepted = {link.remote_domain: link for link in self.linked.values()
+                    if link.role == "accept" and id(link) not in dialled}
+        for domain in [a.router for a in self.config.accept] + sorted(
+                set(accepted) - {a.router for a in self.config.accept}):
+            link = accepted.get(domain)
+            rows.append({"peer": domain, "url": link.peer if link else None,
+                         "direction": "accept", "state": "linked" if link else "down",
+                         "failed_dials": 0, "last_error": None})
+        return rows
+
     # -- links ---------------------------------------------------------------------------
     def check_domain(self, domain: str, spec: ConnectSpec | None,
                      relink: Link | None = None) -> tuple[str, tuple[Filter, Filter] | None]:

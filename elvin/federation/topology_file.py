@@ -112,7 +112,7 @@ _LINK_KEYS = {"from", "to", "outgoing", "incoming"}
 
 class TopologyFileError(TopologyError):
     """A topology file that cannot be used. ``path`` is the file, ``table``
-    the TOML table at fault (e.g. ``'[[links]] #3 (a -> b)'``, or ``''``),
+    the TOML table at fault (e.g. ``'links #3 (a -> b)'``, or ``''``),
     ``line`` its line when known, ``problem`` the description. For links
     refused by the QoS, ``refusals`` holds ``(LinkSpec, CycleError |
     DiamondError)`` for every refused link."""
@@ -275,10 +275,10 @@ def parse_topology(text: str, path: str | Path = "<topology>", *,
         raise reader.fail("[[routers]]", "no routers: a topology needs at least one "
                                           "[[routers]] table")
     for n, (table, line) in enumerate(entries, 1):
-        where = f"[[routers]] #{n}"
+        where = f"routers #{n}"
         rname = reader.string(table, "name", where, line)
         assert rname is not None
-        where = f"[[routers]] #{n} ({rname!r})"
+        where = f"routers #{n} ({rname!r})"
         reader.no_unknown(table, _ROUTER_KEYS, where, line)
         if not NAME_PATTERN.match(rname):
             raise reader.fail(where, f"bad router name {rname!r} (use letters, digits, "
@@ -286,7 +286,7 @@ def parse_topology(text: str, path: str | Path = "<topology>", *,
                                      "it names the router's configuration file)", line)
         if rname in routers:
             raise reader.fail(where, f"duplicate router name {rname!r} (already used by "
-                                     f"[[routers]] #{list(routers).index(rname) + 1})", line)
+                                     f"routers #{list(routers).index(rname) + 1})", line)
         url = reader.string(table, "url", where, line)
         assert url is not None
         try:
@@ -317,12 +317,12 @@ def parse_topology(text: str, path: str | Path = "<topology>", *,
     links: list[LinkSpec] = []
     seen: dict[tuple[str, str], int] = {}
     for n, (table, line) in enumerate(reader.array_of_tables(data, "links"), 1):
-        where = f"[[links]] #{n}"
+        where = f"links #{n}"
         reader.no_unknown(table, _LINK_KEYS, where, line)
         source = reader.string(table, "from", where, line)
         target = reader.string(table, "to", where, line)
         assert source is not None and target is not None
-        where = f"[[links]] #{n} ({source} -> {target})"
+        where = f"links #{n} ({source} -> {target})"
         for end, rname in (("from", source), ("to", target)):
             if rname not in routers:
                 raise reader.fail(where, f"unknown router {rname!r} in '{end}'"
@@ -330,7 +330,7 @@ def parse_topology(text: str, path: str | Path = "<topology>", *,
         if source == target:
             raise reader.fail(where, "a router cannot link to itself", line)
         if (source, target) in seen:
-            raise reader.fail(where, f"duplicate link (same as [[links]] "
+            raise reader.fail(where, f"duplicate link (same as links "
                                      f"#{seen[(source, target)]})", line)
         seen[(source, target)] = n
         filters = {}
@@ -378,7 +378,7 @@ def _refused(path: str, refusals: list[tuple[LinkSpec, TopologyError]],
                              if p is Policy.FORBID)
     lines = []
     for spec, exc in refusals:
-        where = f"[[links]] #{spec.index}" + (f" (line {spec.line})" if spec.line else "")
+        where = f"links #{spec.index}" + (f" (line {spec.line})" if spec.line else "")
         body = str(exc).replace("\n", "\n    ")
         lines.append(f"  {where}: {body}")
     count = "1 link" if len(refusals) == 1 else f"{len(refusals)} links"
@@ -386,7 +386,7 @@ def _refused(path: str, refusals: list[tuple[LinkSpec, TopologyError]],
                f"{'them' if ' and ' in forbidden else 'it'} to \"allow\" to accept):\n"
                + "\n".join(lines))
     spec0 = refusals[0][0]
-    table = f"[[links]] #{spec0.index} ({spec0})" if len(refusals) == 1 else "[[links]]"
+    table = f"links #{spec0.index} ({spec0})" if len(refusals) == 1 else "[[links]]"
     line = spec0.line if len(refusals) == 1 else None
     return TopologyFileError(path, table, problem, line, refusals)
 

@@ -541,18 +541,54 @@ def archive_files(directory: str | os.PathLike) -> list[Path]:
     return sorted(p for p in base.glob("hour=*/*.parquet") if not p.name.startswith((".", "_")))
 
 
+#: what every Parquet file begins and ends with
+PARQUET_MAGIC = b"PAR1"
+
+
 def check_archive(directory: str | os.PathLike) -> list[Path]:
-    """The data files, or ``ArchiveError`` saying why there are none."""
+    """The data files, or ``ArchiveError`` saying why there are none or
+    which one is not Parquet at all (before Spark starts, which would bury
+    the reason in a Java stack trace)."""
     base = Path(directory)
-    if not base.exists():
-        raise ArchiveError(f"archive directory {base} does not exist")
-    if not base.is_dir():
-        raise ArchiveError(f"archive {base} is not a directory")
-    files = archive_files(base)
+    try:
+        base.stat()
+        files = archive_files(base) if base.is_dir() else None
+        if files is None:
+            raise ArchiveError(f"archive {base} is not a directory")
+        os.listdir(base)       # archive_files's glob passes over a directory it cannot read
+    except FileNotFoundError:
+        raise ArchiveError(f"archive directory {base} does not exist") from None
+    except OSError as exc:
+        raise ArchiveError(f"cannot read the archive directory {base}: "
+                           f"{exc.strerror or exc}") from None
     if not files:
         raise ArchiveError(f"archive directory {base} is empty: no hour=*/part-*.parquet "
                            "files (is it the directory given to the router's --archive?)")
+    for file in files:
+        problem = parquet_problem(file)
+        if problem:
+            raise ArchiveError(f"archive file {file} {problem}; move it away (or delete "
+                               "it) and run again")
     return files
+
+
+def parquet_problem(path: Path) -> str | None:
+    """Why ``path`` is not a Parquet file (too short, no ``PAR1`` at either
+    end, unreadable), or None. A cheap look at 8 bytes, not a validation."""
+    magic = len(PARQUET_MAGIC)
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < 2 * magic + 4:
+                return f"is not a Parquet file (only {size} bytes)"
+            head = fh.read(magic)
+            fh.seek(-magic, os.SEEK_END)
+            tail = fh.read(magic)
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+        return "is not a Parquet file (no PAR1 marker; truncated or damaged)"
+    return None
 
 
 def decode_value(entry: Mapping[str, Any]) -> Any:

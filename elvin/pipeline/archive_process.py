@@ -71,7 +71,12 @@ _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
 class ArchiveProcessError(Exception):
-    """The archive directory cannot be used (names it)."""
+    """The archive directory cannot be used (names it); ``errno`` is the
+    system's reason, when there was one."""
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
 
 
 @dataclass
@@ -103,7 +108,7 @@ def check_directory(directory: str | os.PathLike) -> Path:
         probe.unlink()
     except OSError as exc:
         raise ArchiveProcessError(f"cannot write in archive directory {directory}: "
-                                  f"{exc.strerror or exc}") from None
+                                  f"{exc.strerror or exc}", exc.errno) from None
     return path
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolParser
 from elvin.errors import SubscriptionError
+from elvin.fileutil import write_problem
 from elvin.pipeline.archive import ArchiveError, check_archive
 from elvin.pipeline.mobility import TraceError, check_traces
 from elvin.pipeline.session import JavaNotFoundError, Progress, find_java
@@ -89,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _start_spark(master: str | None):
+def _start_spark(master: str | None, log_level: str = "warning"):
     """(spark, created): a session, and whether this call started it."""
     from pyspark.sql import SparkSession
 
@@ -99,7 +100,40 @@ def _start_spark(master: str | None):
     if existing is not None:    # embedded use (tests, notebooks): keep its settings
         existing.conf.set("spark.sql.ansi.enabled", "false")
         return existing, False
-    return spark_session(master or "local[*]"), True
+    # Spark's own warnings and errors only when debugging: a failure is said
+    # by main() in one line, with its cause (failure_reason)
+    return spark_session(master or "local[*]",
+                         log_level="WARN" if log_level == "debug" else "FATAL"), True
+
+
+def failure_reason(exc: BaseException) -> str:
+    """What a Spark failure comes down to, in one line: the innermost Java
+    cause (``java.io.IOException: ... is not a Parquet file``) rather than
+    py4j's ``An error occurred while calling o126.collectToPython``."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            cause = java
+            while cause.getCause() is not None:
+                cause = cause.getCause()
+            text = str(cause.toString())
+            if text.strip():
+                return text.strip().splitlines()[0]
+        except Exception:  # noqa: BLE001 - the gateway may be gone: use the text
+            pass
+    text = str(exc).strip()
+    causes = [line.strip()[len("Caused by:"):].strip() for line in text.splitlines()
+              if line.strip().startswith("Caused by:")]
+    if causes:
+        return causes[-1]
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _check_out_dir(out: str, what: str) -> None:
+    """A report directory that cannot be written, said before Spark starts."""
+    problem = write_problem(out, directory=True)
+    if problem:
+        raise ArchiveError(f"cannot write the {what} {out}: {problem}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -130,8 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     except Exception as exc:  # noqa: BLE001 -- Spark failures: say what, exit 3
         log.debug("failure", exc_info=True)
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"elvin-pipeline: {args.command} failed: {first}", file=sys.stderr)
+        print(f"elvin-pipeline: {args.command} failed: {failure_reason(exc)} "
+              "(--log-level debug shows more)", file=sys.stderr)
         return EXIT_FAILURE
 
 
@@ -144,7 +178,7 @@ def _backtest(args) -> int:
     parse(args.expression)          # bad expression: exit 1 before starting Spark
     check_archive(args.archive)     # same for a missing or empty archive
     find_java()
-    spark, _ = _start_spark(args.master)
+    spark, _ = _start_spark(args.master, args.log_level)
     from elvin.pipeline.backtest import backtest
 
     with Progress(spark, "back-test"):
@@ -180,8 +214,9 @@ def _backtest_text(result, archive: str) -> str:
 
 def _report(args) -> int:
     check_archive(args.archive)
+    _check_out_dir(args.out, "report directory")
     find_java()
-    spark, _ = _start_spark(args.master)
+    spark, _ = _start_spark(args.master, args.log_level)
     from elvin.pipeline.report import report
 
     progress = Progress(spark, "report")
@@ -219,8 +254,9 @@ def _mobility(args) -> int:
         print("elvin-pipeline: --plots must be 0 or more", file=sys.stderr)
         return EXIT_USAGE
     check_traces(args.traces)       # bad directory or header: exit 1 before Spark
+    _check_out_dir(args.out, "output directory")
     find_java()
-    spark, _ = _start_spark(args.master)
+    spark, _ = _start_spark(args.master, args.log_level)
     from elvin.pipeline.mobility import format_table, mobility
 
     progress = Progress(spark, "mobility")

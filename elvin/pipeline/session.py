@@ -31,6 +31,10 @@ SESSION_CONF = {
 #: the JVM's defaults; ``conf={"spark.driver.extraJavaOptions": ...}`` wins.
 LOCAL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto"
 
+#: Spark's log configuration (log4j2): fatal errors only, and none of the
+#: banner and warnings Spark's default profile prints on every run
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
 
 class JavaNotFoundError(RuntimeError):
     """No Java runtime: Spark cannot start."""
@@ -55,13 +59,16 @@ def find_java() -> str:
 
 def spark_session(master: str = "local[*]", app_name: str = "elvin-pipeline", *,
                   shuffle_partitions: int | None = None, ui: bool = False,
-                  conf: dict[str, str] | None = None):
+                  conf: dict[str, str] | None = None, log_level: str = "FATAL"):
     """A SparkSession configured for the pipeline (see ``SESSION_CONF``).
 
     For a ``local`` master, ``SPARK_LOCAL_IP`` defaults to 127.0.0.1 so that a
     machine with an odd host name still starts, and ``PYSPARK_PYTHON`` to
     this interpreter. Raises ``JavaNotFoundError``
-    before trying to start the JVM when there is no Java.
+    before trying to start the JVM when there is no Java. Spark logs at
+    ``log_level`` (log4j's names); at ``FATAL`` (the default) only fatal
+    errors from the JVM's start on (``LOG4J_CONFIG``), so that a run prints
+    what the pipeline says and no Java banner or stack trace.
     """
     find_java()
     if master.startswith("local"):
@@ -77,13 +84,18 @@ def spark_session(master: str = "local[*]", app_name: str = "elvin-pipeline", *,
         settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     elif master.startswith("local"):
         settings["spark.sql.shuffle.partitions"] = "8"
+    java_options = []
+    if log_level.upper() == "FATAL":      # else Spark's own profile, for debugging
+        java_options.append(f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}")
     if master.startswith("local"):
-        settings["spark.driver.extraJavaOptions"] = LOCAL_JAVA_OPTIONS
+        java_options.append(LOCAL_JAVA_OPTIONS)
+    if java_options:
+        settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(log_level)
     for key in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone"):
         spark.conf.set(key, settings[key])
     return spark

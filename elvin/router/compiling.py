@@ -30,7 +30,7 @@ loop only as the GIL it shares with one busy thread (see
 ``compiler._COMPILE_PIECE`` and elvind's switch interval).
 
 The federation service sends its peers' large pull filters the same way
-(``run``, through ``FederationHost.compile_off_loop``): a peer's filter is
+(``run``, through ``FederationHost.run_off_loop``): a peer's filter is
 as much a subscription as a client's expression, and waits in the same lanes.
 """
 

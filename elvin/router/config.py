@@ -26,6 +26,9 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     max-connections = 0           # 0 = no limit; beyond it, redirect-to or refuse
     redirect-to = "elvin://other:2917"  # where clients beyond max-connections go
     quench = false                # emulate a router without quench (subset C), as Avis
+    status-file = "/run/elvind/status.json"  # what `elvind status` reads (default shown)
+    metrics = "127.0.0.1:9917"    # Prometheus text format at http://HOST:PORT/metrics
+    include = ["/etc/elvind/conf.d/*.toml"]  # more files (glob patterns), read in order
 
     [options]                     # connection options (spec 7.5): the default value,
     "Packet.Max-Length" = 1048576 # or a table with min/default/max
@@ -35,6 +38,16 @@ keys (``log-level`` or ``log_level``, both spellings work)::
 A ``[federation]`` table configures router federation (``elvin-domain apply``
 writes it; see ``elvin.federation.config``).
 
+``include`` names more files (glob patterns, relative to the including
+file's directory; ``*.toml`` in a ``conf.d`` folder, say), read after the
+including file in sorted order, each over what came before: that is how the
+fragments ``elvin-domain apply`` writes are installed without merging them
+by hand. A pattern that matches nothing is not an error (an empty
+``conf.d``); a file named without wildcards must exist.
+
+``RELOADABLE`` lists what SIGHUP applies to a running router
+(``elvin.router.reload``); the rest needs a restart, which the reload says.
+
 Command-line flags override the file. Every error is a ``ConfigError`` whose
 message names the file (and the line, when it can be found) and the key.
 """
@@ -42,12 +55,15 @@ message names the file (and the line, when it can be found) and the key.
 from __future__ import annotations
 
 import dataclasses
+import glob
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from elvin.cli_common import LOG_LEVELS
-from elvin.config_file import ConfigError, line_of, read_toml
+from elvin.config_file import ConfigError, line_of, list_item, read_toml
 from elvin.federation.config import (
     FederationConfig,
     FederationConfigError,
@@ -56,10 +72,10 @@ from elvin.federation.config import (
     parse_ewaf_uri,
 )
 from elvin.protocol import ElvinURI, URIError, parse_uri
-from elvin.router.options import DROP_POLICIES, INT_OPTIONS, OptionRanges
+from elvin.router.options import DROP_POLICIES, INT_OPTIONS, OPTION_BOUNDS, OptionRanges
 
-__all__ = ["DEFAULT_LISTEN", "LOG_LEVELS", "ConfigError", "RouterConfig", "config_from_dict",
-           "load_config", "parse_listen_uri"]
+__all__ = ["DEFAULT_LISTEN", "LOG_LEVELS", "RELOADABLE", "ConfigError", "RouterConfig",
+           "config_from_dict", "load_config", "parse_listen_uri"]
 
 DEFAULT_LISTEN = "elvin://127.0.0.1:2917"
 
@@ -119,42 +135,86 @@ class RouterConfig:
     #: QnchAddRqst/QnchModRqst/QnchDelRqst are answered with Nack NOT_IMPL
     #: (2007) "Quench not supported", so that clients' fallbacks can be tested
     quench: bool = True
+    #: where ``elvind status`` finds the router (None: elvin.router.status's default)
+    status_file: str | None = None
+    #: ``HOST:PORT`` of the Prometheus metrics endpoint (elvin.router.metrics), None = off
+    metrics: str | None = None
+    #: the files this configuration was read from, in order (main file first)
+    sources: list[str] = field(default_factory=list)
 
-    def validate(self, source: str = "configuration") -> RouterConfig:
+    def validate(self, source: str = "configuration", text: str = "") -> RouterConfig:
+        """Check every value; the first problem as a ``ConfigError`` naming
+        ``source`` (and the line of the key in ``text``, the file's content,
+        when it can be found)."""
+        found = self.problems(source, text)
+        if found:
+            raise ConfigError(found[0])
+        return self
+
+    def problems(self, source: str = "configuration", text: str = "") -> list[str]:
+        """Every problem (one per section at most), for ``--check-config``."""
+        found = []
+        for check in (self._check_listen, self._check_logging, self._check_tls_files,
+                      self._check_numbers, self._check_discovery, self._check_federation,
+                      self._check_mobility, self._check_archive, self._check_metrics):
+            try:
+                check(source, text)
+            except ConfigError as exc:
+                found.append(str(exc))
+        return found
+
+    def _check_listen(self, source: str, text: str) -> None:
+        where = f"{source}{line_of(text, 'listen')}"
         if not self.listen:
-            raise ConfigError(f"{source}: no listen URI")
-        for uri in self.listen:
+            raise ConfigError(f"{where}: no listen URI")
+        for i, uri in enumerate(self.listen):
+            item = list_item("listen", i) if len(self.listen) > 1 else "listen"
             try:
                 parsed = parse_listen_uri(uri)
             except URIError as exc:
-                raise ConfigError(f"{source}: bad listen URI: {exc}") from None
+                raise ConfigError(f"{where}: {item}: bad listen URI: {exc}") from None
             if parsed.secure and not (self.tls_cert and self.tls_key):
-                raise ConfigError(f"{source}: listen URI {uri!r} uses TLS (ssl): "
-                                  "give --tls-cert and --tls-key")
+                raise ConfigError(f"{where}: {item} {uri!r} uses TLS (ssl): give --tls-cert "
+                                  "and --tls-key")
+
+    def _check_logging(self, source: str, text: str) -> None:
         if self.log_level.lower() not in LOG_LEVELS:
-            raise ConfigError(f"{source}: log-level {self.log_level!r} is not one of "
-                              f"{', '.join(LOG_LEVELS)}")
+            raise ConfigError(f"{source}{line_of(text, 'log-level')}: log-level "
+                              f"{self.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+
+    def _check_tls_files(self, source: str, text: str) -> None:
         for name in ("tls_cert", "tls_key"):
             path = getattr(self, name)
-            if path is not None and not Path(path).is_file():
-                raise ConfigError(f"{source}: {name.replace('_', '-')} {path!r}: "
-                                  "no such file")
+            if path is not None:
+                _check_readable_file(path, f"{source}{line_of(text, name)}: "
+                                           f"{name.replace('_', '-')} {path!r}")
+
+    def _check_numbers(self, source: str, text: str) -> None:
         for name in ("stats_interval", "connect_timeout", "close_timeout"):
             if getattr(self, name) <= 0:
-                raise ConfigError(f"{source}: {name.replace('_', '-')} must be positive")
+                raise ConfigError(f"{source}{line_of(text, name)}: "
+                                  f"{name.replace('_', '-')} must be positive")
         for name in ("max_protocol_errors", "max_subscriptions"):
             if getattr(self, name) < 1:
-                raise ConfigError(f"{source}: {name.replace('_', '-')} must be at least 1")
+                raise ConfigError(f"{source}{line_of(text, name)}: "
+                                  f"{name.replace('_', '-')} must be at least 1")
+
+    def _check_discovery(self, source: str, _text: str) -> None:
         _validate_discovery(self, source)
-        if self.federation is not None:
-            try:
-                self.federation.validate()
-            except FederationConfigError as exc:
-                raise ConfigError(f"{source}: {exc}") from None
-            for i, uri in enumerate(self.federation.listen):
-                if parse_ewaf_uri(uri).secure and not (self.tls_cert and self.tls_key):
-                    raise ConfigError(f"{source}: federation.listen[{i}] {uri!r} uses TLS "
-                                      "(ssl): give the router's --tls-cert and --tls-key")
+
+    def _check_federation(self, source: str, text: str) -> None:
+        if self.federation is None:
+            return
+        try:
+            self.federation.validate()
+        except FederationConfigError as exc:
+            raise ConfigError(f"{source}{federation_line(text, exc.key)}: {exc}") from None
+        for i, uri in enumerate(self.federation.listen):
+            if parse_ewaf_uri(uri).secure and not (self.tls_cert and self.tls_key):
+                raise ConfigError(f"{source}: {list_item('federation.listen', i)} {uri!r} "
+                                  "uses TLS (ssl): give the router's --tls-cert and --tls-key")
+
+    def _check_mobility(self, source: str, text: str) -> None:
         if self.mobility_quota < 1 or self.mobility_expiry <= 0:
             raise ConfigError(f"{source}: mobility-quota must be at least 1 and "
                               "mobility-expiry positive")
@@ -163,16 +223,31 @@ class RouterConfig:
             try:
                 load_key_file(self.mobility_key_file)
             except ValueError as exc:
-                raise ConfigError(f"{source}: mobility-key-file: {exc}") from None
-        if self.archive is not None:
-            # the cheap checks here (exit 1 before listening); Router.start
-            # opens the archive and reports what only writing can tell
-            if not self.archive.strip():
-                raise ConfigError(f"{source}: archive: empty directory name")
-            archive = Path(self.archive)
-            if archive.exists() and not archive.is_dir():
-                raise ConfigError(f"{source}: archive {self.archive!r} is not a directory")
-        return self
+                raise ConfigError(f"{source}{line_of(text, 'mobility-key-file')}: "
+                                  f"mobility-key-file: {exc}") from None
+
+    def _check_archive(self, source: str, text: str) -> None:
+        # the cheap checks (exit 1 before listening); Router.start opens the
+        # archive and reports what only writing can tell
+        if self.archive is None:
+            return
+        where = f"{source}{line_of(text, 'archive')}"
+        if not self.archive.strip():
+            raise ConfigError(f"{where}: archive: empty directory name")
+        try:
+            is_file = Path(self.archive).exists() and not Path(self.archive).is_dir()
+        except OSError:          # inside a directory we may not enter:
+            is_file = False      # Router.start says so when it tries to create it
+        if is_file:
+            raise ConfigError(f"{where}: archive {self.archive!r} is not a directory")
+
+    def _check_metrics(self, source: str, text: str) -> None:
+        if self.metrics is not None:
+            from elvin.router.metrics import parse_metrics_address
+            try:
+                parse_metrics_address(self.metrics)
+            except ValueError as exc:
+                raise ConfigError(f"{source}{line_of(text, 'metrics')}: {exc}") from None
 
 
 _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
@@ -195,9 +270,30 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "mobility-quota": (int, "mobility_quota"),
     "mobility-expiry": ((int, float), "mobility_expiry"),
     "mobility-key-file": (str, "mobility_key_file"),
+    "status-file": (str, "status_file"),
+    "metrics": (str, "metrics"),
 }
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
           "mobility": "mobility", "quench": "quench"}
+
+
+def _check_readable_file(path: str, where: str) -> None:
+    """``ConfigError`` (``WHERE: no such file``, ``WHERE: cannot read:
+    Permission denied``) unless ``path`` is a file this process can read:
+    a TLS key in a directory the router's user may not enter is said at
+    start, in one line, not as a traceback from deep inside ssl."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read: {exc.strerror or exc}") from None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
+    if not regular:
+        raise ConfigError(f"{where}: not a file")
 
 
 def _validate_discovery(config: RouterConfig, source: str) -> None:
@@ -231,53 +327,144 @@ def _validate_discovery(config: RouterConfig, source: str) -> None:
             raise ConfigError(f"{source}: bad redirect-to URI: {exc}") from None
 
 
-def load_config(path: str | Path, base: RouterConfig | None = None) -> RouterConfig:
-    """Read a TOML file into a ``RouterConfig`` (over ``base``)."""
+#: the settings SIGHUP applies to a running router (elvin.router.reload)
+RELOADABLE = frozenset({
+    "log_level", "log_file", "stats_interval", "options", "federation", "archive",
+    "connect_timeout", "close_timeout", "max_protocol_errors", "max_subscriptions",
+    "max_connections", "redirect_to", "quench"})
+
+#: how many files one configuration may include, in all (a loop stops here)
+MAX_INCLUDED = 256
+
+
+def load_config(path: str | Path, base: RouterConfig | None = None, *,
+                problems: list[str] | None = None) -> RouterConfig:
+    """Read a TOML file, and the files it includes, into a ``RouterConfig``
+    (over ``base``); ``ConfigError`` naming the file and line at fault. With
+    a ``problems`` list, every problem in reading the files is appended there
+    instead and the config is returned as far as it could be read, not yet
+    validated: ``--check-config`` puts the flags over it, then asks
+    ``RouterConfig.problems``."""
+    config = base if base is not None else RouterConfig()
+    config.sources = []
+    try:
+        main = _load_into(config, Path(path).expanduser(), [], problems)
+    except ConfigError as exc:
+        if problems is None:
+            raise
+        problems.append(str(exc))
+        return config
+    if problems is not None:
+        return config
+    return config.validate(*main)
+
+
+def _load_into(config: RouterConfig, path: Path, chain: list[Path],
+               problems: list[str] | None) -> tuple[str, str]:
+    """Apply ``path`` and what it includes; (source, text) of ``path``."""
     file = read_toml(path)
-    return config_from_dict(file.data, base, source=str(file.path), text=file.text)
+    real = file.path.resolve()
+    if real in chain:
+        raise ConfigError(f"{file.path}: includes itself (through "
+                          f"{' -> '.join(str(p) for p in chain)})")
+    if len(config.sources) >= MAX_INCLUDED:
+        raise ConfigError(f"{file.path}: more than {MAX_INCLUDED} configuration files "
+                          "included")
+    config.sources.append(str(file.path))
+    data = dict(file.data)
+    include = data.pop("include", None)
+    _apply(config, data, str(file.path), file.text, problems)
+    for included in _included(include, file):
+        try:
+            _load_into(config, included, [*chain, real], problems)
+        except ConfigError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
+    return str(file.path), file.text
+
+
+def _included(value: Any, file: Any) -> list[Path]:
+    """The files an ``include`` key names, in order."""
+    if value is None:
+        return []
+    where = f"{file.path}{line_of(file.text, 'include')}"
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where}: 'include' must be a file or glob pattern, or a list "
+                          "of them")
+    found: list[Path] = []
+    for pattern in value:
+        full = Path(pattern).expanduser()
+        if not full.is_absolute():
+            full = file.path.parent / full
+        if glob.has_magic(str(full)):
+            found.extend(Path(p) for p in sorted(glob.glob(str(full))) if Path(p).is_file())
+        else:
+            found.append(full)       # must exist: read_toml says so if not
+    return found
 
 
 def config_from_dict(data: dict[str, Any], base: RouterConfig | None = None,
                      source: str = "configuration", text: str = "") -> RouterConfig:
     config = base if base is not None else RouterConfig()
+    _apply(config, data, source, text)
+    return config.validate(source, text)
 
+
+def _apply(config: RouterConfig, data: dict[str, Any], source: str, text: str,
+           problems: list[str] | None = None) -> None:
+    """Set what ``data`` (one file's table) says on ``config``: the first
+    problem raised, or each appended to ``problems``."""
+    for raw_key, value in data.items():
+        try:
+            _apply_key(config, raw_key, value, source, text)
+        except ConfigError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
+
+
+def _apply_key(config: RouterConfig, raw_key: str, value: Any, source: str,
+               text: str) -> None:
     def where(key: str) -> str:
         return f"{source}{line_of(text, key)}"
 
-    for raw_key, value in data.items():
-        key = raw_key.replace("_", "-")
-        if key == "listen":
-            if isinstance(value, str):
-                value = [value]
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{where(raw_key)}: 'listen' must be a URI or a list of "
-                                  "URIs")
-            config.listen = list(value)
-        elif key in _SCALARS:
-            types, attr = _SCALARS[key]
-            if isinstance(value, bool) or not isinstance(value, types):
-                expected = "a string" if types is str else "a number"
-                raise ConfigError(f"{where(raw_key)}: {raw_key!r} must be {expected}, not "
-                                  f"{value!r}")
-            setattr(config, attr, value)
-        elif key in _FLAGS:
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where(raw_key)}: {raw_key!r} must be true or false, not "
-                                  f"{value!r}")
-            setattr(config, _FLAGS[key], value)
-        elif key == "federation":
-            try:
-                config.federation = federation_from_dict(value, config.federation)
-            except FederationConfigError as exc:
-                raise ConfigError(f"{source}{federation_line(text, exc.key)}: {exc}") \
-                    from None
-        elif key == "options":
-            if not isinstance(value, dict):
-                raise ConfigError(f"{where(raw_key)}: 'options' must be a table")
-            config.options = _options(value, config.options, where)
-        else:
-            raise ConfigError(f"{where(raw_key)}: unknown setting {raw_key!r}")
-    return config.validate(source)
+    key = raw_key.replace("_", "-")
+    if key == "include":
+        raise ConfigError(f"{where(raw_key)}: 'include' is read by load_config only")
+    if key == "listen":
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where(raw_key)}: 'listen' must be a URI or a list of "
+                              "URIs")
+        config.listen = list(value)
+    elif key in _SCALARS:
+        types, attr = _SCALARS[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            expected = "a string" if types is str else "a number"
+            raise ConfigError(f"{where(raw_key)}: {raw_key!r} must be {expected}, not "
+                              f"{value!r}")
+        setattr(config, attr, value)
+    elif key in _FLAGS:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where(raw_key)}: {raw_key!r} must be true or false, not "
+                              f"{value!r}")
+        setattr(config, _FLAGS[key], value)
+    elif key == "federation":
+        try:
+            config.federation = federation_from_dict(value, config.federation)
+        except FederationConfigError as exc:
+            raise ConfigError(f"{source}{federation_line(text, exc.key)}: {exc}") \
+                from None
+    elif key == "options":
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where(raw_key)}: 'options' must be a table")
+        config.options = _options(value, config.options, where)
+    else:
+        raise ConfigError(f"{where(raw_key)}: unknown setting {raw_key!r}")
 
 
 def _options(table: dict[str, Any], base: OptionRanges, where) -> OptionRanges:
@@ -311,6 +498,11 @@ def _options(table: dict[str, Any], base: OptionRanges, where) -> OptionRanges:
         for part in (low, default, high):
             if isinstance(part, bool) or not isinstance(part, int):
                 raise ConfigError(f"{where(name)}: {name} values must be integers")
+        floor, ceiling = OPTION_BOUNDS[name]
+        for part in (low, default, high):
+            if not floor <= part <= ceiling:
+                raise ConfigError(f"{where(name)}: {name}: {part} is out of range (the "
+                                  f"router allows {floor} to {ceiling})")
         if not low <= default <= high:
             raise ConfigError(f"{where(name)}: {name}: need min <= default <= max, got "
                               f"{low} <= {default} <= {high}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Callable, Hashable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from elvin.federation.host import SubscriptionListener
 from elvin.keys import Keys
@@ -19,16 +19,29 @@ from elvin.protocol.limits import Limits
 from elvin.router.security import check_keys, prepare_notification
 from elvin.tls import listener_context
 
-if TYPE_CHECKING:
-    from elvin.router.server import Router
-
 __all__ = ["RouterFederationHost"]
+
+
+class _Router(Protocol):
+    """The parts of ``elvin.router.server.Router`` that federation reaches
+    through this adapter (and only through it)."""
+
+    router_id: str
+    initial_limits: Limits
+    config: Any
+    engine: Any
+    stats: Any
+
+    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future: ...
+
+    def deliver(self, attrs: dict, block: bytes | None, deliver_insecure: bool, nkeys: Any,
+                *, producer: Any = None, routing: tuple[str, ...] = ()) -> int: ...
 
 
 class RouterFederationHost:
     """A ``FederationHost`` for ``router``."""
 
-    def __init__(self, router: Router) -> None:
+    def __init__(self, router: _Router) -> None:
         self._router = router
 
     @property
@@ -53,12 +66,12 @@ class RouterFederationHost:
         if engine.pred_listener == listener:
             engine.pred_listener = None
 
-    def compile_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future:
+    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future:
         return self._router.run_off_loop(size, job)
 
     def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                 keys: Keys, routing: tuple[str, ...]) -> None:
-        check_keys(keys)          # KeyError_: the link logs it, nothing is delivered
+        check_keys(keys)          # KeyRefused: the link logs it, nothing is delivered
         router = self._router
         router.stats.notifications_in += 1
         router.deliver(attrs, block, deliver_insecure, prepare_notification(keys),

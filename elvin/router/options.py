@@ -112,6 +112,14 @@ def _default_ranges() -> dict[str, tuple[int, int, int]]:
     }
 
 
+#: what the configuration may set each int32 option to: from the router's
+#: default minimum (the smallest value a client can work with: a 1 KiB
+#: packet, 16 subscriptions...) up to what an int32 holds
+OPTION_BOUNDS: dict[str, tuple[int, int]] = {
+    name: (low, 1 if name == "TCP.Send-Immediately" else 2**31 - 1)
+    for name, (low, _default, _high) in _default_ranges().items()}
+
+
 @dataclass
 class OptionRanges:
     """The router's (min, default, max) per int32 option and default policies."""

@@ -22,6 +22,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from elvin.router.turns import TurnLoop
+
 log = logging.getLogger("elvin.router")
 
 __all__ = ["BUDGET", "Reaper"]
@@ -30,23 +32,21 @@ __all__ = ["BUDGET", "Reaper"]
 BUDGET = 0.002
 
 
-class Reaper:
+class Reaper(TurnLoop):
     """``add(items)`` queues things to ``remove(item)`` in bounded turns."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, remove: Callable[[Any], None]) -> None:
-        self.loop = loop
+        super().__init__(loop, BUDGET)
         self.remove = remove
         self.pending: deque[Any] = deque()
-        self._scheduled = False
 
     def __len__(self) -> int:
         return len(self.pending)
 
     def add(self, items: Iterable[Any]) -> None:
         self.pending.extend(items)
-        if self.pending and not self._scheduled:
-            self._scheduled = True
-            self.loop.call_soon(self._run)
+        if self.pending:
+            self._kick(soon=True)
 
     def finish(self) -> None:
         """Remove everything still queued, now (the router is stopping)."""
@@ -59,16 +59,14 @@ class Reaper:
         except Exception:   # noqa: BLE001 - one failure must not keep the rest
             log.exception("removing %r failed", item)
 
-    def _run(self) -> None:
-        self._scheduled = False
+    # -- TurnLoop -------------------------------------------------------------------------
+    def _has_work(self) -> bool:
+        return bool(self.pending)
+
+    def _turn(self, deadline: float) -> None:
         pending = self.pending
         clock = time.perf_counter
-        deadline = clock() + BUDGET
         while pending:
             self._remove(pending.popleft())
             if clock() > deadline:
                 break
-        if pending:
-            self._scheduled = True
-            # a timer: due timers run after the next poll's I/O callbacks
-            self.loop.call_later(0, self._run)

@@ -15,12 +15,12 @@ error).
 
 from __future__ import annotations
 
-from elvin.errors import KeyError_, NackCode
+from elvin.errors import KeyRefused, NackCode
 from elvin.keys import EMPTY_KEYS, Keys, KeyScheme, public_key
 from elvin.values import Int64
 
 __all__ = [
-    "KeyError_",
+    "KeyRefused",
     "apply_delta",
     "id64",
     "NotificationKeys",
@@ -94,14 +94,14 @@ def check_keys(keys: Keys) -> None:
         try:
             kind = KeyScheme(scheme)
         except ValueError:
-            raise KeyError_(NackCode.BAD_KEY_SCHEME, "Unknown key scheme %1",
+            raise KeyRefused(NackCode.BAD_KEY_SCHEME, "Unknown key scheme %1",
                             (_int32(scheme),)) from None
         if len(sets) > kind.set_count:
-            raise KeyError_(NackCode.BAD_KEY_INDEX, "Key scheme %1 has no key set %2",
+            raise KeyRefused(NackCode.BAD_KEY_INDEX, "Key scheme %1 has no key set %2",
                             (_int32(scheme), kind.set_count))
 
 
-def key_delta_error(current: Keys, add: Keys, delete: Keys, what: str) -> KeyError_ | None:
+def key_delta_error(current: Keys, add: Keys, delete: Keys, what: str) -> KeyRefused | None:
     """SecRqst rule (7.4.8): removing a key that is not registered or adding one
     that already is (after the removals) is a protocol error, answered with
     NO_SUCH_KEY / KEY_EXISTS; None when the change is valid."""
@@ -109,7 +109,7 @@ def key_delta_error(current: Keys, add: Keys, delete: Keys, what: str) -> KeyErr
         for index, keyset in enumerate(sets):
             missing = keyset - current.key_set(scheme, index)
             if missing:
-                return KeyError_(NackCode.NO_SUCH_KEY,
+                return KeyRefused(NackCode.NO_SUCH_KEY,
                                  f"Cannot remove {what} key: not registered "
                                  f"(scheme {scheme}, key set {index})")
     remaining = current - delete if delete else current
@@ -117,7 +117,7 @@ def key_delta_error(current: Keys, add: Keys, delete: Keys, what: str) -> KeyErr
         for index, keyset in enumerate(sets):
             present = keyset & remaining.key_set(scheme, index)
             if present:
-                return KeyError_(NackCode.KEY_EXISTS,
+                return KeyRefused(NackCode.KEY_EXISTS,
                                  f"Cannot add {what} key: already registered "
                                  f"(scheme {scheme}, key set {index})")
     return None

@@ -35,11 +35,12 @@ from elvin.protocol import (
 )
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
+from elvin.router.connlog import ConnectionLog
 from elvin.router.engine import Engine
-from elvin.router.fairness import Scheduler
-from elvin.router.options import initial_options
+from elvin.router.options import OptionRanges, initial_options
 from elvin.router.quench import QuenchManager
 from elvin.router.reaper import Reaper
+from elvin.router.scheduler import Scheduler
 from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
 from elvin.router.session import CLOSING, CONNECTED, Session
@@ -95,6 +96,7 @@ class Router:
         self.flush_batch = FlushBatch(self.loop)
         self.scheduler = Scheduler(self.loop, self.flush_batch.run)
         self._reaper = Reaper(self.loop, self._forget)
+        self.connection_log = ConnectionLog(self.loop)
         self._stopped = asyncio.Event()
         self._stopping = False
         self.stats = Stats()
@@ -110,8 +112,8 @@ class Router:
             await self._close_servers()
             await self._close_archive()
             raise
-        for url in self.urls:
-            log.info("listening on %s", url)
+        for url in self.urls:       # elvind says it once, on stderr (elvin.router.cli)
+            log.debug("listening on %s", url)
         if not self.config.quench:
             log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
         try:
@@ -201,6 +203,7 @@ class Router:
         await self._close_archive()     # every session is gone: nothing more to route
         self._reaper.finish()
         self._compilers.close()
+        self.connection_log.close()
         if self._stopped is not None:
             self._stopped.set()
         log.info("router stopped")
@@ -248,6 +251,35 @@ class Router:
                 log.error("cannot start federation: %s", exc)
         else:
             await self.federation.reconfigure(fed)
+
+    # -- reload (elvin.router.reload) ---------------------------------------------------
+    def set_option_ranges(self, ranges: OptionRanges) -> None:
+        """New connection-option limits, for the connections made from now on."""
+        self.config.options = ranges
+        self.initial_options = initial_options(ranges)
+        self.initial_limits = self.initial_options.limits()
+
+    def set_stats_interval(self, seconds: float) -> None:
+        """A new ``stats-interval``; a statistics timer running now restarts."""
+        self.config.stats_interval = seconds
+        if self._stats_handle is not None and self.loop is not None:
+            self._stats_handle.cancel()
+            self._stats_handle = self.loop.call_later(seconds, self._publish_stats)
+
+    async def reconfigure_archive(self, directory: str | None) -> str | None:
+        """Close the archive (writing what is pending) and open ``directory``
+        instead (None: archive off). The problem, if the new one cannot be
+        opened (the archive is then off), else None."""
+        await self._close_archive()
+        self.config.archive = directory
+        if directory is None:
+            return None
+        try:
+            self._open_archive(directory)
+        except RouterStartError as exc:
+            log.error("archive is off: %s", exc)
+            return str(exc)
+        return None
 
     # -- mobility ------------------------------------------------------------------------
     #: the mobility proxy (elvin.mobility) while running with ``mobility`` on
@@ -335,7 +367,7 @@ class Router:
         """The compile workers (``counts``: what they did; ``busy``)."""
         return self._compilers
 
-    def compile_off_loop(self, text: str) -> asyncio.Future:
+    def compile_long(self, text: str) -> asyncio.Future:
         """Compile a long expression on a worker thread (``elvin.router.compiling``);
         the future gives a ``Registered`` or raises ``SubscriptionError``."""
         return self._compilers.submit(self.loop, text)  # type: ignore[arg-type]
@@ -353,9 +385,11 @@ class Router:
 
     def session_connected(self, session: Session) -> None:
         self.stats.connections_total += 1
+        self.connection_log.connected(session)
 
     def session_closed(self, session: Session) -> None:
         self.sessions.discard(session)
+        self.connection_log.disconnected(session)
 
     def release(self, session: Session) -> None:
         """Forget a session's quenches, and its subscriptions (SubDelNotify to
@@ -420,12 +454,13 @@ class Router:
         """Check the directory (errors name it, before listening) and start the
         archive's child process (elvin.pipeline.archive_process: the Parquet
         writing does not share this process's GIL)."""
+        from elvin.cli_common import os_error_status
         from elvin.pipeline.archive_process import ArchiveProcess, ArchiveProcessError
 
         try:
             archive = ArchiveProcess(directory)
         except ArchiveProcessError as exc:
-            raise RouterStartError(str(exc)) from None
+            raise RouterStartError(str(exc), os_error_status(exc.errno)) from None
         try:
             archive.start(asyncio.get_running_loop())
         except Exception as exc:
@@ -512,12 +547,17 @@ class Router:
             return
         try:
             attrs = self.stats_notification()
-            self.deliver(attrs, None, True, None)
+            # the statistics count what clients send and get, not themselves
+            delivered = self.deliver(attrs, None, True, None)
+            self.stats.notifications_out -= delivered
         except Exception:
             log.exception("publishing statistics failed")
         self._stats_handle = self.loop.call_later(  # type: ignore[union-attr]
             self.config.stats_interval, self._publish_stats)
 
     def stats_notification(self) -> dict[str, object]:
-        return self.stats.notification(self.router_id, self.connection_count,
-                                       len(self.engine), len(self.quench))
+        links = self.federation.link_report() if self.federation is not None else []
+        return self.stats.notification(
+            self.router_id, self.connection_count, len(self.engine), len(self.quench),
+            federation_links=links,
+            redials_failed=self.federation.stats.redials_failed if self.federation else 0)

@@ -21,15 +21,23 @@ Notifications-In-Per-Second     real64     Notifications-In rate over the last i
 Notifications-Out-Per-Second    real64     Notifications-Out rate over the last interval
 Drops                           int64      packets dropped from send queues since start
 Uptime                          real64     seconds since the router started
+Federation-Links                int32      federation links configured or accepted
+Federation-Links-Up             int32      of those, linked now
+Federation-Links-Down           string     the peers not linked now, with their last
+                                           error (``edge: Connection refused; ...``),
+                                           empty when all are up
+Federation-Redials-Failed       int64      outgoing federation dials that failed
 ==============================  =========  ===========================================
 
-The statistics notification itself is counted in Notifications-Out but not
-in Notifications-In.
+The statistics notification itself is not counted (neither in
+Notifications-In nor in Notifications-Out): the figures are the clients'.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from elvin.values import Int64
 
@@ -68,8 +76,12 @@ class Stats:
         return rate_in, rate_out
 
     def notification(self, router_id: str, connections: int, subscriptions: int,
-                     quenches: int) -> dict[str, object]:
+                     quenches: int, *, federation_links: Sequence[Mapping[str, Any]] = (),
+                     redials_failed: int = 0) -> dict[str, object]:
         rate_in, rate_out = self.rates()
+        down = [f"{link.get('peer') or link.get('url')}: "
+                f"{link.get('last_error') or link.get('state')}"
+                for link in federation_links if link.get("state") != "linked"]
         return {
             STATS_ATTRIBUTE: 1,
             "Router-Id": router_id,
@@ -82,4 +94,8 @@ class Stats:
             "Notifications-Out-Per-Second": float(rate_out),
             "Drops": Int64(self.drops),
             "Uptime": float(self.uptime),
+            "Federation-Links": len(federation_links),
+            "Federation-Links-Up": len(federation_links) - len(down),
+            "Federation-Links-Down": "; ".join(down),
+            "Federation-Redials-Failed": Int64(redials_failed),
         }

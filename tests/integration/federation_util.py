@@ -132,6 +132,16 @@ def remote_pull(router: EmbeddedRouter, domain: str) -> Any:
     return router.call(get)
 
 
+def pull_wants(router: EmbeddedRouter, domain: str, name: str) -> bool:
+    """Whether the pull filter ``domain`` registered at ``router`` refers to
+    attribute ``name`` (a subscription to it has reached that router: an
+    earlier filter, for an earlier subscription, is not enough)."""
+    from elvin.subscription.ast import Node, names_in
+
+    pull = remote_pull(router, domain)
+    return pull is True or (isinstance(pull, Node) and name in names_in(pull))
+
+
 def expected_links(routers: list[EmbeddedRouter],
                    links: Iterable[tuple[int, int]] | None = None) -> dict[int, set[str]]:
     n = len(routers)

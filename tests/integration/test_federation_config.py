@@ -11,7 +11,7 @@ import pytest
 
 from elvin.federation.topology_file import parse_topology, render_fragment
 from elvin.protocol import NotifyDeliver
-from elvin.router.cli import build_parser, make_config, reload_federation
+from elvin.router.cli import build_parser, make_config, reload_router
 from elvin.router.config import ConfigError, load_config
 from elvin.router.embedded import EmbeddedRouter
 from tests.waiting import until, wait_until
@@ -107,10 +107,10 @@ def test_bad_federation_toml_names_file_line_and_key(tmp_path):
         load_config(path)
     message = str(info.value)
     assert str(path) in message and "line 10" in message
-    assert "federation.connect[2].url" in message and "not an ewaf URI" in message
+    assert "federation.connect #2, url" in message and "not an ewaf URI" in message
     path.write_text('[federation]\nrouter_domain = "a"\n\n[[federation.accept]]\n'
                     'router = "b"\nincoming = "Group =="\n')
-    with pytest.raises(ConfigError, match=r"line 6: federation.accept\[1\].incoming: bad "
+    with pytest.raises(ConfigError, match=r"line 6: federation.accept #1, incoming: bad "
                                           "subscription expression"):
         load_config(path)
 
@@ -134,7 +134,7 @@ def _reload(router: EmbeddedRouter, path) -> bool:
                               federation_connect=None, federation_domain=None,
                               federation_accept_any=None)
     return asyncio.run_coroutine_threadsafe(
-        reload_federation(router.router, args), router.loop).result(10)
+        reload_router(router.router, args), router.loop).result(10)[0]
 
 
 def test_reload_reconfigures_a_running_router(tmp_path):

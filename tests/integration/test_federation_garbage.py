@@ -25,7 +25,7 @@ from .federation_util import (
     fed_stats,
     federated_routers,
     linked_domains,
-    remote_pull,
+    pull_wants,
     stop_all,
     wait_linked,
 )
@@ -52,7 +52,7 @@ async def still_works(routers) -> None:
     r0, r1 = routers[:2]
     sub = await RawClient.connected(r0.port)
     await sub.subscribe("require(Alive)")
-    await until(lambda: remote_pull(r1, "r0") not in (False, None), what="pull")
+    await until(lambda: pull_wants(r1, "r0", "Alive"), what="the pull filter")
     producer = await RawClient.connected(r1.port)
     producer.notify({"Alive": 1})
     assert (await sub.expect(NotifyDeliver)).attributes == {"Alive": 1}

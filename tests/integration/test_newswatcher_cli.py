@@ -39,7 +39,7 @@ def test_usage_and_config_errors_exit_1(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[[feeds]]\nname = 'x'\nurl = 'http://e.org/'\ninterval = -5\n")
     result = run("--config", str(bad))
-    assert result.returncode == 1 and "feeds[0].interval" in result.stderr
+    assert result.returncode == 1 and "feeds #1, interval" in result.stderr
     result = run("--config", str(tmp_path / "absent.toml"))
     assert result.returncode == 1 and "no such file" in result.stderr
     empty = tmp_path / "empty.toml"

@@ -157,3 +157,54 @@ def test_a_local_session_starts_its_jvm_for_a_quick_start(spark):
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     arguments = set(runtime.getInputArguments())
     assert set(LOCAL_JAVA_OPTIONS.split()) <= arguments, arguments
+
+
+def _copy_archive(archive, tmp_path):
+    import shutil
+    copy = tmp_path / "archive"
+    shutil.copytree(archive, copy)
+    return copy
+
+
+def test_a_file_that_is_not_parquet_is_named_before_spark(archive, tmp_path, capsys):
+    copy = _copy_archive(archive, tmp_path)
+    hour = next(copy.glob("hour=*"))
+    damaged = hour / "part-9.parquet"
+    damaged.write_bytes(b"12345")
+    assert main(["backtest", "require(Group)", str(copy)]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == (f"elvin-pipeline: archive file {damaged} is not a Parquet file "
+                           "(only 5 bytes); move it away (or delete it) and run again")
+
+
+def test_an_out_directory_it_cannot_write_is_said_before_spark(archive, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["report", archive, "--out", str(blocker / "x")]) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"elvin-pipeline: cannot write the report directory {blocker / 'x'}: Not a directory")
+
+
+def test_a_spark_failure_is_one_line_with_its_cause_and_no_banner(archive, tmp_path):
+    """A file damaged inside (its PAR1 markers intact) fails in Spark: the
+    run says the Java cause in one line, and Spark prints no banner, WARN
+    line or stack trace of its own (a fresh JVM, as an admin runs it)."""
+    import subprocess
+    import sys
+
+    copy = _copy_archive(archive, tmp_path)
+    victim = next(copy.glob("hour=*/*.parquet"))
+    data = bytearray(victim.read_bytes())
+    data[4:-8] = b"\0" * (len(data) - 12)        # markers kept, footer length kept, content gone
+    victim.write_bytes(bytes(data))
+    result = subprocess.run([sys.executable, "-m", "elvin.pipeline", "backtest", "require(Group)",
+                             str(copy), "--master", "local[1]"], capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 3, result.stderr
+    # the JVM's own notice of Spark's incubator module is the JVM's, not Spark's
+    lines = [line for line in result.stderr.splitlines() if line.strip()
+             and not line.startswith("WARNING: Using incubator modules")]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("elvin-pipeline: backtest failed: ")
+    assert "collectToPython" not in lines[0] and "An error occurred while calling" not in lines[0]
+    assert "Exception" in lines[0] or "Error" in lines[0]

@@ -106,7 +106,7 @@ def test_domain_name_defaults_to_the_file_stem(tmp_path):
 
 def test_unknown_router_in_a_link(tmp_path):
     err = load_error(tmp_path, routers("hub", "edge") + links("hub>egde"))
-    assert err.table == "[[links]] #1 (hub -> egde)"
+    assert err.table == "links #1 (hub -> egde)"
     assert err.line == 9
     assert "unknown router 'egde' in 'to'" in err.problem
     assert "did you mean 'edge'?" in err.problem
@@ -117,7 +117,7 @@ def test_unknown_router_in_a_link(tmp_path):
 def test_duplicate_router_names(tmp_path):
     err = load_error(tmp_path, routers("a", "b") + '[[routers]]\nname = "a"\n'
                                                    'url = "ewaf://other:2916"\n')
-    assert err.table == "[[routers]] #3 ('a')" and err.line == 9
+    assert err.table == "routers #3 ('a')" and err.line == 9
     assert "duplicate router name 'a'" in err.problem and "#1" in err.problem
 
 
@@ -137,7 +137,7 @@ def test_bad_url_scheme(tmp_path, field, url, needle):
         'url = "ewaf://hub"', f'{field} = "{url}"' if field == "url"
         else f'url = "ewaf://hub"\n{field} = "{url}"')
     err = load_error(tmp_path, text)
-    assert err.table == "[[routers]] #1 ('hub')"
+    assert err.table == "routers #1 ('hub')"
     assert needle in err.problem and url in err.problem
 
 
@@ -152,18 +152,18 @@ def test_toml_syntax_error_names_the_line(tmp_path):
     (routers("a") + "[qos]\ncycle = 'allow'\n", "[qos]", "did you mean 'cycles'?"),
     ("colour = 1\n" + routers("a"), "top level", "unknown key 'colour'"),
     ("", "[[routers]]", "no routers"),
-    ('[[routers]]\nurl = "ewaf://a"\n', "[[routers]] #1", "missing 'name'"),
-    ('[[routers]]\nname = "a"\n', "[[routers]] #1 ('a')", "missing 'url'"),
-    ('[[routers]]\nname = "a b"\nurl = "ewaf://a"\n', "[[routers]] #1 ('a b')",
+    ('[[routers]]\nurl = "ewaf://a"\n', "routers #1", "missing 'name'"),
+    ('[[routers]]\nname = "a"\n', "routers #1 ('a')", "missing 'url'"),
+    ('[[routers]]\nname = "a b"\nurl = "ewaf://a"\n', "routers #1 ('a b')",
      "bad router name"),
-    ('[[routers]]\nname = "a"\nurl = 2916\n', "[[routers]] #1 ('a')",
+    ('[[routers]]\nname = "a"\nurl = 2916\n', "routers #1 ('a')",
      "'url' must be a string, not an integer"),
-    (routers("a") + links("a>a"), "[[links]] #1 (a -> a)", "cannot link to itself"),
-    (routers("a", "b") + links("a>b", "a>b"), "[[links]] #2 (a -> b)", "duplicate link"),
+    (routers("a") + links("a>a"), "links #1 (a -> a)", "cannot link to itself"),
+    (routers("a", "b") + links("a>b", "a>b"), "links #2 (a -> b)", "duplicate link"),
     (routers("a", "b") + '[[links]]\nfrom = "a"\nto = "b"\noutgoing = ""\n',
-     "[[links]] #1 (a -> b)", "'outgoing' is empty"),
+     "links #1 (a -> b)", "'outgoing' is empty"),
     (routers("a", "b") + '[[links]]\nfrom = "a"\nto = "b"\nvia = "c"\n',
-     "[[links]] #1", "unknown key 'via'"),
+     "links #1", "unknown key 'via'"),
     (routers("a") + '[domain]\ndefault_supplier = "b"\n', "[domain]", "unknown router 'b'"),
     ("routers = 3\n" + routers("a"), "", "TOML syntax error"),
     ("links = 3\n" + routers("a"), "[[links]]", "must be an array of tables"),
@@ -198,7 +198,7 @@ def test_filters_can_be_validated():
 
 def test_a_cyclic_file_is_refused_with_the_cycle(tmp_path):
     err = load_error(tmp_path, routers("a", "b", "c") + links("a>b", "b>c", "c>a"))
-    assert err.table == "[[links]] #3 (c -> a)"
+    assert err.table == "links #3 (c -> a)"
     assert err.line == 21
     text = str(err)
     assert "would create a cycle" in text and "a -> b -> c -> a" in text

@@ -270,12 +270,12 @@ def test_federation_from_dict_like_elvin_domain_apply():
 
 
 @pytest.mark.parametrize("table, key", [
-    ({"listen": "elvin://x:1"}, "federation.listen[0]"),
-    ({"connect": [{"url": "ewaf://x:99999"}]}, "federation.connect[1].url"),
-    ({"connect": [{"url": "ewaf://x", "outgoing": "a =="}]}, "federation.connect[1].outgoing"),
-    ({"connect": [{"router": "x"}]}, "federation.connect[1].url"),
-    ({"accept": [{"router": "x", "incoming": 3}]}, "federation.accept[1].incoming"),
-    ({"accept": [{"router": "x"}, {"router": "x"}]}, "federation.accept[2].router"),
+    ({"listen": "elvin://x:1"}, "federation.listen #1"),
+    ({"connect": [{"url": "ewaf://x:99999"}]}, "federation.connect #1, url"),
+    ({"connect": [{"url": "ewaf://x", "outgoing": "a =="}]}, "federation.connect #1, outgoing"),
+    ({"connect": [{"router": "x"}]}, "federation.connect #1, url"),
+    ({"accept": [{"router": "x", "incoming": 3}]}, "federation.accept #1, incoming"),
+    ({"accept": [{"router": "x"}, {"router": "x"}]}, "federation.accept #2, router"),
     ({"bogus": 1}, "federation.bogus"),
     ({"debounce": -1}, "federation.debounce"),
 ])

@@ -51,9 +51,9 @@ def test_a_root_inside_another_root_is_folded(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ('roots = "/tmp"', "wrong type"),
+    ('roots = "/tmp"', "line 1: roots must be a list of directory paths, not '/tmp'"),
     ("roots = [1]", "list of directory paths"),
-    ('roots = ["/no/such/dir"]', "not an existing directory"),
+    ('# watched\nroots = ["/no/such/dir"]', "line 2: roots: '/no/such/dir': No such file"),
     ('roots = ["/"]', "whole file system"),
     ("roots = []", "no roots"),
     ('roots = ["/tmp"]\nunbounded = "everything"', "unbounded"),

@@ -78,16 +78,16 @@ def test_missing_named_file_is_an_error(tmp_path):
 
 
 @pytest.mark.parametrize("text, where", [
-    ("[[feeds]]\nname = 'a'\n", "feeds[0].url: missing"),
-    ("[[feeds]]\nname = 'a'\nurl = 'http://x/'\ninterval = 'often'\n", "feeds[0].interval"),
+    ("[[feeds]]\nname = 'a'\n", "feeds #1, url: missing"),
+    ("[[feeds]]\nname = 'a'\nurl = 'http://x/'\ninterval = 'often'\n", "feeds #1, interval"),
     ("[[feeds]]\nname = 'a'\nurl = 'http://x/'\ninterval = 0\n", "out of range"),
     ("[[feeds]]\nname = 'a'\nurl = 'gopher://x/'\n", "unsupported scheme"),
     ("[[feeds]]\nname = 'a'\nurl = 'http:///nohost'\n", "has no host"),
     ("[[feeds]]\nname = 'a'\nurl = 'http://x/'\n[[feeds]]\nname = 'a'\nurl = 'http://y/'\n",
-     "feeds[1].name: 'a' is used by another feed"),
-    ("[[feeds]]\nname = 'a'\nurl = 'http://x/'\ngroup = 'news'\n", "feeds[0].group: unknown key"),
-    ("[[feeds]]\nname = 'a'\nurl = 'http://x/'\ngroups = []\n", "feeds[0].groups"),
-    ("[[feeds]]\nname = ''\nurl = 'http://x/'\n", "feeds[0].name: empty"),
+     "feeds #2, name: 'a' is used by another feed"),
+    ("[[feeds]]\nname = 'a'\nurl = 'http://x/'\ngroup = 'news'\n", "feeds #1, group: unknown key"),
+    ("[[feeds]]\nname = 'a'\nurl = 'http://x/'\ngroups = []\n", "feeds #1, groups"),
+    ("[[feeds]]\nname = ''\nurl = 'http://x/'\n", "feeds #1, name: empty"),
     ("[http]\nmax_per_host = 0\n", "http.max_per_host"),
     ("[http]\nbackoff_initial = 100\nbackoff_max = 10\n", "backoff_max"),
     ("elvin = 'nonsense://'\n", "elvin:"),

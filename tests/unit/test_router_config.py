@@ -22,7 +22,7 @@ stats-interval = 2
 max-protocol-errors = 3
 [options]
 "Packet.Max-Length" = 65536
-"Subscription.Max-Count" = { min = 1, default = 5, max = 10 }
+"Subscription.Max-Count" = { min = 16, default = 20, max = 30 }
 "Send-Queue.Drop-Policy" = "newest"
 ''')
     config = load_config(path)
@@ -30,7 +30,7 @@ max-protocol-errors = 3
     assert config.log_level == "debug" and config.stats_interval == 2
     assert config.max_protocol_errors == 3
     assert config.options.ints["Packet.Max-Length"][1] == 65536
-    assert config.options.ints["Subscription.Max-Count"] == (1, 5, 10)
+    assert config.options.ints["Subscription.Max-Count"] == (16, 20, 30)
     assert config.options.send_drop_policy == "newest"
 
 
@@ -41,7 +41,7 @@ max-protocol-errors = 3
     ('listen = "tcp://x"\n', "bad listen URI"),
     ('log-level = "loud"\n', "log-level"),
     ('[options]\n"No.Such" = 1\n', "unknown connection option"),
-    ('[options]\n"Subscription.Max-Count" = { min = 10, default = 5 }\n', "min <= default"),
+    ('[options]\n"Subscription.Max-Count" = { min = 20, default = 17 }\n', "min <= default"),
     ('[options]\n"Send-Queue.Drop-Policy" = "random"\n', "Drop-Policy"),
     ('listen = "elvin:4.0/ssl,none,xdr/127.0.0.1:2918"\n', "tls-cert"),
 ])

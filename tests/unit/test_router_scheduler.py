@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from elvin.router.fairness import Scheduler
+from elvin.router.scheduler import Scheduler
 
 
 class Session:
@@ -67,7 +67,7 @@ async def test_a_burst_is_handled_a_bigger_batch_per_turn():
     """Sessions in the round robin pipeline requests: each turn handles
     BURST_QUANTUM of them (one write of replies per turn), a session from the
     short queue QUANTUM."""
-    from elvin.router.fairness import BURST_QUANTUM, QUANTUM
+    from elvin.router.scheduler import BURST_QUANTUM, QUANTUM
 
     quanta: list[tuple[str, int]] = []
 
@@ -121,7 +121,7 @@ class Costly(Session):
 async def test_a_steady_stream_of_light_sessions_does_not_starve_a_burst():
     """Light sessions keep arriving, each turn more than a budget's worth of
     them: the burst in the round robin is still served, within a few turns."""
-    from elvin.router.fairness import BUDGET
+    from elvin.router.scheduler import BUDGET
 
     scheduler = Scheduler(asyncio.get_running_loop())
     burst = Costly(1000, 0.0001)
@@ -140,7 +140,7 @@ async def test_a_steady_stream_of_light_sessions_does_not_starve_a_burst():
 async def test_one_loop_turn_shares_one_budget():
     """Every session handling packets in one loop turn shares one deadline:
     the fast path of a dozen sessions cannot take a dozen budgets."""
-    from elvin.router.fairness import BUDGET
+    from elvin.router.scheduler import BUDGET
 
     scheduler = Scheduler(asyncio.get_running_loop())
     first = scheduler.turn_deadline()

@@ -7,7 +7,7 @@ import pytest
 from elvin.errors import NackCode
 from elvin.keys import EMPTY_KEYS, Keys, keys_match
 from elvin.router.security import (
-    KeyError_,
+    KeyRefused,
     apply_delta,
     check_keys,
     key_delta_error,
@@ -49,10 +49,10 @@ def test_some_pairs_do_match():
 
 
 def test_check_keys_refuses_unknown_scheme_and_extra_sets():
-    with pytest.raises(KeyError_) as info:
+    with pytest.raises(KeyRefused) as info:
         check_keys(Keys({7: (frozenset({b"x"}),)}))
     assert info.value.code == NackCode.BAD_KEY_SCHEME and info.value.args_ == (7,)
-    with pytest.raises(KeyError_) as info:
+    with pytest.raises(KeyRefused) as info:
         check_keys(Keys({2: (frozenset({b"x"}), frozenset({b"y"}))}))
     assert info.value.code == NackCode.BAD_KEY_INDEX
     check_keys(Keys.dual_notification(["a"], ["b"]))

@@ -15,7 +15,7 @@ import time
 
 from elvin.protocol import ConnRqst, NotifyEmit, frame
 from elvin.router.config import RouterConfig
-from elvin.router.fairness import BUDGET
+from elvin.router.scheduler import BUDGET
 from elvin.router.server import Router
 from elvin.router.session import Session
 
@@ -72,7 +72,7 @@ async def test_sessions_handling_packets_in_one_turn_share_its_budget():
             handled.append(session)
 
         for session in sessions:
-            session._notify_emit = (lambda body, s=session: costly_notification(s, body))
+            session.core._notify_emit = (lambda body, s=session: costly_notification(s, body))
         note = frame(NotifyEmit({"N": 1}))
         # the ConnRqsts above may have overrun their turn: wait until all are
         # handled and nothing waits, then start a new loop turn

@@ -39,6 +39,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from elvin.router.turns import TurnLoop
+
 log = logging.getLogger("elvin.router")
 
 __all__ = ["BUDGET", "BURST_QUANTUM", "QUANTUM", "Scheduler"]
@@ -61,7 +63,7 @@ SHORT_SHARE = 0.5
 AGE_TURNS = 4
 
 
-class Scheduler:
+class Scheduler(TurnLoop):
     """``wake(session, short)`` queues a session whose ``drain(quantum,
     deadline) -> bool`` (True: more packets wait) the scheduler calls in
     turn; a session stops early once ``time.perf_counter()`` passes
@@ -69,16 +71,15 @@ class Scheduler:
 
     def __init__(self, loop: asyncio.AbstractEventLoop,
                  after_turn: Callable[[], None] | None = None) -> None:
-        self.loop = loop
+        super().__init__(loop, BUDGET)
         #: called after each session's turn (the router writes what it queued)
         self.after_turn = after_turn
         self.short: deque[Any] = deque()    # at most a quantum waiting: served first
         self.ready: deque[Any] = deque()    # the round robin of bursts
         self._queued: set[Any] = set()
-        self._scheduled = False
-        self._deadline: float | None = None  # this loop turn's, once a packet was handled
+        self._turn_end: float | None = None  # this loop turn's, once a packet was handled
         self._turns = 0                      # runs so far
-        self._since: dict[Any, int] = {}     # burst -> the run it was last served in
+        self._since: dict[Any, int] = {}     # burst -> the run it joined the round robin in
 
     @property
     def idle(self) -> bool:
@@ -87,15 +88,15 @@ class Scheduler:
     def turn_deadline(self) -> float:
         """The ``time.perf_counter()`` by which this loop turn's packet
         handling must stop, shared by every session."""
-        deadline = self._deadline
+        deadline = self._turn_end
         if deadline is None:
-            deadline = self._deadline = time.perf_counter() + BUDGET
+            deadline = self._turn_end = time.perf_counter() + BUDGET
             # runs first in the loop's next turn: before its I/O callbacks
             self.loop.call_soon(self._new_turn)
         return deadline
 
     def _new_turn(self) -> None:
-        self._deadline = None
+        self._turn_end = None
 
     def wake(self, session: Any, short: bool = True) -> None:
         """Queue ``session``: ``short`` if it has at most ``QUANTUM`` packets
@@ -108,11 +109,16 @@ class Scheduler:
             else:
                 self.ready.append(session)
                 self._since.setdefault(session, self._turns)
-        if not self._scheduled:
-            self._scheduled = True
-            self.loop.call_later(0, self._run)
+        self._kick()
 
-    def _turn(self, session: Any, quantum: int, deadline: float) -> None:
+    # -- TurnLoop -------------------------------------------------------------------------
+    def _deadline(self) -> float:
+        return self.turn_deadline()
+
+    def _has_work(self) -> bool:
+        return bool(self.short or self.ready)
+
+    def _serve(self, session: Any, quantum: int, deadline: float) -> None:
         """One session's turn: back of the round robin if more waits."""
         self._queued.discard(session)
         try:
@@ -125,34 +131,26 @@ class Scheduler:
         except Exception:   # noqa: BLE001 - one session's failure must not strand the rest
             log.exception("a scheduler turn failed (session %r)", session)
 
-    def _run(self) -> None:
-        self._scheduled = False
+    def _serve_burst(self, deadline: float) -> None:
+        session = self.ready.popleft()
+        self._since.pop(session, None)
+        self._serve(session, BURST_QUANTUM, deadline)
+
+    def _turn(self, deadline: float) -> None:
         self._turns += 1
         short = self.short
         ready = self.ready
-        since = self._since
         clock = time.perf_counter
-        deadline = self.turn_deadline()
         # the oldest burst first once it has waited too long
-        if ready and self._turns - since.get(ready[0], self._turns) >= AGE_TURNS:
-            session = ready.popleft()
-            since.pop(session, None)
-            self._turn(session, BURST_QUANTUM, deadline)
+        if ready and self._turns - self._since.get(ready[0], self._turns) >= AGE_TURNS:
+            self._serve_burst(deadline)
         # the short queue, within its share while bursts wait
         short_deadline = deadline - BUDGET * (1 - SHORT_SHARE) if ready else deadline
         while short and clock() < short_deadline:
-            self._turn(short.popleft(), QUANTUM, short_deadline)
+            self._serve(short.popleft(), QUANTUM, short_deadline)
         # the bursts, in turn, then whoever is short again if time is left
         while (short or ready) and clock() < deadline:
             if ready:
-                session = ready.popleft()
-                since.pop(session, None)
-                self._turn(session, BURST_QUANTUM, deadline)
+                self._serve_burst(deadline)
             else:
-                self._turn(short.popleft(), QUANTUM, deadline)
-        if (short or ready) and not self._scheduled:
-            self._scheduled = True
-            # a timer, not call_soon: due timers run after the I/O callbacks of
-            # the loop's next turn, so a client whose packet arrived meanwhile
-            # is woken (into the short queue) before the next turn starts
-            self.loop.call_later(0, self._run)
+                self._serve(short.popleft(), QUANTUM, deadline)

@@ -1,0 +1,98 @@
+"""SIGHUP for ``elvind``: apply a re-read configuration to the running router.
+
+The new configuration is read and validated whole first (a file with an
+error changes nothing: the reload is refused and says why). Then each
+setting that differs is either applied, or named as needing a restart:
+
+* applied at once: ``log-level``, ``log-file`` (reopened), ``stats-interval``,
+  the ``[options]`` limits (for connections made from now on; a connected
+  client keeps what it negotiated), ``[federation]`` (links dialled, closed
+  or re-filtered, client sessions untouched), ``archive`` (opened, closed or
+  moved), and the limits and timeouts read per request (``connect-timeout``,
+  ``close-timeout``, ``max-protocol-errors``, ``max-subscriptions``,
+  ``max-connections``, ``redirect-to``, ``quench``);
+* needing a restart: ``listen``, ``tls-cert``/``tls-key``, the discovery and
+  mobility settings, ``status-file`` and ``metrics`` (the running router keeps
+  its old values, and the reload's message lists them).
+
+The verdict is one line, e.g. ``applied log-level (info -> debug),
+stats-interval (5 -> 1); needs a restart: listen``, logged and kept for
+``elvind reload`` (``elvin.daemon_control``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from elvin.daemon_control import change, reload_verdict
+from elvin.router.config import RELOADABLE, RouterConfig
+
+__all__ = ["apply_config", "changed_settings"]
+
+log = logging.getLogger("elvin.router")
+
+#: settings that are not compared: bookkeeping, not configuration
+_IGNORED = {"sources", "use_uvloop"}
+
+
+def _shown(name: str) -> str:
+    return {"options": "[options]", "federation": "[federation]"}.get(
+        name, name.replace("_", "-"))
+
+
+def changed_settings(old: RouterConfig, new: RouterConfig) -> list[str]:
+    """The names of the settings that differ, in declaration order."""
+    return [f.name for f in dataclasses.fields(RouterConfig)
+            if f.name not in _IGNORED and getattr(old, f.name) != getattr(new, f.name)]
+
+
+async def apply_config(router: Any, new: RouterConfig,
+                       set_logging: Callable[[str, str | None], None]) -> tuple[bool, str]:
+    """Apply what can change of ``new`` to ``router``; ``(all applied,
+    message)``. ``set_logging(level, file)`` switches the log (``OSError``
+    when the new file cannot be opened)."""
+    old = router.config
+    changed = changed_settings(old, new)
+    if not changed:
+        return True, "no changes"
+    applied: list[str] = []
+    failed: list[str] = []
+    restart = [name for name in changed if name not in RELOADABLE]
+    live = [name for name in changed if name in RELOADABLE]
+    if "log_level" in live or "log_file" in live:
+        try:
+            set_logging(new.log_level, new.log_file)
+        except OSError as exc:
+            failed.append(f"log-file {new.log_file!r}: cannot open: {exc.strerror or exc}")
+        else:
+            for name in ("log_level", "log_file"):
+                if name in live:
+                    old_value, new_value = getattr(old, name), getattr(new, name)
+                    setattr(old, name, new_value)
+                    applied.append(change(_shown(name), old_value, new_value))
+    for name in live:
+        if name in ("log_level", "log_file", "options", "federation", "archive"):
+            continue
+        old_value = getattr(old, name)
+        if name == "stats_interval":
+            router.set_stats_interval(new.stats_interval)
+        else:
+            setattr(old, name, getattr(new, name))
+        applied.append(change(_shown(name), old_value, getattr(new, name)))
+    if "options" in live:
+        router.set_option_ranges(new.options)
+        applied.append("[options] (for new connections)")
+    if "archive" in live:
+        before = old.archive
+        problem = await router.reconfigure_archive(new.archive)
+        if problem:
+            failed.append(f"archive: {problem}")
+        else:
+            applied.append(change("archive", before or "off", new.archive or "off"))
+    if "federation" in live:
+        await router.reconfigure_federation(new.federation)
+        applied.append("[federation]")
+    return reload_verdict(applied, [_shown(name) for name in restart], failed)

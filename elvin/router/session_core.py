@@ -1,0 +1,823 @@
+"""One client channel's protocol, sans-IO: spec sections 5 and 7.
+
+``SessionCore`` is the session state machine and every packet handler. It
+reads no socket and sets no timer: it is fed the bytes a client sent
+(``receive``) and told when to act on them (``drain``, within a budget the
+caller sets), when a compile it asked for is done (through the job's
+completion), and when the channel is gone (``lost``). What it wants done on
+the channel it asks of its ``SessionIO`` (``write`` a packet, ``close``...),
+and what it wants of the router it asks of its ``SessionHost`` (the engine,
+the quench manager, delivery, compiling). The asyncio protocol
+(``elvin.router.session.Session``) implements ``SessionIO``: it moves bytes
+and applies flow control, nothing else. Tests drive a core with recording
+fakes of both, without sockets (``tests/unit/test_router_session_core.py``).
+
+States:
+
+``NEW``        nothing received yet. The first packet must be ConnRqst or
+               UNotify; anything else, or neither within ``connect_timeout``
+               seconds (7.4.3, the channel's timer calls ``connect_timed_out``),
+               closes the channel without a word.
+``UNOTIFY``    session-less (5.4.1): only UNotify packets; the router never
+               sends anything on such a channel.
+``CONNECTED``  a session (ConnRqst accepted).
+``CLOSING``    DisconnRqst received or Disconn sent: everything read is
+               ignored; the channel closes once the last packet is written
+               (or after ``close_timeout`` if the client stops reading).
+``CLOSED``     the channel is gone.
+
+Errors (7.3):
+
+* a frame that cannot be unmarshalled, a packet type a client may not send,
+  or anything but ConnRqst/UNotify first is a *protocol violation*: the
+  session gets Disconn (reason 4) if it is established, and is closed;
+* a well-formed packet that breaks the negotiated limits or the session
+  state (a second ConnRqst, a SecRqst adding a registered key) is a
+  *protocol error*: a NotifyEmit or UNotify is ignored (logged at debug),
+  any other packet is answered with a Nack, and after
+  ``max_protocol_errors`` of those the session gets Disconn (reason 4);
+* requests that fail for ordinary reasons (bad subscription, unknown id)
+  get the Nack of the spec's table and do not count as errors.
+
+Nothing a client does can raise out of this module: every packet is
+handled inside a ``try`` and an unexpected failure is logged and answered
+with a Nack (PROT_ERROR) when the packet had an xid.
+
+Pending work (``elvin.protocol.backlog``): received packets wait in the
+backlog until the caller's ``drain``. An expression longer than
+``OFF_LOOP_LENGTH`` characters is compiled by the host's worker
+(``compile_long``); until it is done the later packets wait, so replies come
+in request order -- except TestConn, answered as it arrives (liveness never
+waits for work). The compile belongs to the session: ``lost`` (or any
+release) cancels it, and a result that comes anyway is dropped.
+
+SecRqst (7.4.8): adding a key that is already registered, or removing one
+that is not, is a protocol error, answered with KEY_EXISTS / NO_SUCH_KEY
+and nothing is changed (the request is atomic). Avis silently ignores such
+keys; we follow the spec because it is explicit here and the Nack codes
+exist for it. SubModRqst and QnchModRqst ignore such keys (7.4.18 says so
+for subscriptions; quenches are treated the same way, as are names added
+twice or removed when absent in QnchModRqst).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import time
+from collections.abc import Callable, Hashable
+from typing import Any, Protocol
+
+from elvin.errors import KeyRefused, NackCode, ProtocolError, SubscriptionError
+from elvin.keys import EMPTY_KEYS, Keys
+from elvin.protocol import (
+    ConfConn,
+    ConnRply,
+    ConnRqst,
+    Disconn,
+    DisconnReason,
+    DisconnRply,
+    DisconnRqst,
+    FrameDecoder,
+    LimitError,
+    Nack,
+    NotifyEmit,
+    PacketId,
+    QnchAddRqst,
+    QnchDelRqst,
+    QnchModRqst,
+    QnchRply,
+    QosRply,
+    QosRqst,
+    SecRply,
+    SecRqst,
+    SubAddRqst,
+    SubDelRqst,
+    SubModRqst,
+    SubRply,
+    TestConn,
+    UNotify,
+    decode_attributes,
+    decode_packet,
+    frame,
+)
+from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Job, Violation
+from elvin.protocol.limits import FIELD_OPTIONS, Limits
+from elvin.protocol.xdr import decode_sub_add_rqst
+from elvin.router.options import SessionOptions, negotiate
+from elvin.router.security import (
+    apply_delta,
+    check_keys,
+    id64,
+    key_delta_error,
+    prepare_notification,
+)
+from elvin.values import INT32_MAX, INT32_MIN, Int64
+
+log = logging.getLogger("elvin.router.session")
+
+__all__ = ["CLOSED", "CLOSING", "CONNECTED", "NEW", "OFF_LOOP_LENGTH", "UNOTIFY",
+           "SessionCore", "SessionHost", "SessionIO"]
+
+NEW, UNOTIFY, CONNECTED, CLOSING, CLOSED = "new", "unotify", "connected", "closing", "closed"
+
+#: expressions longer than this (characters) compile on the host's worker
+OFF_LOOP_LENGTH = 256      # longer ones take 5-20 ms to compile: the worker does them
+
+_CONF_CONN = frame(ConfConn())
+_ZERO4 = b"\0\0\0\0"
+_ONE4 = b"\0\0\0\1"
+_NOTIFY_EMIT = int(PacketId.NOTIFY_EMIT).to_bytes(4, "big")
+#: SubRply for SubAddRqst, framed directly (the reply of a registration
+#: burst: no packet object, no generic encoder): length, id, xid, sub id
+_SUB_RPLY = struct.Struct(">IiIQ")
+_SUB_RPLY_ID = int(PacketId.SUB_RPLY)
+
+
+class SessionIO(Protocol):
+    """What a core asks of the channel it serves."""
+
+    def write(self, data: bytes, droppable: bool = False) -> None:
+        """Queue framed packets for the client (dropped once the channel closed)."""
+
+    def write_conf_conn(self, data: bytes) -> None:
+        """Queue a ConfConn, unless other packets are already waiting (7.4.14)."""
+
+    def close(self, flush: bool) -> None:
+        """Close the channel: once what is queued is written (``flush``: a
+        Disconn or DisconnRply was the last packet), or at once."""
+
+    def apply_options(self, options: SessionOptions) -> None:
+        """The negotiated options changed: the send queue's limits, TCP_NODELAY."""
+
+    def started(self) -> None:
+        """The first packet (ConnRqst or UNotify) was taken: the connect timer goes."""
+
+
+class SessionHost(Protocol):
+    """What a core asks of its router (``elvin.router.server.Router``)."""
+
+    engine: Any
+    quench: Any
+    stats: Any
+    config: Any
+    initial_options: SessionOptions
+    initial_limits: Limits
+
+    def compile(self, text: str) -> Any:
+        """A short expression compiled now (``Registered``), or SubscriptionError."""
+
+    def compile_long(self, text: str) -> Any:
+        """A long expression compiled on a worker: a future (``Job``) that
+        gives a ``Registered`` or raises SubscriptionError."""
+
+    def deliver(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+                nkeys: Any, *, producer: Any = None) -> int: ...
+
+    def refuse_connection(self) -> str | None | bool: ...
+
+    def session_connected(self, owner: Hashable) -> None: ...
+
+    def release(self, owner: Hashable) -> None:
+        """Forget the owner's subscriptions and quenches."""
+
+    def owner_sub_keys_changed(self, owner: Hashable, keys: Keys) -> None: ...
+
+
+class _Detached:
+    """The ``SessionIO`` of a core whose channel is gone: nothing to do."""
+
+    def write(self, data: bytes, droppable: bool = False) -> None:
+        pass
+
+    def write_conf_conn(self, data: bytes) -> None:
+        pass
+
+    def close(self, flush: bool) -> None:
+        pass
+
+    def apply_options(self, options: SessionOptions) -> None:
+        pass
+
+    def started(self) -> None:
+        pass
+
+
+_DETACHED = _Detached()
+
+
+def _nack_value(value: Any) -> Any:
+    """A Nack argument as a legal Value."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, Int64):
+        return value
+    if isinstance(value, int):
+        return value if INT32_MIN <= value <= INT32_MAX else Int64(
+            max(min(value, 2**63 - 1), -(2**63)))
+    if isinstance(value, (float, str, bytes)):
+        return value.replace("\0", "") if isinstance(value, str) else value
+    return str(value)
+
+
+class _Pending:
+    """A request whose expression compiles off the loop: what finishes it."""
+
+    __slots__ = ("job", "xid", "expression", "then", "args")
+
+    def __init__(self, job: Job, xid: int, expression: str, then: Callable[..., None],
+                 args: tuple) -> None:
+        self.job, self.xid, self.expression = job, xid, expression
+        self.then, self.args = then, args
+
+
+class SessionCore:
+    """The protocol of one client channel. ``owner`` is the object the
+    router files the client's subscriptions and quenches under, and delivers
+    to (the channel itself)."""
+
+    def __init__(self, host: SessionHost, io: SessionIO, owner: Hashable,
+                 peer: Any = None) -> None:
+        self.host = host
+        self.io = io
+        self.owner = owner
+        self.peer = peer
+        self.state = NEW
+        self.options: SessionOptions = host.initial_options
+        self.limits = host.initial_limits
+        self.decoder = FrameDecoder(self.limits)
+        self.nfn_keys: Keys = EMPTY_KEYS
+        self.sub_keys: Keys = EMPTY_KEYS
+        self.nfn_prepared = None
+        self.errors = 0
+        self.released = False
+        #: packets not handled yet, and the compile they wait for
+        self.backlog = Backlog()
+        self._pending: _Pending | None = None
+        #: called when a compile finished and packets wait again (the channel
+        #: schedules its next turn); None: nobody to tell (tests drain directly)
+        self.on_ready: Callable[[], None] | None = None
+
+    def __repr__(self) -> str:
+        return f"<SessionCore {self.peer} {self.state}>"
+
+    @property
+    def closing(self) -> bool:
+        return self.state is CLOSING or self.state is CLOSED
+
+    # -- input --------------------------------------------------------------------------
+    def receive(self, data: bytes) -> None:
+        """Bytes the client sent: their packets join the backlog (a TestConn
+        of a session is answered at once); a framing error becomes a
+        violation after the good frames before it."""
+        if self.state is CLOSING or self.state is CLOSED:
+            return
+        bad = None
+        try:
+            bodies = self.decoder.feed_frames(data)
+        except ProtocolError as exc:
+            bodies, bad = exc.frames, f"bad frame: {exc}"
+        if self.state is CONNECTED and TEST_CONN_BODY in bodies:
+            bodies = self._answer_liveness(bodies)
+        backlog = self.backlog
+        backlog.add(bodies)
+        if bad is not None:
+            backlog.violation(bad)
+
+    def _answer_liveness(self, bodies: list[bytes]) -> list[bytes]:
+        """Answer each TestConn now, whatever waits before it: its ConfConn
+        has no xid, so no reply-order obligation (7.4.13). The rest, in order."""
+        kept = []
+        for body in bodies:
+            if body == TEST_CONN_BODY:
+                self._test_conn(None)
+            else:
+                kept.append(body)
+        return kept
+
+    def drain(self, quantum: int, deadline: float) -> bool:
+        """Handle up to ``quantum`` backlog packets, fewer if the clock
+        (``time.perf_counter``) passes ``deadline`` (one notification may cost
+        a whole evaluation budget). True if more wait and can be handled now."""
+        backlog = self.backlog
+        clock = time.perf_counter
+        for _ in range(quantum):
+            if self.state is CLOSING or self.state is CLOSED:
+                break
+            body = backlog.next()
+            if body is None:            # nothing waits, or a compile runs
+                break
+            if type(body) is Violation:
+                self._violation(body.reason)
+                break
+            self._packet(body)
+            if clock() > deadline:
+                break
+        if self.state is CLOSING or self.state is CLOSED:
+            backlog.clear()
+            return False
+        return bool(backlog) and not backlog.busy
+
+    @property
+    def waiting(self) -> int:
+        """Packets waiting for a turn (0 while a compile holds them)."""
+        backlog = self.backlog
+        return 0 if backlog.busy else len(backlog)
+
+    @property
+    def holding_too_much(self) -> bool:
+        """Reading must pause: packets wait for a turn, or too many are held
+        behind a compile."""
+        backlog = self.backlog
+        if backlog.busy:
+            return backlog.full
+        return bool(backlog)
+
+    def connect_timed_out(self, seconds: float) -> None:
+        if self.state is NEW:
+            log.info("%s: no ConnRqst or UNotify within %.1f s: closing", self.peer, seconds)
+            self.abort()
+
+    def lost(self) -> None:
+        """The channel is gone: release everything, and let go of the channel
+        (it holds this core: the two would be a reference cycle, kept until
+        a full collection)."""
+        self.state = CLOSED
+        self._release()
+        self.io = _DETACHED
+        self.owner = None
+        self.on_ready = None
+
+    # -- dispatch -----------------------------------------------------------------------
+    def _packet(self, body: bytes) -> None:
+        try:
+            packet = None
+            if self.state is CONNECTED:
+                if body[:4] == _NOTIFY_EMIT:
+                    self._notify_emit(body)
+                    return
+                packet = decode_sub_add_rqst(body, self.limits)   # a registration burst's
+            if packet is not None:
+                handler = SessionCore._sub_add_rqst     # and a connected session's request
+            else:
+                try:
+                    packet = decode_packet(body, self.limits)
+                except LimitError as exc:
+                    self._limit_error(exc)
+                    return
+                except ProtocolError as exc:
+                    self._violation(f"malformed packet: {exc}")
+                    return
+                handler = _HANDLERS.get(type(packet))
+                if handler is None:
+                    self._violation(f"{type(packet).__name__} may not be sent by a client")
+                    return
+                state = self.state
+                if state is NEW:
+                    if type(packet) not in (ConnRqst, UNotify):
+                        self._violation(f"{type(packet).__name__} before ConnRqst")
+                        return
+                elif state is UNOTIFY and type(packet) is not UNotify:
+                    self._violation(f"{type(packet).__name__} on a session-less channel")
+                    return
+            try:
+                handler(self, packet)
+            except Exception:
+                log.exception("%s: failed to handle %s", self.peer, type(packet).__name__)
+                xid = getattr(packet, "xid", None)
+                if xid is not None and self.state is CONNECTED:
+                    self.nack(xid, NackCode.PROT_ERROR, "Internal router error")
+        except Exception:       # never let a client's packet escape
+            log.exception("%s: unexpected failure; closing the session", self.peer)
+            self.abort()
+
+    def _limit_error(self, exc: LimitError) -> None:
+        """A well-formed packet over the negotiated limits: a protocol error."""
+        pid = exc.packet_id
+        if self.state is NEW or self.state is UNOTIFY:
+            if pid == PacketId.UNOTIFY and self.state is not NEW:
+                log.debug("%s: UNotify over the limits ignored: %s", self.peer, exc)
+                return
+            self._violation(f"packet over the limits: {exc}")
+            return
+        if pid in (PacketId.NOTIFY_EMIT, PacketId.UNOTIFY):
+            # 7.3.3: ignored. Not counted towards max_protocol_errors: such a
+            # packet costs the router no more than a valid one.
+            log.debug("%s: notification over the limits ignored: %s", self.peer, exc)
+            return
+        option = FIELD_OPTIONS.get(exc.limit, "")
+        if option:
+            self._protocol_error(exc.xid, NackCode.QOS_LIMIT, f"Request exceeds %1: {exc}",
+                                 (option,))
+        else:
+            self._protocol_error(exc.xid, NackCode.IMPL_LIMIT,
+                                 f"Request exceeds a router limit: {exc}")
+
+    def _protocol_error(self, xid: int | None, code: int, message: str,
+                        args: tuple = ()) -> None:
+        """A protocol error (7.3.3): the request's Nack, then, after
+        ``max_protocol_errors`` of them, Disconn (the last packet: nothing
+        is written after it)."""
+        if xid is not None and self.state is CONNECTED:
+            self.nack(xid, code, message, args)
+        self.errors += 1
+        self.host.stats.protocol_errors += 1
+        if self.errors >= self.host.config.max_protocol_errors and self.state is CONNECTED:
+            log.warning("%s: %d protocol errors: disconnecting", self.peer, self.errors)
+            self.disconnect(DisconnReason.PROTOCOL_ERRORS,
+                            f"{self.errors} protocol errors")
+
+    def _violation(self, reason: str) -> None:
+        """A protocol violation (7.3.2): close this channel."""
+        self.host.stats.protocol_errors += 1
+        log.info("%s: protocol violation: %s", self.peer, reason)
+        if self.state is CONNECTED:
+            self.disconnect(DisconnReason.PROTOCOL_ERRORS, f"protocol violation: {reason}")
+        else:
+            self.abort()
+
+    # -- output -------------------------------------------------------------------------
+    def send(self, packet: Any, droppable: bool = False) -> None:
+        """A packet for the client; none after Disconn or DisconnRply (once closing)."""
+        if self.state is not CLOSING and self.state is not CLOSED:
+            self.io.write(frame(packet), droppable)
+
+    def nack(self, xid: int, code: int, message: str, args: tuple = ()) -> None:
+        self.send(Nack(xid, int(code), message, tuple(_nack_value(a) for a in args)))
+
+    # -- closing ------------------------------------------------------------------------
+    def _release(self) -> None:
+        """Forget this client's subscriptions and quenches, cancel its
+        compile and what waits for it (once)."""
+        if self.released:
+            return
+        self.released = True
+        self._pending = None
+        self.backlog.release()
+        try:
+            self.host.release(self.owner)
+        except Exception:
+            log.exception("%s: cleanup failed", self.peer)
+
+    def disconnect(self, reason: int, args: str = "") -> None:
+        """Send Disconn (the last packet) and close once it is written."""
+        if self.state is CLOSED or self.state is CLOSING:
+            return
+        self.io.write(frame(Disconn(int(reason), args)))
+        self.close_after_flush()
+
+    def close_after_flush(self) -> None:
+        self.state = CLOSING
+        self._release()
+        self.io.close(flush=True)
+
+    def abort(self) -> None:
+        if self.state is not CLOSED:
+            self.state = CLOSING
+        self._release()
+        self.io.close(flush=False)
+
+    # -- packets ------------------------------------------------------------------------
+    def _conn_rqst(self, p: ConnRqst) -> None:
+        if self.state is CONNECTED:
+            self._protocol_error(p.xid, NackCode.PROT_ERROR, "Already connected")
+            return
+        if p.client_major_version != 4 or p.client_minor_version > 0:
+            # as Avis: 4.0 only; the channel stays open for another ConnRqst
+            self.nack(p.xid, NackCode.PROT_INCOMPAT,
+                      "Protocol version %1.%2 is not supported: this router speaks 4.0",
+                      (p.client_major_version, p.client_minor_version))
+            return
+        redirect = self.host.refuse_connection()
+        if redirect is not False:
+            # full (max-connections): the spec lets the router answer ConnRqst
+            # with Disconn (reason 2: connect there instead) or a Nack
+            if redirect:
+                log.info("%s: connection limit reached: redirecting to %s", self.peer,
+                         redirect)
+                self.disconnect(DisconnReason.REDIRECT, redirect)  # type: ignore[arg-type]
+            else:
+                self.nack(p.xid, NackCode.IMPL_LIMIT, "Too many connections")
+            return
+        if self._keys_refused(p.xid, p.nfn_keys, p.sub_keys):
+            return
+        options, reply = negotiate(p.options, self.options, self.host.config.options)
+        self._apply_options(options)
+        self.nfn_keys = p.nfn_keys
+        self.sub_keys = p.sub_keys
+        self.nfn_prepared = prepare_notification(self.nfn_keys)
+        self.state = CONNECTED
+        self.io.started()
+        self.host.session_connected(self.owner)
+        self.send(ConnRply(p.xid, reply))
+
+    def _apply_options(self, options: SessionOptions) -> None:
+        self.options = options
+        self.limits = options.limits(self.host.initial_limits)
+        self.decoder.limits = self.limits
+        self.io.apply_options(options)
+
+    def _unotify(self, p: UNotify) -> None:
+        if self.state is NEW:
+            self.state = UNOTIFY
+            self.io.started()
+        if p.client_major_version != 4 or p.client_minor_version > 0:
+            log.debug("%s: UNotify version %d.%d discarded", self.peer,
+                      p.client_major_version, p.client_minor_version)
+            return
+        try:
+            check_keys(p.keys)
+        except KeyRefused:
+            log.debug("%s: UNotify with bad keys ignored", self.peer)
+            return
+        self.host.stats.notifications_in += 1
+        self.host.deliver(p.attributes, None, p.deliver_insecure,
+                          prepare_notification(p.keys), producer=self.owner)
+
+    def _notify_emit(self, body: bytes) -> None:
+        """NotifyEmit, hot path: the attributes are decoded once and their XDR
+        is forwarded as is in every NotifyDeliver."""
+        try:
+            attrs, end = decode_attributes(body, 4, self.limits)
+        except LimitError as exc:
+            log.debug("%s: NotifyEmit over the limits ignored: %s", self.peer, exc)
+            return
+        except ProtocolError as exc:
+            self._violation(f"malformed NotifyEmit: {exc}")
+            return
+        tail = body[end:]
+        if len(tail) == 8 and tail[4:] == _ZERO4 and (tail[:4] == _ONE4 or tail[:4] == _ZERO4):
+            deliver_insecure = tail[:4] == _ONE4
+            nkeys = self.nfn_prepared
+        else:
+            try:
+                packet = decode_packet(body, self.limits)
+            except LimitError as exc:
+                log.debug("%s: NotifyEmit over the limits ignored: %s", self.peer, exc)
+                return
+            except ProtocolError as exc:
+                self._violation(f"malformed NotifyEmit: {exc}")
+                return
+            deliver_insecure = packet.deliver_insecure  # type: ignore[attr-defined]
+            keys = packet.keys  # type: ignore[attr-defined]
+            if keys:
+                try:
+                    check_keys(keys)
+                except KeyRefused:
+                    log.debug("%s: NotifyEmit with bad keys ignored", self.peer)
+                    return
+                nkeys = prepare_notification(self.nfn_keys | keys)
+            else:
+                nkeys = self.nfn_prepared
+        self.host.stats.notifications_in += 1
+        self.host.deliver(attrs, body[4:end], deliver_insecure, nkeys, producer=self.owner)
+
+    def _notify_emit_packet(self, p: NotifyEmit) -> None:  # only reached if not CONNECTED
+        self._violation("NotifyEmit before ConnRqst")
+
+    def _disconn_rqst(self, p: DisconnRqst) -> None:
+        self._release()      # 7.4.5: stop evaluating this client's subscriptions now
+        self.io.write(frame(DisconnRply(p.xid)))
+        self.close_after_flush()
+
+    def _test_conn(self, p: TestConn | None) -> None:
+        self.io.write_conf_conn(_CONF_CONN)
+
+    def _qos_rqst(self, p: QosRqst) -> None:
+        options, reply = negotiate(p.options, self.options, self.host.config.options)
+        self._apply_options(options)
+        self.send(QosRply(p.xid, reply))
+
+    def _sec_rqst(self, p: SecRqst) -> None:
+        if self._keys_refused(p.xid, p.add_nfn_keys, p.del_nfn_keys, p.add_sub_keys,
+                              p.del_sub_keys):
+            return
+        error = (key_delta_error(self.nfn_keys, p.add_nfn_keys, p.del_nfn_keys, "notification")
+                 or key_delta_error(self.sub_keys, p.add_sub_keys, p.del_sub_keys,
+                                    "subscription"))
+        if error is not None:
+            self._protocol_error(p.xid, error.code, error.message, error.args_)
+            return
+        new_nfn = apply_delta(self.nfn_keys, p.add_nfn_keys, p.del_nfn_keys)
+        new_sub = apply_delta(self.sub_keys, p.add_sub_keys, p.del_sub_keys)
+        nfn_changed = new_nfn != self.nfn_keys
+        sub_changed = new_sub != self.sub_keys
+        self.nfn_keys, self.sub_keys = new_nfn, new_sub
+        self.nfn_prepared = prepare_notification(new_nfn)
+        self.send(SecRply(p.xid))
+        if sub_changed:
+            self.host.owner_sub_keys_changed(self.owner, new_sub)
+        if nfn_changed:
+            self.host.quench.set_owner_keys(self.owner, new_nfn)
+
+    # -- subscriptions ------------------------------------------------------------------
+    def _compile(self, xid: int, expression: str, then: Callable[..., None],
+                 *args: Any) -> Any:
+        """The compiled expression now (a short one), or None: Nacked (too
+        long, or not a valid expression), or handed to the host's worker --
+        then ``then(*args, compiled)`` once it is done, and the packets after
+        this one wait for it (the session's one job)."""
+        limit = self.options.max_subscription_length
+        length = len(expression)
+        # (characters first: only a text of more than a quarter of the limit
+        # can be over it in UTF-8 bytes)
+        if length > limit // 4 and len(expression.encode("utf-8")) > limit:
+            self.nack(xid, NackCode.QOS_LIMIT,
+                      f"Subscription expression longer than %1 ({limit} bytes)",
+                      ("Subscription.Max-Length",))
+            return None
+        if length <= OFF_LOOP_LENGTH:
+            try:
+                return self.host.compile(expression)
+            except SubscriptionError as exc:
+                self._expression_nack(xid, expression, exc)
+                return None
+        job = self.host.compile_long(expression)
+        self.backlog.start(job)         # cancelled if the session is released
+        self._pending = _Pending(job, xid, expression, then, args)
+        job.add_done_callback(self._compiled)
+        return None
+
+    def _compiled(self, job: Any) -> None:
+        """(The job's completion, on the loop.)"""
+        pending = self._pending
+        if not self.backlog.finish(job) or pending is None or pending.job is not job:
+            return                      # released (and cancelled): nothing to link in
+        self._pending = None
+        try:
+            if self.state is CONNECTED:
+                exc = job.exception()
+                if exc is None:
+                    pending.then(*pending.args, job.result())
+                elif isinstance(exc, SubscriptionError):
+                    self._expression_nack(pending.xid, pending.expression, exc)
+                else:
+                    log.error("%s: compiling a subscription failed: %r", self.peer, exc)
+                    self.nack(pending.xid, NackCode.PROT_ERROR, "Internal router error")
+        except Exception:
+            log.exception("%s: finishing a subscription request failed", self.peer)
+        if self.backlog and self.on_ready is not None:
+            self.on_ready()
+
+    def _expression_nack(self, xid: int, expression: str, exc: SubscriptionError) -> None:
+        args = exc.args_ or ((exc.position if exc.position is not None else 0), expression)
+        self.nack(xid, exc.nack_code, exc.message, args)
+
+    def _sub_add_rqst(self, p: SubAddRqst) -> None:
+        host = self.host
+        engine = host.engine
+        options = self.options
+        if len(engine.owned(self.owner)) >= options.max_subscriptions:
+            self.nack(p.xid, NackCode.QOS_LIMIT,
+                      f"Too many subscriptions: %1 is {options.max_subscriptions}",
+                      ("Subscription.Max-Count",))
+            return
+        if len(engine) >= host.config.max_subscriptions:
+            self.nack(p.xid, NackCode.IMPL_LIMIT, "The router has too many subscriptions")
+            return
+        if p.keys and self._keys_refused(p.xid, p.keys):
+            return
+        compiled = self._compile(p.xid, p.expression, self._sub_add, p)
+        if compiled is not None:
+            self._sub_add(p, compiled)
+
+    def _sub_add(self, p: SubAddRqst, compiled: Any) -> None:
+        sub = self.host.engine.add(self.owner, p.expression, compiled.ast, compiled.matches,
+                                   p.accept_insecure, p.keys, self.sub_keys,
+                                   compiled.names, compiled.index, compiled.placement)
+        if not self.released:
+            self.io.write(_SUB_RPLY.pack(16, _SUB_RPLY_ID, p.xid, sub.id))
+        self.host.quench.subscription_added(sub)
+
+    def _own_sub(self, xid: int, sub_id: int) -> Any:
+        sub = self.host.engine.owned(self.owner).get(sub_id)
+        if sub is None:
+            self.nack(xid, NackCode.NO_SUCH_SUB, "No such subscription: %1", (id64(sub_id),))
+        return sub
+
+    def _sub_mod_rqst(self, p: SubModRqst) -> None:
+        sub = self._own_sub(p.xid, p.subscription_id)
+        if sub is None:
+            return
+        if self._keys_refused(p.xid, p.add_keys, p.del_keys):
+            return
+        if p.expression:
+            compiled = self._compile(p.xid, p.expression, self._sub_mod, p, sub)
+            if compiled is not None:
+                self._sub_mod(p, sub, compiled)
+        else:
+            self._sub_mod(p, sub, None)
+
+    def _sub_mod(self, p: SubModRqst, sub: Any, compiled: Any) -> None:
+        engine = self.host.engine
+        if engine.get(sub.id) is not sub:     # gone while compiling
+            self.nack(p.xid, NackCode.NO_SUCH_SUB, "No such subscription: %1", (id64(sub.id),))
+            return
+        quench = self.host.quench
+        before = quench.view(sub)
+        old_ast = sub.ast
+        keys = apply_delta(sub.keys, p.add_keys, p.del_keys)
+        if compiled is not None:
+            engine.modify(sub, text=p.expression, ast=compiled.ast, evaluate=compiled.matches,
+                          accept_insecure=p.accept_insecure, keys=keys,
+                          placement=compiled.placement)
+        else:
+            engine.modify(sub, accept_insecure=p.accept_insecure, keys=keys)
+        self.send(SubRply(p.xid, sub.id))
+        # modify keeps the tree object unless it changed: no walk of a big tree here
+        quench.subscription_modified(sub, before, sub.ast is not old_ast)
+
+    def _sub_del_rqst(self, p: SubDelRqst) -> None:
+        sub = self._own_sub(p.xid, p.subscription_id)
+        if sub is None:
+            return
+        quench = self.host.quench
+        before = quench.view(sub)
+        self.host.engine.remove(sub)
+        self.send(SubRply(p.xid, sub.id))
+        quench.subscription_removed(sub, before)
+
+    # -- quench -------------------------------------------------------------------------
+    def _quench_refused(self, xid: int) -> bool:
+        """With ``quench = false`` answer a quench request as Avis does (its
+        router lacks subset C): Nack NOT_IMPL "Quench not supported". An
+        ordinary refusal, not a protocol error: it does not count towards
+        ``max_protocol_errors``."""
+        if self.host.config.quench:
+            return False
+        self.nack(xid, NackCode.NOT_IMPL, "Quench not supported")
+        return True
+
+    def _keys_refused(self, xid: int, *key_sets: Keys) -> bool:
+        """Check the key sets a request carries; the first bad one is Nacked
+        with its own code and message. True when the request was refused."""
+        try:
+            for keys in key_sets:
+                check_keys(keys)
+        except KeyRefused as exc:
+            self.nack(xid, exc.code, exc.message, exc.args_)
+            return True
+        return False
+
+    def _qnch_add_rqst(self, p: QnchAddRqst) -> None:
+        if self._quench_refused(p.xid):
+            return
+        if not p.names:
+            self.nack(p.xid, NackCode.EMPTY_QUENCH, "Quench has no attribute names")
+            return
+        if self._keys_refused(p.xid, p.keys):
+            return
+        # The existing subscriptions go out (SubAddNotify) before the reply, so
+        # that a client holding the QnchRply knows its view is complete:
+        # auto-quench relies on it. The spec leaves the order open.
+        q = self.host.quench.add(self.owner, p.names, p.deliver_insecure, p.keys,
+                                 self.nfn_keys)
+        self.send(QnchRply(p.xid, q.id))
+
+    def _own_quench(self, xid: int, quench_id: int) -> Any:
+        q = self.host.quench.owned(self.owner).get(quench_id)
+        if q is None:
+            self.nack(xid, NackCode.NO_SUCH_QUENCH, "No such quench: %1", (id64(quench_id),))
+        return q
+
+    def _qnch_mod_rqst(self, p: QnchModRqst) -> None:
+        if self._quench_refused(p.xid):
+            return
+        q = self._own_quench(p.xid, p.quench_id)
+        if q is None:
+            return
+        if self._keys_refused(p.xid, p.add_keys, p.del_keys):
+            return
+        if not (q.names - frozenset(p.names_del)) | frozenset(p.names_add):
+            self.nack(p.xid, NackCode.EMPTY_QUENCH,
+                      "Quench would have no attribute names left")
+            return
+        self.host.quench.modify(q, p.names_add, p.names_del, p.deliver_insecure,
+                                p.add_keys, p.del_keys)
+        self.send(QnchRply(p.xid, q.id))  # after the notifications it caused, as for add
+
+    def _qnch_del_rqst(self, p: QnchDelRqst) -> None:
+        if self._quench_refused(p.xid):
+            return
+        q = self._own_quench(p.xid, p.quench_id)
+        if q is None:
+            return
+        self.host.quench.remove(q)
+        self.send(QnchRply(p.xid, q.id))
+
+
+_HANDLERS: dict[type, Callable[[SessionCore, Any], None]] = {
+    ConnRqst: SessionCore._conn_rqst,
+    UNotify: SessionCore._unotify,
+    NotifyEmit: SessionCore._notify_emit_packet,
+    DisconnRqst: SessionCore._disconn_rqst,
+    TestConn: SessionCore._test_conn,
+    QosRqst: SessionCore._qos_rqst,
+    SecRqst: SessionCore._sec_rqst,
+    SubAddRqst: SessionCore._sub_add_rqst,
+    SubModRqst: SessionCore._sub_mod_rqst,
+    SubDelRqst: SessionCore._sub_del_rqst,
+    QnchAddRqst: SessionCore._qnch_add_rqst,
+    QnchModRqst: SessionCore._qnch_mod_rqst,
+    QnchDelRqst: SessionCore._qnch_del_rqst,
+}

@@ -1,0 +1,290 @@
+"""The router session's sans-IO core (elvin.router.session_core), without a
+socket or an event loop: bytes in, packets out through a recording
+``SessionIO``, against a host made of the router's real sans-IO parts (the
+engine, the quench manager, the shape compiler, the options) whose long
+compiles are jobs the test completes when it wants."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from elvin.errors import NackCode, SubscriptionError
+from elvin.protocol import (
+    ConfConn,
+    ConnRply,
+    ConnRqst,
+    Disconn,
+    DisconnRply,
+    DisconnRqst,
+    FrameDecoder,
+    Nack,
+    NotifyEmit,
+    QnchAddRqst,
+    QnchRply,
+    SubAddRqst,
+    SubDelRqst,
+    SubRply,
+    TestConn,
+    UNotify,
+    decode_packet,
+    frame,
+)
+from elvin.router.config import RouterConfig
+from elvin.router.engine import Engine
+from elvin.router.options import initial_options
+from elvin.router.quench import QuenchManager
+from elvin.router.session_core import (
+    CLOSED,
+    CLOSING,
+    CONNECTED,
+    NEW,
+    OFF_LOOP_LENGTH,
+    UNOTIFY,
+    SessionCore,
+)
+from elvin.router.stats import Stats
+from elvin.subscription.shapes import ShapeCompiler, compile_text
+
+LONG = " || ".join(f'Group == "a group with a long name, number {i}"' for i in range(12))
+assert len(LONG) > OFF_LOOP_LENGTH
+
+
+class Job:
+    """A compile on a 'worker': done when the test says so."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.cancelled = False
+        self.callbacks: list = []
+        self._result: Any = None
+        self._exception: BaseException | None = None
+
+    def add_done_callback(self, fn) -> None:
+        self.callbacks.append(fn)
+
+    def cancel(self) -> bool:
+        self.cancelled = True
+        return True
+
+    def finish(self) -> None:
+        try:
+            self._result = compile_text(self.text)
+        except SubscriptionError as exc:
+            self._exception = exc
+        for fn in self.callbacks:
+            fn(self)
+
+    def exception(self) -> BaseException | None:
+        return self._exception
+
+    def result(self) -> Any:
+        return self._result
+
+
+class Host:
+    """The router's real sans-IO parts; deliveries and long compiles recorded."""
+
+    def __init__(self) -> None:
+        self.engine = Engine()
+        self.quench = QuenchManager(self.engine, lambda owner, packet: owner.core.send(packet))
+        self.stats = Stats()
+        self.config = RouterConfig()
+        self.initial_options = initial_options(self.config.options)
+        self.initial_limits = self.initial_options.limits()
+        self.compile = ShapeCompiler().compile
+        self.jobs: list[Job] = []
+        self.delivered: list[dict] = []
+        self.released: list[Any] = []
+
+    def compile_long(self, text: str) -> Job:
+        job = Job(text)
+        self.jobs.append(job)
+        return job
+
+    def deliver(self, attrs, block, deliver_insecure, nkeys, *, producer=None) -> int:
+        self.delivered.append(dict(attrs))
+        return 0
+
+    def refuse_connection(self):
+        return False
+
+    def session_connected(self, owner) -> None:
+        self.stats.connections_total += 1
+
+    def release(self, owner) -> None:
+        self.released.append(owner)
+        self.quench.remove_owner(owner)
+        for sub in list(self.engine.owned(owner).values()):
+            self.engine.remove(sub)
+
+    def owner_sub_keys_changed(self, owner, keys) -> None:
+        self.engine.set_owner_keys(owner, keys)
+
+
+class Channel:
+    """The ``SessionIO`` (and owner) of one core: records what it is asked."""
+
+    def __init__(self, host: Host) -> None:
+        self.core = SessionCore(host, self, self, peer=("test", 1))
+        self.decoder = FrameDecoder()
+        self.out: list[Any] = []
+        self.closed: bool | None = None     # None: open; else flush or not
+        self.started_calls = 0
+
+    def write(self, data: bytes, droppable: bool = False) -> None:
+        self.out.extend(decode_packet(body) for body in self.decoder.feed_frames(data))
+
+    def write_conf_conn(self, data: bytes) -> None:
+        self.write(data)
+
+    def close(self, flush: bool) -> None:
+        self.closed = flush
+
+    def apply_options(self, options) -> None:
+        pass
+
+    def started(self) -> None:
+        self.started_calls += 1
+
+    # -- driving it ---------------------------------------------------------------------
+    def feed(self, *packets: Any, raw: bytes = b"") -> list[Any]:
+        """Send packets (then ``raw`` bytes), handle what can be handled;
+        returns what came out."""
+        self.core.receive(b"".join(frame(p) for p in packets) + raw)
+        while self.core.drain(64, time.perf_counter() + 1):
+            pass
+        return self.take()
+
+    def take(self) -> list[Any]:
+        out, self.out = self.out, []
+        return out
+
+
+def connected(host: Host) -> Channel:
+    channel = Channel(host)
+    replies = channel.feed(ConnRqst(1, 4, 0, {}))
+    assert [type(p) for p in replies] == [ConnRply]
+    return channel
+
+
+def test_a_session_starts_with_connrqst():
+    host = Host()
+    channel = Channel(host)
+    assert channel.core.state is NEW
+    replies = channel.feed(ConnRqst(7, 4, 0, {}))
+    assert isinstance(replies[0], ConnRply) and replies[0].xid == 7
+    assert channel.core.state is CONNECTED and channel.started_calls == 1
+
+
+def test_anything_else_first_is_a_violation_closed_without_a_word():
+    host = Host()
+    channel = Channel(host)
+    assert channel.feed(SubAddRqst(1, "require(x)")) == []
+    assert channel.closed is False and channel.core.state is CLOSING
+    assert host.stats.protocol_errors == 1
+
+
+def test_unotify_first_makes_a_sessionless_channel():
+    host = Host()
+    channel = Channel(host)
+    assert channel.feed(UNotify(4, 0, {"A": 1})) == []
+    assert channel.core.state is UNOTIFY and host.delivered == [{"A": 1}]
+    channel.feed(ConnRqst(1, 4, 0, {}))       # nothing but UNotify on such a channel
+    assert channel.closed is False
+
+
+def test_short_subscriptions_are_answered_in_order_at_once():
+    host = Host()
+    channel = connected(host)
+    replies = channel.feed(SubAddRqst(2, "require(a)"), SubAddRqst(3, "b == 1 &&"),
+                           SubAddRqst(4, "require(c)"))
+    assert [(type(p), p.xid) for p in replies] == [(SubRply, 2), (Nack, 3), (SubRply, 4)]
+    assert replies[1].error == NackCode.PARSE_ERROR
+    assert len(host.engine.owned(channel)) == 2 and host.jobs == []
+
+
+def test_a_long_expression_holds_later_packets_but_not_testconn():
+    host = Host()
+    channel = connected(host)
+    replies = channel.feed(SubAddRqst(2, LONG), NotifyEmit({"N": 1}), TestConn(),
+                           SubAddRqst(3, "require(after)"))
+    assert [type(p) for p in replies] == [ConfConn]      # liveness does not wait
+    assert len(host.jobs) == 1 and channel.core.waiting == 0
+    assert channel.core.backlog.busy and host.delivered == []
+    ready: list[bool] = []
+    channel.core.on_ready = lambda: ready.append(True)
+    host.jobs[0].finish()
+    assert ready == [True]
+    while channel.core.drain(64, time.perf_counter() + 1):
+        pass
+    replies = channel.take()
+    assert [(type(p), p.xid) for p in replies] == [(SubRply, 2), (SubRply, 3)]
+    assert host.delivered == [{"N": 1}]                  # after the subscription
+
+
+def test_a_release_cancels_the_compile_and_drops_its_result():
+    host = Host()
+    channel = connected(host)
+    channel.feed(SubAddRqst(2, LONG), SubAddRqst(3, "require(after)"))
+    job = host.jobs[0]
+    channel.core.lost()
+    assert job.cancelled and channel.core.state is CLOSED
+    job.finish()                    # the worker finished anyway
+    assert len(host.engine) == 0 and channel.take() == []
+    assert host.released == [channel]
+
+
+def test_one_job_at_a_time_however_many_long_expressions_wait():
+    host = Host()
+    channel = connected(host)
+    channel.feed(*(SubAddRqst(10 + i, LONG.replace("number", f"n{i}")) for i in range(5)))
+    assert len(host.jobs) == 1
+    for n in range(5):
+        host.jobs[n].finish()
+        while channel.core.drain(64, time.perf_counter() + 1):
+            pass
+        assert len(host.jobs) == min(n + 2, 5)
+    assert [p.xid for p in channel.take()] == [10, 11, 12, 13, 14]
+
+
+def test_good_packets_before_a_bad_frame_take_effect_then_the_violation():
+    host = Host()
+    channel = connected(host)
+    replies = channel.feed(SubAddRqst(2, "require(a)"), SubAddRqst(3, "require(b)"),
+                           raw=b"\xff\xff\xff\xf0junk")
+    assert [type(p) for p in replies] == [SubRply, SubRply, Disconn]
+    assert replies[2].reason == 4 and channel.closed is True
+
+
+def test_protocol_errors_add_up_to_a_disconn():
+    host = Host()
+    channel = connected(host)
+    limit = host.config.max_protocol_errors
+    replies = channel.feed(*(ConnRqst(10 + i, 4, 0, {}) for i in range(limit)))
+    assert [type(p) for p in replies] == [Nack] * limit + [Disconn]
+    assert channel.core.state is CLOSING
+
+
+def test_disconnrqst_is_answered_and_closes_after_the_reply():
+    host = Host()
+    channel = connected(host)
+    channel.feed(SubAddRqst(2, "require(a)"))
+    replies = channel.feed(DisconnRqst(9))
+    assert [type(p) for p in replies] == [DisconnRply]
+    assert channel.closed is True and host.released == [channel]
+    assert channel.feed(SubAddRqst(10, "require(z)")) == []     # ignored once closing
+
+
+def test_quench_requests_see_existing_subscriptions_first():
+    host = Host()
+    subscriber = connected(host)
+    subscriber.feed(SubAddRqst(2, "require(Temperature)"))
+    producer = connected(host)
+    replies = producer.feed(QnchAddRqst(3, ("Temperature",)))
+    assert [type(p).__name__ for p in replies] == ["SubAddNotify", "QnchRply"]
+    assert isinstance(replies[-1], QnchRply)
+    subscriber.take()
+    removed = subscriber.feed(SubDelRqst(4, 1))
+    assert [type(p) for p in removed] == [SubRply]
+    assert [type(p).__name__ for p in producer.take()] == ["SubDelNotify"]
