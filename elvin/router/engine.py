@@ -454,7 +454,7 @@ class Engine:
         every notification."""
         insecure: dict[Hashable, Any] = {}
         secure: dict[Hashable, list[int]] = {}
-        preds = self.candidates(attrs)
+        preds = self.index.candidates(attrs)
         self.evaluations += len(preds)
         budget = notification_budget()
         try:

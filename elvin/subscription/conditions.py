@@ -76,8 +76,8 @@ from elvin.subscription.checker import COMPARISONS, STRING_PREDICATES, TYPE_PRED
 from elvin.subscription.reference import evaluate
 
 __all__ = ["ANY", "EQ", "NEVER", "PREFIX", "PRESENT", "RANGE", "SUFFIX", "TRANSFORMS",
-           "analyse", "describe_condition", "dimension_name", "finalise", "plan_of",
-           "real_position"]
+           "analyse", "describe_condition", "dimension_name", "finalise", "instantiator",
+           "plan_of", "real_position"]
 
 EQ, RANGE, PREFIX, SUFFIX, PRESENT = range(5)
 
@@ -344,6 +344,17 @@ def _string_predicate(node: Node, want: bool) -> RawPlan:
     return _present(first)
 
 
+def _names_any(node: Node) -> bool:
+    """Whether the tree names an attribute (the first child usually does)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.kind is Kind.NAME:
+            return True
+        stack.extend(n.children)
+    return False
+
+
 def _raw(node: Node, want: bool) -> RawPlan:
     k = node.kind
     if k is Kind.NOT:
@@ -359,7 +370,7 @@ def _raw(node: Node, want: bool) -> RawPlan:
         return [{node.children[0].value: _PRESENT}] if want else []
     if k in COMPARISONS or k is Kind.FUNC_EQUALS or k in STRING_PREDICATES \
             or k in TYPE_PREDICATES:
-        if not names_in(node):
+        if not _names_any(node):
             return _constant(node, want)
         if k in COMPARISONS:
             return _comparison(node, want)
@@ -428,6 +439,64 @@ def _final(dim: Any, cond: Any, literal: Callable[[Node], Node]) -> tuple | None
     best = max((tuple(dict.fromkeys(literal(n).value for n in group)) for group in cond.groups),
                key=lambda strings: min(map(len, strings)))
     return (cond.kind, dim, best)
+
+
+def instantiator(raw: RawPlan, slot_of: dict[int, int]) -> Callable[[list[Node]], tuple] | None:
+    """``finalise(raw, ...)`` as a function of a subscription's literal leaves
+    (``slot_of``: literal node id -> slot), for the usual raw plans: one
+    alternative whose conditions each read at most one literal per bound
+    (``Group == "g1" && require(Message)``, ``Seq >= a && Seq < b``,
+    ``begins-with(Path, "/srv")``). None for the others (``finalise`` then).
+    "Present" conditions are made once and shared by every subscription."""
+    if len(raw) != 1:
+        return None
+    parts: list[tuple[Callable[[list[Node], Any], tuple | None], Any]] = []
+    for dim, cond in raw[0].items():
+        t = type(cond)
+        if cond is _PRESENT:
+            parts.append((_shared, (PRESENT, dim)))
+        elif t is _Eq and len(cond.groups) == 1 and len(cond.groups[0]) == 1:
+            (literal,) = cond.groups[0]
+            if type(dim) is tuple and literal.kind is not Kind.STRING:
+                return None
+            parts.append((_eq_maker, (dim, slot_of[id(literal)])))
+        elif t is _Range and len(cond.lows) <= 1 and len(cond.highs) <= 1:
+            parts.append((_range_maker, (dim, slot_of[id(cond.lows[0])] if cond.lows else None,
+                                         slot_of[id(cond.highs[0])] if cond.highs else None)))
+        elif t is _Affix and len(cond.groups) == 1 and len(cond.groups[0]) == 1:
+            parts.append((_affix_maker, (cond.kind, dim, slot_of[id(cond.groups[0][0])])))
+        else:
+            return None
+
+    def make(leaves: list[Node]) -> tuple:
+        conditions = []
+        for maker, arg in parts:
+            made = maker(leaves, arg)
+            if made is None:
+                return NEVER
+            conditions.append(made)
+        return (tuple(conditions),)
+
+    return make
+
+
+def _shared(leaves: list[Node], cond: tuple) -> tuple:
+    return cond
+
+
+def _eq_maker(leaves: list[Node], arg: tuple) -> tuple:
+    return (EQ, arg[0], (literal_key(leaves[arg[1]]),))
+
+
+def _range_maker(leaves: list[Node], arg: tuple) -> tuple | None:
+    dim, low, high = arg
+    lo = -_INF if low is None else real_position(leaves[low].value)
+    hi = _INF if high is None else real_position(leaves[high].value)
+    return None if lo > hi else (RANGE, dim, lo, hi)
+
+
+def _affix_maker(leaves: list[Node], arg: tuple) -> tuple:
+    return (arg[0], arg[1], (leaves[arg[2]].value,))
 
 
 def plan_of(folded: Node) -> tuple:

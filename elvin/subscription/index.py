@@ -16,12 +16,14 @@ dimension (an attribute, or a string transform of one):
 * ``EQ``: a dict ``index_value -> slot``, probed with the value's key;
 * ``RANGE`` bounded on one side: a sorted list of bounds (``bisect``): the
   slots of every bound at or below (above) the value;
-* ``RANGE`` bounded on both sides: *bins*. A number's position (its double)
-  maps to a 64-bit integer that keeps the order (the IEEE bits, negatives
-  mirrored); a range of width ``w`` in that space lies in at most two
-  aligned bins of size ``2**L`` (``2**(L-1) < w <= 2**L``); a value is
-  probed in one bin per level in use. A bin may hold ranges that do not
-  contain the value: the range is checked, a few comparisons, before
+* ``RANGE`` bounded on both sides: *bins*. A range of width ``w`` lies in
+  at most two aligned bins of size ``2**L`` (``w < 2**L``): bin
+  ``floor(x / 2**L)`` of *level* ``L``; a value is probed in one bin per
+  level in use (windows of one width, ``Seq >= A && Seq < A + 10``, are
+  all of one level wherever they are). ``L`` is at least the bounds'
+  binary exponent less 60, so that a bin number fits 62 bits (a value
+  beyond that is in no bin of the level). A bin may hold ranges that do
+  not contain the value: the range is checked, a few comparisons, before
   anything is evaluated;
 * ``PREFIX`` / ``SUFFIX``: a dict ``string -> slot`` and the lengths in use:
   the value's prefix (suffix) of each length is looked up;
@@ -61,7 +63,6 @@ from __future__ import annotations
 
 import logging
 import math
-import struct
 import unicodedata
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping
@@ -86,20 +87,24 @@ _STEP_NAMES = ("value", "lower bound", "upper bound", "range", "prefix", "suffix
                "always")
 _INF = math.inf
 _EXACT = 2 ** 53
-_pack_real = struct.Struct("<d").pack
-_unpack_int = struct.Struct("<q").unpack
+_floor = math.floor
+#: bin levels: 2.0 ** -level is a normal or subnormal double, and any range
+#: of doubles fits two bins of the highest
+_MIN_LEVEL, _MAX_LEVEL = -1000, 1025
+_BIN_LIMIT = 2.0 ** 62
+_NO_KEY = (None,)
 _NFD, _NFKD = "NFD", "NFKD"
 _normalize = unicodedata.normalize
 
 
-def plan_for(tree: Node, plan: tuple | None = None) -> tuple:
-    """``plan``, or the plan of a checked ``tree``; an analysis that fails
-    leaves the tree to be evaluated for every notification
-    (``conditions.ANY``): it must never stop a subscription."""
+def plan_for(tree: Node, plan: tuple | None = None, folded: bool = False) -> tuple:
+    """``plan``, or the plan of a checked ``tree`` (``folded`` already);
+    an analysis that fails leaves the tree to be evaluated for every
+    notification (``conditions.ANY``): it must never stop a subscription."""
     if plan is not None:
         return plan
     try:
-        return plan_of(fold(tree))
+        return plan_of(tree if folded else fold(tree))
     except Exception:
         log.exception("the index analysis failed for %r", tree)
         return ANY
@@ -117,10 +122,19 @@ def transform(transforms: tuple[str, ...], value: str) -> str:
     return value
 
 
-def _ordered(position: float) -> int:
-    """An integer with the order of doubles (-0.0 and 0.0 alike)."""
-    (bits,) = _unpack_int(_pack_real(position))
-    return bits if bits >= 0 else -(bits & 0x7FFFFFFFFFFFFFFF)
+def _bins_of(lo: float, hi: float) -> tuple[int, int, int]:
+    """``(level, first bin, last bin)`` of a finite range: ``last - first``
+    is 0 or 1. Bin numbers are ``floor(x * 2.0 ** -level)``, monotonic in
+    ``x``, so a value in the range is in one of its bins."""
+    width = hi - lo
+    level = _MAX_LEVEL if width == _INF else math.frexp(width)[1]
+    level = min(_MAX_LEVEL, max(level, math.frexp(max(-lo, hi, lo, -hi))[1] - 60, _MIN_LEVEL))
+    while True:
+        scale = math.ldexp(1.0, -level)
+        first, last = _floor(lo * scale), _floor(hi * scale)
+        if last - first <= 1 or level >= _MAX_LEVEL:
+            return level, first, last
+        level += 1                  # (rounding): one level up, the range is in two bins
 
 
 def _position(value: Any) -> float | None:
@@ -199,11 +213,14 @@ class _Bucket:
     with checks move to ``level`` (an index of their own) once there are
     more than ``SPLIT`` of them."""
 
-    __slots__ = ("items", "level")
+    __slots__ = ("items", "level", "tried")
 
     def __init__(self, items: dict) -> None:
         self.items = items
         self.level: _Level | None = None
+        #: its size when a split last found too few entries to move (tried
+        #: again once it has doubled: not on every add)
+        self.tried = 0
 
 
 def _emit(slot: Any, attrs: Mapping[str, Any], out: list) -> None:
@@ -261,21 +278,29 @@ class _Bounds:
 class _Dim:
     """The look-ups of one dimension (created as they are needed)."""
 
-    __slots__ = ("eq", "lower", "upper", "bins", "levels", "prefix", "suffix", "present")
+    __slots__ = ("eq", "lower", "upper", "bins", "levels", "prefix", "suffix", "present",
+                 "more")
 
     def __init__(self) -> None:
         self.eq: dict | None = None
         self.lower: _Bounds | None = None      # x >= bound
         self.upper: _Bounds | None = None      # x <= bound
         self.bins: dict | None = None          # (level, bin) -> slot
-        self.levels: dict[int, int] | None = None   # level -> bins in use, in level order
+        #: level -> [bins in use, 2.0 ** -level], in level order
+        self.levels: dict[int, list] | None = None
         self.prefix: _Affixes | None = None
         self.suffix: _Affixes | None = None
         self.present: Any = None
+        #: anything but ``eq`` (the root's loop looks up ``eq`` itself)
+        self.more = False
+
+    def changed(self) -> None:
+        self.more = (self.lower is not None or self.upper is not None or bool(self.bins)
+                     or self.prefix is not None or self.suffix is not None
+                     or self.present is not None)
 
     def empty(self) -> bool:
-        return (not self.eq and self.lower is None and self.upper is None and not self.bins
-                and self.prefix is None and self.suffix is None and self.present is None)
+        return not self.eq and not self.more
 
     def probe(self, value: Any, attrs: Mapping[str, Any], out: list) -> None:
         eq = self.eq
@@ -283,6 +308,11 @@ class _Dim:
             slot = eq.get(_key(value))
             if slot is not None:
                 _emit(slot, attrs, out)
+        if self.more:
+            self.probe_more(value, attrs, out)
+
+    def probe_more(self, value: Any, attrs: Mapping[str, Any], out: list) -> None:
+        """``probe`` but for the ``eq`` look-up."""
         if type(value) is str:
             affixes = self.prefix
             if affixes is not None:
@@ -319,11 +349,12 @@ class _Dim:
                         _emit(slots[bound], attrs, out)
                 bins = self.bins
                 if bins:
-                    ordered = _ordered(position)
-                    for level in self.levels:   # type: ignore[union-attr]
-                        slot = bins.get((level, ordered >> level))
-                        if slot is not None:
-                            _emit(slot, attrs, out)
+                    for level, (_count, scale) in self.levels.items():  # type: ignore[union-attr]
+                        x = position * scale
+                        if -_BIN_LIMIT < x < _BIN_LIMIT:
+                            slot = bins.get((level, _floor(x)))
+                            if slot is not None:
+                                _emit(slot, attrs, out)
         if self.present is not None:
             _emit(self.present, attrs, out)
 
@@ -401,33 +432,24 @@ def access_of(alternative: tuple, exclude: frozenset = frozenset(),
     return best
 
 
-def _steps(cond: tuple) -> tuple[int, list]:
+def _steps(cond: tuple) -> tuple[int, tuple | list]:
     """How ``cond`` is filed: the step kind and the keys (one slot each)."""
     kind = cond[0]
     if kind == EQ:
-        return _EQ, list(cond[2])
+        return _EQ, cond[2]
     if kind == PREFIX:
-        return _PREFIX, list(cond[2])
+        return _PREFIX, cond[2]
     if kind == SUFFIX:
-        return _SUFFIX, list(cond[2])
+        return _SUFFIX, cond[2]
     if kind == RANGE:
         lo, hi = cond[2], cond[3]
         if hi == _INF:
             return _LOWER, [lo]
         if lo == -_INF:
             return _UPPER, [hi]
-        low, high = _ordered(lo), _ordered(hi)
-        level = (high - low).bit_length()
-        first, last = low >> level, high >> level
+        level, first, last = _bins_of(lo, hi)
         return _BINS, [(level, first)] if first == last else [(level, first), (level, last)]
-    return _PRESENT, [None]
-
-
-def _checks_for(alternative: tuple, access: tuple, step: int) -> tuple:
-    """What a candidate filed under ``access`` must still meet: the other
-    conditions but "present", and the access itself when its slot is a bin."""
-    return tuple(c for c in alternative
-                 if c[0] != PRESENT and (c is not access or step == _BINS))
+    return _PRESENT, _NO_KEY
 
 
 class TermIndex:
@@ -444,8 +466,31 @@ class TermIndex:
     # -- queries -------------------------------------------------------------------------
     def candidates(self, attrs: Mapping[str, Any]) -> list:
         """The entries the notification ``attrs`` may match (each once)."""
+        # the root level's probe, with the usual case (a value look-up finding
+        # one entry) written out: this runs for every notification
         out: list = []
-        self._root.probe(attrs, out)
+        root = self._root
+        dims = root.dims
+        variants = root.variants
+        for name, value in attrs.items():
+            d = dims.get(name)
+            if d is not None:
+                eq = d.eq
+                if eq:
+                    slot = eq.get(value if type(value) is str else _key(value))
+                    if slot is not None:
+                        t = type(slot)
+                        if t is _Bucket or t is tuple:
+                            _emit(slot, attrs, out)
+                        else:
+                            out.append(slot)
+                if d.more:
+                    d.probe_more(value, attrs, out)
+            if variants and type(value) is str:
+                for transforms, vd in variants.get(name, ()):
+                    vd.probe(transform(transforms, value), attrs, out)
+        if root.always is not None:
+            _emit(root.always, attrs, out)
         if self.repeats and len(out) > 1:
             return list(dict.fromkeys(out))
         return out
@@ -461,10 +506,15 @@ class TermIndex:
         paths: list[tuple] = []
         for alternative in plan:
             self._file(self._root, alternative, entry, (), paths, True)
-        entry.place = paths[0] if len(paths) == 1 else tuple(paths)
-        self.repeats += _may_repeat(paths)
-        for path in paths:
-            self._counts[path[0]] += 1
+        counts = self._counts
+        if len(paths) == 1:
+            path = entry.place = paths[0]
+            counts[path[0]] += 1
+        else:
+            entry.place = tuple(paths)
+            self.repeats += _may_repeat(paths)
+            for path in paths:
+                counts[path[0]] += 1
         while self._pending:
             pending, self._pending = self._pending, []
             for bucket, path, exclude in pending:
@@ -490,18 +540,27 @@ class TermIndex:
     # -- filing --------------------------------------------------------------------------
     def _file(self, level: _Level, alternative: tuple, entry: Any, path: tuple,
               paths: list, top: bool) -> None:
-        access = access_of(alternative, level.exclude,
-                           self._present_load if top else None) if alternative else None
+        if not alternative:
+            access = None
+        else:
+            access = alternative[0]
+            # a value look-up first (the usual case) cannot be bettered
+            if access[0] != EQ or access[1] in level.exclude:
+                access = access_of(alternative, level.exclude,
+                                   self._present_load if top else None)
         if access is None:
             step = (_ALWAYS, None, None)
             self._put_always(level, entry, tuple(c for c in alternative if c[0] != PRESENT),
                              path + step, paths)
             return
         kind, keys = _steps(access)
-        checks = _checks_for(alternative, access, kind)
+        checks: tuple = ()
+        for cond in alternative:
+            if cond[0] != PRESENT and (cond is not access or kind == _BINS):
+                checks = (*checks, cond)
         dim = access[1]
-        d = level.dim(dim)
-        below = level.exclude | {dim}
+        d = level.dims.get(dim) or level.dim(dim)
+        below = (level, dim)
         for key in keys:
             step = (kind, dim, key)
             if kind == _EQ:
@@ -510,6 +569,7 @@ class TermIndex:
                 container = d.eq
             elif kind == _PRESENT:
                 d.present = self._put(d.present, entry, checks, path + step, paths, below)
+                d.more = True
                 continue
             elif kind == _BINS:
                 if d.bins is None:
@@ -518,9 +578,9 @@ class TermIndex:
                 if key not in container:
                     levels = d.levels
                     if key[0] not in levels:     # keep the levels in order
-                        levels[key[0]] = 0
+                        levels[key[0]] = [0, math.ldexp(1.0, -key[0])]
                         d.levels = dict(sorted(levels.items()))
-                    d.levels[key[0]] += 1      # type: ignore[index]
+                    d.levels[key[0]][0] += 1      # type: ignore[index]
             elif kind == _LOWER or kind == _UPPER:
                 bounds = d.lower if kind == _LOWER else d.upper
                 if bounds is None:
@@ -545,15 +605,18 @@ class TermIndex:
                     affixes.added(key)
             container[key] = self._put(container.get(key), entry, checks, path + step, paths,
                                        below)
+        if kind != _EQ:
+            d.more = True
 
     def _put_always(self, level: _Level, entry: Any, checks: tuple, path: tuple,
                     paths: list) -> None:
-        level.always = self._put(level.always, entry, checks, path, paths, level.exclude)
+        level.always = self._put(level.always, entry, checks, path, paths, (level, None))
 
     def _put(self, slot: Any, entry: Any, checks: tuple, path: tuple, paths: list,
-             exclude: frozenset) -> Any:
-        """The slot with ``entry`` added (filed at ``path``; ``exclude``: the
-        dimensions a level below this slot may not choose)."""
+             below: tuple) -> Any:
+        """The slot with ``entry`` added (filed at ``path``; ``below``: the
+        level of the slot and the dimension it looks up, which a level below
+        it may not choose)."""
         if slot is None:
             paths.append(path)
             return (entry, checks) if checks else entry
@@ -566,8 +629,9 @@ class TermIndex:
             # then, the entry is evaluated whichever alternative holds
             items[entry] = () if entry in items else checks
             paths.append(path)
-            if slot.level is None and len(items) > SPLIT:
-                self._pending.append((slot, path, exclude))
+            if slot.level is None and len(items) > SPLIT and len(items) >= 2 * slot.tried:
+                level, dim = below
+                self._pending.append((slot, path, level.exclude | {dim}))
             return slot
         old, old_checks = (slot[0], slot[1]) if type(slot) is tuple else (slot, ())
         paths.append(path)
@@ -581,8 +645,9 @@ class TermIndex:
         own, if there are enough of them."""
         if bucket.level is not None or len(bucket.items) <= SPLIT:
             return
-        movable = [(e, c) for e, c in bucket.items.items() if _usable(c, exclude)]
+        movable = [(e, c) for e, c in bucket.items.items() if c and _usable(c, exclude)]
         if len(movable) <= SPLIT // 2:
+            bucket.tried = len(bucket.items)
             return
         level = bucket.level = _Level(exclude)
         for entry, checks in movable:
@@ -618,8 +683,8 @@ class TermIndex:
         elif kind == _BINS:
             if self._take_key(d.bins, key, entry, path, i + 3, deeper):
                 levels = d.levels
-                levels[key[0]] -= 1     # type: ignore[index]
-                if not levels[key[0]]:  # type: ignore[index]
+                levels[key[0]][0] -= 1     # type: ignore[index]
+                if not levels[key[0]][0]:  # type: ignore[index]
                     del levels[key[0]]  # type: ignore[union-attr]
                 if not d.bins:
                     d.bins = d.levels = None
@@ -643,6 +708,7 @@ class TermIndex:
                         d.prefix = None
                     else:
                         d.suffix = None
+        d.changed()
         if d.empty():
             level.drop_dim(dim)
 
@@ -705,7 +771,10 @@ def _paths(place: tuple) -> list[tuple]:
 
 def _usable(checks: tuple, exclude: frozenset) -> bool:
     """Whether a level that may not choose ``exclude`` can file by ``checks``."""
-    return any(c[1] not in exclude for c in checks)
+    for cond in checks:
+        if cond[1] not in exclude:
+            return True
+    return False
 
 
 def _may_repeat(paths: list[tuple]) -> bool:

@@ -9,8 +9,9 @@ function and name texts, which stay in the key), so one parse gives a
 *template* that rebuilds the exact tree lark would make for any text of that
 shape. Three parts, one module each:
 
-* ``tokens``: the tokeniser (the shape key), and *layouts* -- a text spelled
-  as a known one but for its literals is matched as a whole, untokenised;
+* ``spelling``: *layouts* -- a text spelled as a known one but for its
+  literals is matched as a whole, untokenised (``elvin.subscription.tokens``
+  gives the shape key of a new one);
 * ``template``: the tree template (``Shape``): rebuilding the tree from a
   text's tokens, which checks depend on the literals, and the index
   analysis of the shape (``conditions.analyse``, finalised per subscription);
@@ -46,16 +47,19 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from elvin.errors import SubscriptionError
+from elvin.subscription import closures
 from elvin.subscription.ast import LITERAL_KINDS, Node
 from elvin.subscription.cancel import checkpoint
 from elvin.subscription.checker import _Checker, check, fold
 from elvin.subscription.compiler import build
+from elvin.subscription.index import plan_for
 from elvin.subscription.parser import parse_tree
 from elvin.subscription.shapes.code import CodeTemplate, code_template, number_class
+from elvin.subscription.shapes.spelling import Layout
 from elvin.subscription.shapes.template import Positions, Shape, learn
-from elvin.subscription.shapes.tokens import Layout, Unusual, tokenise
+from elvin.subscription.tokens import Unusual, tokenise
 
-__all__ = ["FAST_PATH_MAX", "MAX_CODES", "MAX_LITERALS", "MAX_SHAPES", "Registered", "ShapeCompiler",
+__all__ = ["FAST_PATH_MAX", "LARGE", "MAX_CODES", "MAX_LITERALS", "MAX_SHAPES", "Registered", "ShapeCompiler",
            "compile_text", "tokenise"]
 
 #: texts longer than this (characters) skip the shape cache: they are rare,
@@ -70,6 +74,9 @@ MAX_LITERALS = 12
 MAX_SHAPES = 4096
 #: code templates per shape (numeric value classes seen)
 MAX_CODES = 16
+#: expressions longer than this (characters) are evaluated by closures, not
+#: compiled to Python code (see ``compile_text``)
+LARGE = 1024
 #: spellings tried before tokenising (most recently used first)
 _RECENT_LAYOUTS = 8
 
@@ -101,14 +108,21 @@ class Registered:
 
 
 def compile_text(text: str) -> Registered:
-    """The ordinary way, with no cache: parse (lark), check, fold, build.
-    Shares no state, so a worker thread may run it (the router compiles
-    long expressions so, off its loop)."""
+    """The ordinary way, with no cache: parse, check, fold, build, and the
+    index plan. Shares no state, so a worker thread may run it (the router
+    compiles long expressions so, off its loop). An expression longer than
+    ``LARGE`` characters is evaluated by closures (``closures.build``: a
+    millisecond to build where generating and compiling code takes tens)."""
     tree = parse_tree(text)
     check(tree, text)
-    matches, evaluate, _source = build(fold(tree))
+    folded = fold(tree)
     checkpoint()
-    return Registered(text, tree, matches, evaluate)
+    if len(text) > LARGE:
+        matches, evaluate = closures.build(folded)
+    else:
+        matches, evaluate, _source = build(folded)
+    checkpoint()
+    return Registered(text, tree, matches, evaluate, None, plan_for(folded, folded=True))
 
 
 class ShapeCompiler:

@@ -21,8 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from elvin.subscription.ast import LITERAL_KINDS, Kind, Node, names_in
-from elvin.subscription.conditions import analyse, finalise
-from elvin.subscription.shapes.tokens import Layout, Unusual, literal_leaf, node
+from elvin.subscription.conditions import analyse, finalise, instantiator
+from elvin.subscription.shapes.spelling import Layout, literal_leaf
+from elvin.subscription.tokens import Unusual, node
 
 __all__ = ["Positions", "Shape", "learn"]
 
@@ -37,7 +38,8 @@ class Shape:
     met)."""
 
     __slots__ = ("template", "build", "slot_tokens", "negated", "simple", "checks", "codes",
-                 "numeric_slots", "names", "slot_kinds", "raw_plan", "slot_of", "layout")
+                 "numeric_slots", "names", "slot_kinds", "raw_plan", "slot_of", "plan_maker",
+                 "layout")
 
     def __init__(self) -> None:
         self.template: tuple = ()
@@ -54,6 +56,8 @@ class Shape:
         self.raw_plan: list | None = None
         #: id of a literal node of the first tree -> its slot
         self.slot_of: dict[int, int] = {}
+        #: ``conditions.instantiator`` of the raw plan, when it has one
+        self.plan_maker: Callable[[list[Node]], tuple] | None = None
         #: the Layout of the first text compiled with this shape
         self.layout: Layout | None = None
 
@@ -72,6 +76,8 @@ class Shape:
         """The index plan of the subscription with ``leaves``, when simple."""
         if self.raw_plan is None:
             return None
+        if self.plan_maker is not None:
+            return self.plan_maker(leaves)
         slot_of = self.slot_of
         return finalise(self.raw_plan, lambda n: leaves[slot_of[id(n)]])
 
@@ -180,6 +186,7 @@ def learn(tree: Node, starts: list[int], texts: list[str], literals: list[int]) 
     if shape.simple:
         shape.checks = _constant_checks(shape.template, shape.slot_kinds)
         shape.raw_plan = analyse(tree)
+        shape.plan_maker = instantiator(shape.raw_plan, shape.slot_of)
     else:
         shape.slot_of = {}
     shape.numeric_slots = [i for i, lit in enumerate(shape.slot_tokens)
