@@ -74,6 +74,7 @@ from elvin.subscription.analysis import literal_key
 from elvin.subscription.ast import LITERAL_KINDS, Kind, Node, flatten, names_in
 from elvin.subscription.checker import COMPARISONS, STRING_PREDICATES, TYPE_PREDICATES
 from elvin.subscription.reference import evaluate
+from elvin.subscription.unparse import quote_name, quote_string
 
 __all__ = ["ANY", "EQ", "NEVER", "PREFIX", "PRESENT", "RANGE", "SUFFIX", "TRANSFORMS",
            "analyse", "describe_condition", "dimension_name", "finalise", "instantiator",
@@ -508,9 +509,9 @@ def plan_of(folded: Node) -> tuple:
 
 def _dim_text(dim: Any) -> str:
     if type(dim) is str:
-        return dim
+        return quote_name(dim)
     name, transforms = dim
-    text = name
+    text = quote_name(name)
     for t in transforms:
         text = f"{t}({text})"
     return text
@@ -520,27 +521,37 @@ def _number_text(x: float) -> str:
     return repr(int(x)) if x.is_integer() and abs(x) < 2 ** 53 else repr(x)
 
 
+def _key_text(key: Any) -> str:
+    if type(key) is str:
+        return quote_string(key)
+    if type(key) is float:
+        return _number_text(key)
+    return str(key)
+
+
 def describe_condition(cond: tuple) -> str:
-    """A condition in the language's words (``Seq in [10, 20]``)."""
+    """A condition in the language's words (``Seq from 10 to 20``); a
+    range's bounds are the index's (inclusive: ``Price > 101.5`` is looked
+    up from 101.5)."""
     kind, dim = cond[0], cond[1]
     what = _dim_text(dim)
     if kind == EQ:
-        keys = [repr(k) if type(k) is str else str(k) for k in cond[2]]
+        keys = [_key_text(k) for k in cond[2]]
         if len(keys) > 4:
             keys = [*keys[:4], f"... ({len(cond[2])} values)"]
-        return f"{what} == {keys[0]}" if len(keys) == 1 else f"{what} in {{{', '.join(keys)}}}"
+        return f"{what} == {keys[0]}" if len(keys) == 1 else f"{what} one of {', '.join(keys)}"
     if kind == RANGE:
         lo, hi = cond[2], cond[3]
         if lo == -_INF and hi == _INF:
             return f"{what} is a number"
         if lo == -_INF:
-            return f"{what} <= {_number_text(hi)}"
+            return f"{what} up to {_number_text(hi)}"
         if hi == _INF:
-            return f"{what} >= {_number_text(lo)}"
-        return f"{what} in [{_number_text(lo)}, {_number_text(hi)}]"
+            return f"{what} from {_number_text(lo)}"
+        return f"{what} from {_number_text(lo)} to {_number_text(hi)}"
     if kind in (PREFIX, SUFFIX):
         word = "begins with" if kind == PREFIX else "ends with"
-        strings = " or ".join(repr(s) for s in cond[2][:4])
+        strings = " or ".join(quote_string(s) for s in cond[2][:4])
         if len(cond[2]) > 4:
             strings += f" or ... ({len(cond[2])} strings)"
         return f"{what} {word} {strings}"

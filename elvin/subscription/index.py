@@ -17,9 +17,9 @@ dimension (an attribute, or a string transform of one):
 * ``RANGE`` bounded on one side: a sorted list of bounds (``bisect``): the
   slots of every bound at or below (above) the value;
 * ``RANGE`` bounded on both sides: *bins*. A range of width ``w`` lies in
-  at most two aligned bins of size ``2**L`` (``w < 2**L``): bin
-  ``floor(x / 2**L)`` of *level* ``L``; a value is probed in one bin per
-  level in use (windows of one width, ``Seq >= A && Seq < A + 10``, are
+  at most two aligned bins of size ``2**L`` (``2 * w < 2**L``, so most lie
+  in one): bin ``floor(x / 2**L)`` of *level* ``L``; a value is probed in
+  one bin per level in use (windows of one width, ``Seq >= A && Seq < A + 10``, are
   all of one level wherever they are). ``L`` is at least the bounds'
   binary exponent less 60, so that a bin number fits 62 bits (a value
   beyond that is in no bin of the level). A bin may hold ranges that do
@@ -74,7 +74,7 @@ from elvin.subscription.checker import fold
 from elvin.subscription.conditions import ANY, EQ, PREFIX, PRESENT, RANGE, SUFFIX, plan_of
 from elvin.values import INT64_MAX, INT64_MIN, Int64
 
-__all__ = ["SPLIT", "TermIndex", "access_of", "plan_for", "transform"]
+__all__ = ["LOOKUP_NAMES", "SPLIT", "TermIndex", "access_of", "filing", "plan_for", "transform"]
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,8 @@ _floor = math.floor
 #: of doubles fits two bins of the highest
 _MIN_LEVEL, _MAX_LEVEL = -1000, 1025
 _BIN_LIMIT = 2.0 ** 62
+#: a bin's key packs its number and level in one int: number * _LEVELS + level offset
+_LEVELS = 4096
 _NO_KEY = (None,)
 _NFD, _NFKD = "NFD", "NFKD"
 _normalize = unicodedata.normalize
@@ -127,7 +129,7 @@ def _bins_of(lo: float, hi: float) -> tuple[int, int, int]:
     is 0 or 1. Bin numbers are ``floor(x * 2.0 ** -level)``, monotonic in
     ``x``, so a value in the range is in one of its bins."""
     width = hi - lo
-    level = _MAX_LEVEL if width == _INF else math.frexp(width)[1]
+    level = _MAX_LEVEL if width == _INF else math.frexp(width)[1] + 1
     level = min(_MAX_LEVEL, max(level, math.frexp(max(-lo, hi, lo, -hi))[1] - 60, _MIN_LEVEL))
     while True:
         scale = math.ldexp(1.0, -level)
@@ -286,7 +288,7 @@ class _Dim:
         self.lower: _Bounds | None = None      # x >= bound
         self.upper: _Bounds | None = None      # x <= bound
         self.bins: dict | None = None          # (level, bin) -> slot
-        #: level -> [bins in use, 2.0 ** -level], in level order
+        #: level -> [bins in use, 2.0 ** -level, key offset], in level order
         self.levels: dict[int, list] | None = None
         self.prefix: _Affixes | None = None
         self.suffix: _Affixes | None = None
@@ -349,10 +351,10 @@ class _Dim:
                         _emit(slots[bound], attrs, out)
                 bins = self.bins
                 if bins:
-                    for level, (_count, scale) in self.levels.items():  # type: ignore[union-attr]
+                    for _count, scale, offset in self.levels.values():  # type: ignore[union-attr]
                         x = position * scale
                         if -_BIN_LIMIT < x < _BIN_LIMIT:
-                            slot = bins.get((level, _floor(x)))
+                            slot = bins.get(_floor(x) * _LEVELS + offset)
                             if slot is not None:
                                 _emit(slot, attrs, out)
         if self.present is not None:
@@ -448,8 +450,34 @@ def _steps(cond: tuple) -> tuple[int, tuple | list]:
         if lo == -_INF:
             return _UPPER, [hi]
         level, first, last = _bins_of(lo, hi)
-        return _BINS, [(level, first)] if first == last else [(level, first), (level, last)]
+        offset = level - _MIN_LEVEL
+        first = first * _LEVELS + offset
+        return _BINS, (first,) if first == last * _LEVELS + offset else (first, first + _LEVELS)
     return _PRESENT, _NO_KEY
+
+
+#: how each look-up is named to a user (``filing``)
+LOOKUP_NAMES = {_EQ: "value index", _LOWER: "range index", _UPPER: "range index",
+                _BINS: "range index", _PREFIX: "prefix index", _SUFFIX: "suffix index",
+                _PRESENT: "name index (scanned)", _ALWAYS: "not indexed"}
+
+
+def filing(plan: tuple) -> list[tuple[str, tuple | None, tuple[tuple, ...]]]:
+    """How an entry with ``plan`` is filed at the top level, for people:
+    per alternative, ``(look-up name, the access condition or None, the
+    conditions checked before evaluating)``. (Among several "present"
+    conditions the index takes the attribute least used at the time; here
+    the first.) An empty list: never true, filed nowhere."""
+    out = []
+    for alternative in plan:
+        access = access_of(alternative) if alternative else None
+        if access is None:
+            out.append((LOOKUP_NAMES[_ALWAYS], None, ()))
+            continue
+        kind, _keys = _steps(access)
+        checks = tuple(c for c in alternative if c[0] != PRESENT and c is not access)
+        out.append((LOOKUP_NAMES[kind], access, checks))
+    return out
 
 
 class TermIndex:
@@ -577,10 +605,12 @@ class TermIndex:
                 container = d.bins
                 if key not in container:
                     levels = d.levels
-                    if key[0] not in levels:     # keep the levels in order
-                        levels[key[0]] = [0, math.ldexp(1.0, -key[0])]
+                    bin_level = key % _LEVELS + _MIN_LEVEL
+                    if bin_level not in levels:     # keep the levels in order
+                        levels[bin_level] = [0, math.ldexp(1.0, -bin_level),
+                                             bin_level - _MIN_LEVEL]
                         d.levels = dict(sorted(levels.items()))
-                    d.levels[key[0]][0] += 1      # type: ignore[index]
+                    d.levels[bin_level][0] += 1      # type: ignore[index]
             elif kind == _LOWER or kind == _UPPER:
                 bounds = d.lower if kind == _LOWER else d.upper
                 if bounds is None:
@@ -683,9 +713,10 @@ class TermIndex:
         elif kind == _BINS:
             if self._take_key(d.bins, key, entry, path, i + 3, deeper):
                 levels = d.levels
-                levels[key[0]][0] -= 1     # type: ignore[index]
-                if not levels[key[0]][0]:  # type: ignore[index]
-                    del levels[key[0]]  # type: ignore[union-attr]
+                bin_level = key % _LEVELS + _MIN_LEVEL
+                levels[bin_level][0] -= 1     # type: ignore[index]
+                if not levels[bin_level][0]:  # type: ignore[index]
+                    del levels[bin_level]  # type: ignore[union-attr]
                 if not d.bins:
                     d.bins = d.levels = None
         elif kind == _LOWER or kind == _UPPER:
@@ -791,7 +822,7 @@ def _may_repeat(paths: list[tuple]) -> bool:
             return True
         if kind != _EQ and kind != _BINS:
             return True
-        head = (kind, path[1], path[2][0] if kind == _BINS else None)
+        head = (kind, path[1], path[2] % _LEVELS if kind == _BINS else None)
         if first is None:
             first = head
         elif head != first:
