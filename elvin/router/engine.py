@@ -3,25 +3,16 @@
 Subscriptions with the same expression (equal ASTs) share one *predicate*:
 the compiled expression is evaluated once per notification however many
 clients registered it (tickertape users typically share ``Group == "..."``
-subscriptions). Each predicate is filed in exactly one place of the index:
-
-1. the **value index** ``attribute -> index_value -> predicates`` (one
-   predicate alone, or a dict of them) when
-   ``index_constraint(ast)`` says the expression can be true only if the
-   attribute has one of a few values (``Group == "chat" && ...``): the
-   notification probes it with ``index_value(notification[attribute])``;
-2. else the **name index** ``attribute -> predicates`` under one of the
-   expression's ``required_names`` (the one fewest predicates are filed under
-   when it is added), probed for each attribute the notification has;
-3. else, for an ``||`` whose operands each require some name
-   (``a == 1 || b == 2``), the name index under one name per operand
-   (``analysis.alternative_names``; a notification holding several of them
-   gets the predicate once);
-4. else the short **always** list (no required name: ``!require(x)``...),
-   evaluated for every notification.
-
-A notification is therefore evaluated only against predicates that can match
-it, and the matching cost grows with those, not with all subscriptions.
+subscriptions). Each predicate is filed in the ``TermIndex``
+(``elvin.subscription.index``) by its plan (``elvin.subscription.
+conditions``): the necessary conditions of the expression -- a value of
+an attribute (``Group == "chat"``), a numeric range (``Seq >= a && Seq <
+b``, ``Price > 101.5``), a string prefix or suffix (also of ``fold-case``
+of an attribute), or only the presence of an attribute (``regex``,
+``contains``, arithmetic: *scanned*). ``match`` evaluates a notification
+only against the predicates whose conditions it meets, so the matching
+cost grows with the subscriptions that can match, not with all of them
+(docs/architecture.md, "The subscription index").
 
 Matched predicates expand to subscriptions. Subscriptions with no keys that
 accept insecure delivery (nearly all of them) are pre-grouped per owner, so a
