@@ -421,11 +421,14 @@ class _Gen:
         op = _PYOP[k]
         c = lit.value
         is_real = lit.kind is Kind.REAL64
-        c_float = self.literal_text(lit, "f")
         if is_real:
-            c_int = c_float
+            c_int = c_float = self.literal_text(lit, "f")
         else:
             c_int = self.parameter(lit, "v") or self.const(int(c))  # type: ignore[arg-type]
+            # an integer that converts to a double exactly compares as that
+            # double (Python compares int and float exactly): one parameter
+            c_float = (self.literal_text(lit, "f") if abs(int(c)) > _EXACT  # type: ignore
+                       or self.params is None else c_int)
         special = float(c) == 0.0 or c != c  # type: ignore[arg-type]
 
         def test(x: str, y: str) -> str:

@@ -181,8 +181,9 @@ def _rank(cond: tuple) -> int:
 
 
 def _holds(checks: tuple, attrs: Mapping[str, Any]) -> bool:
-    """Whether the notification meets every condition of ``checks``."""
-    for cond in checks:
+    """Whether the notification meets every condition of ``checks`` (a
+    tuple of conditions, or one condition: ``(kind, dim, ...)``)."""
+    for cond in ((checks,) if type(checks[0]) is int else checks):
         dim = cond[1]
         if type(dim) is str:
             if dim not in attrs:
@@ -210,25 +211,23 @@ def _holds(checks: tuple, attrs: Mapping[str, Any]) -> bool:
     return True
 
 
-class _Bucket:
-    """Several entries in one slot: ``items`` maps each to its checks; those
-    with checks move to ``level`` (an index of their own) once there are
-    more than ``SPLIT`` of them."""
+class _Bucket(dict):
+    """Several entries in one slot, each mapped to its checks; those with
+    checks move to ``level`` (an index of their own) once there are more
+    than ``SPLIT`` of them. (A dict itself: a bucket of windows that share
+    a bin costs no object besides its dict.)"""
 
-    __slots__ = ("items", "level", "tried")
+    __slots__ = ("level",)
 
     def __init__(self, items: dict) -> None:
-        self.items = items
+        super().__init__(items)
         self.level: _Level | None = None
-        #: its size when a split last found too few entries to move (tried
-        #: again once it has doubled: not on every add)
-        self.tried = 0
 
 
 def _emit(slot: Any, attrs: Mapping[str, Any], out: list) -> None:
     t = type(slot)
     if t is _Bucket:
-        for entry, checks in slot.items.items():
+        for entry, checks in slot.items():
             if not checks or _holds(checks, attrs):
                 out.append(entry)
         if slot.level is not None:
@@ -578,7 +577,8 @@ class TermIndex:
                                    self._present_load if top else None)
         if access is None:
             step = (_ALWAYS, None, None)
-            self._put_always(level, entry, tuple(c for c in alternative if c[0] != PRESENT),
+            checks = tuple(c for c in alternative if c[0] != PRESENT)
+            self._put_always(level, entry, checks[0] if len(checks) == 1 else checks,
                              path + step, paths)
             return
         kind, keys = _steps(access)
@@ -586,6 +586,8 @@ class TermIndex:
         for cond in alternative:
             if cond[0] != PRESENT and (cond is not access or kind == _BINS):
                 checks = (*checks, cond)
+        if len(checks) == 1:
+            checks = checks[0]          # one condition: kept as itself
         dim = access[1]
         d = level.dims.get(dim) or level.dim(dim)
         below = (level, dim)
@@ -651,15 +653,17 @@ class TermIndex:
             paths.append(path)
             return (entry, checks) if checks else entry
         if type(slot) is _Bucket:
-            if slot.level is not None and _usable(checks, slot.level.exclude):
-                self._file(slot.level, checks, entry, path, paths, False)
+            if slot.level is not None and checks and _usable(checks, slot.level.exclude):
+                self._file(slot.level, _conditions(checks), entry, path, paths, False)
                 return slot
-            items = slot.items
             # filed twice in one slot (two alternatives alike): no checks
             # then, the entry is evaluated whichever alternative holds
-            items[entry] = () if entry in items else checks
+            slot[entry] = () if entry in slot else checks
             paths.append(path)
-            if slot.level is None and len(items) > SPLIT and len(items) >= 2 * slot.tried:
+            size = len(slot)
+            # (tried at each power of two: a bucket whose entries cannot move
+            # down is not scanned on every add)
+            if slot.level is None and size > SPLIT and not size & (size - 1):
                 level, dim = below
                 self._pending.append((slot, path, level.exclude | {dim}))
             return slot
@@ -673,17 +677,16 @@ class TermIndex:
         """Move the entries of an overfull bucket (at ``path``) that have
         checks on other dimensions than ``exclude`` into an index of their
         own, if there are enough of them."""
-        if bucket.level is not None or len(bucket.items) <= SPLIT:
+        if bucket.level is not None or len(bucket) <= SPLIT:
             return
-        movable = [(e, c) for e, c in bucket.items.items() if c and _usable(c, exclude)]
+        movable = [(e, c) for e, c in bucket.items() if c and _usable(c, exclude)]
         if len(movable) <= SPLIT // 2:
-            bucket.tried = len(bucket.items)
             return
         level = bucket.level = _Level(exclude)
         for entry, checks in movable:
-            del bucket.items[entry]
+            del bucket[entry]
             new_paths: list[tuple] = []
-            self._file(level, checks, entry, path, new_paths, False)
+            self._file(level, _conditions(checks), entry, path, new_paths, False)
             old_paths = _paths(entry.place)
             repeated = _may_repeat(old_paths)
             _replace_path(entry, path, new_paths)
@@ -694,7 +697,7 @@ class TermIndex:
         if d is None or d.present is None:
             return 0
         slot = d.present
-        return len(slot.items) if type(slot) is _Bucket else 1
+        return len(slot) if type(slot) is _Bucket else 1
 
     # -- removal ---------------------------------------------------------------------------
     def _unfile(self, level: _Level, path: tuple, i: int, entry: Any) -> None:
@@ -768,13 +771,12 @@ class TermIndex:
                 if slot.level.empty():
                     slot.level = None
             else:
-                slot.items.pop(entry, None)
-            items = slot.items
+                slot.pop(entry, None)
             if slot.level is None:
-                if not items:
+                if not slot:
                     return None
-                if len(items) == 1:
-                    ((only, checks),) = items.items()
+                if len(slot) == 1:
+                    ((only, checks),) = slot.items()
                     return (only, checks) if checks else only
             return slot
         if slot is entry or (type(slot) is tuple and slot[0] is entry):
@@ -800,8 +802,15 @@ def _paths(place: tuple) -> list[tuple]:
     return [place] if type(place[0]) is int else list(place)
 
 
+def _conditions(checks: tuple) -> tuple:
+    """Checks as a tuple of conditions (one is kept as the condition itself)."""
+    return (checks,) if type(checks[0]) is int else checks
+
+
 def _usable(checks: tuple, exclude: frozenset) -> bool:
     """Whether a level that may not choose ``exclude`` can file by ``checks``."""
+    if type(checks[0]) is int:
+        return checks[1] not in exclude
     for cond in checks:
         if cond[1] not in exclude:
             return True
