@@ -44,7 +44,7 @@ def start_elvind(*args: str, stderr: int | None = subprocess.PIPE,
     ``stderr=None`` (then it goes to the bench's own). ``nice`` lowers its
     priority (the console bench runs the router behind the GUI)."""
     return subprocess.Popen([sys.executable, "-m", "elvin.router", *args,
-                             "--log-level", "warning"],
+                             "--log-level", os.environ.get("BENCH_LOG", "warning")],
                             cwd=ROOT, stderr=stderr, text=True,
                             preexec_fn=(lambda: os.nice(nice)) if nice else None)
 

@@ -23,6 +23,16 @@ notification to all three routers (the paper found Elvin flooding
 publications between access points); the download still works (the move-in
 proxy connects to the old router), but ping has no route and times out.
 
+Before that it measures the buffers themselves (``--buffering`` for only
+this), in memory and on disk (``elvind --state-dir``): a client moves out
+and a raw producer publishes ``--buffer-count`` notifications as fast as the
+router reads them, then makes a round trip; with a state directory the
+round trip's answer means all of them are committed to disk, so the rate is
+the rate at which buffers are made safe. Then a move-in of
+``--move-in-count`` buffered notifications (the abbreviated one, back at
+the same router) is timed, with a bystander client's worst round trip
+meanwhile (the router's loop must not stall while the download is built).
+
 Every run writes a trace ``DIR/RUN.csv`` with the header
 ``run,support,rate,subscriptions,event,producer,seq,time``: ``departure``
 (the publisher sends; every one is meant for the subscriber), ``arrival``
@@ -51,6 +61,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+sys.path.insert(0, str(ROOT / "bench"))
+from _common import process_cpu  # noqa: E402
 
 from elvin.client import connect  # noqa: E402
 from elvin.mobility import MobileConnection  # noqa: E402
@@ -135,6 +148,107 @@ def start_routers(federated: bool) -> Routers:
                     raise SystemExit(f"router {name} did not start") from None
                 time.sleep(0.05)
     return routers
+
+
+# -- the buffers: memory versus disk --------------------------------------------------------
+async def _raw_publish(port: int, count: int) -> float:
+    """Publish ``count`` numbered notifications on one raw connection, then a
+    round trip; seconds from the first write to the answer."""
+    from _common import open_peer
+
+    from elvin.protocol import NotifyEmit, SecRqst, frame
+
+    peer = await open_peer(port)
+    frames = [frame(NotifyEmit({"Producer": "bench", "Seq": seq, "Body": "x" * 40}))
+              for seq in range(count)]
+    started = time.perf_counter()
+    for start in range(0, count, 500):
+        await peer.can_write.wait()
+        peer.transport.write(b"".join(frames[start:start + 500]))
+    await peer.request(SecRqst(2))
+    elapsed = time.perf_counter() - started
+    peer.transport.close()
+    return elapsed
+
+
+async def _bystander(url: str, stop: asyncio.Event, worst: list[float]) -> None:
+    conn = await connect(url)
+    try:
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            await conn.set_keys()
+            worst[0] = max(worst[0], time.perf_counter() - t0)
+            await asyncio.sleep(0.001)
+    finally:
+        await conn.close()
+
+
+async def buffering_figures(args) -> list[tuple[str, float, float, float, int]]:
+    """(mode, notifications/s into a buffer, move-in seconds, bystander's
+    worst round trip during it, notifications moved in) for memory and disk."""
+    rows = []
+    for mode in ("memory", "disk"):
+        tmp = tempfile.TemporaryDirectory(prefix="elvin-mobility-buffers-")
+        port = free_port()
+        url = f"elvin://127.0.0.1:{port}"
+        extra = ["--state-dir", str(Path(tmp.name) / "state")] if mode == "disk" else []
+        proc = subprocess.Popen([sys.executable, "-m", "elvin.router", "--listen", url,
+                                 "--mobility", "--mobility-quota", "1000000",
+                                 "--no-discovery", "--log-level", "warning", *extra],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 15
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise SystemExit(f"elvind did not start: {proc.stderr.read()}") from None
+                    time.sleep(0.05)
+            mc = await MobileConnection.open(url, download_timeout=120)
+            await mc.subscribe('Producer == "bench"', buffer_size=0)
+            await mc.move_out()
+            cpu0 = process_cpu(proc.pid)
+            elapsed = await _raw_publish(port, args.buffer_count)
+            cpu = (process_cpu(proc.pid) - cpu0) / args.buffer_count
+            rate = args.buffer_count / elapsed
+            await mc.move_in(url)           # empty the buffer for the next figure
+            await mc.move_out()
+            await _raw_publish(port, args.move_in_count)
+            stop, worst = asyncio.Event(), [0.0]
+            watcher = asyncio.ensure_future(_bystander(url, stop, worst))
+            await asyncio.sleep(0.5)
+            idle_worst = worst[0]       # the same client's worst without a move-in
+            worst[0] = 0.0
+            t0 = time.perf_counter()
+            report = await mc.move_in(url)
+            move_in = time.perf_counter() - t0
+            stop.set()
+            await watcher
+            await mc.close()
+            rows.append((mode, rate, cpu, move_in, worst[0], idle_worst, report.caught_up))
+        finally:
+            proc.terminate()
+            proc.wait(10)
+            tmp.cleanup()
+    return rows
+
+
+def print_buffering(rows, args) -> None:
+    load = os.getloadavg()
+    print(f"buffers ({args.buffer_count:,} notifications published into one moved-out "
+          f"client's buffer; move-in of {args.move_in_count:,}), load average "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"  {'mode':<7} {'into buffer':>14} {'router CPU':>16} {'move-in':>9} "
+          f"{'bystander worst (idle)':>24}")
+    for mode, rate, cpu, move_in, worst, idle, moved in rows:
+        print(f"  {mode:<7} {rate:>10,.0f} n/s {cpu * 1e6:>6.1f} us/n "
+              f"(={1 / cpu:>6,.0f}/s) {move_in * 1000:>6.0f} ms {worst * 1000:>10.1f} ms "
+              f"({idle * 1000:.1f} ms)   {moved:,} moved in")
+    print("  (disk: elvind --state-dir, SQLite WAL, committed before the producer's round "
+          "trip is answered; router CPU: the elvind process's CPU time per notification, "
+          "and the rate one core would give)")
 
 
 # -- one run -----------------------------------------------------------------------------
@@ -359,6 +473,10 @@ def parse_list(text: str, kind):
 
 
 async def main_async(args) -> int:
+    print_buffering(await buffering_figures(args), args)
+    print()
+    if args.buffering:
+        return 0
     federated = args.topology == "federated" or (args.topology == "auto"
                                                  and federation_available())
     out = Path(args.out)
@@ -417,6 +535,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="the delay option's wait in seconds (default 0.5)")
     parser.add_argument("--ping-timeout", type=float, default=5.0)
     parser.add_argument("--topology", choices=("auto", "federated", "flood"), default="auto")
+    parser.add_argument("--buffering", action="store_true",
+                        help="only the buffer figures (memory versus disk), not the paper's "
+                             "experiment")
+    parser.add_argument("--buffer-count", type=int, default=50_000,
+                        help="notifications published into a buffer (default 50000)")
+    parser.add_argument("--move-in-count", type=int, default=10_000,
+                        help="buffered notifications moved in (default 10000)")
     args = parser.parse_args(argv)
     bad = [s for s in args.supports if s not in SUPPORTS]
     if bad:

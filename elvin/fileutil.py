@@ -51,15 +51,18 @@ def atomic_write(path: str | Path, data: bytes | str, mode: int = 0o600) -> None
         raise
 
 
-def make_directory(path: str | os.PathLike, what: str, error: type[Exception]) -> Path:
-    """``path`` with its parents, created if missing. A tool that cannot
+def make_directory(path: str | os.PathLike, what: str, error: type[Exception],
+                   mode: int = 0o777) -> Path:
+    """``path`` with its parents, created if missing (``path`` itself with
+    ``mode``, less the umask: 0o700 for a directory only its owner may
+    read; an existing one keeps its mode). A tool that cannot
     create it raises ``error`` (its own error type, which its command line
     prints as one line) naming ``what`` the directory is for, the path and
     the system's reason: never a traceback. The error's ``errno`` is the
     system's, so that the exit status can follow it."""
     path = Path(path)
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=mode, parents=True, exist_ok=True)
     except OSError as exc:
         failure = error(f"cannot create {what} {path}: {exc.strerror or exc}")
         if getattr(failure, "errno", None) is None:

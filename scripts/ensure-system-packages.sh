@@ -6,7 +6,8 @@
 #  - a JRE for Spark;
 #  - Xvfb and xdotool, so the tests can start an app on a real X server;
 #  - gdbus (the biff's desktop notifications) and dbus-daemon (their tests);
-#  - python3-venv, for `make`'s virtualenvs with Debian's Python.
+#  - python3-venv, for `make`'s virtualenvs with Debian's Python;
+#  - systemd, for `systemd-analyze verify` of the units in packaging/systemd.
 # Idempotent: it asks apt only for what dpkg does not already have.
 set -euo pipefail
 qt_common=(libegl1 libgl1 libopengl0 libxkbcommon0 libfontconfig1 libfreetype6 libglib2.0-0
@@ -17,7 +18,7 @@ qt_xcb=(libx11-6 libx11-xcb1 libxext6 libxrender1 libxi6 libsm6 libice6 libxcb1
         libxcb-sync1 libxcb-util1 libxcb-xfixes0 libxcb-xinerama0 libxcb-xinput0
         libxcb-xkb1 libxkbcommon-x11-0)
 wanted=("${qt_common[@]}" "${qt_xcb[@]}" openjdk-17-jre-headless xvfb xauth xdotool
-        libglib2.0-bin dbus-daemon python3-venv)
+        libglib2.0-bin dbus-daemon python3-venv systemd)
 missing=()
 for pkg in "${wanted[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then

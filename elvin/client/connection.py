@@ -128,6 +128,10 @@ class Connection:
         self._ready: asyncio.Event | None = None
         self._reconnector = Reconnector(self)
         self._closed: asyncio.Future | None = None
+        #: ``fn(protocol)`` connects a session to its router without a
+        #: socket (``elvin.router.localchannel``: a router's own proxy); None
+        #: for TCP/TLS to ``url``
+        self.open_channel: Callable[[Any], None] | None = None
         self._auto_quench = None
         if auto_quench:
             from elvin.client.autoquench import AutoQuench

@@ -81,6 +81,10 @@ async def open_session(conn: Connection, uri: ElvinURI, limits: Limits) -> Sessi
     """A channel to the router at ``uri``, within ``conn.timeout``; a
     ConnectError that says why not."""
     session = Session(conn, limits)
+    opener = conn.open_channel
+    if opener is not None:   # an in-process channel (elvin.router.localchannel)
+        opener(session)
+        return session
     try:
         async with asyncio.timeout(conn.timeout):
             await session.loop.create_connection(

@@ -9,6 +9,9 @@ the event-domain topology manager.
   filters, forwarding
 * ``host``        ``FederationHost``: all the service needs from its router
 * ``link``        one link's protocol state machine; ``connector`` redials
+* ``admission``   who may link: accept rules, peers' addresses and
+  certificates, warnings about open doors; ``hosts`` parses and matches host
+  patterns (sans-IO); ``tlsaccept`` runs a TLS listener's handshakes
 * ``domain``      the MEDIator paper's event domains; ``topology_file`` for
   topology files; the ``elvin-domain`` command in ``domain_cli``
 """

@@ -12,24 +12,44 @@ In a router's TOML file this is the ``[federation]`` table that
     reconnect_max = 30
     tls_ca = "/etc/elvind/federation-ca.pem"  # CA for ewaf:1.0/ssl,none,xdr/... links
     routing = "trees"                       # or "flood" (see below)
+    require_authenticated = false           # default of every accept entry (below)
+    accept_any_hosts = ["10.1.0.0/16"]      # where accept_any routers may dial from
 
     [[federation.connect]]                  # links this router dials
     router = "edge"                         # expected router_domain (optional)
     url = "ewaf://edge.example.com:2916"
     outgoing = "require(News)"              # what may leave over the link
     incoming = true                         # what may enter (true / false / expression)
+    client_cert = "/etc/elvind/edge-client.pem"  # optional: certificate shown over TLS
+    client_key = "/etc/elvind/edge-client.key"   # (default: the router's tls-cert/-key)
+    source_address = "10.1.2.3"             # optional: the local address to dial from
 
     [[federation.accept]]                   # routers allowed to dial in
     router = "other"
+    hosts = ["other.example.com", "10.2.0.0/16"]  # where it may dial from
+    require_authenticated = true            # it must show a certificate naming a host
     outgoing = false
     incoming = true
+
+Admission: a router that dials in names its router domain; the entry for
+that domain (or ``accept_any``) admits it only from an address matching its
+``hosts`` (``elvin.federation.hosts``: addresses, networks, host names,
+wildcards), even though the domain is listed; without ``hosts`` any address
+will do (the router says so when it starts). With ``require_authenticated``
+the peer must also dial over TLS and present a client certificate that
+chains to ``tls_ca`` (or the system's trust store) and names one of the
+entry's hosts; the entry must then have ``hosts``. A dialling router shows
+its own ``tls-cert``/``tls-key`` (or the connect entry's ``client_cert``/
+``client_key``) when the listener asks for one.
 
 TLS: a ``listen`` URL with the ssl protocol stack
 (``ewaf:1.0/ssl,none,xdr/0.0.0.0:2917``) is served with the router's
 ``tls-cert`` / ``tls-key``; a ``connect`` URL with it verifies the peer's
 certificate (and that it names the URL's host) against ``tls_ca``, or the
 system's trust store when ``tls_ca`` is not set. Peers are never accepted
-unverified: routers with self-signed certificates need ``tls_ca``.
+unverified: routers with self-signed certificates need ``tls_ca``. When an
+accept entry requires authentication, TLS listeners ask every dialling
+router for a certificate and refuse one that does not verify.
 
 Routing: with ``routing = "trees"`` (the default) the router takes part in
 learning the federation's topology and forwards each notification only
@@ -59,6 +79,7 @@ adds the file and line).
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -67,7 +88,7 @@ from typing import Any
 
 from elvin.config_file import list_item
 from elvin.errors import SubscriptionError
-from elvin.federation.topology import STAMP_PREFIX
+from elvin.federation.hosts import HostRules
 from elvin.protocol.uri import ElvinURI, URIError, parse_uri
 from elvin.subscription import compile as compile_subscription
 from elvin.subscription.ast import Node
@@ -75,7 +96,7 @@ from elvin.subscription.ast import Node
 __all__ = [
     "FEDERATION_PORT", "AcceptSpec", "ConnectSpec", "FederationConfig",
     "FederationConfigError", "Filter", "federation_from_dict", "federation_line",
-    "parse_ewaf_uri",
+    "host_rules", "parse_ewaf_uri",
 ]
 
 FEDERATION_PORT = 2916
@@ -103,6 +124,11 @@ def parse_ewaf_uri(text: str) -> ElvinURI:
             raise
         return dataclasses.replace(parse_uri(f"{head}:1{tail}", default_port=FEDERATION_PORT,
                                              scheme="ewaf", default_version=(1, 0)), port=0)
+
+
+#: the prefix of the routing-list entry that stamps a notification with the
+#: topology it is routed by (``elvin.federation.topology``): never a router domain
+STAMP_PREFIX = "@spt1:"
 
 
 class Filter:
@@ -138,6 +164,12 @@ class ConnectSpec:
     router: str | None = None
     outgoing: FilterSpec = True
     incoming: FilterSpec = True
+    #: PEM certificate (chain) and key shown to a TLS listener that asks for
+    #: one; None: the router's ``tls-cert``/``tls-key`` (if any)
+    client_cert: str | None = None
+    client_key: str | None = None
+    #: local address to dial from (a host with several), None: the system's choice
+    source_address: str | None = None
 
 
 @dataclass
@@ -145,6 +177,12 @@ class AcceptSpec:
     router: str
     outgoing: FilterSpec = True
     incoming: FilterSpec = True
+    #: where the router may dial in from (``elvin.federation.hosts``);
+    #: None or empty: any address
+    hosts: list[str] | None = None
+    #: it must show a certificate naming one of ``hosts``; None: the
+    #: ``[federation]`` default
+    require_authenticated: bool | None = None
 
 
 @dataclass
@@ -174,10 +212,28 @@ class FederationConfig:
     #: None = the system's default trust store. The peer's certificate and
     #: host name are always verified (there is no unverified mode).
     tls_ca: str | None = None
+    #: where routers accepted through ``accept_any`` may dial in from
+    accept_any_hosts: list[str] | None = None
+    #: default of every accept entry's (and accept_any's) require_authenticated
+    require_authenticated: bool = False
 
     @property
     def enabled(self) -> bool:
         return bool(self.listen or self.connect)
+
+    def authenticates(self, spec: AcceptSpec | None) -> bool:
+        """Whether routers admitted by ``spec`` (None: by ``accept_any``)
+        must present a certificate."""
+        if spec is None or spec.require_authenticated is None:
+            return bool(self.require_authenticated)
+        return bool(spec.require_authenticated)
+
+    @property
+    def asks_for_certificates(self) -> bool:
+        """Some accept entry requires authentication: TLS listeners ask
+        every dialling router for a certificate."""
+        return any(self.authenticates(spec) for spec in self.accept) or \
+            (self.accept_any and self.authenticates(None))
 
     def validate(self) -> FederationConfig:
         if self.router_domain is not None:
@@ -211,6 +267,11 @@ class FederationConfig:
             if parsed.port == 0:
                 raise FederationConfigError(f"{key}, url", "cannot connect to port 0")
             self._check_filters(key, spec.outgoing, spec.incoming)
+            _check_connect_tls(key, spec)
+        if not isinstance(self.require_authenticated, bool):
+            raise FederationConfigError("federation.require_authenticated",
+                                        f"must be true or false, not "
+                                        f"{self.require_authenticated!r}")
         for i, spec in enumerate(self.accept):
             key = list_item("federation.accept", i)
             if not isinstance(spec.router, str) or not spec.router:
@@ -220,8 +281,16 @@ class FederationConfig:
                                             f"router {spec.router!r} is listed twice")
             seen.add(spec.router)
             self._check_filters(key, spec.outgoing, spec.incoming)
+            if spec.require_authenticated is not None and \
+                    not isinstance(spec.require_authenticated, bool):
+                raise FederationConfigError(f"{key}, require_authenticated",
+                                            f"must be true or false, not "
+                                            f"{spec.require_authenticated!r}")
+            _check_hosts(key, "hosts", spec.hosts, self.authenticates(spec))
         self._check_filters("federation.accept_any", self.accept_any_outgoing,
                             self.accept_any_incoming)
+        _check_hosts("federation", "accept_any_hosts", self.accept_any_hosts,
+                     self.accept_any and self.authenticates(None))
         for name in ("debounce", "reconnect_min", "reconnect_max", "connect_timeout",
                      "keepalive", "request_timeout"):
             value = getattr(self, name)
@@ -262,13 +331,53 @@ class FederationConfig:
                                             f"bad subscription expression: {exc}") from None
 
 
+def host_rules(hosts: list[str] | None) -> HostRules:
+    """The parsed ``hosts`` of an entry (validated already: never raises)."""
+    return HostRules.parse(hosts or ())
+
+
+def _check_hosts(key: str, name: str, hosts: Any, authenticated: bool) -> None:
+    """``hosts`` of an accept entry (``name`` = ``hosts``) or of accept_any."""
+    # (an entry's: "federation.accept #2, hosts"; the table's own: "federation.accept_any_hosts")
+    where = f"{key}.{name}" if key == "federation" else f"{key}, {name}"
+    if hosts is not None:
+        if not isinstance(hosts, list):
+            raise FederationConfigError(where, f"must be a list of host patterns, not "
+                                        f"{hosts!r}")
+        try:
+            HostRules.parse(hosts)
+        except ValueError as exc:
+            raise FederationConfigError(where, str(exc)) from None
+    if authenticated and not hosts:
+        raise FederationConfigError(where, "missing: require_authenticated needs the hosts "
+                                    "whose names the peer's certificate must carry")
+
+
+def _check_connect_tls(key: str, spec: ConnectSpec) -> None:
+    """A connect entry's client certificate and source address."""
+    if (spec.client_cert is None) != (spec.client_key is None):
+        raise FederationConfigError(f"{key}, client_cert", "client_cert and client_key "
+                                    "go together")
+    for name in ("client_cert", "client_key"):
+        path = getattr(spec, name)
+        if path is not None and (not isinstance(path, str) or not os.path.isfile(path)):
+            raise FederationConfigError(f"{key}, {name}", f"{path!r}: no such file")
+    if spec.source_address is not None:
+        try:
+            ipaddress.ip_address(spec.source_address)
+        except ValueError:
+            raise FederationConfigError(f"{key}, source_address",
+                                        f"{spec.source_address!r} is not an IP "
+                                        "address") from None
+
+
 _TOP = {"router_domain": str, "listen": (str, list), "accept_any": bool,
         "accept_any_outgoing": (bool, str), "accept_any_incoming": (bool, str),
         "debounce": (int, float), "reconnect_min": (int, float),
         "reconnect_max": (int, float), "connect_timeout": (int, float),
         "keepalive": (int, float), "request_timeout": (int, float),
         "request_retries": int, "max_routing": int, "max_disjuncts": int, "tls_ca": str,
-        "routing": str}
+        "routing": str, "accept_any_hosts": (str, list), "require_authenticated": bool}
 
 
 def federation_from_dict(data: Mapping[str, Any],
@@ -286,20 +395,22 @@ def federation_from_dict(data: Mapping[str, Any],
                     not isinstance(value, allowed):
                 raise FederationConfigError(f"federation.{raw_key}",
                                             f"has the wrong type ({value!r})")
-            if key == "listen":
+            if key in ("listen", "accept_any_hosts"):
                 value = [value] if isinstance(value, str) else value
                 if not all(isinstance(v, str) for v in value):
-                    raise FederationConfigError("federation.listen",
-                                                "must be a URL or a list of URLs")
+                    raise FederationConfigError(f"federation.{raw_key}",
+                                                "must be a string or a list of strings")
                 value = list(value)
             setattr(config, key, value)
         elif key == "connect":
             config.connect = [_spec(ConnectSpec, t, list_item("federation.connect", i),
-                                    ("url", "router", "outgoing", "incoming"), "url")
+                                    ("url", "router", "outgoing", "incoming", "client_cert",
+                                     "client_key", "source_address"), "url")
                               for i, t in enumerate(_tables(value, "federation.connect"))]
         elif key == "accept":
             config.accept = [_spec(AcceptSpec, t, list_item("federation.accept", i),
-                                   ("router", "outgoing", "incoming"), "router")
+                                   ("router", "outgoing", "incoming", "hosts",
+                                    "require_authenticated"), "router")
                              for i, t in enumerate(_tables(value, "federation.accept"))]
         else:
             raise FederationConfigError(f"federation.{raw_key}", "unknown setting")
@@ -322,11 +433,23 @@ def _spec(cls: type, table: Mapping[str, Any], key: str, allowed: tuple[str, ...
                                     f"unknown setting (use {', '.join(allowed)})")
     if required not in table:
         raise FederationConfigError(f"{key}, {required}", "missing")
-    for name in ("url", "router"):
+    table = dict(table)
+    for name in ("url", "router", "client_cert", "client_key", "source_address"):
         if name in table and not isinstance(table[name], str):
             raise FederationConfigError(f"{key}, {name}", f"must be a string, not "
                                         f"{table[name]!r}")
-    return cls(**dict(table))
+    if isinstance(table.get("hosts"), str):
+        table["hosts"] = [table["hosts"]]
+    if "hosts" in table and (not isinstance(table["hosts"], list)
+                             or not all(isinstance(h, str) for h in table["hosts"])):
+        raise FederationConfigError(f"{key}, hosts", f"must be a list of host patterns "
+                                    f"(strings), not {table['hosts']!r}")
+    if "require_authenticated" in table and not isinstance(table["require_authenticated"],
+                                                           bool):
+        raise FederationConfigError(f"{key}, require_authenticated",
+                                    f"must be true or false, not "
+                                    f"{table['require_authenticated']!r}")
+    return cls(**table)
 
 
 def federation_line(text: str, key: str) -> str:

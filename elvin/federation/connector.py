@@ -6,8 +6,16 @@ jitter), reset once a link is up. Failed dials are logged through
 ``elvin.retrylog`` (the first one and each new reason at once, then a line
 with the count every few minutes, and one when the link is up again), TLS
 failures as warnings, so a peer that is down or misconfigured is said
-without flooding the log. ``state``, ``failed_dials`` and ``last_error``
-are what ``elvind status``, the metrics and ``Elvin-Router-Stats`` show.
+without flooding the log; so is a peer that closes the connection without
+answering our FedConnRqst (with TLS 1.3 a listener checks the certificate
+we showed after our side of the handshake is done, so a certificate it does
+not accept looks like this here: the reason is in the peer's log).
+``state``, ``failed_dials`` and ``last_error`` are what ``elvind status``,
+the metrics and ``Elvin-Router-Stats`` show.
+
+The connection is made from the connect entry's ``source_address`` when it
+has one, so that a peer's ``hosts`` rule can be met on a host with several
+addresses.
 """
 
 from __future__ import annotations
@@ -16,25 +24,31 @@ import asyncio
 import logging
 import random
 import ssl
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from elvin.federation.config import ConnectSpec, parse_ewaf_uri
-from elvin.federation.link import LINKED, Link
+from elvin.federation.link import LINKED, Link, LinkOwner
 from elvin.protocol import DisconnReason
 from elvin.retrylog import RetryLog
-
-if TYPE_CHECKING:
-    from elvin.federation.service import FederationService
 
 log = logging.getLogger("elvin.federation")
 
 __all__ = ["Connector"]
 
 
+class Dialler(LinkOwner, Protocol):
+    """What a connector needs of its federation service: what a link needs,
+    whether the service is stopping, and the TLS context to dial with."""
+
+    stopping: bool
+
+    def client_ssl(self, spec: ConnectSpec | None = None) -> ssl.SSLContext: ...
+
+
 class Connector:
     """Keeps one outgoing link up, redialling with exponential backoff."""
 
-    def __init__(self, service: FederationService, spec: ConnectSpec) -> None:
+    def __init__(self, service: Dialler, spec: ConnectSpec) -> None:
         self.service = service
         self.spec = spec
         self.link: Link | None = None
@@ -70,8 +84,10 @@ class Connector:
             tls: dict[str, Any] = {}
             try:
                 if uri.secure:
-                    tls = {"ssl": service.client_ssl(), "server_hostname": host,
+                    tls = {"ssl": service.client_ssl(self.spec), "server_hostname": host,
                            "ssl_handshake_timeout": service.config.connect_timeout}
+                if self.spec.source_address:
+                    tls["local_addr"] = (self.spec.source_address, 0)
                 _t, link = await asyncio.wait_for(
                     loop.create_connection(lambda: Link(service, "connect", self.spec),
                                            host, uri.port, **tls),
@@ -96,6 +112,11 @@ class Connector:
                     self._tls_retries.succeeded()
                     self.last_error = None
                     delay = service.config.reconnect_min
+                elif not link.answered:
+                    self._failed("the router closed the connection without answering our "
+                                 "FedConnRqst" + (" (does it accept our certificate?)"
+                                                  if uri.secure else ""), self._tls_retries
+                                 if uri.secure else None)
                 else:
                     self._failed("closed before the link was up")
             if service.stopping:

@@ -6,7 +6,11 @@ federation configuration of each router.
 
 ``check`` validates the file (see ``elvin.federation.topology_file``) and
 prints a summary: QoS (and what each choice means), members with their ids
-and URLs, links with their filters, and what is downstream of each member. A file with errors, or whose
+and URLs, links with their filters, and what is downstream of each member,
+then who may link to each router: a warning for every router that would
+accept a link from any address on a listener other machines can reach
+(``elvin.federation.admission.admission_warnings``, the same words the
+router logs when it starts). A file with errors, or whose
 links would make a cycle or a diamond that its ``[qos]`` forbids, is refused
 with the paths at fault.
 
@@ -33,9 +37,17 @@ from pathlib import Path
 
 from elvin import __version__
 from elvin.cli_common import os_error
+from elvin.federation.admission import admission_warnings
+from elvin.federation.config import (
+    FederationConfig,
+    FederationConfigError,
+    federation_from_dict,
+    host_rules,
+)
 from elvin.federation.topology_file import (
     Topology,
     TopologyFileError,
+    federation_config,
     load_topology,
     render_fragment,
 )
@@ -147,6 +159,44 @@ def summary(topology: Topology) -> str:
     return "\n".join(out)
 
 
+def router_configs(topology: Topology) -> dict[str, FederationConfig]:
+    """Each router's ``[federation]`` settings as its router will read them;
+    ``TopologyFileError`` for a fragment the router would refuse (a router
+    requiring authentication dialled by one without ``hosts``)."""
+    out = {}
+    for name in topology.routers:
+        try:
+            out[name] = federation_from_dict(federation_config(topology, name))
+        except FederationConfigError as exc:
+            entry = exc.key.split(", hosts")[0]
+            problem = exc.problem
+            if exc.key.endswith(", hosts") and "require_authenticated" in problem:
+                index = int(entry.rsplit("#", 1)[1]) - 1
+                peer = federation_config(topology, name)["accept"][index]["router"]
+                problem = (f"it requires authentication, but router {peer!r}, which dials "
+                           f"it, has no hosts (the names its certificate carries)")
+            raise TopologyFileError(topology.path, f"[[routers]] {name!r}", problem) from None
+    return out
+
+
+def admission(topology: Topology) -> list[str]:
+    """What ``check`` says about who may link to each router."""
+    configs = router_configs(topology)
+    out = ["Admission (who may dial in to each router):"]
+    for name, config in configs.items():
+        for spec in config.accept:
+            rules = host_rules(spec.hosts)
+            where = f"from {rules}" if rules else "from any address"
+            auth = ", with a certificate naming one of them" \
+                if config.authenticates(spec) else ""
+            out.append(f"  {name}: accepts {spec.router!r} {where}{auth}")
+    warnings = [f"  warning: router {name!r}: {w}" for name, config in configs.items()
+                for w in admission_warnings(config, config.listen)]
+    if len(out) == 1:
+        out.append("  (no router accepts links)")
+    return [*out, *[textwrap.fill(w, 88, subsequent_indent="    ") for w in warnings]]
+
+
 def apply(topology: Topology, out_dir: Path) -> list[Path]:
     """Write every router's fragment into ``out_dir``; the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -175,8 +225,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return EXIT_INPUT
 
+    try:
+        who = admission(topology)
+    except TopologyFileError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return EXIT_INPUT
     if args.command == "check":
         print(summary(topology))
+        print("\n".join(who))
         return EXIT_OK
 
     out_dir = Path(args.out)

@@ -50,6 +50,12 @@ class FederationHost(Protocol):
         certificate); RouterStartError naming ``what`` if there is none."""
         ...
 
+    def client_certificate(self) -> tuple[str, str] | None:
+        """The router's own certificate and key files (PEM), shown to a
+        federation listener that asks the dialling router for one; None
+        when the router has none."""
+        ...
+
     def watch_subscriptions(self, listener: SubscriptionListener) -> Iterable[Hashable]:
         """Call ``listener`` on every later change of what local subscribers
         want, and return what they want now (the predicates of the current

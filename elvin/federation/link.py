@@ -18,6 +18,14 @@ or is longer than ``max_routing``, a wrong protocol version or an unknown
 domain get a Nack (for a request) or a Disconn (reason 4) and the link is
 closed, with the reason logged; clients of the router never notice.
 
+Admission: a FedConnRqst's domain must be accepted (``check_domain``), and
+then the connection itself must satisfy the domain's rule (``check_peer``:
+its address, its certificate). When that takes DNS lookups they run as the
+link's one job (``elvin.protocol.backlog``): whatever the peer sends before
+its answer waits behind it, and closing the link cancels it. A refused
+peer gets the Nack and nothing else: it never learns a pull filter, an
+announcement or a notification.
+
 Dead peers: TestConn after ``keepalive`` seconds of silence, and the link
 is closed when the peer says nothing for another ``keepalive``; a
 FedSubReplace not acknowledged within ``request_timeout`` is resent
@@ -33,8 +41,9 @@ import itertools
 import logging
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from elvin.errors import KeyRefused, NackCode, ProtocolError, SubscriptionError
 from elvin.federation.config import ConnectSpec, Filter
@@ -58,12 +67,14 @@ from elvin.protocol.framing import FrameDecoder
 from elvin.protocol.limits import Limits
 
 if TYPE_CHECKING:
-    from elvin.federation.service import FederationService
+    from elvin.federation.admission import Refusal
+    from elvin.federation.config import FederationConfig
+    from elvin.federation.host import FederationHost
 
 log = logging.getLogger("elvin.federation")
 
 __all__ = ["AWAIT_RPLY", "AWAIT_RQST", "CLOSED", "LINKED", "FederationStats", "Link",
-           "NACK_INVALID_DOMAIN"]
+           "LinkOwner", "NACK_INVALID_DOMAIN"]
 
 #: Avis's implementation-specific Nack code for a refused router domain
 #: (codes 2500-2599 are for implementations): we use the same.
@@ -111,10 +122,47 @@ class FederationStats:
         return dict(self.__dict__)
 
 
+class LinkOwner(Protocol):
+    """What a link needs of the federation service that owns it: the one
+    contract between the two (``elvin.federation.service.FederationService``
+    implements it). The link speaks the protocol of one connection; the
+    service decides who may link, what each link is sent, and the topology."""
+
+    domain: str
+    config: FederationConfig
+    limits: Limits
+    host: FederationHost
+    stats: FederationStats
+
+    def link_opened(self, link: Link) -> None: ...
+
+    def link_established(self, link: Link) -> None: ...
+
+    def link_closed(self, link: Link) -> None: ...
+
+    def unlink(self, link: Link) -> None: ...
+
+    def check_domain(self, domain: str, spec: ConnectSpec | None,
+                     relink: Link | None = None) -> tuple[str, tuple[Filter, Filter] | None]:
+        """(problem, (outgoing, incoming) filters): may ``domain`` link?"""
+
+    def check_peer(self, link: Link, domain: str) -> Refusal | None | asyncio.Task:
+        """May this peer (its address, its certificate) link as ``domain``?"""
+
+    def pull_acked(self, link: Link) -> None: ...
+
+    def remote_pull_changed(self, link: Link) -> None: ...
+
+    def announcement_received(self, link: Link, attrs: Mapping[str, Any]) -> None: ...
+
+    def on_tree(self, link: Link, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
+        """Whether a notification from ``link`` came along its tree (else dropped)."""
+
+
 class Link(asyncio.Protocol):
     """One federation connection (either end), with its handshake state."""
 
-    def __init__(self, service: FederationService, role: str,
+    def __init__(self, service: LinkOwner, role: str,
                  spec: ConnectSpec | None = None) -> None:
         self.service = service
         self.role = role                      # "connect" or "accept"
@@ -143,6 +191,8 @@ class Link(asyncio.Protocol):
         self._requests: dict[int, tuple[float, int]] = {}
         self._request_timer: asyncio.TimerHandle | None = None
         self.established = False
+        #: the peer answered our FedConnRqst (FedConnRply, Nack or Disconn)
+        self.answered = False
         self.stats = FederationStats()
         self.closed = asyncio.get_running_loop().create_future()
         self._xids = itertools.count(1)
@@ -418,6 +468,7 @@ class Link(asyncio.Protocol):
             else:
                 self.violation(f"{type(packet).__name__} before FedConnRqst")
         elif self.state == AWAIT_RPLY:
+            self.answered = True
             if isinstance(packet, FedConnRply):
                 self._fed_conn_rply(packet)
             elif isinstance(packet, Nack):
@@ -452,6 +503,39 @@ class Link(asyncio.Protocol):
                       f"{p.minor_version} (this router speaks {VERSION_MAJOR}.{VERSION_MINOR})")
             self._refuse(p.xid, int(NackCode.PROT_INCOMPAT), reason)
             return
+        problem, _classes = service.check_domain(p.router_domain, None)
+        if problem:
+            self._refuse(p.xid, NACK_INVALID_DOMAIN, problem)
+            return
+        verdict = service.check_peer(self, p.router_domain)
+        if isinstance(verdict, asyncio.Task):      # host names to look up first
+            self._backlog.start(verdict)
+            verdict.add_done_callback(functools.partial(self._checked, p))
+            return
+        self._admit(p, verdict)
+
+    def _checked(self, p: FedConnRqst, task: asyncio.Task) -> None:
+        if not self._backlog.finish(task):
+            return                      # the link closed meanwhile
+        try:
+            refusal = task.result()
+        except Exception:               # never let a lookup hurt the router
+            log.exception("federation: checking the peer at %s failed", self.peer)
+            self.close(0)
+            return
+        self._admit(p, refusal)
+        self._act()
+
+    def _admit(self, p: FedConnRqst, refusal: Any) -> None:
+        """Link as ``p.router_domain`` unless ``refusal`` (a ``Refusal``)
+        says no; the domain is checked again, another link may have taken
+        it while the peer was being looked up."""
+        if self.state != AWAIT_RQST:
+            return
+        if refusal is not None:
+            self._refuse(p.xid, NACK_INVALID_DOMAIN, refusal.log, refusal.nack)
+            return
+        service = self.service
         problem, classes = service.check_domain(p.router_domain, None)
         if problem:
             self._refuse(p.xid, NACK_INVALID_DOMAIN, problem)
@@ -459,10 +543,12 @@ class Link(asyncio.Protocol):
         self._send(FedConnRply(p.xid, service.domain))
         self._established(p.router_domain, *classes)  # type: ignore[misc]
 
-    def _refuse(self, xid: int, code: int, reason: str) -> None:
+    def _refuse(self, xid: int, code: int, reason: str, told: str | None = None) -> None:
+        """Nack the FedConnRqst (with ``told``, else ``reason``) and close;
+        the log says ``reason``."""
         log.warning("refused federation link from %s: %s", self.peer, reason)
         self.service.stats.links_refused += 1
-        self._send(Nack(xid, code, reason[:200]))
+        self._send(Nack(xid, code, (reason if told is None else told)[:200]))
         self.state = CLOSED
         self._cancel_timers()
         if self.transport is not None:

@@ -5,7 +5,9 @@ a ``federation`` section (``elvin.federation.config``); it sees the router
 only through ``elvin.federation.host.FederationHost``. It
 
 * listens on the ``ewaf://`` URLs and accepts routers listed in ``accept``
-  (or any, with ``accept_any``), refusing the others with a Nack;
+  (or any, with ``accept_any``) from the addresses their ``hosts`` allow,
+  with a certificate where ``require_authenticated`` says so, refusing the
+  others with a Nack (``admission.py``);
 * dials every ``connect`` URL and keeps the link up (``connector.py``);
 * keeps every peer's pull filter up to date (``pullfilter.py``): the host
   reports local subscription changes (one dict operation on the subscribe
@@ -32,8 +34,12 @@ silent, is ``link.py``. A notification sent with ``deliver_insecure =
 false`` and no keys can reach nobody and is not forwarded.
 
 TLS: ``ewaf:1.0/ssl,none,xdr/host:port`` listeners serve the router's
-``tls-cert``/``tls-key``; outgoing TLS links verify the peer against
-``tls_ca`` (default: the system trust store; never unverified).
+``tls-cert``/``tls-key`` and run the handshake themselves (``tlsaccept.py``:
+a failure is logged with the peer's address); when an accept entry requires
+authentication they ask the dialling router for a certificate chaining to
+``tls_ca``. Outgoing TLS links verify the peer against ``tls_ca`` (default:
+the system trust store; never unverified) and show the router's own
+certificate, or the connect entry's ``client_cert``.
 
 Statistics (``FederationService.stats`` and each link's ``stats``) count
 FedNotify packets sent and received, so tests can check where traffic went.
@@ -46,17 +52,29 @@ import logging
 import socket
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from elvin.errors import RouterStartError
+from elvin.federation.admission import (
+    NEEDS_DNS,
+    Peer,
+    Refusal,
+    accept_rule,
+    admission_warnings,
+    check_peer,
+    check_peer_names,
+    open_entries,
+)
 from elvin.federation.config import ConnectSpec, FederationConfig, Filter, parse_ewaf_uri
 from elvin.federation.connector import Connector
 from elvin.federation.host import FederationHost
+from elvin.federation.hosts import Resolver
 from elvin.federation.link import LINKED, FederationStats, Link
 from elvin.federation.packets import fed_notify_frame, keys_block, routing_block
 from elvin.federation.pullfilter import compute_pull_filter
 from elvin.federation.subast import TRUE_FILTER_AST, PullFilter, encode_subast
+from elvin.federation.tlsaccept import Handshaking
 from elvin.federation.topology import (
     ANNOUNCEMENT_ATTR,
     Announcement,
@@ -71,6 +89,7 @@ from elvin.federation.topology import (
 )
 from elvin.keys import Keys
 from elvin.protocol import DisconnReason, encode_attributes
+from elvin.tls import ask_for_client_certificates
 
 log = logging.getLogger("elvin.federation")
 
@@ -91,7 +110,14 @@ class FederationService:
         self.linked: dict[str, Link] = {}          # established, by remote domain
         self._servers: list[asyncio.AbstractServer] = []
         self._tls_servers: set[asyncio.AbstractServer] = set()
-        self._client_ssl: tuple[str | None, ssl.SSLContext] | None = None
+        #: client TLS contexts by (tls_ca, certificate, key)
+        self._client_ssl: dict[tuple[str | None, str | None, str | None], ssl.SSLContext] = {}
+        #: accepted connections whose TLS handshake is under way (tlsaccept.py)
+        self._handshakes: set[asyncio.BaseTransport] = set()
+        #: the last handshake failure logged as a warning, by peer address
+        self._tls_reported: dict[str, str] = {}
+        self._listen_key: tuple[Any, ...] = ()
+        self.resolver = Resolver(self._resolve_name, self._reverse_names)
         self._connectors: list[Connector] = []
         self._local: dict[Any, None] = {}
         self._flush: asyncio.TimerHandle | None = None
@@ -111,15 +137,16 @@ class FederationService:
     async def start(self) -> FederationService:
         self._local = dict.fromkeys(self.host.watch_subscriptions(self._local_changed))
         try:
-            for uri in self.config.listen:
-                await self._listen(uri)
-            if any(parse_ewaf_uri(spec.url).secure for spec in self.config.connect):
-                self.client_ssl()          # a bad tls_ca stops the start, clearly
+            await self._listen_all()
+            for spec in self.config.connect:
+                if parse_ewaf_uri(spec.url).secure:
+                    self.client_ssl(spec)  # a bad tls_ca or certificate stops the start
         except BaseException:
             await self._close_servers()
             raise
         for url in self.urls:
             log.info("federation: router domain %r listening on %s", self.domain, url)
+        self._say_who_may_link(self.config)
         for spec in self.config.connect:
             self._connectors.append(Connector(self, spec))
         return self
@@ -135,6 +162,8 @@ class FederationService:
             self._topology_tick = None
         self.host.unwatch_subscriptions(self._local_changed)
         await self._close_servers()
+        for transport in list(self._handshakes):
+            transport.abort()           # type: ignore[attr-defined]
         for connector in self._connectors:
             await connector.stop()
         self._connectors = []
@@ -146,16 +175,47 @@ class FederationService:
         for link in list(self.links):
             link.abort()
 
+    def _say_who_may_link(self, config: FederationConfig) -> None:
+        """Once at start (and at a reload): the rules that admit any address
+        -- a warning when a listener is reachable from other machines
+        (``admission_warnings``), else a note."""
+        warnings = admission_warnings(config, config.listen)
+        for warning in warnings:
+            log.warning("federation: %s", warning)
+        if not warnings:
+            for entry in open_entries(config):
+                log.info("federation: %s (listening on loopback only)", entry)
+
+    def _listen_settings(self, config: FederationConfig) -> tuple[Any, ...]:
+        """What the listeners are built from: a change restarts them."""
+        return (tuple(config.listen), config.asks_for_certificates,
+                config.tls_ca if config.asks_for_certificates else None)
+
+    async def _listen_all(self) -> None:
+        self._listen_key = self._listen_settings(self.config)
+        for uri in self.config.listen:
+            await self._listen(uri)
+
     async def _listen(self, uri: str) -> None:
         """Listen on one ``federation.listen`` URL (RouterStartError if not)."""
         parsed = parse_ewaf_uri(uri)
         host = None if parsed.host in ("", "*") else parsed.host.strip("[]")
-        context = self.host.server_tls(f"federation listener {uri}") if parsed.secure else None
+        what = f"federation listener {uri}"
+        context = self.host.server_tls(what) if parsed.secure else None
+        if context is not None and self.config.asks_for_certificates:
+            ask_for_client_certificates(context, self.config.tls_ca, what)
+        def link() -> asyncio.Protocol:
+            return Link(self, "accept")      # aborted at once if the router is stopping
+
+        if context is None:
+            factory = link
+        else:
+            def factory() -> asyncio.Protocol:
+                return Handshaking(link, context, self.config.connect_timeout,
+                                   self._handshake_failed, self._handshakes)
         try:
             server = await asyncio.get_running_loop().create_server(
-                lambda: Link(self, "accept"), host, parsed.port, reuse_address=True,
-                ssl=context,
-                ssl_handshake_timeout=self.config.connect_timeout if context else None)
+                factory, host, parsed.port, reuse_address=True)
         except OSError as exc:
             raise RouterStartError(f"cannot listen for federation on {uri}: "
                                    f"{exc.strerror or exc}") from None
@@ -163,15 +223,44 @@ class FederationService:
         if context is not None:
             self._tls_servers.add(server)
 
-    def client_ssl(self) -> ssl.SSLContext:
+    def _handshake_failed(self, peer: Peer, exc: BaseException) -> None:
+        """One warning per peer address and reason (repeats at debug level)."""
+        self.stats.links_refused += 1
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            detail = f"its certificate does not verify ({exc.verify_message or exc.reason})"
+        elif isinstance(exc, ssl.SSLError):
+            detail = exc.reason or str(exc)
+        elif isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+            detail = "it did not finish the handshake in time"
+        else:
+            detail = str(exc) or type(exc).__name__
+        where = f"{peer.address}:{peer.port}" if peer.address else "an unknown address"
+        message = f"TLS handshake with {where} failed: {detail}; refused"
+        key = peer.address or "?"
+        if self._tls_reported.get(key) == detail:
+            log.debug("federation: %s", message)
+            return
+        if len(self._tls_reported) > 1024:
+            self._tls_reported.clear()
+        self._tls_reported[key] = detail
+        log.warning("federation: %s", message)
+
+    def client_ssl(self, spec: ConnectSpec | None = None) -> ssl.SSLContext:
         """The TLS context for dialling ``ewaf:1.0/ssl,none,xdr/...`` links:
         the peer's certificate must chain to ``tls_ca`` (or, without it, to the
         system's trust store) and name the URL's host. There is deliberately
-        no unverified mode: a self-signed peer needs ``tls_ca``.
-        RouterStartError naming the file if it cannot be loaded."""
+        no unverified mode: a self-signed peer needs ``tls_ca``. It shows the
+        connect entry's ``client_cert``, else the router's own certificate,
+        to a listener that asks. RouterStartError naming the file if one
+        cannot be loaded."""
         ca = self.config.tls_ca
-        if self._client_ssl is not None and self._client_ssl[0] == ca:
-            return self._client_ssl[1]
+        if spec is not None and spec.client_cert:
+            cert, key = spec.client_cert, spec.client_key
+        else:
+            cert, key = self.host.client_certificate() or (None, None)
+        cached = self._client_ssl.get((ca, cert, key))
+        if cached is not None:
+            return cached
         try:
             context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca)
         except (OSError, ssl.SSLError) as exc:
@@ -179,7 +268,14 @@ class FederationService:
                               if parse_ewaf_uri(spec.url).secure)
             raise RouterStartError(f"federation.tls_ca {ca!r} (for {links}): cannot load "
                                    f"the CA certificate(s): {exc}") from None
-        self._client_ssl = (ca, context)
+        if cert:
+            try:
+                context.load_cert_chain(cert, key)
+            except (OSError, ssl.SSLError) as exc:
+                raise RouterStartError(f"federation link to {spec.url if spec else '?'}: "
+                                       f"cannot load the client certificate {cert!r} / key "
+                                       f"{key!r}: {exc}") from None
+        self._client_ssl[(ca, cert, key)] = context
         return context
 
     async def _close_servers(self) -> None:
@@ -199,7 +295,7 @@ class FederationService:
         are closed, and every link's filters are replaced."""
         old = self.config
         self.config = config
-        self._client_ssl = None          # tls_ca may have changed (file or contents)
+        self._client_ssl.clear()         # tls_ca may have changed (file or contents)
         relink = ""
         if config.router_domain and config.router_domain != self.domain:
             log.info("federation: router domain changes from %r to %r: relinking",
@@ -216,13 +312,15 @@ class FederationService:
             self._route_memo = ((), None, None)
             for link in list(self.links):
                 link.close(DisconnReason.SHUTDOWN, relink)
-        if list(config.listen) != list(old.listen):
+        if self._listen_settings(config) != self._listen_key:
             await self._close_servers()
+            self._listen_key = self._listen_settings(config)
             for uri in config.listen:
                 try:
                     await self._listen(uri)
                 except Exception as exc:        # RouterStartError
                     log.error("federation: %s", exc)
+        self._say_who_may_link(config)
         keep: list[Connector] = []
         wanted = list(config.connect)
         for connector in self._connectors:
@@ -242,6 +340,11 @@ class FederationService:
         for link in list(self.linked.values()):
             problem, classes = self.check_domain(link.remote_domain, link.spec,  # type: ignore[arg-type]
                                                  relink=link)
+            if not problem and link.role == "accept":
+                refusal = await self.admit_peer(link, link.remote_domain)  # type: ignore[arg-type]
+                problem = refusal.log if refusal is not None else ""
+                if link.state != LINKED or self.config is not config:
+                    continue          # closed, or reconfigured again, meanwhile
             if problem:
                 log.info("federation: closing link with %r: %s", link.remote_domain, problem)
                 link.close(DisconnReason.SHUTDOWN, "no longer configured")
@@ -298,18 +401,50 @@ class FederationService:
         existing = self.linked.get(domain)
         if existing is not None and existing is not relink:
             return f"router domain {domain!r} is already linked ({existing.peer})", None
-        config = self.config
         if spec is not None:
             if spec.router is not None and spec.router != domain:
                 return (f"{spec.url} answered as router domain {domain!r}, expected "
                         f"{spec.router!r}"), None
             return "", (Filter(spec.outgoing), Filter(spec.incoming))
-        for accept in config.accept:
-            if accept.router == domain:
-                return "", (Filter(accept.outgoing), Filter(accept.incoming))
-        if config.accept_any:
-            return "", (Filter(config.accept_any_outgoing), Filter(config.accept_any_incoming))
-        return f"router domain {domain!r} is not in this router's federation.accept", None
+        rule = accept_rule(self.config, domain)
+        if rule is None:
+            return f"router domain {domain!r} is not in this router's federation.accept", None
+        return "", (Filter(rule.outgoing), Filter(rule.incoming))
+
+    def check_peer(self, link: Link, domain: str) -> Refusal | None | asyncio.Task:
+        """Whether the router at the other end of an accepted ``link`` may
+        link as ``domain`` (``check_domain`` said the domain may): None, a
+        ``Refusal``, or a task that answers the same after DNS lookups."""
+        rule = accept_rule(self.config, domain)
+        if rule is None:
+            return Refusal(f"router domain {domain!r} is no longer accepted",
+                           f"router domain {domain!r} is not accepted")
+        peer = Peer.of(link.transport)
+        verdict = check_peer(rule, domain, peer)
+        if verdict is not NEEDS_DNS:
+            return verdict
+        return asyncio.get_running_loop().create_task(
+            check_peer_names(rule, domain, peer, self.resolver))
+
+    async def admit_peer(self, link: Link, domain: str) -> Refusal | None:
+        """``check_peer``, waited for."""
+        verdict = self.check_peer(link, domain)
+        if isinstance(verdict, asyncio.Task):
+            return await verdict
+        return verdict
+
+    # -- the resolver host names in ``hosts`` are matched with ---------------------------
+    async def _resolve_name(self, name: str) -> Sequence[str]:
+        infos = await asyncio.wait_for(
+            asyncio.get_running_loop().getaddrinfo(name, None, type=socket.SOCK_STREAM),
+            self.config.connect_timeout)
+        return [info[4][0] for info in infos]
+
+    async def _reverse_names(self, address: str) -> Sequence[str]:
+        host, aliases, _ = await asyncio.wait_for(
+            asyncio.get_running_loop().run_in_executor(None, socket.gethostbyaddr, address),
+            self.config.connect_timeout)
+        return [host, *aliases]
 
     def link_opened(self, link: Link) -> None:
         self.links.add(link)

@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elvin.errors import SubscriptionError
+from elvin.federation.config import STAMP_PREFIX, Filter
 from elvin.subscription.ast import Kind, Node, const, name, op
 
 __all__ = ["ANNOUNCEMENT_ATTR", "HISTORY", "STAMP_PREFIX", "Announcement", "BadAnnouncement",
@@ -74,9 +75,9 @@ __all__ = ["ANNOUNCEMENT_ATTR", "HISTORY", "STAMP_PREFIX", "Announcement", "BadA
 #: notification of a client that has it is never forwarded by a router that
 #: takes part (it would read as an announcement at the next router)
 ANNOUNCEMENT_ATTR = "Elvin-Federation-Topology"
-#: the routing list entry that names the graph a notification is routed by
-#: (no router domain starts so: ``FederationConfig`` refuses one that does)
-STAMP_PREFIX = "@spt1:"
+#: (``STAMP_PREFIX``, in ``config``, starts the routing list entry that names
+#: the graph a notification is routed by: no router domain starts so,
+#: ``FederationConfig`` refuses one that does)
 #: graphs a router keeps (and announces) so that notifications stamped with
 #: a graph it has just replaced still find their tree
 HISTORY = 8
@@ -230,8 +231,6 @@ def _compiled(text: str) -> Callable[[Mapping], bool] | None:
         return _filters[text]
     except KeyError:
         pass
-    from elvin.federation.config import Filter
-
     try:
         matcher: Callable[[Mapping], bool] | None = Filter(text).matches
     except (SubscriptionError, ValueError, TypeError):

@@ -16,6 +16,10 @@ A topology file::
     name = "hub"                              # letters, digits, '.', '_', '-'
     url = "ewaf://hub.example.com:2916"       # its federation endpoint
     client_url = "elvin://hub.example.com"    # optional: where clients connect
+    hosts = ["hub.example.com", "10.1.2.3"]   # optional: where it dials from, and
+                                              # the names its certificate carries
+    require_authenticated = false             # optional: routers dialling it must
+                                              # present a certificate (over TLS)
 
     [[links]]                     # notifications flow from `from` to `to`
     from = "hub"
@@ -31,7 +35,9 @@ any router (Avis, older ``elvind``) handles. A domain that allows either gets
 ``routing = "trees"`` written into every fragment.
 
 Filters are Elvin subscription expressions; a missing filter means
-everything. ``load_topology`` checks the structure, names, URLs (``ewaf`` for
+everything. A router's ``hosts`` go into the ``accept`` entry of every
+router it dials, so that only it, from there, links as that router; its
+``require_authenticated`` goes into its own ``accept`` entries. ``load_topology`` checks the structure, names, URLs (``ewaf`` for
 federation endpoints, ``elvin`` for client URLs, via ``elvin.protocol.uri``)
 and that the links respect the QoS: links are added in file order and every
 refused one is reported with the cycles or diamond paths it would create. Every
@@ -84,6 +90,7 @@ from elvin.federation.domain import (
     Policy,
     TopologyError,
 )
+from elvin.federation.hosts import parse_hosts
 from elvin.protocol.uri import ElvinURI, URIError, parse_uri
 from elvin.tomlwrite import toml_string, toml_value
 
@@ -106,7 +113,8 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _TOP_KEYS = {"domain", "qos", "routers", "links"}
 _DOMAIN_KEYS = {"name", "default_supplier", "default_consumer"}
 _QOS_KEYS = {"cycles", "diamonds"}
-_ROUTER_KEYS = {"name", "url", "client_url", "description"}
+_ROUTER_KEYS = {"name", "url", "client_url", "description", "hosts",
+                "require_authenticated"}
 _LINK_KEYS = {"from", "to", "outgoing", "incoming"}
 
 
@@ -140,6 +148,8 @@ class RouterSpec:
     client_url: str | None = None
     client_uri: ElvinURI | None = None
     description: str | None = None
+    hosts: tuple[str, ...] = ()
+    require_authenticated: bool = False
 
 
 @dataclass(frozen=True)
@@ -310,7 +320,22 @@ def parse_topology(text: str, path: str | Path = "<topology>", *,
                                          "elvin://host[:port] or elvin:4.0/tcp,none,xdr/"
                                          "host:port)", line) from None
         description = reader.string(table, "description", where, line, required=False)
-        routers[rname] = RouterSpec(rname, url, fed_uri, client_url, client_uri, description)
+        hosts = table.get("hosts", [])
+        if isinstance(hosts, str):
+            hosts = [hosts]
+        if not isinstance(hosts, list):
+            raise reader.fail(where, f"'hosts' must be an array of host patterns, not "
+                                     f"{_kind(hosts)}", line)
+        try:
+            parse_hosts(hosts)
+        except ValueError as exc:
+            raise reader.fail(where, f"bad hosts{exc}", line) from None
+        authenticated = table.get("require_authenticated", False)
+        if not isinstance(authenticated, bool):
+            raise reader.fail(where, f"'require_authenticated' must be true or false, not "
+                                     f"{_kind(authenticated)}", line)
+        routers[rname] = RouterSpec(rname, url, fed_uri, client_url, client_uri, description,
+                                    tuple(hosts), authenticated)
 
     # [[links]]
     known = list(routers)
@@ -442,7 +467,12 @@ def federation_config(topology: Topology, name: str) -> dict[str, Any]:
             connect.append({"router": peer, "url": topology.routers[peer].url,
                             **filters(peer)})
         else:
-            accept.append({"router": peer, **filters(peer)})
+            entry: dict[str, Any] = {"router": peer}
+            if topology.routers[peer].hosts:
+                entry["hosts"] = list(topology.routers[peer].hosts)
+            if topology.routers[name].require_authenticated:
+                entry["require_authenticated"] = True
+            accept.append({**entry, **filters(peer)})
     config: dict[str, Any] = {"router_domain": name, "listen": topology.routers[name].url}
     qos = domain.qos
     if Policy.ALLOW in (qos.cycles, qos.diamonds):

@@ -9,7 +9,7 @@ notifications are brought to the client at its new router.
 * ``MobilityProxy`` (``elvin.mobility.proxy``): the proxy. It is a plain
   Elvin client, so it works in front of any Elvin router: ``elvind
   --mobility`` (or ``mobility = true`` in its TOML) runs one inside the
-  router, connected to it over loopback; ``elvin-mobility-proxy -e URL`` runs
+  router, connected to it over an in-process channel; ``elvin-mobility-proxy -e URL`` runs
   one as a process of its own.
 * ``MobileConnection`` (``elvin.mobility.client``): the client library. It
   wraps a connection, keeps its subscriptions (with their keys), and adds
@@ -71,38 +71,66 @@ and, except ``hello``, ``Mobility.Client`` (the client's unique id):
     keys plus the connection-level subscription keys). (A JSON string
     ``[{"id", "expression", "accept_insecure"}]``, the first version's
     keyless form, is still accepted.) Optional ``Mobility.Quota`` (most
-    notifications to buffer) and ``Mobility.Expiry`` (seconds). The proxy
+    notifications to buffer) and ``Mobility.Expiry`` (seconds), optional
+    ``Mobility.Secret`` (the download secret, chosen by the client, at least
+    16 characters: the client knows it even if the reply never arrives) and
+    ``Mobility.Previous-Secret`` (the client's previous ticket: a buffer the
+    proxy still holds for this client id under that secret, or under
+    ``Secret``, is replaced instead of refused with ``in-use``). The proxy
     creates a client handler, subscribes with every expression and its keys
-    and waits for each subscription to be acknowledged by the router, then
-    replies with ``Mobility.Secret`` (the download secret), the granted
-    ``Mobility.Quota`` and ``Mobility.Expiry``, and ``Mobility.Proxy-Key``.
-    Only then does the client detach; its ticket keeps the secret and the
-    proxy's public key. While away, each notification is buffered once with
-    the ids of the client's subscriptions it matched.
+    and waits for each subscription to be acknowledged by the router, writes
+    the handler to its store (if any), then replies with ``Mobility.Secret``,
+    the granted ``Mobility.Quota`` and ``Mobility.Expiry``, and
+    ``Mobility.Proxy-Key``. The reply is sent to the client's reply key *and*
+    the proxy's own key: the buffer starts where the proxy's copy falls in
+    its stream, and the client delivers nothing live after its copy, so a
+    notification routed around the move-out is delivered live or buffered,
+    never both. Only then does the client detach; its ticket keeps the
+    secret and the proxy's public key. While away, each notification is
+    buffered once with the ids of the client's subscriptions it matched.
+
+``fence`` (client to the proxy at its router, and to itself; private)
+    ``Mobility.Client``, ``Mobility.Secret``, ``Mobility.Fence`` (an id).
+    No reply. Sent back at the move-out router, after the client's new
+    subscriptions are acknowledged, with the proxy's key and a one-off key of
+    the client's own (which it subscribed to): both see it at the same place
+    in the router's order. The proxy notes where it fell in the buffer.
 
 ``move-in`` (client to the proxy at its new router; private)
     ``Mobility.Secret``, ``Mobility.From`` (the move-out proxy's id),
+    optional ``Mobility.Fence`` (the fence just placed),
     optional ``Mobility.From-Key`` (the move-out proxy's public key, from
     the ticket), ``Mobility.From-URL`` (its router) and ``Mobility.Via``
     (``"direct"``, default, or ``"bus"``). The client sends it with the new
     proxy's key: the ticket's when it is back at the move-out proxy,
     otherwise one from a ``hello`` just before (or pinned). If ``From`` is
-    this proxy, it is the paper's *abbreviated* move-in: the proxy
-    unsubscribes the handler and replies with the buffer. Otherwise (*full*
-    move-in) the proxy downloads the buffer from the move-out proxy and
-    forwards it.
+    this proxy, it is the paper's *abbreviated* move-in: the proxy replies
+    with what it buffered before the fence (the reply repeats
+    ``Mobility.Fence``; the client then delivers from its new subscriptions
+    only what came after the fence: nothing lost, nothing twice). Otherwise
+    (*full* move-in) the proxy downloads the buffer from the move-out proxy
+    and forwards it.
 
 ``download`` (move-in proxy to move-out proxy; private)
     ``Mobility.Secret``, ``Mobility.Requester`` (informational); sent with
     ``From-Key`` (without one, the move-in proxy first sends a ``hello`` to
     the move-out proxy along the same path). The move-out proxy checks the
-    secret, unsubscribes the handler (waiting for the router's
-    acknowledgements, so nothing in flight is lost), replies with the buffer
-    and destroys the handler. Over the bus the requester's reply
+    secret, places a fence of its own (a ``fence`` to its own key; once it is
+    back, everything the router routed before it is in the buffer) and
+    replies with what came before it. Over the bus the requester's reply
     subscription may not have reached the old router when the reply leaves,
     so the requester repeats the request (same id) until the reply is
-    complete, and a proxy answers a repeated download (right secret) with
-    the same buffer for ``download_timeout`` seconds after handing it over.
+    complete, and a proxy answers a repeated request (right secret, same
+    fence) with the same reply.
+
+``release`` (client to the proxy at its new router, which forwards it to
+the move-out proxy along the download's path; private)
+    ``Mobility.Secret`` and, like ``move-in``, ``From``, ``From-Key``,
+    ``From-URL``, ``Via``. No reply. Sent once the move-in reply is
+    complete: only then does the move-out proxy forget the handler (and its
+    subscriptions, and its state on disk), so that a move-in cut short (the
+    router died) can be done again. Without a release (an older client) the
+    handler goes ``download_timeout`` seconds after handing the buffer over.
 
 Who sends what, in a full move-in at another router (``K_x`` = SHA-1 of
 ``x``'s raw key; "public" = anyone subscribed to ``Mobility.*`` sees it)::
@@ -156,6 +184,15 @@ it proceeds after ``ping_timeout`` and reports ``ping_ok = False``.
 Beyond the paper
 ================
 
+* Durability: with a store (``elvind --mobility --state-dir DIR``,
+  ``elvin.mobility.store``) the proxy's key, handlers and buffers are in
+  SQLite and come back at start, subscribed again before the router accepts
+  connections; inside ``elvind`` a buffer is on disk before the router tells
+  anyone (a producer's round trip) that it read the notification. A
+  ``MobileConnection`` whose router dies during a move-out is moved out with
+  an unconfirmed ticket (its own secret); during a move-in it delivers none
+  of it and is moved out again, ticket kept: the next move-in collects
+  everything once.
 * Quota: a client asks for a quota; the proxy grants at most its own. When
   full, the oldest buffered notification is dropped (the newest survive,
   per-producer order is kept) and counted in ``Mobility.Dropped``.
@@ -215,7 +252,9 @@ Not protected against:
   cannot be replayed by someone who never received them.
 * The proxies are trusted: a proxy holds the subscriptions' raw keys while
   the client is away and sees every buffered notification, and a move-in
-  proxy sees the secret and the buffer it forwards.
+  proxy sees the secret and the buffer it forwards. With a store, its file
+  (mode 0600 in a 0700 directory) holds those raw keys, the secrets and the
+  buffers: protect it as such.
 * The routers are trusted, as for any Elvin key use: they see raw keys in
   subscriptions and every notification. Links between clients and routers
   (and between federated routers) are only as confidential as their

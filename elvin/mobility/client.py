@@ -61,6 +61,9 @@ class Ticket:
     expiry: float
     moved_out_at: float
     proxy_key: bytes = field(default=b"", repr=False)
+    #: False when the router went away before the proxy confirmed the
+    #: move-out: the proxy may or may not hold a buffer under this secret
+    confirmed: bool = True
 
 
 @dataclass
@@ -85,13 +88,20 @@ class MoveInReport:
 async def request_move_out(connection: Any, subscriptions: Sequence[P.SubscriptionSpec], *,
                            client_id: str, proxy: str | None = None, quota: int | None = None,
                            expiry: float | None = None, timeout: float = 10.0,
-                           proxy_key: bytes | None = None) -> Ticket:
+                           proxy_key: bytes | None = None, secret: str | None = None,
+                           previous_secret: str | None = None,
+                           on_reply: Callable[[dict[str, Any]], None] | None = None) -> Ticket:
     """Ask the proxy (``proxy``, default the connection's router URL) to
     subscribe for ``client_id``; returns once it has, with the ticket.
 
     The request holds the subscriptions' raw keys, so it goes privately to
     the proxy: with ``proxy_key`` (its public key, if pinned) or the key a
-    ``hello`` exchange returns."""
+    ``hello`` exchange returns. ``secret``: the download secret, chosen by
+    the client (at least 16 characters; default: the proxy chooses), so that
+    it is known even if the reply is lost. ``previous_secret``: the secret of
+    this client's previous ticket, which lets the proxy replace a buffer it
+    still holds for it. ``on_reply`` is called as the reply arrives (see
+    ``exchange``): the proxy buffers what the router routes after it."""
     proxy_id = proxy or connection.url
     if proxy_key is None:
         proxy_key = await hello(connection, proxy_id, timeout)
@@ -101,7 +111,11 @@ async def request_move_out(connection: Any, subscriptions: Sequence[P.Subscripti
         request[P.QUOTA] = int(quota)
     if expiry is not None:
         request[P.EXPIRY] = float(expiry)
-    reply = await exchange(connection, request, timeout, to_key=proxy_key)
+    if secret is not None:
+        request[P.SECRET] = secret
+    if previous_secret is not None:
+        request[P.PREVIOUS_SECRET] = previous_secret
+    reply = await exchange(connection, request, timeout, to_key=proxy_key, on_reply=on_reply)
     attrs = reply.attributes
     secret = attrs.get(P.SECRET)
     if not isinstance(secret, str):
@@ -117,7 +131,8 @@ async def request_move_out(connection: Any, subscriptions: Sequence[P.Subscripti
 async def request_move_in(connection: Any, ticket: Ticket, *, proxy: str | None = None,
                           previous_proxy: str | None = None, previous_url: str | None = None,
                           via: str = P.VIA_DIRECT, timeout: float = 30.0,
-                          proxy_key: bytes | None = None) -> tuple[list[P.Entry], Reply]:
+                          proxy_key: bytes | None = None,
+                          fence: str | None = None) -> tuple[list[P.Entry], Reply]:
     """Ask the proxy here (default: the connection's router URL) for the
     buffer ``ticket`` stands for: held by the same proxy (abbreviated move-in)
     or downloaded from the move-out proxy (full move-in). Returns the buffered
@@ -126,7 +141,11 @@ async def request_move_in(connection: Any, ticket: Ticket, *, proxy: str | None 
     The request holds the secret, so it goes privately to the proxy here:
     with ``proxy_key``, the ticket's key when it is the move-out proxy, or
     the key a ``hello`` returns. The ticket's key also goes along (as
-    ``From-Key``) so that the proxy here can send the download privately."""
+    ``From-Key``) so that the proxy here can send the download privately.
+    ``fence``: the id of a fence the client placed at the proxy here; a
+    reply that repeats it (``Mobility.Fence``) holds only what was buffered
+    before it. Once the reply is complete the proxies are told to release
+    the buffer (a ``release`` request, unanswered)."""
     here = proxy or connection.url
     previous = previous_proxy or ticket.proxy
     from_url = previous_url or (previous if previous_proxy else ticket.router_url)
@@ -141,10 +160,20 @@ async def request_move_in(connection: Any, ticket: Ticket, *, proxy: str | None 
         P.SECRET: ticket.secret, P.FROM: previous, P.FROM_URL: from_url, P.VIA: via}
     if ticket.proxy_key and same_as_ticket:
         request[P.FROM_KEY] = ticket.proxy_key
+    if fence is not None:
+        request[P.FENCE] = fence
     reply = await exchange(connection, request, timeout, to_key=proxy_key)
     entries: list[P.Entry] = []
     for blob in reply.blobs:
         entries.extend(P.decode_batch(blob))
+    # the proxies keep the buffer until they hear it arrived (a move-in cut
+    # short by a crash can then be done again): nothing waits for an answer
+    release = {P.REQUEST: P.RELEASE, P.PROXY: here, P.CLIENT: ticket.client_id,
+               P.SECRET: ticket.secret, P.FROM: previous, P.FROM_URL: from_url, P.VIA: via}
+    if P.FROM_KEY in request:
+        release[P.FROM_KEY] = request[P.FROM_KEY]
+    with contextlib.suppress(ElvinError, OSError):
+        await connection.send(release, keys=P.private_to(proxy_key), deliver_insecure=False)
     return entries, reply
 
 
@@ -296,6 +325,14 @@ class MobileConnection:
         self._next_id = 0
         self._listeners: list[Callable[[Any], object]] = []
         self._merging = False
+        #: moved out: the proxy's reply arrived, what comes after it on the
+        #: old connection is in the buffer, not for delivery here
+        self._live_off = False
+        #: where the fence of the current move-in fell in the merge queue
+        self._fence_at: int | None = None
+        #: the secret of the last ticket: proves to a proxy that a buffer it
+        #: still holds for this client id is ours to replace
+        self._last_secret: str | None = None
         self._merge_queue: deque[list] = deque()
         self._last_live: dict | None = None
         self._last_decision: tuple[dict | None, bool] = (None, True)
@@ -455,6 +492,8 @@ class MobileConnection:
     def _on_live(self, msub: MobileSubscription, notification: Any) -> None:
         attrs = notification.attributes
         secure = bool(notification.secure)
+        if self._live_off and not self._merging:
+            return      # after the move-out reply: the proxy has buffered it
         if self._merging:
             # step 2 of the full move-in: the receiver stores what the new
             # router delivers in the merge queue until the buffer is in
@@ -479,10 +518,24 @@ class MobileConnection:
             msub._push(Notification(attrs, secure, msub))  # type: ignore[arg-type]
 
     # -- moving -------------------------------------------------------------------------------
+    def _stop_live(self, _reply: dict[str, Any]) -> None:
+        self._live_off = True
+
+    def _proxy_key(self, name: str) -> bytes | None:
+        return self.proxy_keys.get(canonical(name))
+
     async def move_out(self) -> Ticket:
         """Hand the subscriptions to the proxy here; once it has subscribed
         (its acknowledgement), detach (close the connection). Returns the
-        ticket (also kept as ``self.ticket``)."""
+        ticket (also kept as ``self.ticket``).
+
+        Notifications delivered live before the proxy's reply are not in the
+        buffer, those after it are only in the buffer: none comes twice. If
+        the connection is lost before the reply (the router died), the
+        outcome is unknown: this raises ``MobilityError`` (code
+        ``"unconfirmed"``) but the client is moved out with an unconfirmed
+        ticket (``ticket.confirmed`` False) whose secret it chose itself, so
+        ``move_in`` collects whatever the proxy buffered, if anything."""
         async with self._lock:
             if self.state != "connected" or self._conn is None:
                 raise P.MobilityError(f"cannot move out while {self.state}", "state")
@@ -497,18 +550,53 @@ class MobileConnection:
                                         m.keys | conn_keys if conn_keys else m.keys)
                      for m in self._subs.values()]
             proxy = self.proxy or conn.url
-            ticket = await request_move_out(conn, specs, client_id=self.client_id,
-                                            proxy=proxy, quota=self.quota,
-                                            expiry=self.expiry, timeout=self.timeout,
-                                            proxy_key=self.proxy_keys.get(canonical(proxy)))
-            self.ticket = ticket
-            self.state = "moved-out"
-            for msub in self._subs.values():
-                msub.subscription = None
-            self._conn = None
+            proxy_key = self._proxy_key(proxy)
+            secret = secrets.token_urlsafe(24)
+            previous = self._last_secret
+            try:
+                if proxy_key is None:
+                    proxy_key = await hello(conn, proxy, self.timeout)
+                ticket = await request_move_out(
+                    conn, specs, client_id=self.client_id, proxy=proxy, quota=self.quota,
+                    expiry=self.expiry, timeout=self.timeout, proxy_key=proxy_key,
+                    secret=secret, previous_secret=previous, on_reply=self._stop_live)
+            except P.MobilityError as exc:
+                if not conn.is_open:
+                    raise self._moved_out_unconfirmed(conn, proxy, proxy_key, secret) from exc
+                self._live_off = False
+                if exc.code == "timeout":
+                    # the proxy may have made a buffer under this secret:
+                    # the next move-out replaces it
+                    self._last_secret = secret
+                raise
+            except (ElvinError, OSError) as exc:
+                if not conn.is_open:
+                    raise self._moved_out_unconfirmed(conn, proxy, proxy_key, secret) from exc
+                self._live_off = False
+                raise
+            self._last_secret = ticket.secret
+            self._detach(ticket)
             with contextlib.suppress(Exception):
                 await conn.close(timeout=self.timeout)
             return ticket
+
+    def _detach(self, ticket: Ticket) -> None:
+        self.ticket = ticket
+        self.state = "moved-out"
+        self._live_off = True
+        for msub in self._subs.values():
+            msub.subscription = None
+        self._conn = None
+
+    def _moved_out_unconfirmed(self, conn: Any, proxy: str, proxy_key: bytes | None,
+                               secret: str) -> P.MobilityError:
+        self._last_secret = secret
+        self._detach(Ticket(self.client_id, proxy, conn.url, secret, 0, 0.0, time.time(),
+                            proxy_key or b"", confirmed=False))
+        return P.MobilityError(
+            f"the connection to {conn.url} was lost before the proxy confirmed the "
+            "move-out: moved out with an unconfirmed ticket (move_in collects whatever "
+            "the proxy buffered)", "unconfirmed")
 
     async def collect(self, previous_proxy: str | None = None, *, proxy: str | None = None,
                       via: str = P.VIA_DIRECT) -> MoveInReport:
@@ -524,9 +612,10 @@ class MobileConnection:
             started = time.monotonic()
             duplicates_before = self.duplicates
             here = proxy or self.proxy or conn.url
+            key = self._proxy_key(here) or await hello(conn, here, min(self.timeout, 10.0))
             entries, reply = await request_move_in(
                 conn, ticket, proxy=here, previous_proxy=previous_proxy, via=via,
-                timeout=self.download_timeout, proxy_key=self.proxy_keys.get(canonical(here)))
+                timeout=self.download_timeout, proxy_key=key)
             self.ticket = None
             caught_up = sum(self._deliver(attrs, ids, self._buffered_secure(ids))
                             for attrs, ids in entries)
@@ -534,6 +623,31 @@ class MobileConnection:
                                 expired=reply.expired,
                                 duplicates=self.duplicates - duplicates_before,
                                 delay=time.monotonic() - started)
+
+    def _on_fence(self, _notification: Any) -> None:
+        if self._fence_at is None:
+            self._fence_at = len(self._merge_queue)
+
+    async def _place_fence(self, connection: Any, ticket: Ticket, here: str, key: bytes,
+                           fence: str, subscribed: Any) -> None:
+        """Publish the fence, to the proxy and to ourselves (``subscribed``:
+        our subscription to it), now that the subscriptions here are in place:
+        the proxy hands over what it buffered before it, and we deliver from
+        the merge queue only what came after it."""
+        _sub, public = subscribed
+        await connection.send({P.REQUEST: P.FENCE_KIND, P.PROXY: here,
+                               P.CLIENT: ticket.client_id, P.FENCE: fence,
+                               P.SECRET: ticket.secret},
+                              keys=P.private_to(key) | P.private_to(public),
+                              deliver_insecure=False)
+
+    async def _fence_subscription(self, connection: Any, fence: str) -> tuple[Any, bytes]:
+        raw = secrets.token_bytes(20)
+        keys, public = P.reply_subscription_keys(raw)
+        sub = await connection.subscribe(
+            f"{P.REQUEST} == {P.quote(P.FENCE_KIND)} && {P.FENCE} == {P.quote(fence)}",
+            keys=keys, accept_insecure=False, buffer_size=0, listener=self._on_fence)
+        return sub, public
 
     async def move_in(self, url: str | None = None, previous_proxy: str | None = None, *,
                       connection: Any = None, proxy: str | None = None, sync: str = "none",
@@ -545,11 +659,18 @@ class MobileConnection:
         ``previous_proxy``: the move-out proxy's id (default: the one moved
         out from; by default proxy ids are router URLs, so this is also where
         the new proxy connects for the direct download). Back at the same
-        proxy this is the paper's abbreviated move-in; elsewhere the full
+        proxy this is the paper's abbreviated move-in: subscribe here, place
+        a fence, collect what was buffered before it, then deliver what came
+        live after it (nothing lost, nothing twice). Elsewhere the full
         move-in: merge queue, subscribe here, ``sync`` (``"ping"`` through
         the bus, or ``"delay"`` seconds), download through the proxy here
         (``via="direct"``: it connects to the old router; ``"bus"``: through
         federated routers), then deliver the buffer, then the merge queue.
+
+        If the new connection is lost on the way (the router died), nothing
+        collected is delivered and the client is still moved out with its
+        ticket: ``move_in`` again. If only the download failed, the client
+        stays attached here and ``collect()`` tries again.
         """
         if sync not in SYNC_OPTIONS:
             raise ValueError(f"sync must be one of {', '.join(SYNC_OPTIONS)}, not {sync!r}")
@@ -568,46 +689,94 @@ class MobileConnection:
             duplicates_before = self.duplicates
             # steps 1-2: merge queue, subscriptions at the new router
             self._merging, self._merge_queue, self._last_live = True, deque(), None
+            self._fence_at = None
             self._conn = connection
             self.state = "moving-in"
             entries: list[P.Entry] = []
+            fence_sub: tuple[Any, bytes] | None = None
+            fence = secrets.token_hex(8) if abbreviated else None
+            fenced = False
             try:
                 # the connection-level keys first, from the client's state
                 await self._restore_keys(connection)
-                await asyncio.gather(*(self._attach(m, connection)
-                                       for m in self._subs.values()))
-                if not abbreviated:
-                    if sync == "ping":
-                        report.ping_ok = await ping(connection, previous, self.client_id,
-                                                    timeout=ping_timeout)
-                    elif sync == "delay":
-                        await asyncio.sleep(delay)
+                waits = [self._attach(m, connection) for m in self._subs.values()]
+                if fence is not None:
+                    waits.append(self._fence_subscription(connection, fence))
+                results = await asyncio.gather(*waits)
+                key = self._proxy_key(here)
+                if key is None and abbreviated and ticket.proxy_key:
+                    key = ticket.proxy_key
+                if key is None:
+                    key = await hello(connection, here, min(self.download_timeout, 10.0))
+                if fence is not None:
+                    fence_sub = results[-1]
+                    await self._place_fence(connection, ticket, here, key, fence, fence_sub)
+                elif sync == "ping":
+                    report.ping_ok = await ping(connection, previous, self.client_id,
+                                                timeout=ping_timeout)
+                elif sync == "delay":
+                    await asyncio.sleep(delay)
                 # steps 3-4: download through the proxy here
                 entries, reply = await request_move_in(
                     connection, ticket, proxy=here, previous_proxy=previous_proxy,
-                    via=via, timeout=self.download_timeout,
-                    proxy_key=self.proxy_keys.get(canonical(here)))
+                    via=via, timeout=self.download_timeout, proxy_key=key, fence=fence)
+                fenced = fence is not None and reply.attributes.get(P.FENCE) == fence
                 report.dropped, report.expired = reply.dropped, reply.expired
                 self.ticket = None
                 if reply.dropped:
                     log.warning("client %s: %d notifications were dropped while away (%s)",
                                 self.client_id, reply.dropped,
                                 "the buffer expired" if reply.expired else "quota")
+            except BaseException as exc:
+                if not connection.is_open:
+                    # the router here went away: what the proxy had is still
+                    # there, what came live is in it too (or was never routed)
+                    raise self._back_out(connection, exc) from exc
+                self._merge(entries, fenced=False, report=report)
+                raise
             finally:
-                # steps 5-6: switch and merge (also after a failure: the
-                # subscriptions here work, only the buffer is missing)
-                report.merged_live = len(self._merge_queue)
-                caught_up = 0
-                for attrs, ids in entries:
-                    caught_up += self._deliver(attrs, ids, self._buffered_secure(ids))
-                queue = self._merge_queue
-                while queue:
-                    attrs, ids, secure = queue.popleft()
-                    self._deliver(attrs, ids, secure)
-                self._merging = False
-                self._last_decision = (None, True)
-                self.state = "connected"
-                report.caught_up = caught_up
-                report.duplicates = self.duplicates - duplicates_before
-                report.delay = time.monotonic() - started
+                if fence_sub is not None:
+                    with contextlib.suppress(ElvinError, OSError):
+                        await fence_sub[0].close()
+            # steps 5-6: switch and merge
+            self._merge(entries, fenced=fenced, report=report)
+            self._last_secret = ticket.secret
+            report.duplicates = self.duplicates - duplicates_before
+            report.delay = time.monotonic() - started
             return report
+
+    def _merge(self, entries: list[P.Entry], *, fenced: bool, report: MoveInReport) -> None:
+        """Deliver the buffer, then the merge queue: with a fence, only what
+        came after it (the rest was in the buffer)."""
+        queue = self._merge_queue
+        if fenced:
+            if self._fence_at is None:
+                log.warning("client %s: the fence of this move-in never came back; "
+                            "notifications may be delivered twice", self.client_id)
+            else:
+                for _ in range(self._fence_at):
+                    queue.popleft()
+        report.merged_live = len(queue)
+        caught_up = 0
+        for attrs, ids in entries:
+            caught_up += self._deliver(attrs, ids, self._buffered_secure(ids))
+        while queue:
+            attrs, ids, secure = queue.popleft()
+            self._deliver(attrs, ids, secure)
+        self._merging = False
+        self._live_off = False
+        self._last_decision = (None, True)
+        self.state = "connected"
+        report.caught_up = caught_up
+
+    def _back_out(self, connection: Any, exc: BaseException) -> P.MobilityError:
+        """The connection of a move-in was lost: moved out again, ticket kept."""
+        self._merge_queue.clear()
+        self._merging = False
+        self._conn = None
+        self.state = "moved-out"
+        for msub in self._subs.values():
+            msub.subscription = None
+        return P.MobilityError(
+            f"the connection to {connection.url} was lost during the move-in ({exc}): still "
+            "moved out, with the ticket: move_in again", "unreachable")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,9 +64,11 @@ def _int(value: Any, default: int = 0) -> int:
 class _Collector:
     """Gathers the reply notifications of one request into a ``Reply``."""
 
-    def __init__(self, kind: str, future: asyncio.Future) -> None:
+    def __init__(self, kind: str, future: asyncio.Future,
+                 on_reply: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.kind = kind
         self.future = future
+        self.on_reply = on_reply
         self.batches: dict[int, bytes] = {}
         self.first: dict[str, Any] | None = None
 
@@ -83,6 +86,10 @@ class _Collector:
             return
         if self.first is None:
             self.first = dict(attrs)
+            if self.on_reply is not None:
+                # now, in the order of the connection's notifications: what
+                # came before the reply and what comes after it differ
+                self.on_reply(self.first)
         if self.kind in (P.MOVE_OUT, P.HELLO):
             future.set_result(Reply(self.first))
             return
@@ -102,7 +109,8 @@ class _Collector:
 
 
 async def exchange(connection: Any, request: dict[str, Any], timeout: float,
-                   retry: float | None = None, *, to_key: bytes | None = None) -> Reply:
+                   retry: float | None = None, *, to_key: bytes | None = None,
+                   on_reply: Callable[[dict[str, Any]], None] | None = None) -> Reply:
     """Send ``request`` (a mobility request without ``Request-Id`` and
     ``Reply-Key``, which are added here) and wait for its whole reply.
 
@@ -110,6 +118,10 @@ async def exchange(connection: Any, request: dict[str, Any], timeout: float,
     privately (that key, ``deliver_insecure`` off): required for every
     request that carries a secret. Without it the request is public (only
     ``hello`` should be sent that way).
+
+    ``on_reply(attributes)``: called as the first (successful) reply
+    notification is delivered, before any notification that follows it on
+    the connection.
 
     ``retry``: resend the same request (same id) after ``retry`` seconds,
     doubling up to 2 s, until the reply is complete. Across federated routers
@@ -126,7 +138,7 @@ async def exchange(connection: Any, request: dict[str, Any], timeout: float,
     sub_keys, public = P.reply_subscription_keys(raw)
     request_id = secrets.token_hex(12)
     future = asyncio.get_running_loop().create_future()
-    collector = _Collector(kind, future)
+    collector = _Collector(kind, future, on_reply)
     expression = (f"{P.REPLY} == {P.quote(kind)} && "
                   f"{P.REQUEST_ID} == {P.quote(request_id)}")
     sub = await connection.subscribe(expression, keys=sub_keys, accept_insecure=False,
@@ -139,12 +151,23 @@ async def exchange(connection: Any, request: dict[str, Any], timeout: float,
         await connection.send(message, **send_args)
         try:
             async with asyncio.timeout(timeout):
+                # a connection that ends (its router died) ends the wait
+                closed = getattr(connection, "closed", None)
+                waiters = [future] + ([closed] if isinstance(closed, asyncio.Future) else [])
                 interval = retry
-                while interval is not None and not future.done():
-                    await asyncio.wait([future], timeout=interval)
-                    if not future.done() and not collector.batches:
-                        await connection.send(message, **send_args)
-                    interval = min(interval * 2, 2.0)
+                while not future.done():
+                    await asyncio.wait(waiters, timeout=interval,
+                                       return_when=asyncio.FIRST_COMPLETED)
+                    if future.done():
+                        break
+                    if closed is not None and closed in waiters and closed.done():
+                        raise P.MobilityError(
+                            f"the connection to {getattr(connection, 'url', '?')} was lost "
+                            f"before the {kind} reply was complete", "unreachable")
+                    if interval is not None:
+                        if not collector.batches:
+                            await connection.send(message, **send_args)
+                        interval = min(interval * 2, 2.0)
                 return await future
         except TimeoutError:
             raise P.MobilityError(

@@ -55,13 +55,16 @@ DROPPED = "Mobility.Dropped"          # notifications dropped (quota or expiry)
 EXPIRED = "Mobility.Expired"          # 1 when the buffer expired before the move-in
 PING = "Mobility.Ping"                # "request" | "response"
 PING_ID = "Mobility.Ping-Id"
+FENCE = "Mobility.Fence"              # fence / move-in / its reply: a fence's id
+PREVIOUS_SECRET = "Mobility.Previous-Secret"   # move-out: the client's previous ticket
 
 HELLO, MOVE_OUT, MOVE_IN, DOWNLOAD = "hello", "move-out", "move-in", "download"
-REQUEST_KINDS = (HELLO, MOVE_OUT, MOVE_IN, DOWNLOAD)
+RELEASE, FENCE_KIND = "release", "fence"
+REQUEST_KINDS = (HELLO, MOVE_OUT, MOVE_IN, DOWNLOAD, RELEASE, FENCE_KIND)
 #: Requests that carry a secret (the download secret, or subscriptions with
 #: their raw keys): a proxy acts on them only when they reached it through
 #: its private key, i.e. were sent so that nobody else could receive them.
-PRIVATE_KINDS = (MOVE_OUT, MOVE_IN, DOWNLOAD)
+PRIVATE_KINDS = (MOVE_OUT, MOVE_IN, DOWNLOAD, RELEASE, FENCE_KIND)
 VIA_DIRECT, VIA_BUS = "direct", "bus"
 
 ERROR_CODES = {
@@ -78,6 +81,9 @@ ERROR_CODES = {
 
 MAX_ID_LENGTH = 256
 MAX_SECRET_LENGTH = 256
+#: a secret chosen by the client (move-out) must be at least this long
+MIN_SECRET_LENGTH = 16
+MAX_FENCE_LENGTH = 64
 #: Bytes of encoded notifications per batch: well below the default
 #: Packet.Max-Length (2 MiB), so that a batch always fits in one packet.
 BATCH_BYTES = 256 * 1024
@@ -279,6 +285,7 @@ def _decode_json(text: str, max_count: int) -> list[SubscriptionSpec]:
 Entry = tuple[dict[str, Any], Sequence[int]]
 
 _U32 = struct.Struct(">I")
+_ONE_ID = struct.Struct(">II")
 
 
 def encode_entry(attrs: Mapping[str, Any], sub_ids: Sequence[int]) -> bytes:
@@ -289,20 +296,55 @@ def encode_entry(attrs: Mapping[str, Any], sub_ids: Sequence[int]) -> bytes:
     return head + encode_attributes(attrs)
 
 
+def entry_from_block(block: bytes, sub_ids: Sequence[int]) -> bytes:
+    """``encode_entry`` for attributes the router already encoded
+    (``encode_attributes``): the same bytes, without decoding them."""
+    if len(sub_ids) == 1:
+        return _ONE_ID.pack(1, sub_ids[0]) + block
+    return _U32.pack(len(sub_ids)) + b"".join(_U32.pack(i) for i in sub_ids) + block
+
+
 def encode_batches(entries: Iterable[Entry], batch_bytes: int = BATCH_BYTES) -> list[bytes]:
     """Split buffered notifications into blobs of about ``batch_bytes``
     (a larger notification gets a blob of its own). Always at least one blob,
     possibly empty, so that an empty buffer still produces a reply."""
-    batches: list[bytes] = []
-    current = bytearray()
-    for attrs, ids in entries:
-        data = encode_entry(attrs, ids)
-        if current and len(current) + len(data) > batch_bytes:
-            batches.append(bytes(current))
-            current = bytearray()
-        current += data
-    batches.append(bytes(current))
-    return batches
+    return pack_batches((encode_entry(attrs, ids) for attrs, ids in entries), batch_bytes)
+
+
+def pack_batches(encoded: Iterable[bytes], batch_bytes: int = BATCH_BYTES) -> list[bytes]:
+    """``encode_batches`` for entries already encoded (``encode_entry``), as
+    a proxy keeps them."""
+    packer = BatchPacker(batch_bytes)
+    packer.add(encoded)
+    return packer.finish()
+
+
+class BatchPacker:
+    """``pack_batches`` a slice at a time (a proxy packs a big buffer over
+    several loop turns): ``add`` slices, then ``finish``."""
+
+    def __init__(self, batch_bytes: int = BATCH_BYTES) -> None:
+        self.batch_bytes = batch_bytes
+        self.batches: list[bytes] = []
+        self.count = 0
+        self._current: list[bytes] = []
+        self._size = 0
+
+    def add(self, encoded: Iterable[bytes]) -> None:
+        current, size, limit = self._current, self._size, self.batch_bytes
+        for data in encoded:
+            if current and size + len(data) > limit:
+                self.batches.append(b"".join(current))
+                current, size = [], 0
+            current.append(data)
+            size += len(data)
+            self.count += 1
+        self._current, self._size = current, size
+
+    def finish(self) -> list[bytes]:
+        self.batches.append(b"".join(self._current))
+        self._current, self._size = [], 0
+        return self.batches
 
 
 def decode_batch(blob: bytes) -> list[Entry]:
@@ -325,12 +367,12 @@ def decode_batch(blob: bytes) -> list[Entry]:
 
 
 __all__ = [
-    "BATCH", "BATCH_BYTES", "BATCH_COUNT", "CLIENT", "COUNT", "DOWNLOAD", "DROPPED",
-    "ERROR", "ERROR_CODE", "ERROR_CODES", "EXPIRED", "EXPIRY", "FROM", "FROM_KEY",
+    "BATCH", "BATCH_BYTES", "BatchPacker", "BATCH_COUNT", "CLIENT", "COUNT", "DOWNLOAD", "DROPPED",
+    "ERROR", "ERROR_CODE", "ERROR_CODES", "EXPIRED", "EXPIRY", "FENCE", "FENCE_KIND", "FROM", "FROM_KEY",
     "FROM_URL", "HELLO", "MOVE_IN", "MOVE_OUT", "MalformedRequest", "MobilityError",
-    "NOTIFICATIONS", "PING", "PING_ID", "PRIVATE_KINDS", "PROXY", "PROXY_KEY", "QUOTA",
+    "NOTIFICATIONS", "PING", "PING_ID", "PREVIOUS_SECRET", "PRIVATE_KINDS", "PROXY", "PROXY_KEY", "QUOTA", "RELEASE",
     "REPLY", "REPLY_KEY", "REQUEST", "REQUESTER", "REQUEST_ID", "SECRET", "STATUS",
     "SUBSCRIPTIONS", "SubscriptionSpec", "VIA", "VIA_BUS", "VIA_DIRECT", "decode_batch",
-    "decode_subscriptions", "encode_batches", "encode_entry", "encode_subscriptions",
-    "get_public_key", "private_to", "quote", "reply_keys", "reply_subscription_keys",
+    "decode_subscriptions", "encode_batches", "encode_entry", "entry_from_block", "encode_subscriptions",
+    "get_public_key", "pack_batches", "private_to", "quote", "reply_keys", "reply_subscription_keys",
 ]

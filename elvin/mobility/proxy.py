@@ -3,8 +3,12 @@ and hands the buffers over on move-in.
 
 It is an ordinary Elvin client (``elvin.client`` only), so it works in front
 of any Elvin router: inside ``elvind`` (``mobility = true``) it connects to
-its own router over loopback; ``elvin-mobility-proxy -e URL`` runs it as a
-process of its own. See the ``elvin.mobility`` docstring for the protocol.
+its own router over an in-process channel (``elvin.router.localchannel``:
+the router hands it its NotifyDeliver frames undecoded and lets it commit
+its buffers before writing to any socket); ``elvin-mobility-proxy -e URL``
+runs it as a process of its own. With a ``MobilityStore`` its state
+survives restarts. See the ``elvin.mobility`` docstring for the protocol,
+and ``elvin.mobility.buffer`` for where a buffer starts and ends.
 
 Resource limits the paper left open (its section 3.2) are configurable: a
 per-client quota (oldest notifications dropped first, so the newest survive
@@ -32,17 +36,20 @@ import logging
 import secrets
 import sys
 import time
-from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from elvin.config_file import check_numbers, number
+from elvin.crashpoints import crash_point
 from elvin.errors import ElvinError, SubscriptionError
 from elvin.keys import Keys, public_key
 from elvin.mobility import protocol as P
+from elvin.mobility.buffer import ClientHandler
 from elvin.mobility.exchange import exchange, hello
+from elvin.mobility.store import MobilityStore, StoredClient, StoredTombstone, iter_entries
 from elvin.protocol import URIError, parse_uri
 
 log = logging.getLogger("elvin.mobility")
@@ -113,38 +120,6 @@ def canonical(name: str) -> str:
         return name
 
 
-class ClientHandler:
-    """The proxy's stand-in for one moved-out client (the paper's "client
-    handler"): its subscriptions at the router and its buffer."""
-
-    def __init__(self, client_id: str, secret: str, quota: int, expiry: float) -> None:
-        self.client_id = client_id
-        self.secret = secret
-        self.quota = quota
-        self.expiry = expiry
-        self.moved_out_at = time.time()
-        self.subscriptions: list[Any] = []
-        self.buffer: deque[list] = deque()
-        self.dropped = 0
-        self.timer: asyncio.TimerHandle | None = None
-        self._last: dict | None = None
-
-    def on_notification(self, sub_id: int, notification: Any) -> None:
-        # The client library calls us once per matching subscription with the
-        # same attributes dict: buffer the notification once, noting every
-        # subscription of the client that it matched.
-        attrs = notification.attributes
-        buffer = self.buffer
-        if attrs is self._last and buffer and buffer[-1][0] is attrs:
-            buffer[-1][1].append(sub_id)
-            return
-        self._last = attrs
-        if len(buffer) >= self.quota:
-            buffer.popleft()
-            self.dropped += 1
-        buffer.append([attrs, [sub_id]])
-
-
 @dataclass
 class _Tombstone:
     secret: str
@@ -152,51 +127,88 @@ class _Tombstone:
     until: float
 
 
+def _same_secret(known: str, given: str | None) -> bool:
+    return given is not None and hmac.compare_digest(known.encode(), given.encode())
+
+
 class MobilityProxy:
     """``async with MobilityProxy(url) as proxy:`` or ``await proxy.start()``
     / ``await proxy.stop()``. ``proxy.id`` is its name; ``proxy.handlers``
-    the moved-out clients; ``proxy.stats`` counters."""
+    the moved-out clients; ``proxy.stats`` counters.
+
+    ``store`` (a ``MobilityStore``): keep the key, the moved-out clients and
+    their buffers on disk, and take them back at ``start``. ``connector``:
+    an ``async () -> (connection, channel)`` used instead of connecting to
+    ``url`` (``start_in_router``: the router's in-process channel, whose
+    barrier calls ``flush`` before the router writes to any socket)."""
 
     def __init__(self, url: str, config: ProxyConfig | None = None, *,
-                 reconnect: bool = False) -> None:
+                 reconnect: bool = False, store: MobilityStore | None = None,
+                 connector: Callable[[], Awaitable[tuple[Any, Any]]] | None = None) -> None:
         self.url = url
         self.config = (config or ProxyConfig()).validate()
         self.reconnect = reconnect
+        self.store = store
+        self._connector = connector
         self.connection: Any = None
+        self.channel: Any = None
         self.id: str = ""
         self.ids: set[str] = set()
         self.handlers: dict[str, ClientHandler] = {}
         self.tombstones: OrderedDict[str, _Tombstone] = OrderedDict()
         self.stats = {"move_out": 0, "move_in": 0, "download": 0, "errors": 0,
                       "malformed": 0, "bad_secret": 0, "expired": 0, "pings": 0,
-                      "overload": 0, "insecure": 0, "hello": 0}
+                      "overload": 0, "insecure": 0, "hello": 0, "released": 0,
+                      "superseded": 0, "restored": 0, "fences": 0, "disk_full": 0,
+                      "dropped_disk_full": 0, "store_failures": 0}
         self._locks: dict[str, asyncio.Lock] = {}
-        #: buffers handed over recently, by client id: (secret, result, until)
-        #: so that a repeated download (its reply was lost) gets them again
-        self._taken: dict[str, tuple[str, tuple, float]] = {}
         self._tasks: set[asyncio.Task] = set()
         self._subs: list[Any] = []
-        raw = self.config.key or secrets.token_bytes(20)
+        self._dirty: list[ClientHandler] = []
+        self._flush_scheduled = False
+        self._fence_waiters: dict[str, asyncio.Future] = {}
+        #: the router's id of each handler subscription: (handler, the
+        #: client's id for it); inside elvind deliveries are read through it
+        self._routes: dict[int, tuple[ClientHandler, int]] = {}
+        self._next_handle = 1
+        raw = self.config.key
+        if raw is None and store is not None:
+            raw = store.load_key()
+            if raw is None:
+                raw = secrets.token_bytes(20)
+                store.save_key(raw)   # tickets name it: the same key after a restart
+        raw = raw or secrets.token_bytes(20)
         self._request_keys = Keys.consumer_subscription(raw)
         #: what clients and other proxies send private requests with
         self.public_key: bytes = public_key(raw)
+        if store is not None:
+            store.on_full = self._disk_full
 
     # -- lifecycle ------------------------------------------------------------------
     async def start(self) -> MobilityProxy:
-        from elvin.client import connect
-        self.connection = await connect(self.url, reconnect=self.reconnect)
+        if self._connector is not None:
+            self.connection, self.channel = await self._connector()
+            self.channel.on_delivered = self.flush
+            self.channel.raw_deliver = self._raw_deliver
+        else:
+            from elvin.client import connect
+            self.connection = await connect(self.url, reconnect=self.reconnect)
         self.id = self.config.id or self.connection.url
         self.ids = {canonical(self.id), self.id}
         for alias in self.config.aliases:
             self.ids.update((alias, canonical(alias)))
         names = " || ".join(f"{P.PROXY} == {P.quote(n)}" for n in sorted(self.ids))
         # Requests arrive securely (sent with our public key: only we get
-        # them) or insecurely (hello, which anyone may send and see).
+        # them) or insecurely (hello, which anyone may send and see). Our own
+        # move-out replies come back to us too: a buffer starts there.
         self._subs.append(await self.connection.subscribe(
-            f"require({P.REQUEST}) && ({names})", keys=self._request_keys,
-            accept_insecure=True, buffer_size=0, listener=self._on_request))
+            f"(require({P.REQUEST}) || {P.REPLY} == {P.quote(P.MOVE_OUT)}) && ({names})",
+            keys=self._request_keys, accept_insecure=True, buffer_size=0,
+            listener=self._on_request))
         self._subs.append(await self.connection.subscribe(
             f"{P.PING} == \"request\" && ({names})", buffer_size=0, listener=self._on_ping))
+        if self.store is not None:
+            await self._restore()
         log.info("mobility proxy %r serving at %s (public key %s)", self.id,
                  self.connection.url, self.public_key.hex())
         return self
@@ -205,14 +217,19 @@ class MobilityProxy:
         for task in list(self._tasks):
             task.cancel()
         for handler in self.handlers.values():
-            if handler.timer is not None:
-                handler.timer.cancel()
-        self.handlers.clear()
+            handler.cancel_timers()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.flush()
+        # the handlers stay on disk: the next start takes them back
+        self.handlers.clear()
+        if self.channel is not None:
+            self.channel.on_delivered = self.channel.raw_deliver = None
         if self.connection is not None:
             with contextlib.suppress(Exception):
                 await self.connection.close(timeout=2)
+        if self.store is not None:
+            self.store.close()
         log.info("mobility proxy %r stopped", self.id)
 
     async def __aenter__(self) -> MobilityProxy:
@@ -236,20 +253,201 @@ class MobilityProxy:
             lock = self._locks[client_id] = asyncio.Lock()
         return lock
 
+    # -- buffers to disk ----------------------------------------------------------------
+    def _raw_deliver(self, data: bytes, parts: tuple) -> bool:
+        """A NotifyDeliver from our router, still encoded: when every
+        subscription it names is a handler's, buffer it as it is (no decoding,
+        no encoding: the same bytes a move-in reply carries) and take it."""
+        start, end, secure, insecure = parts
+        routes = self._routes
+        ids = secure + insecure if secure else insecure
+        if len(ids) == 1:
+            route = routes.get(ids[0])
+            if route is None:
+                return False
+            route[0].on_raw(data[start:end], (route[1],))
+            return True
+        found = [routes.get(i) for i in ids]
+        if not ids or None in found:
+            return False
+        block = data[start:end]
+        by_handler: dict[ClientHandler, list[int]] = {}
+        for handler, spec_id in found:   # type: ignore[misc]
+            by_handler.setdefault(handler, []).append(spec_id)
+        for handler, spec_ids in by_handler.items():
+            handler.on_raw(block, spec_ids)
+        return True
+
+    def _on_pending(self, handler: ClientHandler) -> None:
+        self._dirty.append(handler)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Seal what the handlers received since the last call, apply the
+        quotas, and write all of it in one transaction. Inside ``elvind`` the
+        router calls it before it writes to any socket; otherwise it runs
+        once per loop turn."""
+        self._flush_scheduled = False
+        dirty, self._dirty = self._dirty, []
+        store = self.store
+        for handler in dirty:
+            if self.handlers.get(handler.client_id) is not handler:
+                handler.pending.clear()
+                continue
+            new = handler.seal()
+            if store is not None:
+                store.append(handler.handle, new)
+            over = handler.over_quota()
+            if over:
+                handler.drop_oldest(over)
+                if store is not None:
+                    store.trim(handler.handle, handler.first_seq, handler.dropped)
+        if store is not None and store.dirty:
+            if not store.commit():
+                self.stats["store_failures"] += 1
+            if store.purging and not self._flush_scheduled:
+                # a released buffer is deleted a slice per turn, not at once
+                self._flush_scheduled = True
+                asyncio.get_running_loop().call_later(0.005, self.flush)
+
+    def _disk_full(self) -> bool:
+        """The disk is full: drop the oldest quarter of every buffer (the
+        quota rule: the newest survive), so that the commit can be tried
+        again."""
+        dropped = clients = 0
+        for handler in self.handlers.values():
+            if handler.entries:
+                dropped += handler.drop_oldest(max(1, len(handler.entries) // 4))
+                clients += 1
+                self.store.trim(handler.handle, handler.first_seq,  # type: ignore[union-attr]
+                                handler.dropped)
+        self.stats["disk_full"] += 1
+        self.stats["dropped_disk_full"] += dropped
+        if dropped:
+            log.warning("mobility state %s: the disk is full: dropped the %d oldest buffered "
+                        "notifications of %d clients to make room", self.store.path,  # type: ignore[union-attr]
+                        dropped, clients)
+        return dropped > 0
+
+    def _remember(self, handler: ClientHandler) -> None:
+        if self.store is not None:
+            self.store.add_client(StoredClient(
+                handler.handle, handler.client_id, handler.secret, handler.quota,
+                handler.expiry, handler.moved_out_at, handler.expires_at, handler.dropped,
+                P.encode_subscriptions(handler.specs)))
+
+    def _forget(self, handler: ClientHandler) -> None:
+        if self.handlers.get(handler.client_id) is handler:
+            del self.handlers[handler.client_id]
+        handler.cancel_timers()
+        handler.armed = False
+        if self.store is not None:
+            self.store.remove_client(handler.handle)
+
+    async def _restore(self) -> None:
+        """Take back what the store kept: tombstones, then every moved-out
+        client with its buffer, subscribed again (before the router accepts
+        connections, inside ``elvind``). A big buffer is read a slice per
+        loop turn."""
+        store = self.store
+        assert store is not None
+        wall, mono = time.time(), time.monotonic()
+        for stone in store.tombstones():
+            if stone.until > wall:
+                self.tombstones[stone.client_id] = _Tombstone(stone.secret, stone.dropped,
+                                                              mono + stone.until - wall)
+            else:
+                store.remove_tombstone(stone.client_id)
+        buffered = 0
+        for row in store.clients():
+            self._next_handle = max(self._next_handle, row.handle + 1)
+            handler = ClientHandler(row.client_id, row.secret, row.quota, row.expiry, [],
+                                    row.handle)
+            handler.moved_out_at, handler.expires_at = row.moved_out_at, row.expires_at
+            handler.dropped = row.dropped
+            for chunk in iter_entries(store, row.handle):
+                handler.entries.extend(chunk)
+                await asyncio.sleep(0)
+            handler.next_seq = handler.entries[-1][0] + 1 if handler.entries else 0
+            if row.expires_at <= time.time():
+                self._tombstone(handler.client_id, handler.secret,
+                                handler.dropped + len(handler.entries))
+                store.remove_client(row.handle)
+                self.stats["expired"] += 1
+                continue
+            try:
+                handler.specs = P.decode_subscriptions(row.subscriptions, 2**31)
+            except P.MobilityError as exc:
+                log.error("mobility state %s: the subscriptions of client %r cannot be read "
+                          "(%s): its buffer is kept, nothing more is buffered", store.path,
+                          row.client_id, exc)
+            handler.on_pending = self._on_pending
+            handler.arm()
+            for spec, exc in await self._subscribe(handler):
+                log.error("mobility: client %r's subscription %d (%r) is refused after the "
+                          "restart: %s", row.client_id, spec.id, spec.expression, exc)
+            self.handlers[row.client_id] = handler
+            self._start_expiry(handler, row.expires_at - time.time())
+            buffered += len(handler.entries)
+            self.stats["restored"] += 1
+        self.flush()
+        log.info("mobility state %s: %d moved-out clients restored, %d buffered "
+                 "notifications", store.path, self.stats["restored"], buffered)
+
     # -- requests ---------------------------------------------------------------------
     def _on_request(self, notification: Any) -> None:
+        attrs = notification.attributes
+        kind = attrs.get(P.REQUEST)
+        # markers are acted on here, in the order the router routed them
+        if kind == P.FENCE_KIND:
+            self._on_fence(attrs, bool(notification.secure))
+            return
+        if kind is None:
+            if attrs.get(P.REPLY) == P.MOVE_OUT and notification.secure:
+                self._on_own_move_out_reply(attrs)
+            return
         if len(self._tasks) >= MAX_PENDING:
             # a flood of requests must not grow memory without bound
             self.stats["overload"] += 1
             return
-        self._spawn(self._handle(dict(notification.attributes), bool(notification.secure)))
+        self._spawn(self._handle(dict(attrs), bool(notification.secure)))
+
+    def _on_own_move_out_reply(self, attrs: dict[str, Any]) -> None:
+        handler = self.handlers.get(attrs.get(P.CLIENT))  # type: ignore[arg-type]
+        request_id = attrs.get(P.REQUEST_ID)
+        if handler is not None and request_id is not None and handler.arm_id == request_id:
+            handler.arm()
+
+    def _on_fence(self, attrs: dict[str, Any], private: bool) -> None:
+        client_id, fence = attrs.get(P.CLIENT), attrs.get(P.FENCE)
+        handler = self.handlers.get(client_id) if isinstance(client_id, str) else None
+        if (not private or handler is None or not isinstance(fence, str)
+                or not 0 < len(fence) <= P.MAX_FENCE_LENGTH
+                or not isinstance(attrs.get(P.SECRET), str)
+                or not _same_secret(handler.secret, attrs.get(P.SECRET))):
+            self.stats["malformed"] += 1
+            return
+        handler.fence(fence)
+        self.stats["fences"] += 1
+        waiter = self._fence_waiters.pop(fence, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def _handle(self, attrs: dict[str, Any], private: bool = False) -> None:
         kind = attrs.get(P.REQUEST)
         request_id = attrs.get(P.REQUEST_ID)
         client_id = attrs.get(P.CLIENT)
+        reply_key: bytes | None = None
         try:
-            reply_key: bytes | None = None
+            if kind == P.RELEASE:          # no reply: the client does not wait
+                if not private:
+                    self.stats["insecure"] += 1
+                    raise P.MobilityError("a release must be sent with this proxy's key",
+                                          "insecure")
+                await self._release_request(attrs)
+                return
             reply_key = P.get_reply_key(attrs)
             P.get_str(attrs, P.REQUEST_ID)
             if kind == P.HELLO:
@@ -284,17 +482,22 @@ class MobilityProxy:
                 self.stats["malformed"] += 1
             log.info("mobility %r request from client %r refused: %s (%s)", kind, client_id,
                      exc, exc.code)
-            await self._send_error(kind, request_id, client_id, reply_key, exc)
+            if kind != P.RELEASE:
+                await self._send_error(kind, request_id, client_id, reply_key, exc)
         except Exception as exc:  # never let one request hurt the proxy
             self.stats["errors"] += 1
             log.exception("mobility %r request failed", kind)
-            await self._send_error(kind, request_id, client_id, reply_key,
-                                   P.MobilityError(f"internal error: {exc}", "internal"))
+            if kind != P.RELEASE:
+                await self._send_error(kind, request_id, client_id, reply_key,
+                                       P.MobilityError(f"internal error: {exc}", "internal"))
 
-    async def _send(self, attrs: dict[str, Any], reply_key: bytes | None) -> None:
+    async def _send(self, attrs: dict[str, Any], reply_key: bytes | None,
+                    to_self: bool = False) -> None:
         if reply_key is not None:
-            await self.connection.send(attrs, keys=P.reply_keys(reply_key),
-                                       deliver_insecure=False)
+            keys = P.private_to(reply_key)
+            if to_self:
+                keys = keys | P.private_to(self.public_key)
+            await self.connection.send(attrs, keys=keys, deliver_insecure=False)
         else:  # no private channel to answer on: errors only, never secrets
             await self.connection.send(attrs)
 
@@ -313,6 +516,24 @@ class MobilityProxy:
             log.info("could not send a mobility error reply: %s", send_exc)
 
     # -- move-out ---------------------------------------------------------------------
+    async def _subscribe(self, handler: ClientHandler
+                         ) -> list[tuple[P.SubscriptionSpec, BaseException]]:
+        """Subscribe with every one of the client's subscriptions (and its
+        keys); the refused ones, with why."""
+        specs = handler.specs
+        results = await asyncio.gather(*(
+            self.connection.subscribe(spec.expression, keys=spec.keys,
+                                      accept_insecure=spec.accept_insecure, buffer_size=0,
+                                      listener=functools.partial(handler.on_notification,
+                                                                 spec.id))
+            for spec in specs), return_exceptions=True)
+        handler.subscriptions = [r for r in results if not isinstance(r, BaseException)]
+        for spec, sub in zip(specs, results, strict=True):
+            if not isinstance(sub, BaseException) and sub.id is not None:
+                self._routes[sub.id] = (handler, spec.id)
+        return [(spec, r) for spec, r in zip(specs, results, strict=True)
+                if isinstance(r, BaseException)]
+
     async def _move_out(self, attrs: dict[str, Any], reply_key: bytes) -> None:
         config = self.config
         client_id = P.get_str(attrs, P.CLIENT)
@@ -321,24 +542,35 @@ class MobilityProxy:
         expiry = P.get_number(attrs, P.EXPIRY)
         quota = config.quota if quota is None or quota <= 0 else min(int(quota), config.quota)
         expiry = config.expiry if expiry is None or expiry <= 0 else min(expiry, config.expiry)
+        # the client may choose the secret: then it knows it even if this
+        # reply never reaches it (the router died), and can still collect
+        secret = P.get_str(attrs, P.SECRET, required=False, max_length=P.MAX_SECRET_LENGTH)
+        if secret is not None and len(secret) < P.MIN_SECRET_LENGTH:
+            raise P.MalformedRequest(f"attribute {P.SECRET} must be at least "
+                                     f"{P.MIN_SECRET_LENGTH} characters")
+        previous = P.get_str(attrs, P.PREVIOUS_SECRET, required=False,
+                             max_length=P.MAX_SECRET_LENGTH)
+        crash_point("mobility-move-out-received")
         async with self._lock(client_id):
-            if client_id in self.handlers:
-                raise P.MobilityError(f"client {client_id!r} already has a buffer at this "
-                                      "proxy (move in first)", "in-use")
+            old = self.handlers.get(client_id)
+            if old is not None:
+                # the same client again (its earlier move-out's reply was
+                # lost, or its move-in was never released): it proves it
+                # with that ticket's secret
+                if not (_same_secret(old.secret, secret) or _same_secret(old.secret, previous)):
+                    raise P.MobilityError(f"client {client_id!r} already has a buffer at this "
+                                          "proxy (move in first)", "in-use")
+                await self._release(old)
+                self.stats["superseded"] += 1
             if len(self.handlers) >= config.max_clients:
                 raise P.MobilityError(f"this proxy already buffers for {config.max_clients} "
                                       "clients", "limit")
-            handler = ClientHandler(client_id, secrets.token_urlsafe(24), quota, expiry)
-            results = await asyncio.gather(*(
-                self.connection.subscribe(spec.expression, keys=spec.keys,
-                                          accept_insecure=spec.accept_insecure,
-                                          buffer_size=0,
-                                          listener=functools.partial(handler.on_notification,
-                                                                     spec.id))
-                for spec in specs), return_exceptions=True)
-            failed = [(spec, r) for spec, r in zip(specs, results, strict=True)
-                      if isinstance(r, BaseException)]
-            handler.subscriptions = [r for r in results if not isinstance(r, BaseException)]
+            handler = ClientHandler(client_id, secret or secrets.token_urlsafe(24), quota,
+                                    expiry, specs, self._next_handle)
+            self._next_handle += 1
+            handler.on_pending = self._on_pending
+            handler.arm_id = attrs[P.REQUEST_ID]
+            failed = await self._subscribe(handler)
             if failed:
                 await self._unsubscribe(handler)
                 spec, exc = failed[0]
@@ -347,37 +579,57 @@ class MobilityProxy:
                 raise P.MobilityError(f"subscription {spec.id} ({spec.expression!r}) refused: "
                                       f"{exc}", "subscription")
             self.handlers[client_id] = handler
-            self.tombstones.pop(client_id, None)
-            self._taken.pop(client_id, None)
-            handler.timer = asyncio.get_running_loop().call_later(
-                expiry, lambda: self._spawn(self._expire(handler)))
+            if self.tombstones.pop(client_id, None) is not None and self.store is not None:
+                self.store.remove_tombstone(client_id)
+            self._start_expiry(handler, expiry)
+            self._remember(handler)
+            self.flush()       # on disk before the client hears it may leave
+            crash_point("mobility-move-out-committed")
             self.stats["move_out"] += 1
             log.info("client %r moved out: %d subscriptions, quota %d, expiry %g s",
                      client_id, len(specs), quota, expiry)
             # The subscriptions are active (every SubRply is in): only now may
-            # the client detach (paper, section 3.2).
+            # the client detach (paper, section 3.2). The reply comes back to
+            # us too, and the buffer starts where it falls: what the router
+            # routed before it reached the client live.
             await self._send({P.REPLY: P.MOVE_OUT, P.PROXY: self.id, P.CLIENT: client_id,
                               P.REQUEST_ID: attrs[P.REQUEST_ID], P.STATUS: "ok",
                               P.SECRET: handler.secret, P.QUOTA: quota,
                               P.EXPIRY: float(expiry), P.PROXY_KEY: self.public_key},
-                             reply_key)
+                             reply_key, to_self=True)
+
+    def _start_expiry(self, handler: ClientHandler, delay: float) -> None:
+        handler.timer = asyncio.get_running_loop().call_later(
+            max(0.0, delay), lambda: self._spawn(self._expire(handler)))
 
     async def _unsubscribe(self, handler: ClientHandler) -> None:
-        # Waiting for every SubRply matters: notifications the router sent
-        # before it removed a subscription arrive before the reply, and must
-        # be in the buffer before it is handed over.
         subs, handler.subscriptions = handler.subscriptions, []
+        for sub in subs:
+            self._routes.pop(sub.id, None)
         await asyncio.gather(*(sub.close() for sub in subs), return_exceptions=True)
+
+    async def _release(self, handler: ClientHandler) -> None:
+        """The client has its buffer (or left it for a new one): forget it,
+        here and on disk."""
+        self._forget(handler)
+        await self._unsubscribe(handler)
+        self.flush()
+
+    async def _release_later(self, handler: ClientHandler) -> None:
+        async with self._lock(handler.client_id):
+            if self.handlers.get(handler.client_id) is handler:
+                await self._release(handler)
 
     async def _expire(self, handler: ClientHandler) -> None:
         async with self._lock(handler.client_id):
             if self.handlers.get(handler.client_id) is not handler:
                 return
-            del self.handlers[handler.client_id]
-            await self._unsubscribe(handler)
-            lost = handler.dropped + len(handler.buffer)
-            handler.buffer.clear()
+            self.flush()
+            lost = handler.dropped + len(handler.entries)
+            await self._release(handler)
+            handler.entries.clear()
             self._tombstone(handler.client_id, handler.secret, lost)
+            self.flush()
             self.stats["expired"] += 1
             log.info("buffer of client %r expired unclaimed: %d notifications released",
                      handler.client_id, lost)
@@ -385,73 +637,110 @@ class MobilityProxy:
     def _tombstone(self, client_id: str, secret: str, lost: int) -> None:
         now = time.monotonic()
         stones = self.tombstones
-        stones[client_id] = _Tombstone(secret, lost, now + self.config.tombstone_ttl)
+        stones[client_id] = stone = _Tombstone(secret, lost, now + self.config.tombstone_ttl)
         stones.move_to_end(client_id)
+        store = self.store
+        if store is not None:
+            store.put_tombstone(StoredTombstone(client_id, secret, lost,
+                                                time.time() + self.config.tombstone_ttl))
         while stones and (len(stones) > self.config.max_tombstones
                           or next(iter(stones.values())).until < now):
-            stones.popitem(last=False)
+            gone, old = stones.popitem(last=False)
+            if store is not None and old is not stone:
+                store.remove_tombstone(gone)
 
     # -- handing a buffer over ------------------------------------------------------------
-    async def _take(self, client_id: str, secret: str) -> tuple[list[bytes], int, int, bool]:
-        """Check the secret, unsubscribe and destroy the handler, and return
-        the buffer as batches with (count, dropped, expired)."""
+    async def _take(self, client_id: str, secret: str, fence: str | None = None
+                    ) -> tuple[list[bytes], int, int, bool, bool]:
+        """Check the secret and return the buffer as batches with (count,
+        dropped, expired, fenced): what was buffered before the client's
+        fence (``fenced``), else before a fence of our own, sent now. The
+        handler stays (subscribed, on disk) until the client releases it or
+        ``download_timeout`` passes, so that a move-in cut short by a crash
+        can be done again; a repeated request gets the same reply."""
         async with self._lock(client_id):
+            self.flush()
             handler = self.handlers.get(client_id)
-            now = time.monotonic()
-            for key in [k for k, v in self._taken.items() if v[2] < now]:
-                del self._taken[key]
-            taken = self._taken.get(client_id)
-            if handler is None and taken is not None:
-                if not hmac.compare_digest(taken[0].encode(), secret.encode()):
-                    self.stats["bad_secret"] += 1
-                    raise P.MobilityError(f"wrong secret for client {client_id!r}",
-                                          "bad-secret")
-                return taken[1]
             if handler is None:
                 stone = self.tombstones.get(client_id)
                 if stone is not None and stone.until >= time.monotonic():
-                    if not hmac.compare_digest(stone.secret.encode(), secret.encode()):
+                    if not _same_secret(stone.secret, secret):
                         self.stats["bad_secret"] += 1
                         raise P.MobilityError(f"wrong secret for client {client_id!r}",
                                               "bad-secret")
                     del self.tombstones[client_id]
-                    return [b""], 0, stone.dropped, True
+                    if self.store is not None:
+                        self.store.remove_tombstone(client_id)
+                        self.flush()
+                    return [b""], 0, stone.dropped, True, False
                 raise P.MobilityError(f"no buffer for client {client_id!r} at proxy "
                                       f"{self.id!r}", "unknown-client")
-            if not hmac.compare_digest(handler.secret.encode(), secret.encode()):
+            if not _same_secret(handler.secret, secret):
                 self.stats["bad_secret"] += 1
                 raise P.MobilityError(f"wrong secret for client {client_id!r}", "bad-secret")
-            del self.handlers[client_id]
-            if handler.timer is not None:
-                handler.timer.cancel()
-            await self._unsubscribe(handler)
-            entries = [(attrs, ids) for attrs, ids in handler.buffer]
-            handler.buffer.clear()
-            result = P.encode_batches(entries), len(entries), handler.dropped, False
-            self._taken[client_id] = (handler.secret, result,
-                                      now + self.config.download_timeout)
+            if handler.handed is not None and handler.handed[0] == fence:
+                return handler.handed[1]
+            packer = P.BatchPacker()
+            fenced = await handler.cut_sliced(fence, packer)
+            if not fenced and not await handler.cut_sliced(await self._own_fence(handler),
+                                                           packer):
+                packer.add(data for _, data in list(handler.entries))   # fence evicted
+            result = (packer.finish(), packer.count, handler.dropped, False, fenced)
+            handler.handed = (fence, result)
+            if handler.handed_timer is None:
+                handler.handed_timer = asyncio.get_running_loop().call_later(
+                    self.config.download_timeout,
+                    lambda: self._spawn(self._release_later(handler)))
             return result
+
+    async def _own_fence(self, handler: ClientHandler) -> str:
+        """Fence the buffer ourselves: a marker to our own key; once it is
+        back, everything the router routed before it is in the buffer."""
+        fence = secrets.token_hex(8)
+        waiter = asyncio.get_running_loop().create_future()
+        self._fence_waiters[fence] = waiter
+        try:
+            await self.connection.send(
+                {P.REQUEST: P.FENCE_KIND, P.PROXY: self.id, P.CLIENT: handler.client_id,
+                 P.FENCE: fence, P.SECRET: handler.secret},
+                keys=P.private_to(self.public_key), deliver_insecure=False)
+            try:
+                await asyncio.wait_for(waiter, self.config.download_timeout)
+            except TimeoutError:
+                raise P.MobilityError("the proxy's own fence did not come back from its "
+                                      "router", "internal") from None
+        finally:
+            self._fence_waiters.pop(fence, None)
+        self.flush()
+        return fence
 
     async def _send_batches(self, kind: str, attrs: dict[str, Any], reply_key: bytes,
                             blobs: Sequence[bytes], count: int, dropped: int,
-                            expired: bool) -> None:
+                            expired: bool, fence: str | None = None) -> None:
         for index, blob in enumerate(blobs):
-            await self._send({P.REPLY: kind, P.PROXY: self.id, P.CLIENT: attrs[P.CLIENT],
-                              P.REQUEST_ID: attrs[P.REQUEST_ID], P.STATUS: "ok",
-                              P.BATCH: index, P.BATCH_COUNT: len(blobs),
-                              P.NOTIFICATIONS: blob, P.COUNT: count, P.DROPPED: dropped,
-                              P.EXPIRED: int(expired)}, reply_key)
+            reply = {P.REPLY: kind, P.PROXY: self.id, P.CLIENT: attrs[P.CLIENT],
+                     P.REQUEST_ID: attrs[P.REQUEST_ID], P.STATUS: "ok",
+                     P.BATCH: index, P.BATCH_COUNT: len(blobs),
+                     P.NOTIFICATIONS: blob, P.COUNT: count, P.DROPPED: dropped,
+                     P.EXPIRED: int(expired)}
+            if fence is not None:
+                reply[P.FENCE] = fence   # cut at the client's fence
+            await self._send(reply, reply_key)
+            crash_point("mobility-move-in-handed")
 
     async def _download(self, attrs: dict[str, Any], reply_key: bytes) -> None:
         """Another proxy collects a client's buffer (step 4 of the paper's
         full move-in, the move-out proxy's side)."""
         client_id = P.get_str(attrs, P.CLIENT)
         secret = P.get_str(attrs, P.SECRET, max_length=P.MAX_SECRET_LENGTH)
-        blobs, count, dropped, expired = await self._take(client_id, secret)
+        blobs, count, dropped, expired, _fenced = await self._take(client_id, secret)
         self.stats["download"] += 1
         log.info("client %r: %d buffered notifications downloaded by %r", client_id, count,
                  attrs.get(P.REQUESTER))
         await self._send_batches(P.DOWNLOAD, attrs, reply_key, blobs, count, dropped, expired)
+
+    def _is_me(self, name: str) -> bool:
+        return name in self.ids or canonical(name) in self.ids
 
     async def _move_in(self, attrs: dict[str, Any], reply_key: bytes) -> None:
         """A client moved in here: hand over its buffer, ours (abbreviated
@@ -462,17 +751,71 @@ class MobilityProxy:
         from_url = P.get_str(attrs, P.FROM_URL, required=False, max_length=1024)
         via = P.get_str(attrs, P.VIA, required=False) or P.VIA_DIRECT
         from_key = P.get_public_key(attrs, P.FROM_KEY, required=False)
+        fence = P.get_str(attrs, P.FENCE, required=False, max_length=P.MAX_FENCE_LENGTH)
         if via not in (P.VIA_DIRECT, P.VIA_BUS):
             raise P.MalformedRequest(f"{P.VIA} must be {P.VIA_DIRECT!r} or {P.VIA_BUS!r}")
-        if previous in self.ids or canonical(previous) in self.ids:
-            blobs, count, dropped, expired = await self._take(client_id, secret)
+        fenced = False
+        if self._is_me(previous):
+            blobs, count, dropped, expired, fenced = await self._take(client_id, secret, fence)
         else:
             blobs, count, dropped, expired = await self._fetch(
                 previous, from_url, via, client_id, secret, from_key)
         self.stats["move_in"] += 1
         log.info("client %r moved in from %r: %d notifications, %d dropped", client_id,
                  previous, count, dropped)
-        await self._send_batches(P.MOVE_IN, attrs, reply_key, blobs, count, dropped, expired)
+        await self._send_batches(P.MOVE_IN, attrs, reply_key, blobs, count, dropped, expired,
+                                 fence if fenced else None)
+
+    async def _release_request(self, attrs: dict[str, Any]) -> None:
+        """The client has delivered its buffer: release it here, or tell the
+        move-out proxy (over the path the download took)."""
+        client_id = P.get_str(attrs, P.CLIENT)
+        secret = P.get_str(attrs, P.SECRET, max_length=P.MAX_SECRET_LENGTH)
+        previous = P.get_str(attrs, P.FROM, required=False, max_length=1024)
+        if previous is not None and not self._is_me(previous):
+            request = {P.REQUEST: P.RELEASE, P.PROXY: previous, P.CLIENT: client_id,
+                       P.SECRET: secret}
+            from_key = P.get_public_key(attrs, P.FROM_KEY, required=False)
+            via = P.get_str(attrs, P.VIA, required=False) or P.VIA_DIRECT
+            url = P.get_str(attrs, P.FROM_URL, required=False, max_length=1024) or previous
+            await self._on_path(previous, url, via, from_key,
+                                lambda conn, key: conn.send(request, keys=P.private_to(key),
+                                                            deliver_insecure=False))
+            return
+        async with self._lock(client_id):
+            handler = self.handlers.get(client_id)
+            if handler is None:
+                return           # gone already (released, expired)
+            if not _same_secret(handler.secret, secret):
+                self.stats["bad_secret"] += 1
+                raise P.MobilityError(f"wrong secret for client {client_id!r}", "bad-secret")
+            await self._release(handler)
+            self.stats["released"] += 1
+
+    async def _on_path(self, previous: str, url: str, via: str, key: bytes | None,
+                       action: Callable[[Any, bytes], Awaitable[Any]]) -> Any:
+        """``action(connection, previous's key)`` where the move-out proxy
+        ``previous`` can hear it: through our own router (``bus``), or a
+        connection of its own to ``url`` (``direct``), closed after."""
+        timeout = self.config.download_timeout
+        if via == P.VIA_BUS:
+            if key is None:
+                key = await hello(self.connection, previous, timeout, retry=0.1)
+            return await action(self.connection, key)
+        from elvin.client import connect
+        try:
+            async with asyncio.timeout(timeout):
+                conn = await connect(url)
+        except (ElvinError, OSError, TimeoutError, URIError, ValueError) as exc:
+            raise P.MobilityError(f"cannot reach the move-out proxy's router {url!r}: {exc}",
+                                  "unreachable") from None
+        try:
+            if key is None:
+                key = await hello(conn, previous, timeout)
+            return await action(conn, key)
+        finally:
+            with contextlib.suppress(Exception):
+                await conn.close(timeout=2)
 
     async def _fetch(self, previous: str, from_url: str | None, via: str, client_id: str,
                      secret: str, from_key: bytes | None
@@ -483,27 +826,12 @@ class MobilityProxy:
         request = {P.REQUEST: P.DOWNLOAD, P.PROXY: previous, P.CLIENT: client_id,
                    P.SECRET: secret, P.REQUESTER: self.id}
         timeout = self.config.download_timeout
-        if via == P.VIA_BUS:
-            if from_key is None:
-                from_key = await hello(self.connection, previous, timeout, retry=0.1)
-            reply = await exchange(self.connection, request, timeout, retry=0.1,
-                                   to_key=from_key)
-            return reply.blobs, reply.count, reply.dropped, reply.expired
-        url = from_url or previous
-        from elvin.client import connect
-        try:
-            async with asyncio.timeout(timeout):
-                conn = await connect(url)
-        except (ElvinError, OSError, TimeoutError, URIError, ValueError) as exc:
-            raise P.MobilityError(f"cannot reach the move-out proxy's router {url!r}: {exc}",
-                                  "unreachable") from None
-        try:
-            if from_key is None:
-                from_key = await hello(conn, previous, timeout)
-            reply = await exchange(conn, request, timeout, to_key=from_key)
-        finally:
-            with contextlib.suppress(Exception):
-                await conn.close(timeout=2)
+        # over the bus the reply subscription may not have reached the old
+        # router when the request does: repeat it (same id) until answered
+        retry = 0.1 if via == P.VIA_BUS else None
+        reply = await self._on_path(
+            previous, from_url or previous, via, from_key,
+            lambda conn, key: exchange(conn, request, timeout, retry=retry, to_key=key))
         return reply.blobs, reply.count, reply.dropped, reply.expired
 
     # -- ping -------------------------------------------------------------------------
@@ -526,10 +854,15 @@ class MobilityProxy:
 # -- inside elvind ------------------------------------------------------------------
 async def start_in_router(router: Any) -> MobilityProxy:
     """Start a proxy as an internal client of ``router`` (an
-    ``elvin.router.server.Router`` that has started), over loopback through
-    the public client API like any other client. It answers to every URL the
-    router listens on. Its key comes from the router's ``mobility_key_file``
-    (``load_key_file``), else it is random."""
+    ``elvin.router.server.Router`` whose listeners are bound), through the
+    public client API over an in-process channel
+    (``elvin.router.localchannel``). It answers to every URL the router
+    listens on. Its key comes from the router's ``mobility_key_file``
+    (``load_key_file``), else from its state, else it is random. With the
+    router's state directory it keeps its buffers there
+    (``MobilityStore``), and takes them back now."""
+    from elvin.router.localchannel import connect_local
+
     urls = [u for u in router.urls if "/ssl," not in u]
     if not urls:
         raise RuntimeError("the mobility proxy needs a plain TCP listen URI")
@@ -547,7 +880,21 @@ async def start_in_router(router: Any) -> MobilityProxy:
                          quota=getattr(conf, "mobility_quota", ProxyConfig.quota),
                          expiry=getattr(conf, "mobility_expiry", ProxyConfig.expiry),
                          key=load_key_file(key_file) if key_file else None)
-    return await MobilityProxy(url, config).start()
+    store = None
+    state_dir = getattr(router, "state_dir", None)
+    if state_dir is not None:
+        store = MobilityStore.open(state_dir.path, reset=getattr(conf, "state_reset", False))
+    else:
+        log.info("mobility buffers are in memory only (no --state-dir): a restart of the "
+                 "router loses them")
+    proxy = MobilityProxy(url, config, store=store,
+                          connector=lambda: connect_local(router, url))
+    try:
+        return await proxy.start()
+    except BaseException:
+        if store is not None:
+            store.close()
+        raise
 
 
 # -- elvin-mobility-proxy ------------------------------------------------------------
@@ -572,15 +919,27 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the proxy's raw private key (the file's bytes); gives it a "
                              "stable public key that clients can pin (default: a new "
                              "random key at each start)")
+    parser.add_argument("--state-dir", metavar="DIR",
+                        help="keep the buffers (and the key, unless --key-file) in DIR, "
+                             "so that they survive a restart of the proxy; inside elvind "
+                             "(elvind --mobility --state-dir) they are also safe from a "
+                             "crash of the router")
+    parser.add_argument("--state-reset", action="store_true",
+                        help="move the state found in --state-dir aside (never deleted)")
     add_log_level_argument(parser, "info")
     return parser
 
 
-async def _run(url: str, config: ProxyConfig) -> None:
+async def _run(url: str, config: ProxyConfig, store: MobilityStore | None = None) -> None:
     import signal
 
-    proxy = MobilityProxy(url, config, reconnect=True)
-    await proxy.start()
+    proxy = MobilityProxy(url, config, reconnect=True, store=store)
+    try:
+        await proxy.start()
+    except BaseException:
+        if store is not None:
+            store.close()
+        raise
     print(f"elvin-mobility-proxy {proxy.id!r} serving {proxy.connection.url} "
           f"(public key {proxy.public_key.hex()})", file=sys.stderr, flush=True)
     stop = asyncio.Event()
@@ -613,14 +972,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.report(prog)
     except (OSError, ValueError) as exc:
         return fail(prog, str(exc), EXIT_USAGE)
+    from elvin.statedir import StateDir, StateError
+    if args.state_reset and not args.state_dir:
+        return fail(prog, "--state-reset needs --state-dir (the state to move aside)",
+                    EXIT_USAGE)
+    state = store = None
     try:
-        asyncio.run(_run(url, config))
+        if args.state_dir:
+            state = StateDir.open(args.state_dir, owner=prog)
+            store = MobilityStore.open(state.path, reset=args.state_reset)
+    except StateError as exc:
+        if state is not None:
+            state.close()
+        return fail(prog, str(exc), EXIT_USAGE)
+    try:
+        asyncio.run(_run(url, config, store))
     except CONNECT_ERRORS as exc:
         # unreachable or lost (2), or a request the router refused, e.g. a
         # Nack to ConnRqst (3): one line either way, never a traceback
         return connect_failure(url, exc, f"cannot reach the router at {url}: ").report(prog)
     except KeyboardInterrupt:
         return EXIT_OK
+    finally:
+        if state is not None:
+            state.close()
     return EXIT_OK
 
 

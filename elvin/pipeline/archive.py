@@ -13,9 +13,13 @@ Layout
 directory name (Hive-style partitioning: Spark and pyarrow turn it back into
 a string column, and a query on a few hours reads only their directories).
 Files appear atomically: each is written under a hidden name (``.part-...``,
-which Spark and pyarrow skip) and renamed when complete.
+which Spark and pyarrow skip) and renamed when complete. They are the
+writer's alone: files are created with mode 0600 and the directories the
+writer creates (the archive's, the hours') 0700, for what a producer sent
+only to key holders may be in them (``private`` below). A directory that
+already exists keeps its mode.
 
-Schema (version 1)
+Schema (version 2)
 ------------------
 | column          | Parquet / Arrow type                    | meaning                                   |
 | --------------- | --------------------------------------- | ----------------------------------------- |
@@ -27,7 +31,23 @@ Schema (version 1)
 | `clients`       | int32, not null                         | clients it was delivered to               |
 | `secure`        | bool, not null                          | any match was a secure (key) match        |
 | `size`          | int32, not null                         | size in bytes (see below)                 |
+| `private`       | bool, not null (version 2)              | sent for key holders only (below)         |
 
+Private notifications: one sent with ``deliver_insecure = false`` may only
+reach subscribers holding its keys (a private tickertape group, say). By
+default the router archives it *without* its attributes and producer: its
+row keeps ``time``, ``size``, the counts and ``secure``, with ``private``
+true and an empty ``attributes`` list, so that traffic figures stay right
+while nobody who can read the archive reads the message. With ``elvind
+--archive-private`` (``archive-private = true``) such rows keep their
+attributes too, ``private`` still true. ``elvin-archive`` does the same for
+what it received only through a secure match, unless given
+``--archive-private``. Back-tests leave withheld rows out (they have
+nothing to match).
+
+Version 1 (no ``private`` column) is read as version 2 with ``private``
+false: files of both versions may sit in one archive. Readers of version 1
+ignore the new column.
 The router names a producer ``N/host:port``: its peer address, prefixed by
 a serial number (channels numbered in order of their first notification in
 that router run), so that a reused address is not mistaken for the same
@@ -89,6 +109,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from elvin.fileutil import make_directory
+from elvin.pipeline.archive_modes import PRIVATE_DIRECTORY, PRIVATE_FILE
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
 
 log = logging.getLogger(__name__)
@@ -96,6 +117,9 @@ log = logging.getLogger(__name__)
 __all__ = [
     "ARROW_SCHEMA",
     "ATTRIBUTE_TYPE",
+    "PRIVATE_DIRECTORY",
+    "PRIVATE_FILE",
+    "READ_SCHEMA",
     "SCHEMA_VERSION",
     "SPARK_SCHEMA_DDL",
     "TYPE_CODES",
@@ -112,7 +136,7 @@ __all__ = [
     "write_table",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: ``type`` codes of attribute entries (the XDR value type codes).
 TYPE_CODES = {"int32": 1, "int64": 2, "real64": 3, "string": 4, "opaque": 5}
@@ -138,14 +162,19 @@ ARROW_SCHEMA = pa.schema([
     pa.field("clients", pa.int32(), nullable=False),
     pa.field("secure", pa.bool_(), nullable=False),
     pa.field("size", pa.int32(), nullable=False),
+    pa.field("private", pa.bool_(), nullable=False),
 ], metadata={b"elvin.archive.version": str(SCHEMA_VERSION).encode()})
+
+#: how version 1 files (no ``private``) are read: the column comes back null
+READ_SCHEMA = pa.schema([*ARROW_SCHEMA][:-1] + [pa.field("private", pa.bool_())],
+                        metadata=ARROW_SCHEMA.metadata)
 
 #: The same schema for Spark readers, partition column included.
 SPARK_SCHEMA_DDL = (
     "time TIMESTAMP, producer STRING, "
     "attributes ARRAY<STRUCT<name: STRING, type: TINYINT, int32: INT, int64: BIGINT, "
     "real64: DOUBLE, string: STRING, opaque: BINARY>>, "
-    "subscriptions INT, clients INT, secure BOOLEAN, size INT, hour STRING"
+    "subscriptions INT, clients INT, secure BOOLEAN, size INT, private BOOLEAN, hour STRING"
 )
 
 _MS_PER_HOUR = 3_600_000
@@ -166,7 +195,8 @@ class ArchiveRecord:
     ``time`` is seconds since the epoch (``time.time()``) or an aware
     ``datetime``; ``None`` means "now" (taken when appended). ``size`` is the
     packet size in bytes if known, else ``None`` (computed, see the module
-    documentation).
+    documentation). ``private``: sent for key holders only (a row whose
+    attributes were withheld has it set and no attributes).
     """
 
     attributes: Mapping[str, Any]
@@ -176,6 +206,7 @@ class ArchiveRecord:
     secure: bool = False
     size: int | None = None
     time: float | datetime | None = None
+    private: bool = False
 
 
 def hour_label(ms: int) -> str:
@@ -241,6 +272,7 @@ class _Converter:
         clients = np.empty(n, dtype=np.int32)
         secure = np.empty(n, dtype=np.bool_)
         sizes = np.empty(n, dtype=np.int32)
+        private = np.empty(n, dtype=np.bool_)
         offsets = np.empty(n + 1, dtype=np.int32)
         names: list[str] = []
         types: list[int] = []
@@ -255,7 +287,8 @@ class _Converter:
         add_name, add_type = names.append, types.append
         add_i32, add_i64, add_r64, add_s, add_o = i32.append, i64.append, r64.append, \
             s.append, o.append
-        for r, (ms, producer, attrs, nsubs, nclients, is_secure, size) in enumerate(rows):
+        for r, (ms, producer, attrs, nsubs, nclients, is_secure, size, is_private) in \
+                enumerate(rows):
             times[r] = ms
             producers[r] = producer if producer is None or type(producer) is str \
                 else str(producer)
@@ -264,6 +297,7 @@ class _Converter:
             clients[r] = nclients if type(nclients) is int and 0 <= nclients <= INT32_MAX \
                 else _clamp32(nclients)
             secure[r] = bool(is_secure)
+            private[r] = bool(is_private)
             offsets[r] = pos
             for name, value in attrs.items():
                 t = type(value)
@@ -319,7 +353,7 @@ class _Converter:
         return pa.Table.from_arrays(
             [pa.array(times, pa.timestamp("ms", tz="UTC")), pa.array(producers, pa.string()),
              attributes, pa.array(subs), pa.array(clients), pa.array(secure),
-             pa.array(sizes)],
+             pa.array(sizes), pa.array(private)],
             schema=ARROW_SCHEMA)
 
 
@@ -328,7 +362,8 @@ def write_table(directory: str | os.PathLike, table: pa.Table, prefix: str,
     """Write ``table`` (``ARROW_SCHEMA``) into hour partitions of ``directory``.
 
     One file per hour present, named ``<prefix>.parquet``, written under a
-    hidden name and renamed. Returns the paths written.
+    hidden name and renamed, readable by the writer only (0600, in a 0700
+    hour directory if it makes one). Returns the paths written.
     """
     base = Path(directory)
     ms = table.column("time").cast(pa.int64()).to_numpy()
@@ -347,10 +382,14 @@ def write_table(directory: str | os.PathLike, table: pa.Table, prefix: str,
     for hour, indices in groups:
         part = table if indices is None else table.take(pa.array(indices))
         folder = base / f"hour={hour_label(hour * _MS_PER_HOUR)}"
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=PRIVATE_DIRECTORY, parents=True, exist_ok=True)
         final = folder / f"{prefix}.parquet"
         tmp = folder / f".{prefix}.parquet.tmp"
-        pq.write_table(part, tmp, compression=compression)
+        # created 0600 from the start: no moment where others may open it
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0),
+                     PRIVATE_FILE)
+        with open(fd, "wb") as out:
+            pq.write_table(part, out, compression=compression)
         os.replace(tmp, final)
         written.append(final)
     return written
@@ -371,7 +410,8 @@ class ArchiveWriter:
             raise ValueError("batch_rows must be at least 1")
         if flush_seconds <= 0:
             raise ValueError("flush_seconds must be positive")
-        self.directory = make_directory(directory, "archive directory", ArchiveError)
+        self.directory = make_directory(directory, "archive directory", ArchiveError,
+                                        mode=PRIVATE_DIRECTORY)
         self.batch_rows = batch_rows
         self.flush_seconds = flush_seconds
         self.max_pending_rows = max(max_pending_rows, batch_rows)
@@ -412,7 +452,7 @@ class ArchiveWriter:
         t = record.time
         ms = int(_time.time() * 1000) if t is None else _to_ms(t)
         row = (ms, record.producer, record.attributes, record.subscriptions,
-               record.clients, record.secure, record.size)
+               record.clients, record.secure, record.size, record.private)
         with self._lock:
             if self._closed:
                 raise ArchiveClosedError(f"archive writer for {self.directory} is closed")
@@ -620,18 +660,20 @@ def read_archive(directory: str | os.PathLike) -> list[dict[str, Any]]:
     """Every row of the archive as a dict, in arrival order (for tests and
     small archives): ``time`` (aware datetime), ``hour``, ``producer``,
     ``attributes`` (a notification dict with Elvin-typed values),
-    ``subscriptions``, ``clients``, ``secure``, ``size``."""
+    ``subscriptions``, ``clients``, ``secure``, ``size``, ``private``
+    (version 1 files: false)."""
     files = check_archive(directory)
     rows: list[dict[str, Any]] = []
     for path in files:
         hour = path.parent.name.partition("=")[2]
         try:
-            table = pq.read_table(path, schema=ARROW_SCHEMA)
+            table = pq.read_table(path, schema=READ_SCHEMA)
         except (OSError, pa.ArrowException) as exc:
             raise ArchiveError(f"cannot read {path}: {exc}") from exc
         for row in table.to_pylist():
             row["hour"] = hour
             row["attributes"] = decode_attributes(row["attributes"])
+            row["private"] = bool(row["private"])
             rows.append(row)
     rows.sort(key=lambda r: r["time"])
     return rows

@@ -21,11 +21,14 @@ Router side (``ArchiveProcess``, event loop thread only)::
 
     archive = ArchiveProcess(directory)     # checks the directory (ArchiveProcessError)
     archive.start(loop)                     # spawns the child
-    archive.append((time.time(), producer, subscriptions, clients, secure, block))
+    archive.append((time.time(), producer, subscriptions, clients, secure, private, block))
     summary = await archive.close()         # sends the rest, waits for the child
 
 ``block`` is the notification's XDR attribute block (``bytes``), or, only if
-it cannot be encoded, the attribute dict itself. Rows are pickled in batches
+it cannot be encoded, the attribute dict itself; for a private notification
+whose attributes are withheld (``elvin.pipeline.archive``: the router's
+default) it is only their size (an ``int``): what a producer sent to key
+holders never even crosses the pipe. Rows are pickled in batches
 (``batch_rows``, or every ``send_interval`` seconds) and written to a pipe
 without ever blocking the loop: when the pipe is full they wait (``add_writer``)
 and beyond ``max_pending_rows`` waiting rows new ones are dropped with a
@@ -60,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from elvin.fileutil import make_directory
+from elvin.pipeline.archive_modes import PRIVATE_DIRECTORY
 
 log = logging.getLogger("elvin.router.archive")
 
@@ -101,7 +105,8 @@ def check_directory(directory: str | os.PathLike) -> Path:
     """Create ``directory`` if needed and prove it writable, now rather than
     at the first write (the messages are the ones ``ArchiveWriter`` and the
     router always gave)."""
-    path = make_directory(directory, "archive directory", ArchiveProcessError)
+    path = make_directory(directory, "archive directory", ArchiveProcessError,
+                          mode=PRIVATE_DIRECTORY)
     probe = path / f".elvind-probe-{os.getpid()}"
     try:
         probe.write_bytes(b"")
@@ -182,7 +187,7 @@ class ArchiveProcess:
         loop.add_reader(result_r, self._child_exited)
 
     def append(self, row: tuple) -> bool:
-        """Queue ``(time, producer, subscriptions, clients, secure, block)``;
+        """Queue ``(time, producer, subscriptions, clients, secure, private, block)``;
         ``False`` if the row is dropped (too many waiting, or no child)."""
         self.received_rows += 1
         if self.dead or self._closing:
@@ -440,8 +445,10 @@ def _child_main(data_fd: int, result_fd: int, directory: str, writer_options: di
                 # pipe fills and the router buffers (and drops past its bound)
                 while writer.pending_rows + len(rows) > writer.max_pending_rows:
                     writer.flush(0.05)
-                for t, producer, subscriptions, clients, secure, block in rows:
-                    if type(block) is bytes:
+                for t, producer, subscriptions, clients, secure, private, block in rows:
+                    if type(block) is int:          # withheld: its size only
+                        attrs, size = {}, block
+                    elif type(block) is bytes:
                         try:
                             attrs = decode_attributes(block, 0, limits)[0]
                         except Exception:  # noqa: BLE001 -- count it, keep the others
@@ -451,7 +458,7 @@ def _child_main(data_fd: int, result_fd: int, directory: str, writer_options: di
                     else:
                         attrs, size = block, None
                     append(ArchiveRecord(attrs, producer, subscriptions, clients, secure,
-                                         size, t))
+                                         size, t, private))
     finally:
         try:
             writer.close()

@@ -126,6 +126,7 @@ __all__ = [
     "attribute_entries",
     "backtest",
     "count_matches",
+    "withheld",
     "icu_available",
     "java_glob",
     "java_regex",
@@ -598,11 +599,18 @@ def _translate_tree(tree: Node, entries: dict[str, tuple[str, Column]] | None,
 
 
 def load_archive(spark: SparkSession, archive_dir: str | os.PathLike) -> DataFrame:
-    """The archive as a DataFrame (``ArchiveError`` if missing or empty)."""
+    """The archive as a DataFrame (``ArchiveError`` if missing or empty);
+    ``private`` is false in the rows of version 1 files, which lack it."""
     check_archive(archive_dir)
     path = os.fspath(archive_dir)
-    return (spark.read.schema(SPARK_SCHEMA_DDL).option("basePath", path)
-            .parquet(path))
+    df = spark.read.schema(SPARK_SCHEMA_DDL).option("basePath", path).parquet(path)
+    return df.withColumn("private", F.coalesce(F.col("private"), F.lit(False)))
+
+
+def withheld() -> Column:
+    """True for the rows of private notifications archived without their
+    attributes (``elvin.pipeline.archive``): nothing there to match."""
+    return F.col("private") & (F.size(F.col("attributes")) == 0)
 
 
 def _with_entries(df: DataFrame, entries: dict[str, tuple[str, Column]]) -> DataFrame:
@@ -635,7 +643,7 @@ def count_matches(spark: SparkSession, expressions: list[str | Node],
         entries, predicate = _translate_tree(tree, entries, icu)
         predicates.append(predicate)
     spark.conf.set("spark.sql.ansi.enabled", "false")
-    flags = _with_entries(df, entries).select(
+    flags = _with_entries(df.where(~withheld()), entries).select(
         *[p.alias(f"__elvin_m{i}") for i, p in enumerate(predicates)])
     row = flags.agg(F.count(F.lit(1)).alias("rows"),
                     *[F.count_if(F.col(f"__elvin_m{i}")).alias(f"m{i}")
@@ -650,12 +658,15 @@ class BacktestResult:
     total: int
     per_hour: list[tuple[str, int]] = field(default_factory=list)
     sample: list[dict[str, Any]] = field(default_factory=list)
+    #: private notifications archived without attributes: not in ``total``
+    withheld: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "expression": self.expression,
             "matches": self.matches,
             "total": self.total,
+            "withheld": self.withheld,
             "per_hour": [{"hour": h, "matches": c} for h, c in self.per_hour],
             "sample": [_jsonable(r) for r in self.sample],
         }
@@ -691,7 +702,9 @@ def backtest(spark: SparkSession, expression: str | Node, archive_dir: str | os.
 
     ``per_hour`` lists every archived hour (oldest first) with its number of
     matches (0 included); ``sample`` holds up to ``sample`` matching rows
-    (earliest first) as ``read_archive`` returns them. Raises
+    (earliest first) as ``read_archive`` returns them. Private notifications
+    archived without their attributes are not tested: ``withheld`` counts
+    them, ``total`` does not. Raises
     ``SubscriptionError`` (with ``position``) for a bad expression and
     ``ArchiveError`` (naming the directory) for a missing or empty archive,
     both before any Spark job runs.
@@ -703,24 +716,29 @@ def backtest(spark: SparkSession, expression: str | Node, archive_dir: str | os.
     df, predicate = _prepare_tree(spark, tree, load_archive(spark, archive_dir))
     # the predicate is projected first: reflect() (fold-case, decompose) is
     # "non-deterministic" for Spark and may not sit inside an aggregate
-    counts = (df.select("hour", predicate.alias("__elvin_match"))
+    counts = (df.select("hour", predicate.alias("__elvin_match"),
+                        withheld().alias("__elvin_withheld"))
               .groupBy("hour")
-              .agg(F.count(F.lit(1)).alias("total"),
-                   F.count_if(F.col("__elvin_match")).alias("matches"))
+              .agg(F.count_if(~F.col("__elvin_withheld")).alias("total"),
+                   F.count_if(F.col("__elvin_withheld")).alias("withheld"),
+                   F.count_if(F.col("__elvin_match") & ~F.col("__elvin_withheld"))
+                   .alias("matches"))
               .orderBy("hour").collect())
     per_hour = [(r["hour"], int(r["matches"])) for r in counts]
     total = sum(int(r["total"]) for r in counts)
+    hidden = sum(int(r["withheld"]) for r in counts)
     matches = sum(c for _, c in per_hour)
     rows: list[dict[str, Any]] = []
     if sample > 0 and matches:
         columns = ["time", "hour", "producer", "attributes", "subscriptions", "clients",
-                   "secure", "size"]
+                   "secure", "size", "private"]
         rows = [_row_dict(r) for r in
-                df.where(predicate).select(*columns).orderBy("time").limit(sample).collect()]
+                df.where(predicate & ~withheld()).select(*columns).orderBy("time")
+                .limit(sample).collect()]
     if text is None:
         from elvin.subscription import unparse
         text = unparse(tree)
-    return BacktestResult(text, matches, total, per_hour, rows)
+    return BacktestResult(text, matches, total, per_hour, rows, hidden)
 
 
 # ---------------------------------------------------------------------------

@@ -198,6 +198,9 @@ def _backtest_text(result, archive: str) -> str:
              f"Archive: {archive} ({result.total} notifications, "
              f"{len(result.per_hour)} hours)",
              f"Matches: {result.matches}{share}"]
+    if result.withheld:
+        lines.append(f"Not tested: {result.withheld} private notifications archived without "
+                     "their attributes (elvind --archive-private keeps them)")
     busy = [(h, c) for h, c in result.per_hour if c]
     if busy:
         lines.append("Matches per hour (UTC, hours with matches):")
@@ -243,6 +246,9 @@ def _report_text(summary: dict[str, Any], result) -> str:
              f"Matched nobody: {summary['matched_nobody']} "
              f"({summary['matched_nobody_share']:.2%})",
              f"Secure deliveries: {summary['secure']}",
+             f"Private (for key holders only): {summary['private']}"
+             + (f", {summary['withheld']} archived without their attributes"
+                if summary["withheld"] else ""),
              f"Mean fan-out: {summary['mean_fanout']:.3f} clients",
              f"Groups: {summary['groups']}, attribute names: {summary['attribute_names']}",
              f"Report: {result.out_dir / 'index.html'}"]

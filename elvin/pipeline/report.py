@@ -7,10 +7,12 @@ file               content
 =================  =========================================================
 ``summary.csv``    key, value: notifications, hours, first/last arrival,
                    producers, bytes, matched nobody (count and share),
-                   secure, mean fan-out
+                   secure, private (sent for key holders only), withheld
+                   (of those, archived without attributes), mean fan-out
 ``hours.csv``      hour, notifications, bytes, matched_nobody, secure
 ``groups.csv``     tickertape ``Group`` (string value; ``(no Group)`` when the
-                   notification has no string ``Group``), notifications
+                   notification has no string ``Group``, ``(private)`` when
+                   its attributes were withheld), notifications
 ``attributes.csv`` attribute name, notifications carrying it, and how many
                    carried it as int32/int64/real64/string/opaque
 ``producers.csv``  the top 100 producer session ids by notifications, bytes
@@ -42,12 +44,14 @@ from pyspark.sql import functions as F
 
 from elvin.fileutil import make_directory
 from elvin.pipeline.archive import ArchiveError
-from elvin.pipeline.backtest import load_archive
+from elvin.pipeline.backtest import load_archive, withheld
 
 __all__ = ["ReportResult", "report", "TOP_PRODUCERS"]
 
 TOP_PRODUCERS = 100
 NO_GROUP = "(no Group)"
+#: the group of private notifications archived without their attributes
+PRIVATE_GROUP = "(private)"
 NO_PRODUCER = "(unknown)"
 
 
@@ -73,8 +77,10 @@ def report(spark: SparkSession, archive_dir: str | os.PathLike, out_dir: str | o
     base = df.select(
         "hour", "time", "size", "clients", "secure",
         F.coalesce(F.col("producer"), F.lit(NO_PRODUCER)).alias("producer"),
-        F.coalesce(F.get(attrs, (group_pos - 1).cast("int")).getField("string"),
-                   F.lit(NO_GROUP)).alias("group"),
+        F.when(withheld(), F.lit(PRIVATE_GROUP)).otherwise(
+            F.coalesce(F.get(attrs, (group_pos - 1).cast("int")).getField("string"),
+                       F.lit(NO_GROUP))).alias("group"),
+        "private", withheld().alias("withheld"),
         attrs.getField("name").alias("names"), attrs.getField("type").alias("types"),
     ).persist()
     try:
@@ -88,7 +94,9 @@ def report(spark: SparkSession, archive_dir: str | os.PathLike, out_dir: str | o
         note("summary")
         s = base.agg(F.min("time").alias("first"), F.max("time").alias("last"),
                      F.countDistinct("producer").alias("producers"),
-                     F.avg("clients").alias("fanout")).first()
+                     F.avg("clients").alias("fanout"),
+                     F.count_if("private").alias("private"),
+                     F.count_if("withheld").alias("withheld")).first()
         note("groups")
         groups = [(r["group"], r["n"]) for r in
                   base.groupBy("group").agg(F.count(F.lit(1)).alias("n"))
@@ -131,6 +139,8 @@ def report(spark: SparkSession, archive_dir: str | os.PathLike, out_dir: str | o
         "matched_nobody": nobody,
         "matched_nobody_share": (nobody / total) if total else 0.0,
         "secure": sum(h[4] for h in hours),
+        "private": int(s["private"] or 0),
+        "withheld": int(s["withheld"] or 0),
         "mean_fanout": float(s["fanout"] or 0.0),
         "groups": len(groups),
         "attribute_names": len(attributes),

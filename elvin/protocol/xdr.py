@@ -92,6 +92,7 @@ from elvin.protocol.xdrprim import (
     read_strings,
     read_uint,
     read_values,
+    skip_attrs,
 )
 from elvin.subscription.ast import Kind, Node
 from elvin.values import INT32_MAX, INT32_MIN, Int64
@@ -108,6 +109,7 @@ __all__ = [
     "encode_value",
     "frame_notify_deliver",
     "frame_packet",
+    "split_notify_deliver",
 ]
 
 # --------------------------------------------------------------------------
@@ -484,6 +486,26 @@ def decode_notify_deliver(data: bytes, start: int, end: int,
     _set_secure(packet, secure)
     _set_insecure(packet, insecure)
     return packet
+
+
+def split_notify_deliver(data: bytes, start: int, end: int,
+                         limits: Limits = DEFAULT_LIMITS
+                         ) -> tuple[int, int, tuple[int, ...], tuple[int, ...]] | None:
+    """A NotifyDeliver body at ``data[start:end]`` without decoding its
+    attributes: ``(attributes_start, attributes_end, secure_matches,
+    insecure_matches)``, the attributes still encoded (``encode_attributes``
+    form). None when the body is not a valid NotifyDeliver."""
+    if not data.startswith(_DELIVER_PID, start):
+        return None
+    try:
+        attrs_end = skip_attrs(data, start + 4, end)
+        secure, o = read_id64s(data, attrs_end, end, limits, "NotifyDeliver secure_matches")
+        insecure, o = read_id64s(data, o, end, limits, "NotifyDeliver insecure_matches")
+    except (ProtocolError, struct.error):
+        return None
+    if o != end:
+        return None
+    return start + 4, attrs_end, secure, insecure
 
 
 _NO_SECURE_ONE_INSECURE = _p_ii(0, 1)     # the two id-list counts of the usual tail

@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolError, ToolParser, fail
 from elvin.config_file import raw_setting
 from elvin.daemon_control import ask_reload, show_status
 from elvin.extras import ARCHIVE_MODULES, missing_extra_message
-from elvin.router.cli import make_config
+from elvin.router.arguments import make_config
 from elvin.router.config import ConfigError, RouterConfig
 
 __all__ = ["check_config", "start_problems", "status_main"]
@@ -75,8 +76,21 @@ def check_config(args: argparse.Namespace) -> int:
             print(f"elvind: {problem}", file=sys.stderr)
         print(f"elvind: {what}: {len(problems)} problem(s)", file=sys.stderr)
         return EXIT_USAGE
+    # valid, but open wider than an admin may mean (the router logs the same at start)
+    for warning in _admission_warnings(config):
+        print(f"elvind: warning: {warning}", file=sys.stderr)
     print(f"elvind: {what}: ok")
     return EXIT_OK
+
+
+def _admission_warnings(config: Any) -> list[str]:
+    """Federation doors that accept a claimed domain from any address
+    (``elvin.federation.admission``), as ``elvin-domain check`` says them."""
+    federation = getattr(config, "federation", None)
+    if federation is None or not federation.enabled:
+        return []
+    from elvin.federation.admission import admission_warnings
+    return admission_warnings(federation, federation.listen)
 
 
 def build_status_parser(command: str) -> argparse.ArgumentParser:

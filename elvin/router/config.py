@@ -16,7 +16,11 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     mobility-quota = 10000        # notifications buffered per moved-out client
     mobility-expiry = 3600        # seconds an unclaimed buffer is kept
     mobility-key-file = "/etc/elvind/mobility.key"  # proxy's raw private key (pinnable)
+    state-dir = "/var/lib/elvind"  # what must outlive the router (mobility buffers)
+    state-reset = false           # move the state aside at start (never deleted)
     archive = "/var/lib/elvind/archive"  # traffic archive (Parquet), off by default
+    archive-private = false       # also archive the attributes of notifications sent
+                                  # for key holders only (deliver_insecure false)
     discovery = true              # answer router discovery (SvrRqst) on UDP
     discovery-scope = ""          # scope name advertised (no ':')
     discovery-default = true      # advertise as a default router (clients with no scope)
@@ -109,6 +113,9 @@ class RouterConfig:
     use_uvloop: bool = True
     #: directory of the traffic archive (elvin.pipeline.archive), None = off
     archive: str | None = None
+    #: archive the attributes of notifications sent for key holders only too
+    #: (by default their rows have none: elvin.pipeline.archive)
+    archive_private: bool = False
     #: router discovery (elvin.discovery): answer SvrRqst, advertise listen URLs
     discovery: bool = True
     discovery_scope: str = ""
@@ -129,6 +136,11 @@ class RouterConfig:
     mobility_quota: int = 10_000
     mobility_expiry: float = 3600.0
     mobility_key_file: str | None = None
+    #: where the router keeps what must outlive it (elvin.statedir): the
+    #: mobility proxy's tickets, subscriptions and buffers; None = in memory
+    state_dir: str | None = None
+    #: move the state found in ``state_dir`` aside at start (never deleted)
+    state_reset: bool = False
     #: router federation (elvin.federation.config), None = off
     federation: FederationConfig | None = None
     #: quench (protocol subset C). False emulates routers without it (Avis):
@@ -156,7 +168,8 @@ class RouterConfig:
         found = []
         for check in (self._check_listen, self._check_logging, self._check_tls_files,
                       self._check_numbers, self._check_discovery, self._check_federation,
-                      self._check_mobility, self._check_archive, self._check_metrics):
+                      self._check_mobility, self._check_state, self._check_archive,
+                      self._check_metrics):
             try:
                 check(source, text)
             except ConfigError as exc:
@@ -230,6 +243,10 @@ class RouterConfig:
         # the cheap checks (exit 1 before listening); Router.start opens the
         # archive and reports what only writing can tell
         if self.archive is None:
+            if self.archive_private:
+                raise ConfigError(f"{source}{line_of(text, 'archive-private')}: "
+                                  "archive-private is set but there is no archive "
+                                  "(set archive, or --archive DIR)")
             return
         where = f"{source}{line_of(text, 'archive')}"
         if not self.archive.strip():
@@ -248,6 +265,23 @@ class RouterConfig:
                 parse_metrics_address(self.metrics)
             except ValueError as exc:
                 raise ConfigError(f"{source}{line_of(text, 'metrics')}: {exc}") from None
+
+    def _check_state(self, source: str, text: str) -> None:
+        if self.state_reset and self.state_dir is None:
+            raise ConfigError(f"{source}{line_of(text, 'state-reset')}: state-reset needs a "
+                              "state-dir (the state to move aside)")
+        if self.state_dir is None:
+            return
+        where = f"{source}{line_of(text, 'state-dir')}"
+        if not self.state_dir.strip():
+            raise ConfigError(f"{where}: state-dir: empty directory name")
+        try:
+            state = Path(self.state_dir).expanduser()
+            is_file = state.exists() and not state.is_dir()
+        except OSError:          # inside a directory we may not enter: said at start
+            is_file = False
+        if is_file:
+            raise ConfigError(f"{where}: state-dir {self.state_dir!r} is not a directory")
 
 
 _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
@@ -272,9 +306,11 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "mobility-key-file": (str, "mobility_key_file"),
     "status-file": (str, "status_file"),
     "metrics": (str, "metrics"),
+    "state-dir": (str, "state_dir"),
 }
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
-          "mobility": "mobility", "quench": "quench"}
+          "mobility": "mobility", "quench": "quench", "state-reset": "state_reset",
+          "archive-private": "archive_private"}
 
 
 def _check_readable_file(path: str, where: str) -> None:

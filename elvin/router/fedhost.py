@@ -56,6 +56,12 @@ class RouterFederationHost:
         config = self._router.config
         return listener_context(config.tls_cert, config.tls_key, what)
 
+    def client_certificate(self) -> tuple[str, str] | None:
+        config = self._router.config
+        if config.tls_cert and config.tls_key:
+            return config.tls_cert, config.tls_key
+        return None
+
     def watch_subscriptions(self, listener: SubscriptionListener) -> Iterable[Hashable]:
         engine = self._router.engine
         engine.pred_listener = listener

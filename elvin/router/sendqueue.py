@@ -62,12 +62,21 @@ class FlushBatch:
     evaluation budget) run, whatever order the event loop gives its
     callbacks."""
 
-    __slots__ = ("loop", "pending", "_scheduled")
+    __slots__ = ("loop", "pending", "_scheduled", "barriers")
 
     def __init__(self, loop: Any) -> None:
         self.loop = loop
         self.pending: list[SendQueue] = []
         self._scheduled = False
+        #: called before anything is written to a client: an in-process
+        #: client first gets what was routed to it, and writes it to disk
+        #: (elvin.router.localchannel), so that no reply can tell anyone a
+        #: notification was read before it is safe
+        self.barriers: list[Callable[[], None]] = []
+
+    def before_write(self) -> None:
+        for barrier in self.barriers:
+            barrier()
 
     def add(self, queue: SendQueue) -> None:
         self.pending.append(queue)
@@ -77,6 +86,8 @@ class FlushBatch:
 
     def run(self) -> None:
         self._scheduled = False
+        if self.barriers:
+            self.before_write()
         pending, self.pending = self.pending, []
         for queue in pending:
             if queue._scheduled:
@@ -91,7 +102,7 @@ class SendQueue:
     __slots__ = ("transport", "loop", "max_bytes", "policy", "bytes", "dropped",
                  "drop_events", "_queue", "_paused", "_scheduled", "_closed",
                  "_reading_paused", "on_drop", "on_overflow", "on_backpressure",
-                 "on_drained", "_flush_cb", "_defer", "__weakref__")
+                 "on_drained", "_flush_cb", "_defer", "_batch", "__weakref__")
 
     def __init__(self, transport: Any, loop: Any, max_bytes: int, policy: str = "oldest",
                  on_drop: Callable[[int], None] | None = None,
@@ -116,6 +127,7 @@ class SendQueue:
         self.on_backpressure = on_backpressure
         self.on_drained: Callable[[], None] | None = None
         self._flush_cb = self.flush
+        self._batch = batch
         # a flush at the end of the loop iteration: with the router's batch, or alone
         self._defer: Callable[[], None] = ((lambda: batch.add(self)) if batch is not None
                                            else (lambda: loop.call_soon(self._flush_cb)))
@@ -156,6 +168,9 @@ class SendQueue:
         self.bytes += size
         if not self._paused:
             if self.bytes >= EAGER_FLUSH or self.bytes * 2 >= self.max_bytes:
+                batch = self._batch
+                if batch is not None and batch.barriers:
+                    batch.before_write()
                 self.flush()
             elif not self._scheduled:
                 self._scheduled = True

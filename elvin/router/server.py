@@ -103,27 +103,39 @@ class Router:
         # lark builds its parser on the first parse (~50-100 ms): do it now,
         # before any client can be kept waiting by it
         self.compile("require(Elvin-Router-Warm-Up)")
-        if self.config.archive is not None:   # before listening: nothing unarchived
-            self._open_archive(self.config.archive)
+        self._open_state()                    # first: one router per state directory
         try:
+            if self.config.archive is not None:   # before listening: nothing unarchived
+                self._open_archive(self.config.archive)
+        except BaseException:
+            self._close_state()
+            raise
+        try:
+            # bound but not accepting until the mobility proxy has its
+            # subscriptions back: nothing published after a restart is missed
             for uri in self.config.listen:
                 await self._listen(uri)
         except BaseException:
             await self._close_servers()
             await self._close_archive()
+            self._close_state()
             raise
         for url in self.urls:       # elvind says it once, on stderr (elvin.router.cli)
             log.debug("listening on %s", url)
         if not self.config.quench:
             log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
+        await self._start_mobility()
         try:
             await self._start_federation()
         except BaseException:
+            await self._stop_mobility()
             await self._close_servers()
             await self._close_archive()
+            self._close_state()
             raise
+        for _kind, server in self._servers:
+            await server.start_serving()
         await self._start_discovery()
-        await self._start_mobility()
         return self
 
     async def _listen(self, uri: str) -> None:
@@ -134,7 +146,7 @@ class Router:
         try:
             server = await self.loop.create_server(  # type: ignore[union-attr]
                 lambda: Session(self, str(parsed)), host, parsed.port, ssl=context,
-                reuse_address=True, backlog=1024,
+                reuse_address=True, backlog=1024, start_serving=False,
                 ssl_handshake_timeout=self.config.connect_timeout if context else None)
         except OSError as exc:
             raise RouterStartError(f"cannot listen on {parsed.host}:{parsed.port} "
@@ -180,7 +192,6 @@ class Router:
             return
         self._stopping = True
         self._stop_discovery()          # withdraw the advertisement first
-        await self._stop_mobility()     # its client session closes like any other
         if self._stats_handle is not None:
             self._stats_handle.cancel()
             self._stats_handle = None
@@ -200,10 +211,14 @@ class Router:
         for session in list(self.sessions):
             session.abort()
         await asyncio.sleep(0)
+        # last: it buffers for moved-out clients until nobody can publish
+        # (its own session closed with the others), then writes its state
+        await self._stop_mobility()
         await self._close_archive()     # every session is gone: nothing more to route
         self._reaper.finish()
         self._compilers.close()
         self.connection_log.close()
+        self._close_state()
         if self._stopped is not None:
             self._stopped.set()
         log.info("router stopped")
@@ -281,19 +296,43 @@ class Router:
             return str(exc)
         return None
 
+    # -- state directory -----------------------------------------------------------------
+    #: the locked ``elvin.statedir.StateDir`` while running with ``state_dir``
+    state_dir: Any = None
+
+    def _open_state(self) -> None:
+        """Lock the state directory (``StateError``, a ``RouterStartError``,
+        says what is wrong)."""
+        if self.config.state_dir is None:
+            return
+        from elvin.statedir import StateDir
+        self.state_dir = StateDir.open(self.config.state_dir)
+        log.info("state directory %s", self.state_dir.path)
+
+    def _close_state(self) -> None:
+        state, self.state_dir = self.state_dir, None
+        if state is not None:
+            state.close()
+
     # -- mobility ------------------------------------------------------------------------
     #: the mobility proxy (elvin.mobility) while running with ``mobility`` on
     mobility: Any = None
 
     async def _start_mobility(self) -> None:
-        """Run a mobility proxy as an internal client of this router: it uses
-        only the public client API over loopback, exactly as a standalone
-        ``elvin-mobility-proxy`` would, so the router needs no hooks for it."""
+        """Run a mobility proxy as an internal client of this router. It uses
+        only the public client API, as a standalone ``elvin-mobility-proxy``
+        would, over an in-process channel (``elvin.router.localchannel``)
+        whose one hook makes its buffers safe on disk before the router
+        answers anyone. It starts before the router accepts connections."""
         if not getattr(self.config, "mobility", False):
             return
         from elvin.mobility.proxy import start_in_router
+        from elvin.statedir import StateError
         try:
             self.mobility = await start_in_router(self)
+        except StateError:
+            await self.stop()
+            raise
         except Exception as exc:
             await self.stop()
             raise RouterStartError(f"cannot start the mobility proxy: {exc}") from None
@@ -428,7 +467,7 @@ class Router:
         """
         insecure, secure = self.engine.match(attrs, nkeys, deliver_insecure)
         if self.archive is not None:
-            self._archive(attrs, block, insecure, secure, producer)
+            self._archive(attrs, block, insecure, secure, producer, deliver_insecure)
         if not insecure and not secure:
             if self.federation is not None:
                 self.federation.forward(attrs, block, deliver_insecure, nkeys, routing)
@@ -471,6 +510,14 @@ class Router:
         self.archive = archive
         log.info("archiving notifications in %s (writer process %d)", archive.directory,
                  archive.pid)
+        if self.config.archive_private:
+            log.warning("archive %s keeps private notifications (archive-private): "
+                        "whoever can read it reads what producers sent only to key "
+                        "holders", archive.directory)
+        else:
+            log.info("archive %s: notifications sent for key holders only are archived "
+                     "without their attributes (archive-private keeps them)",
+                     archive.directory)
 
     async def _close_archive(self) -> None:
         """Send what is pending to the archive process and wait for it to write
@@ -493,10 +540,14 @@ class Router:
                         archive.directory, summary.dropped)
 
     def _archive(self, attrs: dict, block: bytes | None, insecure: dict, secure: dict,
-                 producer: Any) -> None:
+                 producer: Any, deliver_insecure: bool = True) -> None:
         """Queue one archive row: a tuple for the archive process (which decodes
         ``block``). Counts come from ``engine.match``'s result before
-        ``deliver`` consumes it: a client is a session with any matching id."""
+        ``deliver`` consumes it: a client is a session with any matching id.
+        A notification for key holders only (``deliver_insecure`` false) goes
+        without its attributes and producer -- only their size crosses to the
+        archive process -- unless ``archive-private`` is on
+        (``elvin.pipeline.archive``)."""
         if secure:
             clients = len(insecure.keys() | secure.keys())
             subscriptions = (sum(map(len, insecure.values()))
@@ -504,6 +555,7 @@ class Router:
         else:
             clients = len(insecure)
             subscriptions = sum(map(len, insecure.values()))
+        private = not deliver_insecure
         if producer is not None and not isinstance(producer, str):
             producer = self._producer_id(producer)
         if type(block) is not bytes:
@@ -511,8 +563,11 @@ class Router:
                 block = encode_attributes(attrs) if block is None else bytes(block)
             except ValueError:
                 block = attrs       # not encodable: the child takes the dict itself
+        if private and not self.config.archive_private:
+            producer = None
+            block = len(block) if type(block) is bytes else 0     # withheld: the size only
         self.archive.append((time.time(), producer, subscriptions, clients, bool(secure),
-                             block))
+                             private, block))
 
     def _producer_id(self, session: Any) -> str:
         """``N/host:port``: N numbers the producing channels of this router run

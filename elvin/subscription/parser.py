@@ -174,6 +174,7 @@ class _Builder(Transformer):
                   tok.start_pos)
 
     def name(self, children):
+        checkpoint()
         tok: Token = children[0]
         return _P(Node(Kind.NAME, value=unescape(str(tok)), pos=tok.start_pos), 1,
                   tok.start_pos)
@@ -265,6 +266,7 @@ def _check_parens(text: str) -> None:
     while i < n:
         c = text[i]
         if c == "(":
+            checkpoint()            # (a pass over a long text: it may be cancelled)
             depth += 1
             if depth > MAX_DEPTH:
                 raise _error("NESTING_TOO_DEEP",

@@ -17,7 +17,11 @@ columns mean something else:
   one subscription);
 * ``clients``: 1 -- this client; the router's real fan-out is unknown;
 * ``secure``: whether it matched our subscription through keys (``-P``/``-C``);
-* ``size``: the XDR size of its attribute list, as in the router's archive.
+* ``size``: the XDR size of its attribute list, as in the router's archive;
+* ``private``: it reached us only through a secure match: its producer meant
+  it for key holders. Such a row has no attributes unless
+  ``--archive-private`` is given: the archive's readers are not the keys'
+  holders (``elvin.pipeline.archive``). Files are 0600, new directories 0700.
 
 Rows are written in batches by a background thread (``--batch-rows``,
 ``--flush-seconds``); SIGINT (Ctrl-C) or SIGTERM writes what is pending and
@@ -70,27 +74,41 @@ def build_parser() -> ToolParser:
                              "(default 10000)")
     parser.add_argument("--flush-seconds", type=float, default=5.0, metavar="SECONDS",
                         help="... or SECONDS after a notification arrived (default 5)")
+    parser.add_argument("--archive-private", action="store_true",
+                        help="also write the attributes of notifications received only "
+                             "through a secure (key) match; without it their rows hold "
+                             "only time, size and counts")
     return parser
 
 
 class Recorder:
-    """Turns deliveries into archive rows (on the event loop: an append only)."""
+    """Turns deliveries into archive rows (on the event loop: an append only).
+    What came only through a secure match is private: its row keeps only
+    its size unless ``keep_private``."""
 
-    def __init__(self, writer) -> None:
-        from elvin.pipeline.archive import ArchiveRecord
+    def __init__(self, writer, keep_private: bool = False) -> None:
+        from elvin.pipeline.archive import ArchiveRecord, encoded_size
 
         self.writer = writer
         self.record = ArchiveRecord
+        self.size = encoded_size
+        self.keep_private = keep_private
         self.count = 0
 
     def notification(self, n: Notification) -> None:
         self.count += 1
-        self.writer.append(self.record(n.attributes, None, 1, 1, bool(n.secure), None,
-                                       time.time()))
+        private = bool(n.secure)
+        if private and not self.keep_private:
+            row = self.record({}, None, 1, 1, True, self.size(n.attributes), time.time(),
+                              private=True)
+        else:
+            row = self.record(n.attributes, None, 1, 1, private, None, time.time(),
+                              private=private)
+        self.writer.append(row)
 
 
 def serve(args, setup: ToolSetup, writer) -> int:
-    recorder = Recorder(writer)
+    recorder = Recorder(writer, args.archive_private)
 
     async def subscribe(conn: Connection) -> None:
         await conn.subscribe(args.subscription, keys=setup.keys,
@@ -115,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     except ToolError as exc:
         return exc.report(PROG)
     require(PROG, "pipeline", ARCHIVE_MODULES)
+    if args.secure and not args.archive_private:
+        print(f"{PROG}: note: -x without --archive-private archives only the time, "
+              "size and counts of each notification (every one is private)",
+              file=sys.stderr, flush=True)
     writer = open_writer(args)
     if isinstance(writer, int):
         return writer

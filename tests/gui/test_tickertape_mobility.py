@@ -113,7 +113,7 @@ def test_move_to_another_router_and_wake_from_sleep(qtbot, qt_loop, routers):
             await other.send(chat("sent during the night"))
             await other.send(chat("and another"))
         # let the proxy get them before the laptop "wakes"
-        await until(lambda: sum(len(h.buffer) for h in
+        await until(lambda: sum(h.buffered for h in
                                 old.router.mobility.handlers.values()) == 2)
         await manager.set_url(new.url)        # it wakes up in another office...
         clock.now += 3600                     # ... an hour later
@@ -190,9 +190,9 @@ def test_private_groups_are_buffered_with_their_keys(qtbot, qt_loop, routers):
                              deliver_insecure=False)
             await other.send(inner("forged"))       # no key: not for the group
             await other.send(chat("public"))
-            await until(lambda: len(handler.buffer) == 2)
+            await until(lambda: handler.buffered == 2)
             await other.send(chat("last"))           # the others were judged before it
-            await until(lambda: len(handler.buffer) == 3)
+            await until(lambda: handler.buffered == 3)
         await mobility.move_in(new.url)
         await controller.close()
         await manager.stop()

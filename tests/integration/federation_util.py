@@ -228,19 +228,22 @@ class RawFederator:
         self.pending: list[bytes] = []
 
     @classmethod
-    async def open(cls, url: str) -> RawFederator:
+    async def open(cls, url: str, source: str | None = None) -> RawFederator:
+        """Connect to ``url``, from the local address ``source`` if given
+        (``127.0.0.2``: another loopback address, for host rules)."""
         from elvin.federation.config import parse_ewaf_uri
 
         uri = parse_ewaf_uri(url)
-        reader, writer = await asyncio.open_connection(uri.host, uri.port)
+        reader, writer = await asyncio.open_connection(
+            uri.host, uri.port, local_addr=(source, 0) if source else None)
         return cls(reader, writer)
 
     @classmethod
-    async def linked(cls, url: str, domain: str) -> RawFederator:
+    async def linked(cls, url: str, domain: str, source: str | None = None) -> RawFederator:
         """Open and complete the handshake as router ``domain``."""
         from elvin.federation.packets import FedConnRply, FedConnRqst
 
-        peer = await cls.open(url)
+        peer = await cls.open(url, source)
         peer.send(FedConnRqst(1, 1, 0, domain))
         reply = await peer.next()
         assert isinstance(reply, FedConnRply), reply

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from elvin.client import connect
-from elvin.mobility import MobileConnection, MobilityError
+from elvin.mobility import MobileConnection, MobilityError, hello
 
 from .process_util import ELVIND, free_port, wait_listening
 
@@ -211,3 +211,43 @@ def test_standalone_proxy_bad_key_file_exit_1(tmp_path):
                             text=True, timeout=30)
     assert result.returncode == 1
     assert str(missing) in result.stderr and "No such file" in result.stderr
+
+
+async def test_standalone_proxy_keeps_its_buffers_across_a_restart(spawn, router, tmp_path):
+    state = tmp_path / "state"
+    args = PROXY + ["-e", router.url, "--state-dir", str(state)]
+    proc = spawn(args)
+    mc = await MobileConnection.open(router.url, timeout=1.0)
+    await mc.subscribe("require(Seq)")
+    pub = await connect(router.url)
+    observer = await pub.subscribe("require(Seq)")
+    try:
+        ticket = await move_out_once_proxy_answers(mc)
+        for seq in range(5):
+            await pub.send({"Producer": "cli", "Seq": seq})
+        for _ in range(5):      # the router has queued them to the proxy too
+            await observer.get(timeout=10)
+        await pub.set_keys()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        spawn(args)
+        deadline = time.monotonic() + 10
+        while True:             # until it answers, with the same key (kept in DIR)
+            try:
+                key = await hello(pub, ticket.proxy, 0.5)
+                break
+            except MobilityError:
+                if time.monotonic() > deadline:
+                    raise
+        assert key == ticket.proxy_key
+        report = await mc.move_in(router.url)
+        assert report.caught_up == 5
+    finally:
+        await mc.close()
+        await pub.close()
+
+
+def test_standalone_proxy_state_reset_needs_a_state_dir():
+    result = subprocess.run(PROXY + ["-e", "elvin://127.0.0.1:1", "--state-reset"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1 and "--state-reset needs --state-dir" in result.stderr

@@ -79,7 +79,7 @@ async def test_move_between_federated_routers(three_routers, sync, via):
         assert sorted(set(seqs)) == everything
         firsts = [s for i, s in enumerate(seqs) if s not in seqs[:i]]
         assert firsts == everything
-        assert r0.router.mobility.handlers == {}
+        await until(lambda: r0.router.mobility.handlers == {})
     finally:
         await mc.close()
         await pub.close()

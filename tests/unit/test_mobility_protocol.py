@@ -8,8 +8,9 @@ import pytest
 from elvin.errors import ProtocolError
 from elvin.keys import Keys
 from elvin.mobility import protocol as P
+from elvin.mobility.buffer import ClientHandler
 from elvin.mobility.client import MobileConnection, MobileSubscription
-from elvin.mobility.proxy import ClientHandler, ProxyConfig, canonical
+from elvin.mobility.proxy import ProxyConfig, canonical
 from elvin.protocol import SubAddRqst, TestConn, frame_packet
 from elvin.router.config import ConfigError, config_from_dict
 from elvin.subscription import parse
@@ -122,14 +123,33 @@ class _N:
 
 
 def test_handler_buffers_once_per_notification_and_honours_the_quota():
-    handler = ClientHandler("c", "s", quota=3, expiry=10)
+    handler = ClientHandler("c", "s", quota=3, expiry=10, specs=[])
+    handler.arm()
     for seq in range(5):
         attrs = {"Seq": seq}
         handler.on_notification(0, _N(attrs))
         handler.on_notification(2, _N(attrs))     # same delivery, second subscription
-    assert [(a["Seq"], ids) for a, ids in handler.buffer] == [(2, [0, 2]), (3, [0, 2]),
-                                                              (4, [0, 2])]
+    assert [seq for seq, _ in handler.seal()] == [0, 1, 2, 3, 4]
+    assert handler.drop_oldest(handler.over_quota()) == 2
+    entries = [P.decode_batch(data)[0] for _, data in handler.entries]
+    assert [(a["Seq"], ids) for a, ids in entries] == [(2, [0, 2]), (3, [0, 2]), (4, [0, 2])]
     assert handler.dropped == 2
+
+
+def test_handler_buffers_nothing_before_it_is_armed_and_cuts_at_a_fence():
+    handler = ClientHandler("c", "s", quota=100, expiry=10, specs=[])
+    handler.on_notification(0, _N({"Seq": -1}))   # before the move-out reply came back
+    handler.arm()
+    for seq in range(3):
+        handler.on_notification(0, _N({"Seq": seq}))
+    handler.seal()
+    handler.on_notification(0, _N({"Seq": 3}))
+    handler.fence("f")                              # falls after 3, before 4
+    handler.on_notification(0, _N({"Seq": 4}))
+    handler.seal()
+    cut = handler.cut("f")
+    assert [P.decode_batch(d)[0][0]["Seq"] for d in cut] == [0, 1, 2, 3]
+    assert handler.cut("unknown") is None and handler.buffered == 5
 
 
 def test_proxy_config_is_validated():

@@ -1,0 +1,511 @@
+"""What a mobility proxy must not forget, kept on disk: ``MobilityStore``.
+
+One SQLite file (the standard library's ``sqlite3``) in the router's state
+directory, ``mobility.sqlite3``, in WAL mode. It holds the proxy's raw key
+(so that tickets handed out before a restart still name the right key), one
+row per moved-out client (its secret, quota, expiry and the subscriptions it
+handed over, raw keys included, as the move-out request carried them), the
+client's buffered notifications (already encoded as a move-in reply carries
+them) and the tombstones of expired buffers. The file is created private
+(mode 0600, in a 0700 directory): it holds secrets.
+
+Writes are queued in memory and written by ``commit()`` in one transaction:
+the proxy calls it once per loop turn, before the router writes anything to
+a socket (``elvin.router.localchannel``), so that whatever a client could
+have learnt was read by the router is on disk first. ``synchronous=NORMAL``:
+a commit survives the process being killed (it is in the WAL, in the
+kernel's page cache), and the file stays consistent if the machine loses
+power (the last commits may then be missing). Commits never wait for the
+disk: checkpoints, which do, run on a thread of their own.
+
+A full disk (``SQLITE_FULL``) rolls the transaction back and asks
+``on_full`` to free room (the proxy drops its oldest buffered
+notifications, as its quota does), then tries again; it never raises into
+the router.
+
+Opening checks everything a restart could meet and raises ``StateError``
+with one line naming the file and what to do: not a database or damaged,
+written by a newer version, locked by another program, not readable or not
+writable. ``reset=True`` (``elvind --state-reset``) first moves the file
+aside (``elvin.statedir.move_aside``), never deleting it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from elvin.statedir import StateError, move_aside
+
+log = logging.getLogger("elvin.mobility")
+
+__all__ = ["FILE_NAME", "SCHEMA_VERSION", "MobilityStore", "StoredClient", "StoredTombstone"]
+
+FILE_NAME = "mobility.sqlite3"
+#: ``PRAGMA application_id``: "Elvm", so that another program's SQLite file
+#: is recognised as such rather than taken over
+APPLICATION_ID = 0x456C766D
+#: ``PRAGMA user_version`` of the layout below; a newer file is refused
+SCHEMA_VERSION = 1
+#: rows (chunks) read per slice when a buffer is loaded (``iter_entries``)
+LOAD_SLICE = 50
+#: rows of a released buffer deleted per commit
+PURGE_SLICE = 64
+_LEN = struct.Struct(">I")
+
+_SCHEMA = """
+CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL);
+CREATE TABLE clients (
+    handle INTEGER PRIMARY KEY,
+    client TEXT NOT NULL UNIQUE,
+    secret TEXT NOT NULL,
+    quota INTEGER NOT NULL,
+    expiry REAL NOT NULL,
+    moved_out_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    dropped INTEGER NOT NULL,
+    subscriptions BLOB NOT NULL,
+    first_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE entries (
+    handle INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (handle, seq)
+);
+CREATE TABLE tombstones (
+    client TEXT PRIMARY KEY,
+    secret TEXT NOT NULL,
+    dropped INTEGER NOT NULL,
+    until REAL NOT NULL
+);
+"""
+
+
+@dataclass
+class StoredClient:
+    """A moved-out client's row (its buffer is read with ``entries``)."""
+
+    handle: int
+    client_id: str
+    secret: str
+    quota: int
+    expiry: float
+    moved_out_at: float      # time.time()
+    expires_at: float        # time.time() when the buffer is released unclaimed
+    dropped: int
+    subscriptions: bytes     # Mobility.Subscriptions as encode_subscriptions makes it
+
+
+@dataclass
+class StoredTombstone:
+    client_id: str
+    secret: str
+    dropped: int
+    until: float             # time.time()
+
+
+def _is_full(exc: sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or \
+        "full" in str(exc)
+
+
+class MobilityStore:
+    """The proxy's durable state. Create with ``MobilityStore.open(dir)``."""
+
+    def __init__(self, path: Path, db: sqlite3.Connection) -> None:
+        self.path = path
+        self._db = db
+        #: called with no argument when the disk is full; it frees room by
+        #: dropping buffered notifications (``trim``), then the commit retries
+        self.on_full: Callable[[], bool] | None = None
+        #: commits done, transactions that hit a full disk, rows written
+        self.commits = 0
+        self.full_events = 0
+        self.failures = 0
+        self._full_until = 0.0
+        #: handles whose rows are being deleted, a slice per commit: those of
+        #: released clients, and any left by a crash in the middle of it
+        self.purging: set[int] = {h for (h,) in db.execute(
+            "SELECT DISTINCT handle FROM entries WHERE handle NOT IN "
+            "(SELECT handle FROM clients)")}
+        self._reset_pending()
+        self._checkpointer = _Checkpointer(path)
+
+    # -- opening ------------------------------------------------------------------
+    @classmethod
+    def open(cls, directory: str | os.PathLike, *, reset: bool = False,
+             max_pages: int | None = None) -> MobilityStore:
+        """Open (or create) ``DIR/mobility.sqlite3``. ``reset`` moves an
+        existing file aside first. ``max_pages`` caps the file (SQLite's
+        ``max_page_count``: the same full-disk path as a full filesystem)."""
+        path = Path(directory) / FILE_NAME
+        if reset:
+            moved = move_aside(path)
+            if moved is not None:
+                log.warning("mobility state %s moved aside to %s (--state-reset): starting "
+                            "with no buffers", path, moved)
+        db = _connect(path)
+        try:
+            _prepare(db, path)
+            if max_pages is not None:
+                db.execute(f"PRAGMA max_page_count = {int(max_pages)}")
+        except BaseException:
+            db.close()
+            raise
+        store = cls(path, db)
+        store._checkpointer.start()
+        return store
+
+    # -- reading (at start) ------------------------------------------------------------
+    def load_key(self) -> bytes | None:
+        row = self._db.execute("SELECT value FROM meta WHERE name = 'proxy-key'").fetchone()
+        return bytes(row[0]) if row and row[0] else None
+
+    def save_key(self, key: bytes) -> None:
+        """Kept at once (not queued): tickets name the key's public form."""
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('proxy-key', ?)", (key,))
+
+    def clients(self) -> list[StoredClient]:
+        rows = self._db.execute(
+            "SELECT handle, client, secret, quota, expiry, moved_out_at, expires_at, dropped, "
+            "subscriptions FROM clients ORDER BY handle").fetchall()
+        return [StoredClient(h, c, s, q, e, m, x, d, bytes(b))
+                for h, c, s, q, e, m, x, d, b in rows]
+
+    def entries(self, handle: int, after: int = -1,
+                limit: int = LOAD_SLICE) -> list[tuple[int, bytes]]:
+        """The buffered entries ``(seq, data)`` of ``handle`` in up to
+        ``limit`` chunks that start after seq ``after``, in order, without
+        those before the client's first kept seq (the caller loads a big
+        buffer a slice at a time). A chunk holds what one commit added: one
+        row per turn, not one per notification."""
+        first = self._db.execute("SELECT first_seq FROM clients WHERE handle = ?",
+                                 (handle,)).fetchone()
+        floor = first[0] if first else 0
+        rows = self._db.execute(
+            "SELECT seq, count, data FROM entries WHERE handle = ? AND seq > ? "
+            "ORDER BY seq LIMIT ?", (handle, after, limit)).fetchall()
+        out: list[tuple[int, bytes]] = []
+        for seq, count, data in rows:
+            data = bytes(data)
+            o = 0
+            for k in range(count):
+                (n,) = _LEN.unpack_from(data, o)
+                if seq + k >= floor:
+                    out.append((seq + k, data[o + 4:o + 4 + n]))
+                o += 4 + n
+        return out
+
+    def tombstones(self) -> list[StoredTombstone]:
+        rows = self._db.execute("SELECT client, secret, dropped, until FROM tombstones")
+        return [StoredTombstone(*row) for row in rows.fetchall()]
+
+    # -- writing (queued, then one transaction) ---------------------------------------------
+    def _reset_pending(self) -> None:
+        self._added: dict[int, tuple] = {}
+        self._removed: set[int] = set()
+        self._appends: list[tuple[int, int, int, bytes]] = []
+        self._floors: dict[int, int] = {}
+        self._dropped: dict[int, int] = {}
+        self._stones: dict[str, tuple | None] = {}
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self._added or self._removed or self._appends or self._floors
+                    or self._dropped or self._stones or self.purging)
+
+    def add_client(self, c: StoredClient) -> None:
+        self._added[c.handle] = (c.handle, c.client_id, c.secret, c.quota, c.expiry,
+                                 c.moved_out_at, c.expires_at, c.dropped, c.subscriptions)
+
+    def remove_client(self, handle: int) -> None:
+        if self._added.pop(handle, None) is None:
+            self._removed.add(handle)
+        self._floors.pop(handle, None)
+        self._dropped.pop(handle, None)
+
+    def append(self, handle: int, entries: list[tuple[int, bytes]]) -> None:
+        """New entries ``(seq, data)`` of ``handle``, consecutive: one row."""
+        if entries:
+            pack = _LEN.pack
+            self._appends.append((handle, entries[0][0], len(entries),
+                                  b"".join(pack(len(d)) + d for _, d in entries)))
+
+    def trim(self, handle: int, first: int, dropped: int) -> None:
+        """Entries of ``handle`` before seq ``first`` are gone (quota, full
+        disk); ``dropped`` is the client's new count of lost notifications."""
+        self._floors[handle] = first
+        self._dropped[handle] = dropped
+
+    def put_tombstone(self, t: StoredTombstone) -> None:
+        self._stones[t.client_id] = (t.client_id, t.secret, t.dropped, t.until)
+
+    def remove_tombstone(self, client_id: str) -> None:
+        self._stones[client_id] = None
+
+    #: rounds of dropping the oldest one commit may ask for on a full disk
+    FULL_ROUNDS = 3
+    #: seconds a full disk is left alone before the next try
+    FULL_BACKOFF = 1.0
+
+    def commit(self) -> bool:
+        """Write what is queued in one transaction. False when it could not
+        be written (logged, counted): the proxy carries on from memory. On a
+        full disk the queue is kept and tried again a second later."""
+        if not self.dirty:
+            return True
+        if self._full_until and time.monotonic() < self._full_until:
+            return False
+        rounds = 0
+        reclaimed = False
+        while True:
+            try:
+                self._write()
+            except sqlite3.Error as exc:
+                with _suppress():
+                    self._db.rollback()
+                if not _is_full(exc):
+                    log.error("mobility state %s: cannot write (%s); these changes are kept "
+                              "in memory only", self.path, exc)
+                    self.failures += 1
+                    self._reset_pending()
+                    return False
+                self.full_events += 1
+                if not reclaimed:          # the WAL's own room first
+                    reclaimed = True
+                    self._reclaim()
+                    continue
+                if rounds < self.FULL_ROUNDS and self.on_full is not None and self.on_full():
+                    rounds += 1
+                    self._reclaim()
+                    continue
+                if not self._full_until:
+                    log.error("mobility state %s: the disk is full: buffers are kept in "
+                              "memory and written when there is room again", self.path)
+                self._full_until = time.monotonic() + self.FULL_BACKOFF
+                self.failures += 1
+                return False
+            if self._full_until:
+                log.warning("mobility state %s: there is room on the disk again", self.path)
+                self._full_until = 0.0
+            self.commits += 1
+            self._reset_pending()
+            self._checkpointer.poke()
+            return True
+
+    def _reclaim(self) -> None:
+        """Fold the WAL into the file and truncate it: its room goes back to
+        the file system (a full disk)."""
+        with _suppress():
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _write(self) -> None:
+        db = self._db
+        floors = self._floors
+        removed = self._removed
+        db.execute("BEGIN")
+        if removed:
+            db.executemany("DELETE FROM clients WHERE handle = ?", [(h,) for h in removed])
+        purged = set()
+        for handle in self.purging | removed:
+            cursor = db.execute("DELETE FROM entries WHERE rowid IN (SELECT rowid FROM entries "
+                                "WHERE handle = ? LIMIT ?)", (handle, PURGE_SLICE))
+            if cursor.rowcount < PURGE_SLICE:
+                purged.add(handle)
+        if floors:    # first: frees room for what follows (whole chunks; the
+            # rest of a chunk is skipped at load, below the client's first_seq)
+            db.executemany("DELETE FROM entries WHERE handle = ? AND seq + count <= ?",
+                           list(floors.items()))
+        if self._added:
+            db.executemany("INSERT OR REPLACE INTO clients VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                           list(self._added.values()))
+        appends = self._appends
+        if floors or removed:
+            appends = [a for a in appends
+                       if a[0] not in removed and a[1] + a[2] > floors.get(a[0], -1)]
+        if appends:
+            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", appends)
+        if self._dropped:
+            db.executemany("UPDATE clients SET dropped = ?, first_seq = ? WHERE handle = ?",
+                           [(d, floors.get(h, 0), h) for h, d in self._dropped.items()])
+        for client_id, row in self._stones.items():
+            if row is None:
+                db.execute("DELETE FROM tombstones WHERE client = ?", (client_id,))
+            else:
+                db.execute("INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?)", row)
+        db.execute("COMMIT")
+        self.purging = (self.purging | removed) - purged
+
+    def close(self) -> None:
+        """Write what is queued, fold the WAL into the file and close."""
+        self.commit()
+        self._checkpointer.stop()
+        with _suppress():
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._db.close()
+
+    def __repr__(self) -> str:
+        return f"<MobilityStore {self.path}>"
+
+
+class _suppress:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return exc[0] is not None and issubclass(exc[0], sqlite3.Error)  # type: ignore[arg-type]
+
+
+# -- opening and checking ---------------------------------------------------------------
+def _connect(path: Path) -> sqlite3.Connection:
+    if not path.exists():
+        try:   # private from the start: it holds secrets and raw keys
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise StateError(f"cannot create the mobility state file {path}: "
+                             f"{exc.strerror or exc} (give the state directory to the user "
+                             "the router runs as)") from None
+    elif not os.access(path, os.R_OK):
+        raise StateError(f"cannot read the mobility state file {path}: permission denied "
+                         "(give it to the user the router runs as)")
+    try:
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise StateError(f"cannot open the mobility state file {path}: {exc}") from None
+    return db
+
+
+def _prepare(db: sqlite3.Connection, path: Path) -> None:
+    """Check the file and bring it to the current layout; StateError says
+    what is wrong and what to do."""
+    reset_hint = "start it once with --state-reset to move the file aside"
+    try:
+        db.execute("PRAGMA busy_timeout = 200")
+        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        raise _explain(exc, path, reset_hint) from None
+    if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables):
+        raise StateError(f"{path} is not a mobility state file (another program's "
+                         f"SQLite database?): move it away or {reset_hint}")
+    if version > SCHEMA_VERSION:
+        raise StateError(f"mobility state file {path} was written by a newer version (layout "
+                         f"{version}; this one reads up to {SCHEMA_VERSION}): upgrade, "
+                         f"or {reset_hint} (its buffers are then not delivered)")
+    try:
+        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StateError(f"mobility state file {path}: cannot use WAL mode (the "
+                             f"filesystem may not support it; journal mode {mode!r})")
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA wal_autocheckpoint = 0")   # the checkpointer thread does it
+        check = db.execute("PRAGMA quick_check").fetchone()[0]
+        if check != "ok":
+            raise StateError(f"mobility state file {path} is damaged ({check}): {reset_hint}")
+        db.execute("BEGIN IMMEDIATE")   # can we write? (locked, read-only)
+        if version == 0:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if db.in_transaction:
+            with _suppress():
+                db.rollback()
+        raise _explain(exc, path, reset_hint) from None
+
+
+def _explain(exc: sqlite3.Error, path: Path, reset_hint: str) -> StateError:
+    text = str(exc)
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in text:
+        return StateError(f"mobility state file {path} is locked by another program ({text}): "
+                          "close it (an sqlite3 shell?) and start again")
+    if code == sqlite3.SQLITE_READONLY or "readonly" in text or "read-only" in text:
+        return StateError(f"cannot write the mobility state file {path} ({text}): give it "
+                          "and its directory to the user the router runs as")
+    if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT) or "not a database" in text \
+            or "malformed" in text:
+        return StateError(f"mobility state file {path} is damaged ({text}): {reset_hint}")
+    if code == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
+        return StateError(f"cannot open the mobility state file {path} ({text}): check the "
+                          "permissions of the state directory")
+    if _is_full(exc):
+        return StateError(f"cannot write the mobility state file {path}: the disk is full")
+    return StateError(f"mobility state file {path}: {text}: {reset_hint}")
+
+
+# -- checkpoints off the loop -------------------------------------------------------------
+class _Checkpointer:
+    """Folds the WAL into the database file on a thread of its own, so that
+    the fsync a checkpoint needs never holds the event loop. Woken by
+    commits; a passive checkpoint never blocks the writer."""
+
+    INTERVAL = 1.0
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="mobility-checkpoint",
+                                        daemon=True)
+        self._thread.start()
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None)
+        except sqlite3.Error:
+            return
+        try:
+            db.execute("PRAGMA busy_timeout = 50")
+            while not self._stop.is_set():
+                self._wake.wait()
+                if self._stop.is_set():
+                    break
+                self._wake.clear()
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error as exc:
+                    log.debug("mobility state checkpoint: %s", exc)
+                self._stop.wait(self.INTERVAL)
+        finally:
+            db.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
+
+
+def iter_entries(store: MobilityStore, handle: int) -> Iterator[list[tuple[int, bytes]]]:
+    """A client's buffer, a slice at a time."""
+    after = -1
+    while True:
+        chunk = store.entries(handle, after)
+        if not chunk:
+            return
+        yield chunk
+        after = chunk[-1][0]
