@@ -185,7 +185,9 @@ class IndexMatchesReference(RuleBasedStateMachine):
 
 
 IndexMatchesReference.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=30, deadline=None,
+    # (kept small for CI: each step compiles; run with more examples when
+    # changing the index, e.g. max_examples=500)
+    max_examples=25, stateful_step_count=25, deadline=None,
     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 TestIndexMatchesReference = IndexMatchesReference.TestCase
 
@@ -234,3 +236,42 @@ def test_the_plan_of_a_tree_is_sound_for_its_folded_form():
         for value in misses:
             assert not engine.match({"x": value})[0], (text, value)
         assert plan_of(fold(c.ast))
+
+
+# -- every boundary, exhaustively --------------------------------------------------------
+# (the property test above draws a bound and a value that meet rarely: this
+# grid puts every literal against every value, on both sides of each bound)
+
+_BOUNDS = ["0", "-0.0", "0.0", "5", "5L", "5.0", "4.5", "10", "-1", "2147483647",
+           "9007199254740992L", "9007199254740993L", "9007199254740992.0", "1.0e308", "-1.0e308"]
+_AFFIXES = ["", "a", "ab", "ss", "ß", "Straße", "日本", "\U0001f600", ".c"]
+
+
+def _grid_texts() -> list[str]:
+    lower, upper = [">", ">="], ["<", "<="]
+    texts = [f"x {op} {b}" for op in lower + upper + ["=="] for b in _BOUNDS]
+    edges = _BOUNDS[1::2]
+    texts += [f"x {lo} {a} && x {hi} {b}" for lo in lower for hi in upper
+              for a in edges for b in edges]
+    texts += [f'y == "X" && x {op} {b}' for op in lower + upper for b in _BOUNDS]
+    texts += [f'{fn}({arg}, "{p}")' for fn in ("begins-with", "ends-with")
+              for arg in ("s", "fold-case(s)", "decompose(s)") for p in _AFFIXES]
+    return texts
+
+
+@pytest.mark.parametrize("split", [index_module.SPLIT, 2])
+def test_every_bound_against_every_value(monkeypatch, split):
+    monkeypatch.setattr(index_module, "SPLIT", split)
+    engine, shapes, trees = Engine(), ShapeCompiler(), {}
+    for i, text in enumerate(_grid_texts()):
+        c = shapes.compile(text)
+        # the shape's plan, finalised; and the engine's own analysis
+        sub = engine.add("o", text, c.ast, c.matches, index=c.index if i % 2 else None)
+        trees[sub.id] = c.ast
+    notifications = [{"x": x, "y": "X"} for x in NUMBERS + ["5", None]]
+    notifications += [{"s": s, "x": 5} for s in TEXTS + [5]]
+    for attrs in notifications:
+        delivered = sorted(i for ids in engine.match(attrs)[0].values() for i in ids)
+        expected = sorted(i for i, tree in trees.items() if reference(tree, attrs) is True)
+        assert delivered == expected, (attrs, [unparse(trees[i]) for i in
+                                               set(delivered) ^ set(expected)])

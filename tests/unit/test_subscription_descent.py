@@ -92,7 +92,7 @@ def test_depth_limits_are_lark_s():
         parser.parse_tree(prefix)
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=100)     # (each example parses twice, with lark too)
 @given(predicates(["a", "b"], ["s", "t"], max_leaves=6))
 def test_unparsed_trees_parse_alike(tree):
     text = unparse(tree)
