@@ -227,9 +227,12 @@ class _Bucket(dict):
 def _emit(slot: Any, attrs: Mapping[str, Any], out: list) -> None:
     t = type(slot)
     if t is _Bucket:
-        for entry, checks in slot.items():
-            if not checks or _holds(checks, attrs):
-                out.append(entry)
+        if any(slot.values()):
+            for entry, checks in slot.items():
+                if not checks or _holds(checks, attrs):
+                    out.append(entry)
+        else:
+            out.extend(slot)        # (equality buckets: no checks, no loop in Python)
         if slot.level is not None:
             slot.level.probe(attrs, out)
     elif t is tuple:
