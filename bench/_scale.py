@@ -234,8 +234,15 @@ def _time_matching(engine, notes: list[dict], seconds: float) -> tuple[float, fl
             raise SystemExit(f"the workload is wrong: {attrs} matched {matched}")
     estimate = (time.perf_counter() - start) / len(probe)
     count = max(10, min(len(notes), int(seconds / 4 / max(estimate, 1e-9))))
-    notes = notes[:count]
-    for attrs in notes:         # warm up: per-predicate caches are built lazily
+    return median_pass(engine, notes[:count], seconds)
+
+
+def median_pass(engine, notes: list[dict], seconds: float) -> tuple[float, float]:
+    """(seconds per notification, predicates evaluated per notification): the
+    median of passes over ``notes`` for ``seconds`` (at least three), after
+    one pass to warm up (per-predicate caches are built lazily). The median
+    is robust to other processes sharing the machine."""
+    for attrs in notes:
         engine.match(attrs)
     engine.evaluations = 0
     passes = []

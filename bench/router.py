@@ -68,7 +68,6 @@ import argparse
 import asyncio
 import os
 import random
-import statistics
 import subprocess
 import sys
 import time
@@ -89,7 +88,13 @@ from _common import (  # noqa: E402
     wait_listening,
 )
 from _registration import run_reconnect, run_registration  # noqa: E402
-from _scale import WORKLOADS, run_long_compile, run_scale, run_scale_tcp  # noqa: E402
+from _scale import (  # noqa: E402
+    WORKLOADS,
+    median_pass,
+    run_long_compile,
+    run_scale,
+    run_scale_tcp,
+)
 from _stall import SCENARIOS, run_stall  # noqa: E402
 
 from elvin.protocol import NotifyEmit, SubAddRqst, decode_packet, frame  # noqa: E402
@@ -283,22 +288,10 @@ def run_matching(sizes: list[int], seconds: float) -> None:
                               "Message": f"something about word{w} and more words"})
             matched = sum(sum(len(ids) for part in engine.match(a) for ids in part.values())
                           for a in notes[:100]) / 100
-            for attrs in notes:         # warm up: per-predicate caches are built lazily
-                engine.match(attrs)
-            engine.evaluations = 0
-            passes = []
-            start = time.perf_counter()
-            while time.perf_counter() - start < seconds or len(passes) < 3:
-                t0 = time.perf_counter()
-                for attrs in notes:
-                    engine.match(attrs)
-                passes.append(time.perf_counter() - t0)
-            count = len(notes) * len(passes)
-            # the median pass: robust to other processes sharing the machine
-            per = statistics.median(passes) / len(notes)
+            per, evaluated = median_pass(engine, notes, seconds)
             costs[n] = per
             print(f"{n:>14,} {matched:>9.0f} {1 / per:>16,.0f} {per * 1e6:>16.1f} "
-                  f"{engine.evaluations / count:>10.1f}   (built in {build:.1f} s)")
+                  f"{evaluated:>10.1f}   (built in {build:.1f} s)")
         if len(costs) > 1:
             lo, hi = min(costs), max(costs)
             print(f"cost ratio {hi:,} / {lo:,} subscriptions: {costs[hi] / costs[lo]:.2f}x")
