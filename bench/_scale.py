@@ -41,6 +41,17 @@ Modes:
 
 Every mode checks its own premise: each notification matches exactly the one
 matching subscription.
+
+Figures (2-core machine shared with other work, load average 4-6 while
+measured, so absolute rates are about half an idle machine's):
+
+* ``--scale`` rangeprefix: 63,000 / 53,000 / 37,000 / 70,000 notifications/s
+  at 1k / 10k / 100k / 1M subscriptions (1 evaluation each; cost x1.73 at
+  100k), 1,030-1,530 B per subscription; mix: x0.47 at 100k (101
+  evaluations: the 500 scanned regex/contains); tickertape: x0.97 at 1M;
+* ``--scale-tcp`` rangeprefix: 12,800 / 14,400 / 8,700 notifications/s at
+  1k / 10k / 100k (router CPU per notification x1.06 at 100k); mix x1.04;
+* ``--long-compile``: median 26 ms, best 17 ms.
 """
 
 from __future__ import annotations
