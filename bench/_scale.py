@@ -51,7 +51,9 @@ measured, so absolute rates are about half an idle machine's):
   evaluations: the 500 scanned regex/contains); tickertape: x0.97 at 1M;
 * ``--scale-tcp`` rangeprefix: 12,800 / 14,400 / 8,700 notifications/s at
   1k / 10k / 100k (router CPU per notification x1.06 at 100k); mix x1.04;
-* ``--long-compile``: median 26 ms, best 17 ms.
+  at load 2: 25,300 / 22,600 at 1k / 100k (x1.07), 7,400-11,000
+  registrations/s, 970-1,490 B of router RSS per subscription;
+* ``--long-compile``: median 26 ms, best 17 ms (19 ms median at load 2).
 """
 
 from __future__ import annotations
