@@ -6,6 +6,9 @@ Run: .venv/bin/python bench/router.py [--quick] [--only delivery|matching|regist
      .venv/bin/python bench/router.py --stall [largest spread burst slow-regex fed-huge fed-many
                                               hangup hangup-long testconn]
      .venv/bin/python bench/router.py --churn [modify unsubscribe reconnect unotify fed-replace]
+     .venv/bin/python bench/router.py --scale [rangeprefix mix tickertape] [--sizes 1000,10000]
+     .venv/bin/python bench/router.py --scale-tcp [rangeprefix mix tickertape] [--sizes ...]
+     .venv/bin/python bench/router.py --long-compile [N]
 
 1. Delivery: ``elvind`` runs in its own process (so it has a core of its
    own); one producer and one consumer (asyncio protocols on uvloop, in this
@@ -49,6 +52,14 @@ Run: .venv/bin/python bench/router.py [--quick] [--only delivery|matching|regist
    the router's RSS while subscriptions are modified, removed, clients come
    and go, session-less channels open and close, a peer replaces its pull
    filter: what is replaced must be given back.
+7. ``--scale`` / ``--scale-tcp`` (``bench/_scale.py``): matching at 1,000 to
+   1,000,000 subscriptions of every kind of predicate -- numeric windows and
+   string prefixes, and a realistic mix of stock thresholds, geographic
+   boxes, directory prefixes, plain thresholds and 500 regex/contains --
+   engine only and against elvind over TCP: notifications/s, predicates
+   evaluated, registrations/s, bytes per subscription, cost growth.
+8. ``--long-compile [N]``: the worker's time for a 4 KB expression of 350
+   random terms (parse, check, compile, index analysis).
 """
 
 from __future__ import annotations
@@ -57,7 +68,6 @@ import argparse
 import asyncio
 import os
 import random
-import statistics
 import subprocess
 import sys
 import time
@@ -78,6 +88,13 @@ from _common import (  # noqa: E402
     wait_listening,
 )
 from _registration import run_reconnect, run_registration  # noqa: E402
+from _scale import (  # noqa: E402
+    WORKLOADS,
+    median_pass,
+    run_long_compile,
+    run_scale,
+    run_scale_tcp,
+)
 from _stall import SCENARIOS, run_stall  # noqa: E402
 
 from elvin.protocol import NotifyEmit, SubAddRqst, decode_packet, frame  # noqa: E402
@@ -271,25 +288,23 @@ def run_matching(sizes: list[int], seconds: float) -> None:
                               "Message": f"something about word{w} and more words"})
             matched = sum(sum(len(ids) for part in engine.match(a) for ids in part.values())
                           for a in notes[:100]) / 100
-            for attrs in notes:         # warm up: per-predicate caches are built lazily
-                engine.match(attrs)
-            engine.evaluations = 0
-            passes = []
-            start = time.perf_counter()
-            while time.perf_counter() - start < seconds or len(passes) < 3:
-                t0 = time.perf_counter()
-                for attrs in notes:
-                    engine.match(attrs)
-                passes.append(time.perf_counter() - t0)
-            count = len(notes) * len(passes)
-            # the median pass: robust to other processes sharing the machine
-            per = statistics.median(passes) / len(notes)
+            per, evaluated = median_pass(engine, notes, seconds)
             costs[n] = per
             print(f"{n:>14,} {matched:>9.0f} {1 / per:>16,.0f} {per * 1e6:>16.1f} "
-                  f"{engine.evaluations / count:>10.1f}   (built in {build:.1f} s)")
+                  f"{evaluated:>10.1f}   (built in {build:.1f} s)")
         if len(costs) > 1:
             lo, hi = min(costs), max(costs)
             print(f"cost ratio {hi:,} / {lo:,} subscriptions: {costs[hi] / costs[lo]:.2f}x")
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part.replace("_", "")) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of counts: {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"counts must be positive: {text!r}")
+    return sizes
 
 
 def main() -> None:
@@ -315,9 +330,28 @@ def main() -> None:
     parser.add_argument("--per-client", type=int, default=100)
     parser.add_argument("--archive", metavar="DIR",
                         help="run the delivery bench with elvind --archive DIR")
+    parser.add_argument("--scale", nargs="*", choices=sorted(WORKLOADS), metavar="WORKLOAD",
+                        help="only matching at scale, engine only (default: all of "
+                             f"{', '.join(WORKLOADS)})")
+    parser.add_argument("--scale-tcp", nargs="*", choices=sorted(WORKLOADS),
+                        metavar="WORKLOAD", help="only matching at scale over TCP")
+    parser.add_argument("--sizes", type=_sizes, default=[1000, 10_000, 100_000, 1_000_000],
+                        help="subscription counts for --scale/--scale-tcp "
+                             "(default 1000,10000,100000,1000000)")
+    parser.add_argument("--long-compile", nargs="?", type=int, const=50, metavar="N",
+                        help="only the long-expression compile bench (N expressions, 50)")
     args = parser.parse_args()
     seconds = 2.0 if args.quick else 5.0
     os.chdir(ROOT)
+    if args.scale is not None:
+        run_scale(args.scale or list(WORKLOADS), args.sizes, seconds / 2)
+        return
+    if args.scale_tcp is not None:
+        run_scale_tcp(args.scale_tcp or list(WORKLOADS), args.sizes, seconds)
+        return
+    if args.long_compile is not None:
+        run_long_compile(args.long_compile)
+        return
     if args.reconnect:
         run_reconnect(args.clients, args.per_client)
         return

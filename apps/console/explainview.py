@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 
 from elvin.qt import SubscriptionEditor, monospace_font, split
 from elvin.qt.geometry import fit_to_screen
-from elvin.subscription.explain import Step, explain, failing
+from elvin.subscription.explain import Step, explain, failing, index_placement
 from elvin.text import format_notification
 from elvin.values import Value
 
@@ -103,6 +103,16 @@ class ExplainDialog(QDialog):
         self.verdict = QLabel()
         self.verdict.setWordWrap(True)
         self.verdict.setTextFormat(Qt.TextFormat.RichText)
+        #: where a router's index files the subscription (why it is slow, or not)
+        self.index_label = QLabel()
+        self.index_label.setWordWrap(True)
+        self.index_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.index_label.setStyleSheet("color: #555")
+        self.index_label.setToolTip(
+            "Which notifications a router evaluates this subscription for. In a value, "
+            "range, prefix or suffix index: only those that meet the condition. In the "
+            "name index (scanned): every notification that has the attribute, which is "
+            "what makes thousands of regex or contains subscriptions slow.")
         self.tree = QTreeWidget()
         self.tree.setColumnCount(3)
         self.tree.setHeaderLabels(["Result", "Sub-expression", "Why"])
@@ -119,6 +129,7 @@ class ExplainDialog(QDialog):
         right_layout.addWidget(QLabel("<b>Subscription</b>"))
         right_layout.addWidget(self.editor)
         right_layout.addWidget(self.verdict)
+        right_layout.addWidget(self.index_label)
         right_layout.addWidget(self.tree, 1)
 
         layout = QVBoxLayout(self)
@@ -169,6 +180,7 @@ class ExplainDialog(QDialog):
         self.tree.clear()
         self.steps, self.failing = [], []
         attributes = self.notification()
+        self.index_label.setText(_index_text(self.editor.ast()) if self.editor.isValid() else "")
         if not self.editor.isValid():
             self.verdict.setText("Write a subscription to explain." if not
                                  self.editor.expression().strip() else
@@ -212,3 +224,10 @@ class ExplainDialog(QDialog):
     def failing_texts(self) -> list[str]:
         """The sub-expressions marked "fails here" (tests)."""
         return [self.steps[i].text for i in self.failing]
+
+
+def _index_text(tree) -> str:
+    lines = index_placement(tree)
+    if len(lines) == 1:
+        return f"Router index: {lines[0]}"
+    return "Router index, one of:\n" + "\n".join(f"  {line}" for line in lines)

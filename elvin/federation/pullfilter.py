@@ -21,6 +21,7 @@ would grow by one nesting level per round trip around the cycle.
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -29,6 +30,10 @@ from elvin.errors import SubscriptionError
 from elvin.federation.subast import PullFilter, encode_subast
 from elvin.subscription import compile as compile_subscription
 from elvin.subscription.ast import Kind, Node
+from elvin.subscription.index import TermIndex, plan_for
+from elvin.subscription.patterns import notification_budget
+
+log = logging.getLogger(__name__)
 
 __all__ = ["PullMatcher", "build_pull_matcher", "compile_pull_filter", "compile_term",
            "compute_pull_filter"]
@@ -108,29 +113,34 @@ def compile_term(term: Node) -> Callable[[Mapping], bool] | bool:
     return made
 
 
-#: the owner of a matcher's terms in its engine: not the matcher itself, which
-#: would make the two a reference cycle (the engine's ``by_owner`` holds its
-#: owners), kept after a FedSubReplace replaced the matcher until a full
-#: collection (elvind freezes what survives: gcpolicy)
-_TERMS_OWNER = "pull filter terms"
+def _always(attrs: Mapping) -> bool:
+    return True
+
+
+class _Term:
+    """One OR term of a pull filter, as the index files it."""
+
+    __slots__ = ("evaluate", "place")
+
+    def __init__(self, evaluate: Callable[[Mapping], bool]) -> None:
+        self.evaluate = evaluate
+        self.place: tuple = ()
 
 
 class PullMatcher:
     """A peer's pull filter, matched the way the router matches subscriptions.
 
-    Each OR term is filed in a private ``Engine`` (its index of equality
-    constants and required names), so a notification is evaluated only
-    against the terms that can match it, and a FedSubReplace that changes a
-    few terms of a large filter compiles only those (compiled terms are also
-    cached across links and updates). ``matcher(attrs)`` answers
-    whether the notification is wanted; ``constant`` is True/False for the
-    filters TRUE and FALSE, else None."""
+    Each OR term is filed in a private ``TermIndex`` (the router's index,
+    ``elvin.subscription.index``: equality, ranges, prefixes, names), so a
+    notification is evaluated only against the terms that can match it, and
+    a FedSubReplace that changes a few terms of a large filter compiles only
+    those (compiled terms are also cached across links and updates).
+    ``matcher(attrs)`` answers whether the notification is wanted;
+    ``constant`` is True/False for the filters TRUE and FALSE, else None."""
 
     def __init__(self) -> None:
-        from elvin.router.engine import Engine  # the router's index, reused
-
-        self.engine = Engine()
-        self.subs: dict[Node, Any] = {}
+        self.index = TermIndex()
+        self.subs: dict[Node, _Term] = {}
         self.constant: bool | None = False
 
     def update(self, pull: PullFilter, max_terms: int = 20000) -> None:
@@ -151,12 +161,12 @@ class PullMatcher:
         wanted = dict.fromkeys(terms)
         new = {term: compile_term(term) for term in wanted if term not in self.subs}
         for term in [t for t in self.subs if t not in wanted]:
-            self.engine.remove(self.subs.pop(term))
+            self.index.remove(self.subs.pop(term))
         for term, match in new.items():
             if match is False:
                 continue
-            evaluate = (lambda attrs: True) if match is True else match
-            self.subs[term] = self.engine.add(_TERMS_OWNER, "", term, evaluate)
+            entry = self.subs[term] = _Term(_always if match is True else match)
+            self.index.add(entry, plan_for(term))
         self.constant = None if self.subs else False
 
     def missing(self, pull: PullFilter, max_terms: int = 20000) -> list[Node]:
@@ -170,22 +180,32 @@ class PullMatcher:
         return [term for term in dict.fromkeys(terms) if term not in self.subs]
 
     def _clear(self) -> None:
-        for sub in self.subs.values():
-            self.engine.remove(sub)
+        self.index.clear()
         self.subs.clear()
 
     def dismantle(self) -> None:
-        """This matcher was replaced: free it (and its terms' code) at once
-        (``Engine.dismantle``); it matches nothing afterwards."""
-        self.engine.dismantle()
-        self.subs = {}
+        """This matcher was replaced: it matches nothing afterwards. (The
+        index holds no reference cycle: dropped, it and its terms' code are
+        freed at once.)"""
+        self._clear()
         self.constant = False
 
     def __call__(self, attrs: Mapping[str, Any]) -> bool:
         constant = self.constant
         if constant is not None:
             return constant
-        return self.engine.any_match(attrs)     # within the evaluation budget
+        # within one evaluation budget: the terms' patterns are the peer's to choose
+        budget = notification_budget()
+        try:
+            for term in self.index.candidates(attrs):
+                try:
+                    if term.evaluate(attrs) is True:
+                        return True
+                except Exception:       # evaluation never raises, by contract; be safe
+                    log.exception("evaluating a pull filter term failed")
+            return False
+        finally:
+            budget[3] = 0.0
 
     def __len__(self) -> int:
         return len(self.subs)

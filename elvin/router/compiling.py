@@ -58,7 +58,7 @@ def compile_and_place(text: str) -> Registered:
     (hashing and analysing a 256 KiB tree takes ~0.1 s: not on the loop)."""
     compiled = compile_text(text)
     checkpoint()
-    compiled.placement = place(compiled.ast)
+    compiled.placement = place(compiled.ast, compiled.names, compiled.index)
     return compiled
 
 

@@ -3,25 +3,16 @@
 Subscriptions with the same expression (equal ASTs) share one *predicate*:
 the compiled expression is evaluated once per notification however many
 clients registered it (tickertape users typically share ``Group == "..."``
-subscriptions). Each predicate is filed in exactly one place of the index:
-
-1. the **value index** ``attribute -> index_value -> predicates`` (one
-   predicate alone, or a dict of them) when
-   ``index_constraint(ast)`` says the expression can be true only if the
-   attribute has one of a few values (``Group == "chat" && ...``): the
-   notification probes it with ``index_value(notification[attribute])``;
-2. else the **name index** ``attribute -> predicates`` under one of the
-   expression's ``required_names`` (the one fewest predicates are filed under
-   when it is added), probed for each attribute the notification has;
-3. else, for an ``||`` whose operands each require some name
-   (``a == 1 || b == 2``), the name index under one name per operand
-   (``analysis.alternative_names``; a notification holding several of them
-   gets the predicate once);
-4. else the short **always** list (no required name: ``!require(x)``...),
-   evaluated for every notification.
-
-A notification is therefore evaluated only against predicates that can match
-it, and the matching cost grows with those, not with all subscriptions.
+subscriptions). Each predicate is filed in the ``TermIndex``
+(``elvin.subscription.index``) by its plan (``elvin.subscription.
+conditions``): the necessary conditions of the expression -- a value of
+an attribute (``Group == "chat"``), a numeric range (``Seq >= a && Seq <
+b``, ``Price > 101.5``), a string prefix or suffix (also of ``fold-case``
+of an attribute), or only the presence of an attribute (``regex``,
+``contains``, arithmetic: *scanned*). ``match`` evaluates a notification
+only against the predicates whose conditions it meets, so the matching
+cost grows with the subscriptions that can match, not with all of them
+(docs/architecture.md, "The subscription index").
 
 Matched predicates expand to subscriptions. Subscriptions with no keys that
 accept insecure delivery (nearly all of them) are pre-grouped per owner, so a
@@ -53,31 +44,14 @@ from elvin.router.security import (
     prepare_subscription,
     prepared_match,
 )
-from elvin.subscription import index_constraint, index_value, required_names
-from elvin.subscription.analysis import alternative_names
 from elvin.subscription.ast import Node, names_in
-from elvin.subscription.patterns import thread_budget
+from elvin.subscription.index import TermIndex, plan_for
+from elvin.subscription.patterns import EVALUATION_BUDGET, notification_budget
 from elvin.subscription.unparse import unparse
 
 log = logging.getLogger(__name__)
 
 __all__ = ["EVALUATION_BUDGET", "Engine", "Placement", "Predicate", "Subscription", "place"]
-
-#: seconds of regex() / wildcard() matching one notification may cost in all;
-#: beyond it the remaining pattern matches are bottom for that notification
-#: (each match alone is limited to patterns.MATCH_TIMEOUT)
-EVALUATION_BUDGET = 0.025
-
-
-def _new_budget() -> list:
-    """Start a new evaluation budget for one notification, in this thread
-    only and only until the caller sets ``budget[3] = 0.0`` again
-    (``patterns.thread_budget`` says why); returns the budget state."""
-    budget = thread_budget()
-    budget[0] += 1
-    budget[3] = EVALUATION_BUDGET
-    return budget
-
 
 class Subscription:
     """One registered subscription (one SubAddRqst)."""
@@ -141,58 +115,26 @@ class _TreeKey:
 
 class Placement:
     """What filing a tree in the index takes that does not depend on the
-    engine's state: the tree's key (hashed), the names it refers to, and the
-    index analysis (the value-index keys, the required names, the names of
-    an ``||``'s operands). ``place`` works it out on any thread: the router
-    does so on its worker thread for a long expression, where this costs
-    ~0.1-0.2 s, so that its loop only links the subscription in (a few dict
-    operations per key and name)."""
+    engine's state: the tree's key (hashed), the names it refers to, and its
+    plan (``elvin.subscription.conditions``: the necessary conditions the
+    index files it by). ``place`` works it out on any thread: the router
+    does so on its worker thread for a long expression, so that its loop
+    only links the subscription in (a few dict operations per condition)."""
 
-    __slots__ = ("key", "names", "constraint", "required", "alternatives")
+    __slots__ = ("key", "names", "plan")
 
-    def __init__(self, key: _TreeKey, names: frozenset[str],
-                 constraint: tuple[str, tuple] | None, required: frozenset[str],
-                 alternatives: list[frozenset[str]] | None) -> None:
+    def __init__(self, key: _TreeKey, names: frozenset[str], plan: tuple) -> None:
         self.key = key
         self.names = names
-        #: ``(attribute, index_value keys)`` for the value index, or None
-        self.constraint = constraint
-        self.required = required
-        self.alternatives = alternatives
-
-
-def _analyse(ast: Node, index: tuple | None = None) -> tuple:
-    """``(constraint, required, alternatives)`` of ``Placement``; ``index`` is
-    ``(index_constraint(ast), required_names(ast))`` when the caller knows
-    them. An analysis that fails leaves the tree to a more general place."""
-    constraint = None
-    try:
-        constraint = index_constraint(ast) if index is None else index[0]
-    except Exception:       # analysis must never stop a subscription
-        log.exception("index_constraint failed for %r", ast)
-    if constraint is not None:
-        attr, keys = constraint          # already index_value()s
-        return (attr, tuple(keys)), frozenset(), None
-    required: frozenset[str] = frozenset()
-    try:
-        required = required_names(ast) if index is None else index[1]
-    except Exception:
-        log.exception("required_names failed for %r", ast)
-    if required:
-        return None, required, None
-    alternatives = None
-    try:
-        alternatives = alternative_names(ast)
-    except Exception:
-        log.exception("alternative_names failed for %r", ast)
-    return None, required, alternatives
+        self.plan = plan
 
 
 def place(ast: Node, names: frozenset[str] | None = None,
           index: tuple | None = None) -> Placement:
-    """The ``Placement`` of ``ast`` (thread-safe: reads the tree only)."""
+    """The ``Placement`` of ``ast`` (thread-safe: reads the tree only);
+    ``index``: its plan, when the caller knows it."""
     return Placement(_TreeKey(ast), names_in(ast) if names is None else names,
-                     *_analyse(ast, index))
+                     plan_for(ast, index))
 
 
 class Predicate:
@@ -209,6 +151,7 @@ class Predicate:
         #: predicates: a one-entry dict would cost 232 bytes), else a dict
         #: {id: subscription}; None when empty (see ``members``)
         self.subs: Subscription | dict[int, Subscription] | None = None
+        #: where the index filed it (``TermIndex`` owns this)
         self.place: tuple = ()
         self._groups: list | None = None
         self._special: list | None = None
@@ -267,10 +210,8 @@ class Engine:
         self.subs: dict[int, Subscription] = {}
         self.by_owner: dict[Hashable, dict[int, Subscription]] = {}
         self._preds: dict[_TreeKey, Predicate] = {}
-        # attribute -> (value index {index_value: {pred: None}}, name index {pred: None})
-        self._by_attr: dict[str, tuple[dict, dict]] = {}
-        self._always: dict[Predicate, None] = {}
-        self._multi = 0          # predicates filed under several names (see _file)
+        #: the predicates by their necessary conditions (elvin.subscription.index)
+        self.index = TermIndex()
         self._refs: dict[str, dict[int, Subscription]] = {}
         self._watchers: dict[str, list[Callable[[bool], None]]] = {}
         self.evaluations = 0     # predicates evaluated (for tests and statistics)
@@ -315,12 +256,10 @@ class Engine:
         return len(self._preds)
 
     def index_stats(self) -> dict[str, int]:
-        value = named = 0
-        for vidx, nidx in self._by_attr.values():
-            value += sum(1 if type(b) is Predicate else len(b) for b in vidx.values())
-            named += len(nidx)
-        return {"predicates": len(self._preds), "value_index": value, "name_index": named,
-                "always": len(self._always)}
+        """The number of predicates, and of their filings by look-up
+        (``TermIndex.stats``: value, lower bound, upper bound, range, prefix,
+        suffix, name, always)."""
+        return {"predicates": len(self._preds), **self.index.stats()}
 
     # -- changes ------------------------------------------------------------------
     def add(self, owner: Hashable, text: str, ast: Node, evaluate: Callable,
@@ -331,8 +270,8 @@ class Engine:
         returning ``True`` for a match (``CompiledSubscription.matches``: the
         router does not need to tell false from bottom). When the caller
         knows them (``elvin.subscription.shapes`` does, per shape), ``names``
-        are the attribute names the tree refers to and ``index`` is
-        ``(index_constraint(ast), required_names(ast))``; a ``placement``
+        are the attribute names the tree refers to and ``index`` is the
+        tree's plan (``elvin.subscription.conditions``); a ``placement``
         (``place(ast)``, worked out elsewhere) stands for both and more."""
         if placement is not None:
             names = placement.names
@@ -404,7 +343,9 @@ class Engine:
             sub.pred = None
         for pred in self._preds.values():
             pred.subs = None
+            pred.place = ()
             pred.invalidate()
+        self.index.clear()
 
     def remove_owner(self, owner: Hashable) -> list[Subscription]:
         subs = list(self.by_owner.get(owner, {}).values())
@@ -420,11 +361,8 @@ class Engine:
         if pred is None:
             pred = Predicate(sub.ast, evaluate, key)
             self._preds[key] = pred
-            if placement is None:
-                self._file(pred, *_analyse(sub.ast, index))
-            else:
-                self._file(pred, placement.constraint, placement.required,
-                           placement.alternatives)
+            self.index.add(pred, plan_for(sub.ast, index) if placement is None
+                           else placement.plan)
             if self.pred_listener is not None:
                 self.pred_listener(sub.ast, True)
         else:
@@ -442,88 +380,9 @@ class Engine:
         pred.invalidate()
         if empty:
             del self._preds[pred.key]
-            self._unfile(pred)
+            self.index.remove(pred)
             if self.pred_listener is not None:
                 self.pred_listener(pred.ast, False)
-
-    def _file(self, pred: Predicate, constraint: tuple[str, tuple] | None,
-              names: frozenset[str], alternatives: list[frozenset[str]] | None) -> None:
-        """File ``pred`` by its analysis (``_analyse``): linking only, no
-        walk of the tree."""
-        if constraint is not None:
-            attr, keys = constraint
-            vidx = self._attr_entry(attr)[0]
-            for key in keys:
-                # a bucket is the predicate itself while it is alone (most
-                # values: one ``Group == "gN"`` each), a dict {pred: None}
-                # from the second on: a one-entry dict costs 232 bytes
-                bucket = vidx.get(key)
-                if bucket is None:
-                    vidx[key] = pred
-                elif type(bucket) is Predicate:
-                    vidx[key] = {bucket: None, pred: None}
-                else:
-                    bucket[pred] = None
-            pred.place = ("value", attr, *keys)     # one tuple (most have one key)
-            return
-        by_attr = self._by_attr
-
-        def least_used(candidates: frozenset[str]) -> str:
-            if len(candidates) == 1:        # most often: no choice to make
-                for name in candidates:
-                    return name
-            return min(sorted(candidates),
-                       key=lambda n: len(by_attr[n][1]) if n in by_attr else 0)
-
-        if names:
-            name = least_used(names)
-            self._attr_entry(name)[1][pred] = None
-            pred.place = ("name", name)
-            return
-        if alternatives:
-            # one name per operand of the ||: a notification may hold several
-            # of them, so candidates() drops the duplicates while any such exist
-            chosen = tuple(sorted({least_used(names) for names in alternatives}))
-            for name in chosen:
-                self._attr_entry(name)[1][pred] = None
-            pred.place = ("names", chosen)
-            self._multi += 1
-            return
-        self._always[pred] = None
-        pred.place = ("always",)
-
-    def _unfile(self, pred: Predicate) -> None:
-        place = pred.place
-        if place[0] == "value":
-            attr, keys = place[1], place[2:]
-            vidx, nidx = self._by_attr[attr]
-            for key in keys:
-                bucket = vidx.get(key)
-                if bucket is pred:
-                    del vidx[key]
-                elif bucket is not None and type(bucket) is not Predicate:
-                    bucket.pop(pred, None)
-                    if len(bucket) == 1:
-                        vidx[key] = next(iter(bucket))
-            if not vidx and not nidx:
-                del self._by_attr[attr]
-        elif place[0] == "name" or place[0] == "names":
-            for attr in ((place[1],) if place[0] == "name" else place[1]):
-                vidx, nidx = self._by_attr[attr]
-                nidx.pop(pred, None)
-                if not vidx and not nidx:
-                    del self._by_attr[attr]
-            if place[0] == "names":
-                self._multi -= 1
-        else:
-            self._always.pop(pred, None)
-        pred.place = ()
-
-    def _attr_entry(self, attr: str) -> tuple[dict, dict]:
-        entry = self._by_attr.get(attr)
-        if entry is None:
-            entry = self._by_attr[attr] = ({}, {})
-        return entry
 
     def _add_refs(self, sub: Subscription) -> None:
         refs = self._refs
@@ -558,36 +417,13 @@ class Engine:
     # -- matching --------------------------------------------------------------------
     def candidates(self, attrs: Mapping[str, Any]) -> list[Predicate]:
         """The predicates a notification must be evaluated against."""
-        preds: list[Predicate] = []
-        by_attr = self._by_attr
-        for name, value in attrs.items():
-            entry = by_attr.get(name)
-            if entry is None:
-                continue
-            vidx, nidx = entry
-            if vidx:
-                try:
-                    bucket = vidx.get(index_value(value))
-                except Exception:
-                    bucket = None
-                if bucket is not None:
-                    if type(bucket) is Predicate:
-                        preds.append(bucket)
-                    else:
-                        preds.extend(bucket)
-            if nidx:
-                preds.extend(nidx)
-        if self._always:
-            preds.extend(self._always)
-        if self._multi and len(preds) > 1:
-            return list(dict.fromkeys(preds))
-        return preds
+        return self.index.candidates(attrs)
 
     def any_match(self, attrs: Mapping[str, Any]) -> bool:
         """Whether some expression is true for ``attrs``, within one
         evaluation budget as ``match`` (a federation peer's pull filter is
         matched so: its terms' patterns are the peer's to choose)."""
-        budget = _new_budget()
+        budget = notification_budget()
         try:
             for pred in self.candidates(attrs):
                 try:
@@ -609,9 +445,9 @@ class Engine:
         every notification."""
         insecure: dict[Hashable, Any] = {}
         secure: dict[Hashable, list[int]] = {}
-        preds = self.candidates(attrs)
+        preds = self.index.candidates(attrs)
         self.evaluations += len(preds)
-        budget = _new_budget()
+        budget = notification_budget()
         try:
             for pred in preds:
                 try:

@@ -45,7 +45,8 @@ from elvin.subscription.checker import COMPARISONS, STRING_PREDICATES, TYPE_PRED
 from elvin.subscription.reference import evaluate
 from elvin.values import INT64_MAX, INT64_MIN, Int64
 
-__all__ = ["alternative_names", "required_names", "index_constraint", "index_value"]
+__all__ = ["alternative_names", "index_constraint", "index_value", "literal_key",
+           "required_names"]
 
 _NEVER = None  # "cannot happen": requires everything
 
@@ -155,7 +156,8 @@ def index_value(value: object) -> object:
     return UNINDEXABLE
 
 
-def _literal_key(node: Node) -> object:
+def literal_key(node: Node) -> object:
+    """The ``index_value`` of a literal node (an int64 literal as an int64)."""
     if node.kind is Kind.INT64:
         return index_value(Int64(node.value))  # type: ignore[arg-type]
     return index_value(node.value)
@@ -174,7 +176,7 @@ def _constraint(node: Node):
         found = name_equals_literals(node)
         if found is None:
             return None
-        return found[0], frozenset(_literal_key(r) for r in found[1])
+        return found[0], frozenset(literal_key(r) for r in found[1])
     if k is Kind.OR:
         found = [_constraint(c) for c in flatten(node)]
         if any(f is None for f in found):

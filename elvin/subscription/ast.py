@@ -82,6 +82,11 @@ class Kind(IntEnum):
     FUNC_SIZE = 66
 
 
+#: Deepest nesting of parentheses / operators / function calls accepted (a
+#: leaf is one level, each operator or call one more, an n-ary logical chain
+#: one however long).
+MAX_DEPTH = 64
+
 LEAF_KINDS = frozenset({Kind.NAME, Kind.INT32, Kind.INT64, Kind.REAL64, Kind.STRING})
 LITERAL_KINDS = frozenset({Kind.INT32, Kind.INT64, Kind.REAL64, Kind.STRING})
 
@@ -219,7 +224,16 @@ def names_in(node: Node) -> frozenset[str]:
     """Every attribute name the tree refers to, ``require(x)``'s included:
     the router's index and the quench helpers ask "can this notification
     decide it?", so any mention counts."""
-    return frozenset(n.value for n in node.walk() if n.kind is Kind.NAME)  # type: ignore[misc]
+    names = set()
+    stack = [node]
+    pop, extend, add = stack.pop, stack.extend, names.add
+    while stack:
+        n = pop()
+        if n.children:
+            extend(n.children)
+        elif n.kind is Kind.NAME:
+            add(n.value)
+    return frozenset(names)
 
 
 def names_in_order(node: Node) -> list[str]:

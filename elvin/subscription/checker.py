@@ -48,7 +48,7 @@ from functools import reduce
 
 from elvin.errors import SubscriptionError
 from elvin.subscription import runtime as rt
-from elvin.subscription.ast import FUNCTION_NAMES, LEAF_KINDS, Kind, Node, op_text
+from elvin.subscription.ast import FUNCTION_NAMES, LEAF_KINDS, LITERAL_KINDS, Kind, Node, op_text
 from elvin.subscription.cancel import checkpoint
 from elvin.subscription.logic import and3, or3
 from elvin.subscription.parser import MAX_DEPTH
@@ -66,6 +66,7 @@ _NUMERIC = {I32, I64, R64, INT, NUM, ANY}
 _INTEGRAL = {I32, I64, INT, NUM, ANY}
 _KNOWN_NUMERIC = {I32, I64, R64, INT, NUM}
 _STRINGY = {STR, ANY}
+_COMPARABLE = _NUMERIC | {STR}
 
 COMPARISONS = {Kind.EQUALS, Kind.NOT_EQUALS, Kind.LESS_THAN, Kind.LESS_THAN_EQUALS,
                Kind.GREATER_THAN, Kind.GREATER_THAN_EQUALS}
@@ -97,6 +98,17 @@ _DESCRIBE = {
 
 _WORDS = {True: "true", False: "false", None: "bottom"}
 _DIVISION_BY_ZERO = "bottom (an integer division or remainder by zero)"
+
+
+_WHERE: dict[Kind, str] = {}
+
+
+def _where(kind: Kind) -> str:
+    """How messages name an operator's operands' place (``'&&'``)."""
+    where = _WHERE.get(kind)
+    if where is None:
+        where = _WHERE[kind] = f"'{op_text(kind)}'"
+    return where
 
 
 class _Info:
@@ -220,7 +232,7 @@ class _Checker:
             return self.leaf(node)
         if k in LOGICAL:
             checkpoint()            # a long chain's check may be cancelled
-            where = f"'{op_text(k)}'"
+            where = _where(k)
             return _fold_logical(node, k, [self.predicate(child, where)
                                            for child in node.children])
         if k is Kind.NOT:
@@ -267,15 +279,16 @@ class _Checker:
 
     def comparison(self, node: Node) -> _Info:
         k = node.kind
-        where = f"'{op_text(k)}'"
+        where = _where(k)
         left, right = node.children
         if k in (Kind.EQUALS, Kind.NOT_EQUALS):
-            allowed, wanted = _NUMERIC | {STR}, "values (numbers or strings)"
+            allowed, wanted = _COMPARABLE, "values (numbers or strings)"
         else:
             allowed, wanted = _NUMERIC, "numbers (strings cannot be ordered)"
         li = self.value(left, where, allowed, wanted)
         ri = self.value(right, where, allowed, wanted)
-        if {li.type, ri.type} & {STR} and ({li.type, ri.type} & _KNOWN_NUMERIC):
+        if (li.type == STR or ri.type == STR) and (li.type in _KNOWN_NUMERIC
+                                                   or ri.type in _KNOWN_NUMERIC):
             bad, info = right, ri
             raise self.mismatch(bad, info, "operands of the same kind (a string cannot "
                                 "equal a number)", where)
@@ -288,7 +301,7 @@ class _Checker:
 
     def binary_value(self, node: Node) -> _Info:
         k = node.kind
-        where = f"'{op_text(k)}'"
+        where = _where(k)
         integral = k in INTEGER_OPS
         allowed, wanted = (_INTEGRAL, "integers (int32 or int64)") if integral else \
             (_NUMERIC, "numbers")
@@ -318,7 +331,7 @@ class _Checker:
 
     def unary_value(self, node: Node) -> _Info:
         k = node.kind
-        where = f"'{op_text(k)}'"
+        where = _where(k)
         if k is Kind.BIT_NEGATE:
             info = self.value(node.children[0], where, _INTEGRAL, "an integer")
             result = info.type if info.type in (I32, I64) else INT
@@ -394,7 +407,7 @@ class _Checker:
     def equals_function(self, node: Node) -> _Info:
         self.arity(node, 2, None)
         where = "equals()"
-        infos = [self.value(arg, where, _NUMERIC | {STR}, "values (numbers or strings)")
+        infos = [self.value(arg, where, _COMPARABLE, "values (numbers or strings)")
                  for arg in node.children]
         first = infos[0]
         for arg, info in zip(node.children[1:], infos[1:], strict=True):
@@ -524,8 +537,29 @@ def fold(node: Node) -> Node:
     real64 infinity or NaN); they are for the compiler and analyses, not
     unparse.
     """
+    if not _foldable(node):
+        return node                 # the usual case: nothing to fold, no new tree
     new, _ = _fold(node)
     return new
+
+
+_FOLDING = frozenset(BINARY_VALUE_OPS) | frozenset(UNARY_VALUE_OPS) | frozenset(STRING_FUNCTIONS)
+
+
+def _foldable(tree: Node) -> bool:
+    """Whether ``fold`` changes anything: some value node has only literal
+    operands (folding works bottom up, so a foldable tree has one). A walk
+    without building anything, a few times cheaper than ``_fold``."""
+    stack = [tree]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        n = pop()
+        children = n.children
+        if children:
+            if n.kind in _FOLDING and all(c.kind in LITERAL_KINDS for c in children):
+                return True
+            extend(children)
+    return False
 
 
 def _literal_node(value: object, pos: int) -> Node:

@@ -39,7 +39,9 @@ of no Elvin type gives bottom, never an error.
 from __future__ import annotations
 
 import re
+import textwrap
 import unicodedata
+from collections.abc import Callable
 
 from elvin.subscription import runtime as rt
 from elvin.subscription.ast import Kind, Node, flatten, name_equals_literals
@@ -55,7 +57,8 @@ from elvin.subscription.checker import (
 from elvin.subscription.patterns import glob_matcher, regex_matcher
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
 
-__all__ = ["generate", "build", "build_unguarded"]
+__all__ = ["PARAMETER_FORMS", "NotParameterisable", "Parameters", "build", "build_factory",
+           "build_unguarded", "contains_search", "generate"]
 
 _FLIP = {Kind.LESS_THAN: Kind.GREATER_THAN, Kind.GREATER_THAN: Kind.LESS_THAN,
          Kind.LESS_THAN_EQUALS: Kind.GREATER_THAN_EQUALS,
@@ -85,6 +88,11 @@ _CHAIN_PIECE = 32
 _COMPILE_PIECE = 16_384
 
 
+def contains_search(patterns: tuple[str, ...]):
+    """``search(s)``: a match object when ``s`` contains one of ``patterns``."""
+    return re.compile("|".join(re.escape(p) for p in sorted(set(patterns))), re.DOTALL).search
+
+
 def _xor_values(values):
     result = False
     for v in values:
@@ -107,10 +115,76 @@ _BASE_NAMESPACE = {
 }
 
 
+class NotParameterisable(Exception):
+    """The code would hold an object built from a literal that no parameter
+    form stands for (a set of numbers): compile each subscription alone."""
+
+
+#: what a parameter of a shape's code holds, by form (see ``Parameters``)
+PARAMETER_FORMS = {
+    "v": "the literal's value",
+    "f": "the literal's value as a real64 (float)",
+    "q": "the literal's value as an int64 (Int64)",
+    "T": "a tuple of the literals' values",
+    "S": "a frozenset of the literals' values",
+    "C": "a search function for any of the literals (contains)",
+    "r": "a regex() matcher of the literals",
+    "w": "a wildcard() matcher of the literals",
+}
+
+
+class Parameters:
+    """Literals that become parameters of the generated functions instead of
+    constants in their source (the subscription cache compiles a shape once
+    and calls the result with each subscription's literals).
+
+    ``slots`` maps ``id(literal node)`` to its slot; after generation,
+    ``used`` maps each parameter's name to ``(form, slots)``: what a caller
+    passes for it (``PARAMETER_FORMS``), from the literals of ``slots``.
+    The generator's choices may depend on a literal's *value class* (its
+    sign, zero, integral or not, beyond exact doubles: ``shapes.code``),
+    never on its value."""
+
+    __slots__ = ("slots", "used")
+
+    def __init__(self, slots: dict[int, int]) -> None:
+        self.slots = slots
+        self.used: dict[str, tuple[str, tuple[int, ...]]] = {}
+
+    def of(self, nodes: list[Node] | tuple[Node, ...]) -> tuple[int, ...] | None:
+        """The slots of ``nodes``, or None if one of them is no parameter."""
+        slots = self.slots
+        found = tuple(slots.get(id(n), -1) for n in nodes)
+        return None if -1 in found else found
+
+    def name(self, form: str, slots: tuple[int, ...]) -> str:
+        name = f"_p{form}{'_'.join(map(str, slots))}"
+        self.used[name] = (form, slots)
+        return name
+
+
+class _Function:
+    """A generated function: ``def NAME(a, <helpers it calls>, ...):`` and
+    its ``body`` (indented source lines); ``calls``: the helpers it calls,
+    as the generator recorded them (never read back from the source, where
+    a string literal may look like a call)."""
+
+    __slots__ = ("name", "body", "calls")
+
+    def __init__(self, name: str, body: str, calls: set[str]) -> None:
+        self.name = name
+        self.body = body
+        self.calls = calls
+
+
 class _Gen:
-    def __init__(self) -> None:
+    def __init__(self, params: Parameters | None = None) -> None:
+        self.params = params
         self.namespace: dict[str, object] = dict(_BASE_NAMESPACE)
-        self.helpers: list[str] = []
+        #: helper functions by number (``_hN``); None while reserved
+        self.functions: list[_Function | None] = []
+        #: the helpers called by each function being generated, innermost last
+        self.calls: list[set[str]] = [set()]
         self.counter = 0
         self.const_ids: dict[tuple, str] = {}
         # one exact-value helper per node: T and F of an enclosing predicate
@@ -145,29 +219,75 @@ class _Gen:
         self.namespace[name] = obj
         return name
 
-    def hoist(self, body: str) -> str:
-        checkpoint()                # a long expression's code generation may be cancelled
-        name = f"_h{len(self.helpers)}"
-        self.helpers.append(f"def {name}(a):\n    return {body}\n")
+    def parameter(self, node: Node, form: str) -> str | None:
+        """The name of the parameter standing for literal ``node`` in
+        ``form``, or None when it is no parameter."""
+        params = self.params
+        if params is None:
+            return None
+        slot = params.slots.get(id(node))
+        return None if slot is None else params.name(form, (slot,))
+
+    def group_parameter(self, nodes: list[Node] | tuple[Node, ...], form: str) -> str | None:
+        """A parameter built from several literals (a tuple, a set, a
+        matcher); None when they are no parameters. Raises
+        ``NotParameterisable`` when some are and others are not."""
+        params = self.params
+        if params is None:
+            return None
+        slots = params.of(nodes)
+        if slots is None:
+            if any(id(n) in params.slots for n in nodes):
+                raise NotParameterisable
+            return None
+        return params.name(form, slots)
+
+    def literal_text(self, node: Node, form: str = "v") -> str:
+        """Source for a literal's value (``form`` "f": as a real64)."""
+        name = self.parameter(node, form)
+        if name is not None:
+            return name
+        if form == "f":
+            return self.const(float(node.value))  # type: ignore[arg-type]
+        if node.kind is Kind.INT64:
+            return self.const(rt.make_int64(int(node.value)))  # type: ignore[arg-type]
+        if node.kind is Kind.INT32:
+            return self.const(int(node.value))  # type: ignore[arg-type]
+        if node.kind is Kind.REAL64:
+            return self.const(float(node.value))  # type: ignore[arg-type]
+        return repr(node.value)
+
+    def call(self, name: str) -> str:
+        """A call of helper ``name`` from the function being generated."""
+        self.calls[-1].add(name)
         return f"{name}(a)"
+
+    def helper(self, body: str, calls: set[str]) -> str:
+        """A new helper ``return body`` calling ``calls``; a call of it."""
+        name = f"_h{len(self.functions)}"
+        self.functions.append(_Function(name, f"    return {body}\n", calls))
+        return self.call(name)
+
+    def hoist(self, make: Callable[[], str]) -> str:
+        """The expression ``make()`` generates, as a call of a new helper."""
+        checkpoint()                # a long expression's code generation may be cancelled
+        self.calls.append(set())
+        body = make()
+        return self.helper(body, self.calls.pop())
 
     # -- values ---------------------------------------------------------------
     def V(self, node: Node, depth: int = 0) -> str:
         """Expression for the value of ``node`` (``None`` or a non-Elvin object
         for bottom)."""
         if depth >= _HOIST_EVERY and node.children:
-            return self.hoist(self.V(node, 0))
+            return self.hoist(lambda: self.V(node, 0))
         k = node.kind
         if k is Kind.NAME:
             return f"a.get({node.value!r})"
-        if k is Kind.INT32:
-            return self.const(int(node.value))  # type: ignore[arg-type]
         if k is Kind.INT64:
-            return self.const(rt.make_int64(int(node.value)))  # type: ignore[arg-type]
-        if k is Kind.REAL64:
-            return self.const(float(node.value))  # type: ignore[arg-type]
-        if k is Kind.STRING:
-            return repr(node.value)
+            return self.literal_text(node, "q")
+        if k in _NUMERIC_LITERALS or k is Kind.STRING:
+            return self.literal_text(node)
         if k in BINARY_VALUE_OPS:
             left = self.V(node.children[0], depth + 1)
             right = self.V(node.children[1], depth + 1)
@@ -196,7 +316,7 @@ class _Gen:
             t = self.temp()
             return f"type({t} := a.get({node.value!r})) is str", t
         if k is Kind.STRING:
-            return "True", repr(node.value)
+            return "True", self.literal_text(node)
         if k in STRING_FUNCTIONS:
             guard, value = self.S(node.children[0])
             return guard, self.string_transform(k, value)
@@ -213,7 +333,7 @@ class _Gen:
 
     def pred(self, node: Node, want: bool, depth: int) -> str:
         if depth >= _HOIST_EVERY:
-            return self.hoist(self.pred(node, want, 0))
+            return self.hoist(lambda: self.pred(node, want, 0))
         k = node.kind
         if k is Kind.NOT:
             return self.pred(node.children[0], not want, depth + 1)
@@ -221,11 +341,25 @@ class _Gen:
             operands = _merge_equalities(flatten(node), k)
             if len(operands) == 1:
                 return self.pred(operands[0], want, depth)
-            parts = [self.pred(c, want, depth + 1) for c in operands]
             joiner = " and " if (k is Kind.AND) == want else " or "
-            while len(parts) > _CHAIN_PIECE:     # helpers of a few operands each
-                parts = [self.hoist("(" + joiner.join(parts[i:i + _CHAIN_PIECE]) + ")")
-                         for i in range(0, len(parts), _CHAIN_PIECE)]
+            if len(operands) <= _CHAIN_PIECE:
+                return "(" + joiner.join([self.pred(c, want, depth + 1) for c in operands]) + ")"
+            # helpers of a few operands each, each calling what its operands call
+            parts, calls = [], []
+            for c in operands:
+                self.calls.append(set())
+                parts.append(self.pred(c, want, depth + 1))
+                calls.append(self.calls.pop())
+            while len(parts) > _CHAIN_PIECE:
+                pieces, piece_calls = [], []
+                for i in range(0, len(parts), _CHAIN_PIECE):
+                    self.calls.append(set())
+                    pieces.append(self.helper("(" + joiner.join(parts[i:i + _CHAIN_PIECE]) + ")",
+                                              set().union(*calls[i:i + _CHAIN_PIECE])))
+                    piece_calls.append(self.calls.pop())
+                parts, calls = pieces, piece_calls
+                checkpoint()
+            self.calls[-1].update(*calls)
             return "(" + joiner.join(parts) + ")"
         if k is Kind.XOR:
             exact = ", ".join(self.exact(c) for c in flatten(node))
@@ -244,17 +378,18 @@ class _Gen:
         """A call computing the exact value (True/False/None) of a predicate."""
         known = self.exact_ids.get(id(node))
         if known is not None and known[0] is node:
-            return known[1]
-        name = f"_h{len(self.helpers)}"
-        self.exact_ids[id(node)] = (node, f"{name}(a)")
-        self.helpers.append("")   # reserve the slot (nested helpers come after)
+            return self.call(known[1])
+        number = len(self.functions)
+        name = f"_h{number}"
+        self.exact_ids[id(node)] = (node, name)
+        self.functions.append(None)   # reserve the slot (nested helpers come after)
+        self.calls.append(set())
         t, f = self.T(node), self.F(node)
-        self.helpers[int(name[2:])] = (
-            f"def {name}(a):\n"
+        self.functions[number] = _Function(name, (
             f"    if {t}:\n        return True\n"
             f"    if {f}:\n        return False\n"
-            f"    return None\n")
-        return f"{name}(a)"
+            f"    return None\n"), self.calls.pop())
+        return self.call(name)
 
     def comparison(self, node: Node, want: bool) -> str:
         k = node.kind
@@ -266,7 +401,7 @@ class _Gen:
         if right.kind is Kind.STRING:
             guard, value = self.S(left)
             op = "==" if want else "!="
-            return f"({guard} and {value} {op} {right.value!r})"
+            return f"({guard} and {value} {op} {self.literal_text(right)})"
         if right.kind in _NUMERIC_LITERALS:
             return self.numeric_comparison(k, left, right, want)
         call = f"{_RT_COMPARE[k]}({self.V(left)}, {self.V(right)})"
@@ -287,10 +422,13 @@ class _Gen:
         c = lit.value
         is_real = lit.kind is Kind.REAL64
         if is_real:
-            c_int = c_float = self.const(float(c))  # type: ignore[arg-type]
+            c_int = c_float = self.literal_text(lit, "f")
         else:
-            c_int = self.const(int(c))  # type: ignore[arg-type]
-            c_float = self.const(float(c))  # type: ignore[arg-type]
+            c_int = self.parameter(lit, "v") or self.const(int(c))  # type: ignore[arg-type]
+            # an integer that converts to a double exactly compares as that
+            # double (Python compares int and float exactly): one parameter
+            c_float = (self.literal_text(lit, "f") if abs(int(c)) > _EXACT  # type: ignore
+                       or self.params is None else c_int)
         special = float(c) == 0.0 or c != c  # type: ignore[arg-type]
 
         def test(x: str, y: str) -> str:
@@ -331,14 +469,19 @@ class _Gen:
         first, *rest = node.children
         if all(r.kind is Kind.STRING for r in rest):
             guard, value = self.S(first)
+            op = "in" if want else "not in"
+            name = self.group_parameter(rest, "S")
+            if name is not None:        # one set, whatever the literals
+                return f"({guard} and {value} {op} {name})"
             values = frozenset(r.value for r in rest)
             if len(values) == 1:
                 op = "==" if want else "!="
                 return f"({guard} and {value} {op} {next(iter(values))!r})"
             name = self.global_object("set", values)
-            op = "in" if want else "not in"
             return f"({guard} and {value} {op} {name})"
         if all(r.kind is Kind.STRING or r.kind in _NUMERIC_LITERALS for r in rest):
+            if self.group_parameter(rest, "S") is not None:
+                raise NotParameterisable     # sets of numbers: their keys depend on values
             return self.literal_membership(first, rest, want)
         # general case: (first == r1) || (first == r2) || ...
         alternatives = [Node(Kind.EQUALS, (first, r)) for r in rest]
@@ -424,31 +567,46 @@ class _Gen:
     def string_predicate(self, node: Node, want: bool) -> str:
         k = node.kind
         guard, value = self.S(node.children[0])
-        patterns = tuple(c.value for c in node.children[1:])
+        nodes = node.children[1:]
+        patterns = tuple(c.value for c in nodes)
         if k is Kind.FUNC_BEGINS_WITH or k is Kind.FUNC_ENDS_WITH:
             method = "startswith" if k is Kind.FUNC_BEGINS_WITH else "endswith"
-            arg = repr(patterns[0]) if len(patterns) == 1 else repr(patterns)
+            if len(patterns) == 1:
+                arg = self.literal_text(nodes[0])
+            else:
+                arg = self.group_parameter(nodes, "T") or repr(patterns)
             test = f"{value}.{method}({arg})"
         elif k is Kind.FUNC_CONTAINS:
             if len(patterns) > 4:
-                alternation = "|".join(re.escape(p) for p in sorted(set(patterns)))
-                matcher = self.global_object("re", re.compile(alternation, re.DOTALL).search)
+                matcher = self.group_parameter(nodes, "C")
+                if matcher is None:
+                    matcher = self.global_object("re", contains_search(patterns))
                 test = f"{matcher}({value}) is not None"
             elif len(patterns) == 1:
-                test = f"{patterns[0]!r} in {value}"
+                test = f"{self.literal_text(nodes[0])} in {value}"
             else:
                 s = self.temp()
-                first = f"{patterns[0]!r} in ({s} := {value})"
-                test = "(" + " or ".join([first] + [f"{p!r} in {s}" for p in patterns[1:]]) + ")"
+                texts = [self.literal_text(n) for n in nodes]
+                first = f"{texts[0]} in ({s} := {value})"
+                test = "(" + " or ".join([first] + [f"{p} in {s}" for p in texts[1:]]) + ")"
         else:
             # True / False / None (out of time): bottom is neither outcome
             # one matcher for T and F (and any repeat) of the same patterns
-            matcher = self.matcher_names.get((k, patterns), "")
+            slots = self.params.of(nodes) if self.params is not None else None
+            if self.params is not None and slots is None \
+                    and any(id(n) in self.params.slots for n in nodes):
+                raise NotParameterisable
+            known = (k, slots) if slots is not None else (k, patterns)
+            matcher = self.matcher_names.get(known, "")
             if not matcher:
-                make = glob_matcher if k is Kind.FUNC_WILDCARD else regex_matcher
-                matcher = self.global_object("match", make(patterns))
-                self.matchers[matcher] = (k, patterns)
-                self.matcher_names[(k, patterns)] = matcher
+                if slots is not None:
+                    matcher = self.params.name("w" if k is Kind.FUNC_WILDCARD  # type: ignore
+                                               else "r", slots)
+                else:
+                    make = glob_matcher if k is Kind.FUNC_WILDCARD else regex_matcher
+                    matcher = self.global_object("match", make(patterns))
+                    self.matchers[matcher] = (k, patterns)
+                self.matcher_names[known] = matcher
             return f"({guard} and {matcher}({value}) is {want})"
         if want:
             return f"({guard} and {test})"
@@ -511,12 +669,41 @@ def generate(tree: Node, unguarded: bool = False,
     namespace it needs. ``tree`` must be checked and folded. ``unguarded``
     defines ``_evaluate_raw(a)`` instead: the same without the exception net.
     ``matchers``, when given, receives ``{name: (kind, patterns)}`` for the
-    regex() and wildcard() matchers in the namespace (``shapes`` turns them
-    into parameters of a shape's code). Each function takes the helpers it
-    calls as defaults of parameters after ``a`` (see ``_bind_helpers``).
+    regex() and wildcard() matchers in the namespace. Each function takes
+    the helpers it calls as defaults of parameters after ``a`` (see
+    ``_bind_helpers``).
     """
     parts, namespace = _generate(tree, unguarded, matchers)
     return "".join(parts), namespace
+
+
+def _roots(gen: _Gen, tree: Node, unguarded: bool) -> list[_Function]:
+    """The generated functions: helpers, then ``_matches`` and ``_evaluate``
+    (or ``_evaluate_raw``), which call what the root expressions call."""
+    t = gen.T(tree)
+    f = gen.F(tree)
+    calls = gen.calls[0]
+    helpers = [fn for fn in gen.functions if fn is not None]
+    if unguarded:
+        return [*helpers, _Function("_evaluate_raw", (
+            f"    if {t}:\n"
+            "        return True\n"
+            f"    if {f}:\n"
+            "        return False\n"
+            "    return None\n"), calls)]
+    return [*helpers, _Function("_matches", (
+        "    try:\n"
+        f"        return {t}\n"
+        "    except Exception:\n"
+        "        return False\n"), calls), _Function("_evaluate", (
+            "    try:\n"
+            f"        if {t}:\n"
+            "            return True\n"
+            f"        if {f}:\n"
+            "            return False\n"
+            "    except Exception:\n"
+            "        pass\n"
+            "    return None\n"), calls)]
 
 
 def _generate(tree: Node, unguarded: bool = False,
@@ -527,41 +714,14 @@ def _generate(tree: Node, unguarded: bool = False,
     gen = _Gen()
     if matchers is not None:
         gen.matchers = matchers
-    t = gen.T(tree)
-    f = gen.F(tree)
-    if unguarded:
-        return _bind_helpers([*gen.helpers, (
-            "def _evaluate_raw(a):\n"
-            f"    if {t}:\n"
-            "        return True\n"
-            f"    if {f}:\n"
-            "        return False\n"
-            "    return None\n")]), gen.namespace
-    return _bind_helpers([*gen.helpers, (
-        "def _matches(a):\n"
-        "    try:\n"
-        f"        return {t}\n"
-        "    except Exception:\n"
-        "        return False\n"
-        "def _evaluate(a):\n"
-        "    try:\n"
-        f"        if {t}:\n"
-        "            return True\n"
-        f"        if {f}:\n"
-        "            return False\n"
-        "    except Exception:\n"
-        "        pass\n"
-        "    return None\n")]), gen.namespace
+    return _bind_helpers(_roots(gen, tree, unguarded)), gen.namespace
 
 
-_DEF = re.compile(r"^def (_\w+)\(a\):", re.MULTILINE)
-_HELPER_CALL = re.compile(r"\b(_h[0-9]+)\(a\)")
-
-
-def _bind_helpers(parts: list[str]) -> list[str]:
-    """The definitions ``parts`` (each ``def NAME(a):`` ...), each taking the
-    helpers it calls as parameter defaults (``def _h3(a, _h7=_h7):``) and
-    placed after them.
+def _bind_helpers(functions: list[_Function], extra: tuple[str, ...] = ()) -> list[str]:
+    """The source of ``functions``, each taking the helpers it calls as
+    parameter defaults (``def _h3(a, _h7=_h7):``) and placed after them;
+    ``extra`` names more defaults every function takes (the parameters of
+    a shape's code, see ``build_factory``).
 
     Why: a function found through its module's namespace (a global) lives in
     the dict that is its own ``__globals__``, a reference cycle that only the
@@ -571,18 +731,11 @@ def _bind_helpers(parts: list[str]) -> list[str]:
     removes every generated function from the namespace and a predicate is
     freed by its reference count the moment the engine drops it. (A default
     is also a local variable: a little faster to call than a global.)"""
-    defs: dict[str, str] = {}
-    order: list[str] = []
-    for part in parts:
-        if not part:
-            continue
-        for piece in _split_defs(part):
-            name = _DEF.match(piece).group(1)  # type: ignore[union-attr]
-            defs[name] = piece
-            order.append(name)
+    defs = {fn.name: fn for fn in functions}
+    bound_extra = "".join(f", {p}={p}" for p in extra)
     out: list[str] = []
     placed: set[str] = set()
-    for root in order:
+    for root in defs:
         # depth first, iteratively: a chain of helpers may be thousands deep
         stack: list[tuple[str, list[str] | None]] = [(root, None)]
         while stack:
@@ -590,24 +743,14 @@ def _bind_helpers(parts: list[str]) -> list[str]:
             if name in placed:
                 continue
             if calls is None:
-                calls = sorted(set(_HELPER_CALL.findall(defs[name])) - {name})
+                calls = sorted(defs[name].calls - {name})
                 stack.append((name, calls))
                 stack.extend((c, None) for c in calls if c not in placed)
                 continue
             placed.add(name)
-            if calls:
-                bound = "".join(f", {c}={c}" for c in calls)
-                out.append(_DEF.sub(lambda m, b=bound: f"def {m.group(1)}(a{b}):",
-                                    defs[name], count=1))
-            else:
-                out.append(defs[name])
+            bound = "".join(f", {c}={c}" for c in calls)
+            out.append(f"def {name}(a{bound}{bound_extra}):\n{defs[name].body}")
     return out
-
-
-def _split_defs(part: str) -> list[str]:
-    """One part may define several functions (``_matches`` and ``_evaluate``)."""
-    starts = [m.start() for m in _DEF.finditer(part)]
-    return [part[a:b] for a, b in zip(starts, [*starts[1:], len(part)], strict=True)]
 
 
 def _define(parts: list[str], namespace: dict[str, object], filename: str) -> str:
@@ -632,6 +775,25 @@ def _define(parts: list[str], namespace: dict[str, object], filename: str) -> st
                  if name != "__builtins__"}
     namespace["__functions__"] = functions
     return "".join(parts)
+
+
+def build_factory(tree: Node, params: Parameters,
+                  filename: str = "<subscription shape>") -> Callable[..., tuple]:
+    """``make(*arguments) -> (matches, evaluate)``: the code of ``tree`` with
+    the literals of ``params`` as parameters, one argument per name of
+    ``params.used`` in its order (``PARAMETER_FORMS`` says what each holds).
+    The parameters are defaults of the functions ``make`` defines, not
+    closure cells (a cell per literal per subscription would cost 40
+    bytes). Raises ``NotParameterisable``."""
+    gen = _Gen(params)
+    functions = _roots(gen, tree, False)
+    names = tuple(params.used)
+    body = "".join(textwrap.indent(part, "    ")
+                   for part in _bind_helpers(functions, names))
+    factory = f"def _make({', '.join(names)}):\n{body}    return _matches, _evaluate\n"
+    namespace = gen.namespace
+    exec(compile(factory, filename, "exec"), namespace)  # noqa: S102 -- ours
+    return namespace.pop("_make")  # type: ignore[return-value]
 
 
 def build(tree: Node, filename: str = "<subscription>"):

@@ -8,7 +8,9 @@ sees which clause failed, or would fail.
 
 There is no third evaluator here: the results are those of the reference
 interpreter (``reference.py``), recorded as it walks the tree (a subclass
-notes what each ``truth`` and ``value`` call returned). Sans-IO.
+notes what each ``truth`` and ``value`` call returned). ``index_placement``
+says where a router's index files the subscription (why it is evaluated
+for a notification at all, or for every one). Sans-IO.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from elvin.subscription.ast import LEAF_KINDS, Kind, Node, names_in_order
+from elvin.subscription.conditions import describe_condition
+from elvin.subscription.index import filing, plan_for
 from elvin.subscription.reference import _Interp
 from elvin.subscription.unparse import unparse_brief
 
-__all__ = ["Step", "explain", "failing", "format_explanation", "RESULT_WORDS"]
+__all__ = ["Step", "explain", "failing", "format_explanation", "index_placement",
+           "RESULT_WORDS"]
 
 RESULT_WORDS = {True: "true", False: "false", None: "bottom"}
 _MARKS = {True: "\N{CHECK MARK}", False: "\N{BALLOT X}", None: "\N{UP TACK}"}
@@ -214,6 +219,33 @@ def _wrong_type(node: Node, recorder: _Recorder, attrs: Mapping[str, object]) ->
 
 def _numeric(value: object) -> bool:
     return type(value) in (int, float) or type(value).__name__ == "Int64"
+
+
+def index_placement(tree: Node | str) -> list[str]:
+    """Where a router's index files the subscription, and so which
+    notifications it is evaluated for, in words (``elvin.subscription.index``):
+    one line per way it is filed, e.g. ``range index: Seq in [10, 20]``,
+    ``name index (scanned): Message is present``. A subscription in the name
+    index is evaluated for every notification holding the attribute -- the
+    expensive kind when thousands of them are (``regex``, ``contains``,
+    arithmetic and comparisons of two attributes cannot be looked up)."""
+    if isinstance(tree, str):
+        from elvin.subscription import parse
+        tree = parse(tree)
+    placed = filing(plan_for(tree))
+    if not placed:
+        return ["not indexed: it can never be true, so it is never evaluated"]
+    lines = []
+    for lookup, access, checks in placed:
+        if access is None:
+            lines.append(f"{lookup}: evaluated for every notification (no condition that "
+                         "every match meets could be found)")
+            continue
+        line = f"{lookup}: {describe_condition(access)}"
+        if checks:
+            line += "; then checked: " + " and ".join(describe_condition(c) for c in checks)
+        lines.append(line)
+    return lines
 
 
 def format_explanation(steps: list[Step]) -> str:

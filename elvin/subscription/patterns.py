@@ -88,7 +88,8 @@ import regex as _regex
 
 __all__ = ["PatternError", "ere_to_python", "glob_to_python", "compile_regex",
            "compile_glob", "engine_pattern", "regex_matcher", "glob_matcher",
-           "required_literals", "MATCH_TIMEOUT", "match_budget", "thread_budget"]
+           "required_literals", "EVALUATION_BUDGET", "MATCH_TIMEOUT", "match_budget",
+           "notification_budget", "thread_budget"]
 
 RE_DUP_MAX = 255
 MAX_GROUP_NESTING = 32
@@ -124,6 +125,23 @@ def thread_budget() -> list:
     """This thread's budget state (see :class:`_ThreadBudget`); the engine
     holds on to it for the duration of one ``match``."""
     return _THREAD.state
+
+
+#: seconds of regex() / wildcard() matching one notification may cost in all
+#: when evaluated against many subscriptions (the router's engine, a pull
+#: filter); beyond it the remaining pattern matches are bottom for that
+#: notification (each match alone is limited to ``MATCH_TIMEOUT``)
+EVALUATION_BUDGET = 0.025
+
+
+def notification_budget() -> list:
+    """Start a new evaluation budget for one notification, in this thread
+    only and only until the caller sets ``budget[3] = 0.0`` again (see
+    :class:`_ThreadBudget`); returns the budget state."""
+    budget = _THREAD.state
+    budget[0] += 1
+    budget[3] = EVALUATION_BUDGET
+    return budget
 
 
 class match_budget:

@@ -27,8 +27,11 @@ def test_explain_marks_the_failing_clause(qt_loop, qtbot, router):
         assert dialog.editor.expression() == "require(Symbol)"
         assert dialog.steps[0].result is True and dialog.failing == []
         assert "Matches" in dialog.verdict.text()
+        assert dialog.index_label.text() == "Router index: name index (scanned): Symbol is present"
 
         dialog.editor.setExpression('Price < 10 && Symbol == "ACME"')
+        assert dialog.index_label.text() == (
+            'Router index: value index: Symbol == "ACME"; then checked: Price up to 10')
         assert dialog.failing_texts() == ["Price < 10"]
         top = dialog.tree.topLevelItem(0)
         assert top.text(0).endswith("false") and top.childCount() == 2

@@ -45,7 +45,8 @@ def many_literals(i: int, n: int) -> str:
     each its own code (what leaked)."""
     return (f'Group == "g{i}-{n}" && Seq > {n} && Seq < {n + 100} && Host == "h{i}" && '
             f'Size != {i} && User == "u{n}" && (Kind == "k{n}" || Level >= {i}) && '
-            f'!(Tag == "t{n}")')
+            f'!(Tag == "t{n}") && Zone == "z{i}" && Rack == "r{n}" && Slot < {n + 7} && '
+            f'Port > {i}')
 
 
 def elvind(*extra: str) -> tuple[subprocess.Popen, int]:

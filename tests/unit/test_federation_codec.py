@@ -306,7 +306,7 @@ def test_pull_matcher_indexes_terms_and_updates_incrementally():
     assert len(matcher) == 200
     assert matcher({"Group": "g7", "M": 1}) and not matcher({"Group": "g7"})
     assert not matcher({"Group": "g700", "M": 1})
-    assert len(matcher.engine.candidates({"Group": "g7", "M": 1})) == 1   # indexed
+    assert len(matcher.index.candidates({"Group": "g7", "M": 1})) == 1   # indexed
     assert matcher.missing(Node(Kind.OR, (*terms[1:], A))) == [A]
     matcher.update(Node(Kind.OR, (*terms[1:], A)))
     assert not matcher({"Group": "g0", "M": 1}) and matcher({"a": 1})

@@ -7,6 +7,10 @@ from elvin.router.engine import Engine
 from elvin.router.security import prepare_notification
 from elvin.subscription import compile
 from elvin.subscription.ast import Kind, const, name, op
+from elvin.subscription.conditions import ANY
+
+EMPTY = {"predicates": 0, "value": 0, "lower bound": 0, "upper bound": 0, "range": 0,
+         "prefix": 0, "suffix": 0, "name": 0, "always": 0}
 
 
 def add(engine, owner, text, accept_insecure=True, keys=EMPTY_KEYS, owner_keys=EMPTY_KEYS):
@@ -38,16 +42,21 @@ def test_numbers_index_across_types():
 
 def test_name_index_and_always_list():
     engine = Engine()
-    named = add(engine, "o", "x > 1 && y < 2")
-    always = add(engine, "o", "!(a == 1 && b == 2)")  # no required name
-    either = add(engine, "o", "a == 1 || a == 2")     # value index, two values
+    named = add(engine, "o", "x + 1 > y")              # scanned under a name
+    either = add(engine, "o", "!(a == 1 && b == 2)")   # true only if a or b is there
+    values = add(engine, "o", "a == 1 || a == 2")      # value index, two values
+    c = compile("require(z) || q > 1")
+    always = engine.add("o", "", c.ast, c.matches, index=ANY)  # a plan with nothing to look up
     engine.evaluations = 0
     result = engine.match_owners({"b": 3})
-    assert ids(result, "o") == [always.id]
-    assert engine.evaluations == 1                 # only the always-list entry
-    result = engine.match_owners({"x": 5, "y": 1, "a": 2})
-    assert ids(result, "o") == sorted([named.id, always.id, either.id])
+    assert ids(result, "o") == sorted([either.id])
+    assert engine.evaluations == 2                 # !(a == 1 && b == 2), and the always entry
+    result = engine.match_owners({"x": 5, "y": 1, "a": 2, "z": 1})
+    assert ids(result, "o") == sorted([named.id, either.id, values.id, always.id])
     assert engine.index_stats()["always"] == 1
+    assert engine.index_stats()["name"] == 3       # x + 1 > y under one name, !(...) under a and b
+    engine.evaluations = 0
+    assert engine.match_owners({"c": 1}) == {} and engine.evaluations == 1
 
 
 def test_an_or_of_different_names_is_filed_under_each_operand():
@@ -63,10 +72,12 @@ def test_an_or_of_different_names_is_filed_under_each_operand():
     assert ids(engine.match_owners({"a": 1, "b": "X"}), "o") == [alt.id]
     assert engine.evaluations == 1
     assert ids(engine.match_owners({"b": "X"}), "o") == [alt.id]
+    engine.evaluations = 0
+    assert ids(engine.match_owners({"a": 2, "b": "Y"}), "o") == []
+    assert engine.evaluations == 0          # neither value is indexed under it
     engine.remove(alt)
-    assert engine.index_stats() == {"predicates": 0, "value_index": 0, "name_index": 0,
-                                    "always": 0}
-    assert engine._multi == 0
+    assert engine.index_stats() == EMPTY
+    assert engine.index.repeats == 0
 
 
 def test_shared_predicates():
@@ -82,8 +93,7 @@ def test_shared_predicates():
     assert ids(engine.match_owners({"n": 1}), "A") == [c.id]
     engine.remove(c)
     assert engine.predicate_count == 0
-    assert engine.index_stats() == {"predicates": 0, "value_index": 0, "name_index": 0,
-                                    "always": 0}
+    assert engine.index_stats() == EMPTY
 
 
 def test_modify_reindexes():
@@ -198,7 +208,6 @@ def test_a_value_indexed_predicate_is_filed_and_unfiled_by_all_its_keys():
     engine = Engine()
     sub = add(engine, "o", 'Group == "a" || Group == "b" || Group == "c"')
     assert ids(engine.match_owners({"Group": "b"}), "o") == [sub.id]
-    assert engine.index_stats()["value_index"] == 3
+    assert engine.index_stats()["value"] == 3
     engine.remove(sub)
-    assert engine.index_stats() == {"predicates": 0, "value_index": 0, "name_index": 0,
-                                    "always": 0}
+    assert engine.index_stats() == EMPTY

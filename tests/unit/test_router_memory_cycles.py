@@ -40,6 +40,9 @@ def no_cyclic_collector() -> Iterator[None]:
 
 TEXTS = [
     # more literals than the shape cache takes: compiled on its own
+    'Group == "a" && Seq > 1 && Seq < 5 && Name == "x" && K == 3 && L == "q" && M == 1 '
+    '&& N == 2 && O == 3 && P == 4 && Q == 5 && R == 6 && S == 7',
+    # a shape's parameterised code with several literals
     'Group == "a" && Seq > 1 && Seq < 5 && Name == "x" && K == 3 && L == "q"',
     # a shape's parameterised code
     'Group == "g1" && require(Message)',
@@ -78,16 +81,51 @@ def test_a_modified_subscriptions_old_code_is_freed():
 def test_a_replaced_pull_matcher_and_its_code_are_freed():
     pull = parse(" || ".join(f'(Group == "p{n}" && Seq > {n} && Host == "h{n}" '
                              f'&& Size != {n} && User == "u")' for n in range(20)))
+    for dismantled in (True, False):
+        with no_cyclic_collector():
+            matcher = PullMatcher()
+            matcher.update(pull)
+            assert matcher({"Group": "p3", "Seq": 9, "Host": "h3", "Size": 1, "User": "u"})
+            code = [weakref.ref(term.evaluate) for term in matcher.subs.values()]
+            gone = weakref.ref(matcher)
+            index = weakref.ref(matcher.index)
+            if dismantled:
+                matcher.dismantle()         # the peer's next FedSubReplace replaced it
+            # the index holds no cycle: dropped whole, all of it goes at once
+            matcher = PullMatcher()
+            assert gone() is None and index() is None
+            assert all(ref() is None for ref in code)
+
+
+def test_a_dropped_engine_is_freed_with_its_index():
+    """The index's filings hold no reference back (an entry's ``place`` is
+    a path of keys, not of containers), so a predicate's code goes with its
+    last subscription, nested buckets and all, and a dismantled engine's
+    index with its reference count."""
+    shapes = ShapeCompiler()
     with no_cyclic_collector():
-        matcher = PullMatcher()
-        matcher.update(pull)
-        assert matcher({"Group": "p3", "Seq": 9, "Host": "h3", "Size": 1, "User": "u"})
-        code = [weakref.ref(sub.pred.evaluate) for sub in matcher.subs.values()]
-        gone = weakref.ref(matcher)
-        engine = weakref.ref(matcher.engine)
-        matcher.dismantle()             # the peer's next FedSubReplace replaced it
-        matcher = PullMatcher()
-        assert gone() is None and engine() is None
+        engine = Engine()
+        texts = ([f'Group == "g{i % 3}" && Seq >= {i} && Seq < {i + 10}' for i in range(60)]
+                 + [f'begins-with(Path, "/srv/{i}") && Size > {i}' for i in range(40)]
+                 + ['regex(Message, "^a+$")', "x + 1 > y"])
+        subs = []
+        for text in texts:
+            compiled = shapes.compile(text)
+            subs.append(engine.add("owner", text, compiled.ast, compiled.matches,
+                                   names=compiled.names, index=compiled.index))
+        assert engine.match({"Group": "g1", "Seq": 15, "Path": "/srv/17x", "Size": 20})[0]
+        del compiled
+        code = [weakref.ref(sub.pred.evaluate) for sub in subs]      # type: ignore[union-attr]
+        for sub in subs[:50]:
+            engine.remove(sub)
+        del sub
+        assert all(ref() is None for ref in code[:50])
+        assert not any(ref() is None for ref in code[50:])
+        index = weakref.ref(engine.index)
+        del subs
+        engine.dismantle()      # (subscriptions and predicates point at each other)
+        engine = Engine()
+        assert index() is None
         assert all(ref() is None for ref in code)
 
 

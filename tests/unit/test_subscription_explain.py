@@ -52,7 +52,9 @@ def test_cli_reads_ec_text_and_marks_the_failing_clause(tmp_path):
     result = subprocess.run([*run, 'Price < 10 && !require(Halted)'], input=text,
                             capture_output=True, text=True, cwd=ROOT, timeout=30)
     assert result.returncode == 0, result.stderr
-    first, second = result.stdout.strip().split("\n\n")
+    index, first, second = result.stdout.strip().split("\n\n")
+    # (!require(Halted) is never true: nor is the whole, and the router knows it)
+    assert index == "router index: not indexed: it can never be true, so it is never evaluated"
     assert first.splitlines()[0] == "notification 1 (line 1): false — does not match"
     assert "✓ true    Price < 10" in first
     assert "✗ false   !require(Halted)" in first
@@ -76,3 +78,38 @@ def test_failing_names_the_clauses_to_change():
     assert [steps[i].text for i in failing(steps)] == [
         'Symbol == "ACME"', 'begins-with(Symbol, "AC")', "!require(Halted)"]
     assert failing(explain("Price < 10 && Symbol == \"ACME\"", {"Price": 5, "Symbol": "ACME"})) == []
+
+
+@pytest.mark.parametrize(("expression", "lines"), [
+    ('Group == "chat" && require(Message)', ['value index: Group == "chat"']),
+    ("Seq >= 10 && Seq < 20", ["range index: Seq from 10 to 20"]),
+    ('Symbol == "X" && Price > 101.5',
+     ['value index: Symbol == "X"; then checked: Price from 101.5']),
+    ('begins-with(Path, "/srv/www/")', ['prefix index: Path begins with "/srv/www/"']),
+    ('ends-with(fold-case(File), ".c", ".h")',
+     ['suffix index: fold-case(File) ends with ".c" or ".h"']),
+    ('regex(Message, "^alert")', ["name index (scanned): Message is present"]),
+    ("Price * 2 > Cost", ["name index (scanned): Cost is present"]),
+    ("!(Temperature <= 40)", ["range index: Temperature from 40"]),
+    ('fold-case(User) == "bob" || Host == "h1"',
+     ['value index: fold-case(User) == "bob"', 'value index: Host == "h1"']),
+    ("!require(Halted)", ["not indexed: it can never be true, so it is never evaluated"]),
+])
+def test_index_placement_says_which_index_a_subscription_is_in(expression, lines):
+    from elvin.subscription.explain import index_placement
+    assert index_placement(expression) == lines
+
+
+def test_cli_index_only_needs_no_notifications():
+    run = [sys.executable, "-m", "elvin.tools.explain", "--index"]
+    result = subprocess.run([*run, 'regex(Message, "a") || Temperature > 40'], input="",
+                            capture_output=True, text=True, cwd=ROOT, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "router index: filed in several places; evaluated for a notification that meets one of",
+        "  name index (scanned): Message is present",
+        "  range index: Temperature from 40"]
+    bad = subprocess.run([*run, "Price <"], capture_output=True, text=True, cwd=ROOT,
+                         timeout=30)
+    assert bad.returncode == 1 and bad.stderr.startswith("elvin-explain: bad subscription")
+    assert "Traceback" not in bad.stderr

@@ -17,6 +17,7 @@ from elvin.subscription import (
     MAX_DEPTH,
     Kind,
     Node,
+    closures,
     compile,
     index_constraint,
     index_value,
@@ -25,6 +26,7 @@ from elvin.subscription import (
     unparse,
     validate,
 )
+from elvin.subscription.checker import fold
 from elvin.subscription.reference import evaluate as reference
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
 
@@ -189,6 +191,10 @@ def test_compiled_agrees_with_reference(tree, attrs):
     assert sub._evaluate_raw(attrs) is expected, sub.source
     assert sub.evaluate(attrs) is expected
     assert sub.matches(attrs) is (expected is True)
+    # the closures the router evaluates large expressions with
+    matches, evaluate = closures.build(fold(tree))
+    assert evaluate(attrs) is expected
+    assert matches(attrs) is (expected is True)
 
 
 @SETTINGS
@@ -363,9 +369,11 @@ def test_deep_trees_compile_and_agree(tree):
     sub = compile(tree)
     again = parse(unparse(tree))
     assert again == tree
+    _matches, by_closures = closures.build(fold(tree))
     for attrs in ({}, {"a": 1}, {"a": -1, "b": 2}, {"a": 7, "b": "x"}, {"b": 1},
                   {"a": Int64(3), "b": 3}, {"a": 2.5, "b": 0}):
         assert sub._evaluate_raw(attrs) is reference(tree, attrs)
+        assert by_closures(attrs) is reference(tree, attrs)
 
 
 # -- examples the brief names ------------------------------------------------------------

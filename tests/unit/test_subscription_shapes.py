@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from elvin.errors import SubscriptionError
 from elvin.subscription import compile as compile_one
+from elvin.subscription.checker import fold
+from elvin.subscription.conditions import EQ, RANGE, plan_of
 from elvin.subscription.parser import parse_tree
 from elvin.subscription.patterns import match_budget, regex_matcher
 from elvin.subscription.shapes import ShapeCompiler
@@ -101,6 +103,8 @@ def test_shape_compiled_equals_individually_compiled(data):
             continue
         assert not isinstance(expected, SubscriptionError), (text, expected)
         assert positions(got.ast) == positions(parse_tree(text)), text
+        if got.index is not None:       # the shape's analysis, finalised: as the tree's own
+            assert got.index == plan_of(fold(got.ast)), text
         for attrs in data.draw(st.lists(NOTIFICATIONS, min_size=1, max_size=6)):
             assert got.evaluate(attrs) is expected.evaluate(attrs), (text, attrs)
             assert got.matches(attrs) is expected.matches(attrs), (text, attrs)
@@ -114,7 +118,8 @@ def test_subscriptions_of_one_shape_keep_their_own_constants():
         assert sub.matches({"Group": f"g{i}", "Level": i + 1})
         assert not sub.matches({"Group": f"g{i}", "Level": i})
         assert not sub.matches({"Group": f"g{i + 1}", "Level": 1000})
-        assert sub.index == (("Group", frozenset({f"g{i}"})), frozenset({"Group", "Level"}))
+        # the shape's index analysis, with this subscription's constants
+        assert sub.index == (((EQ, "Group", (f"g{i}",)), (RANGE, "Level", float(i), math.inf)),)
 
 
 def test_pattern_subscriptions_of_one_shape_share_their_code():

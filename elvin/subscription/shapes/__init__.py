@@ -1,0 +1,236 @@
+"""Register subscriptions by *shape*: parse, check, analyse and compile once per shape.
+
+Most subscriptions a router sees differ only in their constants
+(``Group == "g1" && require(Message)``, ``Group == "g2" && ...``). Their
+*shape* is the token sequence with each literal replaced by its class
+(string, int32, int64 or real64 literal): it decides everything the lark
+parser does (LALR looks only at token types; the callbacks at operator,
+function and name texts, which stay in the key), so one parse gives a
+*template* that rebuilds the exact tree lark would make for any text of that
+shape. Three parts, one module each:
+
+* ``spelling``: *layouts* -- a text spelled as a known one but for its
+  literals is matched as a whole, untokenised (``elvin.subscription.tokens``
+  gives the shape key of a new one);
+* ``template``: the tree template (``Shape``): rebuilding the tree from a
+  text's tokens, which checks depend on the literals, and the index
+  analysis of the shape (``conditions.analyse``, finalised per subscription);
+* ``code``: code templates -- the shape's code generated once per
+  combination of numeric value classes, with each literal a parameter of a
+  factory (``compiler.Parameters``: the generator emits parameter names
+  where the literals' values go), so that a subscription costs one call.
+
+``ShapeCompiler.compile(text)`` therefore costs, for a known simple shape,
+one regex match of the text, the literal conversions (the parser's own
+``_Builder.number`` and ``unescape``), the tree, the checks that depend on
+the literals (the checker's own ``leaf`` and ``string_predicate``), the
+plan (a few microseconds) and one factory call. Shapes with a constant
+sub-expression (``x + (1 + 2) > 3``) run the whole checker and compile per
+subscription, from a template tree; shapes whose code holds sets of numbers
+compile per subscription too.
+
+Anything unusual -- a character the tokeniser does not know, a literal the
+parser would reject, a shape the template cannot describe, a text longer than
+``FAST_PATH_MAX`` -- goes the ordinary way (``parse`` + ``compiler.build``),
+which also produces every error message. The result is the same either way;
+``tests/unit/test_subscription_shapes.py`` checks it on random expressions.
+
+Caches are bounded: at most ``MAX_SHAPES`` shapes (least recently used
+dropped first), each with at most ``MAX_CODES`` code templates (one per
+combination of numeric value classes).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from elvin.errors import SubscriptionError
+from elvin.subscription import closures
+from elvin.subscription.ast import LITERAL_KINDS, Node
+from elvin.subscription.cancel import checkpoint
+from elvin.subscription.checker import _Checker, check, fold
+from elvin.subscription.compiler import build
+from elvin.subscription.index import plan_for
+from elvin.subscription.parser import parse_tree
+from elvin.subscription.shapes.code import CodeTemplate, code_template, number_class
+from elvin.subscription.shapes.spelling import Layout
+from elvin.subscription.shapes.template import Positions, Shape, learn
+from elvin.subscription.tokens import Unusual, tokenise
+
+__all__ = ["FAST_PATH_MAX", "LARGE", "MAX_CODES", "MAX_LITERALS", "MAX_SHAPES", "Registered", "ShapeCompiler",
+           "compile_text", "tokenise"]
+
+#: texts longer than this (characters) skip the shape cache: they are rare,
+#: and a shape is only worth learning if it comes back
+FAST_PATH_MAX = 2048
+#: More literals than this go the ordinary way: real subscriptions that
+#: differ only in their constants have a few (a tickertape's one or two, a
+#: geographic box four), and a shape's code templates multiply with its
+#: numeric literals' value classes
+MAX_LITERALS = 12
+#: shapes remembered (least recently used forgotten first)
+MAX_SHAPES = 4096
+#: code templates per shape (numeric value classes seen)
+MAX_CODES = 16
+#: expressions longer than this (characters) are evaluated by closures, not
+#: compiled to Python code (see ``compile_text``)
+LARGE = 1024
+#: spellings tried before tokenising (most recently used first)
+_RECENT_LAYOUTS = 8
+
+
+class Registered:
+    """What the router keeps of a compiled subscription: the checked tree,
+    ``matches(attrs) -> bool`` and ``evaluate(attrs) -> True/False/None``."""
+
+    __slots__ = ("text", "ast", "matches", "evaluate", "names", "index", "placement")
+
+    def __init__(self, text: str, ast: Node, matches: Callable[[Mapping], bool],
+                 evaluate: Callable[[Mapping], bool | None],
+                 names: frozenset[str] | None = None, index: tuple | None = None) -> None:
+        self.text = text
+        self.ast = ast
+        self.matches = matches
+        self.evaluate = evaluate
+        #: the attribute names the tree refers to, when the shape told
+        self.names = names
+        #: the tree's index plan (``elvin.subscription.conditions``) when the
+        #: shape told
+        self.index = index
+        #: where the router's index files the tree, when worked out with the
+        #: compile (``elvin.router.engine.place``, on the router's worker thread)
+        self.placement: Any = None
+
+    def __repr__(self) -> str:
+        return f"Registered({self.text!r})"
+
+
+def compile_text(text: str) -> Registered:
+    """The ordinary way, with no cache: parse, check, fold, build, and the
+    index plan. Shares no state, so a worker thread may run it (the router
+    compiles long expressions so, off its loop). An expression longer than
+    ``LARGE`` characters is evaluated by closures (``closures.build``: a
+    millisecond to build where generating and compiling code takes tens)."""
+    tree = parse_tree(text)
+    check(tree, text)
+    folded = fold(tree)
+    checkpoint()
+    if len(text) > LARGE:
+        matches, evaluate = closures.build(folded)
+    else:
+        matches, evaluate, _source = build(folded)
+    checkpoint()
+    return Registered(text, tree, matches, evaluate, None, plan_for(folded, folded=True))
+
+
+class ShapeCompiler:
+    """``compile(text) -> Registered`` (or ``SubscriptionError``), sharing
+    parse templates, analyses and code across subscriptions of one shape.
+    Sans-IO, not thread-safe: use one per thread."""
+
+    def __init__(self, max_shapes: int = MAX_SHAPES) -> None:
+        self.max_shapes = max_shapes
+        self._shapes: dict[tuple, Shape | None] = {}
+        self._recent: list[Layout] = []
+        self.fast = 0        # texts compiled from a known shape (statistics, tests)
+        self.slow = 0        # texts compiled the ordinary way
+
+    def __len__(self) -> int:
+        return len(self._shapes)
+
+    def compile(self, text: str) -> Registered:
+        if isinstance(text, str) and len(text) <= FAST_PATH_MAX:
+            recent = self._recent
+            for i, layout in enumerate(recent):
+                match = layout.pattern.fullmatch(text)
+                if match is not None:
+                    if i:
+                        recent.insert(0, recent.pop(i))
+                    try:
+                        return self._known(text, layout.shape, *layout.place(match.groups()))
+                    except Unusual:
+                        return self._slow(text)
+            tokens = tokenise(text)
+            if tokens is not None and len(tokens[3]) <= MAX_LITERALS:
+                try:
+                    return self._fast(text, *tokens)
+                except Unusual:
+                    pass
+        return self._slow(text)
+
+    def _slow(self, text: str) -> Registered:
+        self.slow += 1
+        return compile_text(text)
+
+    def _fast(self, text: str, key: tuple, starts: list[int], texts: list[str],
+              literals: list[int]) -> Registered:
+        shapes = self._shapes
+        shape = shapes.pop(key, False)
+        if shape is False:
+            tree = parse_tree(text)     # errors: as from the ordinary way
+            check(tree, text)
+            try:
+                shape = learn(tree, starts, texts, literals)
+            except Unusual:
+                shape = None
+            if len(shapes) >= self.max_shapes:
+                del shapes[next(iter(shapes))]
+        shapes[key] = shape             # (re)inserted last: least recently used first
+        if shape is None:
+            raise Unusual
+        if shape.layout is None:
+            try:
+                shape.layout = Layout(shape, text, starts, texts, literals, key)
+            except re.error:            # cannot happen; then the shape has no layout
+                pass
+        if shape.layout is not None and shape.layout not in self._recent:
+            self._recent.insert(0, shape.layout)
+            del self._recent[_RECENT_LAYOUTS:]
+        return self._known(text, shape, starts, texts)
+
+    def _known(self, text: str, shape: Shape, starts: list[int],
+               texts: list[str] | dict[int, str]) -> Registered:
+        """A text of a known shape (``texts``: at least its literal tokens)."""
+        leaves = shape.leaves(starts, texts)
+        tree = shape.build(starts, leaves)
+        if shape.simple:
+            checker = _Checker(text) if shape.checks else None
+            try:
+                for path in shape.checks:
+                    node = tree
+                    for i in path:
+                        node = node.children[i]
+                    if node.kind in LITERAL_KINDS:
+                        checker.leaf(node)  # type: ignore[union-attr]
+                    else:
+                        checker.string_predicate(node)  # type: ignore[union-attr]
+            except SubscriptionError:
+                raise Unusual from None     # the ordinary way says it as the checker does
+            code = self._code(shape, leaves)
+            if code is not None:
+                matches, evaluate = code.instantiate(leaves)
+                self.fast += 1
+                return Registered(text, tree, matches, evaluate, shape.names,
+                                  shape.plan(leaves))
+            self.fast += 1
+            matches, evaluate, _source = build(tree)
+            return Registered(text, tree, matches, evaluate, shape.names, shape.plan(leaves))
+        check(tree, text)
+        self.fast += 1
+        matches, evaluate, _source = build(fold(tree))
+        return Registered(text, tree, matches, evaluate, shape.names)
+
+    def _code(self, shape: Shape, leaves: list[Node]) -> CodeTemplate | None:
+        classes = tuple(number_class(leaves[i].kind, leaves[i].value)
+                        for i in shape.numeric_slots) if shape.numeric_slots else ()
+        codes = shape.codes
+        code = codes.get(classes, False)
+        if code is not False:
+            return code
+        if len(codes) >= MAX_CODES:
+            return None
+        tree = shape.build(Positions(), leaves)
+        code = codes[classes] = code_template(tree, leaves)
+        return code
