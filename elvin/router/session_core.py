@@ -690,10 +690,16 @@ class SessionCore:
         self.host.quench.subscription_added(sub)
 
     def _own_sub(self, xid: int, sub_id: int) -> Any:
-        sub = self.host.engine.owned(self.owner).get(sub_id)
-        if sub is None:
-            self.nack(xid, NackCode.NO_SUCH_SUB, "No such subscription: %1", (id64(sub_id),))
-        return sub
+        return self._owned(self.host.engine, xid, sub_id, NackCode.NO_SUCH_SUB,
+                           "No such subscription: %1")
+
+    def _owned(self, table: Any, xid: int, item_id: int, code: int, message: str) -> Any:
+        """This session's subscription or quench ``item_id`` in ``table``, or
+        None after a Nack: a client may only name what it made itself."""
+        item = table.owned(self.owner).get(item_id)
+        if item is None:
+            self.nack(xid, code, message, (id64(item_id),))
+        return item
 
     def _sub_mod_rqst(self, p: SubModRqst) -> None:
         sub = self._own_sub(p.xid, p.subscription_id)
@@ -775,10 +781,8 @@ class SessionCore:
         self.send(QnchRply(p.xid, q.id))
 
     def _own_quench(self, xid: int, quench_id: int) -> Any:
-        q = self.host.quench.owned(self.owner).get(quench_id)
-        if q is None:
-            self.nack(xid, NackCode.NO_SUCH_QUENCH, "No such quench: %1", (id64(quench_id),))
-        return q
+        return self._owned(self.host.quench, xid, quench_id, NackCode.NO_SUCH_QUENCH,
+                           "No such quench: %1")
 
     def _qnch_mod_rqst(self, p: QnchModRqst) -> None:
         if self._quench_refused(p.xid):

@@ -278,6 +278,20 @@ class _Bounds:
         self.slots: dict[float, Any] = {}
         self.sorted: list[float] = []
 
+    def added(self, key: float) -> None:
+        insort(self.sorted, key)
+
+    def removed(self, key: float) -> None:
+        del self.sorted[bisect_left(self.sorted, key)]
+
+
+#: look-up kind -> (the ``_Dim`` attribute holding it, its type), for the
+#: kinds kept as sorted keys: bounds of ranges, prefixes and suffixes
+_HOLDERS: dict[int, tuple[str, type]] = {
+    _LOWER: ("lower", _Bounds), _UPPER: ("upper", _Bounds),
+    _PREFIX: ("prefix", _Affixes), _SUFFIX: ("suffix", _Affixes),
+}
+
 
 class _Dim:
     """The look-ups of one dimension (created as they are needed)."""
@@ -616,28 +630,17 @@ class TermIndex:
                                              bin_level - _MIN_LEVEL]
                         d.levels = dict(sorted(levels.items()))
                     d.levels[bin_level][0] += 1      # type: ignore[index]
-            elif kind == _LOWER or kind == _UPPER:
-                bounds = d.lower if kind == _LOWER else d.upper
-                if bounds is None:
-                    bounds = _Bounds()
-                    if kind == _LOWER:
-                        d.lower = bounds
-                    else:
-                        d.upper = bounds
-                container = bounds.slots
-                if key not in container:
-                    insort(bounds.sorted, key)
             else:
-                affixes = d.prefix if kind == _PREFIX else d.suffix
-                if affixes is None:
-                    affixes = _Affixes()
-                    if kind == _PREFIX:
-                        d.prefix = affixes
-                    else:
-                        d.suffix = affixes
-                container = affixes.slots
+                # bounds (x >= b, x <= b) or affixes (prefixes, suffixes): the
+                # dimension's holder for this kind, made on first use
+                attribute, holder_type = _HOLDERS[kind]
+                holder = getattr(d, attribute)
+                if holder is None:
+                    holder = holder_type()
+                    setattr(d, attribute, holder)
+                container = holder.slots
                 if key not in container:
-                    affixes.added(key)
+                    holder.added(key)
             container[key] = self._put(container.get(key), entry, checks, path + step, paths,
                                        below)
         if kind != _EQ:
@@ -725,26 +728,14 @@ class TermIndex:
                     del levels[bin_level]  # type: ignore[union-attr]
                 if not d.bins:
                     d.bins = d.levels = None
-        elif kind == _LOWER or kind == _UPPER:
-            bounds = d.lower if kind == _LOWER else d.upper
-            if bounds is not None and self._take_key(bounds.slots, key, entry, path, i + 3,
-                                                     deeper):
-                del bounds.sorted[bisect_left(bounds.sorted, key)]
-                if not bounds.slots:
-                    if kind == _LOWER:
-                        d.lower = None
-                    else:
-                        d.upper = None
         else:
-            affixes = d.prefix if kind == _PREFIX else d.suffix
-            if affixes is not None and self._take_key(affixes.slots, key, entry, path,
-                                                      i + 3, deeper):
-                affixes.removed(key)
-                if not affixes.slots:
-                    if kind == _PREFIX:
-                        d.prefix = None
-                    else:
-                        d.suffix = None
+            attribute = _HOLDERS[kind][0]
+            holder = getattr(d, attribute)
+            if holder is not None and self._take_key(holder.slots, key, entry, path, i + 3,
+                                                     deeper):
+                holder.removed(key)
+                if not holder.slots:
+                    setattr(d, attribute, None)
         d.changed()
         if d.empty():
             level.drop_dim(dim)
