@@ -242,3 +242,20 @@ def names_in_order(node: Node) -> list[str]:
     every time."""
     return list(dict.fromkeys(n.value for n in node.walk()  # type: ignore[misc]
                               if n.kind is Kind.NAME))
+
+
+def tree_depth(node: Node) -> int:
+    """Depth of a tree, computed without recursion (1 for a leaf)."""
+    deepest = 0
+    stack = [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        if d > deepest:
+            deepest = d
+        if d > MAX_DEPTH + 1:
+            return d
+        children = getattr(n, "children", ())
+        if isinstance(children, (tuple, list)):
+            for child in children:
+                stack.append((child, d + 1))
+    return deepest

@@ -48,7 +48,15 @@ from functools import reduce
 
 from elvin.errors import SubscriptionError
 from elvin.subscription import runtime as rt
-from elvin.subscription.ast import FUNCTION_NAMES, LEAF_KINDS, LITERAL_KINDS, Kind, Node, op_text
+from elvin.subscription.ast import (
+    FUNCTION_NAMES,
+    LEAF_KINDS,
+    LITERAL_KINDS,
+    Kind,
+    Node,
+    op_text,
+    tree_depth,
+)
 from elvin.subscription.cancel import checkpoint
 from elvin.subscription.logic import and3, or3
 from elvin.subscription.parser import MAX_DEPTH
@@ -447,23 +455,6 @@ _CHILD_COUNTS: dict[Kind, tuple[int, int | None]] = {
 
 _LEAF_TYPES = {Kind.NAME: str, Kind.INT32: int, Kind.INT64: int, Kind.REAL64: float,
                Kind.STRING: str}
-
-
-def tree_depth(node: Node) -> int:
-    """Depth of a tree, computed without recursion (1 for a leaf)."""
-    deepest = 0
-    stack = [(node, 1)]
-    while stack:
-        n, d = stack.pop()
-        if d > deepest:
-            deepest = d
-        if d > MAX_DEPTH + 1:
-            return d
-        children = getattr(n, "children", ())
-        if isinstance(children, (tuple, list)):
-            for child in children:
-                stack.append((child, d + 1))
-    return deepest
 
 
 def validate_tree(node: Node) -> Node:

@@ -29,7 +29,7 @@ expression's parse on the router's worker may be cancelled.
 
 from __future__ import annotations
 
-from elvin.subscription.ast import FUNCTION_KINDS, MAX_DEPTH, Kind, Node
+from elvin.subscription.ast import FUNCTION_KINDS, MAX_DEPTH, Kind, Node, tree_depth
 from elvin.subscription.cancel import checkpoint
 from elvin.subscription.tokens import Unusual, node, number_leaf, string_leaf, token_list, unescape
 
@@ -172,21 +172,6 @@ class _Descent:
         return node(kind, tuple(args), None, start)
 
 
-def _height(tree: Node) -> int:
-    """The tree's depth as the parser counts it (a leaf is 1)."""
-    deepest = 0
-    stack = [(tree, 1)]
-    while stack:
-        n, depth = stack.pop()
-        if depth > deepest:
-            deepest = depth
-        children = n.children
-        if children:
-            depth += 1
-            stack.extend((c, depth) for c in children)
-    return deepest
-
-
 def parse(text: str) -> Node:
     """The tree lark makes of ``text``, or ``Unusual`` (see the module doc).
     The caller has checked what ``parser.parse_tree`` checks before lark
@@ -202,6 +187,6 @@ def parse(text: str) -> Node:
     # the parser refuses a tree deeper than MAX_DEPTH (a leaf is one level,
     # an operator or a call one more, a chain one however long); only a
     # text of that many tokens can be
-    if len(texts) > MAX_DEPTH and _height(tree) > MAX_DEPTH:
+    if len(texts) > MAX_DEPTH and tree_depth(tree) > MAX_DEPTH:
         raise Unusual                   # lark says NESTING_TOO_DEEP
     return tree
