@@ -13,6 +13,7 @@ These fixtures are shared with the client library's tests: keep them stable.
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 
@@ -79,7 +80,21 @@ def unprivileged():
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         pytest.skip("setpriv (util-linux) is not installed")
-    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    prefix = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    if not _nobody_can_import(tuple(prefix)):
+        pytest.skip("nobody cannot read this checkout or its .venv (a private parent "
+                    "directory, e.g. one made by mktemp -d): clone it where others may read")
+    return prefix
+
+
+@functools.cache
+def _nobody_can_import(prefix: tuple[str, ...]) -> bool:
+    import subprocess
+    import sys
+
+    result = subprocess.run([*prefix, sys.executable, "-c", "import elvin, elvin_apps"],
+                            capture_output=True, cwd="/", timeout=60)
+    return result.returncode == 0
 
 
 @pytest.fixture
