@@ -539,36 +539,30 @@ class SessionCore:
         is forwarded as is in every NotifyDeliver."""
         try:
             attrs, end = decode_attributes(body, 4, self.limits)
+            tail = body[end:]
+            if (len(tail) == 8 and tail[4:] == _ZERO4
+                    and (tail[:4] == _ONE4 or tail[:4] == _ZERO4)):
+                deliver_insecure = tail[:4] == _ONE4
+                keys = None
+            else:       # keys (or something odd): the general decoder says which
+                packet = decode_packet(body, self.limits)
+                deliver_insecure = packet.deliver_insecure  # type: ignore[attr-defined]
+                keys = packet.keys  # type: ignore[attr-defined]
         except LimitError as exc:
             log.debug("%s: NotifyEmit over the limits ignored: %s", self.peer, exc)
             return
         except ProtocolError as exc:
             self._violation(f"malformed NotifyEmit: {exc}")
             return
-        tail = body[end:]
-        if len(tail) == 8 and tail[4:] == _ZERO4 and (tail[:4] == _ONE4 or tail[:4] == _ZERO4):
-            deliver_insecure = tail[:4] == _ONE4
-            nkeys = self.nfn_prepared
-        else:
+        if keys:
             try:
-                packet = decode_packet(body, self.limits)
-            except LimitError as exc:
-                log.debug("%s: NotifyEmit over the limits ignored: %s", self.peer, exc)
+                check_keys(keys)
+            except KeyRefused:
+                log.debug("%s: NotifyEmit with bad keys ignored", self.peer)
                 return
-            except ProtocolError as exc:
-                self._violation(f"malformed NotifyEmit: {exc}")
-                return
-            deliver_insecure = packet.deliver_insecure  # type: ignore[attr-defined]
-            keys = packet.keys  # type: ignore[attr-defined]
-            if keys:
-                try:
-                    check_keys(keys)
-                except KeyRefused:
-                    log.debug("%s: NotifyEmit with bad keys ignored", self.peer)
-                    return
-                nkeys = prepare_notification(self.nfn_keys | keys)
-            else:
-                nkeys = self.nfn_prepared
+            nkeys = prepare_notification(self.nfn_keys | keys)
+        else:
+            nkeys = self.nfn_prepared
         self.host.stats.notifications_in += 1
         self.host.deliver(attrs, body[4:end], deliver_insecure, nkeys, producer=self.owner)
 

@@ -288,3 +288,28 @@ def test_quench_requests_see_existing_subscriptions_first():
     removed = subscriber.feed(SubDelRqst(4, 1))
     assert [type(p) for p in removed] == [SubRply]
     assert [type(p).__name__ for p in producer.take()] == ["SubDelNotify"]
+
+
+def test_notify_emit_fast_path_keys_and_garbage():
+    """NotifyEmit is decoded once on the fast path (no keys); with keys the
+    general decoder takes over; bad keys are ignored without harm; garbage
+    after the attributes is a protocol violation, and nothing of it is
+    delivered."""
+    from elvin.keys import Keys
+
+    host = Host()
+    channel = connected(host)
+    assert channel.feed(NotifyEmit({"N": 1}), NotifyEmit({"N": 2}, False)) == []
+    assert host.delivered == [{"N": 1}, {"N": 2}]
+    key = Keys.producer_notification("secret")
+    channel.feed(NotifyEmit({"N": 3}, False, key))
+    assert host.delivered[-1] == {"N": 3}
+    unknown_scheme = Keys({9: (frozenset({b"k"}),)})
+    channel.feed(NotifyEmit({"N": 4}, True, unknown_scheme))
+    assert host.delivered[-1] == {"N": 3} and channel.closed is None   # ignored, still open
+    good = frame(NotifyEmit({"N": 5}))
+    garbage = good[:-8] + b"\xff" * 12                # not a bool, not a key list
+    garbage = len(garbage[4:]).to_bytes(4, "big") + garbage[4:]
+    channel.feed(raw=garbage)
+    assert host.delivered[-1] == {"N": 3}
+    assert host.stats.protocol_errors == 1 and channel.core.state in (CLOSING, CLOSED)
