@@ -215,29 +215,91 @@ class _Bucket(dict):
     """Several entries in one slot, each mapped to its checks; those with
     checks move to ``level`` (an index of their own) once there are more
     than ``SPLIT`` of them. (A dict itself: a bucket of windows that share
-    a bin costs no object besides its dict.)"""
+    a bin costs no object besides its dict.) Change it only through
+    ``put``, ``take`` and ``nest``, which keep ``plain`` true: whether
+    every entry is handed out as it is (no checks, no level below), the
+    usual equality bucket, which a probe then copies without a loop in
+    Python."""
 
-    __slots__ = ("level",)
+    __slots__ = ("level", "checked", "plain")
 
     def __init__(self, items: dict) -> None:
         super().__init__(items)
         self.level: _Level | None = None
+        #: entries with checks
+        self.checked = sum(1 for checks in items.values() if checks)
+        self.plain = not self.checked
+
+    def put(self, entry: Any, checks: tuple) -> None:
+        old = self.get(entry)
+        if old:
+            self.checked -= 1
+        if checks:
+            self.checked += 1
+        self[entry] = checks
+        self.plain = self.level is None and not self.checked
+
+    def take(self, entry: Any) -> None:
+        if self.pop(entry, None):
+            self.checked -= 1
+        self.plain = self.level is None and not self.checked
+
+    def nest(self, level: _Level | None) -> None:
+        """Entries with checks are filed in ``level`` now (or none, when it emptied)."""
+        self.level = level
+        self.plain = level is None and not self.checked
 
 
 def _emit(slot: Any, attrs: Mapping[str, Any], out: list) -> None:
     t = type(slot)
     if t is _Bucket:
-        if any(slot.values()):
+        if slot.plain:
+            out.extend(slot)        # (equality buckets: no checks, no loop in Python)
+            return
+        if slot.checked:
             for entry, checks in slot.items():
                 if not checks or _holds(checks, attrs):
                     out.append(entry)
         else:
-            out.extend(slot)        # (equality buckets: no checks, no loop in Python)
+            out.extend(slot)
         if slot.level is not None:
             slot.level.probe(attrs, out)
     elif t is tuple:
         if _holds(slot[1], attrs):
             out.append(slot[0])
+    else:
+        out.append(slot)
+
+
+def _emit_binned(slot: Any, position: float, attrs: Mapping[str, Any], out: list) -> None:
+    """``_emit`` for a bin's slot, whose checks start with the range it is
+    binned by (``TermIndex._file``): that range is compared with the
+    value's ``position`` here, and ``_holds`` runs only for the rest. (A
+    bin holds a few ranges that do not contain the value; this is most of
+    the work for windows.)"""
+    t = type(slot)
+    if t is _Bucket:
+        for entry, checks in slot.items():
+            if not checks:
+                out.append(entry)       # (filed twice in the slot: evaluated)
+            elif type(checks[0]) is int:
+                if checks[2] <= position <= checks[3]:
+                    out.append(entry)
+            else:
+                bounds = checks[0]
+                if bounds[2] <= position <= bounds[3] and _holds(checks[1:], attrs):
+                    out.append(entry)
+        if slot.level is not None:
+            slot.level.probe(attrs, out)
+    elif t is tuple:
+        checks = slot[1]
+        if type(checks[0]) is int:
+            if checks[2] <= position <= checks[3]:
+                out.append(slot[0])
+        else:
+            bounds = checks[0]
+            if bounds[2] <= position <= bounds[3] and _holds(checks[1:], attrs):
+                out.append(slot[0])
     else:
         out.append(slot)
 
@@ -372,7 +434,7 @@ class _Dim:
                         if -_BIN_LIMIT < x < _BIN_LIMIT:
                             slot = bins.get(_floor(x) * _LEVELS + offset)
                             if slot is not None:
-                                _emit(slot, attrs, out)
+                                _emit_binned(slot, position, attrs, out)
         if self.present is not None:
             _emit(self.present, attrs, out)
 
@@ -524,7 +586,12 @@ class TermIndex:
                     slot = eq.get(value if type(value) is str else _key(value))
                     if slot is not None:
                         t = type(slot)
-                        if t is _Bucket or t is tuple:
+                        if t is _Bucket:
+                            if slot.plain:
+                                out.extend(slot)
+                            else:
+                                _emit(slot, attrs, out)
+                        elif t is tuple:
                             _emit(slot, attrs, out)
                         else:
                             out.append(slot)
@@ -599,9 +666,11 @@ class TermIndex:
                              path + step, paths)
             return
         kind, keys = _steps(access)
-        checks: tuple = ()
+        # a bin's checks start with its own range (its probe compares that
+        # inline: ``_emit_binned``)
+        checks: tuple = (access,) if kind == _BINS else ()
         for cond in alternative:
-            if cond[0] != PRESENT and (cond is not access or kind == _BINS):
+            if cond[0] != PRESENT and cond is not access:
                 checks = (*checks, cond)
         if len(checks) == 1:
             checks = checks[0]          # one condition: kept as itself
@@ -664,7 +733,7 @@ class TermIndex:
                 return slot
             # filed twice in one slot (two alternatives alike): no checks
             # then, the entry is evaluated whichever alternative holds
-            slot[entry] = () if entry in slot else checks
+            slot.put(entry, () if entry in slot else checks)
             paths.append(path)
             size = len(slot)
             # (tried at each power of two: a bucket whose entries cannot move
@@ -688,9 +757,10 @@ class TermIndex:
         movable = [(e, c) for e, c in bucket.items() if c and _usable(c, exclude)]
         if len(movable) <= SPLIT // 2:
             return
-        level = bucket.level = _Level(exclude)
+        level = _Level(exclude)
+        bucket.nest(level)
         for entry, checks in movable:
-            del bucket[entry]
+            bucket.take(entry)
             new_paths: list[tuple] = []
             self._file(level, _conditions(checks), entry, path, new_paths, False)
             old_paths = _paths(entry.place)
@@ -763,9 +833,9 @@ class TermIndex:
             if deeper and slot.level is not None:
                 self._unfile(slot.level, path, i, entry)
                 if slot.level.empty():
-                    slot.level = None
+                    slot.nest(None)
             else:
-                slot.pop(entry, None)
+                slot.take(entry)
             if slot.level is None:
                 if not slot:
                     return None

@@ -148,3 +148,29 @@ async def test_one_loop_turn_shares_one_budget():
     assert scheduler.turn_deadline() == first           # the same turn
     await asyncio.sleep(0)
     assert scheduler.turn_deadline() > first            # a new turn, a new budget
+
+
+async def test_aged_bursts_do_not_starve_a_session_with_one_packet():
+    """A hundred clients pipelining (a mass registration): after a few
+    turns every burst has aged, and each turn's aged burst may use the whole
+    budget. A session with one packet waiting is still served in the next
+    turn. (It once waited behind every aged burst: 5-6 s of a bystander's
+    round trip during bench/router.py --only registration.)"""
+    from elvin.router.scheduler import AGE_TURNS
+
+    scheduler = Scheduler(asyncio.get_running_loop())
+    bursts = [Costly(100_000, 0.0003) for _ in range(20)]
+    for burst in bursts:
+        scheduler.wake(burst, short=False)
+    async with asyncio.timeout(30):
+        while scheduler._turns < 3 * AGE_TURNS:    # every burst has waited long enough
+            await asyncio.sleep(0)
+        one = Costly(1, 0.0)
+        scheduler.wake(one, short=True)
+        woken_at = scheduler._turns
+        while not one.handled and scheduler._turns < woken_at + 50:
+            await asyncio.sleep(0)
+    assert one.handled, "the session with one packet was not served in 50 turns"
+    assert scheduler._turns - woken_at <= 2, scheduler._turns - woken_at
+    for burst in bursts:
+        burst.packets = 0                           # let the scheduler go idle
