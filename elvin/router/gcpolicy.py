@@ -58,7 +58,7 @@ from collections.abc import Callable
 
 log = logging.getLogger("elvin.router.gc")
 
-__all__ = ["THAW_MIN_OBJECTS", "THAW_SHARE", "YOUNG_PASSES", "GcPolicy"]
+__all__ = ["CHECK_SHARE", "THAW_MIN_OBJECTS", "THAW_SHARE", "YOUNG_PASSES", "GcPolicy"]
 
 #: generation-1 passes between two managed collections of the old generation
 YOUNG_PASSES = 2
@@ -66,6 +66,11 @@ YOUNG_PASSES = 2
 THAW_MIN_OBJECTS = 20_000
 #: ... and the share of the expected frozen objects that allows one on a big heap
 THAW_SHARE = 0.25
+#: the share of the loop's time the dead-cycle check may take: it walks every
+#: frozen object (``gc.get_freeze_count``, about 30 ms for 3 million), and
+#: during a registration burst managed passes come every hundred or so
+#: subscriptions, where checking at each one took 15 % of the router's CPU
+CHECK_SHARE = 0.02
 #: a third threshold no generation-2 count reaches (a C int)
 _NEVER = 2**31 - 1
 
@@ -82,6 +87,10 @@ class GcPolicy:
         self.passes = 0             # managed old-generation collections (statistics)
         self.thaws = 0              # full collections after a thaw
         self.longest = 0.0          # seconds of the longest managed collection
+        self.checks = 0             # dead-cycle checks made (statistics, tests)
+        #: ``CHECK_SHARE``, or None to check at every managed pass (tests)
+        self.check_share: float | None = CHECK_SHARE
+        self._next_check = 0.0      # perf_counter() before which no check is made
         self._young = 0
         self._frozen_young = 0      # young passes followed by a freeze since a generation-1 count
         self._scheduled = False
@@ -167,7 +176,15 @@ class GcPolicy:
         start = time.perf_counter()
         gc.collect()
         gc.freeze()
+        if self.check_share is not None and start < self._next_check:
+            self._done(start)       # the last check was too recent to pay for another
+            return
+        counted = time.perf_counter()
         frozen, population = gc.get_freeze_count(), self.population()
+        self.checks += 1
+        if self.check_share is not None:
+            now = time.perf_counter()
+            self._next_check = now + (now - counted) / self.check_share
         if self._per_member is None and population:
             # the first measure with members: the best estimate until a thaw
             self._per_member = max(0.0, (frozen - self._baseline) / population)
@@ -184,6 +201,9 @@ class GcPolicy:
             observed = (frozen - self._baseline) / population
             if observed < self._per_member:
                 self._per_member = max(0.0, observed)
+        self._done(start)
+
+    def _done(self, start: float) -> None:
         self.passes += 1
         elapsed = time.perf_counter() - start
         self.longest = max(self.longest, elapsed)
