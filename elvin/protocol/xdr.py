@@ -852,7 +852,8 @@ def _ids_block(ids: Iterable[int] | Sequence[int]) -> bytes:
     if not n:
         return _NO_IDS
     if n == 1:
-        return _ONE_ID.pack(1, *ids)
+        (only,) = ids
+        return _ONE_ID.pack(1, only)
     return _p_i32(n) + id64_array(n).pack(*ids)
 
 
@@ -861,6 +862,11 @@ def frame_notify_deliver(attributes_block: bytes, secure_matches: Sequence[int] 
     """A framed pk.NotifyDeliver from attributes already encoded with
     ``encode_attributes``: the per-subscriber cost is two small packs."""
     try:
+        if not secure_matches and len(insecure_matches) == 1:
+            # the usual delivery: one subscription of the client, no keys
+            (only,) = insecure_matches
+            return b"".join((_S_HDR_ID.pack(len(attributes_block) + 20, _DELIVER_ID),
+                             attributes_block, _NO_IDS, _ONE_ID.pack(1, only)))
         secure = _ids_block(secure_matches)
         insecure = _ids_block(insecure_matches)
     except _STRUCT_ERROR as exc:

@@ -359,7 +359,7 @@ class _Dim:
     """The look-ups of one dimension (created as they are needed)."""
 
     __slots__ = ("eq", "lower", "upper", "bins", "levels", "prefix", "suffix", "present",
-                 "more")
+                 "more", "ranged")
 
     def __init__(self) -> None:
         self.eq: dict | None = None
@@ -373,10 +373,12 @@ class _Dim:
         self.present: Any = None
         #: anything but ``eq`` (the root's loop looks up ``eq`` itself)
         self.more = False
+        #: bounds or bins (a number's look-ups)
+        self.ranged = False
 
     def changed(self) -> None:
-        self.more = (self.lower is not None or self.upper is not None or bool(self.bins)
-                     or self.prefix is not None or self.suffix is not None
+        self.ranged = self.lower is not None or self.upper is not None or bool(self.bins)
+        self.more = (self.ranged or self.prefix is not None or self.suffix is not None
                      or self.present is not None)
 
     def empty(self) -> bool:
@@ -393,7 +395,8 @@ class _Dim:
 
     def probe_more(self, value: Any, attrs: Mapping[str, Any], out: list) -> None:
         """``probe`` but for the ``eq`` look-up."""
-        if type(value) is str:
+        t = type(value)
+        if t is str:
             affixes = self.prefix
             if affixes is not None:
                 slots = affixes.slots
@@ -403,7 +406,10 @@ class _Dim:
                         break
                     slot = slots.get(value[:length])
                     if slot is not None:
-                        _emit(slot, attrs, out)
+                        if type(slot) is _Bucket or type(slot) is tuple:
+                            _emit(slot, attrs, out)
+                        else:
+                            out.append(slot)
             affixes = self.suffix
             if affixes is not None:
                 slots = affixes.slots
@@ -414,8 +420,14 @@ class _Dim:
                     slot = slots.get(value[n - length:])
                     if slot is not None:
                         _emit(slot, attrs, out)
-        elif self.lower is not None or self.upper is not None or self.bins:
-            position = _position(value)
+        elif self.ranged:
+            # ``_position``, inline: this runs for every number a notification carries
+            if t is float:
+                position = value if value == value else _INF
+            elif (t is int or t is Int64) and INT64_MIN <= value <= INT64_MAX:
+                position = float(value)
+            else:
+                position = None
             if position is not None:
                 bounds = self.lower
                 if bounds is not None:
@@ -713,7 +725,7 @@ class TermIndex:
             container[key] = self._put(container.get(key), entry, checks, path + step, paths,
                                        below)
         if kind != _EQ:
-            d.more = True
+            d.changed()
 
     def _put_always(self, level: _Level, entry: Any, checks: tuple, path: tuple,
                     paths: list) -> None:
