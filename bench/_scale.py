@@ -54,6 +54,13 @@ measured, so absolute rates are about half an idle machine's):
   at load 2: 25,300 / 22,600 at 1k / 100k (x1.07), 7,400-11,000
   registrations/s, 970-1,490 B of router RSS per subscription;
 * ``--long-compile``: median 26 ms, best 17 ms (19 ms median at load 2).
+
+On an idle machine (load about 1), after the bins compared their own range
+inline and one-subscription deliveries were framed in one join:
+``--scale-tcp`` rangeprefix at 1k 36,600-37,800 notifications/s (26.5-27.3
+us of router CPU each; Avis 34,514), 11,600-11,900 registrations/s;
+``--scale`` rangeprefix 119,000 / 98,000 notifications/s at 1k / 100k
+(x1.21), tickertape 344,000 / 343,000 (x1.00); ``--long-compile`` median 17 ms.
 """
 
 from __future__ import annotations
