@@ -9,7 +9,7 @@ import struct
 from dataclasses import fields, is_dataclass
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from elvin.errors import ProtocolError
@@ -252,9 +252,19 @@ def test_ast_round_trip(node):
 
 @SETTINGS
 @given(attributes, id64s, id64s)
+@example({"Seq": 5, "Text": "p-1"}, (), (7,))          # the one-subscription fast path
+@example({"Seq": 5}, (), [2**64 - 1])                  # ... with a list and the largest id64
+@example({"Seq": 5}, (3,), (7,))
 def test_frame_notify_deliver_matches_the_packet_encoder(attrs, secure, insecure):
     fast = frame_notify_deliver(encode_attributes(attrs), secure, insecure)
     assert fast == frame(NotifyDeliver(attrs, secure, insecure))
+
+
+@pytest.mark.parametrize("secure, insecure", [((), (-1,)), ((), (2**64,)), ((-1,), (7,)),
+                                               ((), ("7",))])
+def test_frame_notify_deliver_refuses_ids_that_are_not_id64(secure, insecure):
+    with pytest.raises(ValueError, match="subscription ids"):
+        frame_notify_deliver(encode_attributes({"Seq": 5}), secure, insecure)
 
 
 def test_framed_stream_of_every_packet_type():
