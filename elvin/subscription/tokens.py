@@ -67,17 +67,13 @@ def tokenise(text: str) -> tuple[tuple, list[int], list[str], list[int]] | None:
     """``(shape key, token starts, token texts, literal token indexes)``, or
     None if the text holds something the tokeniser does not know (lark will
     say what is wrong with it)."""
+    tokens = token_list(text)
+    if tokens is None:
+        return None
+    starts, texts = tokens
     key: list[str] = []
-    starts: list[int] = []
-    texts: list[str] = []
     literals: list[int] = []
-    pos = 0
-    i = 0
-    for space, tok in _PAIRS.findall(text):
-        pos += len(space)
-        starts.append(pos)
-        pos += len(tok)
-        texts.append(tok)
+    for i, tok in enumerate(texts):
         c = tok[0]
         if c in _LITERAL_FIRST:
             literals.append(i)
@@ -91,17 +87,12 @@ def tokenise(text: str) -> tuple[tuple, list[int], list[str], list[int]] | None:
                 key.append(INT32_KEY)
         else:
             key.append(tok)
-        i += 1
-    # findall skips what no token matches: then the tokens do not reach the end
-    # (the same verdict as matching the text against (space token)+ space)
-    if not texts or pos != len(text.rstrip(SPACE_CHARS)):
-        return None
     return tuple(key), starts, texts, literals
 
 
 def token_list(text: str) -> tuple[list[int], list[str]] | None:
-    """``(token starts, token texts)``, or None as ``tokenise`` (the parser
-    needs no shape key)."""
+    """``(token starts, token texts)``, or None if the text holds something
+    no token starts with (the parser and ``tokenise`` start from it)."""
     starts: list[int] = []
     texts: list[str] = []
     pos = 0
@@ -111,6 +102,7 @@ def token_list(text: str) -> tuple[list[int], list[str]] | None:
         pos += len(tok)
         texts.append(tok)
     # findall skips what no token matches: then the tokens do not reach the end
+    # (the same verdict as matching the text against (space token)+ space)
     if not texts or pos != len(text.rstrip(SPACE_CHARS)):
         return None
     return starts, texts
