@@ -45,7 +45,7 @@ from elvin.subscription.checker import COMPARISONS, STRING_PREDICATES, TYPE_PRED
 from elvin.subscription.reference import evaluate
 from elvin.values import INT64_MAX, INT64_MIN, Int64
 
-__all__ = ["alternative_names", "index_constraint", "index_value", "literal_key",
+__all__ = ["index_constraint", "index_value", "literal_key",
            "required_names"]
 
 _NEVER = None  # "cannot happen": requires everything
@@ -121,21 +121,6 @@ def required_names(node: Node) -> frozenset[str]:
     if result is _NEVER:
         return names_in(node)
     return result
-
-
-def alternative_names(node: Node) -> list[frozenset[str]] | None:
-    """For an ``||`` with no name all its operands require (``fold-case(User)
-    == "x" || Host == "y"``): the names each operand that can be true
-    requires. The expression can be true only if a notification holds, for
-    some operand, all of its names; so it needs evaluating only for
-    notifications holding one name of each operand's set. None if some
-    operand requires nothing (or ``node`` is no ``||``)."""
-    if node.kind is not Kind.OR:
-        return None
-    parts = [p for p in (_need(c, True) for c in flatten(node)) if p is not _NEVER]
-    if not parts or not all(parts):
-        return None
-    return parts
 
 
 def index_value(value: object) -> object:
