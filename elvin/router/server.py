@@ -115,35 +115,24 @@ class Router:
         try:
             if self.config.archive is not None:   # before listening: nothing unarchived
                 self._open_archive(self.config.archive)
-        except BaseException:
-            self._close_state()
-            raise
-        try:
             # bound but not accepting until the mobility proxy has its
             # subscriptions back: nothing published after a restart is missed
             for uri in self.config.listen:
                 await self._listen(uri)
-        except BaseException:
-            await self._close_servers()
-            await self._close_archive()
-            self._close_state()
-            raise
-        for url in self.urls:       # elvind says it once, on stderr (elvin.router.cli)
-            log.debug("listening on %s", url)
-        if not self.config.quench:
-            log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
-        await self._start_mobility()
-        try:
+            for url in self.urls:   # elvind says it once, on stderr (elvin.router.cli)
+                log.debug("listening on %s", url)
+            if not self.config.quench:
+                log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
+            await self._start_mobility()
             await self._start_federation()
+            for _kind, server in self._servers:
+                await server.start_serving()
+            await self._start_discovery()
         except BaseException:
-            await self._stop_mobility()
-            await self._close_servers()
-            await self._close_archive()
-            self._close_state()
+            # whatever started is stopped the one way a router stops (each
+            # step of ``stop`` does nothing for a part that never started)
+            await self.stop()
             raise
-        for _kind, server in self._servers:
-            await server.start_serving()
-        await self._start_discovery()
         return self
 
     async def _listen(self, uri: str) -> None:
@@ -340,10 +329,8 @@ class Router:
         try:
             self.mobility = await start_in_router(self)
         except StateError:
-            await self.stop()
-            raise
+            raise                       # (it names the state directory and the way out)
         except Exception as exc:
-            await self.stop()
             raise RouterStartError(f"cannot start the mobility proxy: {exc}") from None
 
     async def _stop_mobility(self) -> None:
