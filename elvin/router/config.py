@@ -17,7 +17,6 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     mobility-expiry = 3600        # seconds an unclaimed buffer is kept
     mobility-key-file = "/etc/elvind/mobility.key"  # proxy's raw private key (pinnable)
     state-dir = "/var/lib/elvind"  # what must outlive the router (mobility buffers)
-    state-reset = false           # move the state aside at start (never deleted)
     archive = "/var/lib/elvind/archive"  # traffic archive (Parquet), off by default
     archive-private = false       # also archive the attributes of notifications sent
                                   # for key holders only (deliver_insecure false)
@@ -270,8 +269,7 @@ class RouterConfig:
 
     def _check_state(self, source: str, text: str) -> None:
         if self.state_reset and self.state_dir is None:
-            raise ConfigError(f"{source}{line_of(text, 'state-reset')}: state-reset needs a "
-                              "state-dir (the state to move aside)")
+            raise ConfigError("--state-reset needs a state-dir (the state to move aside)")
         if self.state_dir is None:
             return
         where = f"{source}{line_of(text, 'state-dir')}"
@@ -311,7 +309,7 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "state-dir": (str, "state_dir"),
 }
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
-          "mobility": "mobility", "quench": "quench", "state-reset": "state_reset",
+          "mobility": "mobility", "quench": "quench",
           "archive-private": "archive_private", "attribute-names": "attribute_names"}
 
 
@@ -473,6 +471,11 @@ def _apply_key(config: RouterConfig, raw_key: str, value: Any, source: str,
             raise ConfigError(f"{where(raw_key)}: {raw_key!r} must be {expected}, not "
                               f"{value!r}")
         setattr(config, attr, value)
+    elif key == "state-reset":
+        # a one-off, not a setting: left in the file, it would move the
+        # state aside at every restart, the crashes ``state-dir`` is for included
+        raise ConfigError(f"{where(raw_key)}: state-reset is not a setting: to move the "
+                          "state aside once, run elvind --state-reset")
     elif key in _FLAGS:
         if not isinstance(value, bool):
             raise ConfigError(f"{where(raw_key)}: {raw_key!r} must be true or false, not "

@@ -133,21 +133,25 @@ def test_routers_started_together_have_distinct_ids() -> None:
     assert len(ids) == 3
 
 
-def test_state_dir_and_reset_in_the_file_and_as_flags(tmp_path):
-    path = write(tmp_path, f'state-dir = "{tmp_path / "s"}"\nstate-reset = true\n')
+def test_state_dir_in_the_file_and_as_flags_and_reset_only_as_a_flag(tmp_path):
+    path = write(tmp_path, f'state-dir = "{tmp_path / "s"}"\n')
     config = load_config(path)
-    assert config.state_dir == str(tmp_path / "s") and config.state_reset
+    assert config.state_dir == str(tmp_path / "s") and not config.state_reset
     flags = make_config(build_parser().parse_args(["--state-dir", str(tmp_path / "t")]))
     assert flags.state_dir == str(tmp_path / "t") and not flags.state_reset
     over = make_config(build_parser().parse_args(["--config", str(path), "--state-dir",
-                                                  str(tmp_path / "u")]))
+                                                  str(tmp_path / "u"), "--state-reset"]))
     assert over.state_dir == str(tmp_path / "u") and over.state_reset
+    reset = make_config(build_parser().parse_args(["--config", str(path), "--state-reset"]))
+    assert reset.state_dir == str(tmp_path / "s") and reset.state_reset
 
 
 @pytest.mark.parametrize("text, message", [
     ("state-dir = 3\n", "'state-dir' must be a string"),
-    ("state-reset = \"yes\"\n", "'state-reset' must be true or false"),
-    ("state-reset = true\n", "state-reset needs a state-dir"),
+    ("state-reset = \"yes\"\n", "state-reset is not a setting"),
+    ("state-dir = \"/tmp/x\"\nstate-reset = true\n",
+     "line 2: state-reset is not a setting: to move the state aside once, run elvind "
+     "--state-reset"),
     ('state-dir = ""\n', "state-dir: empty directory name"),
 ])
 def test_bad_state_settings_name_the_problem(tmp_path, text, message):
