@@ -42,15 +42,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from elvin.census import CENSUS_ATTRIBUTE, CENSUS_SUBSCRIPTION, read_census
 from elvin.client import Connection, Notification, Subscription
 from elvin.errors import ElvinError
 from elvin.qt import split
-from elvin.router.census import CENSUS_ATTRIBUTE, read_census
 from elvin.subscription.unparse import quote_name, quote_string
 
 __all__ = ["BrowsePane", "browse_expression"]
 
-CENSUS_SUBSCRIPTION = f"require({CENSUS_ATTRIBUTE})"
 #: seconds to wait for the router's list of names before saying it has none
 CENSUS_TIMEOUT = 12.0
 #: names subscribed to at most (the most used first)

@@ -12,19 +12,8 @@ came) and publishes, every
 ``stats_interval`` seconds and soon after a name it had not listed
 appears, a notification of its own:
 
-============================  =======  ==============================================
-attribute                     type     meaning
-============================  =======  ==============================================
-Elvin-Router-Attributes       int32    always 1: subscribe with
-                                       ``require(Elvin-Router-Attributes)``
-Router-Id                     string   the router's id (as in Elvin-Router-Stats)
-Attribute-Names               string   the names seen within ``Attribute-Window``
-                                       seconds, one per line, the most used first
-Attribute-Counts              string   how many notifications had each, one per line,
-                                       in the same order
-Attribute-Names-Left-Out      int32    names seen but not listed (beyond ``limit``)
-Attribute-Window              real64   the seconds the list covers
-============================  =======  ==============================================
+(the notification's attributes: ``elvin.census``, shared with the clients
+that read it).
 
 A client then subscribes to ``require(A) || require(B) || ...`` and follows
 the list as it changes. Only notifications that may be delivered without
@@ -43,11 +32,12 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 
+from elvin.census import CENSUS_ATTRIBUTE, census_notification
+
 log = logging.getLogger("elvin.router")
 
-__all__ = ["CENSUS_ATTRIBUTE", "AttributeCensus", "read_census"]
+__all__ = ["CENSUS_ATTRIBUTE", "AttributeCensus"]
 
-CENSUS_ATTRIBUTE = "Elvin-Router-Attributes"
 #: seconds a name stays listed after it was last seen
 WINDOW = 600.0
 #: names listed at most (the most used); the rest are counted in Left-Out
@@ -191,32 +181,5 @@ class AttributeCensus:
         listable.sort(key=lambda item: (-item[0], item[1]))
         shown = listable[:self.limit]
         self._listed = {name for _count, name in shown}
-        return {
-            CENSUS_ATTRIBUTE: 1,
-            "Router-Id": self._router_id(),
-            "Attribute-Names": "\n".join(name for _count, name in shown),
-            "Attribute-Counts": "\n".join(str(count) for count, _name in shown),
-            "Attribute-Names-Left-Out": len(counts) - len(shown),
-            "Attribute-Window": float(self.window),
-        }
-
-
-def read_census(attributes: Mapping[str, object]) -> dict[str, int] | None:
-    """The names and counts a census notification lists, or None when
-    ``attributes`` is not one (or is malformed: wrong types, counts that
-    do not line up)."""
-    if attributes.get(CENSUS_ATTRIBUTE) != 1:
-        return None
-    names, counts = attributes.get("Attribute-Names"), attributes.get("Attribute-Counts")
-    if not isinstance(names, str) or not isinstance(counts, str):
-        return None
-    name_list = names.split("\n") if names else []
-    count_list = counts.split("\n") if counts else []
-    if len(name_list) != len(count_list):
-        return None
-    found: dict[str, int] = {}
-    for name, count in zip(name_list, count_list, strict=True):
-        if not name or not count.isdigit():
-            return None
-        found[name] = int(count)
-    return found
+        return census_notification(self._router_id(), [(name, count) for count, name in shown],
+                                   len(counts) - len(shown), self.window)

@@ -10,7 +10,7 @@ import pytest
 
 import elvin.client
 from elvin import Keys
-from elvin.router.census import CENSUS_ATTRIBUTE, read_census
+from elvin.census import CENSUS_ATTRIBUTE, read_census
 from tests.waiting import until
 
 CENSUS = f"require({CENSUS_ATTRIBUTE})"

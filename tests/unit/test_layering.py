@@ -1,0 +1,52 @@
+"""The layers the design keeps apart, checked on the imports themselves
+(``ast``, not text): the protocol codec and the subscription language are
+sans-IO (no sockets, asyncio, threads' event loops or Qt), and the apps
+reach a router only through ``elvin.client`` (they may start the bundled
+router, ``elvin.router.bundled``, which is how ``make run`` works)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.append((node.lineno, node.module))
+    return out
+
+
+def _offending(folder: str, forbidden) -> list[str]:
+    found = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for line, module in _imports(path):
+            if forbidden(module):
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    return found
+
+
+_IO = ("asyncio", "socket", "selectors", "ssl", "PySide6", "qasync", "elvin.client",
+       "elvin.router", "elvin.qt")
+
+
+@pytest.mark.parametrize("folder", ["elvin/protocol", "elvin/subscription"])
+def test_the_codec_and_the_language_are_sans_io(folder):
+    def forbidden(module: str) -> bool:
+        return any(module == m or module.startswith(m + ".") for m in _IO)
+    assert _offending(folder, forbidden) == []
+
+
+def test_apps_reach_routers_only_through_the_client():
+    def forbidden(module: str) -> bool:
+        return (module == "elvin.router" or module.startswith("elvin.router.")) \
+            and module != "elvin.router.bundled"
+    assert _offending("apps", forbidden) == []
