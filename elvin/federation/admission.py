@@ -41,7 +41,7 @@ from elvin.federation.config import (
     host_rules,
     parse_ewaf_uri,
 )
-from elvin.federation.hosts import HostRules, Resolver, certificate_names
+from elvin.federation.hosts import HostRules, Resolver, ResolverBusy, certificate_names
 from elvin.protocol.uri import URIError
 
 __all__ = ["NEEDS_DNS", "AcceptRule", "Peer", "Refusal", "accept_rule", "admission_warnings",
@@ -147,9 +147,17 @@ def check_peer(rule: AcceptRule, domain: str, peer: Peer) -> Refusal | None:
 
 async def check_peer_names(rule: AcceptRule, domain: str, peer: Peer,
                            resolver: Resolver) -> Refusal | None:
-    """The rest of ``check_peer`` when it answered ``NEEDS_DNS``."""
-    if peer.address is not None and await rule.hosts.match(peer.address, resolver):
-        return None
+    """The rest of ``check_peer`` when it answered ``NEEDS_DNS``. A resolver
+    too busy to ask refuses the peer at once, and the log says why."""
+    try:
+        if peer.address is not None and await rule.hosts.match(peer.address, resolver):
+            return None
+    except ResolverBusy as exc:
+        source = peer.address or "an unknown address"
+        return Refusal(f"router domain {domain!r} from {source}: {rule.hosts_key} "
+                       f"({rule.hosts}) needs host-name lookups, and {exc}: refused "
+                       "without looking up (it may dial again)",
+                       f"router domain {domain!r}: the router is busy, try again later")
     return _outside(rule, domain, peer)
 
 

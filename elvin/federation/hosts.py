@@ -40,8 +40,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-__all__ = ["HostPattern", "HostRules", "Resolver", "certificate_names", "parse_host_pattern",
-           "parse_hosts"]
+__all__ = ["HostPattern", "HostRules", "Resolver", "ResolverBusy", "certificate_names",
+           "parse_host_pattern", "parse_hosts"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -51,8 +51,15 @@ _ADDRESS_WILDCARD = re.compile(r"[0-9a-fA-F:.*?]+\Z")
 _ADDRESS_TEXT = re.compile(r"[0-9.*?]+\Z")
 
 
+class ResolverBusy(Exception):
+    """A resolver declined to ask (too many lookups under way). Not an
+    ``OSError``: a failed lookup admits nothing, this refuses outright, and
+    ``HostRules.match`` lets it through to say so."""
+
+
 class Resolver:
-    """What matching names needs from DNS (both may raise ``OSError``)."""
+    """What matching names needs from DNS (both may raise ``OSError``, or
+    ``ResolverBusy``)."""
 
     #: every address ``name`` resolves to
     addresses: Callable[[str], Awaitable[Sequence[str]]]
@@ -192,7 +199,8 @@ class HostRules:
 
     async def match(self, address: str, resolver: Resolver) -> HostPattern | None:
         """The pattern that admits ``address``, or None. Lookups that fail
-        admit nothing (they are not errors: the peer is refused)."""
+        admit nothing (they are not errors: the peer is refused);
+        ``ResolverBusy`` goes through."""
         found = self.match_address(address)
         if found is not None or not self._reverse:
             return found

@@ -171,6 +171,7 @@ class Link(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.decoder = FrameDecoder(service.limits)
         self.peer = "?"
+        self.address: str | None = None          # the peer's IP address
         self.remote_domain: str | None = None
         self.outgoing: Filter = Filter(False)
         self.incoming: Filter = Filter(False)
@@ -217,6 +218,7 @@ class Link(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"
+            self.address = peer[0]
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
