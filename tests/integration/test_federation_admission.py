@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import socket
+import threading
 
 import pytest
 
@@ -269,4 +270,48 @@ async def test_a_reload_closes_a_link_its_new_hosts_no_longer_allow():
         await peer.until_closed()
         await peer.close()
     finally:
+        hub.stop()
+
+
+async def test_a_reload_during_a_peers_lookup_decides_it_by_the_new_rules(monkeypatch, caplog):
+    """The rules change while the peer's host name is being looked up: the
+    answer is about the old rules, so the peer is checked again under the
+    new ones (here: refused) instead of admitted under the old. The name's
+    lookup is held back by replacing ``socket.getaddrinfo`` for that one
+    name, in this process, for this test (a slow DNS server cannot be
+    arranged here); the router runs asyncio's loop, not uvloop, whose
+    getaddrinfo would not go through ``socket``."""
+    caplog.set_level("WARNING", logger="elvin.federation")
+    real, release, asked = socket.getaddrinfo, threading.Event(), threading.Event()
+
+    def getaddrinfo(host, *args, **kwargs):
+        if host != "edge.test":
+            return real(host, *args, **kwargs)
+        asked.set()
+        release.wait(30)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (OTHER, 0))]
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    hub = start("hub", accept=[AcceptSpec("edge", hosts=["edge.test"])],
+                router_settings={"use_uvloop": False})
+    try:
+        peer = await RawFederator.open(hub.federation_urls[0], OTHER)
+        peer.send(FedConnRqst(1, 1, 0, "edge"))
+        await until(asked.is_set, what="the lookup of edge.test")
+
+        def reload():
+            service = hub.router.federation
+            config = dataclasses.replace(service.config,
+                                         accept=[AcceptSpec("edge", hosts=["127.0.0.1"])])
+            return asyncio.ensure_future(hub.router.reconfigure_federation(config))
+        done = hub.call(reload)
+        await until(lambda: hub.call(done.done), what="the reload")
+        release.set()
+        answer = await peer.next()
+        assert isinstance(answer, Nack), f"admitted under the old rules: {answer}"
+        assert await peer.until_closed() == []
+        await peer.close()
+        assert "federation.accept #1, hosts (127.0.0.1)" in refusals(caplog)[-1]
+        assert linked_domains(hub) == set() and fed_stats(hub)["links_established"] == 0
+    finally:
+        release.set()
         hub.stop()
