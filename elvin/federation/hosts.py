@@ -24,8 +24,9 @@ themselves ``edge.example.com``.
 Certificates (``require_authenticated``): a peer's certificate names one of
 the hosts when a subjectAltName DNS entry matches a name or wildcard pattern
 (``fnmatch`` rules, so a ``*.example.com`` certificate matches the pattern
-``*.example.com``) or an IP entry matches an address, network or address
-wildcard. The subject's common name is not used (RFC 6125).
+``*.example.com``; an address wildcard such as ``10.1.*`` is never matched
+against a DNS entry, which could be ``10.1.evil.com``) or an IP entry
+matches an address, network or address wildcard. The subject's common name is not used (RFC 6125).
 
 Parsing and matching are sans-IO; ``HostRules.match`` takes a resolver (the
 federation service passes one that runs the system's resolver off the
@@ -234,9 +235,9 @@ class HostRules:
     def names_certificate(self, dns_names: Iterable[str], ip_addresses: Iterable[str]) -> bool:
         """Whether a certificate with these subjectAltName entries names one
         of the hosts."""
-        for dns in dns_names:
-            dns = dns.lower().rstrip(".")
-            for p in self.patterns:
+        for dns in dns_names:          # names and name wildcards only: 10.1.* is no
+            dns = dns.lower().rstrip(".")  # pattern for a name like 10.1.evil.com
+            for p in self._reverse:
                 if (p.kind == "name" and p.name == dns) or \
                         (p.kind == "wildcard" and fnmatchcase(dns, p.name)):
                     return True

@@ -90,6 +90,15 @@ def test_certificate_names():
     assert not rules.names_certificate(["other.example.com"], ["10.2.0.1", "garbage"])
 
 
+def test_address_wildcards_match_a_certificates_addresses_never_its_names():
+    rules = HostRules.parse(["10.1.*", "192.168.1.??", "fe80::*"])
+    assert rules.names_certificate([], ["10.1.2.3"])
+    assert rules.names_certificate([], ["192.168.1.42"])
+    assert rules.names_certificate([], ["fe80::1"])
+    for name in ("10.1.evil.com", "10.1.2.3", "192.168.1.ab", "fe80::evil"):
+        assert not rules.names_certificate([name], []), name
+
+
 def config(**kw) -> FederationConfig:
     return FederationConfig(router_domain="hub", listen=["ewaf://0.0.0.0:2916"], **kw).validate()
 
