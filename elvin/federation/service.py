@@ -64,6 +64,7 @@ from elvin.federation.admission import (
     admission_warnings,
     check_peer,
     check_peer_names,
+    not_accepted,
     open_entries,
 )
 from elvin.federation.config import ConnectSpec, FederationConfig, Filter, parse_ewaf_uri
@@ -418,7 +419,7 @@ class FederationService:
             return "", (Filter(spec.outgoing), Filter(spec.incoming))
         rule = accept_rule(self.config, domain)
         if rule is None:
-            return f"router domain {domain!r} is not in this router's federation.accept", None
+            return not_accepted(self.config, domain), None
         return "", (Filter(rule.outgoing), Filter(rule.incoming))
 
     def check_peer(self, link: Link, domain: str) -> Refusal | None | asyncio.Task:

@@ -29,7 +29,14 @@ from elvin.router.config import RouterConfig
 from elvin.router.embedded import EmbeddedRouter
 from tests.waiting import until, wait_until
 
-from .federation_util import FAST, RawFederator, fed_stats, linked_domains, remote_pull
+from .federation_util import (
+    FAST,
+    RawFederator,
+    RawListener,
+    fed_stats,
+    linked_domains,
+    remote_pull,
+)
 from .rawclient import RawClient
 
 OTHER = "127.0.0.2"          # an address of this machine outside the rules
@@ -199,6 +206,38 @@ async def test_accept_any_hosts_limit_where_unlisted_routers_may_dial_from(caplo
         assert await links_raw(url, "another", OTHER)      # accept_any_hosts now allow it
     finally:
         hub.stop()
+
+
+async def test_accept_any_does_not_admit_a_domain_this_router_dials(caplog):
+    """The hub dials "edge" and accepts any router: someone dialling in as
+    "edge" while the hub's own link to the real edge is still being set up
+    is refused (it would hold the name, and the real link be refused as
+    "already linked"); the real link then comes up."""
+    caplog.set_level("WARNING", logger="elvin.federation")
+    real_edge = await RawListener.start()
+    hub = start("hub", accept_any=True,
+                connect=[ConnectSpec(real_edge.url, router="edge")])
+    try:
+        dialled = await real_edge.accept()            # the hub's dial, not answered yet
+        rqst = await dialled.expect(FedConnRqst)
+        assert rqst.router_domain == "hub"
+        impostor = await RawFederator.open(hub.federation_urls[0], "127.0.0.1")
+        impostor.send(FedConnRqst(1, 1, 0, "edge"))
+        answer = await impostor.next()
+        assert isinstance(answer, Nack), f"took the domain the hub dials: {answer}"
+        assert await impostor.until_closed() == []
+        await impostor.close()
+        line = refusals(caplog)[-1]
+        assert "router domain 'edge' is the router federation.connect #1" in line
+        assert real_edge.url in line and "federation.accept_any does not admit it" in line
+        assert await links_raw(hub.federation_urls[0], "someone-else", "127.0.0.1")
+        dialled.send(FedConnRply(rqst.xid, "edge"))
+        await until(lambda: "edge" in linked_domains(hub), what="the real link")
+        assert hub.call(lambda: hub.router.federation.linked["edge"].role) == "connect"
+        await dialled.close()
+    finally:
+        hub.stop()
+        await real_edge.close()
 
 
 # -- host names --------------------------------------------------------------------------

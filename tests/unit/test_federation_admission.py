@@ -13,6 +13,7 @@ from elvin.federation.admission import (
     admission_warnings,
     check_peer,
     check_peer_names,
+    not_accepted,
 )
 from elvin.federation.config import (
     AcceptSpec,
@@ -122,6 +123,21 @@ async def test_check_peer():
     assert "DNS:lab.example.com, IP:10.1.1.1, none of federation.accept #2, hosts" in refusal.log
     cert = {"subjectAltName": (("IP Address", "10.9.9.9"),)}
     assert check_peer(lab, "lab", Peer("10.9.9.9", tls=True, certificate=cert)) is None
+
+
+def test_accept_any_leaves_the_domains_this_router_dials_alone():
+    cfg = config(accept=[AcceptSpec("lab")], accept_any=True,
+                 connect=[ConnectSpec("ewaf://edge:2916", router="edge"),
+                          ConnectSpec("ewaf://lab:2916", router="lab"),
+                          ConnectSpec("ewaf://x:2916")])
+    assert accept_rule(cfg, "edge") is None
+    assert "router domain 'edge' is the router federation.connect #1 (ewaf://edge:2916) " \
+        "dials" in not_accepted(cfg, "edge")
+    assert accept_rule(cfg, "lab").key == "federation.accept #1"   # listed: its entry
+    assert accept_rule(cfg, "other").key == "federation.accept_any"
+    no_any = config(connect=[ConnectSpec("ewaf://edge:2916", router="edge")])
+    assert not_accepted(no_any, "edge") == \
+        "router domain 'edge' is not in this router's federation.accept"
 
 
 def test_warnings_about_open_doors():
