@@ -11,7 +11,8 @@ asks of the connection itself:
 * its address must match the rule's ``hosts`` (``elvin.federation.hosts``),
   when it has any. A listed domain is admitted through its own entry only:
   an impostor from elsewhere does not fall back to ``accept_any`` (it would
-  take the name, and the real router could no longer link);
+  take the name, and the real router could no longer link), nor does a
+  domain this router dials (``federation.connect``), for the same reason;
 * with ``require_authenticated`` it must have dialled over TLS and shown a
   certificate (verified against ``tls_ca`` by the TLS handshake) that names
   one of the rule's hosts.
@@ -41,11 +42,11 @@ from elvin.federation.config import (
     host_rules,
     parse_ewaf_uri,
 )
-from elvin.federation.hosts import HostRules, Resolver, certificate_names
+from elvin.federation.hosts import HostRules, Resolver, ResolverBusy, certificate_names
 from elvin.protocol.uri import URIError
 
 __all__ = ["NEEDS_DNS", "AcceptRule", "Peer", "Refusal", "accept_rule", "admission_warnings",
-           "check_peer", "check_peer_names", "open_entries"]
+           "check_peer", "check_peer_names", "not_accepted", "open_entries"]
 
 
 @dataclass(frozen=True)
@@ -65,12 +66,34 @@ class AcceptRule:
 
 
 def accept_rule(config: FederationConfig, domain: str) -> AcceptRule | None:
-    """The rule for a router that dials in as ``domain``; None: not accepted."""
+    """The rule for a router that dials in as ``domain``; None: not accepted
+    (``not_accepted`` says why). ``accept_any`` does not cover a domain
+    this router dials itself (a ``federation.connect`` entry's ``router``):
+    whoever claimed it first would hold it, and the real link could not be
+    made."""
     for i, spec in enumerate(config.accept):
         if spec.router == domain:
             return _rule(config, list_item("federation.accept", i), spec)
-    if config.accept_any:
+    if config.accept_any and _dialled(config, domain) is None:
         return _rule(config, "federation.accept_any", None)
+    return None
+
+
+def not_accepted(config: FederationConfig, domain: str) -> str:
+    """Why ``accept_rule`` found no rule for ``domain``, for the log."""
+    dialled = _dialled(config, domain)
+    if config.accept_any and dialled is not None:
+        return (f"router domain {domain!r} is the router {dialled} dials: "
+                f"federation.accept_any does not admit it dialling in (a federation.accept "
+                f"entry for {domain!r} would)")
+    return f"router domain {domain!r} is not in this router's federation.accept"
+
+
+def _dialled(config: FederationConfig, domain: str) -> str | None:
+    """The ``federation.connect`` entry (key and URL) that dials ``domain``."""
+    for i, spec in enumerate(config.connect):
+        if spec.router == domain:
+            return f"{list_item('federation.connect', i)} ({spec.url})"
     return None
 
 
@@ -147,9 +170,17 @@ def check_peer(rule: AcceptRule, domain: str, peer: Peer) -> Refusal | None:
 
 async def check_peer_names(rule: AcceptRule, domain: str, peer: Peer,
                            resolver: Resolver) -> Refusal | None:
-    """The rest of ``check_peer`` when it answered ``NEEDS_DNS``."""
-    if peer.address is not None and await rule.hosts.match(peer.address, resolver):
-        return None
+    """The rest of ``check_peer`` when it answered ``NEEDS_DNS``. A resolver
+    too busy to ask refuses the peer at once, and the log says why."""
+    try:
+        if peer.address is not None and await rule.hosts.match(peer.address, resolver):
+            return None
+    except ResolverBusy as exc:
+        source = peer.address or "an unknown address"
+        return Refusal(f"router domain {domain!r} from {source}: {rule.hosts_key} "
+                       f"({rule.hosts}) needs host-name lookups, and {exc}: refused "
+                       "without looking up (it may dial again)",
+                       f"router domain {domain!r}: the router is busy, try again later")
     return _outside(rule, domain, peer)
 
 

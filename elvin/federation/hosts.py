@@ -24,8 +24,9 @@ themselves ``edge.example.com``.
 Certificates (``require_authenticated``): a peer's certificate names one of
 the hosts when a subjectAltName DNS entry matches a name or wildcard pattern
 (``fnmatch`` rules, so a ``*.example.com`` certificate matches the pattern
-``*.example.com``) or an IP entry matches an address, network or address
-wildcard. The subject's common name is not used (RFC 6125).
+``*.example.com``; an address wildcard such as ``10.1.*`` is never matched
+against a DNS entry, which could be ``10.1.evil.com``) or an IP entry
+matches an address, network or address wildcard. The subject's common name is not used (RFC 6125).
 
 Parsing and matching are sans-IO; ``HostRules.match`` takes a resolver (the
 federation service passes one that runs the system's resolver off the
@@ -40,8 +41,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-__all__ = ["HostPattern", "HostRules", "Resolver", "certificate_names", "parse_host_pattern",
-           "parse_hosts"]
+__all__ = ["HostPattern", "HostRules", "Resolver", "ResolverBusy", "certificate_names",
+           "parse_host_pattern", "parse_hosts"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -51,8 +52,15 @@ _ADDRESS_WILDCARD = re.compile(r"[0-9a-fA-F:.*?]+\Z")
 _ADDRESS_TEXT = re.compile(r"[0-9.*?]+\Z")
 
 
+class ResolverBusy(Exception):
+    """A resolver declined to ask (too many lookups under way). Not an
+    ``OSError``: a failed lookup admits nothing, this refuses outright, and
+    ``HostRules.match`` lets it through to say so."""
+
+
 class Resolver:
-    """What matching names needs from DNS (both may raise ``OSError``)."""
+    """What matching names needs from DNS (both may raise ``OSError``, or
+    ``ResolverBusy``)."""
 
     #: every address ``name`` resolves to
     addresses: Callable[[str], Awaitable[Sequence[str]]]
@@ -192,7 +200,8 @@ class HostRules:
 
     async def match(self, address: str, resolver: Resolver) -> HostPattern | None:
         """The pattern that admits ``address``, or None. Lookups that fail
-        admit nothing (they are not errors: the peer is refused)."""
+        admit nothing (they are not errors: the peer is refused);
+        ``ResolverBusy`` goes through."""
         found = self.match_address(address)
         if found is not None or not self._reverse:
             return found
@@ -226,9 +235,9 @@ class HostRules:
     def names_certificate(self, dns_names: Iterable[str], ip_addresses: Iterable[str]) -> bool:
         """Whether a certificate with these subjectAltName entries names one
         of the hosts."""
-        for dns in dns_names:
-            dns = dns.lower().rstrip(".")
-            for p in self.patterns:
+        for dns in dns_names:          # names and name wildcards only: 10.1.* is no
+            dns = dns.lower().rstrip(".")  # pattern for a name like 10.1.evil.com
+            for p in self._reverse:
                 if (p.kind == "name" and p.name == dns) or \
                         (p.kind == "wildcard" and fnmatchcase(dns, p.name)):
                     return True

@@ -171,6 +171,7 @@ class Link(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.decoder = FrameDecoder(service.limits)
         self.peer = "?"
+        self.address: str | None = None          # the peer's IP address
         self.remote_domain: str | None = None
         self.outgoing: Filter = Filter(False)
         self.incoming: Filter = Filter(False)
@@ -217,6 +218,7 @@ class Link(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"
+            self.address = peer[0]
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
@@ -507,14 +509,20 @@ class Link(asyncio.Protocol):
         if problem:
             self._refuse(p.xid, NACK_INVALID_DOMAIN, problem)
             return
-        verdict = service.check_peer(self, p.router_domain)
+        self._check_peer(p)
+
+    def _check_peer(self, p: FedConnRqst) -> None:
+        """Check the peer against the rules in force now; ``_admit`` acts on
+        the verdict (at once, or when the lookups it takes are done)."""
+        config = self.service.config
+        verdict = self.service.check_peer(self, p.router_domain)
         if isinstance(verdict, asyncio.Task):      # host names to look up first
             self._backlog.start(verdict)
-            verdict.add_done_callback(functools.partial(self._checked, p))
+            verdict.add_done_callback(functools.partial(self._checked, p, config))
             return
-        self._admit(p, verdict)
+        self._admit(p, verdict, config)
 
-    def _checked(self, p: FedConnRqst, task: asyncio.Task) -> None:
+    def _checked(self, p: FedConnRqst, config: FederationConfig, task: asyncio.Task) -> None:
         if not self._backlog.finish(task):
             return                      # the link closed meanwhile
         try:
@@ -523,19 +531,27 @@ class Link(asyncio.Protocol):
             log.exception("federation: checking the peer at %s failed", self.peer)
             self.close(0)
             return
-        self._admit(p, refusal)
+        self._admit(p, refusal, config)
         self._act()
 
-    def _admit(self, p: FedConnRqst, refusal: Any) -> None:
+    def _admit(self, p: FedConnRqst, refusal: Any, config: FederationConfig) -> None:
         """Link as ``p.router_domain`` unless ``refusal`` (a ``Refusal``)
-        says no; the domain is checked again, another link may have taken
-        it while the peer was being looked up."""
+        says no. The verdict is of the rules in ``config``: if the
+        configuration was reloaded while the peer was being looked up, the
+        peer is checked again under the new rules (a reload re-checks only
+        the links already up). The domain is checked again too: another
+        link may have taken it meanwhile."""
         if self.state != AWAIT_RQST:
+            return
+        service = self.service
+        if service.config is not config:
+            log.debug("federation: the configuration changed while the peer at %s was "
+                      "checked; checking it again", self.peer)
+            self._check_peer(p)
             return
         if refusal is not None:
             self._refuse(p.xid, NACK_INVALID_DOMAIN, refusal.log, refusal.nack)
             return
-        service = self.service
         problem, classes = service.check_domain(p.router_domain, None)
         if problem:
             self._refuse(p.xid, NACK_INVALID_DOMAIN, problem)

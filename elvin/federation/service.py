@@ -52,7 +52,7 @@ import logging
 import socket
 import ssl
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from elvin.errors import RouterStartError
@@ -64,13 +64,14 @@ from elvin.federation.admission import (
     admission_warnings,
     check_peer,
     check_peer_names,
+    not_accepted,
     open_entries,
 )
 from elvin.federation.config import ConnectSpec, FederationConfig, Filter, parse_ewaf_uri
 from elvin.federation.connector import Connector
 from elvin.federation.host import FederationHost
-from elvin.federation.hosts import Resolver
-from elvin.federation.link import LINKED, FederationStats, Link
+from elvin.federation.link import AWAIT_RQST, LINKED, FederationStats, Link
+from elvin.federation.lookups import HostLookups
 from elvin.federation.packets import fed_notify_frame, keys_block, routing_block
 from elvin.federation.pullfilter import compute_pull_filter
 from elvin.federation.subast import TRUE_FILTER_AST, PullFilter, encode_subast
@@ -92,6 +93,11 @@ from elvin.protocol import DisconnReason, encode_attributes
 from elvin.tls import ask_for_client_certificates
 
 log = logging.getLogger("elvin.federation")
+
+#: connections from one address that may wait for their FedConnRqst at once
+#: (TLS handshakes and host-name checks included): a peer cannot hold more
+#: than this many of the router's sockets and lookups before it is admitted
+MAX_WAITING_PER_ADDRESS = 8
 
 __all__ = ["FederationService", "FederationStats", "Link"]
 
@@ -116,8 +122,11 @@ class FederationService:
         self._handshakes: set[asyncio.BaseTransport] = set()
         #: the last handshake failure logged as a warning, by peer address
         self._tls_reported: dict[str, str] = {}
+        #: addresses told (once) that they have too many connections waiting
+        self._crowded: set[str] = set()
         self._listen_key: tuple[Any, ...] = ()
-        self.resolver = Resolver(self._resolve_name, self._reverse_names)
+        #: the DNS lookups host names in ``hosts`` take: bounded, cached (lookups.py)
+        self.resolver = HostLookups(lambda: self.config.connect_timeout)
         self._connectors: list[Connector] = []
         self._local: dict[Any, None] = {}
         self._flush: asyncio.TimerHandle | None = None
@@ -174,6 +183,7 @@ class FederationService:
             await asyncio.sleep(0.01)
         for link in list(self.links):
             link.abort()
+        self.resolver.close()
 
     def _say_who_may_link(self, config: FederationConfig) -> None:
         """Once at start (and at a reload): the rules that admit any address
@@ -212,7 +222,8 @@ class FederationService:
         else:
             def factory() -> asyncio.Protocol:
                 return Handshaking(link, context, self.config.connect_timeout,
-                                   self._handshake_failed, self._handshakes)
+                                   self._handshake_failed, self._handshakes,
+                                   lambda peer: self._room_for(peer.address, 0))
         try:
             server = await asyncio.get_running_loop().create_server(
                 factory, host, parsed.port, reuse_address=True)
@@ -408,7 +419,7 @@ class FederationService:
             return "", (Filter(spec.outgoing), Filter(spec.incoming))
         rule = accept_rule(self.config, domain)
         if rule is None:
-            return f"router domain {domain!r} is not in this router's federation.accept", None
+            return not_accepted(self.config, domain), None
         return "", (Filter(rule.outgoing), Filter(rule.incoming))
 
     def check_peer(self, link: Link, domain: str) -> Refusal | None | asyncio.Task:
@@ -433,23 +444,41 @@ class FederationService:
             return await verdict
         return verdict
 
-    # -- the resolver host names in ``hosts`` are matched with ---------------------------
-    async def _resolve_name(self, name: str) -> Sequence[str]:
-        infos = await asyncio.wait_for(
-            asyncio.get_running_loop().getaddrinfo(name, None, type=socket.SOCK_STREAM),
-            self.config.connect_timeout)
-        return [info[4][0] for info in infos]
-
-    async def _reverse_names(self, address: str) -> Sequence[str]:
-        host, aliases, _ = await asyncio.wait_for(
-            asyncio.get_running_loop().run_in_executor(None, socket.gethostbyaddr, address),
-            self.config.connect_timeout)
-        return [host, *aliases]
-
     def link_opened(self, link: Link) -> None:
         self.links.add(link)
         if self.stopping:
             link.abort()
+        elif link.role == "accept" and link.transport is not None and \
+                link.transport.get_extra_info("ssl_object") is None and \
+                not self._room_for(link.address, 1):
+            link.close(0)      # (a TLS link had its room checked before its handshake)
+
+    def _room_for(self, address: str | None, counted: int) -> bool:
+        """Whether a connection from ``address`` may wait for its
+        FedConnRqst, with ``counted`` of it already among the waiting: at most
+        ``MAX_WAITING_PER_ADDRESS`` do. Refusing says so once per address
+        (until it has room again), then at debug level."""
+        if address is None:
+            return True
+        waiting = sum(1 for link in self.links if link.role == "accept"
+                      and link.state == AWAIT_RQST and link.address == address)
+        waiting += sum(1 for transport in self._handshakes
+                       if Peer.of(transport).address == address)
+        if waiting - counted < MAX_WAITING_PER_ADDRESS:
+            self._crowded.discard(address)
+            return True
+        self.stats.links_refused += 1
+        message = (f"refused a connection from {address}: {waiting - counted} of its "
+                   f"connections already wait for their FedConnRqst (at most "
+                   f"{MAX_WAITING_PER_ADDRESS} from one address)")
+        if address in self._crowded:
+            log.debug("federation: %s", message)
+        else:
+            if len(self._crowded) > 1024:
+                self._crowded.clear()
+            self._crowded.add(address)
+            log.warning("federation: %s", message)
+        return False
 
     def link_established(self, link: Link) -> None:
         self.linked[link.remote_domain] = link  # type: ignore[index]

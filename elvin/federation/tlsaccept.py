@@ -34,20 +34,27 @@ class Handshaking(asyncio.Protocol):
     """A TLS listener's protocol: hands the connection to the TLS layer
     with ``link()`` as its application protocol. ``pending`` (the owner's
     set) holds the transports whose handshake is under way, so that the
-    owner can abort them when it stops."""
+    owner can abort them when it stops; ``room(peer)`` says whether the
+    owner takes another connection from that peer (else it is dropped
+    before any TLS work)."""
 
     def __init__(self, link: Callable[[], asyncio.Protocol], context: ssl.SSLContext,
                  timeout: float, failed: Callable[[Peer, BaseException], None],
-                 pending: set[asyncio.BaseTransport]) -> None:
+                 pending: set[asyncio.BaseTransport],
+                 room: Callable[[Peer], bool] = lambda peer: True) -> None:
         self._link = link
         self._context = context
         self._timeout = timeout
         self._failed = failed
         self._pending = pending
+        self._room = room
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         loop = asyncio.get_running_loop()
         peer = Peer.of(transport)
+        if not self._room(peer):
+            transport.abort()          # type: ignore[attr-defined]
+            return
         waiter = loop.create_future()
         tls = SSLProtocol(loop, self._link(), self._context, waiter, server_side=True,
                           ssl_handshake_timeout=self._timeout)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import socket
+import threading
 
 import pytest
 
@@ -28,7 +29,14 @@ from elvin.router.config import RouterConfig
 from elvin.router.embedded import EmbeddedRouter
 from tests.waiting import until, wait_until
 
-from .federation_util import FAST, RawFederator, fed_stats, linked_domains, remote_pull
+from .federation_util import (
+    FAST,
+    RawFederator,
+    RawListener,
+    fed_stats,
+    linked_domains,
+    remote_pull,
+)
 from .rawclient import RawClient
 
 OTHER = "127.0.0.2"          # an address of this machine outside the rules
@@ -200,6 +208,38 @@ async def test_accept_any_hosts_limit_where_unlisted_routers_may_dial_from(caplo
         hub.stop()
 
 
+async def test_accept_any_does_not_admit_a_domain_this_router_dials(caplog):
+    """The hub dials "edge" and accepts any router: someone dialling in as
+    "edge" while the hub's own link to the real edge is still being set up
+    is refused (it would hold the name, and the real link be refused as
+    "already linked"); the real link then comes up."""
+    caplog.set_level("WARNING", logger="elvin.federation")
+    real_edge = await RawListener.start()
+    hub = start("hub", accept_any=True,
+                connect=[ConnectSpec(real_edge.url, router="edge")])
+    try:
+        dialled = await real_edge.accept()            # the hub's dial, not answered yet
+        rqst = await dialled.expect(FedConnRqst)
+        assert rqst.router_domain == "hub"
+        impostor = await RawFederator.open(hub.federation_urls[0], "127.0.0.1")
+        impostor.send(FedConnRqst(1, 1, 0, "edge"))
+        answer = await impostor.next()
+        assert isinstance(answer, Nack), f"took the domain the hub dials: {answer}"
+        assert await impostor.until_closed() == []
+        await impostor.close()
+        line = refusals(caplog)[-1]
+        assert "router domain 'edge' is the router federation.connect #1" in line
+        assert real_edge.url in line and "federation.accept_any does not admit it" in line
+        assert await links_raw(hub.federation_urls[0], "someone-else", "127.0.0.1")
+        dialled.send(FedConnRply(rqst.xid, "edge"))
+        await until(lambda: "edge" in linked_domains(hub), what="the real link")
+        assert hub.call(lambda: hub.router.federation.linked["edge"].role) == "connect"
+        await dialled.close()
+    finally:
+        hub.stop()
+        await real_edge.close()
+
+
 # -- host names --------------------------------------------------------------------------
 
 def _localhost_is_127_0_0_1() -> bool:
@@ -269,4 +309,48 @@ async def test_a_reload_closes_a_link_its_new_hosts_no_longer_allow():
         await peer.until_closed()
         await peer.close()
     finally:
+        hub.stop()
+
+
+async def test_a_reload_during_a_peers_lookup_decides_it_by_the_new_rules(monkeypatch, caplog):
+    """The rules change while the peer's host name is being looked up: the
+    answer is about the old rules, so the peer is checked again under the
+    new ones (here: refused) instead of admitted under the old. The name's
+    lookup is held back by replacing ``socket.getaddrinfo`` for that one
+    name, in this process, for this test (a slow DNS server cannot be
+    arranged here); the router runs asyncio's loop, not uvloop, whose
+    getaddrinfo would not go through ``socket``."""
+    caplog.set_level("WARNING", logger="elvin.federation")
+    real, release, asked = socket.getaddrinfo, threading.Event(), threading.Event()
+
+    def getaddrinfo(host, *args, **kwargs):
+        if host != "edge.test":
+            return real(host, *args, **kwargs)
+        asked.set()
+        release.wait(30)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (OTHER, 0))]
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    hub = start("hub", accept=[AcceptSpec("edge", hosts=["edge.test"])],
+                router_settings={"use_uvloop": False})
+    try:
+        peer = await RawFederator.open(hub.federation_urls[0], OTHER)
+        peer.send(FedConnRqst(1, 1, 0, "edge"))
+        await until(asked.is_set, what="the lookup of edge.test")
+
+        def reload():
+            service = hub.router.federation
+            config = dataclasses.replace(service.config,
+                                         accept=[AcceptSpec("edge", hosts=["127.0.0.1"])])
+            return asyncio.ensure_future(hub.router.reconfigure_federation(config))
+        done = hub.call(reload)
+        await until(lambda: hub.call(done.done), what="the reload")
+        release.set()
+        answer = await peer.next()
+        assert isinstance(answer, Nack), f"admitted under the old rules: {answer}"
+        assert await peer.until_closed() == []
+        await peer.close()
+        assert "federation.accept #1, hosts (127.0.0.1)" in refusals(caplog)[-1]
+        assert linked_domains(hub) == set() and fed_stats(hub)["links_established"] == 0
+    finally:
+        release.set()
         hub.stop()

@@ -15,12 +15,13 @@ import shutil
 import pytest
 
 from elvin.federation.config import AcceptSpec, ConnectSpec, FederationConfig
+from elvin.federation.service import MAX_WAITING_PER_ADDRESS
 from elvin.protocol import NotifyDeliver
 from elvin.router.config import RouterConfig
 from elvin.router.embedded import EmbeddedRouter
 from tests.waiting import until, wait_until
 
-from .federation_util import FAST, fed_stats, linked_domains, remote_pull
+from .federation_util import FAST, RawFederator, fed_stats, linked_domains, remote_pull
 from .rawclient import RawClient
 from .tls_certs import make_ca, make_certificate
 
@@ -70,6 +71,11 @@ def tls_url(router: EmbeddedRouter) -> str:
 
 def plain_url(router: EmbeddedRouter) -> str:
     return next(u for u in router.federation_urls if u.startswith("ewaf://"))
+
+
+def raw_tls_port(router: EmbeddedRouter) -> str:
+    """The TLS listener as a plain URL: a raw peer opens TCP to it and says nothing."""
+    return tls_url(router).replace("ewaf:1.0/ssl,none,xdr/", "ewaf://")
 
 
 def refused_twice(hub: EmbeddedRouter, edge: EmbeddedRouter) -> None:
@@ -183,4 +189,30 @@ def test_an_entry_that_does_not_require_authentication_still_links_without_a_cer
         wait_until(lambda: linked_domains(hub) == {"guest"}, what="the guest's link")
     finally:
         guest.stop()
+        hub.stop()
+
+
+async def test_one_address_may_hold_only_so_many_tls_handshakes(pki, caplog):
+    """Connections to the TLS listener that never start their handshake
+    count against their address's share of connections awaiting a
+    FedConnRqst: beyond it one is dropped before any TLS work."""
+    caplog.set_level("WARNING", logger="elvin.federation")
+    hub = hub_requiring(pki)
+    peers = []
+
+    def handshaking() -> int:
+        return hub.call(lambda: len(hub.router.federation._handshakes))
+    try:
+        for _ in range(MAX_WAITING_PER_ADDRESS):
+            peers.append(await RawFederator.open(raw_tls_port(hub), "127.0.0.2"))
+        await until(lambda: handshaking() == MAX_WAITING_PER_ADDRESS, what="the handshakes")
+        extra = await RawFederator.open(raw_tls_port(hub), "127.0.0.2")
+        assert await extra.until_closed() == []
+        await extra.close()
+        assert handshaking() == MAX_WAITING_PER_ADDRESS
+        [line] = messages(caplog, "wait for their FedConnRqst")
+        assert "refused a connection from 127.0.0.2" in line
+    finally:
+        for peer in peers:
+            await peer.close()
         hub.stop()

@@ -13,6 +13,7 @@ from elvin.federation.admission import (
     admission_warnings,
     check_peer,
     check_peer_names,
+    not_accepted,
 )
 from elvin.federation.config import (
     AcceptSpec,
@@ -90,6 +91,15 @@ def test_certificate_names():
     assert not rules.names_certificate(["other.example.com"], ["10.2.0.1", "garbage"])
 
 
+def test_address_wildcards_match_a_certificates_addresses_never_its_names():
+    rules = HostRules.parse(["10.1.*", "192.168.1.??", "fe80::*"])
+    assert rules.names_certificate([], ["10.1.2.3"])
+    assert rules.names_certificate([], ["192.168.1.42"])
+    assert rules.names_certificate([], ["fe80::1"])
+    for name in ("10.1.evil.com", "10.1.2.3", "192.168.1.ab", "fe80::evil"):
+        assert not rules.names_certificate([name], []), name
+
+
 def config(**kw) -> FederationConfig:
     return FederationConfig(router_domain="hub", listen=["ewaf://0.0.0.0:2916"], **kw).validate()
 
@@ -113,6 +123,21 @@ async def test_check_peer():
     assert "DNS:lab.example.com, IP:10.1.1.1, none of federation.accept #2, hosts" in refusal.log
     cert = {"subjectAltName": (("IP Address", "10.9.9.9"),)}
     assert check_peer(lab, "lab", Peer("10.9.9.9", tls=True, certificate=cert)) is None
+
+
+def test_accept_any_leaves_the_domains_this_router_dials_alone():
+    cfg = config(accept=[AcceptSpec("lab")], accept_any=True,
+                 connect=[ConnectSpec("ewaf://edge:2916", router="edge"),
+                          ConnectSpec("ewaf://lab:2916", router="lab"),
+                          ConnectSpec("ewaf://x:2916")])
+    assert accept_rule(cfg, "edge") is None
+    assert "router domain 'edge' is the router federation.connect #1 (ewaf://edge:2916) " \
+        "dials" in not_accepted(cfg, "edge")
+    assert accept_rule(cfg, "lab").key == "federation.accept #1"   # listed: its entry
+    assert accept_rule(cfg, "other").key == "federation.accept_any"
+    no_any = config(connect=[ConnectSpec("ewaf://edge:2916", router="edge")])
+    assert not_accepted(no_any, "edge") == \
+        "router domain 'edge' is not in this router's federation.accept"
 
 
 def test_warnings_about_open_doors():
