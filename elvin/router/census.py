@@ -45,7 +45,12 @@ LIMIT = 2000
 #: seconds between a new name and the notification that lists it, at least
 QUICK = 0.25
 #: notification shapes (sets of names) counted as such; more are counted by name
-MAX_SHAPES = 10_000
+MAX_SHAPES = 2_000
+#: names counted one by one (of shapes past ``MAX_SHAPES``) at most: a
+#: producer that invents a name per notification fills it, and then its new
+#: names are not counted until old ones leave the window (memory, and the
+#: time to publish, stay bounded: at most about 5 ms of the loop per publish)
+MAX_LOOSE = 5_000
 
 
 class AttributeCensus:
@@ -65,7 +70,7 @@ class AttributeCensus:
     def __init__(self, publish: Callable[[dict[str, object]], object],
                  router_id: Callable[[], str], interval: Callable[[], float], *,
                  window: float = WINDOW, limit: int = LIMIT, quick: float = QUICK,
-                 max_shapes: int = MAX_SHAPES) -> None:
+                 max_shapes: int = MAX_SHAPES, max_loose: int = MAX_LOOSE) -> None:
         self._publish = publish
         self._router_id = router_id
         self._interval = interval
@@ -73,6 +78,7 @@ class AttributeCensus:
         self.limit = limit
         self.quick = quick
         self.max_shapes = max_shapes
+        self.max_loose = max_loose
         self.counting = False
         #: shape -> [notifications, generation last seen, counted]
         self.shapes: dict[tuple[str, ...], list] = {}
@@ -100,12 +106,20 @@ class AttributeCensus:
         if len(self.shapes) < self.max_shapes:
             self.shapes[key] = [1, self.generation, counted]
         elif counted:
+            loose = self.loose
             for name in key:
-                entry = self.loose.setdefault(name, [0, 0])
-                entry[0] += 1
-                entry[1] = self.generation
+                entry = loose.get(name)
+                if entry is not None:
+                    entry[0] += 1
+                    entry[1] = self.generation
+                elif len(loose) < self.max_loose:
+                    loose[name] = [1, self.generation]
+        # a new name is listed soon after it appears -- while the list has
+        # room for it: past ``limit`` names a new one (seen once) is not
+        # listed anyway, and a producer inventing names would otherwise
+        # have the whole census summed and sorted every ``quick`` seconds
         if counted and self._soon is None and self._loop is not None and \
-                not self._listed.issuperset(key):
+                len(self._listed) < self.limit and not self._listed.issuperset(key):
             self._soon = self._loop.call_later(self.quick, self._publish_soon)
 
     # -- switching on and off -----------------------------------------------------------
@@ -176,10 +190,10 @@ class AttributeCensus:
 
     def notification(self) -> dict[str, object]:
         counts = self.counts()
-        listable = [(count, name) for name, count in counts.items()
+        listable = [(-count, name) for name, count in counts.items()
                     if "\n" not in name and "\r" not in name]
-        listable.sort(key=lambda item: (-item[0], item[1]))
-        shown = listable[:self.limit]
+        listable.sort()                 # the most used first, then by name
+        shown = [(-negated, name) for negated, name in listable[:self.limit]]
         self._listed = {name for _count, name in shown}
         return census_notification(self._router_id(), [(name, count) for count, name in shown],
                                    len(counts) - len(shown), self.window)

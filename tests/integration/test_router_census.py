@@ -116,3 +116,35 @@ def test_shapes_past_the_bound_are_counted_by_name():
     counts = census.counts()
     assert counts["Common"] == 6 and counts["Only-0"] == 2 and counts["Only-4"] == 1
     assert CENSUS_ATTRIBUTE not in counts and "Router-Id" not in counts
+
+
+def test_a_producer_inventing_names_keeps_the_census_bounded():
+    """One name per notification, for ever: the names counted one by one
+    stay within max_loose (what is already counted goes on being counted),
+    and once the list is full no quick publish is started for names that
+    would not be listed anyway (the whole census was summed and sorted
+    every quarter of a second: 0.5 s of the loop each time)."""
+    from elvin.router.census import AttributeCensus
+
+    published: list[dict] = []
+
+    async def run() -> AttributeCensus:
+        census = AttributeCensus(published.append, lambda: "r", lambda: 3600.0,
+                                 limit=3, max_shapes=2, max_loose=50)
+        census.watch(True)
+        for n in range(3):
+            census.note({"Common": 1, f"Early-{n}": 2})
+        async with asyncio.timeout(10):             # the quick publish lists them
+            while not published:
+                await asyncio.sleep(0.01)
+        assert len(read_census(published[-1])) == 3
+        for n in range(2_000):
+            census.note({"Common": 1, f"Invented-{n}": 2})
+        assert census._soon is None                 # nothing scheduled: the list is full
+        assert len(census.loose) <= 50
+        census.note({"Common": 1, "Early-0": 2})
+        census.stop()
+        return census
+
+    asyncio.run(run())
+    assert len(published) == 1
