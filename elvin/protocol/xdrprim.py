@@ -342,28 +342,33 @@ def read_attrs(data: bytes, o: int, end: int, limits: Limits,
 def skip_attrs(data: bytes, o: int, end: int) -> int:
     """The offset just past the NameValue array at ``o``, its values left
     encoded (a mobility proxy keeps them as they came); ProtocolError when
-    it does not fit before ``end`` or has an unknown typecode."""
-    (n,) = _i32(data, o)
-    if n < 0 or n * 12 > end - o - 4:
-        raise ProtocolError(f"attributes: bad attribute count {n}", o)
-    o += 4
-    u32, ii, padlen = _u32, _ii, _PADLEN
-    for _ in range(n):
-        (ln,) = u32(data, o)
-        o += 4 + ln + padlen[ln & 3]
-        tc, w = ii(data, o)
-        if tc == 4 or tc == 5:
-            if w < 0:
-                raise ProtocolError("attributes: negative length", o)
-            o += 8 + w + padlen[w & 3]
-        elif tc == 1:
-            o += 8
-        elif tc == 2 or tc == 3:
-            o += 12
-        else:
-            raise ProtocolError(f"attributes: unknown value typecode {tc}", o)
-        if o > end:
-            raise ProtocolError("attributes: longer than the packet", o)
+    it does not fit before ``end`` or has an unknown typecode. Only the
+    layout is checked, not that names and strings are UTF-8: this is for
+    frames the router itself encoded (``decode_attributes`` checks all)."""
+    try:
+        (n,) = _i32(data, o)
+        if n < 0 or n * 12 > end - o - 4:
+            raise ProtocolError(f"attributes: bad attribute count {n}", o)
+        o += 4
+        u32, ii, padlen = _u32, _ii, _PADLEN
+        for _ in range(n):
+            (ln,) = u32(data, o)
+            o += 4 + ln + padlen[ln & 3]
+            tc, w = ii(data, o)
+            if tc == 4 or tc == 5:
+                if w < 0:
+                    raise ProtocolError("attributes: negative length", o)
+                o += 8 + w + padlen[w & 3]
+            elif tc == 1:
+                o += 8
+            elif tc == 2 or tc == 3:
+                o += 12
+            else:
+                raise ProtocolError(f"attributes: unknown value typecode {tc}", o)
+            if o > end:
+                raise ProtocolError("attributes: longer than the packet", o)
+    except _STRUCT_ERROR:
+        raise ProtocolError("attributes: truncated", len(data)) from None
     return o
 
 

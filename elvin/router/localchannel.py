@@ -27,13 +27,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from elvin.protocol import PacketId, split_notify_deliver
+from elvin.protocol import split_notify_deliver
 
 __all__ = ["LocalChannel", "connect_local"]
 
 PEER_NAME = ("in-process", 0)
 _LENGTH = struct.Struct(">I").unpack_from
-_DELIVER_ID = struct.pack(">i", int(PacketId.NOTIFY_DELIVER))
 
 
 class _End(asyncio.Transport):
@@ -144,8 +143,7 @@ class LocalChannel:
         while o < size:
             (length,) = _LENGTH(data, o)
             start, end = o + 4, o + 4 + length
-            parts = split_notify_deliver(data, start, end) \
-                if data.startswith(_DELIVER_ID, start) else None
+            parts = split_notify_deliver(data, start, end)
             if parts is not None:
                 if passed < o:       # what came before it, first
                     receive(data[passed:o])

@@ -260,6 +260,29 @@ def test_frame_notify_deliver_matches_the_packet_encoder(attrs, secure, insecure
     assert fast == frame(NotifyDeliver(attrs, secure, insecure))
 
 
+@SETTINGS
+@given(attributes, id64s, id64s, st.data())
+def test_split_notify_deliver_finds_the_parts_and_never_raises(attrs, secure, insecure, data):
+    """The mobility proxy keeps the router's NotifyDeliver frames with their
+    attributes still encoded: the split finds them exactly, says None for
+    a truncated frame or another packet, and never raises on garbage."""
+    from elvin.protocol import split_notify_deliver
+
+    body = frame(NotifyDeliver(attrs, secure, insecure))[4:]
+    a_start, a_end, got_secure, got_insecure = split_notify_deliver(body, 0, len(body))
+    assert body[a_start:a_end] == encode_attributes(attrs)
+    assert (tuple(got_secure), tuple(got_insecure)) == (tuple(secure), tuple(insecure))
+    cut = data.draw(st.integers(0, len(body) - 1))
+    assert split_notify_deliver(body[:cut], 0, cut) is None
+    mutated = bytearray(body)
+    for _ in range(data.draw(st.integers(1, 4))):
+        mutated[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
+    parts = split_notify_deliver(bytes(mutated), 0, len(mutated))
+    if parts is not None:
+        assert 4 <= parts[0] <= parts[1] <= len(mutated)
+    assert split_notify_deliver(frame(TestConn())[4:], 0, 4) is None
+
+
 @pytest.mark.parametrize("secure, insecure", [((), (-1,)), ((), (2**64,)), ((-1,), (7,)),
                                                ((), ("7",))])
 def test_frame_notify_deliver_refuses_ids_that_are_not_id64(secure, insecure):
