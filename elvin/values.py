@@ -23,6 +23,10 @@ INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+#: integers of at most this magnitude convert to real64 exactly: the
+#: subscription compiler, its shape cache, the index and the analyses
+#: compare ints with reals by this one bound, and must agree on it
+REAL64_EXACT = 2**53
 
 
 class ElvinType(IntEnum):

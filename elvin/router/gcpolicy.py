@@ -194,19 +194,22 @@ class GcPolicy:
             gc.collect()
             gc.freeze()
             self.thaws += 1
-            self._learn(gc.get_freeze_count(), population)
+            frozen = gc.get_freeze_count()
+            self._learn(frozen, population)
         elif population and self._per_member is not None:
             # a lighter population than learnt: lower the estimate now (never
             # raise it here: a rise may be garbage, which only a thaw can tell)
             observed = (frozen - self._baseline) / population
             if observed < self._per_member:
                 self._per_member = max(0.0, observed)
-        self._done(start)
+        self._done(start, frozen)
 
-    def _done(self, start: float) -> None:
+    def _done(self, start: float, frozen: int | None = None) -> None:
+        """Statistics and the log line of a slow pass (with the frozen count
+        only when this pass counted them: counting walks every one)."""
         self.passes += 1
         elapsed = time.perf_counter() - start
         self.longest = max(self.longest, elapsed)
         if elapsed > 0.05:
-            log.info("garbage collection took %.0f ms (%d objects frozen)", elapsed * 1e3,
-                     gc.get_freeze_count())
+            counted = "" if frozen is None else f" ({frozen} objects frozen)"
+            log.info("garbage collection took %.0f ms%s", elapsed * 1e3, counted)

@@ -44,6 +44,7 @@ from elvin.subscription.ast import Kind, Node, flatten, name_equals_literals, na
 from elvin.subscription.checker import COMPARISONS, STRING_PREDICATES, TYPE_PREDICATES, fold
 from elvin.subscription.reference import evaluate
 from elvin.values import INT64_MAX, INT64_MIN, Int64
+from elvin.values import REAL64_EXACT as _EXACT
 
 __all__ = ["index_constraint", "index_value", "literal_key",
            "required_names"]
@@ -69,7 +70,6 @@ class _NaNKey:
 
 
 NAN_KEY = _NaNKey()
-_EXACT = 2 ** 53
 
 
 def _union(sets):

@@ -56,6 +56,7 @@ from elvin.subscription.checker import (
 )
 from elvin.subscription.patterns import glob_matcher, regex_matcher
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
+from elvin.values import REAL64_EXACT as _EXACT
 
 __all__ = ["PARAMETER_FORMS", "NotParameterisable", "Parameters", "build", "build_factory",
            "build_unguarded", "contains_search", "generate"]
@@ -74,7 +75,6 @@ _RT_BINARY = {Kind.ADD: "_add", Kind.SUBTRACT: "_sub", Kind.MULTIPLY: "_mul",
               Kind.BIT_AND: "_band", Kind.BIT_OR: "_bor", Kind.BIT_XOR: "_bxor"}
 _RT_UNARY = {Kind.UNARY_MINUS: "_neg", Kind.UNARY_PLUS: "_pos", Kind.BIT_NEGATE: "_inv"}
 _NUMERIC_LITERALS = {Kind.INT32, Kind.INT64, Kind.REAL64}
-_EXACT = 2 ** 53   # integers up to this magnitude convert to real64 exactly
 #: nesting (in tree levels) after which a sub-expression moves to a helper
 #: function, keeping generated expressions far from Python's parser limits
 _HOIST_EVERY = 12

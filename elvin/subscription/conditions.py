@@ -75,6 +75,7 @@ from elvin.subscription.ast import LITERAL_KINDS, Kind, Node, flatten, names_in
 from elvin.subscription.checker import COMPARISONS, STRING_PREDICATES, TYPE_PREDICATES
 from elvin.subscription.reference import evaluate
 from elvin.subscription.unparse import quote_name, quote_string
+from elvin.values import REAL64_EXACT
 
 __all__ = ["ANY", "EQ", "NEVER", "PREFIX", "PRESENT", "RANGE", "SUFFIX", "TRANSFORMS",
            "analyse", "describe_condition", "dimension_name", "finalise", "instantiator",
@@ -518,7 +519,7 @@ def _dim_text(dim: Any) -> str:
 
 
 def _number_text(x: float) -> str:
-    return repr(int(x)) if x.is_integer() and abs(x) < 2 ** 53 else repr(x)
+    return repr(int(x)) if x.is_integer() and abs(x) < REAL64_EXACT else repr(x)
 
 
 def _key_text(key: Any) -> str:

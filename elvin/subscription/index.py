@@ -73,6 +73,7 @@ from elvin.subscription.ast import Node
 from elvin.subscription.checker import fold
 from elvin.subscription.conditions import ANY, EQ, PREFIX, PRESENT, RANGE, SUFFIX, plan_of
 from elvin.values import INT64_MAX, INT64_MIN, Int64
+from elvin.values import REAL64_EXACT as _EXACT
 
 __all__ = ["LOOKUP_NAMES", "SPLIT", "TermIndex", "access_of", "filing", "plan_for", "transform"]
 
@@ -86,7 +87,6 @@ _EQ, _LOWER, _UPPER, _BINS, _PREFIX, _SUFFIX, _PRESENT, _ALWAYS = range(8)
 _STEP_NAMES = ("value", "lower bound", "upper bound", "range", "prefix", "suffix", "name",
                "always")
 _INF = math.inf
-_EXACT = 2 ** 53
 _floor = math.floor
 #: bin levels: 2.0 ** -level is a normal or subnormal double, and any range
 #: of doubles fits two bins of the highest
@@ -419,7 +419,10 @@ class _Dim:
                         break
                     slot = slots.get(value[n - length:])
                     if slot is not None:
-                        _emit(slot, attrs, out)
+                        if type(slot) is _Bucket or type(slot) is tuple:
+                            _emit(slot, attrs, out)
+                        else:
+                            out.append(slot)
         elif self.ranged:
             # ``_position``, inline: this runs for every number a notification carries
             if t is float:
@@ -748,9 +751,10 @@ class TermIndex:
             slot.put(entry, () if entry in slot else checks)
             paths.append(path)
             size = len(slot)
-            # (tried at each power of two: a bucket whose entries cannot move
-            # down is not scanned on every add)
-            if slot.level is None and size > SPLIT and not size & (size - 1):
+            # (tried once it passes SPLIT, then at each power of two: a bucket
+            # whose entries cannot move down is not scanned on every add)
+            if slot.level is None and size > SPLIT and (size == SPLIT + 1
+                                                        or not size & (size - 1)):
                 level, dim = below
                 self._pending.append((slot, path, level.exclude | {dim}))
             return slot

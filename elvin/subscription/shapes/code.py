@@ -31,10 +31,10 @@ from elvin.subscription.compiler import (
 )
 from elvin.subscription.patterns import PatternError, glob_matcher, regex_matcher
 from elvin.subscription.runtime import make_int64
+from elvin.values import REAL64_EXACT as _EXACT
 
 __all__ = ["CodeTemplate", "code_template", "number_class"]
 
-_EXACT = 2 ** 53
 
 
 def number_class(kind: Kind, value: Any) -> tuple:
