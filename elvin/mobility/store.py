@@ -18,10 +18,16 @@ kernel's page cache), and the file stays consistent if the machine loses
 power (the last commits may then be missing). Commits never wait for the
 disk: checkpoints, which do, run on a thread of their own.
 
-A full disk (``SQLITE_FULL``) rolls the transaction back and asks
-``on_full`` to free room (the proxy drops its oldest buffered
-notifications, as its quota does), then tries again; it never raises into
-the router.
+A write that fails rolls the transaction back and keeps the queue: it is
+tried again once ``retry_at`` has passed (the proxy schedules that), and
+never raises into the router. On a full disk (``SQLITE_FULL``) the WAL's
+room is first handed back to the file system (a truncating checkpoint, on
+the checkpoint thread), then ``on_full`` is asked to free room (the proxy
+drops its oldest buffered notifications, as its quota does).
+
+Handles (a client's rows) are never reused while rows of a released
+buffer, deleted a slice per commit, may remain (``next_handle``). Rows
+damaged inside a valid file are refused when read (``StateError``).
 
 Opening checks everything a restart could meet and raises ``StateError``
 with one line naming the file and what to do: not a database or damaged,

@@ -154,6 +154,9 @@ async def test_a_stopped_proxy_schedules_nothing_and_writes_nothing(router, tmp_
     await proxy.stop()
     assert store.purging and proxy._flush_timer is None and proxy._flush_soon is None
     await timers_run_out(PURGE_PAUSE * 10)
+    loop = asyncio.get_running_loop()
+    assert not [timer for timer in loop._scheduled        # what the loop still has to run
+                if not timer.cancelled() and timer._callback == proxy.flush]
     assert store.failures == 0 and proxy.stats["store_failures"] == 0
     assert not store.commit()                # closed: a no-op, no error
     assert "cannot write" not in caplog.text
@@ -299,9 +302,9 @@ async def test_a_full_disk_hands_the_wal_back_off_the_loop(router, tmp_path):
             await pub.set_keys()
             await until(lambda: proxy.handlers[mc.client_id].next_seq == 300)
             assert store.full_events > 0
+            assert not [s for s in on_loop if "checkpoint" in s.lower()]
             await until(lambda: store._checkpointer.truncations > 0,
                         what="the checkpoint thread's truncation")
-            assert not [s for s in on_loop if "checkpoint" in s.lower()]
         finally:
             await pub.close()
             await mc.close()
