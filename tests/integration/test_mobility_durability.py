@@ -8,13 +8,13 @@ crashes are SIGKILLs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import time
 
 import pytest
 
-from elvin.client import connect
 from elvin.mobility import MobileConnection, MobilityError, MobilityProxy, ProxyConfig
 from elvin.mobility.proxy import PURGE_PAUSE
 from elvin.mobility.store import (
@@ -27,7 +27,7 @@ from elvin.mobility.store import (
 from elvin.statedir import StateError
 from tests.waiting import until, wait_until
 
-from .test_mobility_crash import Counted, mobile
+from .test_mobility_crash import Counted, mobile, publish
 from .test_mobility_crash import elvind as elvind  # noqa: F401 - the fixture
 from .test_mobility_state import refused, run_elvind
 from .test_mobility_state import small_filesystem as small_filesystem  # noqa: F401
@@ -48,14 +48,21 @@ def stored_entries(store: MobilityStore, handle: int) -> list[tuple[int, bytes]]
 
 
 async def round_trips(url: str, seqs) -> None:
-    """One notification per round trip: inside elvind, one buffered row each."""
-    pub = await connect(url)
-    try:
-        for seq in seqs:
-            await pub.send({"Producer": "p", "Seq": seq})
-            await pub.set_keys()
-    finally:
-        await pub.close()
+    await publish(url, seqs, each=True)
+
+
+@contextlib.asynccontextmanager
+async def buffering(url: str, store: MobilityStore):
+    """A proxy ``p`` on ``store`` buffering for one moved-out client:
+    ``(proxy, its handler)``."""
+    async with MobilityProxy(url, ProxyConfig(id="p"), store=store) as proxy:
+        mc = await MobileConnection.open(url, proxy="p")
+        try:
+            await mc.subscribe("require(Seq)")
+            await mc.move_out()
+            yield proxy, proxy.handlers[mc.client_id]
+        finally:
+            await mc.close()
 
 
 async def timers_run_out(delay: float) -> None:
@@ -199,24 +206,17 @@ def test_a_failed_write_keeps_the_queue_and_is_done_later(tmp_path, caplog):
 
 async def test_the_proxy_writes_again_by_itself_when_the_file_is_free(router, tmp_path):
     store = MobilityStore.open(tmp_path)
-    async with MobilityProxy(router.url, ProxyConfig(id="p"), store=store) as proxy:
-        mc = await MobileConnection.open(router.url, proxy="p")
-        await mc.subscribe("require(Seq)")
+    async with buffering(router.url, store) as (_proxy, handler):
+        lock = Lock(tmp_path / FILE_NAME)
         try:
-            await mc.move_out()
-            handler = proxy.handlers[mc.client_id]
-            lock = Lock(tmp_path / FILE_NAME)
-            try:
-                await round_trips(router.url, range(5))
-                await until(lambda: handler.next_seq == 5 and store.failures > 0)
-            finally:
-                lock.release()
-            # nothing more arrives: the proxy tries again on its own
-            await until(lambda: not store.dirty, what="the kept buffer written")
-            assert stored_entries(store, handler.handle) == list(handler.entries)
-            assert len(handler.entries) == 5
+            await round_trips(router.url, range(5))
+            await until(lambda: handler.next_seq == 5 and store.failures > 0)
         finally:
-            await mc.close()
+            lock.release()
+        # nothing more arrives: the proxy tries again on its own
+        await until(lambda: not store.dirty, what="the kept buffer written")
+        assert stored_entries(store, handler.handle) == list(handler.entries)
+        assert len(handler.entries) == 5
 
 
 async def test_a_move_out_that_cannot_be_written_is_refused(router, tmp_path):
@@ -262,28 +262,17 @@ async def test_after_a_full_disk_the_proxy_writes_again_once_there_is_room(
     state = small_filesystem / "state"
     state.mkdir()
     store = MobilityStore.open(state)
-    async with MobilityProxy(router.url, ProxyConfig(id="p"), store=store) as proxy:
-        mc = await MobileConnection.open(router.url, proxy="p")
-        await mc.subscribe("require(Seq)")
-        try:
-            await mc.move_out()
-            handler = proxy.handlers[mc.client_id]
-            query(state / FILE_NAME, "PRAGMA wal_checkpoint(TRUNCATE)")   # no WAL room left
-            fill(small_filesystem)
-            pub = await connect(router.url)
-            for seq in range(20):
-                await pub.send({"Producer": "p", "Seq": seq, "Body": "z" * 2000})
-            await pub.set_keys()
-            await pub.close()
-            await until(lambda: handler.next_seq == 20 and store.full_events > 0)
-            assert store.dirty
-            os.remove(small_filesystem / "filler")
-            # nothing more arrives: the proxy tries again when its back-off ends
-            await until(lambda: not store.dirty, what="the kept buffer written")
-            assert stored_entries(store, handler.handle) == list(handler.entries)
-            assert handler.entries
-        finally:
-            await mc.close()
+    async with buffering(router.url, store) as (_proxy, handler):
+        query(state / FILE_NAME, "PRAGMA wal_checkpoint(TRUNCATE)")   # no WAL room left
+        fill(small_filesystem)
+        await publish(router.url, range(20), body="z" * 2000)
+        await until(lambda: handler.next_seq == 20 and store.full_events > 0)
+        assert store.dirty
+        os.remove(small_filesystem / "filler")
+        # nothing more arrives: the proxy tries again when its back-off ends
+        await until(lambda: not store.dirty, what="the kept buffer written")
+        assert stored_entries(store, handler.handle) == list(handler.entries)
+        assert handler.entries
 
 
 # -- 7. a full disk never checkpoints on the loop --------------------------------------
@@ -291,23 +280,13 @@ async def test_a_full_disk_hands_the_wal_back_off_the_loop(router, tmp_path):
     store = MobilityStore.open(tmp_path, max_pages=40)    # 160 KiB
     on_loop: list[str] = []
     store._db.set_trace_callback(on_loop.append)          # what the loop's connection runs
-    async with MobilityProxy(router.url, ProxyConfig(id="p"), store=store) as proxy:
-        mc = await MobileConnection.open(router.url, proxy="p")
-        await mc.subscribe("require(Seq)")
-        pub = await connect(router.url)
-        try:
-            await mc.move_out()
-            for seq in range(300):
-                await pub.send({"Producer": "p", "Seq": seq, "Body": "x" * 1000})
-            await pub.set_keys()
-            await until(lambda: proxy.handlers[mc.client_id].next_seq == 300)
-            assert store.full_events > 0
-            assert not [s for s in on_loop if "checkpoint" in s.lower()]
-            await until(lambda: store._checkpointer.truncations > 0,
-                        what="the checkpoint thread's truncation")
-        finally:
-            await pub.close()
-            await mc.close()
+    async with buffering(router.url, store) as (_proxy, handler):
+        await publish(router.url, range(300), body="x" * 1000)
+        await until(lambda: handler.next_seq == 300)
+        assert store.full_events > 0
+        assert not [s for s in on_loop if "checkpoint" in s.lower()]
+        await until(lambda: store._checkpointer.truncations > 0,
+                    what="the checkpoint thread's truncation")
 
 
 # -- 6. rows damaged inside a valid file -------------------------------------------------
