@@ -45,7 +45,7 @@ import sqlite3
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -267,9 +267,8 @@ class MobilityStore:
     def append(self, handle: int, entries: list[tuple[int, bytes]]) -> None:
         """New entries ``(seq, data)`` of ``handle``, consecutive: one row."""
         if entries:
-            pack = _LEN.pack
             self._appends.append((handle, entries[0][0], len(entries),
-                                  b"".join(pack(len(d)) + d for _, d in entries)))
+                                  _pack_chunk(d for _, d in entries)))
 
     def trim(self, handle: int, first: int, dropped: int) -> None:
         """Entries of ``handle`` before seq ``first`` are gone (quota, full
@@ -277,11 +276,12 @@ class MobilityStore:
         self._floors[handle] = first
         self._dropped[handle] = dropped
         if self.retry_at:
-            # writes fail (the queue is kept): drop what is below the floor
-            # now, so that the queue stays within the quotas however long
-            # the outage lasts
-            self._appends = [a for a in self._appends
-                             if a[0] != handle or a[1] + a[2] > first]
+            # writes fail (the queue is kept): cut what is below the floor
+            # out of the queue now, so that it stays within the quotas
+            # however long the outage lasts, and so that dropping the oldest
+            # makes the next try smaller (a full disk)
+            self._appends = [cut for a in self._appends
+                             if (cut := _cut_below(a, handle, first)) is not None]
 
     def put_tombstone(self, t: StoredTombstone) -> None:
         self._stones[t.client_id] = (t.client_id, t.secret, t.dropped, t.until)
@@ -556,6 +556,24 @@ class _Checkpointer:
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
+
+
+def _pack_chunk(datas: Iterable[bytes]) -> bytes:
+    pack = _LEN.pack
+    return b"".join(pack(len(d)) + d for d in datas)
+
+
+def _cut_below(append: tuple[int, int, int, bytes], handle: int,
+               first: int) -> tuple[int, int, int, bytes] | None:
+    """A queued row of ``handle`` without its entries before seq ``first``
+    (None when none is left); another handle's row as it is."""
+    row_handle, seq, count, data = append
+    if row_handle != handle or seq >= first:
+        return append
+    if seq + count <= first:
+        return None
+    kept = (_unpack_chunk(data, count) or [])[first - seq:]   # our own bytes: valid
+    return (handle, first, len(kept), _pack_chunk(kept))
 
 
 def _unpack_chunk(data: object, count: object) -> list[bytes] | None:

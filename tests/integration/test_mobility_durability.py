@@ -357,3 +357,24 @@ async def test_requests_are_subscribed_to_after_the_buffers_are_restored(router,
     finally:
         await mc.close()
 
+
+
+def test_a_full_disk_keeps_the_newest_of_a_big_queued_row(tmp_path):
+    """Dropping the oldest must shrink what is queued, not only what is in
+    memory: one turn's row bigger than the room left keeps its newest."""
+    store = MobilityStore.open(tmp_path, max_pages=40)     # 160 KiB
+    store.add_client(StoredClient(1, "c", "s" * 20, 1000, 60.0, 0.0, 1e12, 0, b""))
+    assert store.commit()
+    kept = [(seq, b"x" * 1000) for seq in range(400)]    # one row of 400 KiB
+    store.append(1, kept)
+
+    def drop_oldest_quarter() -> bool:       # what the proxy does for it
+        del kept[:max(1, len(kept) // 4)]
+        store.trim(1, kept[0][0] if kept else 400, 400 - len(kept))
+        return True
+
+    store.on_full = drop_oldest_quarter
+    wait_until(store.commit, what="the write once the oldest are dropped")
+    assert kept and kept[-1][0] == 399
+    assert stored_entries(store, 1) == kept
+    store.close()
