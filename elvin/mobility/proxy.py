@@ -610,8 +610,8 @@ class MobilityProxy:
             if not self.flush():       # on disk before the client hears it may leave
                 await self._release(handler)
                 raise P.MobilityError(
-                    f"this proxy cannot write its state file ({self.store.path}; disk full, "  # type: ignore[union-attr]
-                    "or the file locked): not moved out, try again later", "storage")
+                    "this proxy cannot write its buffers to disk now (full, or its state "
+                    "file locked): not moved out, try again later", "storage")
             if self.tombstones.pop(client_id, None) is not None and self.store is not None:
                 self.store.remove_tombstone(client_id)
             crash_point("mobility-move-out-committed")

@@ -541,8 +541,9 @@ class _Checkpointer:
                 self._truncate.clear()
                 try:
                     # TRUNCATE hands the WAL's room back to the file system
-                    db.execute(f"PRAGMA wal_checkpoint({'TRUNCATE' if truncate else 'PASSIVE'})")
-                    self.truncations += truncate
+                    busy = db.execute("PRAGMA wal_checkpoint("
+                                      f"{'TRUNCATE' if truncate else 'PASSIVE'})").fetchone()[0]
+                    self.truncations += truncate and not busy
                 except sqlite3.Error as exc:
                     log.debug("mobility state checkpoint: %s", exc)
                 self._urgent.wait(self.INTERVAL)

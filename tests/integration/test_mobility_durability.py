@@ -232,7 +232,7 @@ async def test_a_move_out_that_cannot_be_written_is_refused(router, tmp_path):
                     await mc.move_out()
             finally:
                 lock.release()
-            assert caught.value.code == "storage" and str(tmp_path) in str(caught.value)
+            assert caught.value.code == "storage" and "try again" in str(caught.value)
             assert mc.state == "connected" and not proxy.handlers
             await round_trips(router.url, [0])          # still delivered live
             await until(lambda: 0 in got.seen)
