@@ -1018,6 +1018,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(prog, str(exc), EXIT_USAGE)
     try:
         asyncio.run(_run(url, config, store))
+    except StateError as exc:      # found at start: a row damaged inside the file
+        return fail(prog, str(exc), EXIT_USAGE)
     except CONNECT_ERRORS as exc:
         # unreachable or lost (2), or a request the router refused, e.g. a
         # Nack to ConnRqst (3): one line either way, never a traceback

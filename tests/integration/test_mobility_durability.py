@@ -11,7 +11,10 @@ import asyncio
 import contextlib
 import os
 import sqlite3
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -378,3 +381,12 @@ def test_a_full_disk_keeps_the_newest_of_a_big_queued_row(tmp_path):
     assert kept and kept[-1][0] == 399
     assert stored_entries(store, 1) == kept
     store.close()
+
+
+def test_the_standalone_proxy_refuses_a_damaged_row_in_one_line(router, tmp_path):
+    damaged(tmp_path, "UPDATE entries SET data = x'000000ff41' WHERE seq = 0").close()
+    proxy = Path(sys.executable).with_name("elvin-mobility-proxy")
+    result = subprocess.run([str(proxy), "-e", router.url, "--state-dir", str(tmp_path)],
+                            capture_output=True, text=True, timeout=60)
+    line = refused(result, str(tmp_path / FILE_NAME), "damaged", "seq 0", "--state-reset")
+    assert line.startswith("elvin-mobility-proxy: mobility state file"), line
