@@ -197,8 +197,16 @@ class MobilityStore:
         rows = self._db.execute(
             "SELECT handle, client, secret, quota, expiry, moved_out_at, expires_at, dropped, "
             "subscriptions, first_seq FROM clients ORDER BY handle").fetchall()
-        return [StoredClient(h, c, s, q, e, m, x, d, bytes(b), f)
-                for h, c, s, q, e, m, x, d, b, f in rows]
+        out = []
+        for h, c, s, q, e, m, x, d, b, f in rows:
+            if not (all(type(v) is int for v in (h, q, d, f)) and type(c) is str
+                    and type(s) is str and all(type(v) in (int, float) for v in (e, m, x))
+                    and type(b) is bytes):
+                raise StateError(f"mobility state file {self.path} is damaged (the row of "
+                                 f"client handle {h} holds a value of the wrong type): "
+                                 f"{_RESET_HINT}")
+            out.append(StoredClient(h, c, s, q, e, m, x, d, b, f))
+        return out
 
     def next_handle(self) -> int:
         """A handle no row of the file uses: above every client's and every

@@ -326,10 +326,28 @@ def test_a_damaged_row_is_refused_naming_the_file_and_the_row(tmp_path, update):
         store.close()
 
 
+@pytest.mark.parametrize("update", [
+    "UPDATE clients SET subscriptions = 'text'",
+    "UPDATE clients SET quota = 'lots'",
+    "UPDATE clients SET secret = x'00'",
+])
+def test_a_damaged_client_row_is_refused_naming_the_file_and_the_row(tmp_path, update):
+    store = damaged(tmp_path, update)
+    try:
+        with pytest.raises(StateError) as caught:
+            store.clients()
+        message = str(caught.value)
+        for word in (str(tmp_path / FILE_NAME), "damaged", "handle 5", "--state-reset"):
+            assert word in message, message
+    finally:
+        store.close()
+
+
 def test_an_intact_file_reads_back_what_was_written(tmp_path):
     store = damaged(tmp_path, "UPDATE entries SET count = count")
     try:
         assert stored_entries(store, 5) == [(0, b"abc"), (1, b"defg"), (2, b"h")]
+        assert [c.handle for c in store.clients()] == [5]
     finally:
         store.close()
 
