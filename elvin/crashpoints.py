@@ -9,7 +9,8 @@ variable a crash point costs one set lookup. Never set it in production.
 Points: ``mobility-move-out-received`` (a move-out request is being handled,
 nothing written yet), ``mobility-move-out-committed`` (the moved-out client
 is on disk, its reply not sent), ``mobility-move-in-handed`` (the first batch
-of a move-in reply is sent).
+of a move-in reply is sent), ``mobility-released`` (a client's release of
+its buffer is committed: its rows are being deleted, a slice per turn).
 """
 
 from __future__ import annotations

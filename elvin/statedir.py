@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from elvin.errors import RouterStartError
+from elvin.fileutil import make_directory
 
 __all__ = ["StateDir", "StateError", "move_aside"]
 
@@ -57,10 +58,9 @@ class StateDir:
 
         directory = Path(path).expanduser()
         try:
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StateError(f"cannot create the state directory {directory}: {_reason(exc)} "
-                             f"(create it, owned by the user {owner} runs as)") from None
+            make_directory(directory, "the state directory", StateError, mode=0o700)
+        except StateError as exc:
+            raise StateError(f"{exc} (create it, owned by the user {owner} runs as)") from None
         if not directory.is_dir():
             raise StateError(f"state directory {directory} is not a directory")
         lock_path = directory / cls.LOCK_NAME

@@ -42,7 +42,9 @@ Replies repeat ``Request-Id`` and are sent with that public key and
 anyone may subscribe to ``Mobility.*``. Replies carry ``Mobility.Status``
 (``"ok"`` or ``"error"``); errors add ``Mobility.Error-Code`` (``malformed``,
 ``unknown-client``, ``bad-secret``, ``in-use``, ``limit``, ``subscription``,
-``unreachable``, ``insecure``, ``internal``) and ``Mobility.Error`` (text).
+``unreachable``, ``insecure``, ``storage``, ``internal``) and ``Mobility.Error``
+(text); ``storage`` means the proxy cannot write its state file now (a
+move-out is refused rather than promised; try again later).
 A request too broken to carry a reply key gets its error reply unkeyed
 (never a secret).
 

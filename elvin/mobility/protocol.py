@@ -76,6 +76,7 @@ ERROR_CODES = {
     "limit": "the proxy's limit on clients or subscriptions is reached",
     "subscription": "a subscription was refused by the router",
     "unreachable": "the move-out proxy could not be reached or did not answer",
+    "storage": "the proxy could not write its state file (disk full, file locked): try again",
     "internal": "the proxy failed unexpectedly",
 }
 

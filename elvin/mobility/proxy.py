@@ -59,6 +59,8 @@ __all__ = ["MobilityProxy", "ProxyConfig", "load_key_file", "main"]
 #: Requests (and ping answers) being handled at once; beyond, new ones are
 #: dropped and counted in ``stats["overload"]``.
 MAX_PENDING = 1000
+#: seconds between two slices of a released buffer's deletion
+PURGE_PAUSE = 0.005
 
 
 @dataclass
@@ -165,7 +167,12 @@ class MobilityProxy:
         self._tasks: set[asyncio.Task] = set()
         self._subs: list[Any] = []
         self._dirty: list[ClientHandler] = []
-        self._flush_scheduled = False
+        #: the flush asked for this turn (new notifications), and the one
+        #: asked for later (a released buffer's next slice, or the store's
+        #: next try after a failed write); both cancelled by ``stop``
+        self._flush_soon: asyncio.Handle | None = None
+        self._flush_timer: asyncio.TimerHandle | None = None
+        self._stopped = False
         self._fence_waiters: dict[str, asyncio.Future] = {}
         #: the router's id of each handler subscription: (handler, the
         #: client's id for it); inside elvind deliveries are read through it
@@ -197,6 +204,10 @@ class MobilityProxy:
         self.ids = {canonical(self.id), self.id}
         for alias in self.config.aliases:
             self.ids.update((alias, canonical(alias)))
+        if self.store is not None:
+            # first: a request must never find a client not yet taken back
+            # (a move-in would be told there is no buffer)
+            await self._restore()
         names = " || ".join(f"{P.PROXY} == {P.quote(n)}" for n in sorted(self.ids))
         # Requests arrive securely (sent with our public key: only we get
         # them) or insecurely (hello, which anyone may send and see). Our own
@@ -207,13 +218,13 @@ class MobilityProxy:
             listener=self._on_request))
         self._subs.append(await self.connection.subscribe(
             f"{P.PING} == \"request\" && ({names})", buffer_size=0, listener=self._on_ping))
-        if self.store is not None:
-            await self._restore()
         log.info("mobility proxy %r serving at %s (public key %s)", self.id,
                  self.connection.url, self.public_key.hex())
         return self
 
     async def stop(self) -> None:
+        self._stopped = True
+        self._cancel_flushes()
         for task in list(self._tasks):
             task.cancel()
         for handler in self.handlers.values():
@@ -280,16 +291,22 @@ class MobilityProxy:
 
     def _on_pending(self, handler: ClientHandler) -> None:
         self._dirty.append(handler)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self.flush)
+        if self._flush_soon is None and not self._stopped:
+            self._flush_soon = asyncio.get_running_loop().call_soon(self.flush)
 
-    def flush(self) -> None:
+    def _cancel_flushes(self) -> None:
+        for handle in (self._flush_soon, self._flush_timer):
+            if handle is not None:
+                handle.cancel()
+        self._flush_soon = self._flush_timer = None
+
+    def flush(self) -> bool:
         """Seal what the handlers received since the last call, apply the
         quotas, and write all of it in one transaction. Inside ``elvind`` the
         router calls it before it writes to any socket; otherwise it runs
-        once per loop turn."""
-        self._flush_scheduled = False
+        once per loop turn. False when the store could not write it (it is
+        kept, and tried again when the store's back-off ends)."""
+        self._cancel_flushes()
         dirty, self._dirty = self._dirty, []
         store = self.store
         for handler in dirty:
@@ -304,13 +321,17 @@ class MobilityProxy:
                 handler.drop_oldest(over)
                 if store is not None:
                     store.trim(handler.handle, handler.first_seq, handler.dropped)
-        if store is not None and store.dirty:
-            if not store.commit():
-                self.stats["store_failures"] += 1
-            if store.purging and not self._flush_scheduled:
-                # a released buffer is deleted a slice per turn, not at once
-                self._flush_scheduled = True
-                asyncio.get_running_loop().call_later(0.005, self.flush)
+        if store is None or not store.dirty:
+            return True
+        written = store.commit()
+        self.stats["store_failures"] = store.failures
+        if store.dirty and not self._stopped:
+            # a failed write is tried again when the store's back-off ends;
+            # a released buffer is deleted a slice per turn, not at once
+            delay = store.retry_at - time.monotonic() if store.retry_at else PURGE_PAUSE
+            self._flush_timer = asyncio.get_running_loop().call_later(max(0.0, delay),
+                                                                      self.flush)
+        return written
 
     def _disk_full(self) -> bool:
         """The disk is full: drop the oldest quarter of every buffer (the
@@ -361,8 +382,10 @@ class MobilityProxy:
             else:
                 store.remove_tombstone(stone.client_id)
         buffered = 0
+        # never a handle with rows in the file: a released buffer's rows may
+        # still be there (deleted a slice at a time, cut short by a stop)
+        self._next_handle = max(self._next_handle, store.next_handle())
         for row in store.clients():
-            self._next_handle = max(self._next_handle, row.handle + 1)
             handler = ClientHandler(row.client_id, row.secret, row.quota, row.expiry, [],
                                     row.handle)
             handler.moved_out_at, handler.expires_at = row.moved_out_at, row.expires_at
@@ -370,7 +393,10 @@ class MobilityProxy:
             for chunk in iter_entries(store, row.handle):
                 handler.entries.extend(chunk)
                 await asyncio.sleep(0)
-            handler.next_seq = handler.entries[-1][0] + 1 if handler.entries else 0
+            # an emptied buffer (quota, full disk) goes on from its floor: an
+            # entry numbered below it would be skipped at the next load
+            handler.next_seq = max(row.first_seq,
+                                   handler.entries[-1][0] + 1 if handler.entries else 0)
             if row.expires_at <= time.time():
                 self._tombstone(handler.client_id, handler.secret,
                                 handler.dropped + len(handler.entries))
@@ -579,11 +605,15 @@ class MobilityProxy:
                 raise P.MobilityError(f"subscription {spec.id} ({spec.expression!r}) refused: "
                                       f"{exc}", "subscription")
             self.handlers[client_id] = handler
-            if self.tombstones.pop(client_id, None) is not None and self.store is not None:
-                self.store.remove_tombstone(client_id)
             self._start_expiry(handler, expiry)
             self._remember(handler)
-            self.flush()       # on disk before the client hears it may leave
+            if not self.flush():       # on disk before the client hears it may leave
+                await self._release(handler)
+                raise P.MobilityError(
+                    "this proxy cannot write its buffers to disk now (full, or its state "
+                    "file locked): not moved out, try again later", "storage")
+            if self.tombstones.pop(client_id, None) is not None and self.store is not None:
+                self.store.remove_tombstone(client_id)
             crash_point("mobility-move-out-committed")
             self.stats["move_out"] += 1
             log.info("client %r moved out: %d subscriptions, quota %d, expiry %g s",
@@ -791,6 +821,7 @@ class MobilityProxy:
                 raise P.MobilityError(f"wrong secret for client {client_id!r}", "bad-secret")
             await self._release(handler)
             self.stats["released"] += 1
+            crash_point("mobility-released")
 
     async def _on_path(self, previous: str, url: str, via: str, key: bytes | None,
                        action: Callable[[Any, bytes], Awaitable[Any]]) -> Any:
@@ -987,6 +1018,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(prog, str(exc), EXIT_USAGE)
     try:
         asyncio.run(_run(url, config, store))
+    except StateError as exc:      # found at start: a row damaged inside the file
+        return fail(prog, str(exc), EXIT_USAGE)
     except CONNECT_ERRORS as exc:
         # unreachable or lost (2), or a request the router refused, e.g. a
         # Nack to ConnRqst (3): one line either way, never a traceback

@@ -18,10 +18,16 @@ kernel's page cache), and the file stays consistent if the machine loses
 power (the last commits may then be missing). Commits never wait for the
 disk: checkpoints, which do, run on a thread of their own.
 
-A full disk (``SQLITE_FULL``) rolls the transaction back and asks
-``on_full`` to free room (the proxy drops its oldest buffered
-notifications, as its quota does), then tries again; it never raises into
-the router.
+A write that fails rolls the transaction back and keeps the queue: it is
+tried again once ``retry_at`` has passed (the proxy schedules that), and
+never raises into the router. On a full disk (``SQLITE_FULL``) the WAL's
+room is first handed back to the file system (a truncating checkpoint, on
+the checkpoint thread), then ``on_full`` is asked to free room (the proxy
+drops its oldest buffered notifications, as its quota does).
+
+Handles (a client's rows) are never reused while rows of a released
+buffer, deleted a slice per commit, may remain (``next_handle``). Rows
+damaged inside a valid file are refused when read (``StateError``).
 
 Opening checks everything a restart could meet and raises ``StateError``
 with one line naming the file and what to do: not a database or damaged,
@@ -32,13 +38,14 @@ aside (``elvin.statedir.move_aside``), never deleting it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +66,8 @@ LOAD_SLICE = 50
 #: rows of a released buffer deleted per commit
 PURGE_SLICE = 64
 _LEN = struct.Struct(">I")
+#: what every "this file cannot be used" message ends with
+_RESET_HINT = "start it once with --state-reset to move the file aside"
 
 _SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL);
@@ -103,6 +112,9 @@ class StoredClient:
     expires_at: float        # time.time() when the buffer is released unclaimed
     dropped: int
     subscriptions: bytes     # Mobility.Subscriptions as encode_subscriptions makes it
+    #: entries before this seq were dropped (quota, full disk): the next
+    #: entry of an emptied buffer is numbered from here, never below it
+    first_seq: int = 0
 
 
 @dataclass
@@ -131,7 +143,13 @@ class MobilityStore:
         self.commits = 0
         self.full_events = 0
         self.failures = 0
-        self._full_until = 0.0
+        #: a failed write is tried again no sooner than this (monotonic);
+        #: 0 when the last write went through
+        self.retry_at = 0.0
+        self._failing = False
+        #: a full disk's WAL was handed back once in this outage
+        self._reclaimed = False
+        self._closed = False
         #: handles whose rows are being deleted, a slice per commit: those of
         #: released clients, and any left by a crash in the middle of it
         self.purging: set[int] = {h for (h,) in db.execute(
@@ -178,9 +196,27 @@ class MobilityStore:
     def clients(self) -> list[StoredClient]:
         rows = self._db.execute(
             "SELECT handle, client, secret, quota, expiry, moved_out_at, expires_at, dropped, "
-            "subscriptions FROM clients ORDER BY handle").fetchall()
-        return [StoredClient(h, c, s, q, e, m, x, d, bytes(b))
-                for h, c, s, q, e, m, x, d, b in rows]
+            "subscriptions, first_seq FROM clients ORDER BY handle").fetchall()
+        out = []
+        for h, c, s, q, e, m, x, d, b, f in rows:
+            if not (all(type(v) is int for v in (h, q, d, f)) and type(c) is str
+                    and type(s) is str and all(type(v) in (int, float) for v in (e, m, x))
+                    and type(b) is bytes):
+                raise StateError(f"mobility state file {self.path} is damaged (the row of "
+                                 f"client handle {h} holds a value of the wrong type): "
+                                 f"{_RESET_HINT}")
+            out.append(StoredClient(h, c, s, q, e, m, x, d, b, f))
+        return out
+
+    def next_handle(self) -> int:
+        """A handle no row of the file uses: above every client's and every
+        buffered row's, those of released buffers still being deleted
+        included (a client given such a handle would get their rows, then
+        lose its own as the deletion goes on)."""
+        (top,) = self._db.execute(
+            "SELECT max(coalesce((SELECT max(handle) FROM clients), 0), "
+            "coalesce((SELECT max(handle) FROM entries), 0))").fetchone()
+        return max([top, *self.purging, *self._added]) + 1
 
     def entries(self, handle: int, after: int = -1,
                 limit: int = LOAD_SLICE) -> list[tuple[int, bytes]]:
@@ -197,13 +233,13 @@ class MobilityStore:
             "ORDER BY seq LIMIT ?", (handle, after, limit)).fetchall()
         out: list[tuple[int, bytes]] = []
         for seq, count, data in rows:
-            data = bytes(data)
-            o = 0
-            for k in range(count):
-                (n,) = _LEN.unpack_from(data, o)
-                if seq + k >= floor:
-                    out.append((seq + k, data[o + 4:o + 4 + n]))
-                o += 4 + n
+            entries = _unpack_chunk(data, count) if isinstance(seq, int) else None
+            if entries is None:
+                raise StateError(
+                    f"mobility state file {self.path} is damaged (client handle {handle}, "
+                    f"buffered row at seq {seq}: its length prefixes and count do not "
+                    f"match its data): {_RESET_HINT}")
+            out.extend((seq + k, entry) for k, entry in enumerate(entries) if seq + k >= floor)
         return out
 
     def tombstones(self) -> list[StoredTombstone]:
@@ -233,19 +269,27 @@ class MobilityStore:
             self._removed.add(handle)
         self._floors.pop(handle, None)
         self._dropped.pop(handle, None)
+        if self.retry_at:     # writes fail: what the queue holds for it is moot
+            self._appends = [a for a in self._appends if a[0] != handle]
 
     def append(self, handle: int, entries: list[tuple[int, bytes]]) -> None:
         """New entries ``(seq, data)`` of ``handle``, consecutive: one row."""
         if entries:
-            pack = _LEN.pack
             self._appends.append((handle, entries[0][0], len(entries),
-                                  b"".join(pack(len(d)) + d for _, d in entries)))
+                                  _pack_chunk(d for _, d in entries)))
 
     def trim(self, handle: int, first: int, dropped: int) -> None:
         """Entries of ``handle`` before seq ``first`` are gone (quota, full
         disk); ``dropped`` is the client's new count of lost notifications."""
         self._floors[handle] = first
         self._dropped[handle] = dropped
+        if self.retry_at:
+            # writes fail (the queue is kept): cut what is below the floor
+            # out of the queue now, so that it stays within the quotas
+            # however long the outage lasts, and so that dropping the oldest
+            # makes the next try smaller (a full disk)
+            self._appends = [cut for a in self._appends
+                             if (cut := _cut_below(a, handle, first)) is not None]
 
     def put_tombstone(self, t: StoredTombstone) -> None:
         self._stones[t.client_id] = (t.client_id, t.secret, t.dropped, t.until)
@@ -255,19 +299,23 @@ class MobilityStore:
 
     #: rounds of dropping the oldest one commit may ask for on a full disk
     FULL_ROUNDS = 3
-    #: seconds a full disk is left alone before the next try
-    FULL_BACKOFF = 1.0
+    #: seconds a failed write (full disk, locked or read-only file, I/O
+    #: error) is left alone before the next try
+    RETRY_BACKOFF = 1.0
+    #: seconds given to the checkpoint thread to hand the WAL's room back to
+    #: the file system before a full disk's write is tried again
+    RECLAIM_WAIT = 0.05
 
     def commit(self) -> bool:
         """Write what is queued in one transaction. False when it could not
-        be written (logged, counted): the proxy carries on from memory. On a
-        full disk the queue is kept and tried again a second later."""
-        if not self.dirty:
-            return True
-        if self._full_until and time.monotonic() < self._full_until:
+        be written (logged once, counted): the proxy carries on from memory,
+        the queue is kept and tried again at ``retry_at`` (the proxy
+        schedules that). A no-op once closed."""
+        if self._closed or not self.dirty:
+            return not self._closed
+        if self.retry_at and time.monotonic() < self.retry_at:
             return False
         rounds = 0
-        reclaimed = False
         while True:
             try:
                 self._write()
@@ -275,39 +323,43 @@ class MobilityStore:
                 with _suppress():
                     self._db.rollback()
                 if not _is_full(exc):
-                    log.error("mobility state %s: cannot write (%s); these changes are kept "
-                              "in memory only", self.path, exc)
-                    self.failures += 1
-                    self._reset_pending()
-                    return False
+                    return self._failed(f"cannot write ({exc}): changes are kept in memory "
+                                        "and written when it can be again",
+                                        self.RETRY_BACKOFF)
                 self.full_events += 1
-                if not reclaimed:          # the WAL's own room first
-                    reclaimed = True
-                    self._reclaim()
-                    continue
+                if not self._reclaimed:
+                    # the WAL's own room first, handed back on the checkpoint
+                    # thread (it waits for the disk): never on the loop
+                    self._reclaimed = True
+                    self._checkpointer.poke(truncate=True)
+                    return self._failed(self._FULL_MESSAGE, self.RECLAIM_WAIT)
                 if rounds < self.FULL_ROUNDS and self.on_full is not None and self.on_full():
                     rounds += 1
-                    self._reclaim()
                     continue
-                if not self._full_until:
-                    log.error("mobility state %s: the disk is full: buffers are kept in "
-                              "memory and written when there is room again", self.path)
-                self._full_until = time.monotonic() + self.FULL_BACKOFF
-                self.failures += 1
-                return False
-            if self._full_until:
-                log.warning("mobility state %s: there is room on the disk again", self.path)
-                self._full_until = 0.0
+                self._reclaimed = False
+                return self._failed(self._FULL_MESSAGE, self.RETRY_BACKOFF)
+            if self.retry_at:
+                log.warning("mobility state %s: written again", self.path)
+                self.retry_at = 0.0
+                self._failing = False
+            self._reclaimed = False
             self.commits += 1
             self._reset_pending()
             self._checkpointer.poke()
             return True
 
-    def _reclaim(self) -> None:
-        """Fold the WAL into the file and truncate it: its room goes back to
-        the file system (a full disk)."""
-        with _suppress():
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    _FULL_MESSAGE = ("the disk is full: buffers are kept in memory and written when there is "
+                     "room again")
+
+    def _failed(self, why: str, backoff: float) -> bool:
+        """A write that did not go through: logged once per outage, tried
+        again after ``backoff`` seconds."""
+        if not self._failing:
+            self._failing = True
+            log.error("mobility state %s: %s", self.path, why)
+        self.retry_at = time.monotonic() + backoff
+        self.failures += 1
+        return False
 
     def _write(self) -> None:
         db = self._db
@@ -347,8 +399,13 @@ class MobilityStore:
         self.purging = (self.purging | removed) - purged
 
     def close(self) -> None:
-        """Write what is queued, fold the WAL into the file and close."""
+        """Write what is queued (once more, even during a back-off), fold
+        the WAL into the file and close; ``commit`` does nothing after."""
+        if self._closed:
+            return
+        self.retry_at = 0.0
         self.commit()
+        self._closed = True
         self._checkpointer.stop()
         with _suppress():
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -358,12 +415,8 @@ class MobilityStore:
         return f"<MobilityStore {self.path}>"
 
 
-class _suppress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return exc[0] is not None and issubclass(exc[0], sqlite3.Error)  # type: ignore[arg-type]
+def _suppress() -> contextlib.suppress:
+    return contextlib.suppress(sqlite3.Error)
 
 
 # -- opening and checking ---------------------------------------------------------------
@@ -390,21 +443,20 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _prepare(db: sqlite3.Connection, path: Path) -> None:
     """Check the file and bring it to the current layout; StateError says
     what is wrong and what to do."""
-    reset_hint = "start it once with --state-reset to move the file aside"
     try:
         db.execute("PRAGMA busy_timeout = 200")
         app_id = db.execute("PRAGMA application_id").fetchone()[0]
         version = db.execute("PRAGMA user_version").fetchone()[0]
         tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
     except sqlite3.DatabaseError as exc:
-        raise _explain(exc, path, reset_hint) from None
+        raise _explain(exc, path) from None
     if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables):
         raise StateError(f"{path} is not a mobility state file (another program's "
-                         f"SQLite database?): move it away or {reset_hint}")
+                         f"SQLite database?): move it away or {_RESET_HINT}")
     if version > SCHEMA_VERSION:
         raise StateError(f"mobility state file {path} was written by a newer version (layout "
                          f"{version}; this one reads up to {SCHEMA_VERSION}): upgrade, "
-                         f"or {reset_hint} (its buffers are then not delivered)")
+                         f"or {_RESET_HINT} (its buffers are then not delivered)")
     try:
         mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
@@ -414,7 +466,7 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
         db.execute("PRAGMA wal_autocheckpoint = 0")   # the checkpointer thread does it
         check = db.execute("PRAGMA quick_check").fetchone()[0]
         if check != "ok":
-            raise StateError(f"mobility state file {path} is damaged ({check}): {reset_hint}")
+            raise StateError(f"mobility state file {path} is damaged ({check}): {_RESET_HINT}")
         db.execute("BEGIN IMMEDIATE")   # can we write? (locked, read-only)
         if version == 0:
             for statement in _SCHEMA.split(";"):
@@ -427,10 +479,10 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
         if db.in_transaction:
             with _suppress():
                 db.rollback()
-        raise _explain(exc, path, reset_hint) from None
+        raise _explain(exc, path) from None
 
 
-def _explain(exc: sqlite3.Error, path: Path, reset_hint: str) -> StateError:
+def _explain(exc: sqlite3.Error, path: Path) -> StateError:
     text = str(exc)
     code = getattr(exc, "sqlite_errorcode", None)
     if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in text:
@@ -441,13 +493,13 @@ def _explain(exc: sqlite3.Error, path: Path, reset_hint: str) -> StateError:
                           "and its directory to the user the router runs as")
     if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT) or "not a database" in text \
             or "malformed" in text:
-        return StateError(f"mobility state file {path} is damaged ({text}): {reset_hint}")
+        return StateError(f"mobility state file {path} is damaged ({text}): {_RESET_HINT}")
     if code == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
         return StateError(f"cannot open the mobility state file {path} ({text}): check the "
                           "permissions of the state directory")
     if _is_full(exc):
         return StateError(f"cannot write the mobility state file {path}: the disk is full")
-    return StateError(f"mobility state file {path}: {text}: {reset_hint}")
+    return StateError(f"mobility state file {path}: {text}: {_RESET_HINT}")
 
 
 # -- checkpoints off the loop -------------------------------------------------------------
@@ -462,6 +514,11 @@ class _Checkpointer:
         self.path = path
         self._wake = threading.Event()
         self._stop = threading.Event()
+        #: a full disk: the next checkpoint truncates the WAL, at once
+        self._truncate = threading.Event()
+        self._urgent = threading.Event()
+        #: truncating checkpoints done (for the tests and the curious)
+        self.truncations = 0
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -469,7 +526,10 @@ class _Checkpointer:
                                         daemon=True)
         self._thread.start()
 
-    def poke(self) -> None:
+    def poke(self, truncate: bool = False) -> None:
+        if truncate:
+            self._truncate.set()
+            self._urgent.set()
         self._wake.set()
 
     def _run(self) -> None:
@@ -484,20 +544,65 @@ class _Checkpointer:
                 if self._stop.is_set():
                     break
                 self._wake.clear()
+                self._urgent.clear()
+                truncate = self._truncate.is_set()
+                self._truncate.clear()
                 try:
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    # TRUNCATE hands the WAL's room back to the file system
+                    busy = db.execute("PRAGMA wal_checkpoint("
+                                      f"{'TRUNCATE' if truncate else 'PASSIVE'})").fetchone()[0]
+                    self.truncations += truncate and not busy
                 except sqlite3.Error as exc:
                     log.debug("mobility state checkpoint: %s", exc)
-                self._stop.wait(self.INTERVAL)
+                self._urgent.wait(self.INTERVAL)
         finally:
             db.close()
 
     def stop(self) -> None:
         self._stop.set()
+        self._urgent.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
+
+
+def _pack_chunk(datas: Iterable[bytes]) -> bytes:
+    pack = _LEN.pack
+    return b"".join(pack(len(d)) + d for d in datas)
+
+
+def _cut_below(append: tuple[int, int, int, bytes], handle: int,
+               first: int) -> tuple[int, int, int, bytes] | None:
+    """A queued row of ``handle`` without its entries before seq ``first``
+    (None when none is left); another handle's row as it is."""
+    row_handle, seq, count, data = append
+    if row_handle != handle or seq >= first:
+        return append
+    if seq + count <= first:
+        return None
+    kept = (_unpack_chunk(data, count) or [])[first - seq:]   # our own bytes: valid
+    return (handle, first, len(kept), _pack_chunk(kept))
+
+
+def _unpack_chunk(data: object, count: object) -> list[bytes] | None:
+    """The entries of one buffered row (``count`` length-prefixed blobs one
+    after the other), or None when the row does not hold exactly that: a
+    row damaged inside an otherwise valid file."""
+    if not isinstance(data, bytes) or not isinstance(count, int) or count < 0:
+        return None
+    out = []
+    offset, end = 0, len(data)
+    for _ in range(count):
+        if offset + 4 > end:
+            return None
+        (length,) = _LEN.unpack_from(data, offset)
+        offset += 4
+        if offset + length > end:
+            return None
+        out.append(data[offset:offset + length])
+        offset += length
+    return out if offset == end else None
 
 
 def iter_entries(store: MobilityStore, handle: int) -> Iterator[list[tuple[int, bytes]]]:

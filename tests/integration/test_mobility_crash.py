@@ -90,12 +90,17 @@ def elvind(tmp_path):
         router.stop()
 
 
-async def publish(url: str, seqs) -> None:
-    """Publish, then a round trip: once it returns, the router has read them."""
+async def publish(url: str, seqs, *, each: bool = False, body: str | None = None) -> None:
+    """Publish, then a round trip: once it returns, the router has read them.
+    ``each``: a round trip after every one (inside elvind, one buffered row
+    each); ``body``: a ``Body`` attribute to make them bigger."""
     pub = await connect(url)
     try:
         for seq in seqs:
-            await pub.send({"Producer": "p", "Seq": seq})
+            await pub.send({"Producer": "p", "Seq": seq} if body is None else
+                           {"Producer": "p", "Seq": seq, "Body": body})
+            if each:
+                await pub.set_keys()
         await pub.set_keys()
     finally:
         await pub.close()
