@@ -161,7 +161,7 @@ def _add_setting(document, key: str, value: object) -> None:
 def _edit_tables(document, key: str, match: str, rows: list[Mapping[str, object]],
                  aliases: Mapping[str, str]) -> None:
     import tomlkit
-    from tomlkit.items import Whitespace
+    from tomlkit.items import AoT, Array, InlineTable, Whitespace
 
     old = document.get(key)
     tables = list(old) if isinstance(old, list) else []
@@ -173,15 +173,24 @@ def _edit_tables(document, key: str, match: str, rows: list[Mapping[str, object]
     if not rows:
         document[key] = tomlkit.array()
         return
+    # a file that spells the array inline (groups = [{name = "Chat"}]) keeps
+    # that spelling: its entries are inline tables, which an array of
+    # tables cannot hold
+    inline = isinstance(old, Array) and not isinstance(old, AoT) and \
+        any(isinstance(t, InlineTable) for t in tables)
     chosen = []
     for row in rows:
         name = row.get(match)
         table = existing.pop(name.casefold(), None) if isinstance(name, str) else None
-        table = tomlkit.table() if table is None else table
+        if table is None:
+            table = tomlkit.inline_table() if inline else tomlkit.table()
         _edit_table(table, row, aliases)
         chosen.append(table)
     if len(chosen) == len(tables) and all(a is b for a, b in zip(chosen, tables, strict=True)):
         return                      # the same tables in the same order: edited in place
+    if inline:
+        _arrange_inline(old, chosen)
+        return
     array = tomlkit.aot()
     for table in chosen:
         body = table.value.body
@@ -192,6 +201,24 @@ def _edit_tables(document, key: str, match: str, rows: list[Mapping[str, object]
         document[key] = array
     else:
         document.append(key, array)
+
+
+def _arrange_inline(array, chosen: list) -> None:
+    """Make the inline ``array`` hold ``chosen`` in that order, changing it
+    in place so the entries that stay where they were keep their comments
+    (an entry that moves loses its end-of-line comment: tomlkit offers no
+    way to carry it)."""
+    wanted = {id(table) for table in chosen}
+    for index in reversed(range(len(array))):
+        if id(array[index]) not in wanted:
+            del array[index]
+    for index, table in enumerate(chosen):
+        if index < len(array) and array[index] is table:
+            continue
+        at = next((i for i in range(index + 1, len(array)) if array[i] is table), None)
+        if at is not None:
+            del array[at]
+        array.insert(index, table)
 
 
 def _edit_table(table, row: Mapping[str, object], aliases: Mapping[str, str]) -> None:

@@ -1,0 +1,82 @@
+"""Saving the tickertape's settings into the file the user wrote.
+
+Groups may be written as an array of tables (``[[groups]]``, what the app
+writes first) or inline (``groups = [{name = "Chat"}]``, what people often
+type); adding, removing and reordering groups must save in both forms and
+keep the user's comments. Real files, read back with the app's loader.
+"""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+from elvin_apps.tickertape.config import load, save
+from elvin_apps.tickertape.groups import Group
+
+INLINE = """\
+# my ticker
+user = "me@host"  # who I am
+groups = [
+    {name = "Chat"},  # everyone
+    {name = "ops", colour = "#ff0000"},  # the on-call lot
+]
+# the end
+"""
+
+TABLES = """\
+# my ticker
+user = "me@host"  # who I am
+
+# everyone
+[[groups]]
+name = "Chat"  # all of us
+
+[[groups]]
+name = "ops"  # the on-call lot
+colour = "#ff0000"
+"""
+
+
+@pytest.mark.parametrize("text", [INLINE, TABLES], ids=["inline", "tables"])
+def test_groups_added_removed_and_reordered_are_saved_with_comments(tmp_path, text):
+    path = tmp_path / "tickertape.toml"
+    path.write_text(text)
+
+    config = load(path)
+    config.groups.append(Group("coffee", subscribe=False))          # added
+    save(config)
+    again = load(path)
+    assert [(g.name, g.subscribe) for g in again.groups] == \
+        [("Chat", True), ("ops", True), ("coffee", False)]
+    assert again.groups[1].colour == "#ff0000"
+    saved = path.read_text()
+    assert "# my ticker" in saved and "# who I am" in saved
+    assert "# the on-call lot" in saved
+    tomllib.loads(saved)
+
+    again.groups = [g for g in again.groups if g.name != "Chat"]      # removed
+    save(again)
+    third = load(path)
+    assert [g.name for g in third.groups] == ["ops", "coffee"]
+    assert "# the on-call lot" in path.read_text()
+
+    third.groups.reverse()                                           # reordered
+    save(third)
+    fourth = load(path)
+    assert [g.name for g in fourth.groups] == ["coffee", "ops"]
+    assert fourth.groups[1].colour == "#ff0000"
+    assert "# my ticker" in path.read_text() and "# who I am" in path.read_text()
+
+
+def test_an_inline_file_keeps_its_inline_form(tmp_path):
+    path = tmp_path / "tickertape.toml"
+    path.write_text(INLINE)
+    config = load(path)
+    config.groups.append(Group("coffee"))
+    save(config)
+    saved = path.read_text()
+    assert "[[groups]]" not in saved
+    assert '{name = "coffee"}' in saved
+    assert saved.startswith(INLINE.split("]\n")[0].rsplit("\n", 1)[0])   # the rest untouched
+    assert saved.endswith("]\n# the end\n")
