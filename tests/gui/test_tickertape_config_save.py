@@ -80,3 +80,52 @@ def test_an_inline_file_keeps_its_inline_form(tmp_path):
     assert '{name = "coffee"}' in saved
     assert saved.startswith(INLINE.split("]\n")[0].rsplit("\n", 1)[0])   # the rest untouched
     assert saved.endswith("]\n# the end\n")
+
+
+def test_command_line_overrides_never_reach_the_file(qtbot, tmp_path):
+    """``--dock window --user visitor`` last one run: a settings change
+    saves the font but the file keeps its own dock and user, until the user
+    picks a dock in the dialog."""
+    from elvin_apps.tickertape.controller import TickerController
+    from elvin_apps.tickertape.history import History
+    from elvin_apps.tickertape.model import ScrollerModel
+    from elvin_apps.tickertape.window import TickerWindow
+
+    path = tmp_path / "tickertape.toml"
+    path.write_text('user = "me@host"  # who I am\ndock = "bottom"\n\n[[groups]]\nname = "Chat"\n')
+    config = load(path)
+    config.override("dock", "window")              # what cli.main does with the flags
+    config.override("user", "visitor@elsewhere")
+    window = TickerWindow(TickerController(config, ScrollerModel(),
+                                           History(tmp_path / "h.sqlite3")))
+    qtbot.addWidget(window)
+    window.place(None)
+    assert window.dock is None or not window.dock.docked   # the override is in force
+
+    dialog = window.open_settings()
+    dialog.size_spin.setValue(15)
+    dialog.accept()
+    saved = load(path)
+    assert saved.font_size == 15.0
+    assert (saved.dock, saved.user) == ("bottom", "me@host")
+    assert (config.dock, config.user) == ("window", "visitor@elsewhere")
+    assert "# who I am" in path.read_text()
+
+    dialog = window.open_settings()                  # chosen in the app: saved
+    dialog.set_dock_choice("top")
+    dialog.accept()
+    saved = load(path)
+    assert (saved.dock, saved.user) == ("top", "me@host")
+    window.close()
+
+
+def test_an_override_is_not_written_into_a_first_file(tmp_path):
+    path = tmp_path / "tickertape.toml"
+    config = load(path)
+    config.override("user", "visitor@elsewhere")
+    config.override("dock", "window")
+    config.font_size = 14.0
+    save(config)
+    saved = load(path)
+    assert saved.user != "visitor@elsewhere" and saved.dock == "top"
+    assert saved.font_size == 14.0
