@@ -5,12 +5,16 @@ one line saying so."""
 
 from __future__ import annotations
 
+import asyncio
+
 from elvin_apps.console.browse import BrowsePane, browse_expression
 from elvin_apps.console.consumer import ConsumerPane
 from elvin_apps.console.window import default_workspace
 from elvin_apps.console.workspace import BrowseSpec, ConsumerSpec, dumps, loads
 
 import elvin.client
+from elvin.client.subscription import Notification
+from elvin.router.census import CENSUS_ATTRIBUTE
 from elvin.subscription import parse
 from tests.gui.test_console_app import Console, basic, rows, run
 from tests.waiting import until
@@ -124,5 +128,33 @@ def test_consumer_spec_from_browse_is_subscribed(qt_loop, qtbot, router):
         window = await console.open(basic(router.url, ConsumerSpec(title="C", router="local")))
         pane = window.open_consumer('Group == "Chat"', "local")
         await until(lambda: pane.subscribed, 10)
+
+    run(qt_loop, qtbot, scenario)
+
+
+def test_a_census_that_comes_while_browsing_restarts_is_not_lost(qt_loop, qtbot, make_router):
+    """The router's list grows while the pane is restarting (it holds its
+    lock, waiting for the router to take the browsing subscription): the
+    new name is subscribed to once the restart is done."""
+    router = make_router(stats_interval=0.3)
+
+    async def scenario(console: Console):
+        window = await console.open(basic(router.url, BrowseSpec(title="B", router="local")))
+        browse: BrowsePane = window.panes_of("browse")[0]
+        async with elvin.client.connect(router.url) as producer:
+            await send_until(producer, {"Group": "Chat", "Message": "hi"},
+                             lambda: "Group" in browse.rows())
+        conn = browse.connection()
+        before = browse.census_sub
+        restart = asyncio.ensure_future(browse._start(conn))   # as on a new connection
+        # past the census subscription, waiting inside _subscribe_names
+        await until(lambda: browse.census_sub not in (None, before) and browse._lock.locked(),
+                    10, "the restart waiting for the router", interval=0)
+        assert not restart.done()
+        browse._census(Notification({CENSUS_ATTRIBUTE: 1, "Attribute-Names": "Zeta",
+                                     "Attribute-Counts": "1"}))   # the router's next list
+        await restart
+        await until(lambda: "Zeta" in browse.subscribed_names, 10, "Zeta subscribed to")
+        assert "require(Zeta)" in browse.sub.expression
 
     run(qt_loop, qtbot, scenario)
