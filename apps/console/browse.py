@@ -341,7 +341,17 @@ class BrowsePane(Pane):
         self.stats_label.setText(
             f"<b>{index.total:,}</b> notifications · <b>{index.rate.rate(now):,.1f}</b>/s · "
             f"{len(index.names):,} attribute names seen here"
-            + (f" · {len(self.names):,} in use at the router" if self.census_seen else ""))
+            + (f" · {len(self.names):,} in use at the router" if self.census_seen else "")
+            + self._left_out_text())
+
+    def _left_out_text(self) -> str:
+        """The names past the index's bound, said where the counts are."""
+        index = self.index
+        if not index.left_out_names:
+            return ""
+        more = "over " if index.left_out_capped else ""
+        return (f" · <span style='color:#b45309'>{more}{len(index.left_out_names):,} more "
+                f"names left out</span> (only the first {index.max_names:,} are shown)")
 
     def clear(self) -> None:
         self.index.clear()
