@@ -179,18 +179,26 @@ def _edit_tables(document, key: str, match: str, rows: list[Mapping[str, object]
     inline = isinstance(old, Array) and not isinstance(old, AoT) and \
         any(isinstance(t, InlineTable) for t in tables)
     chosen = []
+    edited: set[int] = set()
     for row in rows:
         name = row.get(match)
         table = existing.pop(name.casefold(), None) if isinstance(name, str) else None
         if table is None:
             table = tomlkit.inline_table() if inline else tomlkit.table()
-        _edit_table(table, row, aliases)
+        if _edit_table(table, row, aliases):
+            edited.add(id(table))
         chosen.append(table)
-    if len(chosen) == len(tables) and all(a is b for a, b in zip(chosen, tables, strict=True)):
-        return                      # the same tables in the same order: edited in place
+    same = len(chosen) == len(tables) and \
+        all(a is b for a, b in zip(chosen, tables, strict=True))
     if inline:
-        _arrange_inline(old, chosen)
+        if not same:
+            _arrange_inline(old, chosen)
+        for index, table in enumerate(chosen):
+            if id(table) in edited:   # tomlkit spaces edited inline tables oddly
+                old[index] = _respaced(table)
         return
+    if same:
+        return                      # the same tables in the same order: edited in place
     array = tomlkit.aot()
     for table in chosen:
         body = table.value.body
@@ -221,13 +229,29 @@ def _arrange_inline(array, chosen: list) -> None:
         array.insert(index, table)
 
 
-def _edit_table(table, row: Mapping[str, object], aliases: Mapping[str, str]) -> None:
+def _respaced(table):
+    """An edited inline table written afresh (``{name = "a", key = "k"}``):
+    an inline table holds no comments, so nothing of the user's is lost."""
+    import tomlkit
+
+    fresh = tomlkit.inline_table()
+    for field, value in table.items():
+        fresh[field] = value
+    return fresh
+
+
+def _edit_table(table, row: Mapping[str, object], aliases: Mapping[str, str]) -> bool:
+    """``table`` made to say what ``row`` says; whether anything changed."""
+    changed = False
     spelt = {canonical: alias for canonical, alias in aliases.items() if alias in table}
     for field in list(table):
         canonical = next((c for c, a in spelt.items() if a == field), field)
         if canonical not in row:
             del table[field]
+            changed = True
     for field, value in row.items():
         target = spelt.get(field, field)
         if target not in table or table[target] != value:
             table[target] = value
+            changed = True
+    return changed

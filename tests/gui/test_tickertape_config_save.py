@@ -81,6 +81,13 @@ def test_an_inline_file_keeps_its_inline_form(tmp_path):
     assert saved.startswith(INLINE.split("]\n")[0].rsplit("\n", 1)[0])   # the rest untouched
     assert saved.endswith("]\n# the end\n")
 
+    config = load(path)                              # an entry edited in place stays tidy
+    config.groups[0].colour = "#00ff00"
+    save(config)
+    saved = path.read_text()
+    assert '    {name = "Chat", colour = "#00ff00"},  # everyone\n' in saved
+    assert load(path).groups[0].colour == "#00ff00"
+
 
 def test_command_line_overrides_never_reach_the_file(qtbot, tmp_path):
     """``--dock window --user visitor`` last one run: a settings change
