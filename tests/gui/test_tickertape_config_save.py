@@ -9,6 +9,7 @@ keep the user's comments. Real files, read back with the app's loader.
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 
 import pytest
 from elvin_apps.tickertape.config import load, save
@@ -82,7 +83,7 @@ def test_an_inline_file_keeps_its_inline_form(tmp_path):
     assert saved.endswith("]\n# the end\n")
 
     config = load(path)                              # an entry edited in place stays tidy
-    config.groups[0].colour = "#00ff00"
+    config.groups[0] = replace(config.groups[0], colour="#00ff00")
     save(config)
     saved = path.read_text()
     assert '    {name = "Chat", colour = "#00ff00"},  # everyone\n' in saved
