@@ -7,7 +7,8 @@ started them;
 their error output goes to ``$XDG_STATE_HOME/elvin/launch-NAME.log``, and
 one that exits within ``WATCH_SECONDS`` (a router it cannot reach, a
 missing display) has its last line reported, so a click never seems to do
-nothing.
+nothing. One that runs on is still polled, rarely, until it exits, so that
+it is reaped and no zombie is left while this app runs.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ __all__ = ["APPS", "AppLauncher", "SuiteApp", "add_app_actions"]
 #: seconds a started app is watched for an early exit
 WATCH_SECONDS = 12.0
 POLL_MS = 250
+#: how often an app past its watch is asked whether it exited (to reap it)
+REAP_MS = 2000
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,11 @@ class AppLauncher(QObject):
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self._poll)
+        #: apps past their watch, still running: polled only to be reaped
+        self._running: dict[int, subprocess.Popen] = {}
+        self._reap_timer = QTimer(self)
+        self._reap_timer.setInterval(REAP_MS)
+        self._reap_timer.timeout.connect(self._reap)
 
     def launch(self, name: str, url: str | None = None) -> int | None:
         """Start the app ``name`` (a key of ``APPS``) on ``url``; its pid,
@@ -101,6 +109,10 @@ class AppLauncher(QObject):
         """The pids still watched for an early exit (tests)."""
         return list(self._watches)
 
+    def running(self) -> list[int]:
+        """The pids past their watch that have not exited yet (tests)."""
+        return list(self._running)
+
     def _poll(self) -> None:
         for pid, (app, log, process, waited) in list(self._watches.items()):
             status = process.poll()           # also reaps it: no zombie left behind
@@ -109,11 +121,20 @@ class AppLauncher(QObject):
                 if status != 0:
                     self.failed.emit(f"{app.title} stopped: {last_line(log)}")
             elif waited + POLL_MS / 1000 >= self.watch_seconds:
-                del self._watches[pid]        # running: from now on it is on its own
+                del self._watches[pid]        # running: from now on it is on its own,
+                self._running[pid] = process  # but reaped when it exits
+                self._reap_timer.start()
             else:
                 self._watches[pid] = (app, log, process, waited + POLL_MS / 1000)
         if not self._watches:
             self._timer.stop()
+
+    def _reap(self) -> None:
+        for pid, process in list(self._running.items()):
+            if process.poll() is not None:    # exited: reaped now
+                del self._running[pid]
+        if not self._running:
+            self._reap_timer.stop()
 
 
 def last_line(log: Path) -> str:

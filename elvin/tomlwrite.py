@@ -161,7 +161,7 @@ def _add_setting(document, key: str, value: object) -> None:
 def _edit_tables(document, key: str, match: str, rows: list[Mapping[str, object]],
                  aliases: Mapping[str, str]) -> None:
     import tomlkit
-    from tomlkit.items import Whitespace
+    from tomlkit.items import AoT, Array, InlineTable, Whitespace
 
     old = document.get(key)
     tables = list(old) if isinstance(old, list) else []
@@ -173,14 +173,31 @@ def _edit_tables(document, key: str, match: str, rows: list[Mapping[str, object]
     if not rows:
         document[key] = tomlkit.array()
         return
+    # a file that spells the array inline (groups = [{name = "Chat"}]) keeps
+    # that spelling: its entries are inline tables, which an array of
+    # tables cannot hold
+    inline = isinstance(old, Array) and not isinstance(old, AoT) and \
+        any(isinstance(t, InlineTable) for t in tables)
     chosen = []
+    edited: set[int] = set()
     for row in rows:
         name = row.get(match)
         table = existing.pop(name.casefold(), None) if isinstance(name, str) else None
-        table = tomlkit.table() if table is None else table
-        _edit_table(table, row, aliases)
+        if table is None:
+            table = tomlkit.inline_table() if inline else tomlkit.table()
+        if _edit_table(table, row, aliases):
+            edited.add(id(table))
         chosen.append(table)
-    if len(chosen) == len(tables) and all(a is b for a, b in zip(chosen, tables, strict=True)):
+    same = len(chosen) == len(tables) and \
+        all(a is b for a, b in zip(chosen, tables, strict=True))
+    if inline:
+        if not same:
+            _arrange_inline(old, chosen)
+        for index, table in enumerate(chosen):
+            if id(table) in edited:   # tomlkit spaces edited inline tables oddly
+                old[index] = _respaced(table)
+        return
+    if same:
         return                      # the same tables in the same order: edited in place
     array = tomlkit.aot()
     for table in chosen:
@@ -194,13 +211,47 @@ def _edit_tables(document, key: str, match: str, rows: list[Mapping[str, object]
         document.append(key, array)
 
 
-def _edit_table(table, row: Mapping[str, object], aliases: Mapping[str, str]) -> None:
+def _arrange_inline(array, chosen: list) -> None:
+    """Make the inline ``array`` hold ``chosen`` in that order, changing it
+    in place so the entries that stay where they were keep their comments
+    (an entry that moves loses its end-of-line comment: tomlkit offers no
+    way to carry it)."""
+    wanted = {id(table) for table in chosen}
+    for index in reversed(range(len(array))):
+        if id(array[index]) not in wanted:
+            del array[index]
+    for index, table in enumerate(chosen):
+        if index < len(array) and array[index] is table:
+            continue
+        at = next((i for i in range(index + 1, len(array)) if array[i] is table), None)
+        if at is not None:
+            del array[at]
+        array.insert(index, table)
+
+
+def _respaced(table):
+    """An edited inline table written afresh (``{name = "a", key = "k"}``):
+    an inline table holds no comments, so nothing of the user's is lost."""
+    import tomlkit
+
+    fresh = tomlkit.inline_table()
+    for field, value in table.items():
+        fresh[field] = value
+    return fresh
+
+
+def _edit_table(table, row: Mapping[str, object], aliases: Mapping[str, str]) -> bool:
+    """``table`` made to say what ``row`` says; whether anything changed."""
+    changed = False
     spelt = {canonical: alias for canonical, alias in aliases.items() if alias in table}
     for field in list(table):
         canonical = next((c for c, a in spelt.items() if a == field), field)
         if canonical not in row:
             del table[field]
+            changed = True
     for field, value in row.items():
         target = spelt.get(field, field)
         if target not in table or table[target] != value:
             table[target] = value
+            changed = True
+    return changed

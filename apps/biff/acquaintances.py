@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 from elvin_apps.biff.roster import Member
 
 from elvin.fileutil import atomic_write
+from elvin.statefile import number_in, read_json_state
 
 __all__ = ["Acquaintance", "PeopleBook", "ago", "span"]
 
@@ -34,6 +34,10 @@ log = logging.getLogger("elvin_apps.biff")
 
 #: people the book remembers at most (the least recently seen go first)
 MAX_PEOPLE = 500
+#: the longest user name taken from the file
+MAX_USER = 1000
+#: wall-clock times past this (the year 5138) are garbage
+LATEST_TIME = 1e11
 VERSION = 1
 
 
@@ -157,26 +161,32 @@ class PeopleBook:
 
     # -- the file ------------------------------------------------------------------------
     def _load(self, path: Path) -> None:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        data = read_json_state(path, VERSION, log, "people the biff knew")
+        if data is None:
             return
-        except (OSError, ValueError) as exc:
-            log.info("people the biff knew (%s) ignored: %s", path, exc)
+        people = data.get("people", [])
+        if not isinstance(people, list):
+            log.info("people the biff knew in %s ignored: people is not a list", path)
             return
-        if not isinstance(data, dict) or data.get("version") != VERSION:
-            return
-        for entry in data.get("people", []):
-            if not isinstance(entry, dict) or not isinstance(entry.get("user"), str):
+        skipped = 0
+        for entry in people:
+            if not isinstance(entry, dict) or not isinstance(entry.get("user"), str) \
+                    or not entry["user"] or len(entry["user"]) > MAX_USER:
+                skipped += 1
                 continue
             person = self._person(entry["user"])
             for name in ("seen", "left", "coffee"):
-                value = entry.get(name)
-                if isinstance(value, (int, float)) and not isinstance(value, bool) \
-                        and math.isfinite(value):
-                    setattr(person, name, float(value))
+                value = number_in(entry.get(name), 0, LATEST_TIME)
+                if value is not None:
+                    setattr(person, name, value)
+                elif entry.get(name) is not None:
+                    skipped += 1
             if person.left is None and person.seen is not None:
                 person.left = person.seen          # they were here when we last looked
+        if skipped:
+            log.info("people the biff knew in %s: %d bad entries or times ignored",
+                     path, skipped)
+        self._bound()                               # a file longer than the book holds
 
     def save(self) -> None:
         """Write the book if it changed (never raises: it is a nicety)."""

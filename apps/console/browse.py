@@ -158,24 +158,29 @@ class BrowsePane(Pane):
 
     async def _start(self, conn: Connection | None) -> None:
         async with self._lock:
-            await self._close()
-            self.census_seen = False
-            self.subscribed_names = []
-            if conn is None:
-                self.set_status(f"Waiting for router {self.router_name or '(none)'} to "
-                                "connect.")
-                return
-            try:
-                self.census_sub = await conn.subscribe(CENSUS_SUBSCRIPTION, buffer_size=0,
-                                                       listener=self._census)
-            except ElvinError as exc:
-                self.set_status(f"Cannot ask {self.router_name} which names are in use: "
-                                f"{exc}", error=True)
-                return
-            self.set_status(f"Asking {self.router_name} which attribute names are in use…")
-            self._census_timer.start(int(self.census_timeout * 1000))
-            if self.names:                   # a new connection: follow what was known
-                await self._subscribe_names(conn)
+            await self._restart(conn)
+        self._resubscribe_if_wanted()      # a census that came while this held the lock
+
+    async def _restart(self, conn: Connection | None) -> None:
+        """Drop the subscriptions and ask ``conn`` anew (under the lock)."""
+        await self._close()
+        self.census_seen = False
+        self.subscribed_names = []
+        if conn is None:
+            self.set_status(f"Waiting for router {self.router_name or '(none)'} to "
+                            "connect.")
+            return
+        try:
+            self.census_sub = await conn.subscribe(CENSUS_SUBSCRIPTION, buffer_size=0,
+                                                   listener=self._census)
+        except ElvinError as exc:
+            self.set_status(f"Cannot ask {self.router_name} which names are in use: "
+                            f"{exc}", error=True)
+            return
+        self.set_status(f"Asking {self.router_name} which attribute names are in use…")
+        self._census_timer.start(int(self.census_timeout * 1000))
+        if self.names:                   # a new connection: follow what was known
+            await self._subscribe_names(conn)
 
     def _census(self, notification: Notification) -> None:
         listed = read_census(notification.attributes)
@@ -210,6 +215,11 @@ class BrowsePane(Pane):
     async def _locked_subscribe(self, conn: Connection) -> None:
         async with self._lock:
             await self._subscribe_names(conn)
+        self._resubscribe_if_wanted()
+
+    def _resubscribe_if_wanted(self) -> None:
+        """Every holder of the lock calls this once it lets go: names a
+        census added meanwhile are subscribed to then."""
         if self._resubscribe_wanted:
             self._resubscribe_wanted = False
             self._resubscribe()
@@ -330,7 +340,17 @@ class BrowsePane(Pane):
         self.stats_label.setText(
             f"<b>{index.total:,}</b> notifications · <b>{index.rate.rate(now):,.1f}</b>/s · "
             f"{len(index.names):,} attribute names seen here"
-            + (f" · {len(self.names):,} in use at the router" if self.census_seen else ""))
+            + (f" · {len(self.names):,} in use at the router" if self.census_seen else "")
+            + self._left_out_text())
+
+    def _left_out_text(self) -> str:
+        """The names past the index's bound, said where the counts are."""
+        index = self.index
+        if not index.left_out_names:
+            return ""
+        more = "over " if index.left_out_capped else ""
+        return (f" · <span style='color:#b45309'>{more}{len(index.left_out_names):,} more "
+                f"names left out</span> (only the first {index.max_names:,} are shown)")
 
     def clear(self) -> None:
         self.index.clear()

@@ -61,10 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         config, router = start_app(args, load)
     except ToolError as exc:
         return exc.report(PROG)
+    # for this run only: a save keeps the file's own values for these
     if args.user:
-        config.user = args.user
+        config.override("user", args.user)
     if args.dock:
-        config.dock = args.dock
+        config.override("dock", args.dock)
     url, chosen = router.url, router.chosen
     if args.screenshot and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no screen: render offscreen

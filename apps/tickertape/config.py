@@ -68,10 +68,30 @@ class Config:
     history_file: str = ""         # empty: the platform data dir
     groups: list[Group] = field(default_factory=list)
     path: Path | None = None       # where it was read from / is saved to
+    #: the values the file had for settings the command line overrides
+    #: (``--dock``, ``--user``): what a save writes for them, so that an
+    #: override lasts one run and never lands in the user's file
+    file_values: dict[str, object] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.groups:
             self.groups = default_groups(self.user)
+
+    def override(self, name: str, value: object) -> None:
+        """Use ``value`` for this run only (a command-line flag)."""
+        self.file_values.setdefault(name, getattr(self, name))
+        setattr(self, name, value)
+
+    def choose(self, name: str, value: object) -> None:
+        """The user set ``name`` in the app: it is saved, whatever the
+        command line said."""
+        self.file_values.pop(name, None)
+        setattr(self, name, value)
+
+    def saved_value(self, name: str) -> object:
+        """What a save writes for ``name``: the file's value while a
+        command-line override is in force, else the current one."""
+        return self.file_values.get(name, getattr(self, name))
 
     @property
     def group_list(self) -> GroupList:
@@ -208,10 +228,15 @@ def load(path: Path | str | None = None, *, must_exist: bool = False) -> Config:
     return config
 
 
+#: Config fields that are not top-level settings of the file
+_NOT_SETTINGS = ("groups", "path", "file_values")
+
+
 def _settings(config: Config) -> dict[str, object]:
-    """The file's top-level settings as they are now (None: not written)."""
-    return {f.name: getattr(config, f.name) for f in fields(Config)
-            if f.name not in ("groups", "path")}
+    """The file's top-level settings as they are to be saved (None: not
+    written); command-line overrides are left out."""
+    return {f.name: config.saved_value(f.name) for f in fields(Config)
+            if f.name not in _NOT_SETTINGS}
 
 
 def _group_rows(config: Config) -> list[dict[str, object]]:
@@ -237,11 +262,11 @@ def dumps(config: Config) -> str:
     """The TOML text of a Config (round-trips through :func:`from_mapping`)."""
     lines = ["# Tickertape settings (elvin suite). The app writes what you change in it",
              "# (Settings, Groups) back here and keeps your comments.", ""]
-    defaults = Config(user=config.user)
+    defaults = Config(user=config.saved_value("user"))
     for f in fields(Config):
-        if f.name in ("groups", "path"):
+        if f.name in _NOT_SETTINGS:
             continue
-        value = getattr(config, f.name)
+        value = config.saved_value(f.name)
         if value is None:
             continue
         if value == getattr(defaults, f.name) and f.name not in ("user", "speed"):
@@ -258,7 +283,7 @@ def dumps(config: Config) -> str:
 def updated(text: str, config: Config) -> str:
     """``text`` (the user's file) with ``config`` written into it: changed
     settings in place, comments and layout kept."""
-    defaults = _settings(Config(user=config.user))
+    defaults = _settings(Config(user=config.saved_value("user")))
     return edit(text, _settings(config), defaults=defaults,
                 tables={"groups": ("name", _group_rows(config))},
                 aliases={"colour": "color"})

@@ -449,7 +449,7 @@ class TickerWindow(QWidget):
         """Take the settings dialog's ``changes`` (Config field -> value)."""
         moved = any(key in changes for key in ("dock", "always_on_top", "frameless"))
         for key, value in changes.items():
-            setattr(self.config, key, value)
+            self.config.choose(key, value)
         self.apply_appearance()
         if moved:
             visible = self.isVisible()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -29,6 +30,11 @@ __all__ = ["SCREENSHOT_TIMEOUT", "application", "cancel_pending", "run_app", "ru
 #: seconds an app's ``--screenshot`` waits for its routers before it shows
 #: the state it is in (and exits 2: the router could not be reached)
 SCREENSHOT_TIMEOUT = 5.0
+#: seconds the tasks still pending at the end get to finish once cancelled:
+#: one that ignores its cancellation must not hang Quit
+CANCEL_DEADLINE = 2.0
+
+log = logging.getLogger("elvin.qt")
 
 
 #: what Qt's offscreen platform says on every window it shows (it has no
@@ -54,18 +60,34 @@ def application(argv: Sequence[str] | None = None) -> QApplication:
     return app
 
 
-def cancel_pending(loop: asyncio.AbstractEventLoop) -> list[asyncio.Task]:
+def cancel_pending(loop: asyncio.AbstractEventLoop,
+                   deadline: float = CANCEL_DEADLINE) -> list[asyncio.Task]:
     """Cancel the tasks still pending on ``loop`` (not running) and let them
     finish, as ``asyncio.run`` does before it closes its loop: a task left
     behind (a connection manager still waiting on its connection, say) would
     otherwise be destroyed pending when collected, with a warning long after
-    its owner went. Returns the tasks that were still pending."""
+    its owner went. A task that has not finished ``deadline`` seconds later
+    (it swallowed its cancellation) is logged and left: the app quits
+    anyway. Returns the tasks that were still pending."""
     pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
     for task in pending:
         task.cancel()
-    if pending:
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    if not pending:
+        return pending
+    done, stuck = loop.run_until_complete(asyncio.wait(pending, timeout=deadline))
+    for task in done:                 # their errors are theirs: retrieved, not reported
+        if not task.cancelled():
+            task.exception()
+    if stuck:
+        log.warning("%d task(s) still running %g s after they were cancelled, left "
+                    "behind: %s", len(stuck), deadline,
+                    ", ".join(sorted(_task_name(task) for task in stuck)))
     return pending
+
+
+def _task_name(task: asyncio.Task) -> str:
+    coro = task.get_coro()
+    return f"{task.get_name()} ({getattr(coro, '__qualname__', coro)})"
 
 
 def run_app(main: Callable[[], Awaitable[Any] | Any], argv: Sequence[str] | None = None,

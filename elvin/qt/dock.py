@@ -25,7 +25,7 @@ import ctypes.util
 import logging
 from typing import Literal
 
-from PySide6.QtCore import QObject, QRect, Qt
+from PySide6.QtCore import QEvent, QObject, QRect, Qt, Slot
 from PySide6.QtGui import QGuiApplication, QScreen
 from PySide6.QtWidgets import QWidget
 
@@ -133,34 +133,56 @@ class EdgeDock(QObject):
     """Keeps ``window`` docked at ``edge`` of ``screen`` (by default the
     window's): ``dock()`` before the window is first shown, ``undock()`` to
     make it an ordinary window again. The bar's height is the window's own
-    (its size hint) unless ``height`` is given."""
+    (its size hint) unless ``height`` is given.
 
-    def __init__(self, window: QWidget, edge: Edge = "top", screen: QScreen | None = None,
-                 height: int | None = None) -> None:
+    The screen is remembered by name, not as a ``QScreen``: a monitor that
+    is unplugged takes its ``QScreen`` with it, and the bar moves to a
+    screen that is still there (and back when the monitor returns and the
+    dock is asked again)."""
+
+    def __init__(self, window: QWidget, edge: Edge = "top",
+                 screen: QScreen | str | None = None, height: int | None = None) -> None:
         super().__init__(window)
         if edge not in EDGES:
             raise ValueError(f"dock edge must be top or bottom, not {edge!r}")
         self.window = window
         self.edge: Edge = edge
-        self.screen = screen
+        self.screen_name: str | None = screen.name() if isinstance(screen, QScreen) else screen
         self.height = height
         self.docked = False
         self.reserves_space = False
         self.bar = QRect()
         self._watched: QScreen | None = None
+        self._window_handle = None
+        app = QGuiApplication.instance()
+        if app is not None:
+            app.screenRemoved.connect(self._screen_removed)
+        window.installEventFilter(self)     # its native window comes when it is shown
+
+    @property
+    def screen(self) -> QScreen | None:
+        """The screen asked for, while it is plugged in."""
+        return _screen_named(self.screen_name)
 
     # -- the window ----------------------------------------------------------------------
     def dock(self) -> QRect:
         """Make the window a bar at the edge (a new place each call: after
         a screen or height change, call it again). Returns the bar."""
+        return self._dock_on(self._target_screen())
+
+    def _dock_on(self, screen: QScreen | None) -> QRect:
+        if screen is None:              # no screen at all (all unplugged): wait for one
+            return self.bar
         window = self.window
-        screen = self.screen or window.screen() or QGuiApplication.primaryScreen()
         if not self.docked:
             flags = (window.windowFlags() | Qt.WindowType.FramelessWindowHint
                      | Qt.WindowType.WindowStaysOnTopHint)
             window.setWindowFlags(flags)
         self.docked = True
+        if screen is not self._watched:
+            self.reserves_space = False  # a strip reserved elsewhere is no part of this area
         self._watch(screen)
+        self._follow_window_screen()
         self.bar = self._bar_for(screen)
         window.setMinimumWidth(0)
         window.setGeometry(self.bar)
@@ -223,20 +245,68 @@ class EdgeDock(QObject):
             return False
         return True
 
+    def _target_screen(self, gone: QScreen | None = None) -> QScreen | None:
+        """The screen asked for if it is plugged in, else the window's, else
+        the primary one, else any: never ``gone`` (a screen being removed)."""
+        candidates = (self.screen, self.window.screen(), QGuiApplication.primaryScreen(),
+                      *QGuiApplication.screens())
+        return next((s for s in candidates if s is not None and s is not gone), None)
+
     def _watch(self, screen: QScreen | None) -> None:
         if screen is self._watched:
             return
         if self._watched is not None:
             for signal in (self._watched.geometryChanged,
                            self._watched.availableGeometryChanged):
-                signal.disconnect(self._screen_changed)
+                try:
+                    signal.disconnect(self._screen_changed)
+                except (RuntimeError, TypeError):   # the screen is already gone
+                    pass
         self._watched = screen
         if screen is not None:
             screen.geometryChanged.connect(self._screen_changed)
             screen.availableGeometryChanged.connect(self._screen_changed)
+
+    def _follow_window_screen(self) -> None:
+        """Re-dock when the window system moves the window to another screen
+        (its native window exists only once it is created or shown)."""
+        handle = self.window.windowHandle()
+        if handle is None or handle is self._window_handle:
+            return
+        self._window_handle = handle
+        handle.screenChanged.connect(self._window_screen_changed)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if watched is self.window and event.type() in (QEvent.Type.Show,
+                                                       QEvent.Type.WinIdChange):
+            self._follow_window_screen()
+        return False
+
+    @Slot(QScreen)
+    def _screen_removed(self, screen: QScreen) -> None:
+        """A monitor was unplugged: forget its ``QScreen`` (never touch it
+        again) and, if the bar was there, put it on a screen that remains."""
+        if screen is not self._watched:
+            return
+        self._watched = None            # its signals go with it
+        if self.docked:
+            target = self._target_screen(gone=screen)
+            log.info("screen %s went away: the bar moves to %s", screen.name(),
+                     target.name() if target is not None else "no screen (none is left)")
+            self._dock_on(target)
+
+    def _window_screen_changed(self, *_args: object) -> None:
+        if self.docked and self._target_screen() is not self._watched:
+            self.dock()
 
     def _screen_changed(self, *_args: object) -> None:
         """The screen was resized or another panel came or went: follow."""
         if self.docked and self._watched is not None and \
                 self._bar_for(self._watched) != self.bar:
             self.dock()
+
+
+def _screen_named(name: str | None) -> QScreen | None:
+    if not name:
+        return None
+    return next((s for s in QGuiApplication.screens() if s.name() == name), None)

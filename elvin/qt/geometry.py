@@ -26,6 +26,7 @@ from PySide6.QtGui import QGuiApplication, QScreen
 from PySide6.QtWidgets import QWidget
 
 from elvin.fileutil import atomic_write
+from elvin.statefile import int_in, number_in, read_json_state
 from elvin.xdg import state_home
 
 __all__ = ["FRAME_ALLOWANCE", "WindowMemory", "fit_to_screen", "fitted", "place_clear_of",
@@ -40,6 +41,8 @@ VISIBLE_SHARE = 0.5
 #: the file's format; a file of another version is ignored (and replaced)
 VERSION = 1
 SAVE_DELAY_MS = 600
+#: coordinates and sizes beyond this are no screen's (and near Qt's 32-bit limit)
+MAX_COORDINATE = 1 << 20
 
 
 def fitted(preferred: QSize, available: QRect, frame: QSize = FRAME_ALLOWANCE) -> QSize:
@@ -157,15 +160,11 @@ class WindowMemory(QObject):
 
     # -- the file ---------------------------------------------------------------------
     def _read(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        data = read_json_state(self.path, VERSION, log, "window positions")
+        if data is None:
             return {}
-        except (OSError, ValueError) as exc:
-            log.info("window positions in %s ignored: %s", self.path, exc)
-            return {}
-        if not isinstance(data, dict) or data.get("version") != VERSION or \
-                not isinstance(data.get("windows"), dict):
+        if not isinstance(data.get("windows"), dict):
+            log.info("window positions in %s ignored: windows is not an object", self.path)
             return {}
         return data
 
@@ -185,6 +184,8 @@ class WindowMemory(QObject):
         for record in candidates + others:
             rect = _rect(record)
             if rect is None:
+                log.info("a position of window %s in %s ignored: not a rectangle on a screen",
+                         self.name, self.path)
                 continue
             area = visible_on(rect, areas)
             if area is None:
@@ -252,16 +253,15 @@ class WindowMemory(QObject):
 
 
 def _saved(record: dict[str, Any]) -> float:
-    """When the record was written (0 when it does not say)."""
-    when = record.get("saved")
-    return float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else 0.0
+    """When the record was written (0 when it does not say, or says nonsense)."""
+    return number_in(record.get("saved"), 0, 1e11) or 0.0
 
 
 def _rect(record: dict[str, Any]) -> QRect | None:
-    values = [record.get(k) for k in ("x", "y", "width", "height")]
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return None
-    x, y, width, height = values
-    if width <= 0 or height <= 0:
+    """The record's rectangle, if it is one a screen could show (Qt's
+    coordinates are 32-bit: a larger number would overflow QRect)."""
+    x, y = (int_in(record.get(k), -MAX_COORDINATE, MAX_COORDINATE) for k in ("x", "y"))
+    width, height = (int_in(record.get(k), 1, MAX_COORDINATE) for k in ("width", "height"))
+    if x is None or y is None or width is None or height is None:
         return None
     return QRect(x, y, width, height)

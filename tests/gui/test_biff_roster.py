@@ -180,3 +180,34 @@ def test_colleagues_are_read(tmp_path):
     path = tmp_path / "biff.toml"
     path.write_text('colleagues = ["alice@office", " bob "]\n')
     assert load(path).colleagues == ["alice@office", "bob"]
+
+
+@pytest.mark.parametrize("garbage", [
+    '{"version": 1, "people": 5}',
+    '{"version": 1, "people": {"user": "ann"}}',
+    '{"version": 1, "people": [{"user": "ann", "seen": 1' + "0" * 400 + '}]}',
+    '{"version": 1, "people": [{"user": "ann", "seen": NaN, "coffee": -Infinity}]}',
+    '{"version": 1, "people": [{"user": "ann", "seen": 1e400}]}',
+    '{"version": 1, "people": [{"user": "ann", "seen": 17',
+    "[" * 100_000,
+    '{"version": "1", "people": []}',
+], ids=["int", "object", "huge-int", "nan", "huge-float", "truncated", "deep", "version"])
+def test_a_bad_people_file_is_ignored_and_named(tmp_path, caplog, garbage):
+    path = tmp_path / "people.json"
+    path.write_text(garbage)
+    with caplog.at_level("INFO", logger="elvin_apps.biff"):
+        book = PeopleBook(["carol"], path=path)
+    assert all(p.seen is None and p.coffee is None for p in book.people.values())
+    assert book.get("carol").colleague
+    assert str(path) in caplog.text
+
+
+def test_good_entries_beside_bad_ones_are_kept(tmp_path, caplog):
+    path = tmp_path / "people.json"
+    path.write_text('{"version": 1, "people": [{"user": "ann", "seen": 100, "coffee": 9'
+                    + "9" * 400 + '}, {"user": "bob", "seen": 200.5}, 7]}')
+    with caplog.at_level("INFO", logger="elvin_apps.biff"):
+        book = PeopleBook(path=path)
+    assert (book.get("ann").seen, book.get("ann").coffee) == (100.0, None)
+    assert book.get("bob").seen == 200.5
+    assert "2 bad entries or times ignored" in caplog.text and str(path) in caplog.text

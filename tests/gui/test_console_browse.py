@@ -5,12 +5,18 @@ one line saying so."""
 
 from __future__ import annotations
 
+import asyncio
+
 from elvin_apps.console.browse import BrowsePane, browse_expression
+from elvin_apps.console.browseindex import LEFT_OUT_COUNTED, MAX_NAMES, BrowseIndex
 from elvin_apps.console.consumer import ConsumerPane
+from elvin_apps.console.received import Received
 from elvin_apps.console.window import default_workspace
 from elvin_apps.console.workspace import BrowseSpec, ConsumerSpec, dumps, loads
 
 import elvin.client
+from elvin.client.subscription import Notification
+from elvin.router.census import CENSUS_ATTRIBUTE
 from elvin.subscription import parse
 from tests.gui.test_console_app import Console, basic, rows, run
 from tests.waiting import until
@@ -124,5 +130,77 @@ def test_consumer_spec_from_browse_is_subscribed(qt_loop, qtbot, router):
         window = await console.open(basic(router.url, ConsumerSpec(title="C", router="local")))
         pane = window.open_consumer('Group == "Chat"', "local")
         await until(lambda: pane.subscribed, 10)
+
+    run(qt_loop, qtbot, scenario)
+
+
+def test_a_census_that_comes_while_browsing_restarts_is_not_lost(qt_loop, qtbot, make_router):
+    """The router's list grows while the pane is restarting (it holds its
+    lock, waiting for the router to take the browsing subscription): the
+    new name is subscribed to once the restart is done."""
+    router = make_router(stats_interval=0.3)
+
+    async def scenario(console: Console):
+        window = await console.open(basic(router.url, BrowseSpec(title="B", router="local")))
+        browse: BrowsePane = window.panes_of("browse")[0]
+        async with elvin.client.connect(router.url) as producer:
+            await send_until(producer, {"Group": "Chat", "Message": "hi"},
+                             lambda: "Group" in browse.rows())
+        conn = browse.connection()
+        before = browse.census_sub
+        restart = asyncio.ensure_future(browse._start(conn))   # as on a new connection
+        # past the census subscription, waiting inside _subscribe_names
+        await until(lambda: browse.census_sub not in (None, before) and browse._lock.locked(),
+                    10, "the restart waiting for the router", interval=0)
+        assert not restart.done()
+        browse._census(Notification({CENSUS_ATTRIBUTE: 1, "Attribute-Names": "Zeta",
+                                     "Attribute-Counts": "1"}))   # the router's next list
+        await restart
+        await until(lambda: "Zeta" in browse.subscribed_names, 10, "Zeta subscribed to")
+        assert "require(Zeta)" in browse.sub.expression
+
+    run(qt_loop, qtbot, scenario)
+
+
+def test_the_index_keeps_at_most_max_names_and_counts_the_rest():
+    index = BrowseIndex()
+    records = [Received(i, 0.0, {"Group": "Chat", f"made-up-{i}": i}, False)
+               for i in range(MAX_NAMES + 500)]
+    changed = index.feed(records, 1.0)
+    assert len(index.names) == MAX_NAMES == 2000
+    assert "Group" in index.names and index.names["Group"].count == MAX_NAMES + 500
+    assert len(index.left_out_names) == 501 and not index.left_out_capped
+    assert set(changed) <= set(index.names)
+    index.feed([Received(0, 0.0, {f"more-{i}": 1}, False)
+                for i in range(LEFT_OUT_COUNTED)], 2.0)
+    assert len(index.names) == MAX_NAMES
+    assert len(index.left_out_names) == LEFT_OUT_COUNTED and index.left_out_capped  # bounded
+    index.clear()
+    assert not index.left_out_names and not index.left_out_capped
+
+
+def test_names_past_the_bound_are_said_to_be_left_out(qt_loop, qtbot, make_router, tmp_path):
+    """A producer that makes up a new name in every notification: the tree
+    stops growing at the bound and the pane says how many were left out."""
+    router = make_router(stats_interval=0.3)
+
+    async def scenario(console: Console):
+        window = await console.open(basic(router.url, BrowseSpec(title="B", router="local")))
+        browse: BrowsePane = window.panes_of("browse")[0]
+        browse.index.max_names = 12                    # the same bound, smaller
+        async with elvin.client.connect(router.url) as producer:
+            await send_until(producer, {"Group": "Chat", "Message": "hi"},
+                             lambda: "Group" in browse.rows())
+            for i in range(30):
+                await producer.send({"Group": "Chat", f"Sensor-{i:02}": i})
+            await until(lambda: "left out" in browse.stats_label.text(), 10, "left out said")
+            await until(lambda: browse.index.names["Group"].count >= 31, 10)
+        assert browse.tree.topLevelItemCount() == 12
+        assert len(browse.index.names) == 12
+        left = 30 - (12 - 2)                            # Group and Message are kept
+        assert f"{left} more names left out" in browse.stats_label.text()
+        assert "only the first 12 are shown" in browse.stats_label.text()
+        window.resize(1000, 600)
+        window.grab().save(str(tmp_path / "browse-left-out.png"))
 
     run(qt_loop, qtbot, scenario)

@@ -133,8 +133,8 @@ def test_the_launcher_says_why_an_app_did_not_start(qtbot, tmp_path, monkeypatch
 def test_the_launcher_starts_an_app_that_keeps_running(qtbot, tmp_path, monkeypatch,
                                                        router_url):
     """The biff started is really up (its presence reaches the router), the
-    launcher stops watching it without a word, and it keeps running. The
-    watch is short here; the biff's presence, not the watch, says it started."""
+    launcher stops watching it without a word, and it keeps running; when it
+    quits later it is reaped (no zombie left). The watch is short here; the biff's presence, not the watch, says it started."""
     import elvin.sync
 
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
@@ -150,6 +150,10 @@ def test_the_launcher_starts_an_app_that_keeps_running(qtbot, tmp_path, monkeypa
         assert presence.get(timeout=60)["Presence-Protocol"] >= 1000
         qtbot.waitUntil(lambda: not launcher.watching() or bool(failures), timeout=60_000)
         assert failures == [] and pid_alive(pid)
+        assert launcher.running() == [pid]
+        os.kill(pid, signal.SIGTERM)                  # it quits long after the watch:
+        qtbot.waitUntil(lambda: not Path(f"/proc/{pid}").exists(), timeout=60_000)
+        assert launcher.running() == []               # reaped, no zombie left
     finally:
         watcher.close()
         if pid_alive(pid):

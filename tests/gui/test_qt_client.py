@@ -192,3 +192,44 @@ def test_editor_says_how_precedence_groups_bitwise_operators(qtbot):
     for plain in ["(A | 2) + 1 > 3", "A * 2 + 1 > 3", "A | 2 > 3", "A | 2 + "]:
         editor.setExpression(plain)
         assert editor.reading() == "", plain
+
+
+STUBBORN_APP = """
+import asyncio, logging, sys
+from elvin.qt import run_app
+
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+async def stubborn():
+    while True:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            continue                   # ignores being cancelled
+
+async def main():
+    asyncio.get_running_loop().create_task(stubborn(), name="stubborn-task")
+    await asyncio.sleep(0)
+    return 5
+
+print("exit", run_app(main), flush=True)
+"""
+
+
+def test_quit_does_not_hang_on_a_task_that_ignores_cancellation(tmp_path):
+    """``run_app`` cancels what is left, waits a bounded time, says which
+    task would not stop, and returns (a child process: without the deadline
+    it would hang for ever)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "stubborn.py"
+    script.write_text(STUBBORN_APP)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parents[2],
+                          env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
+    assert "exit 5" in done.stdout, done.stderr
+    assert "stubborn-task" in done.stderr and "stubborn" in done.stderr
+    assert "still running" in done.stderr

@@ -22,7 +22,6 @@ from elvin_apps.tickertape.groups import Group, GroupList
 from elvin_apps.tickertape.history import History
 from elvin_apps.tickertape.message import Message
 from elvin_apps.tickertape.model import ScrollerModel
-from elvin_apps.tickertape.scroller import BADGE_GAP
 from elvin_apps.tickertape.window import TickerWindow
 from PySide6.QtCore import QPoint, Qt, QTimer, QUrl
 from PySide6.QtGui import QColor, QContextMenuEvent, QCursor
@@ -125,7 +124,8 @@ def test_the_clicked_message_stays_put_while_its_menu_is_open(scroller, model, q
 
 def test_the_badge_has_a_slot_of_its_own(scroller, model, qtbot):
     """With "+N waiting" shown, messages enter at the badge's left edge: no
-    text is ever drawn in the badge's slot, and text does reach its edge."""
+    text is ever drawn in the badge's slot, text does reach its edge, and a
+    gap of background (BADGE_GAP) keeps the two apart."""
     QCursor.setPos(far_away(scroller))
     scroller.set_colours("#1d1f21", "#00ff00")       # text in a colour easy to count
     for i in range(12):
@@ -141,7 +141,15 @@ def test_the_badge_has_a_slot_of_its_own(scroller, model, qtbot):
     badge_slot = image.copy(int(right) + 1, 0, image.width() - int(right) - 1, image.height())
     assert colour_pixels(badge_slot, "#00ff00") == 0
     assert colour_pixels(image.copy(0, 0, int(right), image.height()), "#00ff00") > 0
-    assert BADGE_GAP > 0
+    # between the last letter and the badge a strip of plain background: the
+    # text never touches the badge (its anti-aliased edges left out)
+    area_right = int(scroller.message_area_right())   # "paused" made the badge wider
+    badge_left = int(scroller._badge()[2].left())
+    gap = image.copy(area_right + 1, 0, badge_left - area_right - 2, image.height())
+    assert gap.width() >= 3                           # a gap a reader can see
+    background = QColor("#1d1f21")
+    assert all(gap.pixelColor(x, y) == background
+               for x in range(gap.width()) for y in range(gap.height()))
 
 
 def fake_xdg_open(tmp_path: Path, status: int) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from elvin_apps.console.workspace import ConsumerSpec, ProducerSpec, RouterViewSpec
 from PySide6.QtCore import QRect, QSize
 from PySide6.QtWidgets import QWidget
@@ -145,3 +146,41 @@ def test_a_docked_bar_keeps_its_screen_and_the_windows_place(qtbot, tmp_path):
     later = _window(qtbot)
     assert WindowMemory(later, "tool", path).restore()      # back to a window: its place
     assert later.size() == QSize(300, 200)
+
+
+@pytest.mark.parametrize("record", [
+    {"x": 10 ** 400, "y": 0, "width": 300, "height": 200},
+    {"x": 0, "y": 0, "width": 2 ** 40, "height": 200},
+    {"x": -(2 ** 33), "y": 0, "width": 300, "height": 200},
+    {"x": 0, "y": 0, "width": 300, "height": 200, "saved": 10 ** 400},
+    {"x": 0, "y": 0, "width": 300.5, "height": 200},
+], ids=["huge-x", "huge-width", "beyond-int32", "huge-saved", "float-width"])
+def test_out_of_range_window_records_are_skipped(qtbot, tmp_path, caplog, record):
+    path = tmp_path / "windows.json"
+    good = {"x": 30, "y": 40, "width": 310, "height": 210, "saved": 1}
+    other = "an-older-arrangement"
+    path.write_text(json.dumps({"version": 1, "windows": {"tool": {
+        screen_setup(): record, other: good}}}))
+    widget = _window(qtbot)
+    with caplog.at_level("INFO", logger="elvin.qt"):
+        restored = WindowMemory(widget, "tool", path).restore()
+    if "saved" in record:                            # the rectangle is fine, the time is not
+        assert restored and widget.size() == QSize(300, 200)
+        return
+    assert restored and widget.size() == QSize(310, 210)   # the good one of the others
+    assert "window tool" in caplog.text and str(path) in caplog.text
+
+
+@pytest.mark.parametrize("garbage", [
+    '{"version": 1, "windows": {"tool": {"a": {"x": 1', "[" * 100_000,
+    '{"version": 1, "windows": {"tool": {"a": {"x": NaN, "y": 0, "width": 1, "height": 1}}}}',
+    '{"version": 1, "windows": 5}',
+], ids=["truncated", "deep", "nan", "windows-int"])
+def test_a_garbage_windows_file_is_ignored_and_named(qtbot, tmp_path, caplog, garbage):
+    path = tmp_path / "windows.json"
+    path.write_text(garbage)
+    widget = _window(qtbot)
+    with caplog.at_level("INFO", logger="elvin.qt"):
+        assert not WindowMemory(widget, "tool", path).restore()
+        assert WindowMemory(widget, "tool", path).remembered_screen() is None
+    assert str(path) in caplog.text
