@@ -77,6 +77,7 @@ class Router:
         self._stopped: asyncio.Event | None = None
         self._stats_handle: asyncio.TimerHandle | None = None
         self._stopping = False
+        self._started = False           # start() completed (a stop then says so)
         #: text -> Registered (ast, matches) or SubscriptionError; parses, checks
         #: and compiles once per expression shape (elvin.subscription.shapes)
         self.compile = ShapeCompiler().compile
@@ -128,6 +129,7 @@ class Router:
             for _kind, server in self._servers:
                 await server.start_serving()
             await self._start_discovery()
+            self._started = True
         except BaseException:
             # whatever started is stopped the one way a router stops (each
             # step of ``stop`` does nothing for a part that never started)
@@ -219,7 +221,8 @@ class Router:
         self._close_state()
         if self._stopped is not None:
             self._stopped.set()
-        log.info("router stopped")
+        if self._started:               # (a failed start says why, in one line, instead)
+            log.info("router stopped")
 
     async def _close_servers(self) -> None:
         servers, self._servers = self._servers, []
