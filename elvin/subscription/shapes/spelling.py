@@ -101,4 +101,6 @@ class Layout:
             starts = [start + shifts[k] for start, k in zip(self.starts, self.after, strict=True)]
             if len(self._placed) < _SHARED:
                 self._placed[lengths] = starts
+        if len(groups) == 1:            # (the usual case; a strict zip costs a microsecond)
+            return starts, {self.literals[0]: groups[0]}
         return starts, dict(zip(self.literals, groups, strict=True))

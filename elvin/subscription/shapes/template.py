@@ -64,6 +64,8 @@ class Shape:
     def leaves(self, starts: list[int], texts: list[str] | dict[int, str]) -> list[Node]:
         """The literal leaves of a text of this shape (``texts``: at least
         its literal tokens)."""
+        if True not in self.negated:    # (the usual case, without a strict zip)
+            return [literal_leaf(texts[lit], starts[lit]) for lit in self.slot_tokens]
         leaves = []
         for lit, negated in zip(self.slot_tokens, self.negated, strict=True):
             leaf = literal_leaf(texts[lit], starts[lit])
