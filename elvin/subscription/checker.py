@@ -141,6 +141,14 @@ class _Info:
         return self.const and self.value is _BOTTOM
 
 
+#: what is known of most sub-expressions: an attribute's value, a predicate
+#: that is not constant (``_Info`` is never changed once made: shared)
+_ATTRIBUTE = _Info(ANY)
+_PREDICATE = _Info(BOOL)
+_NUMBER_LEAVES = frozenset({Kind.INT32, Kind.INT64, Kind.REAL64})
+_EQUALITIES = frozenset({Kind.EQUALS, Kind.NOT_EQUALS})
+
+
 def _constant_predicate(node: Node, value: bool | None) -> _Info:
     return _Info(BOOL, True, value, (node, _WORDS[value]))
 
@@ -154,7 +162,7 @@ def _fold_logical(node: Node, kind: Kind, infos: list[_Info]) -> _Info:
         if info.const and info.value is decisive:
             return _Info(BOOL, True, decisive, info.why)
     if not all(info.const for info in infos):
-        return _Info(BOOL)
+        return _PREDICATE
     values = [info.value for info in infos]
     if kind is Kind.AND:
         value = reduce(and3, values, True)
@@ -248,10 +256,9 @@ class _Checker:
             if info.const:
                 return _Info(BOOL, True, None if info.value is None else not info.value,
                              info.why)
-            return _Info(BOOL)
+            return _PREDICATE
         if k in COMPARISONS:
-            checkpoint()
-            return self.comparison(node)
+            return self.comparison(node)    # (cheap: the chain it is in checkpoints)
         if k in BINARY_VALUE_OPS:
             return self.binary_value(node)
         if k in UNARY_VALUE_OPS:
@@ -269,7 +276,7 @@ class _Checker:
     def leaf(self, node: Node) -> _Info:
         k, v = node.kind, node.value
         if k is Kind.NAME:
-            return _Info(ANY)
+            return _ATTRIBUTE
         if k is Kind.INT32:
             if not INT32_MIN <= v <= INT32_MAX:  # type: ignore[operator]
                 raise self.error("OVERFLOW", f"{v} is too large for an int32 (add L for an "
@@ -287,8 +294,23 @@ class _Checker:
 
     def comparison(self, node: Node) -> _Info:
         k = node.kind
-        where = _where(k)
         left, right = node.children
+        # the commonest comparison, an attribute and a literal, can only fail
+        # in the literal's own checks (an ordering of a string: the long way)
+        lk, rk = left.kind, right.kind
+        if lk is Kind.NAME:
+            if rk in _NUMBER_LEAVES:
+                self.leaf(right)
+                return _PREDICATE
+            if rk is Kind.STRING and k in _EQUALITIES:
+                return _PREDICATE
+        elif rk is Kind.NAME:
+            if lk in _NUMBER_LEAVES:
+                self.leaf(left)
+                return _PREDICATE
+            if lk is Kind.STRING and k in _EQUALITIES:
+                return _PREDICATE
+        where = _where(k)
         if k in (Kind.EQUALS, Kind.NOT_EQUALS):
             allowed, wanted = _COMPARABLE, "values (numbers or strings)"
         else:
@@ -305,7 +327,7 @@ class _Checker:
                 return _Info(BOOL, True, None, info.why)
         if li.const and ri.const:
             return _constant_predicate(node, COMPARE_FUNCS[k](li.value, ri.value))
-        return _Info(BOOL)
+        return _PREDICATE
 
     def binary_value(self, node: Node) -> _Info:
         k = node.kind
@@ -410,7 +432,7 @@ class _Checker:
         if first.const:
             from elvin.subscription.reference import evaluate as ref_eval
             return _constant_predicate(node, ref_eval(node, {}))
-        return _Info(BOOL)
+        return _PREDICATE
 
     def equals_function(self, node: Node) -> _Info:
         self.arity(node, 2, None)
@@ -433,7 +455,7 @@ class _Checker:
             elif first.const and info.const:
                 outcomes.append(_constant_predicate(node, rt.eq(first.value, info.value)))
             else:
-                outcomes.append(_Info(BOOL))
+                outcomes.append(_PREDICATE)
         return _fold_logical(node, Kind.OR, outcomes)
 
 

@@ -370,12 +370,14 @@ def _raw(node: Node, want: bool) -> RawPlan:
                              for c in flatten(node)])
     if k is Kind.FUNC_REQUIRE:
         return [{node.children[0].value: _PRESENT}] if want else []
-    if k in COMPARISONS or k is Kind.FUNC_EQUALS or k in STRING_PREDICATES \
-            or k in TYPE_PREDICATES:
+    if k in COMPARISONS:
+        a, b = node.children            # (an attribute operand: no walk for one)
+        if a.kind is Kind.NAME or b.kind is Kind.NAME or _names_any(node):
+            return _comparison(node, want)
+        return _constant(node, want)
+    if k is Kind.FUNC_EQUALS or k in STRING_PREDICATES or k in TYPE_PREDICATES:
         if not _names_any(node):
             return _constant(node, want)
-        if k in COMPARISONS:
-            return _comparison(node, want)
         if k is Kind.FUNC_EQUALS:
             return _equals(node, want)
         if k in STRING_PREDICATES:

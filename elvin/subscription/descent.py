@@ -29,7 +29,7 @@ expression's parse on the router's worker may be cancelled.
 
 from __future__ import annotations
 
-from elvin.subscription.ast import FUNCTION_KINDS, MAX_DEPTH, Kind, Node, tree_depth
+from elvin.subscription.ast import FUNCTION_KINDS, MAX_DEPTH, Kind, Node
 from elvin.subscription.cancel import checkpoint
 from elvin.subscription.tokens import Unusual, node, number_leaf, string_leaf, token_list, unescape
 
@@ -55,13 +55,17 @@ _CHECK_EVERY = 256      # tokens between cancellation checkpoints
 class _Descent:
     """One parse: the tokens (ending with an empty sentinel) and the position."""
 
-    __slots__ = ("texts", "starts", "i", "next_check")
+    __slots__ = ("texts", "starts", "i", "next_check", "parens")
 
     def __init__(self, starts: list[int], texts: list[str]) -> None:
         self.texts = [*texts, ""]
         self.starts = starts
         self.i = 0
         self.next_check = _CHECK_EVERY
+        #: parentheses open here (a call's too): beyond MAX_DEPTH, ``Unusual``,
+        #: and ``parser._check_parens`` says NESTING_TOO_DEEP before lark
+        #: runs; so the Python stack stays bounded without a pass over the text
+        self.parens = 0
 
     # -- logical levels ------------------------------------------------------------------
     def logical(self, lowest: int = 1) -> Node:
@@ -143,10 +147,14 @@ class _Descent:
         if "0" <= c <= "9":
             return number_leaf(tok, start), True
         if c == "(":
+            self.parens += 1
+            if self.parens > MAX_DEPTH:
+                raise Unusual
             inner = self.logical()
             if self.texts[self.i] != ")":
                 raise Unusual
             self.i += 1
+            self.parens -= 1
             return node(inner.kind, inner.children, inner.value, start), False
         if c.isalpha() or c == "_" or c == "\\" or c > "\x7f":
             if self.texts[self.i] == "(":
@@ -159,6 +167,9 @@ class _Descent:
         if kind is None:
             raise Unusual               # lark names the known functions
         self.i += 1                     # (
+        self.parens += 1
+        if self.parens > MAX_DEPTH:
+            raise Unusual
         texts = self.texts
         args: list[Node] = []
         if texts[self.i] != ")":
@@ -169,6 +180,7 @@ class _Descent:
         if texts[self.i] != ")":
             raise Unusual
         self.i += 1
+        self.parens -= 1
         return node(kind, tuple(args), None, start)
 
 
@@ -187,6 +199,28 @@ def parse(text: str) -> Node:
     # the parser refuses a tree deeper than MAX_DEPTH (a leaf is one level,
     # an operator or a call one more, a chain one however long); only a
     # text of that many tokens can be
-    if len(texts) > MAX_DEPTH and tree_depth(tree) > MAX_DEPTH:
+    if len(texts) > MAX_DEPTH and _deeper_than(tree, MAX_DEPTH):
         raise Unusual                   # lark says NESTING_TOO_DEEP
     return tree
+
+
+def _deeper_than(tree: Node, limit: int) -> bool:
+    """``tree_depth(tree) > limit`` for the parser's own trees (tuples of
+    nodes), in half the time: a leaf is never pushed (a long expression's
+    nodes are mostly leaves); its depth is its parent's plus one."""
+    stack = [(tree, 1)]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        n, d = pop()
+        children = n.children
+        if children:
+            if d >= limit:
+                return True             # its children are deeper than the limit
+            below = d + 1
+            for child in children:
+                if child.children:
+                    push((child, below))
+        elif d > limit:
+            return True
+    return False

@@ -305,11 +305,11 @@ def parse_tree(text: str) -> Node:
     except UnicodeEncodeError as exc:
         raise _error("INVALID_TOKEN", "lone surrogate character (not valid Unicode text)",
                      exc.start, text, text[exc.start]) from None
-    _check_parens(text)
     try:
         return descent.parse(text)      # the same tree, ten times faster
     except descent.Unusual:
         pass                            # (errors, rare literals: lark says it)
+    _check_parens(text)                 # (the descent stops at the same depth)
     try:
         result = _parser().parse(text)
     except SubscriptionError as exc:
