@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
 from elvin.keys import EMPTY_KEYS, Keys
@@ -94,37 +94,20 @@ class Subscription:
         return f"Subscription({self.id}, {self.text!r})"
 
 
-class _TreeKey:
-    """A tree as a dict key, hashed once: hashing a ``Node`` walks the whole
-    tree (with a Python-level ``Kind.__hash__`` per node), and registration
-    looks each new tree up, stores it, and deletes it later."""
-
-    __slots__ = ("ast", "_hash")
-
-    def __init__(self, ast: Node) -> None:
-        self.ast = ast
-        self._hash = hash(ast)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return (isinstance(other, _TreeKey) and self._hash == other._hash
-                and self.ast == other.ast)
-
-
 class Placement:
     """What filing a tree in the index takes that does not depend on the
-    engine's state: the tree's key (hashed), the names it refers to, and its
-    plan (``elvin.subscription.conditions``: the necessary conditions the
-    index files it by). ``place`` works it out on any thread: the router
-    does so on its worker thread for a long expression, so that its loop
-    only links the subscription in (a few dict operations per condition)."""
+    engine's state: the tree and its hash (hashing a ``Node`` walks the
+    whole tree), the names it refers to, and its plan
+    (``elvin.subscription.conditions``: the necessary conditions the index
+    files it by). ``place`` works it out on any thread: the router does so
+    on its worker thread for a long expression, so that its loop only links
+    the subscription in (a few dict operations per condition)."""
 
-    __slots__ = ("key", "names", "plan")
+    __slots__ = ("ast", "tree_hash", "names", "plan")
 
-    def __init__(self, key: _TreeKey, names: frozenset[str], plan: tuple) -> None:
-        self.key = key
+    def __init__(self, ast: Node, tree_hash: int, names: frozenset[str], plan: tuple) -> None:
+        self.ast = ast
+        self.tree_hash = tree_hash
         self.names = names
         self.plan = plan
 
@@ -133,19 +116,73 @@ def place(ast: Node, names: frozenset[str] | None = None,
           index: tuple | None = None) -> Placement:
     """The ``Placement`` of ``ast`` (thread-safe: reads the tree only);
     ``index``: its plan, when the caller knows it."""
-    return Placement(_TreeKey(ast), names_in(ast) if names is None else names,
+    return Placement(ast, hash(ast), names_in(ast) if names is None else names,
                      plan_for(ast, index))
+
+
+class _Predicates:
+    """The engine's predicates by their tree's hash. The int is the key (a
+    key object per predicate would cost 48 bytes of every subscription);
+    trees that share a hash, which is rare, share a list."""
+
+    __slots__ = ("_by_hash", "_count")
+
+    def __init__(self) -> None:
+        self._by_hash: dict[int, Predicate | list[Predicate]] = {}
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Predicate]:
+        for found in self._by_hash.values():
+            if type(found) is list:
+                yield from found
+            else:
+                yield found  # type: ignore[misc]
+
+    def find(self, tree_hash: int, ast: Node) -> Predicate | None:
+        found = self._by_hash.get(tree_hash)
+        if found is None:
+            return None
+        if type(found) is not list:
+            return found if found.ast == ast else None  # type: ignore[union-attr]
+        for pred in found:
+            if pred.ast == ast:
+                return pred
+        return None
+
+    def add(self, pred: Predicate) -> None:
+        found = self._by_hash.get(pred.hash)
+        if found is None:
+            self._by_hash[pred.hash] = pred
+        elif type(found) is list:
+            found.append(pred)
+        else:
+            self._by_hash[pred.hash] = [found, pred]  # type: ignore[list-item]
+        self._count += 1
+
+    def remove(self, pred: Predicate) -> None:
+        found = self._by_hash[pred.hash]
+        if found is pred:
+            del self._by_hash[pred.hash]
+        else:
+            found.remove(pred)  # type: ignore[union-attr]
+            if len(found) == 1:  # type: ignore[arg-type]
+                self._by_hash[pred.hash] = found[0]  # type: ignore[index]
+        self._count -= 1
 
 
 class Predicate:
     """An expression shared by the subscriptions registered with it."""
 
-    __slots__ = ("ast", "key", "evaluate", "subs", "place", "_groups", "_special")
+    __slots__ = ("ast", "hash", "evaluate", "subs", "place", "_groups", "_special")
 
     def __init__(self, ast: Node, evaluate: Callable[[Mapping[str, Any]], Any],
-                 key: _TreeKey | None = None) -> None:
+                 tree_hash: int | None = None) -> None:
         self.ast = ast
-        self.key = key if key is not None else _TreeKey(ast)
+        #: ``hash(ast)``, worked out once (the engine finds predicates by it)
+        self.hash = hash(ast) if tree_hash is None else tree_hash
         self.evaluate = evaluate
         #: the subscription registered with it while it is alone (most
         #: predicates: a one-entry dict would cost 232 bytes), else a dict
@@ -209,7 +246,7 @@ class Engine:
         self._ids = itertools.count(first_id)
         self.subs: dict[int, Subscription] = {}
         self.by_owner: dict[Hashable, dict[int, Subscription]] = {}
-        self._preds: dict[_TreeKey, Predicate] = {}
+        self._preds = _Predicates()
         #: the predicates by their necessary conditions (elvin.subscription.index)
         self.index = TermIndex()
         self._refs: dict[str, dict[int, Subscription]] = {}
@@ -249,7 +286,7 @@ class Engine:
 
     def predicate_asts(self) -> list[Node]:
         """The distinct subscription trees (one per shared predicate)."""
-        return [key.ast for key in self._preds]
+        return [pred.ast for pred in self._preds]
 
     @property
     def predicate_count(self) -> int:
@@ -304,10 +341,10 @@ class Engine:
         see ``Subscription``); ``placement`` as
         for ``add``. ``sub.ast`` stays the same object unless the tree changed."""
         if placement is not None:
-            ast = placement.key.ast
+            ast = placement.ast
         if ast is not None and evaluate is not None and (
                 ast != sub.ast if placement is None or sub.pred is None
-                else placement.key != sub.pred.key):        # hashes first
+                else placement.tree_hash != sub.pred.hash or ast != sub.pred.ast):  # hashes first
             self._detach(sub)
             self._remove_refs(sub)
             sub.ast = ast
@@ -341,7 +378,7 @@ class Engine:
         stores, no index maintenance: the engine is unusable afterwards."""
         for sub in self.subs.values():
             sub.pred = None
-        for pred in self._preds.values():
+        for pred in self._preds:
             pred.subs = None
             pred.place = ()
             pred.invalidate()
@@ -356,11 +393,11 @@ class Engine:
     # -- index maintenance ---------------------------------------------------------
     def _attach(self, sub: Subscription, evaluate: Callable, index: tuple | None = None,
                 placement: Placement | None = None) -> None:
-        key = _TreeKey(sub.ast) if placement is None else placement.key
-        pred = self._preds.get(key)
+        tree_hash = hash(sub.ast) if placement is None else placement.tree_hash
+        pred = self._preds.find(tree_hash, sub.ast)
         if pred is None:
-            pred = Predicate(sub.ast, evaluate, key)
-            self._preds[key] = pred
+            pred = Predicate(sub.ast, evaluate, tree_hash)
+            self._preds.add(pred)
             self.index.add(pred, plan_for(sub.ast, index) if placement is None
                            else placement.plan)
             if self.pred_listener is not None:
@@ -379,7 +416,7 @@ class Engine:
         empty = pred.discard(sub)
         pred.invalidate()
         if empty:
-            del self._preds[pred.key]
+            self._preds.remove(pred)
             self.index.remove(pred)
             if self.pred_listener is not None:
                 self.pred_listener(pred.ast, False)

@@ -211,3 +211,40 @@ def test_a_value_indexed_predicate_is_filed_and_unfiled_by_all_its_keys():
     assert engine.index_stats()["value"] == 3
     engine.remove(sub)
     assert engine.index_stats() == EMPTY
+
+
+def test_predicates_that_share_a_hash_stay_apart() -> None:
+    """The engine finds predicates by their tree's hash; two different trees
+    with one hash (rare, but a 64-bit hash is not unique) share a list, and
+    each is found, counted and removed on its own."""
+    from elvin.router.engine import Predicate, _Predicates
+
+    first = op(Kind.EQUALS, name("a"), const(Kind.INT32, 1))
+    second = op(Kind.EQUALS, name("b"), const(Kind.INT32, 2))
+    table = _Predicates()
+    one, two = Predicate(first, bool, 7), Predicate(second, bool, 7)
+    table.add(one)
+    table.add(two)
+    assert len(table) == 2 and set(table) == {one, two}
+    assert table.find(7, op(Kind.EQUALS, name("a"), const(Kind.INT32, 1))) is one
+    assert table.find(7, second) is two
+    assert table.find(7, op(Kind.EQUALS, name("c"), const(Kind.INT32, 3))) is None
+    assert table.find(8, first) is None
+    table.remove(one)
+    assert len(table) == 1 and list(table) == [two] and table.find(7, first) is None
+    assert table.find(7, second) is two
+    table.remove(two)
+    assert len(table) == 0 and list(table) == []
+
+
+def test_a_tree_shared_by_two_texts_is_one_predicate() -> None:
+    engine = Engine()
+    a = compile("a == 1 && require(b)")
+    b = compile("(a == 1) && require(b)")
+    s1 = engine.add("o", "a == 1 && require(b)", a.ast, a.matches)
+    s2 = engine.add("o", "(a == 1) && require(b)", b.ast, b.matches)
+    assert s1.pred is s2.pred and engine.predicate_count == 1
+    engine.remove(s1)
+    assert engine.predicate_count == 1 and s2.pred is not None
+    engine.remove(s2)
+    assert engine.predicate_count == 0
