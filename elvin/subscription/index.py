@@ -65,7 +65,7 @@ import logging
 import math
 import unicodedata
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from elvin.subscription.analysis import NAN_KEY, UNINDEXABLE
@@ -99,14 +99,17 @@ _NFD, _NFKD = "NFD", "NFKD"
 _normalize = unicodedata.normalize
 
 
-def plan_for(tree: Node, plan: tuple | None = None, folded: bool = False) -> tuple:
-    """``plan``, or the plan of a checked ``tree`` (``folded`` already);
-    an analysis that fails leaves the tree to be evaluated for every
-    notification (``conditions.ANY``): it must never stop a subscription."""
+def plan_for(tree: Node, plan: tuple | None = None, folded: bool = False,
+             evaluate: Callable[[Mapping], Any] | None = None) -> tuple:
+    """``plan``, or the plan of a checked ``tree`` (``folded`` already;
+    ``evaluate``, its compiled form: a long expression's bounded analysis,
+    see ``conditions.plan_of``); an analysis that fails leaves the tree to
+    be evaluated for every notification (``conditions.ANY``): it must never
+    stop a subscription."""
     if plan is not None:
         return plan
     try:
-        return plan_of(tree if folded else fold(tree))
+        return plan_of(tree if folded else fold(tree), evaluate)
     except Exception:
         log.exception("the index analysis failed for %r", tree)
         return ANY

@@ -119,10 +119,12 @@ def compile_text(text: str) -> Registered:
     checkpoint()
     if len(text) > LARGE:
         matches, evaluate = closures.build(folded)
+        plan = plan_for(folded, folded=True, evaluate=evaluate)    # (a bounded analysis)
     else:
         matches, evaluate, _source = build(folded)
+        plan = plan_for(folded, folded=True)
     checkpoint()
-    return Registered(text, tree, matches, evaluate, None, plan_for(folded, folded=True))
+    return Registered(text, tree, matches, evaluate, None, plan)
 
 
 class ShapeCompiler:
