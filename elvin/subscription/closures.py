@@ -103,19 +103,21 @@ class _Builder:
 
     # -- predicates: True, False or None ----------------------------------------------------
     def truth(self, node: Node) -> Closure:
-        self.tick()
+        self.count += 1
+        if not self.count % _CHECK_EVERY:
+            checkpoint()            # a long expression's build may be cancelled
         k = node.kind
+        if k in _COMPARE:           # (the commonest node of a long expression)
+            return self.comparison(node)
         if k is Kind.AND:
-            return _all(tuple(self.truth(c) for c in flatten(node)))
+            return _all(tuple([self.truth(c) for c in flatten(node)]))
         if k is Kind.OR:
-            return _any(tuple(self.truth(c) for c in flatten(node)))
+            return _any(tuple([self.truth(c) for c in flatten(node)]))
         if k is Kind.XOR:
-            return _xor(tuple(self.truth(c) for c in flatten(node)))
+            return _xor(tuple([self.truth(c) for c in flatten(node)]))
         if k is Kind.NOT:
             operand = self.truth(node.children[0])
             return lambda a: None if (v := operand(a)) is None else not v
-        if k in _COMPARE:
-            return self.comparison(node)
         if k is Kind.FUNC_EQUALS:
             first = self.value(node.children[0])
             rest = tuple(self.value(c) for c in node.children[1:])
@@ -138,8 +140,6 @@ class _Builder:
         if left.kind is Kind.NAME and right.kind in (Kind.INT32, Kind.INT64, Kind.REAL64,
                                                      Kind.STRING):
             name, constant = left.value, _constant(right)
-            self.tick()
-            self.tick()
             return lambda a: compare(a.get(name), constant)
         return _compared(compare, self.value(left), self.value(right))
 
