@@ -26,7 +26,7 @@ and a stream of small notifications:
 
 Modes:
 
-* ``run_scale`` (engine only, in-process): registration (compile + engine.add)
+* ``run_scale`` (engine only, each size in a forked child): registration (compile + engine.add)
   per second, memory per subscription (RSS growth), then notifications per
   second (median of passes) and predicates evaluated per notification, and
   the cost ratio of each size to the smallest;
@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import multiprocessing
 import os
 import random
 import statistics
@@ -209,9 +210,6 @@ def _load() -> str:
 # -- engine only -------------------------------------------------------------------------
 
 def run_scale(workloads: list[str], sizes: list[int], seconds: float) -> None:
-    from elvin.router.engine import Engine
-    from elvin.router.server import Router
-
     for name in workloads:
         workload = WORKLOADS[name]
         print(f"== matching at scale, engine only: {name} ({workload.title}); {_load()}")
@@ -219,27 +217,64 @@ def run_scale(workloads: list[str], sizes: list[int], seconds: float) -> None:
               f"{'evaluated':>10} {'registered/s':>13} {'bytes/sub':>10}")
         costs: dict[int, float] = {}
         for n in sizes:
-            texts = workload.fillers(n)
-            compile = Router().compile      # what the router registers subscriptions with
-            engine = Engine()
-            rss = _self_rss()
-            start = time.perf_counter()
-            for i, text in enumerate(texts):
-                c = compile(text)
-                engine.add(f"client{i // 10}", text, c.ast, c.matches, names=c.names,
-                           index=c.index)
-            registered = n / (time.perf_counter() - start)
-            per_sub = (_self_rss() - rss) / n
-            c = compile(workload.matching)
-            engine.add("consumer", workload.matching, c.ast, c.matches, names=c.names,
-                       index=c.index)
-            notes = workload.notifications(n, 1000)
-            per, evaluated = _time_matching(engine, notes, seconds)
+            per, evaluated, registered, per_sub = _in_child(_scale_one, name, n, seconds)
             costs[n] = per
             print(f"{n:>14,} {1 / per:>16,.0f} {per * 1e6:>16.1f} {evaluated:>10.1f} "
                   f"{registered:>13,.0f} {per_sub:>10,.0f}", flush=True)
-            del engine, texts, compile
         _ratios(costs)
+
+
+def _in_child(job, *args):
+    """``job(*args)`` in a forked child: each size starts from this small
+    process's heap, so its RSS growth is its own (in one process, memory the
+    previous size freed is reused and the next size seems to cost nothing)."""
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_run_and_send, args=(send, job, args))
+    child.start()
+    send.close()
+    try:
+        ok, result = receive.recv()
+    except EOFError:
+        raise SystemExit(f"the bench's child died (exit code {child.exitcode})") from None
+    finally:
+        child.join()
+    if not ok:
+        raise SystemExit(result)
+    return result
+
+
+def _run_and_send(send, job, args) -> None:
+    try:
+        send.send((True, job(*args)))
+    except BaseException as exc:        # (a SystemExit from the workload check too)
+        send.send((False, f"{type(exc).__name__}: {exc}"))
+
+
+def _scale_one(name: str, n: int, seconds: float) -> tuple[float, float, float, float]:
+    """(seconds per notification, evaluated per notification, registrations/s,
+    RSS bytes per subscription) for ``n`` subscriptions of workload ``name``."""
+    from elvin.router.engine import Engine
+    from elvin.router.server import Router
+
+    workload = WORKLOADS[name]
+    texts = workload.fillers(n)
+    compile = Router().compile      # what the router registers subscriptions with
+    engine = Engine()
+    rss = _self_rss()
+    start = time.perf_counter()
+    for i, text in enumerate(texts):
+        c = compile(text)
+        engine.add(f"client{i // 10}", text, c.ast, c.matches, names=c.names,
+                   index=c.index)
+    registered = n / (time.perf_counter() - start)
+    per_sub = (_self_rss() - rss) / n
+    c = compile(workload.matching)
+    engine.add("consumer", workload.matching, c.ast, c.matches, names=c.names,
+               index=c.index)
+    notes = workload.notifications(n, 1000)
+    per, evaluated = _time_matching(engine, notes, seconds)
+    return per, evaluated, registered, per_sub
 
 
 def _time_matching(engine, notes: list[dict], seconds: float) -> tuple[float, float]:
