@@ -74,6 +74,7 @@ from elvin.protocol.xdrprim import (
     UINT64,
     XDR_FALSE,
     XDR_TRUE,
+    add_child,
     check_range,
     id64_array,
     put_attrs,
@@ -134,8 +135,14 @@ _T = TypeVar("_T")
 
 
 _KINDS: dict[int, Kind] = {int(k): k for k in Kind}
+#: for the labels of errors: an Enum's ``name`` costs a property call per node
+_LOWER_NAMES: dict[Kind, str] = {k: k.name.lower() for k in Kind}
 _K_NAME, _K_STRING, _K_INT32, _K_INT64, _K_REAL64 = (
     Kind.NAME, Kind.STRING, Kind.INT32, Kind.INT64, Kind.REAL64)
+
+
+def _operator(kind: Kind, children: list[Node], o: int) -> Node:
+    return Node(kind, tuple(children))
 
 
 def _read_ast(data: bytes, o: int, end: int, limits: Limits,
@@ -152,7 +159,7 @@ def _read_ast(data: bytes, o: int, end: int, limits: Limits,
             raise ProtocolError(f"{what}: unknown SubAST typecode {tc}", o)
         o += 4
         if kind is _K_NAME or kind is _K_STRING:
-            text, o = read_string(data, o, end, f"{what} {kind.name.lower()}",
+            text, o = read_string(data, o, end, f"{what} {_LOWER_NAMES[kind]}",
                                    limits.max_string_length, "max_string_length")
             node = Node(kind, value=text)
         elif kind is _K_INT32:
@@ -166,7 +173,7 @@ def _read_ast(data: bytes, o: int, end: int, limits: Limits,
             o += 8
         else:
             # every SubAST takes at least 8 bytes (typecode + one word)
-            n, o = read_count(data, o, end, f"{what} {kind.name.lower()} children", 8,
+            n, o = read_count(data, o, end, f"{what} {_LOWER_NAMES[kind]} children", 8,
                                max_array, "max_array_length")
             if n:
                 if len(stack) >= max_depth:
@@ -175,15 +182,9 @@ def _read_ast(data: bytes, o: int, end: int, limits: Limits,
                 stack.append((kind, n, []))
                 continue
             node = Node(kind)
-        while stack:
-            parent_kind, count, children = stack[-1]
-            children.append(node)
-            if len(children) < count:
-                break
-            stack.pop()
-            node = Node(parent_kind, tuple(children))
-        else:
-            return node, o
+        root = add_child(stack, node, _operator, o)
+        if root is not None:
+            return root, o  # type: ignore[return-value]
 
 
 # ==========================================================================
