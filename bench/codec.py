@@ -3,13 +3,16 @@
 Prints packets/s for the router's hot paths: NotifyEmit decode, NotifyDeliver
 encode (whole packet, and the shared-attributes path the router uses: encode
 the attributes once, then frame a NotifyDeliver per subscriber), NotifyDeliver
-decode (the client) and FrameDecoder throughput. Run: .venv/bin/python bench/codec.py
+decode (the client) and FrameDecoder throughput; then the two SubAST readers on a
+typical subscription: SubAddNotify decode (what a quencher receives) and FedSubReplace
+decode (a federation pull filter). Run: .venv/bin/python bench/codec.py
 """
 
 from __future__ import annotations
 
 import time
 
+from elvin.federation.packets import FedSubReplace, decode_fed_packet, encode_fed_packet
 from elvin.protocol import (
     FrameDecoder,
     NotifyDeliver,
@@ -20,6 +23,8 @@ from elvin.protocol import (
     frame,
     frame_notify_deliver,
 )
+from elvin.protocol.packets import SubAddNotify
+from elvin.subscription import parse
 from elvin.values import Int64
 
 ATTRIBUTES = {
@@ -30,6 +35,11 @@ ATTRIBUTES = {
     "Message-Id": Int64(8_123_456_789),
     "Load": 0.75,
 }
+
+#: a typical subscription: 25 SubAST nodes, names, strings, numbers and nesting
+SUBSCRIPTION = ('Group == "elvin-dev" && (From == "alice" || From == "bob") '
+                '&& Timeout > 5 && Load < 0.9 && !(Message-Id == 0) '
+                '&& regex(Message, "coffee|biff")')
 
 
 def rate(label: str, fn, arg, seconds: float = 0.2, repeats: int = 5) -> float:
@@ -82,6 +92,12 @@ def main() -> None:
     per_sec = rate("FrameDecoder.feed, 1000 framed NotifyEmits", feed_all, chunks,
                    seconds=0.5, repeats=3) * 1000
     print(f"{'  = NotifyEmit packets through FrameDecoder':<44} {per_sec:>12,.0f} /s")
+
+    ast = parse(SUBSCRIPTION)
+    rate("SubAddNotify decode (client SubAST)", decode_packet,
+         encode_packet(SubAddNotify((), (1,), 7, ast)))
+    rate("FedSubReplace decode (federation SubAST)", decode_fed_packet,
+         encode_fed_packet(FedSubReplace(1, ast)))
 
 
 if __name__ == "__main__":

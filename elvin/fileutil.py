@@ -6,6 +6,8 @@
   one, and a failed write leaves no temporary file behind.
 * ``make_directory``: create an output directory, or raise the tool's own
   error saying which directory and why.
+* ``reading``: the same for reading a file or directory: the system's
+  error becomes the tool's own, saying what could not be read and where.
 * ``pid_alive``: whether the process a status or pid file names still runs.
 * ``runtime_file``: where a daemon keeps its status file when not told.
 * ``write_problem``, ``read_problem``: why a path could not be written or
@@ -21,10 +23,12 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_write", "make_directory", "pid_alive", "read_problem", "runtime_file",
-           "write_problem"]
+__all__ = ["atomic_write", "make_directory", "pid_alive", "read_problem", "reading",
+           "runtime_file", "write_problem"]
 
 
 def atomic_write(path: str | Path, data: bytes | str, mode: int = 0o600) -> None:
@@ -69,6 +73,25 @@ def make_directory(path: str | os.PathLike, what: str, error: type[Exception],
             failure.errno = exc.errno   # for the exit status (cli_common.os_error_status)
         raise failure from exc
     return path
+
+
+@contextmanager
+def reading(what: str, where: object, error: type[Exception], *,
+            missing: bool = False) -> Iterator[None]:
+    """Around the reading of a file or directory: an ``OSError`` in the block
+    is raised again as ``error`` (the tool's own, which its command line
+    prints as one line, or its configuration reports with the setting) that
+    says ``cannot read WHAT WHERE: REASON``, the reason as the system words
+    it, never a traceback. With ``missing``, a path that does not exist is
+    said so instead (``WHAT WHERE does not exist``), for a tool whose users
+    more often mistype a path than lack a permission. ``where`` is shown as
+    given: a path, or its quoted text."""
+    try:
+        yield
+    except OSError as exc:
+        if missing and isinstance(exc, FileNotFoundError):
+            raise error(f"{what} {where} does not exist") from None
+        raise error(f"cannot read {what} {where}: {exc.strerror or exc}") from None
 
 
 def pid_alive(pid: object) -> bool:

@@ -39,7 +39,7 @@ import logging
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from elvin_apps.console.keytext import KeySpec, KeyTextError
 from elvin_apps.console.typed import TYPES, TypedValueError, check_attribute_name, parse_typed
@@ -51,7 +51,8 @@ from elvin.values import INT32_MAX, INT32_MIN, Int64, Value
 log = logging.getLogger("elvin_apps.console")
 
 __all__ = [
-    "AttributeSpec", "BrowseSpec", "ConsumerSpec", "ProducerSpec", "QuenchSpec", "RouterSpec",
+    "AttributeSpec", "BrowseSpec", "ConsumerSpec", "PaneBase", "ProducerSpec", "QuenchSpec",
+    "RouterSpec",
     "RouterViewSpec", "Workspace", "WorkspaceError", "load", "save", "loads", "dumps",
     "MIN_BUFFER", "MAX_BUFFER", "DEFAULT_BUFFER",
 ]
@@ -90,10 +91,19 @@ class AttributeSpec:
 
 
 @dataclass
-class ConsumerSpec:
-    kind = "consumer"
+class PaneBase:
+    """What every pane's spec has: its title and the router it works with (by
+    name, as in ``Workspace.routers``); each kind adds its own settings after
+    these. ``kind`` is the kind's name in the file's ``kind = ...``."""
+
+    kind: ClassVar[str]
     title: str = ""
     router: str = ""
+
+
+@dataclass
+class ConsumerSpec(PaneBase):
+    kind = "consumer"
     subscription: str = ""
     subscribed: bool = False
     columns: list[str] = field(default_factory=list)
@@ -109,10 +119,8 @@ class ConsumerSpec:
 
 
 @dataclass
-class ProducerSpec:
+class ProducerSpec(PaneBase):
     kind = "producer"
-    title: str = ""
-    router: str = ""
     attributes: list[AttributeSpec] = field(default_factory=list)
     deliver_insecure: bool = True
     producer_keys: list[str] = field(default_factory=list)
@@ -123,31 +131,25 @@ class ProducerSpec:
 
 
 @dataclass
-class QuenchSpec:
+class QuenchSpec(PaneBase):
     kind = "quench"
-    title: str = ""
-    router: str = ""
     names: list[str] = field(default_factory=list)
     active: bool = False
 
 
 @dataclass
-class RouterViewSpec:
+class RouterViewSpec(PaneBase):
     kind = "router"
-    title: str = ""
-    router: str = ""
     window: int = 300      # seconds of history shown
 
 
 @dataclass
-class BrowseSpec:
+class BrowseSpec(PaneBase):
     kind = "browse"
-    title: str = ""
-    router: str = ""
 
 
 PaneSpec = BrowseSpec | ConsumerSpec | ProducerSpec | QuenchSpec | RouterViewSpec
-PANE_CLASSES: dict[str, type] = {cls.kind: cls for cls in
+PANE_CLASSES: dict[str, type[PaneBase]] = {cls.kind: cls for cls in
                                  (BrowseSpec, ConsumerSpec, ProducerSpec, QuenchSpec,
                                   RouterViewSpec)}
 

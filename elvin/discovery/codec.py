@@ -11,6 +11,9 @@ The packets and their XDR encoding follow draft-arnold-elvin-discovery-prelim-00
                           string uri[]; };
     struct SvrAdvtClose { uint8 major_version; uint8 minor_version; string server; };
 
+Every packet begins with its sender's version (``Versioned``: keyword
+arguments, ``SvrRqst(0, major_version=9)``), then its own fields.
+
 uint8 is a 4-byte XDR unsigned int whose value must fit in 8 bits, boolean a
 4-byte 0 or 1, id32 4 bytes (read unsigned), string a length + UTF-8 + padding,
 and ``uri[]`` an XDR variable-length array (count, then the strings). UDP gives
@@ -31,7 +34,7 @@ protocols read strings, booleans and counts exactly alike.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from elvin.errors import ProtocolError
 from elvin.protocol.xdrprim import (
@@ -53,6 +56,7 @@ __all__ = [
     "SvrAdvt",
     "SvrAdvtClose",
     "SvrRqst",
+    "Versioned",
     "decode",
     "encode",
     "is_compatible",
@@ -78,16 +82,26 @@ class DiscoveryDecodeError(ProtocolError):
 
 
 @dataclass(frozen=True)
-class SvrRqst:
-    """Router solicitation (client -> routers). ``locality`` maps to the IP TTL."""
+class Versioned:
+    """What every ERDP packet carries first, after its pkt_id: the version of
+    the protocol its sender speaks (draft 5.2.1), ours unless told, for
+    ``is_compatible`` to check. Keyword-only, so that each packet's own
+    fields are its positional arguments."""
 
-    locality: int = 0
+    _: KW_ONLY
     major_version: int = MAJOR_VERSION
     minor_version: int = MINOR_VERSION
 
 
 @dataclass(frozen=True)
-class SvrAdvt:
+class SvrRqst(Versioned):
+    """Router solicitation (client -> routers). ``locality`` maps to the IP TTL."""
+
+    locality: int = 0
+
+
+@dataclass(frozen=True)
+class SvrAdvt(Versioned):
     """Router advertisement (router -> clients): the router's endpoint URIs."""
 
     server_name: str
@@ -95,17 +109,13 @@ class SvrAdvt:
     scope: str = ""
     default: bool = False
     revision: int = 1
-    major_version: int = MAJOR_VERSION
-    minor_version: int = MINOR_VERSION
 
 
 @dataclass(frozen=True)
-class SvrAdvtClose:
+class SvrAdvtClose(Versioned):
     """Advertisement withdrawal (router -> clients), sent when a router stops."""
 
     server_name: str
-    major_version: int = MAJOR_VERSION
-    minor_version: int = MINOR_VERSION
 
 
 Packet = SvrRqst | SvrAdvt | SvrAdvtClose
@@ -132,10 +142,16 @@ def check_scope(scope: str) -> str:
 # encoding
 
 
+def _header(pid: int, packet: Versioned) -> bytearray:
+    """How every ERDP packet begins: its pkt_id and its sender's version."""
+    b = bytearray(INT32.pack(pid))
+    put_u32(b, packet.major_version, "major_version", _UINT8_MAX)
+    put_u32(b, packet.minor_version, "minor_version", _UINT8_MAX)
+    return b
+
+
 def _advt_body(p: SvrAdvt, uris: tuple[str, ...]) -> bytearray:
-    b = bytearray(INT32.pack(SVR_ADVT))
-    put_u32(b, p.major_version, "major_version", _UINT8_MAX)
-    put_u32(b, p.minor_version, "minor_version", _UINT8_MAX)
+    b = _header(SVR_ADVT, p)
     put_bool(b, p.default)
     put_u32(b, p.revision, "revision", _ID32_MAX)
     put_string(b, check_scope(p.scope), "scope_name")
@@ -155,15 +171,11 @@ def encode(packet: Packet, max_size: int = MAX_DATAGRAM) -> bytes:
     Bad field values raise ``TypeError``/``ValueError`` naming the field.
     """
     if isinstance(packet, SvrRqst):
-        b = bytearray(INT32.pack(SVR_RQST))
-        put_u32(b, packet.major_version, "major_version", _UINT8_MAX)
-        put_u32(b, packet.minor_version, "minor_version", _UINT8_MAX)
+        b = _header(SVR_RQST, packet)
         put_u32(b, packet.locality, "locality", _UINT8_MAX)
         return bytes(b)
     if isinstance(packet, SvrAdvtClose):
-        b = bytearray(INT32.pack(SVR_ADVT_CLOSE))
-        put_u32(b, packet.major_version, "major_version", _UINT8_MAX)
-        put_u32(b, packet.minor_version, "minor_version", _UINT8_MAX)
+        b = _header(SVR_ADVT_CLOSE, packet)
         put_string(b, packet.server_name, "server")
         return bytes(b)
     if isinstance(packet, SvrAdvt):
@@ -197,10 +209,11 @@ def decode(data: bytes | bytearray | memoryview) -> Packet:
         o = 4
         major, o = read_uint(data, o, "major_version", _UINT8_MAX)
         minor, o = read_uint(data, o, "minor_version", _UINT8_MAX)
+        version = {"major_version": major, "minor_version": minor}
         packet: Packet
         if pid == SVR_RQST:
             locality, o = read_uint(data, o, "locality", _UINT8_MAX)
-            packet = SvrRqst(locality, major, minor)
+            packet = SvrRqst(locality, **version)
         elif pid == SVR_ADVT:
             default, o = read_bool(data, o, "default_flag")
             revision, o = read_uint(data, o, "revision", _ID32_MAX)
@@ -217,10 +230,10 @@ def decode(data: bytes | bytearray | memoryview) -> Packet:
             for _ in range(count):
                 uri, o = read_string(data, o, end, "uri")
                 uris.append(uri)
-            packet = SvrAdvt(server, tuple(uris), scope, default, revision, major, minor)
+            packet = SvrAdvt(server, tuple(uris), scope, default, revision, **version)
         elif pid == SVR_ADVT_CLOSE:
             server, o = read_string(data, o, end, "server")
-            packet = SvrAdvtClose(server, major, minor)
+            packet = SvrAdvtClose(server, **version)
         else:
             raise DiscoveryDecodeError(f"unknown ERDP packet type {pid}", 0)
     except struct.error:

@@ -30,15 +30,14 @@ Nack or Disconn with the reason.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from elvin.errors import ProtocolError
 from elvin.federation.subast import PullFilter, decode_subast, encode_subast_into
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.protocol import xdr, xdrprim
-from elvin.protocol.limits import DEFAULT_LIMITS, LimitError, Limits
+from elvin.protocol.limits import DEFAULT_LIMITS, Limits
 from elvin.protocol.packets import ConfConn, Disconn, DropWarn, Nack, TestConn
 from elvin.values import Value
 
@@ -164,80 +163,40 @@ def frame_fed_packet(packet: object) -> bytes:
 # --------------------------------------------------------------------------
 # decoding
 
-def _annotate(exc: ProtocolError, pid: int | None, xid: int | None) -> ProtocolError:
-    exc.packet_id = pid
-    exc.xid = xid
-    return exc
-
-
 def decode_fed_packet(data: bytes | bytearray | memoryview,
                       limits: Limits = DEFAULT_LIMITS) -> object:
     """Decode one packet body; raises ``ProtocolError`` saying what and where."""
-    return _decode(data, limits)[0]
+    return xdr.decode_packet(data, limits, _PACKETS)[0]
 
 
 def decode_fed_notify(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[object, int]:
     """Like ``decode_fed_packet``; for a FedNotify also the offset where its
     attributes end (0 for other packets), so that the router can pass their
     XDR on (NotifyDeliver, onward FedNotify) without encoding them again."""
-    return _decode(data, limits)
+    return xdr.decode_packet(data, limits, _PACKETS)
 
 
-def _decode(data: bytes | bytearray | memoryview, limits: Limits) -> tuple[object, int]:
-    if type(data) is not bytes:
-        data = bytes(data)
-    end = len(data)
-    if end < 4:
-        raise _annotate(ProtocolError(f"a packet of {end} bytes is too short to hold a "
-                                      "packet type", 0), None, None)
-    (pid,) = _i32(data, 0)
-    if pid in _SHARED:
-        return xdr.decode_packet(data, limits), 0
-    name = _NAMES.get(pid)
-    if name is None:
-        raise _annotate(ProtocolError(f"unknown or unexpected packet type {pid} on a "
-                                      "federation link", 0), pid, None)
-    if end > limits.max_packet_length:
-        raise _annotate(LimitError(f"packet of {end} bytes exceeds the limit of "
-                                   f"{limits.max_packet_length}", 0, "max_packet_length"),
-                        pid, None)
-    xid = _u32(data, 4)[0] if pid != FED_NOTIFY and end >= 8 else None
-    try:
-        packet, o, attrs_end = _DECODERS[pid](data, 4, end, limits)
-    except ProtocolError as exc:
-        raise _annotate(exc, pid, xid) from None
-    except struct.error:
-        raise _annotate(ProtocolError(f"truncated {name} packet: the data ends before the "
-                                      "packet is complete", end), pid, xid) from None
-    except (ValueError, IndexError, KeyError, OverflowError, RecursionError,
-            MemoryError) as exc:
-        raise _annotate(ProtocolError(f"undecodable {name} packet "
-                                      f"({type(exc).__name__}: {exc})"), pid, xid) from None
-    if o != end:
-        raise _annotate(ProtocolError(f"{end - o} bytes of trailing data after a complete "
-                                      f"{name} packet" if o < end else
-                                      f"truncated {name} packet", min(o, end)), pid, xid)
-    return packet, attrs_end
-
+# Each decoder gives ``((packet, attributes end), offset)``, the value being
+# what decode_fed_notify returns (see xdr.PacketTable).
 
 def _dec_conn_rqst(data: bytes, o: int, end: int, limits: Limits):
     xid, major, minor = struct.unpack_from(">III", data, o)
     domain, o = xdrprim.read_string(data, o + 12, end, "FedConnRqst router_domain",
                                     limits.max_string_length, "max_string_length")
-    return FedConnRqst(xid, major, minor, domain), o, 0
+    return (FedConnRqst(xid, major, minor, domain), 0), o
 
 
 def _dec_conn_rply(data: bytes, o: int, end: int, limits: Limits):
     (xid,) = _u32(data, o)
     domain, o = xdrprim.read_string(data, o + 4, end, "FedConnRply router_domain",
                                     limits.max_string_length, "max_string_length")
-    return FedConnRply(xid, domain), o, 0
+    return (FedConnRply(xid, domain), 0), o
 
 
 def _dec_sub_replace(data: bytes, o: int, end: int, limits: Limits):
     (xid,) = _u32(data, o)
     pull, o = decode_subast(data, o + 4, limits, end)
-    return FedSubReplace(xid, pull), o, 0
+    return (FedSubReplace(xid, pull), 0), o
 
 
 def _dec_notify(data: bytes, o: int, end: int, limits: Limits):
@@ -246,12 +205,27 @@ def _dec_notify(data: bytes, o: int, end: int, limits: Limits):
     insecure, o = xdrprim.read_bool(data, o, "FedNotify deliver_insecure")
     keys, o = xdrprim.read_keys(data, o, end, limits, "FedNotify keys")
     routing, o = xdrprim.read_strings(data, o, end, limits, "FedNotify routing")
-    return FedNotify(attrs, insecure, keys, routing), o, attrs_end
+    return (FedNotify(attrs, insecure, keys, routing), attrs_end), o
 
 
 def _dec_ack(data: bytes, o: int, end: int, limits: Limits):
-    return Ack(_u32(data, o)[0]), o + 4, 0
+    return (Ack(_u32(data, o)[0]), 0), o + 4
 
 
-_DECODERS = {FED_CONN_RQST: _dec_conn_rqst, FED_CONN_RPLY: _dec_conn_rply,
-             FED_SUB_REPLACE: _dec_sub_replace, FED_NOTIFY: _dec_notify, ACK: _dec_ack}
+def _shared(decode: Callable) -> Callable:
+    """A client protocol packet's decoder, giving what the other decoders give."""
+    def decode_shared(data: bytes, o: int, end: int, limits: Limits):
+        packet, o = decode(data, o, end, limits)
+        return (packet, 0), o
+    return decode_shared
+
+
+_CLIENT = xdr.CLIENT_PACKETS
+_PACKETS = xdr.PacketTable(
+    {**{pid: _shared(_CLIENT.decoders[pid]) for pid in _SHARED},
+     FED_CONN_RQST: _dec_conn_rqst, FED_CONN_RPLY: _dec_conn_rply,
+     FED_SUB_REPLACE: _dec_sub_replace, FED_NOTIFY: _dec_notify, ACK: _dec_ack},
+    {**{pid: _CLIENT.names[pid] for pid in _SHARED}, **_NAMES},
+    frozenset({FED_CONN_RQST, FED_CONN_RPLY, FED_SUB_REPLACE, ACK,
+               *(pid for pid in _SHARED if pid in _CLIENT.has_xid)}),
+    "unknown or unexpected packet type {} on a federation link")

@@ -54,6 +54,7 @@ from elvin.protocol.xdrprim import (
     TC_INT64,
     TC_REAL64,
     TC_STRING,
+    add_child,
     put_string,
     read_count,
     read_string,
@@ -71,6 +72,9 @@ TRUE_FILTER_AST = op(Kind.EQUALS, const(Kind.INT32, 1), const(Kind.INT32, 1))
 _LEAF_VALUE_TC = {Kind.NAME: TC_STRING, Kind.STRING: TC_STRING, Kind.INT32: TC_INT32,
                   Kind.INT64: TC_INT64, Kind.REAL64: TC_REAL64}
 _KINDS = {int(k): k for k in Kind}
+# the labels of errors, made once: an Enum's ``name`` costs a property call per node
+_STRING_WHAT = {Kind.NAME: "SubAST name", Kind.STRING: "SubAST string"}
+_CHILDREN_WHAT = {k: f"SubAST {k.name} children" for k in Kind}
 
 _i32 = INT32.unpack_from
 _i64 = INT64.unpack_from
@@ -186,7 +190,7 @@ def _decode(data: bytes, o: int, end: int, limits: Limits) -> tuple[PullFilter, 
                     raise ProtocolError(f"SubAST {kind.name} leaf with value typecode {vtc} "
                                         f"(expected {want})", start + 4)
                 if want == TC_STRING:
-                    text, o = read_string(data, o, end, f"SubAST {kind.name.lower()}",
+                    text, o = read_string(data, o, end, _STRING_WHAT[kind],
                                           max_string, "max_string_length")
                     node = Node(kind, value=text)
                 elif want == TC_INT32:
@@ -203,7 +207,7 @@ def _decode(data: bytes, o: int, end: int, limits: Limits) -> tuple[PullFilter, 
                     raise ProtocolError(f"SubAST {kind.name} node with value typecode {vtc} "
                                         "(expected 0)", start + 4)
                 # a child takes at least 4 bytes (a lone empty_tc)
-                n, o = read_count(data, o, end, f"SubAST {kind.name} children", 4,
+                n, o = read_count(data, o, end, _CHILDREN_WHAT[kind], 4,
                                   max_array, "max_array_length")
                 if n:
                     if len(stack) >= max_depth:
@@ -214,16 +218,10 @@ def _decode(data: bytes, o: int, end: int, limits: Limits) -> tuple[PullFilter, 
                 node = _finish(kind, [], start)
         if o > end:
             raise ProtocolError("truncated SubAST", end)
-        while stack:
-            parent_kind, count, children = stack[-1]
-            children.append(node)
-            if len(children) < count:
-                break
-            stack.pop()
-            node = _finish(parent_kind, children, o)
-        else:
-            if node is _EMPTY:
+        root = add_child(stack, node, _finish, o)
+        if root is not None:
+            if root is _EMPTY:
                 return False, o
-            if node == TRUE_FILTER_AST:
+            if root == TRUE_FILTER_AST:
                 return True, o
-            return node, o  # type: ignore[return-value]
+            return root, o  # type: ignore[return-value]

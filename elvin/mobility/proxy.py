@@ -45,6 +45,7 @@ from typing import Any
 from elvin.config_file import check_numbers, number
 from elvin.crashpoints import crash_point
 from elvin.errors import ElvinError, SubscriptionError
+from elvin.fileutil import reading
 from elvin.keys import Keys, public_key
 from elvin.mobility import protocol as P
 from elvin.mobility.buffer import ClientHandler
@@ -101,14 +102,12 @@ def load_key_file(path: str | Path) -> bytes:
     they are (``elvin-mobility-proxy --key-file`` and ``elvind
     --mobility-key-file`` / ``mobility-key-file``). Raises ``ValueError``
     naming the file and what is wrong with it (missing, unreadable, empty)."""
-    try:
+    name = repr(str(path))
+    with reading("mobility key file", name, ValueError):
         with open(path, "rb") as f:
             key = f.read()
-    except OSError as exc:
-        raise ValueError(f"cannot read mobility key file {str(path)!r}: "
-                         f"{exc.strerror or exc}") from None
     if not key:
-        raise ValueError(f"mobility key file {str(path)!r} is empty (it must hold the "
+        raise ValueError(f"mobility key file {name} is empty (it must hold the "
                          "proxy's raw private key, its bytes as they are)")
     return key
 

@@ -108,7 +108,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from elvin.fileutil import make_directory
+from elvin.fileutil import make_directory, reading
 from elvin.pipeline.archive_modes import PRIVATE_DIRECTORY, PRIVATE_FILE
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
 
@@ -590,17 +590,12 @@ def check_archive(directory: str | os.PathLike) -> list[Path]:
     which one is not Parquet at all (before Spark starts, which would bury
     the reason in a Java stack trace)."""
     base = Path(directory)
-    try:
+    with reading("archive directory", base, ArchiveError, missing=True):
         base.stat()
         files = archive_files(base) if base.is_dir() else None
         if files is None:
             raise ArchiveError(f"archive {base} is not a directory")
         os.listdir(base)       # archive_files's glob passes over a directory it cannot read
-    except FileNotFoundError:
-        raise ArchiveError(f"archive directory {base} does not exist") from None
-    except OSError as exc:
-        raise ArchiveError(f"cannot read the archive directory {base}: "
-                           f"{exc.strerror or exc}") from None
     if not files:
         raise ArchiveError(f"archive directory {base} is empty: no hour=*/part-*.parquet "
                            "files (is it the directory given to the router's --archive?)")

@@ -57,7 +57,9 @@ buffer and defers to ``decode_packet`` for anything unusual.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from elvin.errors import ProtocolError
 from elvin.keys import EMPTY_KEYS
@@ -72,6 +74,7 @@ from elvin.protocol.xdrprim import (
     UINT64,
     XDR_FALSE,
     XDR_TRUE,
+    add_child,
     check_range,
     id64_array,
     put_attrs,
@@ -128,10 +131,18 @@ _pack_into_u32 = UINT32.pack_into
 _STRUCT_ERROR = struct.error
 _new_int64 = int.__new__   # Int64 without the range check: 8 bytes always fit
 
+_T = TypeVar("_T")
+
 
 _KINDS: dict[int, Kind] = {int(k): k for k in Kind}
+#: for the labels of errors: an Enum's ``name`` costs a property call per node
+_LOWER_NAMES: dict[Kind, str] = {k: k.name.lower() for k in Kind}
 _K_NAME, _K_STRING, _K_INT32, _K_INT64, _K_REAL64 = (
     Kind.NAME, Kind.STRING, Kind.INT32, Kind.INT64, Kind.REAL64)
+
+
+def _operator(kind: Kind, children: list[Node], o: int) -> Node:
+    return Node(kind, tuple(children))
 
 
 def _read_ast(data: bytes, o: int, end: int, limits: Limits,
@@ -148,7 +159,7 @@ def _read_ast(data: bytes, o: int, end: int, limits: Limits,
             raise ProtocolError(f"{what}: unknown SubAST typecode {tc}", o)
         o += 4
         if kind is _K_NAME or kind is _K_STRING:
-            text, o = read_string(data, o, end, f"{what} {kind.name.lower()}",
+            text, o = read_string(data, o, end, f"{what} {_LOWER_NAMES[kind]}",
                                    limits.max_string_length, "max_string_length")
             node = Node(kind, value=text)
         elif kind is _K_INT32:
@@ -162,7 +173,7 @@ def _read_ast(data: bytes, o: int, end: int, limits: Limits,
             o += 8
         else:
             # every SubAST takes at least 8 bytes (typecode + one word)
-            n, o = read_count(data, o, end, f"{what} {kind.name.lower()} children", 8,
+            n, o = read_count(data, o, end, f"{what} {_LOWER_NAMES[kind]} children", 8,
                                max_array, "max_array_length")
             if n:
                 if len(stack) >= max_depth:
@@ -171,15 +182,9 @@ def _read_ast(data: bytes, o: int, end: int, limits: Limits,
                 stack.append((kind, n, []))
                 continue
             node = Node(kind)
-        while stack:
-            parent_kind, count, children = stack[-1]
-            children.append(node)
-            if len(children) < count:
-                break
-            stack.pop()
-            node = Node(parent_kind, tuple(children))
-        else:
-            return node, o
+        root = add_child(stack, node, _operator, o)
+        if root is not None:
+            return root, o  # type: ignore[return-value]
 
 
 # ==========================================================================
@@ -373,25 +378,52 @@ _DECODERS = {
 _DECODERS = {int(k): v for k, v in _DECODERS.items()}
 assert set(_DECODERS) == set(pk.PACKET_CLASSES)
 
-_NAMES = {int(pid): cls.__name__ for pid, cls in pk.PACKET_CLASSES.items()}
-_HAS_XID = frozenset(int(pid) for pid, cls in pk.PACKET_CLASSES.items()
-                     if "xid" in cls.__dataclass_fields__)
+@dataclass(frozen=True, slots=True)
+class PacketTable(Generic[_T]):
+    """One protocol's packets, as ``decode_packet`` reads them.
+
+    The client protocol's table is ``CLIENT_PACKETS``; federation has its own
+    (its packets plus the client packets it shares), so that both protocols
+    check a body, and say what is wrong with it, in the one ``decode_packet``.
+
+    ``decoders`` map a ``pkt_id`` to ``(data, offset, end, limits) ->
+    (value, offset)``; ``decode_packet`` returns the ``value`` (a packet
+    here, a packet and more for federation). ``names`` name the packets in
+    errors, ``has_xid`` are the packets whose second word is their xid, and
+    ``unknown`` is the error for any other ``pkt_id`` (``{}`` is the id)."""
+
+    decoders: dict[int, Callable[[bytes, int, int, Limits], tuple[_T, int]]]
+    names: dict[int, str]
+    has_xid: frozenset[int]
+    unknown: str = "unknown packet type {}"
 
 
-def _annotate(exc: ProtocolError, data: bytes, pid: int | None) -> ProtocolError:
+CLIENT_PACKETS: PacketTable[pk.Packet] = PacketTable(
+    _DECODERS,
+    {int(pid): cls.__name__ for pid, cls in pk.PACKET_CLASSES.items()},
+    frozenset(int(pid) for pid, cls in pk.PACKET_CLASSES.items()
+              if "xid" in cls.__dataclass_fields__))
+
+
+def _annotate(exc: ProtocolError, data: bytes, pid: int | None,
+              has_xid: frozenset[int] = frozenset()) -> ProtocolError:
     exc.packet_id = pid
     exc.xid = (_u32(data, 4)[0]
-               if pid in _HAS_XID and len(data) >= 8 else None)
+               if pid in has_xid and len(data) >= 8 else None)
     return exc
 
 
 def decode_packet(data: bytes | bytearray | memoryview,
-                  limits: Limits = DEFAULT_LIMITS) -> pk.Packet:
+                  limits: Limits = DEFAULT_LIMITS,
+                  table: PacketTable[_T] = CLIENT_PACKETS) -> _T:  # type: ignore[assignment]
     """Decode one XDR packet body (``pkt_id`` first, no frame header).
 
     Raises ``ProtocolError`` (``LimitError`` for limits) saying what is wrong
     and at which offset; the error has ``packet_id`` and ``xid`` attributes
-    (``None`` when unknown)."""
+    (``None`` when unknown). ``table`` says which protocol's packets the body
+    may hold: the client protocol's unless told (a table is a default
+    argument rather than a wrapper so that the client's hot path pays for no
+    extra call)."""
     if type(data) is not bytes:
         data = bytes(data)
     end = len(data)
@@ -402,29 +434,31 @@ def decode_packet(data: bytes | bytearray | memoryview,
     if end > limits.max_packet_length:
         raise _annotate(LimitError(f"packet of {end} bytes exceeds the limit of "
                                    f"{limits.max_packet_length}", 0, "max_packet_length"),
-                        data, pid)
-    decoder = _DECODERS.get(pid)
+                        data, pid, table.has_xid)
+    decoder = table.decoders.get(pid)
     if decoder is None:
-        raise _annotate(ProtocolError(f"unknown packet type {pid}", 0), data, pid)
+        raise _annotate(ProtocolError(table.unknown.format(pid), 0), data, pid)
     try:
         packet, o = decoder(data, 4, end, limits)
     except ProtocolError as exc:
-        raise _annotate(exc, data, pid) from None
+        raise _annotate(exc, data, pid, table.has_xid) from None
     except _STRUCT_ERROR:
-        raise _annotate(ProtocolError(f"truncated {_NAMES[pid]} packet: the data ends "
+        raise _annotate(ProtocolError(f"truncated {table.names[pid]} packet: the data ends "
                                       "before the packet is complete", end),
-                        data, pid) from None
+                        data, pid, table.has_xid) from None
     except (ValueError, IndexError, KeyError, OverflowError, RecursionError,
             MemoryError) as exc:   # defence in depth: nothing else may escape
-        raise _annotate(ProtocolError(f"undecodable {_NAMES[pid]} packet "
+        raise _annotate(ProtocolError(f"undecodable {table.names[pid]} packet "
                                       f"({type(exc).__name__}: {exc})", None),
-                        data, pid) from None
+                        data, pid, table.has_xid) from None
     if o != end:
+        name = table.names[pid]
         if o > end:
-            raise _annotate(ProtocolError(f"truncated {_NAMES[pid]} packet: the data ends "
-                                          "before the packet is complete", end), data, pid)
+            raise _annotate(ProtocolError(f"truncated {name} packet: the data ends "
+                                          "before the packet is complete", end),
+                            data, pid, table.has_xid)
         raise _annotate(ProtocolError(f"{end - o} bytes of trailing data after a complete "
-                                      f"{_NAMES[pid]} packet", o), data, pid)
+                                      f"{name} packet", o), data, pid, table.has_xid)
     return packet
 
 

@@ -32,7 +32,8 @@ client (inlined reads, caches of attribute names); change them with
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from elvin.errors import ProtocolError
 from elvin.keys import EMPTY_KEYS, Keys, KeyScheme
@@ -119,6 +120,7 @@ XDR_TRUE = b"\0\0\0\1"
 TC_INT32, TC_INT64, TC_REAL64, TC_STRING, TC_OPAQUE = 1, 2, 3, 4, 5
 
 _new_int64 = int.__new__   # Int64 without the range check: 8 bytes always fit
+_K = TypeVar("_K")
 
 
 def id64_array(n: int) -> struct.Struct:
@@ -226,6 +228,26 @@ def read_count(data: bytes, o: int, end: int, what: str, item_size: int,
     if n > maximum:
         raise LimitError(f"{what}: {n} items exceed the limit of {maximum}", o, limit)
     return n, o + 4
+
+
+def add_child(stack: list[tuple[_K, int, list]], node: object,
+              finish: Callable[[_K, list, int], object], o: int) -> object:
+    """One step of an iterative tree reader (both SubAST forms: the client
+    protocol's and federation's): give ``node`` to the innermost open parent
+    on ``stack`` (``(kind, child count, children so far)``), and each parent
+    that this completes, ``finish(kind, children, o)``, to the one above it.
+
+    Returns the finished root, or ``None`` while a parent still waits for
+    children. Reading this way, rather than recursively, means no input can
+    exhaust the Python stack; the reader bounds ``len(stack)``."""
+    while stack:
+        kind, count, children = stack[-1]
+        children.append(node)
+        if len(children) < count:
+            return None
+        stack.pop()
+        node = finish(kind, children, o)
+    return node
 
 
 def read_value(data: bytes, o: int, end: int, limits: Limits,

@@ -103,7 +103,7 @@ async def test_garbage_datagrams_are_ignored(discoverable):
     junk = [b"", b"\x00", b"\xff" * 3, struct.pack(">iIII", 16, 4, 0, 999),
             struct.pack(">i", 17) + os.urandom(64), os.urandom(1500),
             struct.pack(">iII", 18, 4, 0) + struct.pack(">I", 0x7FFFFFFF),
-            encode(SvrRqst(0, 9, 0))]   # well formed, incompatible version
+            encode(SvrRqst(0, major_version=9))]   # well formed, incompatible version
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         for data in junk:
             sock.sendto(data, (host, int(port)))

@@ -33,7 +33,7 @@ def xdr_string(text: str) -> bytes:
 def test_svr_rqst_bytes_are_the_drafts():
     # pkt_id 16, then three uint8 as 4-byte XDR unsigned ints
     assert encode(SvrRqst(locality=2)) == u32(16, 4, 0, 2)
-    assert decode(u32(16, 4, 0, 2)) == SvrRqst(2, 4, 0)
+    assert decode(u32(16, 4, 0, 2)) == SvrRqst(2, major_version=4, minor_version=0)
 
 
 def test_svr_advt_bytes_are_the_drafts():
@@ -58,20 +58,22 @@ names = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("
        uris=st.lists(names, min_size=1, max_size=5), default=st.booleans(),
        revision=st.integers(1, 0xFFFFFFFF), minor=st.integers(0, 255))
 def test_svr_advt_round_trip(scope, server, uris, default, revision, minor):
-    advert = SvrAdvt(server, tuple(uris), scope, default, revision, 4, minor)
+    advert = SvrAdvt(server, tuple(uris), scope, default, revision, major_version=4,
+                     minor_version=minor)
     assert decode(encode(advert)) == advert
 
 
 @given(locality=st.integers(0, 255), major=st.integers(0, 255), minor=st.integers(0, 255))
 def test_svr_rqst_round_trip(locality, major, minor):
-    assert decode(encode(SvrRqst(locality, major, minor))) == SvrRqst(locality, major, minor)
+    packet = SvrRqst(locality, major_version=major, minor_version=minor)
+    assert decode(encode(packet)) == packet
 
 
 def test_compatibility_rule():
     # same major; our minor (0) no greater than the packet's
-    assert is_compatible(SvrRqst(0, 4, 0))
-    assert is_compatible(SvrRqst(0, 4, 3))
-    assert not is_compatible(SvrRqst(0, 3, 0))
+    assert is_compatible(SvrRqst(0, major_version=4, minor_version=0))
+    assert is_compatible(SvrRqst(0, major_version=4, minor_version=3))
+    assert not is_compatible(SvrRqst(0, major_version=3, minor_version=0))
     assert not is_compatible(SvrAdvt("r", ("u",), major_version=5))
 
 

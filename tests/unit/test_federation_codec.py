@@ -31,7 +31,15 @@ from elvin.federation.packets import (
 from elvin.federation.pullfilter import compile_pull_filter, compute_pull_filter
 from elvin.federation.subast import TRUE_FILTER_AST, decode_subast, encode_subast
 from elvin.keys import Keys
-from elvin.protocol import ConfConn, Disconn, DropWarn, Nack, TestConn, encode_attributes
+from elvin.protocol import (
+    ConfConn,
+    Disconn,
+    DropWarn,
+    Nack,
+    TestConn,
+    encode_attributes,
+    encode_packet,
+)
 from elvin.protocol.limits import LimitError, Limits
 from elvin.subscription import parse
 from elvin.subscription.ast import Kind, Node, const, name, op
@@ -184,6 +192,23 @@ def test_error_carries_packet_id_and_xid():
     with pytest.raises(ProtocolError) as info:
         decode_fed_packet(words(194, 42) + words(99))
     assert info.value.packet_id == 194 and info.value.xid == 42
+
+
+def test_limit_error_carries_packet_id_and_xid():
+    """Federation packets go through the client protocol's decode_packet (with
+    federation's packet table), so a packet over the length limit is
+    reported with its id and xid too."""
+    data = encode_fed_packet(FedConnRply(7, "x" * 64))
+    with pytest.raises(LimitError) as info:
+        decode_fed_packet(data, Limits(max_packet_length=len(data) - 1))
+    assert info.value.packet_id == 193 and info.value.xid == 7
+
+
+def test_shared_packets_carry_their_xid():
+    with pytest.raises(ProtocolError) as info:
+        decode_fed_packet(encode_packet(Nack(9, 1, "m", ())) + b"\0\0\0\0")
+    assert info.value.packet_id == int(Nack.ID) and info.value.xid == 9
+    assert "trailing data after a complete Nack packet" in str(info.value)
 
 
 def test_random_garbage_never_raises_anything_else():

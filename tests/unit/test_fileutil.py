@@ -1,4 +1,4 @@
-"""The shared atomic write and pid check (elvin.fileutil)."""
+"""The shared atomic write, read errors and pid check (elvin.fileutil)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from elvin.fileutil import atomic_write, pid_alive
+from elvin.fileutil import atomic_write, pid_alive, reading
 
 
 def test_atomic_write_replaces_whole_and_sets_the_mode(tmp_path):
@@ -39,3 +39,31 @@ def test_pid_alive():
     assert not pid_alive(child.pid)
     for junk in (None, "123", 0, -1, True, 1.5):
         assert not pid_alive(junk)
+
+
+class ToolError(Exception):
+    pass
+
+
+def test_reading_says_what_where_and_why(tmp_path):
+    with pytest.raises(ToolError, match=f"^cannot read key file {tmp_path}: Is a directory$"):
+        with reading("key file", tmp_path, ToolError):
+            open(tmp_path, "rb")
+    missing = tmp_path / "nowhere"
+    with pytest.raises(ToolError, match="^cannot read key file .*: No such file or directory$"):
+        with reading("key file", missing, ToolError):
+            missing.read_bytes()
+    with pytest.raises(ToolError, match=f"^key file {missing} does not exist$"):
+        with reading("key file", missing, ToolError, missing=True):
+            missing.read_bytes()
+
+
+def test_reading_passes_other_errors_and_results_through(tmp_path):
+    with pytest.raises(KeyError):
+        with reading("key file", tmp_path, ToolError):
+            raise KeyError("x")
+    target = tmp_path / "k"
+    target.write_bytes(b"raw")
+    with reading("key file", target, ToolError):
+        data = target.read_bytes()
+    assert data == b"raw"
