@@ -42,6 +42,7 @@ _COMPARE = {Kind.EQUALS: rt.eq, Kind.NOT_EQUALS: rt.ne, Kind.LESS_THAN: rt.lt,
 _STRING_FUNCTIONS = {Kind.FUNC_FOLD_CASE: rt.fold_case, Kind.FUNC_DECOMPOSE: rt.decompose,
                      Kind.FUNC_DECOMPOSE_COMPAT: rt.decompose_compat}
 _CHECK_EVERY = 256          # nodes between cancellation checkpoints
+_LITERALS = frozenset((Kind.INT32, Kind.INT64, Kind.REAL64, Kind.STRING))
 
 
 def _int32(v: Any) -> bool:
@@ -110,9 +111,9 @@ class _Builder:
         if k in _COMPARE:           # (the commonest node of a long expression)
             return self.comparison(node)
         if k is Kind.AND:
-            return _all(tuple([self.truth(c) for c in flatten(node)]))
+            return _all(*self.operands(node))
         if k is Kind.OR:
-            return _any(tuple([self.truth(c) for c in flatten(node)]))
+            return _any(*self.operands(node))
         if k is Kind.XOR:
             return _xor(tuple([self.truth(c) for c in flatten(node)]))
         if k is Kind.NOT:
@@ -121,7 +122,7 @@ class _Builder:
         if k is Kind.FUNC_EQUALS:
             first = self.value(node.children[0])
             rest = tuple(self.value(c) for c in node.children[1:])
-            return _any(tuple(_compared(rt.eq, first, r) for r in rest))
+            return _any((), tuple(_compared(rt.eq, first, r) for r in rest))
         if k is Kind.FUNC_REQUIRE:
             name = node.children[0].value
             return lambda a: True if name in a else None
@@ -134,11 +135,38 @@ class _Builder:
             return self.string_predicate(node)
         raise AssertionError(f"not a predicate: {k!r}")
 
+    def operands(self, node: Node) -> tuple[tuple[tuple[str, Callable, Any], ...],
+                                            tuple[Closure, ...]]:
+        """An ``&&`` or ``||`` chain's operands: its comparisons of an
+        attribute with a literal (and its ``require``s) as ``(name, compare,
+        constant)`` rows,
+        which the chain's closure runs in a loop of its own (no closure to
+        build or call per comparison: most of a long expression), and
+        closures for the others. The rows run first: the chain's value does
+        not depend on the order (no operand has an effect)."""
+        rows: list[tuple[str, Callable, Any]] = []
+        others: list[Closure] = []
+        for child in flatten(node):
+            compare = _COMPARE.get(child.kind)
+            if compare is not None:
+                left, right = child.children
+                if left.kind is Kind.NAME and right.kind in _LITERALS:
+                    self.count += 1
+                    if not self.count % _CHECK_EVERY:
+                        checkpoint()
+                    rows.append((left.value, compare, _constant(right)))  # type: ignore[arg-type]
+                    continue
+            elif child.kind is Kind.FUNC_REQUIRE:
+                self.count += 1
+                rows.append((child.children[0].value, _required, None))  # type: ignore[arg-type]
+                continue
+            others.append(self.truth(child))
+        return tuple(rows), tuple(others)
+
     def comparison(self, node: Node) -> Closure:
         compare = _COMPARE[node.kind]
         left, right = node.children
-        if left.kind is Kind.NAME and right.kind in (Kind.INT32, Kind.INT64, Kind.REAL64,
-                                                     Kind.STRING):
+        if left.kind is Kind.NAME and right.kind in _LITERALS:
             name, constant = left.value, _constant(right)
             return lambda a: compare(a.get(name), constant)
         return _compared(compare, self.value(left), self.value(right))
@@ -170,13 +198,26 @@ def _constant(node: Node) -> Any:
     return node.value
 
 
+def _required(value: Any, _unused: None) -> bool | None:
+    """``require(name)`` as a row of a chain (``_Builder.operands``): a
+    notification's values are never None, so ``get`` says whether it is there."""
+    return None if value is None else True
+
+
 def _compared(compare: Callable, left: Closure, right: Closure) -> Closure:
     return lambda a: compare(left(a), right(a))
 
 
-def _all(parts: tuple[Closure, ...]) -> Closure:
+def _all(rows: tuple[tuple[str, Callable, Any], ...], parts: tuple[Closure, ...]) -> Closure:
     def conjunction(a: Mapping[str, Any]) -> bool | None:
         result: bool | None = True
+        get = a.get
+        for name, compare, constant in rows:
+            v = compare(get(name), constant)
+            if v is False:
+                return False
+            if v is None:
+                result = None
         for part in parts:
             v = part(a)
             if v is False:
@@ -187,9 +228,16 @@ def _all(parts: tuple[Closure, ...]) -> Closure:
     return conjunction
 
 
-def _any(parts: tuple[Closure, ...]) -> Closure:
+def _any(rows: tuple[tuple[str, Callable, Any], ...], parts: tuple[Closure, ...]) -> Closure:
     def disjunction(a: Mapping[str, Any]) -> bool | None:
         result: bool | None = False
+        get = a.get
+        for name, compare, constant in rows:
+            v = compare(get(name), constant)
+            if v is True:
+                return True
+            if v is None:
+                result = None
         for part in parts:
             v = part(a)
             if v is True:

@@ -406,11 +406,19 @@ def _raw(node: Node, want: bool, steps: _Steps | None = None) -> RawPlan:
         if (k is Kind.AND) == want:
             return _conjunction([_raw(c, want) for c in children] if steps is None
                                 else _affordable(children, want, steps))
+        if steps is not None and len(children) > steps.left:
+            # every operand takes a step at least: this cannot fit, so say
+            # so now rather than after analysing as many as fit (the long
+            # expression's ``a || b || ...`` of hundreds of operands)
+            raise _OverBudget
         return _disjunction([_raw(c, want, steps) for c in children])
     if k is Kind.XOR:
         # true or false only when every operand is true or false
+        children = flatten(node)
+        if steps is not None and 2 * len(children) > steps.left:
+            raise _OverBudget       # (two steps at least for each: see above)
         return _conjunction([_disjunction([_raw(c, True, steps), _raw(c, False, steps)])
-                             for c in flatten(node)])
+                             for c in children])
     if k is Kind.FUNC_REQUIRE:
         return [{node.children[0].value: _PRESENT}] if want else []
     if k in COMPARISONS:
@@ -547,14 +555,15 @@ def _affix_maker(leaves: list[Node], arg: tuple) -> tuple:
 
 
 def plan_of(folded: Node, evaluate: Callable[[Mapping], Any] | None = None,
-            steps: int = ANALYSIS_STEPS) -> tuple:
+            steps: int = ANALYSIS_STEPS, names: frozenset[str] | None = None) -> tuple:
     """The plan of a checked, folded tree. With ``evaluate`` (the tree's
     compiled three-valued form) the analysis is a long expression's: at most
     ``steps`` (twice that with conjuncts left out), and if
     even that is not enough, the plan is that one of the tree's names is
     present. That is sound whenever the tree is not true of an empty
     notification: a notification with none of its names gives it the value
-    it has for an empty one."""
+    it has for an empty one. ``names``: the tree's (``ast.names_in``), when
+    the caller has them (a walk of a long tree saved)."""
     if evaluate is None:
         return finalise(analyse(folded))
     try:
@@ -562,7 +571,7 @@ def plan_of(folded: Node, evaluate: Callable[[Mapping], Any] | None = None,
     except _OverBudget:
         if evaluate(_EMPTY) is True:
             return ANY
-        raw = [{name: _PRESENT} for name in sorted(names_in(folded))]
+        raw = [{name: _PRESENT} for name in sorted(names_in(folded) if names is None else names)]
     return finalise(raw)
 
 

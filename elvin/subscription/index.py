@@ -100,7 +100,8 @@ _normalize = unicodedata.normalize
 
 
 def plan_for(tree: Node, plan: tuple | None = None, folded: bool = False,
-             evaluate: Callable[[Mapping], Any] | None = None) -> tuple:
+             evaluate: Callable[[Mapping], Any] | None = None,
+             names: frozenset[str] | None = None) -> tuple:
     """``plan``, or the plan of a checked ``tree`` (``folded`` already;
     ``evaluate``, its compiled form: a long expression's bounded analysis,
     see ``conditions.plan_of``); an analysis that fails leaves the tree to
@@ -109,7 +110,7 @@ def plan_for(tree: Node, plan: tuple | None = None, folded: bool = False,
     if plan is not None:
         return plan
     try:
-        return plan_of(tree if folded else fold(tree), evaluate)
+        return plan_of(tree if folded else fold(tree), evaluate, names=names)
     except Exception:
         log.exception("the index analysis failed for %r", tree)
         return ANY

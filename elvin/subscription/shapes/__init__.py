@@ -48,7 +48,7 @@ from typing import Any
 
 from elvin.errors import SubscriptionError
 from elvin.subscription import closures
-from elvin.subscription.ast import LITERAL_KINDS, Node
+from elvin.subscription.ast import LITERAL_KINDS, Node, names_in
 from elvin.subscription.cancel import checkpoint
 from elvin.subscription.checker import _Checker, check, fold
 from elvin.subscription.compiler import build
@@ -119,10 +119,15 @@ def compile_text(text: str) -> Registered:
     checkpoint()
     if len(text) > LARGE:
         matches, evaluate = closures.build(folded)
-        plan = plan_for(folded, folded=True, evaluate=evaluate)    # (a bounded analysis)
-    else:
-        matches, evaluate, _source = build(folded)
-        plan = plan_for(folded, folded=True)
+        # folding replaces only sub-expressions without names: the tree's
+        # names are the folded tree's, walked once for the plan and the engine
+        names = names_in(tree)
+        plan = plan_for(folded, folded=True, evaluate=evaluate,     # (a bounded analysis)
+                        names=names)
+        checkpoint()
+        return Registered(text, tree, matches, evaluate, names, plan)
+    matches, evaluate, _source = build(folded)
+    plan = plan_for(folded, folded=True)
     checkpoint()
     return Registered(text, tree, matches, evaluate, None, plan)
 
