@@ -32,7 +32,7 @@ from elvin.subscription.checker import BINARY_VALUE_OPS, UNARY_VALUE_OPS
 from elvin.subscription.patterns import glob_matcher, regex_matcher
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
 
-__all__ = ["build"]
+__all__ = ["build", "build_named"]
 
 Closure = Callable[[Mapping[str, Any]], Any]
 
@@ -65,10 +65,13 @@ _TYPE_TESTS: dict[Kind, Callable[[Any], bool]] = {
 
 
 class _Builder:
-    __slots__ = ("count",)
+    __slots__ = ("count", "names")
 
     def __init__(self) -> None:
         self.count = 0
+        #: every attribute name the tree reads (each reaches the builder
+        #: once): a long tree's names without another walk
+        self.names: set[str] = set()
 
     def tick(self) -> None:
         self.count += 1
@@ -81,6 +84,7 @@ class _Builder:
         k = node.kind
         if k is Kind.NAME:
             name = node.value
+            self.names.add(name)  # type: ignore[arg-type]
             return lambda a: a.get(name)
         if k in (Kind.INT32, Kind.INT64, Kind.REAL64, Kind.STRING):
             constant = _constant(node)
@@ -99,6 +103,7 @@ class _Builder:
             return lambda a: op(operand(a))
         if k is Kind.FUNC_SIZE:
             name = node.children[0].value
+            self.names.add(name)  # type: ignore[arg-type]
             return lambda a: rt.size(a.get(name))
         raise AssertionError(f"not a value node: {k!r}")
 
@@ -125,9 +130,11 @@ class _Builder:
             return _any((), tuple(_compared(rt.eq, first, r) for r in rest))
         if k is Kind.FUNC_REQUIRE:
             name = node.children[0].value
+            self.names.add(name)  # type: ignore[arg-type]
             return lambda a: True if name in a else None
         if k in _TYPE_TESTS:
             name = node.children[0].value
+            self.names.add(name)  # type: ignore[arg-type]
             test = _TYPE_TESTS[k]
             return lambda a: test(a[name]) if name in a else None
         if k in (Kind.FUNC_BEGINS_WITH, Kind.FUNC_ENDS_WITH, Kind.FUNC_CONTAINS,
@@ -154,11 +161,14 @@ class _Builder:
                     self.count += 1
                     if not self.count % _CHECK_EVERY:
                         checkpoint()
+                    self.names.add(left.value)  # type: ignore[arg-type]
                     rows.append((left.value, compare, _constant(right)))  # type: ignore[arg-type]
                     continue
             elif child.kind is Kind.FUNC_REQUIRE:
                 self.count += 1
-                rows.append((child.children[0].value, _required, None))  # type: ignore[arg-type]
+                name = child.children[0].value
+                self.names.add(name)  # type: ignore[arg-type]
+                rows.append((name, _required, None))  # type: ignore[arg-type]
                 continue
             others.append(self.truth(child))
         return tuple(rows), tuple(others)
@@ -168,6 +178,7 @@ class _Builder:
         left, right = node.children
         if left.kind is Kind.NAME and right.kind in _LITERALS:
             name, constant = left.value, _constant(right)
+            self.names.add(name)  # type: ignore[arg-type]
             return lambda a: compare(a.get(name), constant)
         return _compared(compare, self.value(left), self.value(right))
 
@@ -262,7 +273,16 @@ def _xor(parts: tuple[Closure, ...]) -> Closure:
 
 def build(tree: Node) -> tuple[Callable[[Mapping], bool], Callable[[Mapping], bool | None]]:
     """``(matches, evaluate)`` for a checked, folded tree."""
-    root = _Builder().truth(tree)
+    matches, evaluate, _names = build_named(tree)
+    return matches, evaluate
+
+
+def build_named(tree: Node) -> tuple[Callable[[Mapping], bool],
+                                     Callable[[Mapping], bool | None], frozenset[str]]:
+    """``(matches, evaluate, names)``: ``build``'s, and the tree's attribute
+    names (``ast.names_in``'s), gathered on the way."""
+    builder = _Builder()
+    root = builder.truth(tree)
 
     def evaluate(a: Mapping[str, Any]) -> bool | None:
         try:
@@ -276,5 +296,5 @@ def build(tree: Node) -> tuple[Callable[[Mapping], bool], Callable[[Mapping], bo
         except Exception:
             return False
 
-    return matches, evaluate
+    return matches, evaluate, frozenset(builder.names)
 

@@ -26,6 +26,7 @@ from elvin.subscription import (
     unparse,
     validate,
 )
+from elvin.subscription.ast import names_in
 from elvin.subscription.checker import fold
 from elvin.subscription.reference import evaluate as reference
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
@@ -192,9 +193,10 @@ def test_compiled_agrees_with_reference(tree, attrs):
     assert sub.evaluate(attrs) is expected
     assert sub.matches(attrs) is (expected is True)
     # the closures the router evaluates large expressions with
-    matches, evaluate = closures.build(fold(tree))
+    matches, evaluate, names = closures.build_named(fold(tree))
     assert evaluate(attrs) is expected
     assert matches(attrs) is (expected is True)
+    assert names == names_in(tree)      # (what the engine and the plan are given)
 
 
 @SETTINGS

@@ -48,7 +48,7 @@ from typing import Any
 
 from elvin.errors import SubscriptionError
 from elvin.subscription import closures
-from elvin.subscription.ast import LITERAL_KINDS, Node, names_in
+from elvin.subscription.ast import LITERAL_KINDS, Node
 from elvin.subscription.cancel import checkpoint
 from elvin.subscription.checker import _Checker, check, fold
 from elvin.subscription.compiler import build
@@ -118,10 +118,10 @@ def compile_text(text: str) -> Registered:
     folded = fold(tree)
     checkpoint()
     if len(text) > LARGE:
-        matches, evaluate = closures.build(folded)
-        # folding replaces only sub-expressions without names: the tree's
-        # names are the folded tree's, walked once for the plan and the engine
-        names = names_in(tree)
+        # folding replaces only sub-expressions without names, so the folded
+        # tree's names (which the closures gather) are the tree's: for the
+        # plan and the engine, without a walk of their own
+        matches, evaluate, names = closures.build_named(folded)
         plan = plan_for(folded, folded=True, evaluate=evaluate,     # (a bounded analysis)
                         names=names)
         checkpoint()
