@@ -209,10 +209,11 @@ def _constant(node: Node) -> Any:
     return node.value
 
 
-def _required(value: Any, _unused: None) -> bool | None:
+def _required(value: Any, _unused: None) -> bool:
     """``require(name)`` as a row of a chain (``_Builder.operands``): a
-    notification's values are never None, so ``get`` says whether it is there."""
-    return None if value is None else True
+    notification's values are never None, so the chain's ``get`` has said
+    whether it is there, and a row is only tested with a value."""
+    return True
 
 
 def _compared(compare: Callable, left: Closure, right: Closure) -> Closure:
@@ -224,7 +225,11 @@ def _all(rows: tuple[tuple[str, Callable, Any], ...], parts: tuple[Closure, ...]
         result: bool | None = True
         get = a.get
         for name, compare, constant in rows:
-            v = compare(get(name), constant)
+            v = get(name)
+            if v is None:               # missing: bottom, whatever the row's test
+                result = None
+                continue
+            v = compare(v, constant)
             if v is False:
                 return False
             if v is None:
@@ -244,7 +249,11 @@ def _any(rows: tuple[tuple[str, Callable, Any], ...], parts: tuple[Closure, ...]
         result: bool | None = False
         get = a.get
         for name, compare, constant in rows:
-            v = compare(get(name), constant)
+            v = get(name)
+            if v is None:               # missing: bottom, whatever the row's test
+                result = None
+                continue
+            v = compare(v, constant)
             if v is True:
                 return True
             if v is None:
