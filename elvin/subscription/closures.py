@@ -35,6 +35,8 @@ from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
 __all__ = ["build", "build_named"]
 
 Closure = Callable[[Mapping[str, Any]], Any]
+#: ``(name, test, constant)``: see ``_Builder.row``
+Row = tuple[str, Callable[[Any, Any], Any], Any]
 
 _COMPARE = {Kind.EQUALS: rt.eq, Kind.NOT_EQUALS: rt.ne, Kind.LESS_THAN: rt.lt,
             Kind.LESS_THAN_EQUALS: rt.le, Kind.GREATER_THAN: rt.gt,
@@ -127,7 +129,7 @@ class _Builder:
         if k is Kind.FUNC_EQUALS:
             first = self.value(node.children[0])
             rest = tuple(self.value(c) for c in node.children[1:])
-            return _any((), tuple(_compared(rt.eq, first, r) for r in rest))
+            return _any((), (), tuple(_compared(rt.eq, first, r) for r in rest))
         if k is Kind.FUNC_REQUIRE:
             name = node.children[0].value
             self.names.add(name)  # type: ignore[arg-type]
@@ -142,36 +144,60 @@ class _Builder:
             return self.string_predicate(node)
         raise AssertionError(f"not a predicate: {k!r}")
 
-    def operands(self, node: Node) -> tuple[tuple[tuple[str, Callable, Any], ...],
+    def operands(self, node: Node) -> tuple[tuple[Row, ...], tuple[tuple[Row, ...], ...],
                                             tuple[Closure, ...]]:
-        """An ``&&`` or ``||`` chain's operands: its comparisons of an
-        attribute with a literal (and its ``require``s) as ``(name, compare,
-        constant)`` rows,
-        which the chain's closure runs in a loop of its own (no closure to
-        build or call per comparison: most of a long expression), and
-        closures for the others. The rows run first: the chain's value does
-        not depend on the order (no operand has an effect)."""
-        rows: list[tuple[str, Callable, Any]] = []
+        """An ``&&`` or ``||`` chain's operands, most of a long expression
+        in three kinds the chain's closure runs in loops of its own, with no
+        closure to build or call for each: rows (``_row``), groups (an
+        operand that is a chain of the other operator, all of rows: the
+        ``(a > 1 && b < 2)`` of an ``||``), and closures for the rest. The
+        chain's value does not depend on the order (no operand has an
+        effect), so rows and groups run first."""
+        rows: list[Row] = []
+        groups: list[tuple[Row, ...]] = []
         others: list[Closure] = []
+        inner = Kind.OR if node.kind is Kind.AND else Kind.AND
         for child in flatten(node):
-            compare = _COMPARE.get(child.kind)
-            if compare is not None:
-                left, right = child.children
-                if left.kind is Kind.NAME and right.kind in _LITERALS:
-                    self.count += 1
-                    if not self.count % _CHECK_EVERY:
-                        checkpoint()
-                    self.names.add(left.value)  # type: ignore[arg-type]
-                    rows.append((left.value, compare, _constant(right)))  # type: ignore[arg-type]
-                    continue
-            elif child.kind is Kind.FUNC_REQUIRE:
-                self.count += 1
-                name = child.children[0].value
-                self.names.add(name)  # type: ignore[arg-type]
-                rows.append((name, _required, None))  # type: ignore[arg-type]
+            row = self.row(child)
+            if row is not None:
+                rows.append(row)
                 continue
+            if child.kind is inner:
+                group = [self.row(c) for c in flatten(child)]
+                if None not in group:
+                    groups.append(tuple(group))  # type: ignore[arg-type]
+                    continue
             others.append(self.truth(child))
-        return tuple(rows), tuple(others)
+        return tuple(rows), tuple(groups), tuple(others)
+
+    def row(self, node: Node) -> Row | None:
+        """``(name, test, constant)`` for an attribute compared with a
+        literal or a ``require``, whose value is ``test(value, constant)``
+        when the attribute is there and bottom when it is not; else None."""
+        self.count += 1
+        if not self.count % _CHECK_EVERY:
+            checkpoint()            # a long expression's build may be cancelled
+        k = node.kind
+        compare = _COMPARE.get(k)
+        if compare is not None:
+            left, right = node.children
+            if left.kind is Kind.NAME:
+                name = left.value
+                rk = right.kind
+                if rk is Kind.STRING or rk is Kind.INT32:
+                    constant = right.value
+                elif rk is Kind.REAL64 or rk is Kind.INT64:
+                    constant = _constant(right)
+                else:
+                    return None
+                self.names.add(name)  # type: ignore[arg-type]
+                return (name, compare, constant)  # type: ignore[return-value]
+            return None
+        if k is Kind.FUNC_REQUIRE:
+            name = node.children[0].value
+            self.names.add(name)  # type: ignore[arg-type]
+            return (name, _required, None)  # type: ignore[return-value]
+        return None
 
     def comparison(self, node: Node) -> Closure:
         compare = _COMPARE[node.kind]
@@ -220,7 +246,9 @@ def _compared(compare: Callable, left: Closure, right: Closure) -> Closure:
     return lambda a: compare(left(a), right(a))
 
 
-def _all(rows: tuple[tuple[str, Callable, Any], ...], parts: tuple[Closure, ...]) -> Closure:
+def _all(rows: tuple[Row, ...], groups: tuple[tuple[Row, ...], ...],
+         parts: tuple[Closure, ...]) -> Closure:
+    """An ``&&`` chain (``_Builder.operands``; its groups are ``||``s)."""
     def conjunction(a: Mapping[str, Any]) -> bool | None:
         result: bool | None = True
         get = a.get
@@ -234,6 +262,23 @@ def _all(rows: tuple[tuple[str, Callable, Any], ...], parts: tuple[Closure, ...]
                 return False
             if v is None:
                 result = None
+        for group in groups:
+            g: bool | None = False
+            for name, compare, constant in group:
+                v = get(name)
+                if v is None:
+                    g = None
+                    continue
+                v = compare(v, constant)
+                if v is True:
+                    g = True
+                    break
+                if v is None:
+                    g = None
+            if g is False:
+                return False
+            if g is None:
+                result = None
         for part in parts:
             v = part(a)
             if v is False:
@@ -244,7 +289,9 @@ def _all(rows: tuple[tuple[str, Callable, Any], ...], parts: tuple[Closure, ...]
     return conjunction
 
 
-def _any(rows: tuple[tuple[str, Callable, Any], ...], parts: tuple[Closure, ...]) -> Closure:
+def _any(rows: tuple[Row, ...], groups: tuple[tuple[Row, ...], ...],
+         parts: tuple[Closure, ...]) -> Closure:
+    """An ``||`` chain (``_Builder.operands``; its groups are ``&&``s)."""
     def disjunction(a: Mapping[str, Any]) -> bool | None:
         result: bool | None = False
         get = a.get
@@ -257,6 +304,23 @@ def _any(rows: tuple[tuple[str, Callable, Any], ...], parts: tuple[Closure, ...]
             if v is True:
                 return True
             if v is None:
+                result = None
+        for group in groups:
+            g: bool | None = True
+            for name, compare, constant in group:
+                v = get(name)
+                if v is None:
+                    g = None
+                    continue
+                v = compare(v, constant)
+                if v is False:
+                    g = False
+                    break
+                if v is None:
+                    g = None
+            if g is True:
+                return True
+            if g is None:
                 result = None
         for part in parts:
             v = part(a)

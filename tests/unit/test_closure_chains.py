@@ -74,3 +74,41 @@ def test_a_bottom_row_does_not_decide_a_disjunction():
     assert evaluate({"a": 5, "b": 5}) is False
     assert evaluate({"a": 5, "b": 0}) is True
     assert evaluate({"b": 0}) is True
+
+
+def _lt(name: str, value: int) -> Node:
+    return node(Kind.LESS_THAN, node(Kind.NAME, value=name), node(Kind.INT32, value=value))
+
+
+def test_a_group_decided_by_one_row_is_not_undone_by_a_later_missing_one():
+    # (a < 1 || b < 1) && c < 1: the || is a group of the && chain
+    tree = node(Kind.AND, node(Kind.OR, _lt("a", 1), _lt("b", 1)), _lt("c", 1))
+    _matches, evaluate = closures.build(tree)
+    assert evaluate({"a": 0, "c": 0}) is True       # b missing after a decided the group
+    assert evaluate({"b": 0, "c": 0}) is True
+    assert evaluate({"a": 5, "c": 0}) is None
+    assert evaluate({"a": 5, "b": 5, "c": 0}) is False
+    # (a < 1 && b < 1) || c < 1: the && is a group of the || chain
+    tree = node(Kind.OR, node(Kind.AND, _lt("a", 1), _lt("b", 1)), _lt("c", 1))
+    _matches, evaluate = closures.build(tree)
+    assert evaluate({"a": 5, "c": 5}) is False      # b missing after a decided the group
+    assert evaluate({"b": 5, "c": 5}) is False
+    assert evaluate({"a": 0, "c": 5}) is None
+    assert evaluate({"a": 0, "b": 0, "c": 5}) is True
+
+
+groups = st.tuples(st.sampled_from([Kind.AND, Kind.OR]),
+                   st.lists(st.one_of(row, st.lists(row, min_size=2, max_size=4)),
+                            min_size=1, max_size=4))
+
+
+@settings(max_examples=400, deadline=None)
+@given(groups, st.lists(notification, min_size=1, max_size=6))
+def test_chains_of_groups_agree_with_the_reference(made, notifications):
+    outer, operands = made
+    inner = Kind.OR if outer is Kind.AND else Kind.AND
+    children = [node(inner, *o) if isinstance(o, list) else o for o in operands]
+    tree = node(outer, *children, _lt("a", 1)) if len(children) == 1 else node(outer, *children)
+    _matches, evaluate = closures.build(tree)
+    for attrs in notifications:
+        assert evaluate(attrs) is reference(tree, attrs), (tree, attrs)
