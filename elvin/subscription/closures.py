@@ -26,23 +26,26 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from elvin.subscription import runtime as rt
-from elvin.subscription.ast import Kind, Node, flatten
+from elvin.subscription.ast import LITERAL_KINDS, Kind, Node, flatten
 from elvin.subscription.cancel import checkpoint
-from elvin.subscription.checker import BINARY_VALUE_OPS, UNARY_VALUE_OPS
+from elvin.subscription.checker import (
+    BINARY_VALUE_OPS,
+    COMPARE_FUNCS,
+    STRING_FUNCTIONS,
+    UNARY_VALUE_OPS,
+    fold,
+)
 from elvin.subscription.patterns import glob_matcher, regex_matcher
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
 
-__all__ = ["build", "build_named"]
+__all__ = ["build", "build_checked", "build_named"]
 
 Closure = Callable[[Mapping[str, Any]], Any]
 #: ``(name, test, constant)``: see ``_Builder.row``
 Row = tuple[str, Callable[[Any, Any], Any], Any]
 
-_COMPARE = {Kind.EQUALS: rt.eq, Kind.NOT_EQUALS: rt.ne, Kind.LESS_THAN: rt.lt,
-            Kind.LESS_THAN_EQUALS: rt.le, Kind.GREATER_THAN: rt.gt,
-            Kind.GREATER_THAN_EQUALS: rt.ge}
-_STRING_FUNCTIONS = {Kind.FUNC_FOLD_CASE: rt.fold_case, Kind.FUNC_DECOMPOSE: rt.decompose,
-                     Kind.FUNC_DECOMPOSE_COMPAT: rt.decompose_compat}
+_COMPARE = COMPARE_FUNCS
+_STRING_FUNCTIONS = STRING_FUNCTIONS
 _CHECK_EVERY = 256          # nodes between cancellation checkpoints
 _LITERALS = frozenset((Kind.INT32, Kind.INT64, Kind.REAL64, Kind.STRING))
 
@@ -67,13 +70,16 @@ _TYPE_TESTS: dict[Kind, Callable[[Any], bool]] = {
 
 
 class _Builder:
-    __slots__ = ("count", "names")
+    __slots__ = ("count", "names", "foldable")
 
     def __init__(self) -> None:
         self.count = 0
         #: every attribute name the tree reads (each reaches the builder
         #: once): a long tree's names without another walk
         self.names: set[str] = set()
+        #: whether ``checker.fold`` would change the tree: a value operator
+        #: with only literal operands (each reaches ``value``)
+        self.foldable = False
 
     def tick(self) -> None:
         self.count += 1
@@ -93,14 +99,15 @@ class _Builder:
             return lambda a: constant
         if k in BINARY_VALUE_OPS:
             op = BINARY_VALUE_OPS[k]
-            left, right = self.value(node.children[0]), self.value(node.children[1])
+            a_node, b_node = node.children
+            if a_node.kind in LITERAL_KINDS and b_node.kind in LITERAL_KINDS:
+                self.foldable = True
+            left, right = self.value(a_node), self.value(b_node)
             return lambda a: op(left(a), right(a))
-        if k in UNARY_VALUE_OPS:
-            op = UNARY_VALUE_OPS[k]
-            operand = self.value(node.children[0])
-            return lambda a: op(operand(a))
-        if k in _STRING_FUNCTIONS:
-            op = _STRING_FUNCTIONS[k]
+        if k in UNARY_VALUE_OPS or k in _STRING_FUNCTIONS:
+            op = UNARY_VALUE_OPS.get(k) or _STRING_FUNCTIONS[k]
+            if node.children[0].kind in LITERAL_KINDS:
+                self.foldable = True
             operand = self.value(node.children[0])
             return lambda a: op(operand(a))
         if k is Kind.FUNC_SIZE:
@@ -350,13 +357,33 @@ def build(tree: Node) -> tuple[Callable[[Mapping], bool], Callable[[Mapping], bo
     return matches, evaluate
 
 
+def build_checked(tree: Node) -> tuple[Node, Callable[[Mapping], bool],
+                                       Callable[[Mapping], bool | None], frozenset[str]]:
+    """``(folded tree, matches, evaluate, names)`` for a checked tree:
+    ``checker.fold``'s tree and ``build_named``'s, with no walk to find out
+    whether there is anything to fold (the usual case: nothing) -- the
+    builder meets every value operator, and builds again when one folds."""
+    builder = _Builder()
+    root = builder.truth(tree)
+    if builder.foldable:
+        tree = fold(tree)
+        builder = _Builder()
+        root = builder.truth(tree)
+    return (tree, *_entry_points(root), frozenset(builder.names))
+
+
 def build_named(tree: Node) -> tuple[Callable[[Mapping], bool],
                                      Callable[[Mapping], bool | None], frozenset[str]]:
     """``(matches, evaluate, names)``: ``build``'s, and the tree's attribute
     names (``ast.names_in``'s), gathered on the way."""
     builder = _Builder()
     root = builder.truth(tree)
+    return (*_entry_points(root), frozenset(builder.names))
 
+
+def _entry_points(root: Closure) -> tuple[Callable[[Mapping], bool],
+                                          Callable[[Mapping], bool | None]]:
+    """``(matches, evaluate)`` of a root closure: neither ever raises."""
     def evaluate(a: Mapping[str, Any]) -> bool | None:
         try:
             return root(a)
@@ -369,5 +396,5 @@ def build_named(tree: Node) -> tuple[Callable[[Mapping], bool],
         except Exception:
             return False
 
-    return matches, evaluate, frozenset(builder.names)
+    return matches, evaluate
 

@@ -115,17 +115,17 @@ def compile_text(text: str) -> Registered:
     millisecond to build where generating and compiling code takes tens)."""
     tree = parse_tree(text)
     check(tree, text)
-    folded = fold(tree)
     checkpoint()
     if len(text) > LARGE:
         # folding replaces only sub-expressions without names, so the folded
         # tree's names (which the closures gather) are the tree's: for the
         # plan and the engine, without a walk of their own
-        matches, evaluate, names = closures.build_named(folded)
+        folded, matches, evaluate, names = closures.build_checked(tree)
         plan = plan_for(folded, folded=True, evaluate=evaluate,     # (a bounded analysis)
                         names=names)
         checkpoint()
         return Registered(text, tree, matches, evaluate, names, plan)
+    folded = fold(tree)
     matches, evaluate, _source = build(folded)
     plan = plan_for(folded, folded=True)
     checkpoint()
