@@ -37,7 +37,9 @@ Modes:
   (notifications/s delivered, router CPU per notification);
 * ``run_long_compile``: what the router's worker spends on a 4 KB expression
   of 350 random terms (``compiling.compile_and_place``: parse, check,
-  compile, index analysis), median and worst over distinct expressions.
+  compile, index analysis), median and worst over distinct expressions; then
+  what evaluating one costs against a notification of a few or all of its
+  names.
 
 Every mode checks its own premise: each notification matches exactly the one
 matching subscription.
@@ -473,9 +475,10 @@ def run_long_compile(count: int) -> None:
     texts = [long_expression(rng) for _ in range(count)]
     compile_and_place(texts[0])         # warm up (lark builds its parser on first use)
     times = []
+    compiled = []
     for text in texts:
         t0 = time.perf_counter()
-        compile_and_place(text)
+        compiled.append(compile_and_place(text))
         times.append(time.perf_counter() - t0)
     sizes = [len(t) for t in texts]
     print(f"== long expressions: compile_and_place (the router's worker job) of {count} "
@@ -483,6 +486,19 @@ def run_long_compile(count: int) -> None:
     print(f"median {statistics.median(times) * 1e3:8.2f} ms   best {min(times) * 1e3:8.2f} ms"
           f"   worst {max(times) * 1e3:8.2f} ms   ({count / sum(times):,.0f} expressions/s on "
           "one worker)")
+    # what evaluating one costs, when the index lets a notification through:
+    # a few of the expressions' 30 names, or all of them
+    names = [f"{c}{i}" for c in "abc" for i in range(10)]
+    values = [0, 7, 50, 99, 2.5, "v3", "w1", "x"]
+    for label, width in (("3 of its names", 3), ("all 30 names", 30)):
+        notes = [{n: rng.choice(values) for n in rng.sample(names, width)} for _ in range(200)]
+        t0 = time.perf_counter()
+        for c in compiled:
+            evaluate = c.evaluate
+            for note in notes:
+                evaluate(note)
+        per = (time.perf_counter() - t0) / (len(compiled) * len(notes))
+        print(f"evaluating one against a notification of {label}: {per * 1e6:6.2f} us")
 
 
 if __name__ == "__main__":
