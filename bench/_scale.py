@@ -27,7 +27,8 @@ and a stream of small notifications:
 Modes:
 
 * ``run_scale`` (engine only, each size in a forked child): registration (compile + engine.add)
-  per second, memory per subscription (RSS growth), then notifications per
+  per second (with generation 2 never collected automatically, as in the
+  router), memory per subscription (RSS growth), then notifications per
   second (median of passes) and predicates evaluated per notification, and
   the cost ratio of each size to the smallest;
 * ``run_scale_tcp``: the same workload against ``elvind`` over loopback TCP:
@@ -44,30 +45,31 @@ Modes:
 Every mode checks its own premise: each notification matches exactly the one
 matching subscription.
 
-Figures (2-core machine shared with other work, load average 4-6 while
-measured, so absolute rates are about half an idle machine's):
+Figures (2-core AMD EPYC, idle, load under 1; the same machine ran the code
+before issue 26, c1db1ba, with this bench: rangeprefix over TCP 7,443 / 671
+notifications/s at 1k / 10k, mix 40,257 / 5,050 / 254 at 1k / 10k / 100k;
+its long compile 35 ms. Earlier sessions' machines were up to five times
+slower, so compare figures taken on one machine only):
 
-* ``--scale`` rangeprefix: 63,000 / 53,000 / 37,000 / 70,000 notifications/s
-  at 1k / 10k / 100k / 1M subscriptions (1 evaluation each; cost x1.73 at
-  100k), 1,030-1,530 B per subscription; mix: x0.47 at 100k (101
-  evaluations: the 500 scanned regex/contains); tickertape: x0.97 at 1M;
-* ``--scale-tcp`` rangeprefix: 12,800 / 14,400 / 8,700 notifications/s at
-  1k / 10k / 100k (router CPU per notification x1.06 at 100k); mix x1.04;
-  at load 2: 25,300 / 22,600 at 1k / 100k (x1.07), 7,400-11,000
-  registrations/s, 970-1,490 B of router RSS per subscription;
-* ``--long-compile``: median 26 ms, best 17 ms (19 ms median at load 2).
-
-On an idle machine (load about 1), after the bins compared their own range
-inline and one-subscription deliveries were framed in one join:
-``--scale-tcp`` rangeprefix at 1k 36,600-37,800 notifications/s (26.5-27.3
-us of router CPU each; Avis 34,514), 11,600-11,900 registrations/s;
-``--scale`` rangeprefix 119,000 / 98,000 notifications/s at 1k / 100k
-(x1.21), tickertape 344,000 / 343,000 (x1.00); ``--long-compile`` median 17 ms.
+* ``--scale-tcp`` rangeprefix: 206,800 / 201,200 / 175,000 / 161,700
+  notifications/s at 1k / 10k / 100k / 1M (router CPU per notification x1.18
+  at 100k, x1.28 at 1M), 42,800-49,400 registrations/s, 1,010-1,450 B of
+  router RSS per subscription; mix: 53,500 / 50,600 / 49,100 / 42,900 (x1.09
+  at 100k), 34,000-39,000 registrations/s from 10k (17,000/s at 1k, where half
+  the subscriptions are the 500 regex/contains); tickertape 239,000 -> 237,500
+  (x1.01 at 1M), 73,000-91,000 registrations/s;
+* ``--scale`` rangeprefix: 655,000 / 547,000 / 465,000 notifications/s at 1k /
+  100k / 1M (1 evaluation each), 54,000-64,000 registrations/s, 1,120-1,525 B
+  per subscription; mix x1.12 at 100k (101 evaluations: the scanned
+  regex/contains); tickertape x1.01 at 1M;
+* ``--long-compile``: median 2.2 ms, best 2.0 ms; evaluating one 1.8 us (3 of
+  its names) / 0.6 us (all 30).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import multiprocessing
 import os
@@ -85,6 +87,7 @@ from _common import free_port, open_peer, process_cpu, start_elvind, stop_proces
 from _registration import connect_counter, register, request_block, rss_bytes
 
 from elvin.protocol import NotifyEmit, SubAddRqst, decode_packet, frame
+from elvin.router.gcpolicy import NEVER
 
 #: regex()/contains() subscriptions of the mix at every size
 SCANNED = 500
@@ -263,6 +266,12 @@ def _scale_one(name: str, n: int, seconds: float) -> tuple[float, float, float, 
     texts = workload.fillers(n)
     compile = Router().compile      # what the router registers subscriptions with
     engine = Engine()
+    # The router never lets generation 2 be collected automatically (GcPolicy):
+    # without this, Python's own full collections walk the whole growing heap
+    # and halve the registration rate at a million subscriptions -- a cost of
+    # this bench's process, not of registering.
+    gen0, gen1, _ = gc.get_threshold()
+    gc.set_threshold(gen0, gen1, NEVER)
     rss = _self_rss()
     start = time.perf_counter()
     for i, text in enumerate(texts):

@@ -75,7 +75,7 @@ THAW_SHARE = 0.25
 #: matters once it is a quarter of the heap)
 CHECK_SHARE = 0.005
 #: a third threshold no generation-2 count reaches (a C int)
-_NEVER = 2**31 - 1
+NEVER = 2**31 - 1
 
 
 class GcPolicy:
@@ -109,7 +109,7 @@ class GcPolicy:
         gc.collect()
         gc.freeze()                 # modules and start-up state: never garbage
         t0, t1, _ = self._thresholds
-        gc.set_threshold(t0, t1, _NEVER)
+        gc.set_threshold(t0, t1, NEVER)
         self._learn(gc.get_freeze_count(), self.population(), start=True)
         gc.callbacks.append(self._on_gc)
 

@@ -90,7 +90,7 @@ def _no_automatic_full_pass_and_survivors_are_frozen(policy) -> None:
     import gc
 
     from elvin.router import gcpolicy
-    assert gc.get_threshold()[2] == gcpolicy._NEVER
+    assert gc.get_threshold()[2] == gcpolicy.NEVER
     frozen = gc.get_freeze_count()
     kept = [Cell() for _ in range(1000)]
     policy.collect()
