@@ -13,8 +13,10 @@ from elvin_apps.filewatcher.snapshots import Snapshots
 from elvin_apps.filewatcher.watches import (
     CREATED,
     DELETED,
+    INOTIFY,
     MODIFIED,
     MOVED,
+    POLLING,
     RawEvent,
     WatchKey,
     WatchManager,
@@ -170,6 +172,18 @@ async def test_a_directory_deleted_and_made_again_is_watched_again(tmp_path):
         await manager.stop()
 
 
+def admitted_backend(watch) -> str:
+    """"os" for a watch the kernel holds: inotify, or polling where the kernel
+    had no inotify instance left (a limit per user, which other processes of
+    the same user -- another test worker, another container -- may have used
+    up); anything else as it is."""
+    if watch.backend == INOTIFY:
+        return "os"
+    if watch.backend == POLLING and "inotify" in (watch.error or ""):
+        return "os"
+    return watch.backend
+
+
 @linux_only
 async def test_manager_respects_max_watches(tmp_path):
     for name in "abc":
@@ -179,12 +193,12 @@ async def test_manager_respects_max_watches(tmp_path):
     try:
         root = str(tmp_path)
         await manager.apply(plan([f(f"{root}/{n}/x") for n in "abc"], [root]))
-        backends = sorted(w.backend for w in manager.watches.values())
-        assert backends == ["inotify", "inotify", "refused"]
+        backends = sorted(admitted_backend(w) for w in manager.watches.values())
+        assert backends == ["os", "os", "refused"]
         assert manager.os_watch_count() == 2
         # when one goes away the refused one gets its turn
         await manager.apply(plan([f(f"{root}/{n}/x") for n in "bc"], [root]))
-        assert sorted(w.backend for w in manager.watches.values()) == ["inotify", "inotify"]
+        assert sorted(admitted_backend(w) for w in manager.watches.values()) == ["os", "os"]
     finally:
         await manager.stop()
 
