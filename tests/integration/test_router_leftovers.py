@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sys
+import threading
 
 import pytest
 
@@ -21,6 +22,7 @@ from elvin.protocol import (
     TestConn,
     frame,
 )
+from elvin.router import compiling
 from elvin.router.cli import SWITCH_INTERVAL
 from elvin.router.options import DEFAULT_RANGES
 from tests.waiting import until
@@ -76,78 +78,117 @@ def workers_busy(router) -> bool:
     return router.call(lambda: router.router.compile_workers.busy)
 
 
-async def _hung_up_compiles_are_cancelled(router, limit: int, options: dict) -> None:
+def hold_costly_compiles(monkeypatch) -> threading.Event:
+    """Hold every compile of a costly expression on its worker until the
+    returned event is set: whether a hang-up is read before a compile ends
+    then no longer depends on how fast this machine compiles (an 8 KiB
+    compile takes milliseconds on a fast one). A held job whose client hung
+    up stops at its first checkpoint once released."""
+    release = threading.Event()
+    real_job = compiling.compile_and_place
+
+    def held_job(text: str):
+        if len(text) > 1000:
+            release.wait(30)
+        return real_job(text)
+
+    monkeypatch.setattr(compiling, "compile_and_place", held_job)
+    return release
+
+
+async def _hung_up_compiles_are_cancelled(router, monkeypatch, limit: int,
+                                          options: dict) -> None:
+    release = hold_costly_compiles(monkeypatch)
     fresh = await RawClient.connected(router.port)
     clients = 20
-    for i in range(clients):
-        await hang_up_after_subscribing(router.port, costly_expression(limit, f"h{i}"),
-                                        options)
-    await until(lambda: counts(router)[0] >= 1, what="the first compile to start")
-    # every session is gone (its compile cancelled) before any compile could
-    # have finished: the 20 jobs would take a few seconds in all
-    await until(lambda: router.call(lambda: len(router.router.sessions)) == 1,
-                what="the hung-up sessions to be released", timeout=30)
+    try:
+        for i in range(clients):
+            await hang_up_after_subscribing(router.port, costly_expression(limit, f"h{i}"),
+                                            options)
+        await until(lambda: counts(router)[0] >= 1, what="the first compile to start")
+        # every session is gone (its compile cancelled, queued or held on the worker)
+        await until(lambda: router.call(lambda: len(router.router.sessions)) == 1,
+                    what="the hung-up sessions to be released", timeout=30)
+    finally:
+        release.set()
     reply = await fresh.request(SubAddRqst(fresh.xid(), 'Group == "fresh" && Seq > 1'))
     assert isinstance(reply, SubRply)
     await until(lambda: not workers_busy(router), what="the workers to settle", timeout=60)
     submitted, finished, stopped = counts(router)
-    # at most those running when their clients' hang-ups were read finish;
-    # the others never start (cancelled while queued) or stop at a
-    # checkpoint. Without cancellation all of them finish.
-    assert finished <= 2, (submitted, finished, stopped)
+    # none finishes: those queued never start (cancelled while queued), the
+    # one held on each lane stops at its first checkpoint. Without
+    # cancellation all of them finish.
+    assert finished == 0, (submitted, finished, stopped)
     assert router.call(lambda: len(router.router.engine)) == 1     # the fresh one
 
 
-async def test_compiles_of_clients_that_hung_up_are_cancelled(router):
-    await _hung_up_compiles_are_cancelled(router, DEFAULT_LENGTH, {})
+async def test_compiles_of_clients_that_hung_up_are_cancelled(router, monkeypatch):
+    await _hung_up_compiles_are_cancelled(router, monkeypatch, DEFAULT_LENGTH, {})
 
 
-async def test_long_compiles_of_clients_that_hung_up_are_cancelled(router):
+async def test_long_compiles_of_clients_that_hung_up_are_cancelled(router, monkeypatch):
     await _hung_up_compiles_are_cancelled(
-        router, MAX_LENGTH, {"Subscription.Max-Length": MAX_LENGTH})
+        router, monkeypatch, MAX_LENGTH, {"Subscription.Max-Length": MAX_LENGTH})
 
 
-async def test_a_running_compile_stops_when_its_client_hangs_up(router):
+async def test_a_running_compile_stops_when_its_client_hangs_up(router, monkeypatch):
     """The worker stops a 256 KiB compile at its next checkpoint, not after
-    the seconds it takes."""
+    the time it takes (the job is held until the hang-up has been read, so
+    that a fast machine cannot finish it first)."""
+    release = hold_costly_compiles(monkeypatch)
     client = await RawClient.connected(router.port, {"Subscription.Max-Length": MAX_LENGTH})
-    client.send(SubAddRqst(client.xid(), costly_expression(MAX_LENGTH, "run")))
-    await client.drain()
-    await until(lambda: counts(router)[0] == 1, what="the compile to start")
-    client.writer.close()
+    try:
+        client.send(SubAddRqst(client.xid(), costly_expression(MAX_LENGTH, "run")))
+        await client.drain()
+        await until(lambda: counts(router)[0] == 1, what="the compile to start")
+        client.writer.close()
+        await until(lambda: router.call(lambda: len(router.router.sessions)) == 0,
+                    what="the session to be released")
+    finally:
+        release.set()
     await until(lambda: counts(router)[2] == 1, what="the compile to stop", timeout=60)
     assert counts(router)[1] == 0
     assert router.call(lambda: len(router.router.engine)) == 0
 
 
-async def test_testconn_is_answered_while_the_clients_own_compile_runs(router):
+async def test_testconn_is_answered_while_the_clients_own_compile_runs(router, monkeypatch):
     """ConfConn comes before the SubRply of the expression sent before the
     TestConn: liveness does not wait for work (a client with a short
-    keepalive must not take the router for dead)."""
+    keepalive must not take the router for dead). The compile is held until
+    the ConfConn is in, however fast this machine compiles."""
+    release = hold_costly_compiles(monkeypatch)
     client = await RawClient.connected(router.port, {"Subscription.Max-Length": MAX_LENGTH})
     xid = client.xid()
-    client.send(SubAddRqst(xid, costly_expression(200 * 1024, "live")))
-    await client.drain()
-    await until(lambda: counts(router)[0] == 1, what="the compile to start")
-    client.send(TestConn())
-    first = await client.next(timeout=60)
-    assert isinstance(first, ConfConn), first
+    try:
+        client.send(SubAddRqst(xid, costly_expression(200 * 1024, "live")))
+        await client.drain()
+        await until(lambda: counts(router)[0] == 1, what="the compile to start")
+        client.send(TestConn())
+        first = await client.next(timeout=60)
+        assert isinstance(first, ConfConn), first
+    finally:
+        release.set()
     reply = await client.next(timeout=120)
     assert isinstance(reply, SubRply) and reply.xid == xid
 
 
-async def test_packets_sent_during_a_compile_take_effect_in_order(router):
+async def test_packets_sent_during_a_compile_take_effect_in_order(router, monkeypatch):
     """Reading goes on while a compile runs (for TestConn), yet what the
     client sent after the expression still waits for it: a notification it
     sent after subscribing reaches that subscription."""
+    release = hold_costly_compiles(monkeypatch)
     client = await RawClient.connected(router.port, {"Subscription.Max-Length": MAX_LENGTH})
     expression = costly_expression(64 * 1024, "order") + " || require(Probe)"
     xid = client.xid()
-    client.send(SubAddRqst(xid, expression))
-    client.notify({"Probe": 1})
-    client.send(TestConn())
-    await client.drain()
-    got = [await client.next(timeout=60) for _ in range(3)]
+    try:
+        client.send(SubAddRqst(xid, expression))
+        client.notify({"Probe": 1})
+        client.send(TestConn())
+        await client.drain()
+        got = [await client.next(timeout=60)]
+    finally:
+        release.set()
+    got += [await client.next(timeout=60) for _ in range(2)]
     assert [type(p) for p in got] == [ConfConn, SubRply, NotifyDeliver], got
     assert got[1].xid == xid
 
