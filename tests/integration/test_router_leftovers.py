@@ -48,7 +48,7 @@ def elvind_switch_interval():
 
 def costly_expression(limit: int, tag: str) -> str:
     """An OR of two-test terms, nearly ``limit`` characters: a real compile
-    (about 0.1 s at 8 KiB, seconds at 256 KiB)."""
+    (milliseconds at 8 KiB, a tenth of a second or more at 256 KiB)."""
     terms = []
     size = 0
     for n in itertools.count():
