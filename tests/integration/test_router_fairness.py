@@ -30,6 +30,7 @@ from elvin.router.options import DEFAULT_RANGES
 from elvin.subscription import index as index_module
 from elvin.subscription.ast import Kind, Node
 
+from .compile_hold import hold_compiles
 from .rawclient import RawClient
 
 MAX_LENGTH = DEFAULT_RANGES.ints["Subscription.Max-Length"][2]
@@ -66,18 +67,9 @@ async def bystander_round_trips(producer: RawClient, consumer: RawClient,
 
 
 async def test_a_huge_subscription_does_not_hold_back_other_clients(router, monkeypatch):
-    # The huge compile is held on its worker until the bystander has made
-    # three round trips, so the test does not depend on how fast this machine
-    # compiles: were the compile on the loop, no round trip could complete.
-    release = threading.Event()
-    real_job = compiling.compile_and_place
-
-    def held_job(text: str):
-        if len(text) > compiling.LONG_EXPRESSION:
-            release.wait(30)
-        return real_job(text)
-
-    monkeypatch.setattr(compiling, "compile_and_place", held_job)
+    # the huge compile is held on its worker until the bystander has made
+    # three round trips: were it compiled on the loop, none could complete
+    release = hold_compiles(monkeypatch, longer_than=compiling.LONG_EXPRESSION)
     big = await RawClient.connected(router.port, {"Subscription.Max-Length": 1 << 30})
     # asking for more than the maximum is granted the maximum (7.5 rule b)
     assert big.conn_reply.options["Subscription.Max-Length"] == MAX_LENGTH

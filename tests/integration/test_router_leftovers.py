@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sys
-import threading
 
 import pytest
 
@@ -22,11 +21,11 @@ from elvin.protocol import (
     TestConn,
     frame,
 )
-from elvin.router import compiling
 from elvin.router.cli import SWITCH_INTERVAL
 from elvin.router.options import DEFAULT_RANGES
 from tests.waiting import until
 
+from .compile_hold import hold_compiles
 from .rawclient import RawClient
 
 MAX_LENGTH = DEFAULT_RANGES.ints["Subscription.Max-Length"][2]
@@ -37,9 +36,9 @@ DEFAULT_LENGTH = DEFAULT_RANGES.ints["Subscription.Max-Length"][1]
 def elvind_switch_interval():
     """The embedded router runs as elvind does: elvind sets Python's thread
     switch interval to 1 ms, so that the loop gets the interpreter back from
-    a compiling worker within a millisecond (at the default 5 ms, this test's
-    client, the router's loop and the worker wait on each other long enough
-    for hung-up compiles to finish before their hang-up is read)."""
+    a compiling worker within a millisecond. The tests that race a compile
+    against a hang-up or a TestConn hold the compile on its worker
+    (``compile_hold``), so their order does not depend on it."""
     before = sys.getswitchinterval()
     sys.setswitchinterval(SWITCH_INTERVAL)
     yield
@@ -78,22 +77,10 @@ def workers_busy(router) -> bool:
     return router.call(lambda: router.router.compile_workers.busy)
 
 
-def hold_costly_compiles(monkeypatch) -> threading.Event:
-    """Hold every compile of a costly expression on its worker until the
-    returned event is set: whether a hang-up is read before a compile ends
-    then no longer depends on how fast this machine compiles (an 8 KiB
-    compile takes milliseconds on a fast one). A held job whose client hung
-    up stops at its first checkpoint once released."""
-    release = threading.Event()
-    real_job = compiling.compile_and_place
-
-    def held_job(text: str):
-        if len(text) > 1000:
-            release.wait(30)
-        return real_job(text)
-
-    monkeypatch.setattr(compiling, "compile_and_place", held_job)
-    return release
+def hold_costly_compiles(monkeypatch):
+    """Hold the compiles of ``costly_expression``s (not the short ones) on
+    their worker until the returned event is set."""
+    return hold_compiles(monkeypatch, longer_than=1000)
 
 
 async def _hung_up_compiles_are_cancelled(router, monkeypatch, limit: int,

@@ -173,8 +173,8 @@ async def test_a_directory_deleted_and_made_again_is_watched_again(tmp_path):
 
 
 def admitted_backend(watch) -> str:
-    """"os" for a watch the kernel holds: inotify, or polling where the kernel
-    had no inotify instance left (a limit per user, which other processes of
+    """The word "os" for a watch the manager holds with the operating system:
+    inotify, or polling where the kernel had no inotify instance left (a limit per user, which other processes of
     the same user -- another test worker, another container -- may have used
     up); anything else as it is."""
     if watch.backend == INOTIFY:
