@@ -4,6 +4,7 @@ The package's layers are described in docs/architecture.md; this module re-expor
 names most users need.
 """
 
+from elvin._version import __version__
 from elvin.errors import ElvinError, NackCode, ProtocolError, SubscriptionError
 from elvin.keys import Keys, KeyScheme
 from elvin.values import ElvinType, Int64
@@ -32,7 +33,6 @@ def __getattr__(name: str):
         return getattr(elvin.discovery, name)
     raise AttributeError(f"module 'elvin' has no attribute {name!r}")
 
-__version__ = "0.1.0"
 
 __all__ = [
     *_CLIENT_NAMES,

@@ -13,7 +13,7 @@ from elvin_apps.biff.core import Biff, default_user
 from elvin_apps.biff.protocol import PresenceMessage, quote
 from elvin_apps.biff.roster import Member, Roster
 
-__version__ = "0.1.0"
+from elvin._version import __version__
 
 __all__ = ["Biff", "CoffeeBiff", "Member", "PresenceMessage", "Roster", "__version__",
            "default_user", "quote"]

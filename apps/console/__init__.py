@@ -38,6 +38,6 @@ cli                  command line, startup, --screenshot
 ===================  =========================================================
 """
 
-__version__ = "0.1.0"
+from elvin._version import __version__ as __version__
 
 USER_AGENT = f"elvin-suite elvin-console/{__version__}"

@@ -21,4 +21,4 @@ Modules, one job each:
 * ``cli``         the ``filewatcher`` command
 """
 
-__version__ = "0.1.0"
+from elvin._version import __version__ as __version__

@@ -27,6 +27,6 @@ preset     a Qt dialog that writes a news subscription for the tickertape
 =========  ===============================================================
 """
 
-__version__ = "0.1.0"
+from elvin._version import __version__ as __version__
 
 USER_AGENT = f"elvin-suite newswatcher/{__version__}"

@@ -29,6 +29,6 @@ qtcompat           guards against PySide6 6.12.0 refcount bugs and off-thread GC
 =================  ============================================================
 """
 
-__version__ = "0.1.0"
+from elvin._version import __version__ as __version__
 
 USER_AGENT = f"elvin-suite tickertape/{__version__}"

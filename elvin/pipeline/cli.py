@@ -29,6 +29,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from elvin._version import __version__
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolParser
 from elvin.errors import SubscriptionError
 from elvin.fileutil import write_problem
@@ -36,12 +37,7 @@ from elvin.pipeline.archive import ArchiveError, check_archive
 from elvin.pipeline.mobility import TraceError, check_traces
 from elvin.pipeline.session import JavaNotFoundError, Progress, find_java
 
-try:
-    from importlib.metadata import version as _dist_version
-
-    VERSION = _dist_version("elvin-suite")
-except Exception:  # pragma: no cover - not installed
-    VERSION = "0.1.0"
+VERSION = __version__
 
 log = logging.getLogger("elvin.pipeline")
 

@@ -11,18 +11,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from elvin._version import __version__
 from elvin.cli_common import ToolParser, add_log_level_argument
 from elvin.config_file import collecting_problems
 from elvin.router.config import RouterConfig, load_config
 
 __all__ = ["VERSION", "apply_federation_flags", "build_parser", "make_config"]
 
-try:
-    from importlib.metadata import version as _dist_version
-
-    VERSION = _dist_version("elvin-suite")
-except Exception:  # pragma: no cover - not installed
-    VERSION = "0.1.0"
+VERSION = __version__
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -53,12 +53,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from elvin._version import __version__
 from elvin.protocol.limits import DEFAULT_LIMITS, LEGACY_OPTION_NAMES, OPTION_FIELDS, Limits
 
 KiB = 1024
 MiB = 1024 * 1024
 
-VENDOR_IDENTIFICATION = "elvin-suite elvind 0.1.0"
+VENDOR_IDENTIFICATION = f"elvin-suite elvind {__version__}"
 SUPPORTED_KEY_SCHEMES = "SHA-1"
 
 DROP_POLICIES = ("oldest", "newest", "largest", "none", "fail")
