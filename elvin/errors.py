@@ -17,6 +17,10 @@ from enum import IntEnum
 
 
 class NackCode(IntEnum):
+    """The Nack error codes of the Elvin client protocol (1xxx: protocol, 2xxx: request
+    errors, 21xx: subscription parse errors), as the router sends them and
+    :class:`elvin.client.NackError` carries them.
+    """
     PROT_INCOMPAT = 1
     AUTHZ_FAIL = 2
     AUTHN_FAIL = 3

@@ -23,12 +23,18 @@ from enum import IntEnum
 
 
 class KeyScheme(IntEnum):
+    """The Elvin 4 key schemes, numbered as on the wire (docs/keys.md says who holds which
+    half).
+    """
     SHA1_DUAL = 1
     SHA1_PRODUCER = 2
     SHA1_CONSUMER = 3
 
     @property
     def label(self) -> str:
+        """The scheme's name as the protocol and the ec/ep key files spell it
+        (``SHA-1-dual``).
+        """
         return {1: "SHA-1-dual", 2: "SHA-1-producer", 3: "SHA-1-consumer"}[int(self)]
 
     @property
@@ -74,6 +80,9 @@ class Keys:
     # -- building ---------------------------------------------------------
     @classmethod
     def of(cls, scheme: KeyScheme | int, *key_sets: Iterable[bytes]) -> Keys:
+        """Keys of one scheme from its key sets: ``Keys.of(KeyScheme.SHA1_DUAL,
+        producer_keys, consumer_keys)``, or one set for the other schemes.
+        """
         return cls({int(scheme): tuple(frozenset(ks) for ks in key_sets)})
 
     # -- client-side builders from raw keys ----------------------------------
@@ -175,6 +184,7 @@ class Keys:
         return sum(len(ks) for sets in self.sets.values() for ks in sets)
 
     def key_set(self, scheme: int, index: int = 0) -> frozenset[bytes]:
+        """The keys of set ``index`` of ``scheme`` (empty when there is none)."""
         sets = self.sets.get(scheme, ())
         return sets[index] if index < len(sets) else frozenset()
 
@@ -191,9 +201,11 @@ class Keys:
         return Keys(out)
 
     def union(self, other: Keys) -> Keys:
+        """The keys of both, set by set (also ``a | b``): what a KeyAdd leaves."""
         return self._combine(other, frozenset.union)
 
     def difference(self, other: Keys) -> Keys:
+        """These keys less ``other``'s, set by set (also ``a - b``): what a KeyDel leaves."""
         return self._combine(other, frozenset.difference)
 
     def __or__(self, other: Keys) -> Keys:

@@ -100,6 +100,7 @@ class Constraint:
 
     @property
     def fold_case(self) -> bool:
+        """True when the value is compared with the attribute's case folded."""
         return "fold-case" in self.transforms
 
     def node(self, attribute: str = _PLACEHOLDER) -> Node:
@@ -170,26 +171,32 @@ class Wanted:
 
     @property
     def exact(self) -> frozenset:
+        """The exact values wanted (``==`` constraints on the attribute itself)."""
         return self.by(Match.EQUALS)
 
     @property
     def prefixes(self) -> frozenset:
+        """The prefixes wanted (``begins-with``)."""
         return self.by(Match.BEGINS_WITH)
 
     @property
     def suffixes(self) -> frozenset:
+        """The suffixes wanted (``ends-with``)."""
         return self.by(Match.ENDS_WITH)
 
     @property
     def substrings(self) -> frozenset:
+        """The substrings wanted (``contains``)."""
         return self.by(Match.CONTAINS)
 
     @property
     def wildcards(self) -> frozenset:
+        """The wildcard patterns wanted (``wildcard``)."""
         return self.by(Match.WILDCARD)
 
     @property
     def regexes(self) -> frozenset:
+        """The regular expressions wanted (``regex``)."""
         return self.by(Match.REGEX)
 
     @property
@@ -351,6 +358,10 @@ def could_match(ast: Node, attributes: Mapping[str, object], *, complete: bool =
 
 def could_match_any(asts: Iterable[Node] | Mapping[object, Node],
                     attributes: Mapping[str, object], *, complete: bool = False) -> bool:
+    """Could any of ``asts`` (a quench's subscriptions, a list or a mapping of them) be
+    true for a notification with these attributes? As :func:`could_match` for each: how
+    a producer decides whether a notification is worth sending.
+    """
     if isinstance(asts, Mapping):
         asts = asts.values()
     return any(could_match(ast, attributes, complete=complete) for ast in asts)

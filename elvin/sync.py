@@ -186,6 +186,9 @@ class _StreamView(Generic[T]):
                 return
 
     def close(self) -> None:
+        """Close it at the router (blocking); the events already received can still be
+        taken, then ``get`` raises SubscriptionClosedError.
+        """
         _run(self._target.close(), self._conn._wait)
         self._stream.end()
 
@@ -208,18 +211,24 @@ class SyncSubscription(_StreamView[Notification]):
 
     @property
     def expression(self) -> str:
+        """The subscription expression, as last set by ``subscribe`` or ``modify``."""
         return self.subscription.expression
 
     @property
     def id(self) -> int | None:
+        """The router's id of the subscription; None until it is registered."""
         return self.subscription.id
 
     @property
     def closed(self) -> bool:
+        """True once the subscription was closed, here or by its connection."""
         return self.subscription.closed
 
     @property
     def dropped(self) -> int:
+        """How many notifications were dropped because the buffer (``buffer_size``) was
+        full when they arrived: the oldest go first.
+        """
         return self._stream.dropped
 
     def add_listener(self, fn: Callable[[Notification], object]) -> None:
@@ -228,6 +237,10 @@ class SyncSubscription(_StreamView[Notification]):
 
     def modify(self, expr: str | None = None, *, keys_add: Keys | None = None,
                keys_del: Keys | None = None, accept_insecure: bool | None = None) -> None:
+        """Change the expression, keys or insecure flag (blocking), as
+        :meth:`elvin.client.Subscription.modify`. A bad expression raises
+        SubscriptionError here, in the caller's thread, before anything is sent.
+        """
         if expr is not None:
             from elvin.subscription import parse
             parse(expr)   # raise SubscriptionError in the caller's thread
@@ -246,13 +259,18 @@ class SyncQuench(_StreamView[QuenchEvent]):
 
     @property
     def subscriptions(self) -> dict:
+        """The subscriptions this quench knows of now, by id (read on the loop thread, so
+        the snapshot is consistent).
+        """
         return _run(_call(lambda: self.quench.subscriptions), self._conn._wait)
 
     @property
     def names(self) -> frozenset[str]:
+        """The attribute names this quench asks about."""
         return self.quench.names
 
     def modify(self, add: Iterable[str] = (), remove: Iterable[str] = (), **kw: Any) -> None:
+        """Add or remove quench names (blocking), as :meth:`elvin.client.Quench.modify`."""
         _run(self.quench.modify(add, remove, **kw), self._conn._wait)
 
 
@@ -275,18 +293,26 @@ class SyncConnection:
 
     @property
     def url(self) -> str:
+        """The router's URL this connection is open to (after any redirect)."""
         return self.connection.url
 
     @property
     def options(self) -> dict:
+        """The connection options the router granted, a copy."""
         return dict(self.connection.options)
 
     @property
     def state(self) -> str:
+        """``"connecting"``, ``"open"``, ``"reconnecting"`` or ``"closed"``, as
+        :attr:`elvin.client.Connection.state`.
+        """
         return self.connection.state
 
     @property
     def auto_quench_stats(self) -> dict | None:
+        """With ``auto_quench``, how many notifications were sent and dropped for want of a
+        subscriber; None without it.
+        """
         return self.connection.auto_quench_stats
 
     @property
@@ -361,6 +387,10 @@ class SyncConnection:
 
     def subscribe(self, expression: str, *, keys: Keys | None = None,
                   accept_insecure: bool = True, buffer_size: int = 1000) -> SyncSubscription:
+        """Subscribe (blocking) and return a :class:`SyncSubscription` that buffers up to
+        ``buffer_size`` notifications (the oldest dropped first). A bad expression
+        raises SubscriptionError in the caller's thread, before anything is sent.
+        """
         from elvin.subscription import parse
         parse(expression)   # SubscriptionError raised in the caller's thread
         return self._open(SyncSubscription, buffer_size, self.connection.subscribe, expression,
@@ -368,6 +398,10 @@ class SyncConnection:
 
     def quench(self, names: Iterable[str], *, keys: Keys | None = None,
                deliver_insecure: bool = True, buffer_size: int = 1000) -> SyncQuench:
+        """Quench the router for ``names`` (blocking): a :class:`SyncQuench` whose events
+        say which subscriptions on those attributes exist, so that a producer sends only
+        what someone wants.
+        """
         names = list(names) if not isinstance(names, str) else [names]
         return self._open(SyncQuench, buffer_size, self.connection.quench, names,
                           keys=keys, deliver_insecure=deliver_insecure)
@@ -389,18 +423,34 @@ class SyncConnection:
         return wrapper
 
     def set_keys(self, **kw: Keys | None) -> None:
+        """Replace the connection's notification or subscription keys (blocking), as
+        :meth:`elvin.client.Connection.set_keys`.
+        """
         _run(self.connection.set_keys(**kw), self._wait)
 
     def set_options(self, options: Mapping[str, Any]) -> dict:
+        """Ask for other connection options (blocking); returns the options granted, as
+        :meth:`elvin.client.Connection.set_options`.
+        """
         return _run(self.connection.set_options(options), self._wait)
 
     def add_close_listener(self, fn: Callable[[CloseReason], object]) -> None:
+        """``fn(reason)`` when the connection closes for good, on the background loop
+        thread (must not block).
+        """
         _background_loop().call_soon_threadsafe(self.connection.add_close_listener, fn)
 
     def add_reconnect_listener(self, fn: Callable[[Connection], object]) -> None:
+        """``fn(connection)`` after each reconnection (``reconnect=True``), on the
+        background loop thread (must not block).
+        """
         _background_loop().call_soon_threadsafe(self.connection.add_reconnect_listener, fn)
 
     def close(self) -> CloseReason:
+        """Write what ``send`` queued, then close the connection (blocking) and end every
+        subscription and quench made on it; returns why it closed. Closing a closed
+        connection does nothing.
+        """
         if self.connection.state == "closed":
             return CloseReason("closed")
         try:

@@ -40,6 +40,7 @@ class ElvinType(IntEnum):
 
     @property
     def label(self) -> str:
+        """The type's name in lower case (``int32``, ``string``), as messages spell it."""
         return self.name.lower()
 
 
@@ -112,6 +113,9 @@ def check_value(name: str, value: object) -> ElvinType:
 
 
 def check_name(name: object) -> str:
+    """``name`` when it is a valid attribute name (a non-empty string without NUL);
+    TypeError or ValueError saying why not.
+    """
     if not isinstance(name, str):
         raise TypeError(f"attribute names are strings, not {type(name).__name__}")
     if not name:

@@ -106,6 +106,7 @@ class EventStream:
         self._listeners.append(fn)
 
     def remove_listener(self, fn: Callable) -> None:
+        """Stop calling ``fn`` for each event; ValueError when it was not added."""
         self._listeners.remove(fn)
 
     @property

@@ -150,28 +150,40 @@ class Connection:
     # public properties
     @property
     def url(self) -> str:
+        """The router's URL as text: the one given, or where a redirect or reconnection
+        led.
+        """
         return str(self._uri)
 
     @property
     def uri(self) -> ElvinURI:
+        """The router's address parsed (:class:`elvin.router_url.ElvinURI`: host, port,
+        protocol stack), as ``url``.
+        """
         return self._uri
 
     @property
     def closed(self) -> asyncio.Future:
+        """A future that is resolved with the :class:`CloseReason` once the connection is
+        closed for good; await it to wait for the end.
+        """
         if self._closed is None:
             self._closed = asyncio.get_running_loop().create_future()
         return self._closed
 
     @property
     def is_open(self) -> bool:
+        """True while a session with the router is up (``state == "open"``)."""
         return self.state == "open"
 
     @property
     def subscriptions(self) -> list[Subscription]:
+        """The live subscriptions made on this connection, a new list."""
         return list(self._subs.live)
 
     @property
     def quenches(self) -> list[Quench]:
+        """The live quenches made on this connection, a new list."""
         return self._quenches.public
 
     @property
@@ -209,6 +221,9 @@ class Connection:
         self._reconnect_listeners.append(fn)
 
     def remove_listener(self, fn: Callable) -> None:
+        """Remove ``fn`` from the close, connection-lost and reconnect listeners, wherever
+        it was added; unknown functions are ignored.
+        """
         for listeners in (self._close_listeners, self._lost_listeners,
                           self._reconnect_listeners):
             if fn in listeners:

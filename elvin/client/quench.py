@@ -62,6 +62,9 @@ class QuenchTerm:
 
     @property
     def required_names(self) -> frozenset:
+        """The attribute names a notification must hold for this term to match it (empty
+        when that cannot be worked out).
+        """
         if self._required is None:
             try:
                 from elvin.subscription import required_names
@@ -135,6 +138,9 @@ class Quench(Registered[QuenchEvent]):
     # -- application API -------------------------------------------------------
     @property
     def subscriptions(self) -> dict[int, Node]:
+        """The subscription terms this quench knows of now, by term id, each as its parsed
+        expression (AST).
+        """
         return {tid: term.ast for tid, term in self.terms.items()}
 
     async def modify(self, add: Iterable[str] = (), remove: Iterable[str] = (), *,

@@ -55,6 +55,7 @@ class Registered(Generic[E]):
         self._stream.add_listener(fn)
 
     def remove_listener(self, fn: Callable) -> None:
+        """Stop calling ``fn`` for each event; ValueError when it was not added."""
         self._stream.remove_listener(fn)
 
     @property

@@ -81,6 +81,7 @@ class SubscriptionHighlighter(QSyntaxHighlighter):
         super().__init__(document)
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt API)
+        """Colour one line of the expression by its tokens (Qt calls it per block)."""
         for kind, start, length in tokens(text):
             self.setFormat(start, length, FORMATS[kind])
 
@@ -135,12 +136,15 @@ class SubscriptionEditor(QWidget):
 
     # -- API --------------------------------------------------------------------------
     def expression(self) -> str:
+        """The expression as typed."""
         return self.edit.toPlainText()
 
     def setExpression(self, text: str) -> None:  # noqa: N802 (Qt naming)
+        """Replace the text; it is parsed and highlighted at once."""
         self.edit.setPlainText(text)
 
     def isValid(self) -> bool:  # noqa: N802
+        """True when the expression parses and checks."""
         return self._valid
 
     def error(self) -> SubscriptionError | None:
@@ -148,6 +152,7 @@ class SubscriptionEditor(QWidget):
         return self._error
 
     def errorText(self) -> str:  # noqa: N802
+        """The error shown under the editor, or "" when none is."""
         return self.error_label.text() if self.error_label.isVisibleTo(self) else ""
 
     def ast(self):

@@ -40,6 +40,9 @@ class MainThreadGC(QObject):
         self._timer.start()
 
     def check(self) -> None:
+        """Collect the generations whose thresholds were crossed since the last check (the
+        timer calls it on the main thread).
+        """
         counts = gc.get_count()
         if counts[0] < self.threshold[0]:
             return

@@ -67,10 +67,16 @@ class ConnectionManager(QObject):
     # -- properties ------------------------------------------------------------
     @property
     def url(self) -> str:
+        """The router's URL: the open connection's (after a redirect), else the one it
+        dials.
+        """
         return self._connection.url if self._connection is not None else self._url
 
     @property
     def state(self) -> str:
+        """``"disconnected"``, ``"connecting"``, ``"connected"`` or ``"reconnecting"``; the
+        ``stateChanged`` signal says when it changes.
+        """
         return self._state
 
     @property
@@ -90,6 +96,9 @@ class ConnectionManager(QObject):
             self._task = asyncio.ensure_future(self._run())
 
     async def wait_connected(self, timeout: float | None = None) -> Connection:
+        """Wait until connected and return the open Connection; TimeoutError after
+        ``timeout`` seconds (None: no limit).
+        """
         async with asyncio.timeout(timeout):
             while self._state != CONNECTED or self._connection is None:
                 await asyncio.sleep(0.02)

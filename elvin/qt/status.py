@@ -60,12 +60,15 @@ class StatusWidget(QWidget):
         self._update(manager.state)
 
     def state(self) -> str:
+        """The manager's state that the widget shows."""
         return self.manager.state
 
     def text(self) -> str:
+        """The status line shown (``Connected to elvin://...``)."""
         return self.label.text()
 
     def colour(self) -> str:
+        """The dot's colour as ``#rrggbb``."""
         return self.dot.colour.name()
 
     def _update(self, state: str) -> None:
