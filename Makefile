@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: run test core-check bench lint setup clean screenshots
+.PHONY: run test core-check bench lint setup clean screenshots docs man package-check
 
 setup: $(STAMP)
 
@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml setup.py scripts/ensure-system-packages.sh
 	bash scripts/ensure-system-packages.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[all,test]'
+	$(BIN)/python -m pip install --quiet -e '.[all,test,lint,docs,packaging]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -42,6 +42,22 @@ bench: $(STAMP)
 # docs/screenshots/*.png: the apps offscreen, with traffic through a real elvind
 screenshots: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/screenshots.py
+
+# the documentation site (Sphinx) in docs/_build/html, warnings as errors; `make test`
+# builds it too, so that it cannot rot
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs: docs/_build/html/index.html"
+
+# man/man1, man/man8 from the commands' parsers (tests/unit/test_manpages.py fails
+# while a committed page lags behind its parser); installed under .venv/share/man
+man: $(STAMP)
+	$(BIN)/python scripts/manpages.py
+
+# python -m build: an sdist and a wheel that twine accepts, installed in a fresh venv
+# where elvind and ec run (scripts/package-check.sh); `make test` runs it too
+package-check: $(STAMP)
+	PYTHON=$(BIN)/python bash scripts/package-check.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check elvin apps tests bench
