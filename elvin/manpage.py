@@ -148,7 +148,7 @@ def render(page: Page) -> str:
         ".nf",
         _escape(_usage(parser)),
     ]
-    for sub_name, sub in page.commands:
+    for _name, sub in page.commands:
         lines.append(_escape(_usage(sub)))
     lines.append(".fi")
     lines.append(".SH DESCRIPTION")
