@@ -5,13 +5,13 @@ router (which matches notifications against subscriptions) and the client
 (which builds keys from raw secrets). ``docs/keys.md`` states the rules
 for the schemes:
 
-=========  ==  ==============================  ====================
-scheme     id  key sets on the wire            raw key held by
-=========  ==  ==============================  ====================
-SHA-1 dual  1  [producer keys, consumer keys]  both sides
-producer    2  [keys]                          the producer
-consumer    3  [keys]                          the consumer
-=========  ==  ==============================  ====================
+==========  ==  ==============================  ====================
+scheme      id  key sets on the wire            raw key held by
+==========  ==  ==============================  ====================
+SHA-1 dual   1  [producer keys, consumer keys]  both sides
+producer     2  [keys]                          the producer
+consumer     3  [keys]                          the consumer
+==========  ==  ==============================  ====================
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Page", "render"]
+__all__ = ["Page", "documented_actions", "help_text", "render", "value_text"]
 
 #: the exit codes every tool of the suite uses (docs/architecture.md)
 EXIT_CODES = (
@@ -70,9 +70,28 @@ def _paragraphs(text: str | None) -> list[str]:
     return out
 
 
-def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+def help_text(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    """The action's help as ``--help`` shows it (``%(default)s`` expanded), on one line."""
     formatter = parser._get_formatter()
     return " ".join(formatter._expand_help(action).split()) if action.help else ""
+
+
+_help = help_text
+
+
+def documented_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The parser's actions that ``--help`` lists, subcommands left out."""
+    return [action for _title, actions in _actions(parser) for action in actions]
+
+
+def value_text(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    """What an option takes, as ``--help`` writes it (``FILE``, ``{a,b}``); "" for a flag."""
+    if action.nargs == 0:
+        return ""
+    formatter = parser._get_formatter()
+    if not action.option_strings:
+        return formatter._metavar_formatter(action, action.dest)(1)[0]
+    return formatter._format_args(action, formatter._get_default_metavar_for_optional(action))
 
 
 def _invocation(parser: argparse.ArgumentParser, action: argparse.Action) -> str:

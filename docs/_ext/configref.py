@@ -1,0 +1,366 @@
+"""The configuration reference, generated at build time from the declarations.
+
+Two directives, used by docs/reference/*.rst:
+
+``.. elvin-settings:: module:Class``
+    A table of a config dataclass's settings: the TOML key, its type, its
+    default (the dataclass default, or ``default_factory()`` for a lambda), the
+    allowed range (the field's ``number()`` metadata, or a module's table of
+    ranges), the command-line flag that overrides it (from the tool's argparse
+    parser) and what it means (the ``#:`` comment above the field or the comment
+    after it, else the flag's help). Options:
+
+    ``:keys: module:NAME``
+        the validation table naming the accepted keys (a dict or a set): only
+        those fields are listed; a dict whose values are ``(type, field)``
+        tuples maps a key to its field (``elvin.router.config._SCALARS``)
+    ``:flags: module:NAME`` another such table of boolean keys
+    ``:dashed:`` keys are written with dashes (``log-level``)
+    ``:skip: a, b`` fields that are not settings (``path``, ``sources``)
+    ``:extra: a, b`` settings read by hand that the key tables do not list
+    ``:parser: module:function`` the tool's parser, for the flag column
+    ``:ranges: module:NAME`` a dict ``field -> (low, high)``
+    ``:reloadable: module:NAME`` the fields SIGHUP applies (a column)
+
+``.. elvin-options:: COMMAND``
+    A table of a command's options (what ``--help`` says), its subcommands
+    included, from the parser its entry point uses (``scripts/manpages.py``'s
+    ``COMMANDS``, which the man pages come from too); or ``module:function``.
+
+``.. elvin-connection-options::``
+    The router's connection options with their minimum, default and maximum
+    (``elvin.router.options.OptionRanges``).
+
+Nothing here is written by hand about a setting: a setting added to a
+dataclass, a key table or a parser is in the reference at the next build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import importlib
+import inspect
+import io
+import re
+import textwrap
+import tokenize
+import types
+from typing import Any
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.util.docutils import SphinxDirective
+
+__all__ = ["Setting", "field_comments", "parser_flags", "settings", "setup"]
+
+
+def _resolve(spec: str) -> Any:
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name) if name else importlib.import_module(module)
+
+
+# -- reading the declarations --------------------------------------------------
+
+def field_comments(cls: type) -> dict[str, str]:
+    """``field -> comment`` for the fields of ``cls``: the ``#:`` lines just
+    above the field, else the comment at the end of its line."""
+    source = textwrap.dedent(inspect.getsource(cls))
+    comments: dict[int, str] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            comments[tok.start[0]] = tok.string
+    lines = source.split("\n")
+    tree = ast.parse(source)
+    out: dict[str, str] = {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    for stmt in body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        above = []
+        n = stmt.lineno - 1
+        while n >= 1 and lines[n - 1].strip().startswith("#:"):
+            above.insert(0, lines[n - 1].strip()[2:].strip())
+            n -= 1
+        if above:
+            out[stmt.target.id] = " ".join(above)
+            continue
+        trailing = comments.get(stmt.lineno) or comments.get(stmt.end_lineno or stmt.lineno)
+        if trailing and not lines[stmt.lineno - 1].strip().startswith("#"):
+            out[stmt.target.id] = trailing.lstrip("#").lstrip(":").strip()
+    return out
+
+
+def parser_flags(parser: argparse.ArgumentParser) -> dict[str, tuple[str, str]]:
+    """``dest -> (longest option string, help)`` of a parser's options."""
+    from elvin.manpage import documented_actions, help_text
+    out = {}
+    for action in documented_actions(parser):
+        if action.option_strings and action.dest not in out:
+            out[action.dest] = (max(action.option_strings, key=len), help_text(parser, action))
+    return out
+
+
+@dataclasses.dataclass
+class Setting:
+    """One row of a settings table."""
+
+    key: str
+    type: str
+    default: str
+    range: str
+    flag: str
+    description: str
+    reloadable: bool | None = None
+
+
+def _default(f: dataclasses.Field) -> str:
+    if f.default is not dataclasses.MISSING:
+        value = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        factory = f.default_factory
+        if isinstance(factory, types.LambdaType) and factory.__name__ == "<lambda>":
+            value = factory()
+        elif factory in (list, dict, set, tuple, frozenset):
+            value = factory()
+        elif inspect.isclass(factory):
+            return f"{factory.__name__} defaults"
+        else:
+            return f"computed ({factory.__name__})"
+    else:
+        return "required"
+    if dataclasses.is_dataclass(value):
+        return f"{type(value).__name__} defaults"
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return _toml(value)
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value)) if abs(value) < 1e15 else repr(value)
+    return str(value)
+
+
+def _type(f: dataclasses.Field) -> str:
+    t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    return t.replace("typing.", "")
+
+
+def settings(cls: type, *, keys: Any = None, flags: Any = None, dashed: bool = False,
+             skip: frozenset[str] = frozenset(), extra: frozenset[str] = frozenset(),
+             parser: argparse.ArgumentParser | None = None,
+             ranges: dict | None = None, reloadable: frozenset[str] | None = None,
+             ) -> list[Setting]:
+    """The rows of ``cls``'s settings table, in declaration order."""
+    key_of: dict[str, str] = {}          # field -> key
+    for table in (keys, flags):
+        if table is None:
+            continue
+        items = table.items() if isinstance(table, dict) else ((k, None) for k in table)
+        for key, value in items:
+            if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
+                key_of[value[1]] = key
+            elif isinstance(value, str):
+                key_of[value] = key
+            else:
+                key_of[key.replace("-", "_")] = key
+    restrict = keys is not None or flags is not None
+    comments = field_comments(cls)
+    from_parser = parser_flags(parser) if parser is not None else {}
+    rows = []
+    for f in dataclasses.fields(cls):
+        name = f.name
+        if name in skip or name.startswith("_"):
+            continue
+        if restrict and name not in key_of and name not in extra:
+            continue
+        key = key_of.get(name, name)
+        key = key.replace("_", "-") if dashed else key.replace("-", "_")
+        declared = f.metadata.get("range")
+        allowed = str(declared) if declared is not None else ""
+        if not allowed and ranges and name in ranges:
+            low, high = ranges[name]
+            allowed = f"from {low:g} to {high:g}"
+        flag, flag_help = from_parser.get(name, ("", ""))
+        description = comments.get(name) or flag_help
+        rows.append(Setting(
+            key=key, type=_type(f), default=_default(f), range="" if allowed == "any" else allowed,
+            flag=flag, description=description,
+            reloadable=None if reloadable is None else name in reloadable))
+    return rows
+
+
+# -- docutils ------------------------------------------------------------------
+
+_LITERAL = re.compile(r"``(.+?)``|`([^`]+)`")
+
+
+def _inline(text: str) -> list[nodes.Node]:
+    """Text with ``literal`` spans as literal nodes (the comments use both
+    reST's double and Markdown's single backquotes)."""
+    out: list[nodes.Node] = []
+    pos = 0
+    for match in _LITERAL.finditer(text):
+        if match.start() > pos:
+            out.append(nodes.Text(text[pos:match.start()]))
+        literal = match.group(1) or match.group(2)
+        out.append(nodes.literal(literal, literal))
+        pos = match.end()
+    if pos < len(text):
+        out.append(nodes.Text(text[pos:]))
+    return out
+
+
+def _cell(content: str | list[nodes.Node]) -> nodes.entry:
+    entry = nodes.entry()
+    para = nodes.paragraph()
+    if isinstance(content, str):
+        para.extend(_inline(content))
+    else:
+        para.extend(content)
+    entry += para
+    return entry
+
+
+def _table(headers: list[str], rows: list[list[Any]], widths: list[int]) -> nodes.table:
+    table = nodes.table(classes=["elvin-config"])
+    group = nodes.tgroup(cols=len(headers))
+    table += group
+    for width in widths:
+        group += nodes.colspec(colwidth=width)
+    head = nodes.thead()
+    group += head
+    row = nodes.row()
+    for header in headers:
+        row += _cell(header)
+    head += row
+    body = nodes.tbody()
+    group += body
+    for values in rows:
+        row = nodes.row()
+        for value in values:
+            row += _cell(value)
+        body += row
+    return table
+
+
+def _code(text: str) -> list[nodes.Node]:
+    return [nodes.literal(text, text)] if text else []
+
+
+class SettingsDirective(SphinxDirective):
+    """``.. elvin-settings:: module:Class`` (see the module's docstring)."""
+
+    required_arguments = 1
+    option_spec = {
+        "keys": directives.unchanged, "flags": directives.unchanged,
+        "dashed": directives.flag, "skip": directives.unchanged,
+        "extra": directives.unchanged, "parser": directives.unchanged,
+        "ranges": directives.unchanged, "reloadable": directives.unchanged,
+    }
+
+    def run(self) -> list[nodes.Node]:
+        opt = self.options
+
+        def names(key: str) -> frozenset[str]:
+            return frozenset(n.strip() for n in opt.get(key, "").split(",") if n.strip())
+
+        cls = _resolve(self.arguments[0])
+        parser = _resolve(opt["parser"])() if "parser" in opt else None
+        rows = settings(
+            cls, keys=_resolve(opt["keys"]) if "keys" in opt else None,
+            flags=_resolve(opt["flags"]) if "flags" in opt else None,
+            dashed="dashed" in opt, skip=names("skip"), extra=names("extra"), parser=parser,
+            ranges=_resolve(opt["ranges"]) if "ranges" in opt else None,
+            reloadable=frozenset(_resolve(opt["reloadable"])) if "reloadable" in opt else None)
+        if not rows:
+            raise self.error(f"{self.arguments[0]}: no settings found")
+        headers = ["Key", "Type", "Default", "Allowed", "Flag", "Meaning"]
+        widths = [16, 10, 12, 10, 14, 38]
+        reload = rows[0].reloadable is not None
+        if reload:
+            headers.insert(5, "Reload")
+            widths.insert(5, 6)
+        body = []
+        for r in rows:
+            values: list[Any] = [_code(r.key), r.type, _code(r.default), r.range, _code(r.flag)]
+            if reload:
+                values.append("applied" if r.reloadable else "restart")
+            values.append(r.description)
+            body.append(values)
+        return [_table(headers, body, widths)]
+
+
+class OptionsDirective(SphinxDirective):
+    """``.. elvin-options:: module:function [argument]``: a parser's options."""
+
+    required_arguments = 1
+    optional_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        from elvin.manpage import documented_actions, help_text, value_text
+        if ":" in self.arguments[0]:
+            parser = _resolve(self.arguments[0])(*self.arguments[1:])
+            parsers = [("", parser)]
+        else:
+            spec = _commands()[self.arguments[0]]
+            parser = spec["parser"]()
+            parsers = [("", parser)] + [(name, build()) for name, build in spec.get("commands", ())]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend((name, sub) for name, sub in action.choices.items())
+        body = []
+        for command, p in parsers:
+            for action in documented_actions(p):
+                names = ", ".join(action.option_strings) or value_text(p, action)
+                value = value_text(p, action) if action.option_strings else ""
+                body.append([command, _code(names), _code(value), help_text(p, action)])
+        if not any(row[0] for row in body):
+            body = [row[1:] for row in body]
+            return [_table(["Option", "Value", "Meaning"], body, [22, 16, 62])]
+        return [_table(["Command", "Option", "Value", "Meaning"], body, [10, 20, 14, 56])]
+
+
+def _commands() -> dict[str, dict]:
+    """``scripts/manpages.py``'s table of the commands and their parsers."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "scripts" / "manpages.py"
+    spec = importlib.util.spec_from_file_location("elvin_manpages", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.COMMANDS
+
+
+class ConnectionOptionsDirective(SphinxDirective):
+    """``.. elvin-connection-options::``: the negotiable options' ranges."""
+
+    def run(self) -> list[nodes.Node]:
+        from elvin.router.options import DROP_POLICIES, OptionRanges
+        ranges = OptionRanges()
+        body: list[list[Any]] = [[_code(name), str(low), str(default), str(high)]
+                                 for name, (low, default, high) in sorted(ranges.ints.items())]
+        policies = ", ".join(DROP_POLICIES)
+        body.append([_code("Send-Queue.Drop-Policy"), "", _code(ranges.send_drop_policy),
+                     policies])
+        body.append([_code("Receive-Queue.Drop-Policy"), "", _code(ranges.receive_drop_policy),
+                     policies])
+        return [_table(["Option", "Minimum", "Default", "Maximum / values"], body,
+                       [40, 15, 15, 30])]
+
+
+def setup(app) -> dict[str, Any]:
+    app.add_directive("elvin-settings", SettingsDirective)
+    app.add_directive("elvin-options", OptionsDirective)
+    app.add_directive("elvin-connection-options", ConnectionOptionsDirective)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
