@@ -46,7 +46,7 @@ screenshots: $(STAMP)
 # the documentation site (Sphinx) in docs/_build/html, warnings as errors; `make test`
 # builds it too, so that it cannot rot
 docs: $(STAMP)
-	$(BIN)/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	$(BIN)/python -m sphinx -E -W --keep-going -q -b html docs docs/_build/html
 	@echo "docs: docs/_build/html/index.html"
 
 # man/man1, man/man8 from the commands' parsers (tests/unit/test_manpages.py fails

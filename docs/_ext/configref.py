@@ -53,7 +53,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-__all__ = ["Setting", "field_comments", "parser_flags", "settings", "setup"]
+__all__ = ["Setting", "example_comments", "field_comments", "parser_flags", "settings", "setup"]
 
 
 def _resolve(spec: str) -> Any:
@@ -89,6 +89,18 @@ def field_comments(cls: type) -> dict[str, str]:
         trailing = comments.get(stmt.lineno) or comments.get(stmt.end_lineno or stmt.lineno)
         if trailing and not lines[stmt.lineno - 1].strip().startswith("#"):
             out[stmt.target.id] = trailing.lstrip("#").lstrip(":").strip()
+    return out
+
+
+def example_comments(module: Any) -> dict[str, str]:
+    """``key -> comment`` from the TOML example in a module's docstring
+    (``connect-timeout = 10   # seconds a new channel has ...``), keys with
+    underscores."""
+    out: dict[str, str] = {}
+    for line in (module.__doc__ or "").split("\n"):
+        match = re.match(r"\s*([A-Za-z][\w-]*)\s*=\s*[^#]*#\s*(.+)$", line)
+        if match:
+            out.setdefault(match.group(1).replace("-", "_"), match.group(2).strip())
     return out
 
 
@@ -176,6 +188,7 @@ def settings(cls: type, *, keys: Any = None, flags: Any = None, dashed: bool = F
                 key_of[key.replace("-", "_")] = key
     restrict = keys is not None or flags is not None
     comments = field_comments(cls)
+    examples = example_comments(inspect.getmodule(cls))
     from_parser = parser_flags(parser) if parser is not None else {}
     rows = []
     for f in dataclasses.fields(cls):
@@ -192,7 +205,7 @@ def settings(cls: type, *, keys: Any = None, flags: Any = None, dashed: bool = F
             low, high = ranges[name]
             allowed = f"from {low:g} to {high:g}"
         flag, flag_help = from_parser.get(name, ("", ""))
-        description = comments.get(name) or flag_help
+        description = comments.get(name) or flag_help or examples.get(name, "")
         rows.append(Setting(
             key=key, type=_type(f), default=_default(f), range="" if allowed == "any" else allowed,
             flag=flag, description=description,
@@ -254,6 +267,40 @@ def _table(headers: list[str], rows: list[list[Any]], widths: list[int]) -> node
     return table
 
 
+def _settings_list(rows: list[Setting]) -> nodes.definition_list:
+    """One entry per setting: the key, then a line of facts (type, default,
+    range, flag, reload) and what it means."""
+    out = nodes.definition_list(classes=["elvin-settings"])
+    for r in rows:
+        item = nodes.definition_list_item()
+        term = nodes.term()
+        term += nodes.literal(r.key, r.key)
+        item += term
+        definition = nodes.definition()
+        facts = nodes.paragraph(classes=["elvin-setting-facts"])
+        parts: list[list[nodes.Node]] = [[nodes.emphasis(r.type, r.type)],
+                                         [nodes.Text("default "), *_code(r.default)]]
+        if r.range:
+            parts.append([nodes.Text(r.range)])
+        if r.flag:
+            parts.append([nodes.Text("flag "), *_code(r.flag)])
+        if r.reloadable is not None:
+            parts.append([nodes.Text("applied on reload" if r.reloadable
+                                     else "needs a restart")])
+        for n, part in enumerate(parts):
+            if n:
+                facts += nodes.Text(" · ")
+            facts.extend(part)
+        definition += facts
+        if r.description:
+            para = nodes.paragraph()
+            para.extend(_inline(r.description[:1].upper() + r.description[1:]))
+            definition += para
+        item += definition
+        out += item
+    return out
+
+
 def _code(text: str) -> list[nodes.Node]:
     return [nodes.literal(text, text)] if text else []
 
@@ -285,20 +332,7 @@ class SettingsDirective(SphinxDirective):
             reloadable=frozenset(_resolve(opt["reloadable"])) if "reloadable" in opt else None)
         if not rows:
             raise self.error(f"{self.arguments[0]}: no settings found")
-        headers = ["Key", "Type", "Default", "Allowed", "Flag", "Meaning"]
-        widths = [16, 10, 12, 10, 14, 38]
-        reload = rows[0].reloadable is not None
-        if reload:
-            headers.insert(5, "Reload")
-            widths.insert(5, 6)
-        body = []
-        for r in rows:
-            values: list[Any] = [_code(r.key), r.type, _code(r.default), r.range, _code(r.flag)]
-            if reload:
-                values.append("applied" if r.reloadable else "restart")
-            values.append(r.description)
-            body.append(values)
-        return [_table(headers, body, widths)]
+        return [_settings_list(rows)]
 
 
 class OptionsDirective(SphinxDirective):
