@@ -60,7 +60,7 @@ package-check: $(STAMP)
 	PYTHON=$(BIN)/python bash scripts/package-check.sh
 
 lint: $(STAMP)
-	$(BIN)/ruff check elvin apps tests bench
+	$(BIN)/ruff check elvin apps tests bench examples scripts docs/conf.py docs/_ext
 
 clean:
 	rm -rf $(VENV) .venv-core build *.egg-info
