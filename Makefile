@@ -4,12 +4,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the man pages in the venv's share/man (an editable install leaves data files out):
+# `man elvind` with .venv/bin on PATH, or MANPATH=.venv/share/man man elvind
+MANSTAMP := $(VENV)/share/man/.installed
 
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
 .PHONY: run test core-check bench lint setup clean screenshots docs man package-check
 
-setup: $(STAMP)
+setup: $(STAMP) $(MANSTAMP)
 
 $(STAMP): pyproject.toml setup.py scripts/ensure-system-packages.sh
 	bash scripts/ensure-system-packages.sh
@@ -18,15 +21,27 @@ $(STAMP): pyproject.toml setup.py scripts/ensure-system-packages.sh
 	$(BIN)/python -m pip install --quiet -e '.[all,test,lint,docs,packaging]'
 	touch $(STAMP)
 
-run: $(STAMP)
+$(MANSTAMP): $(STAMP) $(wildcard man/man1/* man/man8/*)
+	mkdir -p $(VENV)/share/man/man1 $(VENV)/share/man/man8
+	cp man/man1/* $(VENV)/share/man/man1/
+	cp man/man8/* $(VENV)/share/man/man8/
+	touch $@
+
+run: $(STAMP) $(MANSTAMP)
 	$(BIN)/python -m elvin.run
 
 # the suite runs on two workers and the core-only check beside it (the tests mostly
 # wait on sockets and child processes, so they share the cores well); the core-only
-# check's result comes after
-test: $(STAMP)
+# check's result comes after. First the docs site (warnings as errors) and the
+# package check (sdist + wheel, twine, a fresh venv), so that neither can rot; a
+# failure there is reported and fails the run, but the suite still runs.
+test: $(STAMP) $(MANSTAMP)
 	@PYTHON=$(PYTHON) bash scripts/core-only-check.sh > .core-check.log 2>&1 & core=$$!; \
+	pre=0; \
+	if $(MAKE) --no-print-directory docs; then :; else echo "docs build FAILED"; pre=1; fi; \
+	$(MAKE) --no-print-directory package-check || pre=1; \
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 --dist loadgroup; suite=$$?; \
+	if [ $$pre -ne 0 ]; then echo "make test: the docs build or the package check FAILED (above)"; suite=1; fi; \
 	if wait $$core; then echo "core-only check passed: $$(grep -E '^[0-9]+ passed' .core-check.log | tail -1) (.core-check.log)"; \
 	else echo "core-only check FAILED (.core-check.log):"; tail -n 40 .core-check.log; suite=1; fi; \
 	exit $$suite
@@ -57,7 +72,7 @@ man: $(STAMP)
 # python -m build: an sdist and a wheel that twine accepts, installed in a fresh venv
 # where elvind and ec run (scripts/package-check.sh); `make test` runs it too
 package-check: $(STAMP)
-	PYTHON=$(BIN)/python bash scripts/package-check.sh
+	PYTHON=$(BIN)/python BASE_PYTHON=$(PYTHON) bash scripts/package-check.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check elvin apps tests bench examples scripts docs/conf.py docs/_ext
