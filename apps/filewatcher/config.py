@@ -66,6 +66,8 @@ class Config:
     reconnect_grace: float = number(10.0, 0.0, 3600.0)
     # counts
     max_watches: int = number(256, 1, integer=True)
+    #: a subscription naming more paths than this is treated as unbounded
+    #: (the ``unbounded`` policy applies to it)
     max_paths_per_subscription: int = number(10_000, 1, integer=True)
     status_file: str = ""
     host: str = ""

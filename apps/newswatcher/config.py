@@ -52,7 +52,7 @@ class FeedConfig:
     url: str
     interval: float = 900.0
     groups: tuple[str, ...] = (DEFAULT_GROUP,)
-    sender: str = ""
+    sender: str = ""                 # the tickertape From (``from`` in the file); "": the name
     timeout: int = 600               # the tickertape Timeout attribute (seconds)
     initial_items: int | None = None  # publish at most this many on a first poll
 
@@ -69,13 +69,13 @@ class HttpSettings:
 
     timeout: float = number(20.0, 0.05, 600)   # whole request, connect to last byte
     max_bytes: int = number(5 * 1024 * 1024, 1024, 1 << 30, integer=True)
-    user_agent: str = USER_AGENT
+    user_agent: str = USER_AGENT     # the User-Agent header of every request
     min_host_interval: float = number(1.0, 0, 3600)
     max_per_host: int = number(2, 1, 100, integer=True)
     max_concurrent: int = number(10, 1, 1000, integer=True)
     backoff_initial: float = number(60.0, 0.05, 86400)
     backoff_max: float = number(3600.0, 0.05, 7 * 86400)
-    max_redirects: int = number(5, 0, 20, integer=True)
+    max_redirects: int = number(5, 0, 20, integer=True)   # HTTP redirects followed per request
 
 
 @dataclass
@@ -83,8 +83,11 @@ class Config:
     elvin: str | None = None
     data_dir: Path | None = None
     scoop: bool = False
+    #: the feeds to watch (``[[feeds]]`` entries)
     feeds: list[FeedConfig] = field(default_factory=list)
+    #: fetching limits (the ``[http]`` table)
     http: HttpSettings = field(default_factory=HttpSettings)
+    #: what a feed that does not say takes (the ``[defaults]`` table)
     defaults: FeedConfig = field(default_factory=lambda: FeedConfig("", ""))
     path: Path | None = None
 

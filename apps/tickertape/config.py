@@ -55,15 +55,18 @@ class Config:
     speed: float = 80.0            # pixels per second
     default_timeout: int = 600     # seconds, when a message suggests none
     font_family: str = ""          # empty: the desktop's font
-    font_size: float = 11.0
+    font_size: float = 11.0        # points
     background: str = "#1d1f21"    # the strip's colour
     text_colour: str = "#e6e6e6"   # the messages' text (groups have their own colours)
     dock: str = "top"              # top, bottom (a docked bar) or window
     always_on_top: bool = True     # as a window
     frameless: bool = False        # as a window: without the title bar
     legacy: bool = True            # also send/subscribe the pre-v3 attribute names
+    #: an expression whose matches are shown too, beside the groups' messages
     extra_subscription: str = ""
+    #: a desktop notification when a message mentions you
     notify_mentions: bool = True
+    #: how many messages the history keeps (the oldest are forgotten)
     history_max: int = 50_000
     history_file: str = ""         # empty: the platform data dir
     groups: list[Group] = field(default_factory=list)

@@ -49,12 +49,12 @@ class Group:
     overrides the hash-derived colour (``#rrggbb``).
     """
 
-    name: str
-    subscribe: bool = True
-    min_time: int = DEFAULT_MIN_TIME
-    max_time: int = DEFAULT_MAX_TIME
-    key: str | None = None
-    colour: str | None = None
+    name: str                        # the Group attribute of its messages
+    subscribe: bool = True           # receive its messages (false: send only)
+    min_time: int = DEFAULT_MIN_TIME  # seconds a message stays at least
+    max_time: int = DEFAULT_MAX_TIME  # seconds at most (0: no limit)
+    key: str | None = None           # makes the group private
+    colour: str | None = None        # #rrggbb (default: derived from the name)
 
     def __post_init__(self) -> None:
         name = self.name.strip() if isinstance(self.name, str) else self.name

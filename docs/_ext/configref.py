@@ -20,7 +20,12 @@ Two directives, used by docs/reference/*.rst:
     ``:extra: a, b`` settings read by hand that the key tables do not list
     ``:parser: module:function`` the tool's parser, for the flag column
     ``:ranges: module:NAME`` a dict ``field -> (low, high)``
-    ``:reloadable: module:NAME`` the fields SIGHUP applies (a column)
+    ``:reloadable: module:NAME`` the fields SIGHUP applies
+    ``:example: PATH`` a file (relative to the repository) whose TOML example's
+    comments say what a setting means when nothing else does (default: the
+    class's module docstring)
+    ``:table: NAME, ...`` the example's table(s) these settings are in
+    (``federation.connect``), looked up in this order
 
 ``.. elvin-options:: COMMAND``
     A table of a command's options (what ``--help`` says), its subcommands
@@ -47,6 +52,7 @@ import re
 import textwrap
 import tokenize
 import types
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
@@ -54,6 +60,9 @@ from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 __all__ = ["Setting", "example_comments", "field_comments", "parser_flags", "settings", "setup"]
+
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _resolve(spec: str) -> Any:
@@ -92,15 +101,21 @@ def field_comments(cls: type) -> dict[str, str]:
     return out
 
 
-def example_comments(module: Any) -> dict[str, str]:
-    """``key -> comment`` from the TOML example in a module's docstring
-    (``connect-timeout = 10   # seconds a new channel has ...``), keys with
-    underscores."""
-    out: dict[str, str] = {}
-    for line in (module.__doc__ or "").split("\n"):
+def example_comments(text: str) -> dict[tuple[str, str], str]:
+    """``(table, key) -> comment`` from a TOML example (a module's docstring,
+    a README): ``connect-timeout = 10   # seconds a new channel has ...`` under
+    ``[federation]`` is ``("federation", "connect_timeout")``; keys with
+    underscores, "" for the top table."""
+    out: dict[tuple[str, str], str] = {}
+    table = ""
+    for line in text.split("\n"):
+        header = re.match(r"\s*\[\[?\s*([\w.-]+)\s*\]\]?", line)
+        if header:
+            table = header.group(1)
+            continue
         match = re.match(r"\s*([A-Za-z][\w-]*)\s*=\s*[^#]*#\s*(.+)$", line)
         if match:
-            out.setdefault(match.group(1).replace("-", "_"), match.group(2).strip())
+            out.setdefault((table, match.group(1).replace("-", "_")), match.group(2).strip())
     return out
 
 
@@ -172,7 +187,7 @@ def settings(cls: type, *, keys: Any = None, flags: Any = None, dashed: bool = F
              skip: frozenset[str] = frozenset(), extra: frozenset[str] = frozenset(),
              parser: argparse.ArgumentParser | None = None,
              ranges: dict | None = None, reloadable: frozenset[str] | None = None,
-             ) -> list[Setting]:
+             example: str | None = None, example_table: str = "") -> list[Setting]:
     """The rows of ``cls``'s settings table, in declaration order."""
     key_of: dict[str, str] = {}          # field -> key
     for table in (keys, flags):
@@ -188,7 +203,9 @@ def settings(cls: type, *, keys: Any = None, flags: Any = None, dashed: bool = F
                 key_of[key.replace("-", "_")] = key
     restrict = keys is not None or flags is not None
     comments = field_comments(cls)
-    examples = example_comments(inspect.getmodule(cls))
+    tables = [t.strip() for t in example_table.split(",")]
+    examples = example_comments(example if example is not None
+                                else inspect.getmodule(cls).__doc__ or "")
     from_parser = parser_flags(parser) if parser is not None else {}
     rows = []
     for f in dataclasses.fields(cls):
@@ -205,7 +222,8 @@ def settings(cls: type, *, keys: Any = None, flags: Any = None, dashed: bool = F
             low, high = ranges[name]
             allowed = f"from {low:g} to {high:g}"
         flag, flag_help = from_parser.get(name, ("", ""))
-        description = comments.get(name) or flag_help or examples.get(name, "")
+        description = comments.get(name) or flag_help or next(
+            (examples[(t, name)] for t in tables if (t, name) in examples), "")
         rows.append(Setting(
             key=key, type=_type(f), default=_default(f), range="" if allowed == "any" else allowed,
             flag=flag, description=description,
@@ -314,6 +332,7 @@ class SettingsDirective(SphinxDirective):
         "dashed": directives.flag, "skip": directives.unchanged,
         "extra": directives.unchanged, "parser": directives.unchanged,
         "ranges": directives.unchanged, "reloadable": directives.unchanged,
+        "example": directives.unchanged, "table": directives.unchanged,
     }
 
     def run(self) -> list[nodes.Node]:
@@ -329,7 +348,9 @@ class SettingsDirective(SphinxDirective):
             flags=_resolve(opt["flags"]) if "flags" in opt else None,
             dashed="dashed" in opt, skip=names("skip"), extra=names("extra"), parser=parser,
             ranges=_resolve(opt["ranges"]) if "ranges" in opt else None,
-            reloadable=frozenset(_resolve(opt["reloadable"])) if "reloadable" in opt else None)
+            reloadable=frozenset(_resolve(opt["reloadable"])) if "reloadable" in opt else None,
+            example=(ROOT / opt["example"]).read_text(encoding="utf-8") if "example" in opt
+            else None, example_table=opt.get("table", ""))
         if not rows:
             raise self.error(f"{self.arguments[0]}: no settings found")
         return [_settings_list(rows)]
@@ -368,8 +389,7 @@ class OptionsDirective(SphinxDirective):
 def _commands() -> dict[str, dict]:
     """``scripts/manpages.py``'s table of the commands and their parsers."""
     import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "scripts" / "manpages.py"
+    path = ROOT / "scripts" / "manpages.py"
     spec = importlib.util.spec_from_file_location("elvin_manpages", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -160,6 +160,7 @@ ROUTING_MODES = ("trees", "flood")
 
 @dataclass
 class ConnectSpec:
+    #: the peer's federation URL (``ewaf://host:2916``, ``ewaf:1.0/ssl,none,xdr/host:port``)
     url: str
     router: str | None = None
     outgoing: FilterSpec = True
@@ -174,8 +175,11 @@ class ConnectSpec:
 
 @dataclass
 class AcceptSpec:
+    #: the router domain the dialling router must name
     router: str
+    #: what may leave over the link (true, false or a subscription expression)
     outgoing: FilterSpec = True
+    #: what may enter over the link (true, false or a subscription expression)
     incoming: FilterSpec = True
     #: where the router may dial in from (``elvin.federation.hosts``);
     #: None or empty: any address
@@ -189,15 +193,20 @@ class AcceptSpec:
 class FederationConfig:
     router_domain: str | None = None      # None: derived from the host name and pid
     listen: list[str] = field(default_factory=list)
+    #: the routers this one dials (``[[federation.connect]]`` entries)
     connect: list[ConnectSpec] = field(default_factory=list)
+    #: the routers allowed to dial in (``[[federation.accept]]`` entries)
     accept: list[AcceptSpec] = field(default_factory=list)
     accept_any: bool = False
     #: filters for routers accepted through ``accept_any``
     accept_any_outgoing: FilterSpec = True
+    #: what may enter from routers accepted through ``accept_any``
     accept_any_incoming: FilterSpec = True
     debounce: float = 0.05
     reconnect_min: float = 0.5
+    #: the longest wait between redials of an outgoing link (seconds)
     reconnect_max: float = 30.0
+    #: seconds a dialled link has to connect and finish its handshake
     connect_timeout: float = 10.0
     keepalive: float = 60.0               # TestConn after this long without traffic
     request_timeout: float = 20.0         # handshake / FedSubReplace reply deadline

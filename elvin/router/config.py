@@ -106,9 +106,13 @@ class RouterConfig:
     tls_key: str | None = None
     stats_interval: float = 5.0
     connect_timeout: float = 10.0
+    #: seconds a closing connection (or the router, at shutdown) waits for a
+    #: client that stops reading to take its last packets, before it is cut off
     close_timeout: float = 5.0
     max_protocol_errors: int = 16
     max_subscriptions: int = 1_000_000
+    #: the connection options clients may negotiate (``[options]``: a default,
+    #: or a table ``{ min, default, max }``)
     options: OptionRanges = field(default_factory=OptionRanges)
     use_uvloop: bool = True
     #: directory of the traffic archive (elvin.pipeline.archive), None = off
