@@ -51,7 +51,6 @@ autodoc_default_options = {
 autodoc_typehints = "description"
 autodoc_typehints_format = "short"
 autodoc_preserve_defaults = True
-autodoc_class_signature = "separated"
 # The docstrings refer to names in prose with ``double backquotes`` and
 # :class: roles; an unresolved one is not an error (nitpicky stays off).
 napoleon_google_docstring = True

@@ -279,7 +279,11 @@ async def _call(fn: Callable[[], Any]) -> Any:
 
 
 class SyncConnection:
-    """Blocking view of a :class:`elvin.client.Connection`."""
+    """Blocking view of a :class:`elvin.client.Connection`, made by :func:`connect`.
+
+    The asyncio connection runs on the one background loop thread that every
+    SyncConnection shares; each call hands its work to that thread and waits for
+    the answer. Use it as a context manager to close it."""
 
     def __init__(self, conn: Connection) -> None:
         self.connection = conn

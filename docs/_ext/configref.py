@@ -374,16 +374,30 @@ class OptionsDirective(SphinxDirective):
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
                 parsers.extend((name, sub) for name, sub in action.choices.items())
-        body = []
+        out: list[nodes.Node] = []
         for command, p in parsers:
+            if command:
+                title = f"{parser.prog} {command}"
+                out.append(nodes.rubric(title, title))
+                if p.description:
+                    out.append(nodes.paragraph(text=" ".join(p.description.split())))
+            entries = nodes.definition_list(classes=["elvin-options"])
             for action in documented_actions(p):
+                item = nodes.definition_list_item()
+                term = nodes.term()
                 names = ", ".join(action.option_strings) or value_text(p, action)
+                term += nodes.literal(names, names)
                 value = value_text(p, action) if action.option_strings else ""
-                body.append([command, _code(names), _code(value), help_text(p, action)])
-        if not any(row[0] for row in body):
-            body = [row[1:] for row in body]
-            return [_table(["Option", "Value", "Meaning"], body, [22, 16, 62])]
-        return [_table(["Command", "Option", "Value", "Meaning"], body, [10, 20, 14, 56])]
+                if value:
+                    term += nodes.Text(" ")
+                    term += nodes.emphasis(value, value)
+                item += term
+                definition = nodes.definition()
+                definition += nodes.paragraph(text=help_text(p, action))
+                item += definition
+                entries += item
+            out.append(entries)
+        return out
 
 
 def _commands() -> dict[str, dict]:
