@@ -17,6 +17,7 @@ from elvin_apps.biff.config import ConfigError, load
 from PySide6.QtGui import QImage
 
 import elvin
+from elvin._version import __version__
 from elvin.router_url import choose_router_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +32,7 @@ def run_biff(*args: str, timeout: float = 60, env: dict | None = None):
 
 def test_version_and_usage_errors(capsys):
     assert main(["--version"]) == 0
-    assert "biff 0.1.0" in capsys.readouterr().out
+    assert f"biff {__version__}" in capsys.readouterr().out
     assert main(["--no-such-flag"]) == 1
     assert main(["--log-level", "LOUD"]) == 1
     assert main(["--elvin", "http://example.org"]) == 1
