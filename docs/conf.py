@@ -45,6 +45,8 @@ suppress_warnings = ["myst.xref_missing"]
 # -- API reference ------------------------------------------------------------
 autodoc_default_options = {
     "members": True,
+    # enum members and dataclass fields are public names too, documented or not
+    "undoc-members": True,
     "show-inheritance": True,
     "member-order": "bysource",
 }
