@@ -4,9 +4,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# the man pages in the venv's share/man (an editable install leaves data files out):
-# `man elvind` with .venv/bin on PATH, or MANPATH=.venv/share/man man elvind
+# the man pages, generated from the commands' parsers into the venv's share/man (an
+# editable install leaves data files out): `man elvind` with .venv/bin on PATH, or
+# MANPATH=.venv/share/man man elvind; written again when the code changes
 MANSTAMP := $(VENV)/share/man/.installed
+MANSOURCES := $(shell find elvin apps -name '*.py' 2>/dev/null) scripts/manpages.py
 
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
@@ -21,10 +23,8 @@ $(STAMP): pyproject.toml setup.py scripts/ensure-system-packages.sh
 	$(BIN)/python -m pip install --quiet -e '.[all,test,lint,docs,packaging]'
 	touch $(STAMP)
 
-$(MANSTAMP): $(STAMP) $(wildcard man/man1/* man/man8/*)
-	mkdir -p $(VENV)/share/man/man1 $(VENV)/share/man/man8
-	cp man/man1/* $(VENV)/share/man/man1/
-	cp man/man8/* $(VENV)/share/man/man8/
+$(MANSTAMP): $(STAMP) $(MANSOURCES)
+	$(BIN)/python scripts/manpages.py --out $(VENV)/share/man
 	touch $@
 
 run: $(STAMP) $(MANSTAMP)
@@ -64,8 +64,8 @@ docs: $(STAMP)
 	$(BIN)/python -m sphinx -E -W --keep-going -q -b html docs docs/_build/html
 	@echo "docs: docs/_build/html/index.html"
 
-# man/man1, man/man8 from the commands' parsers (tests/unit/test_manpages.py fails
-# while a committed page lags behind its parser); installed under .venv/share/man
+# man/man1, man/man8 from the commands' parsers (not committed: generated for the
+# sdist and wheel by package-check, and into .venv/share/man by setup)
 man: $(STAMP)
 	$(BIN)/python scripts/manpages.py
 

@@ -5,8 +5,9 @@ setuptools' declarative ``find`` does not follow a renamed directory, so the
 app packages are listed here, found afresh on every build.
 
 The man pages (``man/man1``, ``man/man8``, generated from the commands' parsers by
-``make man``) are installed under ``share/man`` of the environment, where ``man``
-finds them for a venv whose ``bin`` is on ``PATH``.
+``make man``; ``make package-check`` does it before building) are installed under
+``share/man`` of the environment, where ``man`` finds them for a venv whose ``bin``
+is on ``PATH``. A tree without them (not generated) installs without pages.
 """
 
 from pathlib import Path

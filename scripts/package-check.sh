@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The distribution is whole: `python -m build` makes an sdist and a wheel, `twine
+# The distribution is whole: the man pages are generated into man/, `python -m
+# build` makes an sdist and a wheel, `twine
 # check` accepts their metadata, the wheel holds py.typed and the man pages, and
 # installed in a fresh venv (core dependencies only) elvind and ec run and
 # `man elvind` finds its page under the venv's share/man.
@@ -10,6 +11,9 @@ PYTHON=${PYTHON:-.venv/bin/python}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "package check: $*" >&2; exit 1; }
+
+# -- the man pages (generated, not committed) go into the sdist, then the wheel -------
+"$PYTHON" scripts/manpages.py > /dev/null || fail "generating the man pages failed"
 
 # -- build: the sdist, then the wheel from the sdist (what an installer does) --------
 "$PYTHON" -m build --sdist --outdir "$WORK/dist" . > "$WORK/build.log" 2>&1 \

@@ -1,5 +1,5 @@
 """The man pages: one per console script, generated from the parser its entry
-point uses, and the committed pages under man/ are what the parsers say now."""
+point uses, naming every option, and formatted by man(1) without a warning."""
 
 from __future__ import annotations
 
@@ -65,19 +65,13 @@ def test_each_parser_yields_a_page(name, pages):
                 assert "\\fB" + option.replace("-", "\\-") + "\\fR" in text, (name, option)
 
 
-@pytest.mark.parametrize("name", sorted(manpages.COMMANDS))
-def test_committed_page_is_current(name, pages):
-    path = manpages.page_path(name)
-    assert path.exists(), f"{path.relative_to(ROOT)} is missing: run 'make man'"
-    assert path.read_text(encoding="utf-8") == pages[name], \
-        f"{path.relative_to(ROOT)} is out of date with its parser: run 'make man'"
-
-
 @pytest.mark.skipif(shutil.which("man") is None, reason="no man(1) here")
-def test_man_formats_the_pages_without_warnings(tmp_path):
-    for name in ("elvind", "ec", "elvin-pipeline"):
-        out = subprocess.run(["man", "--warnings", "-E", "UTF-8", "-l",
-                              str(manpages.page_path(name))],
+def test_man_formats_the_pages_without_warnings(tmp_path, pages):
+    for name in sorted(manpages.COMMANDS):
+        path = manpages.page_path(name, tmp_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(pages[name], encoding="utf-8")
+        out = subprocess.run(["man", "--warnings", "-E", "UTF-8", "-l", str(path)],
                              capture_output=True, text=True, timeout=60,
                              env={"MANWIDTH": "80", "LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"})
         assert out.returncode == 0, out.stderr
