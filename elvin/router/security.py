@@ -30,6 +30,7 @@ __all__ = [
     "prepare_notification",
     "prepare_subscription",
     "prepared_match",
+    "prepared_match_pair",
 ]
 
 _EMPTY: frozenset[bytes] = frozenset()
@@ -84,6 +85,26 @@ def prepared_match(n: NotificationKeys | None, s: SubscriptionKeys | None) -> bo
         return True
     return bool(n.dprod and n.dcons and not n.dprod.isdisjoint(s.dprod)
                 and not n.dcons.isdisjoint(s.dcons))
+
+
+def prepared_match_pair(n: NotificationKeys | None, a: SubscriptionKeys | None,
+                        b: SubscriptionKeys | None) -> bool:
+    """``prepared_match`` against the union of ``a`` and ``b`` (a subscription's
+    own keys and its connection's), without building the union: the
+    connection's keys are prepared once for all its subscriptions."""
+    if b is None:
+        return prepared_match(n, a)
+    if a is None:
+        return prepared_match(n, b)
+    if n is None:
+        return False
+    if n.prod and not (n.prod.isdisjoint(a.prod) and n.prod.isdisjoint(b.prod)):
+        return True
+    if n.cons and not (n.cons.isdisjoint(a.cons) and n.cons.isdisjoint(b.cons)):
+        return True
+    return bool(n.dprod and n.dcons
+                and not (n.dprod.isdisjoint(a.dprod) and n.dprod.isdisjoint(b.dprod))
+                and not (n.dcons.isdisjoint(a.dcons) and n.dcons.isdisjoint(b.dcons)))
 
 
 def check_keys(keys: Keys) -> None:

@@ -444,7 +444,13 @@ class Router:
         quench.subscription_removed(sub, before)
 
     def owner_sub_keys_changed(self, session: Session, keys: Keys) -> None:
+        """A SecRqst changed the session's subscription keys: one store in the
+        engine (``Engine.set_owner_keys``), whatever the session holds; only
+        while quenches exist does each subscription's view get compared."""
         quench = self.quench
+        if not len(quench):
+            self.engine.set_owner_keys(session, keys)
+            return
         subs = list(self.engine.owned(session).values())
         views = [quench.view(sub) for sub in subs]
         self.engine.set_owner_keys(session, keys)
