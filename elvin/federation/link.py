@@ -411,8 +411,10 @@ class Link(asyncio.Protocol):
             self.transport.abort()
 
     def violation(self, reason: str) -> None:
-        log.warning("federation peer %s (%s) violated the protocol: %s; disconnecting",
-                    self.peer, self.remote_domain or "unknown domain", reason)
+        self.service.notes.log("federation protocol violations", logging.WARNING,
+                               "federation peer %s (%s) violated the protocol: %s; "
+                               "disconnecting", self.peer,
+                               self.remote_domain or "unknown domain", reason)
         self.close(DisconnReason.PROTOCOL_ERRORS, reason[:200])
 
     def _cancel_timers(self) -> None:
@@ -426,9 +428,11 @@ class Link(asyncio.Protocol):
     def _handshake_timeout(self) -> None:
         self._timer = None
         if self.state in (AWAIT_RQST, AWAIT_RPLY):
-            log.warning("federation peer %s: no %s within %.0f s; closing", self.peer,
-                        "FedConnRqst" if self.state == AWAIT_RQST else "FedConnRply",
-                        self.service.config.request_timeout)
+            self.service.notes.log(
+                "federation handshakes timed out", logging.WARNING,
+                "federation peer %s: no %s within %.0f s; closing", self.peer,
+                "FedConnRqst" if self.state == AWAIT_RQST else "FedConnRply",
+                self.service.config.request_timeout)
             self.close(0)
 
     def _schedule_keepalive(self) -> None:
@@ -562,7 +566,8 @@ class Link(asyncio.Protocol):
     def _refuse(self, xid: int, code: int, reason: str, told: str | None = None) -> None:
         """Nack the FedConnRqst (with ``told``, else ``reason``) and close;
         the log says ``reason``."""
-        log.warning("refused federation link from %s: %s", self.peer, reason)
+        self.service.notes.log("refused federation links", logging.WARNING,
+                               "refused federation link from %s: %s", self.peer, reason)
         self.service.stats.links_refused += 1
         self._send(Nack(xid, code, (reason if told is None else told)[:200]))
         self.state = CLOSED

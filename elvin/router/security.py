@@ -26,6 +26,7 @@ __all__ = [
     "NotificationKeys",
     "SubscriptionKeys",
     "check_keys",
+    "key_totals",
     "key_delta_error",
     "prepare_notification",
     "prepare_subscription",
@@ -120,6 +121,19 @@ def check_keys(keys: Keys) -> None:
         if len(sets) > kind.set_count:
             raise KeyRefused(NackCode.BAD_KEY_INDEX, "Key scheme %1 has no key set %2",
                             (_int32(scheme), kind.set_count))
+
+
+def key_totals(*key_sets: Keys) -> tuple[int, int]:
+    """(number, bytes) of the keys in ``key_sets``, for the key limits."""
+    count = size = 0
+    for keys in key_sets:
+        if not keys:
+            continue
+        for sets in keys.sets.values():
+            for keyset in sets:
+                count += len(keyset)
+                size += sum(map(len, keyset))
+    return count, size
 
 
 def key_delta_error(current: Keys, add: Keys, delete: Keys, what: str) -> KeyRefused | None:

@@ -33,10 +33,12 @@ from elvin.protocol import (
     encode_attributes,
     frame_notify_deliver,
 )
+from elvin.ratelog import RateLimitedLog
 from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
 from elvin.router.connlog import ConnectionLog
+from elvin.router.door import Door, raise_nofile_limit
 from elvin.router.engine import Engine
 from elvin.router.options import OptionRanges, initial_options
 from elvin.router.quench import QuenchManager
@@ -98,6 +100,10 @@ class Router:
         #: is set, else None (``deliver`` tests only this)
         self.federation: Any = None
         self._producer_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        #: admission and partial-frame accounting (elvin.router.door), while running
+        self.door: Door | None = None
+        #: what clients can make the sessions say, rate-limited (elvin.ratelog)
+        self.session_notes = RateLimitedLog(logging.getLogger("elvin.router.session"))
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> Router:
@@ -109,6 +115,10 @@ class Router:
         self._stopped = asyncio.Event()
         self._stopping = False
         self.stats = Stats()
+        soft, hard = raise_nofile_limit()
+        log.debug("open-files limit %d (hard %d), %d kept in reserve", soft, hard,
+                  self.config.descriptor_reserve)
+        self.door = Door(self.config, self.stats, self.loop, soft)
         # lark builds its parser on the first parse (~50-100 ms): do it now,
         # before any client can be kept waiting by it
         self.compile("require(Elvin-Router-Warm-Up)")
@@ -218,6 +228,9 @@ class Router:
         self._reaper.finish()
         self._compilers.close()
         self.connection_log.close()
+        if self.door is not None:
+            self.door.close()
+        self.session_notes.close()
         self._close_state()
         if self._stopped is not None:
             self._stopped.set()
