@@ -270,3 +270,22 @@ def test_a_tree_shared_by_two_texts_is_one_predicate() -> None:
     assert engine.predicate_count == 1 and s2.pred is not None
     engine.remove(s2)
     assert engine.predicate_count == 0
+
+
+def test_connection_keys_change_costs_one_preparation(monkeypatch):
+    """SecRqst's cost does not grow with what the owner holds: one
+    ``prepare_subscription`` for the connection's keys, however many
+    subscriptions share them (it used to be one per subscription)."""
+    import elvin.router.engine as engine_module
+
+    engine = Engine()
+    subs = [add(engine, "o", f'Group == "g{i}"') for i in range(2000)]
+    calls = []
+    real = engine_module.prepare_subscription
+    monkeypatch.setattr(engine_module, "prepare_subscription",
+                        lambda keys: calls.append(keys) or real(keys))
+    engine.set_owner_keys("o", Keys.producer_subscription("k"))
+    assert len(calls) == 1
+    assert all(sub.conn is subs[0].conn for sub in subs)
+    nkeys = prepare_notification(Keys.producer("k"))
+    assert ids(engine.match_owners({"Group": "g7"}, nkeys), "o", 0) == [subs[7].id]
