@@ -307,7 +307,12 @@ class Session:
         self.router.stats.drops += count
 
     def _queue_overflow(self) -> None:
-        log.warning("%s: send queue full with drop policy 'none': closing", self.peer)
+        notes = getattr(self.router, "session_notes", None)
+        if notes is not None:
+            notes.log("clients closed for a full send queue", logging.WARNING,
+                      "%s: send queue full with drop policy 'none': closing", self.peer)
+        else:
+            log.warning("%s: send queue full with drop policy 'none': closing", self.peer)
         self.core.abort()
 
     def _backpressure(self, on: bool) -> None:

@@ -467,7 +467,7 @@ class SessionCore:
         self.host.stats.protocol_errors += 1
         if self.errors >= self.host.config.max_protocol_errors and self.state is CONNECTED:
             _note(self.host, "clients disconnected for protocol errors", logging.WARNING,
-                       "%s: %d protocol errors: disconnecting", self.peer, self.errors)
+                  "%s: %d protocol errors: disconnecting", self.peer, self.errors)
             self.disconnect(DisconnReason.PROTOCOL_ERRORS,
                             f"{self.errors} protocol errors")
 
@@ -475,7 +475,7 @@ class SessionCore:
         """A protocol violation (7.3.2): close this channel."""
         self.host.stats.protocol_errors += 1
         _note(self.host, "protocol violations", logging.INFO, "%s: protocol violation: %s",
-                   self.peer, reason)
+              self.peer, reason)
         if self.state is CONNECTED:
             self.disconnect(DisconnReason.PROTOCOL_ERRORS, f"protocol violation: {reason}")
         else:
@@ -538,8 +538,8 @@ class SessionCore:
             # full (max-connections): the spec lets the router answer ConnRqst
             # with Disconn (reason 2: connect there instead) or a Nack
             if redirect:
-                log.info("%s: connection limit reached: redirecting to %s", self.peer,
-                         redirect)
+                _note(self.host, "clients redirected at max-connections", logging.INFO,
+                      "%s: connection limit reached: redirecting to %s", self.peer, redirect)
                 self.disconnect(DisconnReason.REDIRECT, redirect)  # type: ignore[arg-type]
             else:
                 self.nack(p.xid, NackCode.IMPL_LIMIT, "Too many connections")
@@ -824,8 +824,8 @@ class SessionCore:
         else:
             return False
         self.host.stats.refuse("keys")
-        _note(self.host, "requests refused for their keys", logging.INFO, "%s: %s", self.peer,
-                   message)
+        _note(self.host, "requests refused for their keys", logging.INFO, "%s: %s",
+              self.peer, message)
         self.nack(xid, NackCode.IMPL_LIMIT, message)
         return True
 
