@@ -303,6 +303,11 @@ class Engine:
     def refers(self, name: str) -> bool:
         return bool(self._refs.get(name))
 
+    def referring_count(self, name: str) -> int:
+        """How many subscriptions refer to ``name`` (no dict built)."""
+        subs = self._refs.get(name)
+        return len(subs) if subs else 0
+
     def watch(self, name: str, callback: Callable[[bool], None]) -> None:
         """``callback(True)`` when the first subscription starts referring to
         ``name``, ``callback(False)`` when the last one stops."""

@@ -96,6 +96,10 @@ class QuenchManager:
     def owned(self, owner: Hashable) -> dict[int, Quench]:
         return self.by_owner.get(owner, {})
 
+    def quenched_names(self) -> Iterable[str]:
+        """The attribute names some quench names (a live view)."""
+        return self._by_name.keys()
+
     # -- views ------------------------------------------------------------------------
     def _concerned(self, names: Iterable[str]) -> dict[int, Quench]:
         out: dict[int, Quench] = {}

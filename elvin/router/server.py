@@ -458,15 +458,23 @@ class Router:
 
     def owner_sub_keys_changed(self, session: Session, keys: Keys) -> None:
         """A SecRqst changed the session's subscription keys: one store in the
-        engine (``Engine.set_owner_keys``), whatever the session holds; only
-        while quenches exist does each subscription's view get compared."""
+        engine (``Engine.set_owner_keys``), whatever the session holds. Only
+        its subscriptions that a quench can see (they refer to a quenched
+        name) have their quench views compared, found through whichever is
+        smaller: its subscriptions, or those referring to the quenched names."""
         quench = self.quench
+        engine = self.engine
         if not len(quench):
-            self.engine.set_owner_keys(session, keys)
+            engine.set_owner_keys(session, keys)
             return
-        subs = list(self.engine.owned(session).values())
+        owned = engine.owned(session)
+        names = list(quench.quenched_names())
+        if sum(engine.referring_count(name) for name in names) < len(owned):
+            subs = [sub for sub in engine.referring(names).values() if sub.owner is session]
+        else:
+            subs = [sub for sub in owned.values() if not sub.names.isdisjoint(names)]
         views = [quench.view(sub) for sub in subs]
-        self.engine.set_owner_keys(session, keys)
+        engine.set_owner_keys(session, keys)
         for sub, before in zip(subs, views, strict=True):
             quench.subscription_modified(sub, before, False)
 
