@@ -38,7 +38,7 @@ from typing import Any
 
 from elvin.ratelog import RateLimitedLog
 
-__all__ = ["Door", "raise_nofile_limit"]
+__all__ = ["Door", "raise_nofile_limit", "tls_key"]
 
 log = logging.getLogger("elvin.router.door")
 
@@ -99,6 +99,12 @@ class _Partial:
         self.offset, self.since, self.announced, self.held = offset, since, announced, held
 
 
+def tls_key(peer: Any) -> tuple:
+    """What the door files a TLS socket under until its handshake is done
+    (``peer``: an ``elvin.federation.admission.Peer``)."""
+    return ("tls", peer.address, peer.port)
+
+
 def _address(peer: Any) -> str | None:
     if isinstance(peer, tuple) and len(peer) >= 2 and isinstance(peer[0], str):
         return peer[0]
@@ -153,6 +159,18 @@ class Door:
         if address is not None:
             self._per_address[address] = self._per_address.get(address, 0) + 1
             self._pre_address[address] = self._pre_address.get(address, 0) + 1
+        return True
+
+    def transfer(self, key: Any, channel: Any) -> bool:
+        """The socket counted under ``key`` (a TLS socket at its accept) is
+        now ``channel`` (its session, once the handshake is done): the
+        counts move over. False if nothing was counted under ``key``."""
+        if key not in self._address_of:
+            return False
+        self._address_of[channel] = self._address_of.pop(key)
+        if key in self._pre:
+            self._pre.discard(key)
+            self._pre.add(channel)
         return True
 
     def refuse(self, kind: str, message: str, *args: Any) -> None:

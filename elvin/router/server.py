@@ -27,6 +27,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from elvin.errors import RouterStartError
+from elvin.federation.tlsaccept import Handshaking
 from elvin.keys import Keys
 from elvin.protocol import (
     DisconnReason,
@@ -38,7 +39,7 @@ from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
 from elvin.router.connlog import ConnectionLog
-from elvin.router.door import Door, raise_nofile_limit
+from elvin.router.door import Door, raise_nofile_limit, tls_key
 from elvin.router.engine import Engine
 from elvin.router.options import OptionRanges, initial_options
 from elvin.router.quench import QuenchManager
@@ -76,6 +77,8 @@ class Router:
         self.router_id = (f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}"
                           f":{next(_ROUTER_SEQUENCE)}")
         self._servers: list[tuple[str, asyncio.AbstractServer]] = []
+        #: TLS sockets whose handshake is under way (aborted at stop)
+        self._tls_pending: set[asyncio.BaseTransport] = set()
         self._stopped: asyncio.Event | None = None
         self._stats_handle: asyncio.TimerHandle | None = None
         self._stopping = False
@@ -152,15 +155,40 @@ class Router:
         context = listener_context(self.config.tls_cert, self.config.tls_key,
                                    f"listen URI {uri}") if parsed.secure else None
         host = None if parsed.host in ("", "*") else parsed.host
+        listener = str(parsed)
+        if context is None:
+            def factory() -> Any:
+                return Session(self, listener)
+        else:
+            # TLS over plain TCP (elvin.federation.tlsaccept): the door counts
+            # the socket from its accept, not from the end of its handshake
+            def factory() -> Any:
+                return Handshaking(lambda: Session(self, listener), context,
+                                   self.config.connect_timeout, self._tls_failed,
+                                   self._tls_pending, room=self._tls_room)
         try:
             server = await self.loop.create_server(  # type: ignore[union-attr]
-                lambda: Session(self, str(parsed)), host, parsed.port, ssl=context,
-                reuse_address=True, backlog=1024, start_serving=False,
-                ssl_handshake_timeout=self.config.connect_timeout if context else None)
+                factory, host, parsed.port, reuse_address=True, backlog=1024,
+                start_serving=False)
         except OSError as exc:
             raise RouterStartError(f"cannot listen on {parsed.host}:{parsed.port} "
                                    f"({uri}): {exc.strerror or exc}") from None
         self._servers.append(("ssl" if parsed.secure else "tcp", server))
+
+    def _tls_room(self, peer: Any) -> bool:
+        """A TLS socket was accepted: the door admits it (or closes it) before
+        any TLS work; its session takes the count over (``Door.transfer``)."""
+        door = self.door
+        return door is None or door.admit(tls_key(peer), (peer.address, peer.port))
+
+    def _tls_failed(self, peer: Any, exc: BaseException) -> None:
+        """A TLS handshake failed (or timed out): said rate-limited, uncounted."""
+        door = self.door
+        if door is not None:
+            door.closed(tls_key(peer))
+            door.notes.log("failed TLS handshakes", logging.INFO,
+                           "TLS handshake from %s:%s failed: %s", peer.address, peer.port,
+                           exc or type(exc).__name__)
 
     @property
     def ports(self) -> list[int]:
@@ -206,6 +234,8 @@ class Router:
             self._stats_handle = None
         self.census.stop()
         await self._close_servers()
+        for transport in list(self._tls_pending):
+            transport.abort()               # type: ignore[attr-defined]
         await self._stop_federation()   # Disconn to every federated router
         for session in list(self.sessions):
             try:

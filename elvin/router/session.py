@@ -125,7 +125,12 @@ class Session:
         self.transport = transport
         self.core.peer = transport.get_extra_info("peername")
         door = getattr(self.router, "door", None)
-        if door is not None and not door.admit(self, self.core.peer):
+        peer = self.core.peer
+        if door is not None and transport.get_extra_info("ssl_object") is not None and \
+                isinstance(peer, tuple) and len(peer) >= 2 and \
+                door.transfer(("tls", peer[0], peer[1]), self):
+            pass                        # counted since its accept (Router._tls_room)
+        elif door is not None and not door.admit(self, peer):
             self._refused = True        # closed at once, without a word
             core = self.core
             core.state, core.released = CLOSED, True
