@@ -28,7 +28,8 @@ Scenarios (issue #43, and #42's SecRqst):
 * ``keys-big``: 100 SecRqst each adding a 1 MiB subscription key.
 * ``keys-many``: 150 SecRqst each adding 1,024 16-byte keys (153,600 keys).
 * ``secrqst``: a session with 65,536 subscriptions sends 10 SecRqst (adding,
-  then removing, a subscription key): each one's time.
+  then removing, a subscription key): each one's time; ``secrqst-quench``: the
+  same while another session quenches a name none of them refers to.
 * ``fed-refused``: 1,000 FedConnRqst for a domain the router does not accept.
 * ``pre-timeouts``: 480 idle sockets from 8 addresses, ``connect-timeout`` 1 s.
 
@@ -317,6 +318,17 @@ async def secrqst_prepare(r: Router):
     return keyed
 
 
+async def secrqst_quench_prepare(r: Router):
+    """As ``secrqst``, with a quench on a name no subscription refers to."""
+    from elvin.protocol import QnchAddRqst
+
+    quencher = await open_peer(r.port)
+    await quencher.request(QnchAddRqst(2, ("Unrelated",)))
+    keyed = await secrqst_prepare(r)
+    keyed.quencher = quencher
+    return keyed
+
+
 async def secrqst(r: Router, keyed) -> str:
     times = []
     key = Keys.consumer_subscription(b"a key of the session")
@@ -385,6 +397,7 @@ SCENARIOS = {
     "keys-big": (keys_big, {}, None, False),
     "keys-many": (keys_many, {}, None, False),
     "secrqst": (secrqst, {}, None, False),
+    "secrqst-quench": (secrqst, {}, None, False),
     "fed-refused": (fed_refused, {}, None, True),
     "pre-timeouts": (pre_timeouts, {"connect-timeout": 1}, None, False),
 }
@@ -393,7 +406,7 @@ _OLD_KEYS = {"connect-timeout"}
 
 
 #: what a scenario sets up before the bystander starts measuring
-PREPARE = {"secrqst": secrqst_prepare}
+PREPARE = {"secrqst": secrqst_prepare, "secrqst-quench": secrqst_quench_prepare}
 
 
 async def _scenario(name: str, r: Router) -> tuple[str, Sampler, str, dict]:
@@ -403,8 +416,8 @@ async def _scenario(name: str, r: Router) -> tuple[str, Sampler, str, dict]:
     with Bystander(r.port) as bystander, Sampler(r) as sampler:
         sampler.rss = rss0
         task = asyncio.ensure_future(attack(r) if prepared is None else attack(r, prepared))
-        await asyncio.sleep(1.0 if name not in ("keys-big", "keys-many", "secrqst") else 0)
-        newcomer = await _newcomer(r.port) if name != "secrqst" else "-"
+        await asyncio.sleep(0 if name in ("keys-big", "keys-many") or name in PREPARE else 1.0)
+        newcomer = await _newcomer(r.port) if name not in PREPARE else "-"
         what = await task
     return what, sampler, newcomer, bystander.result
 
