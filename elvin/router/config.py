@@ -36,8 +36,8 @@ keys (``log-level`` or ``log_level``, both spellings work)::
 
     # what outsiders may hold (elvin.router.door); 0 = no limit where a count
     max-connections-per-address = 1024  # sockets from one IP address, in any state
-    max-pre-session = 1024        # sockets that have not sent ConnRqst/UNotify yet, in all
-    max-pre-session-per-address = 64    # ... and from one IP address
+    max-pre-session = 4096        # sockets that have not sent ConnRqst/UNotify yet, in all
+    max-pre-session-per-address = 256   # ... and from one IP address
     pre-session-max-length = 16384  # bytes of a frame before ConnRqst (UNotify: the
                                   # Packet.Max-Length default)
     frame-timeout = 10            # seconds of grace for a frame to arrive whole, plus
@@ -176,8 +176,10 @@ class RouterConfig:
     #: what outsiders may hold (elvin.router.door, elvin.router.session_core);
     #: a count of 0 is no limit
     max_connections_per_address: int = 1024
-    max_pre_session: int = 1024
-    max_pre_session_per_address: int = 64
+    max_pre_session: int = 4096
+    #: room for a burst of clients reconnecting at once from behind one NAT
+    #: address (200 concurrent connects from one address are ordinary)
+    max_pre_session_per_address: int = 256
     pre_session_max_length: int = 16 * 1024
     frame_timeout: float = 10.0
     frame_min_rate: int = 64 * 1024
