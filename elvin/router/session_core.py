@@ -132,6 +132,9 @@ __all__ = ["CLOSED", "CLOSING", "CONNECTED", "NEW", "OFF_LOOP_LENGTH", "UNOTIFY"
 
 NEW, UNOTIFY, CONNECTED, CLOSING, CLOSED = "new", "unotify", "connected", "closing", "closed"
 
+#: the peer name of the router's in-process clients (elvin.router.localchannel)
+INTERNAL_PEER = ("in-process", 0)
+
 #: expressions longer than this (characters) compile on the host's worker
 OFF_LOOP_LENGTH = 256      # longer ones take 5-20 ms to compile: the worker does them
 
@@ -814,7 +817,12 @@ class SessionCore:
     def _key_limit_refused(self, xid: int, what: str, count: int, size: int,
                            max_count: int, max_bytes: int, key: str) -> bool:
         """Nack IMPL_LIMIT naming the limit a key set is over (and count
-        it), else False. 0 is no limit."""
+        it), else False. 0 is no limit. The router's in-process clients (its
+        mobility proxy) are held to none: a moved-out client's connection
+        keys are merged into each of its subscriptions there, and were
+        checked at that client's own connection."""
+        if self.peer == INTERNAL_PEER:
+            return False
         if max_count and count > max_count:
             message = (f"Too many {what} keys: {count}, at most {max_count} "
                        f"(max-keys-per-{key})")
