@@ -115,18 +115,22 @@ class Counter(asyncio.Protocol):
 
 
 async def connect_counter(port: int, options: dict | None = None) -> Counter:
+    """A connected ``Counter``; retried, as a client would, while the router
+    refuses the socket (not listening yet, or its door closed it before
+    ConnRply: a burst of connects from one address past
+    ``max-pre-session-per-address``)."""
     loop = asyncio.get_running_loop()
     for attempt in range(50):
         try:
             _, peer = await loop.create_connection(Counter, "127.0.0.1", port)
-            break
-        except OSError:
+            peer.transport.write(frame(ConnRqst(1, 4, 0, options or {})))
+            await asyncio.wait_for(peer.connected, 60)
+            return peer
+        except (OSError, ConnectionError):
             if attempt == 49:
                 raise
-            await asyncio.sleep(0.05)
-    peer.transport.write(frame(ConnRqst(1, 4, 0, options or {})))
-    await asyncio.wait_for(peer.connected, 60)
-    return peer
+            await asyncio.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def request_block(texts: list[str], first_xid: int = 10) -> bytes:

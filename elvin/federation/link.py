@@ -411,8 +411,10 @@ class Link(asyncio.Protocol):
             self.transport.abort()
 
     def violation(self, reason: str) -> None:
-        log.warning("federation peer %s (%s) violated the protocol: %s; disconnecting",
-                    self.peer, self.remote_domain or "unknown domain", reason)
+        self.service.notes.log("federation protocol violations", logging.WARNING,
+                               "federation peer %s (%s) violated the protocol: %s; "
+                               "disconnecting", self.peer,
+                               self.remote_domain or "unknown domain", reason)
         self.close(DisconnReason.PROTOCOL_ERRORS, reason[:200])
 
     def _cancel_timers(self) -> None:
@@ -426,9 +428,11 @@ class Link(asyncio.Protocol):
     def _handshake_timeout(self) -> None:
         self._timer = None
         if self.state in (AWAIT_RQST, AWAIT_RPLY):
-            log.warning("federation peer %s: no %s within %.0f s; closing", self.peer,
-                        "FedConnRqst" if self.state == AWAIT_RQST else "FedConnRply",
-                        self.service.config.request_timeout)
+            self.service.notes.log(
+                "federation handshakes timed out", logging.WARNING,
+                "federation peer %s: no %s within %.0f s; closing", self.peer,
+                "FedConnRqst" if self.state == AWAIT_RQST else "FedConnRply",
+                self.service.config.request_timeout)
             self.close(0)
 
     def _schedule_keepalive(self) -> None:
@@ -492,8 +496,9 @@ class Link(asyncio.Protocol):
         """A bad FedSubReplace is Nacked; any other bad packet ends the link."""
         pid, xid = exc.packet_id, exc.xid
         if pid == FedSubReplace.ID and xid and self.state == LINKED:
-            log.warning("federation peer %r sent a bad pull filter: %s",
-                        self.remote_domain, exc)
+            self.service.notes.log("bad pull filters from federation peers", logging.WARNING,
+                                   "federation peer %r sent a bad pull filter: %s",
+                                   self.remote_domain, exc)
             self._send(Nack(xid, int(NackCode.PROT_ERROR), f"bad SubAST: {exc}"[:200]))
             return
         self.violation(f"malformed packet: {exc}")
@@ -562,7 +567,8 @@ class Link(asyncio.Protocol):
     def _refuse(self, xid: int, code: int, reason: str, told: str | None = None) -> None:
         """Nack the FedConnRqst (with ``told``, else ``reason``) and close;
         the log says ``reason``."""
-        log.warning("refused federation link from %s: %s", self.peer, reason)
+        self.service.notes.log("refused federation links", logging.WARNING,
+                               "refused federation link from %s: %s", self.peer, reason)
         self.service.stats.links_refused += 1
         self._send(Nack(xid, code, (reason if told is None else told)[:200]))
         self.state = CLOSED
@@ -615,7 +621,9 @@ class Link(asyncio.Protocol):
         elif isinstance(packet, ConfConn):
             self._test_pending = False
         elif isinstance(packet, DropWarn):
-            log.warning("federation peer %r dropped packets (DropWarn)", self.remote_domain)
+            self.service.notes.log("DropWarns from federation peers", logging.WARNING,
+                                   "federation peer %r dropped packets (DropWarn)",
+                                   self.remote_domain)
         elif isinstance(packet, Disconn):
             log.info("federation peer %r disconnected (reason %d%s)", self.remote_domain,
                      packet.reason, f": {packet.args}" if packet.args else "")
@@ -670,13 +678,15 @@ class Link(asyncio.Protocol):
         self.stats.sub_replace_received += 1
         self.service.stats.sub_replace_received += 1
         if isinstance(outcome, SubscriptionError):
-            log.warning("federation peer %r sent a pull filter we cannot use: %s",
-                        self.remote_domain, outcome)
+            self.service.notes.log("bad pull filters from federation peers", logging.WARNING,
+                                   "federation peer %r sent a pull filter we cannot use: %s",
+                                   self.remote_domain, outcome)
             self._send(Nack(p.xid, int(outcome.nack_code), str(outcome)[:200]))
             return
         if isinstance(outcome, Exception):   # never let a peer's tree hurt the router
-            log.warning("federation peer %r sent an unusable pull filter: %s",
-                        self.remote_domain, outcome)
+            self.service.notes.log("bad pull filters from federation peers", logging.WARNING,
+                                   "federation peer %r sent an unusable pull filter: %s",
+                                   self.remote_domain, outcome)
             self._send(Nack(p.xid, int(NackCode.PARSE_ERROR), "unusable pull filter"))
             return
         if outcome is not self.remote_matcher:
@@ -724,8 +734,9 @@ class Link(asyncio.Protocol):
         try:
             service.host.deliver(attrs, block, p.deliver_insecure, p.keys, tuple(routing))
         except KeyRefused as exc:
-            log.warning("federation peer %r: FedNotify with bad keys ignored (%s)",
-                        self.remote_domain, exc.message)
+            self.service.notes.log("FedNotify with bad keys ignored", logging.WARNING,
+                                   "federation peer %r: FedNotify with bad keys ignored (%s)",
+                                   self.remote_domain, exc.message)
             return
         self.stats.fed_notify_delivered += 1
         service.stats.fed_notify_delivered += 1

@@ -90,6 +90,7 @@ from elvin.federation.topology import (
 )
 from elvin.keys import Keys
 from elvin.protocol import DisconnReason, encode_attributes
+from elvin.ratelog import RateLimitedLog
 from elvin.tls import ask_for_client_certificates
 
 log = logging.getLogger("elvin.federation")
@@ -111,6 +112,9 @@ class FederationService:
         self.domain: str = config.router_domain or f"{socket.getfqdn()}:{host.router_id}"
         self.limits = host.limits
         self.stats = FederationStats()
+        #: what dialling strangers can make it say, rate-limited (elvin.ratelog):
+        #: refused FedConnRqst, handshakes timed out, protocol violations
+        self.notes = RateLimitedLog(log)
         self.stopping = False
         self.links: set[Link] = set()              # every open connection
         self.linked: dict[str, Link] = {}          # established, by remote domain
@@ -184,6 +188,7 @@ class FederationService:
         for link in list(self.links):
             link.abort()
         self.resolver.close()
+        self.notes.close()
 
     def _say_who_may_link(self, config: FederationConfig) -> None:
         """Once at start (and at a reload): the rules that admit any address

@@ -73,6 +73,24 @@ class FrameDecoder:
         return len(self._buf)
 
     @property
+    def offset(self) -> int:
+        """Stream offset of the first buffered byte (where a partial frame starts)."""
+        return self._consumed
+
+    @property
+    def pending_length(self) -> int | None:
+        """The length the buffered partial frame announces (None: its header
+        has not arrived whole)."""
+        buf = self._buf
+        return _u32(buf, 0)[0] if len(buf) >= 4 else None
+
+    @property
+    def pending_type(self) -> int | None:
+        """The packet type of the buffered partial frame (None: not arrived)."""
+        buf = self._buf
+        return _u32(buf, 4)[0] if len(buf) >= 8 else None
+
+    @property
     def at_boundary(self) -> bool:
         """True when no partial frame is buffered: the peer may close here
         without a communications error (spec 8.2.1)."""

@@ -34,6 +34,23 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     include = ["/etc/elvind/conf.d/*.toml"]  # more files (glob patterns), read in order
     attribute-names = false       # do not publish the names seen (Elvin-Router-Attributes)
 
+    # what outsiders may hold (elvin.router.door); 0 = no limit where a count
+    max-connections-per-address = 1024  # sockets from one IP address, in any state
+    max-pre-session = 4096        # sockets that have not sent ConnRqst/UNotify yet, in all
+    max-pre-session-per-address = 256   # ... and from one IP address
+    pre-session-max-length = 16384  # bytes of a frame before ConnRqst (UNotify: the
+                                  # Packet.Max-Length default)
+    frame-timeout = 10            # seconds of grace for a frame to arrive whole, plus
+    frame-min-rate = 65536        # bytes/s of its announced size: slower is closed
+    max-partial-bytes = 67108864  # bytes in unfinished frames, router-wide; past it the
+                                  # largest holders are closed first
+    descriptor-reserve = 64       # open files kept for the router's own (log, status,
+                                  # state, archive, federation): sockets past it refused
+    max-keys-per-connection = 256 # connection keys (ConnRqst, SecRqst), notification and
+    max-key-bytes-per-connection = 65536  # subscription keys together: count, bytes
+    max-keys-per-subscription = 64        # a subscription's (or quench's) own keys
+    max-key-bytes-per-subscription = 16384
+
     [options]                     # connection options (spec 7.5): the default value,
     "Packet.Max-Length" = 1048576 # or a table with min/default/max
     "Subscription.Max-Count" = { min = 16, default = 1024, max = 4096 }
@@ -160,6 +177,22 @@ class RouterConfig:
     #: publish the attribute names seen recently (elvin.router.census), for
     #: browsers, while someone subscribes to Elvin-Router-Attributes
     attribute_names: bool = True
+    #: what outsiders may hold (elvin.router.door, elvin.router.session_core);
+    #: a count of 0 is no limit
+    max_connections_per_address: int = 1024
+    max_pre_session: int = 4096
+    #: room for a burst of clients reconnecting at once from behind one NAT
+    #: address (200 concurrent connects from one address are ordinary)
+    max_pre_session_per_address: int = 256
+    pre_session_max_length: int = 16 * 1024
+    frame_timeout: float = 10.0
+    frame_min_rate: int = 64 * 1024
+    max_partial_bytes: int = 64 * 1024 * 1024
+    descriptor_reserve: int = 64
+    max_keys_per_connection: int = 256
+    max_key_bytes_per_connection: int = 64 * 1024
+    max_keys_per_subscription: int = 64
+    max_key_bytes_per_subscription: int = 16 * 1024
 
     def validate(self, source: str = "configuration", text: str = "") -> RouterConfig:
         """Check every value; the first problem as a ``ConfigError`` naming
@@ -216,6 +249,15 @@ class RouterConfig:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{source}{line_of(text, name)}: "
                                   f"{name.replace('_', '-')} must be at least 1")
+        for name in DOOR_LIMITS:
+            key = name.replace("_", "-")
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{source}{line_of(text, key)}: {key} must be 0 (no "
+                                  "limit) or more")
+        for name in ("frame_timeout", "pre_session_max_length"):
+            if getattr(self, name) <= 0:
+                key = name.replace("_", "-")
+                raise ConfigError(f"{source}{line_of(text, key)}: {key} must be positive")
 
     def _check_discovery(self, source: str, _text: str) -> None:
         _validate_discovery(self, source)
@@ -311,7 +353,17 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "status-file": (str, "status_file"),
     "metrics": (str, "metrics"),
     "state-dir": (str, "state_dir"),
+    "pre-session-max-length": (int, "pre_session_max_length"),
+    "frame-timeout": ((int, float), "frame_timeout"),
 }
+#: the counts and sizes of elvin.router.door and the key limits (0 = no limit)
+DOOR_LIMITS = ("max_connections_per_address", "max_pre_session",
+               "max_pre_session_per_address", "frame_min_rate", "max_partial_bytes",
+               "descriptor_reserve", "max_keys_per_connection",
+               "max_key_bytes_per_connection", "max_keys_per_subscription",
+               "max_key_bytes_per_subscription")
+for _name in DOOR_LIMITS:
+    _SCALARS[_name.replace("_", "-")] = (int, _name)
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
           "mobility": "mobility", "quench": "quench",
           "archive-private": "archive_private", "attribute-names": "attribute_names"}
@@ -371,7 +423,8 @@ def _validate_discovery(config: RouterConfig, source: str) -> None:
 RELOADABLE = frozenset({
     "log_level", "log_file", "stats_interval", "options", "federation", "archive",
     "connect_timeout", "close_timeout", "max_protocol_errors", "max_subscriptions",
-    "max_connections", "redirect_to", "quench"})
+    "max_connections", "redirect_to", "quench", "pre_session_max_length", "frame_timeout",
+    *DOOR_LIMITS})
 
 #: how many files one configuration may include, in all (a loop stops here)
 MAX_INCLUDED = 256

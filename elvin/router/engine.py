@@ -14,11 +14,19 @@ only against the predicates whose conditions it meets, so the matching
 cost grows with the subscriptions that can match, not with all of them
 (docs/architecture.md, "The subscription index").
 
-Matched predicates expand to subscriptions. Subscriptions with no keys that
-accept insecure delivery (nearly all of them) are pre-grouped per owner, so a
-match costs one ``list.extend`` per owner; the others are checked one by one
-for a secure key match (``security.prepared_match``) and the insecure rules
-of docs/keys.md.
+Matched predicates expand to subscriptions. Subscriptions with no keys of
+their own that accept insecure delivery (nearly all of them) are pre-grouped
+per owner, so a match costs one ``list.extend`` per owner; the others are
+checked one by one for a secure key match (``security.prepared_match_pair``)
+and the insecure rules of docs/keys.md.
+
+An owner's connection-level subscription keys (SecRqst) are held once per
+owner (``set_owner_keys``), not copied into each subscription: every
+subscription of the owner has the same connection keys, so a change costs
+one dict store whatever the owner holds (a client with 65,536 subscriptions
+used to rekey each of them on the loop, 0.3-0.5 s a SecRqst). A grouped
+subscription's effective keys are then exactly its owner's, and ``match``
+checks them once per (predicate, owner) group.
 
 The engine also keeps ``attribute name -> subscriptions that refer to it``
 (every NAME in the AST, not only required ones): the quench manager uses it
@@ -43,6 +51,7 @@ from elvin.router.security import (
     SubscriptionKeys,
     prepare_subscription,
     prepared_match,
+    prepared_match_pair,
 )
 from elvin.subscription.ast import Node, names_in
 from elvin.subscription.index import TermIndex, plan_for
@@ -51,16 +60,29 @@ from elvin.subscription.unparse import unparse
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EVALUATION_BUDGET", "Engine", "Placement", "Predicate", "Subscription", "place"]
+__all__ = ["EVALUATION_BUDGET", "ConnectionKeys", "Engine", "Placement", "Predicate", "Subscription", "place"]
+
+class ConnectionKeys:
+    """An owner's connection-level subscription keys (SecRqst), raw and
+    prepared (None: no keys); one object for all the owner's subscriptions."""
+
+    __slots__ = ("raw", "prepared")
+
+    def __init__(self) -> None:
+        self.raw: Keys = EMPTY_KEYS
+        self.prepared: SubscriptionKeys | None = None
+
 
 class Subscription:
-    """One registered subscription (one SubAddRqst)."""
+    """One registered subscription (one SubAddRqst). ``keys`` and
+    ``prepared`` are its own keys only; ``conn`` is its owner's
+    ``ConnectionKeys``, shared by all the owner's subscriptions."""
 
-    __slots__ = ("id", "owner", "ast", "accept_insecure", "keys", "owner_keys",
-                 "effective_keys", "prepared", "names", "pred", "plain")
+    __slots__ = ("id", "owner", "ast", "accept_insecure", "keys", "prepared", "conn",
+                 "names", "pred", "plain")
 
     def __init__(self, sub_id: int, owner: Hashable, text: str, ast: Node,
-                 accept_insecure: bool, keys: Keys, owner_keys: Keys,
+                 accept_insecure: bool, keys: Keys, conn: ConnectionKeys,
                  names: frozenset[str] | None = None) -> None:
         # ``text`` is not kept (~90 bytes a subscription): nothing needs the
         # client's spelling once the tree is checked; ``text`` unparses the tree
@@ -69,20 +91,18 @@ class Subscription:
         self.ast = ast
         self.accept_insecure = accept_insecure
         self.keys = keys
-        self.owner_keys = owner_keys
+        self.conn = conn
         self.names = names_in(ast) if names is None else names
         self.pred: Predicate | None = None
         self._rekey()
 
     def _rekey(self) -> None:
-        keys, owner_keys = self.keys, self.owner_keys
-        if owner_keys is not EMPTY_KEYS and owner_keys:
-            keys = keys | owner_keys
-        self.effective_keys = keys
+        keys = self.keys
         # (no keys, the usual case, tested by identity first: Keys.__bool__ is Python)
-        self.prepared: SubscriptionKeys | None = (None if keys is EMPTY_KEYS
+        self.prepared: SubscriptionKeys | None = (None if keys is EMPTY_KEYS or not keys
                                                   else prepare_subscription(keys))
-        # "plain": no keys and accepts insecure delivery -> the common fast path
+        # "plain": no keys of its own and accepts insecure delivery -> grouped
+        # per owner (the owner's connection keys are checked per group)
         self.plain = self.prepared is None and self.accept_insecure
 
     @property
@@ -246,6 +266,10 @@ class Engine:
         self._ids = itertools.count(first_id)
         self.subs: dict[int, Subscription] = {}
         self.by_owner: dict[Hashable, dict[int, Subscription]] = {}
+        #: owner -> its connection subscription keys (owners with
+        #: subscriptions), shared by all its subscriptions; how many have keys
+        self._conn: dict[Hashable, ConnectionKeys] = {}
+        self._keyed_owners = 0
         self._preds = _Predicates()
         #: the predicates by their necessary conditions (elvin.subscription.index)
         self.index = TermIndex()
@@ -278,6 +302,11 @@ class Engine:
 
     def refers(self, name: str) -> bool:
         return bool(self._refs.get(name))
+
+    def referring_count(self, name: str) -> int:
+        """How many subscriptions refer to ``name`` (no dict built)."""
+        subs = self._refs.get(name)
+        return len(subs) if subs else 0
 
     def watch(self, name: str, callback: Callable[[bool], None]) -> None:
         """``callback(True)`` when the first subscription starts referring to
@@ -312,7 +341,12 @@ class Engine:
         (``place(ast)``, worked out elsewhere) stands for both and more."""
         if placement is not None:
             names = placement.names
-        sub = Subscription(next(self._ids), owner, text, ast, accept_insecure, keys, owner_keys,
+        conn = self._conn.get(owner)
+        if conn is None:
+            conn = self._conn[owner] = ConnectionKeys()
+        if owner_keys is not conn.raw:
+            self.set_owner_keys(owner, owner_keys)
+        sub = Subscription(next(self._ids), owner, text, ast, accept_insecure, keys, conn,
                            names)
         self.subs[sub.id] = sub
         owned = self.by_owner.get(owner)
@@ -331,6 +365,9 @@ class Engine:
             owned.pop(sub.id, None)
             if not owned:
                 del self.by_owner[sub.owner]
+                conn = self._conn.pop(sub.owner, None)
+                if conn is not None and conn.prepared is not None:
+                    self._keyed_owners -= 1
         self._detach(sub)
         self._remove_refs(sub)
 
@@ -359,16 +396,32 @@ class Engine:
         if sub.pred is not None:
             sub.pred.invalidate()
 
-    def set_owner_keys(self, owner: Hashable, owner_keys: Keys) -> list[Subscription]:
-        """The owner's connection-level subscription keys changed."""
-        changed = []
-        for sub in self.by_owner.get(owner, {}).values():
-            sub.owner_keys = owner_keys
-            sub._rekey()
-            if sub.pred is not None:
-                sub.pred.invalidate()
-            changed.append(sub)
-        return changed
+    def set_owner_keys(self, owner: Hashable, owner_keys: Keys) -> None:
+        """The owner's connection-level subscription keys (the ones every
+        subscription it holds has besides its own): one store, whatever the
+        owner holds. ``add`` sets them too (the router passes the session's
+        current keys), and they are forgotten with the owner's last
+        subscription."""
+        conn = self._conn.get(owner)
+        if conn is None:            # no subscriptions: the next add brings the keys
+            return
+        had = conn.prepared is not None
+        if owner_keys is EMPTY_KEYS or not owner_keys:
+            conn.raw, conn.prepared = EMPTY_KEYS, None
+        else:
+            conn.raw, conn.prepared = owner_keys, prepare_subscription(owner_keys)
+        self._keyed_owners += (conn.prepared is not None) - had
+
+    def owner_keys(self, owner: Hashable) -> Keys:
+        """The owner's connection subscription keys (EMPTY_KEYS: none)."""
+        conn = self._conn.get(owner)
+        return EMPTY_KEYS if conn is None else conn.raw
+
+    @staticmethod
+    def effective_keys(sub: Subscription) -> Keys:
+        """A subscription's own keys plus its owner's connection keys."""
+        raw = sub.conn.raw
+        return sub.keys | raw if raw else sub.keys
 
     def dismantle(self) -> None:
         """This engine is being dropped whole (a federated peer's replaced
@@ -485,6 +538,9 @@ class Engine:
         preds = self.index.candidates(attrs)
         self.evaluations += len(preds)
         budget = notification_budget()
+        # some owner has connection keys and the notification has keys: the
+        # groups are checked per owner (else the one-extend-per-owner path)
+        keyed = nkeys is not None and self._keyed_owners > 0
         try:
             for pred in preds:
                 try:
@@ -497,7 +553,10 @@ class Engine:
                 if groups is None:
                     pred._build()
                     groups = pred._groups
-                if deliver_insecure:
+                if keyed:
+                    self._match_keyed_groups(groups, nkeys, deliver_insecure,  # type: ignore
+                                             insecure, secure)
+                elif deliver_insecure:
                     for owner, ids in groups:  # type: ignore[union-attr]
                         prev = insecure.get(owner)
                         if prev is None:
@@ -507,7 +566,9 @@ class Engine:
                         else:
                             prev.extend(ids)
                 for sub in pred._special:  # type: ignore[union-attr]
-                    if nkeys is not None and prepared_match(nkeys, sub.prepared):
+                    if nkeys is not None and (
+                            prepared_match_pair(nkeys, sub.prepared, sub.conn.prepared)
+                            if keyed else prepared_match(nkeys, sub.prepared)):
                         target = secure
                     elif deliver_insecure and sub.accept_insecure:
                         target = insecure
@@ -523,6 +584,32 @@ class Engine:
         finally:
             budget[3] = 0.0
         return insecure, secure
+
+    def _match_keyed_groups(self, groups: list, nkeys: NotificationKeys,
+                            deliver_insecure: bool, insecure: dict, secure: dict) -> None:
+        """One predicate's groups when some owner has connection keys: an
+        owner's group goes to ``secure`` when its keys match (the same
+        answer for each subscription of the group), else to ``insecure``."""
+        conns = self._conn
+        for owner, ids in groups:
+            conn = conns.get(owner)
+            if conn is not None and conn.prepared is not None \
+                    and prepared_match(nkeys, conn.prepared):
+                prev = secure.get(owner)
+                if prev is None:
+                    secure[owner] = list(ids)
+                else:
+                    prev.extend(ids)
+                continue
+            if not deliver_insecure:
+                continue
+            prev = insecure.get(owner)
+            if prev is None:
+                insecure[owner] = ids
+            elif type(prev) is tuple:
+                insecure[owner] = [*prev, *ids]
+            else:
+                prev.extend(ids)
 
     def match_owners(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,
                      deliver_insecure: bool = True) -> dict[Hashable, tuple[list, list]]:

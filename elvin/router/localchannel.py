@@ -28,10 +28,12 @@ from collections.abc import Callable
 from typing import Any
 
 from elvin.protocol import split_notify_deliver
+from elvin.router.session_core import INTERNAL_PEER
 
 __all__ = ["LocalChannel", "connect_local"]
 
-PEER_NAME = ("in-process", 0)
+#: the peer name of an in-process client (``SessionCore`` holds it to no key limit)
+PEER_NAME = INTERNAL_PEER
 _LENGTH = struct.Struct(">I").unpack_from
 
 

@@ -121,6 +121,19 @@ def exposition(status: Mapping[str, Any]) -> str:
         value = counters.get("connections_total" if key == "connections" else key, 0)
         family(f"{key}" if key != "connections" else "connections_accepted", "counter",
                help_text).add(value)
+    refused = family("refused", "counter",
+                     "sockets, channels and requests refused by the router's limits, by kind")
+    for kind, value in sorted((counters.get("refused") or {}).items()):
+        refused.add(value, kind=kind)
+    door = status.get("door") or {}
+    family("pre_session_sockets", "gauge", "sockets that have not sent ConnRqst yet").add(
+        door.get("pre_session", 0))
+    family("partial_frame_bytes", "gauge", "bytes held in unfinished frames").add(
+        door.get("partial_bytes", 0))
+    family("open_files", "gauge", "descriptors in use (-1: unknown)").add(
+        door.get("descriptors", -1))
+    family("open_files_limit", "gauge", "the soft open-files limit (-1: unknown)").add(
+        door.get("descriptor_limit", -1))
     fed = status.get("federation")
     links = family("federation_link_up", "gauge",
                    "1 when the federation link is in this state (linked, connecting, down)")

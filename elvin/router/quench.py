@@ -34,7 +34,7 @@ from collections.abc import Callable, Hashable, Iterable
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.protocol import SubAddNotify, SubDelNotify, SubModNotify
 from elvin.router.engine import Engine, Subscription
-from elvin.router.security import NotificationKeys, prepare_notification, prepared_match
+from elvin.router.security import NotificationKeys, prepare_notification, prepared_match_pair
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,8 @@ class Quench:
 
     def status(self, sub: Subscription) -> int:
         """SECURE, INSECURE or 0 for a subscription that concerns this quench."""
-        if self.prepared is not None and prepared_match(self.prepared, sub.prepared):
+        if self.prepared is not None and prepared_match_pair(self.prepared, sub.prepared,
+                                                             sub.conn.prepared):
             return SECURE
         if sub.accept_insecure and self.deliver_insecure:
             return INSECURE
@@ -94,6 +95,10 @@ class QuenchManager:
 
     def owned(self, owner: Hashable) -> dict[int, Quench]:
         return self.by_owner.get(owner, {})
+
+    def quenched_names(self) -> Iterable[str]:
+        """The attribute names some quench names (a live view)."""
+        return self._by_name.keys()
 
     # -- views ------------------------------------------------------------------------
     def _concerned(self, names: Iterable[str]) -> dict[int, Quench]:

@@ -26,10 +26,12 @@ __all__ = [
     "NotificationKeys",
     "SubscriptionKeys",
     "check_keys",
+    "key_totals",
     "key_delta_error",
     "prepare_notification",
     "prepare_subscription",
     "prepared_match",
+    "prepared_match_pair",
 ]
 
 _EMPTY: frozenset[bytes] = frozenset()
@@ -86,6 +88,26 @@ def prepared_match(n: NotificationKeys | None, s: SubscriptionKeys | None) -> bo
                 and not n.dcons.isdisjoint(s.dcons))
 
 
+def prepared_match_pair(n: NotificationKeys | None, a: SubscriptionKeys | None,
+                        b: SubscriptionKeys | None) -> bool:
+    """``prepared_match`` against the union of ``a`` and ``b`` (a subscription's
+    own keys and its connection's), without building the union: the
+    connection's keys are prepared once for all its subscriptions."""
+    if b is None:
+        return prepared_match(n, a)
+    if a is None:
+        return prepared_match(n, b)
+    if n is None:
+        return False
+    if n.prod and not (n.prod.isdisjoint(a.prod) and n.prod.isdisjoint(b.prod)):
+        return True
+    if n.cons and not (n.cons.isdisjoint(a.cons) and n.cons.isdisjoint(b.cons)):
+        return True
+    return bool(n.dprod and n.dcons
+                and not (n.dprod.isdisjoint(a.dprod) and n.dprod.isdisjoint(b.dprod))
+                and not (n.dcons.isdisjoint(a.dcons) and n.dcons.isdisjoint(b.dcons)))
+
+
 def check_keys(keys: Keys) -> None:
     """Refuse unknown schemes (BAD_KEY_SCHEME) and extra key sets (BAD_KEY_INDEX)."""
     if not keys:
@@ -99,6 +121,19 @@ def check_keys(keys: Keys) -> None:
         if len(sets) > kind.set_count:
             raise KeyRefused(NackCode.BAD_KEY_INDEX, "Key scheme %1 has no key set %2",
                             (_int32(scheme), kind.set_count))
+
+
+def key_totals(*key_sets: Keys) -> tuple[int, int]:
+    """(number, bytes) of the keys in ``key_sets``, for the key limits."""
+    count = size = 0
+    for keys in key_sets:
+        if not keys:
+            continue
+        for sets in keys.sets.values():
+            for keyset in sets:
+                count += len(keyset)
+                size += sum(map(len, keyset))
+    return count, size
 
 
 def key_delta_error(current: Keys, add: Keys, delete: Keys, what: str) -> KeyRefused | None:

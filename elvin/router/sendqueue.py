@@ -193,8 +193,10 @@ class SendQueue:
         if policy == "none":
             if incoming is None and size == 0:
                 return True
-            log.warning("send queue limit of %d bytes reached with drop policy 'none': "
-                        "closing the session", self.max_bytes)
+            # (the session says so, rate-limited: a client that stops reading
+            # can make this happen as often as it likes)
+            log.debug("send queue limit of %d bytes reached with drop policy 'none': "
+                      "closing the session", self.max_bytes)
             on_overflow = self.on_overflow
             self.close()
             if on_overflow is not None:

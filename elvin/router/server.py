@@ -27,16 +27,19 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from elvin.errors import RouterStartError
+from elvin.federation.tlsaccept import Handshaking
 from elvin.keys import Keys
 from elvin.protocol import (
     DisconnReason,
     encode_attributes,
     frame_notify_deliver,
 )
+from elvin.ratelog import RateLimitedLog
 from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
 from elvin.router.connlog import ConnectionLog
+from elvin.router.door import Door, raise_nofile_limit, tls_key
 from elvin.router.engine import Engine
 from elvin.router.options import OptionRanges, initial_options
 from elvin.router.quench import QuenchManager
@@ -74,6 +77,8 @@ class Router:
         self.router_id = (f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}"
                           f":{next(_ROUTER_SEQUENCE)}")
         self._servers: list[tuple[str, asyncio.AbstractServer]] = []
+        #: TLS sockets whose handshake is under way (aborted at stop)
+        self._tls_pending: set[asyncio.BaseTransport] = set()
         self._stopped: asyncio.Event | None = None
         self._stats_handle: asyncio.TimerHandle | None = None
         self._stopping = False
@@ -98,6 +103,10 @@ class Router:
         #: is set, else None (``deliver`` tests only this)
         self.federation: Any = None
         self._producer_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        #: admission and partial-frame accounting (elvin.router.door), while running
+        self.door: Door | None = None
+        #: what clients can make the sessions say, rate-limited (elvin.ratelog)
+        self.session_notes = RateLimitedLog(logging.getLogger("elvin.router.session"))
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> Router:
@@ -109,6 +118,10 @@ class Router:
         self._stopped = asyncio.Event()
         self._stopping = False
         self.stats = Stats()
+        soft, hard = raise_nofile_limit()
+        log.debug("open-files limit %d (hard %d), %d kept in reserve", soft, hard,
+                  self.config.descriptor_reserve)
+        self.door = Door(self.config, self.stats, self.loop, soft)
         # lark builds its parser on the first parse (~50-100 ms): do it now,
         # before any client can be kept waiting by it
         self.compile("require(Elvin-Router-Warm-Up)")
@@ -142,15 +155,40 @@ class Router:
         context = listener_context(self.config.tls_cert, self.config.tls_key,
                                    f"listen URI {uri}") if parsed.secure else None
         host = None if parsed.host in ("", "*") else parsed.host
+        listener = str(parsed)
+        if context is None:
+            def factory() -> Any:
+                return Session(self, listener)
+        else:
+            # TLS over plain TCP (elvin.federation.tlsaccept): the door counts
+            # the socket from its accept, not from the end of its handshake
+            def factory() -> Any:
+                return Handshaking(lambda: Session(self, listener), context,
+                                   self.config.connect_timeout, self._tls_failed,
+                                   self._tls_pending, room=self._tls_room)
         try:
             server = await self.loop.create_server(  # type: ignore[union-attr]
-                lambda: Session(self, str(parsed)), host, parsed.port, ssl=context,
-                reuse_address=True, backlog=1024, start_serving=False,
-                ssl_handshake_timeout=self.config.connect_timeout if context else None)
+                factory, host, parsed.port, reuse_address=True, backlog=1024,
+                start_serving=False)
         except OSError as exc:
             raise RouterStartError(f"cannot listen on {parsed.host}:{parsed.port} "
                                    f"({uri}): {exc.strerror or exc}") from None
         self._servers.append(("ssl" if parsed.secure else "tcp", server))
+
+    def _tls_room(self, peer: Any) -> bool:
+        """A TLS socket was accepted: the door admits it (or closes it) before
+        any TLS work; its session takes the count over (``Door.transfer``)."""
+        door = self.door
+        return door is None or door.admit(tls_key(peer), (peer.address, peer.port))
+
+    def _tls_failed(self, peer: Any, exc: BaseException) -> None:
+        """A TLS handshake failed (or timed out): said rate-limited, uncounted."""
+        door = self.door
+        if door is not None:
+            door.closed(tls_key(peer))
+            door.notes.log("failed TLS handshakes", logging.INFO,
+                           "TLS handshake from %s:%s failed: %s", peer.address, peer.port,
+                           exc or type(exc).__name__)
 
     @property
     def ports(self) -> list[int]:
@@ -196,6 +234,8 @@ class Router:
             self._stats_handle = None
         self.census.stop()
         await self._close_servers()
+        for transport in list(self._tls_pending):
+            transport.abort()               # type: ignore[attr-defined]
         await self._stop_federation()   # Disconn to every federated router
         for session in list(self.sessions):
             try:
@@ -218,6 +258,9 @@ class Router:
         self._reaper.finish()
         self._compilers.close()
         self.connection_log.close()
+        if self.door is not None:
+            self.door.close()
+        self.session_notes.close()
         self._close_state()
         if self._stopped is not None:
             self._stopped.set()
@@ -444,10 +487,24 @@ class Router:
         quench.subscription_removed(sub, before)
 
     def owner_sub_keys_changed(self, session: Session, keys: Keys) -> None:
+        """A SecRqst changed the session's subscription keys: one store in the
+        engine (``Engine.set_owner_keys``), whatever the session holds. Only
+        its subscriptions that a quench can see (they refer to a quenched
+        name) have their quench views compared, found through whichever is
+        smaller: its subscriptions, or those referring to the quenched names."""
         quench = self.quench
-        subs = list(self.engine.owned(session).values())
+        engine = self.engine
+        if not len(quench):
+            engine.set_owner_keys(session, keys)
+            return
+        owned = engine.owned(session)
+        names = list(quench.quenched_names())
+        if sum(engine.referring_count(name) for name in names) < len(owned):
+            subs = [sub for sub in engine.referring(names).values() if sub.owner is session]
+        else:
+            subs = [sub for sub in owned.values() if not sub.names.isdisjoint(names)]
         views = [quench.view(sub) for sub in subs]
-        self.engine.set_owner_keys(session, keys)
+        engine.set_owner_keys(session, keys)
         for sub, before in zip(subs, views, strict=True):
             quench.subscription_modified(sub, before, False)
 

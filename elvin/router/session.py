@@ -78,6 +78,8 @@ class Session:
         self._connect_timer: Any = None
         self._close_timer: Any = None
         self._reading_paused = {"backlog": False, "send": False}
+        self._refused = False           # closed at the door (elvin.router.door)
+        self._holding = False           # the door counts a partial frame of ours
 
     def __repr__(self) -> str:
         return f"<Session {self.peer} {self.core.state}>"
@@ -94,6 +96,11 @@ class Session:
     @property
     def options(self) -> SessionOptions:
         return self.core.options
+
+    @property
+    def reading_paused(self) -> bool:
+        """The router paused reading (the client cannot send meanwhile)."""
+        return any(self._reading_paused.values())
 
     def disconnect(self, reason: int, args: str = "") -> None:
         """Send Disconn (the last packet) and close once it is written."""
@@ -117,6 +124,18 @@ class Session:
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
         self.core.peer = transport.get_extra_info("peername")
+        door = getattr(self.router, "door", None)
+        peer = self.core.peer
+        if door is not None and transport.get_extra_info("ssl_object") is not None and \
+                isinstance(peer, tuple) and len(peer) >= 2 and \
+                door.transfer(("tls", peer[0], peer[1]), self):
+            pass                        # counted since its accept (Router._tls_room)
+        elif door is not None and not door.admit(self, peer):
+            self._refused = True        # closed at once, without a word
+            core = self.core
+            core.state, core.released = CLOSED, True
+            transport.abort()
+            return
         try:
             transport.set_write_buffer_limits(high=TRANSPORT_HIGH_WATER,
                                               low=TRANSPORT_LOW_WATER)
@@ -129,12 +148,17 @@ class Session:
                                on_backpressure=self._backpressure,
                                batch=self.router.flush_batch)
         timeout = self.router.config.connect_timeout
-        self._connect_timer = self.loop.call_later(timeout, self.core.connect_timed_out,
-                                                   timeout)
+        self._connect_timer = self.loop.call_later(timeout, self._connect_timed_out, timeout)
         self.router.session_opened(self)
         log.debug("channel from %s on %s", self.peer, self.listener)
 
     def connection_lost(self, exc: BaseException | None) -> None:
+        if self._refused:
+            self.core.lost()
+            return
+        door = getattr(self.router, "door", None)
+        if door is not None:
+            door.closed(self)
         log.debug("channel from %s closed (%s)", self.peer, exc or "normally")
         self.core.lost()
         if self.queue is not None:
@@ -161,6 +185,15 @@ class Session:
         if core.closing:
             return
         core.receive(data)
+        held = core.decoder.buffered
+        if held or self._holding:
+            self._holding = bool(held)
+            door = self.router.door
+            if door is not None:
+                decoder = core.decoder
+                door.partial(self, decoder.offset, held, decoder.pending_length)
+            if core.closing:
+                return
         waiting = core.waiting
         if not waiting:
             # nothing to handle, or it waits for the client's compile: keep
@@ -224,6 +257,17 @@ class Session:
         if self._connect_timer is not None:
             self._connect_timer.cancel()
             self._connect_timer = None
+        door = getattr(self.router, "door", None)
+        if door is not None:
+            door.started(self)
+
+    def _connect_timed_out(self, seconds: float) -> None:
+        self._connect_timer = None
+        if self.core.connect_timed_out(seconds):
+            door = getattr(self.router, "door", None)
+            if door is not None:
+                door.refuse("connect-timeout", "%s: no ConnRqst or UNotify within %.1f s: "
+                            "closing", self.peer, seconds)
 
     def apply_options(self, options: SessionOptions) -> None:
         if self.queue is not None:
@@ -268,7 +312,12 @@ class Session:
         self.router.stats.drops += count
 
     def _queue_overflow(self) -> None:
-        log.warning("%s: send queue full with drop policy 'none': closing", self.peer)
+        notes = getattr(self.router, "session_notes", None)
+        if notes is not None:
+            notes.log("clients closed for a full send queue", logging.WARNING,
+                      "%s: send queue full with drop policy 'none': closing", self.peer)
+        else:
+            log.warning("%s: send queue full with drop policy 'none': closing", self.peer)
         self.core.abort()
 
     def _backpressure(self, on: bool) -> None:

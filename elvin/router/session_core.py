@@ -110,16 +110,30 @@ from elvin.router.security import (
     check_keys,
     id64,
     key_delta_error,
+    key_totals,
     prepare_notification,
 )
 from elvin.values import INT32_MAX, INT32_MIN, Int64
 
 log = logging.getLogger("elvin.router.session")
 
+
+def _note(host: Any, kind: str, level: int, message: str, *args: Any) -> None:
+    """A line a client can make the router write: through the host's
+    rate-limited log (``session_notes``, elvin.ratelog) when it has one."""
+    notes = getattr(host, "session_notes", None)
+    if notes is not None:
+        notes.log(kind, level, message, *args)
+    else:
+        log.log(level, message, *args)
+
 __all__ = ["CLOSED", "CLOSING", "CONNECTED", "NEW", "OFF_LOOP_LENGTH", "UNOTIFY",
            "SessionCore", "SessionHost", "SessionIO"]
 
 NEW, UNOTIFY, CONNECTED, CLOSING, CLOSED = "new", "unotify", "connected", "closing", "closed"
+
+#: the peer name of the router's in-process clients (elvin.router.localchannel)
+INTERNAL_PEER = ("in-process", 0)
 
 #: expressions longer than this (characters) compile on the host's worker
 OFF_LOOP_LENGTH = 256      # longer ones take 5-20 ms to compile: the worker does them
@@ -277,12 +291,40 @@ class SessionCore:
             bodies = self.decoder.feed_frames(data)
         except ProtocolError as exc:
             bodies, bad = exc.frames, f"bad frame: {exc}"
+        if self.state is NEW and bad is None:
+            bad = self._pre_session_frame(bodies)
+            if bad is not None:
+                self.host.stats.refuse("pre-session-frame")
+                bodies = []
         if self.state is CONNECTED and TEST_CONN_BODY in bodies:
             bodies = self._answer_liveness(bodies)
         backlog = self.backlog
         backlog.add(bodies)
         if bad is not None:
             backlog.violation(bad)
+
+    def _pre_session_frame(self, bodies: list[bytes]) -> str | None:
+        """Before a session only a small frame may come (a ConnRqst with its
+        options and keys needs kilobytes, not megabytes; ``pre-session-max-
+        length``), except a first UNotify, which may be as long as any
+        packet. Checked on the frame's header, before its body is waited
+        for: what is wrong with the first frame, or None."""
+        limit = self.host.config.pre_session_max_length
+        if bodies:
+            first = bodies[0]
+            length, ptype = len(first), int.from_bytes(first[:4], "big")
+        else:
+            decoder = self.decoder
+            length = decoder.pending_length
+            if length is None or length <= limit:
+                return None
+            ptype = decoder.pending_type
+            if ptype is None:
+                return None         # its type tells: wait for 4 more bytes
+        if length <= limit or ptype == PacketId.UNOTIFY:
+            return None
+        return (f"a {length}-byte frame before ConnRqst: at most {limit} bytes "
+                "(pre-session-max-length)")
 
     def _answer_liveness(self, bodies: list[bytes]) -> list[bytes]:
         """Answer each TestConn now, whatever waits before it: its ConfConn
@@ -333,10 +375,14 @@ class SessionCore:
             return backlog.full
         return bool(backlog)
 
-    def connect_timed_out(self, seconds: float) -> None:
+    def connect_timed_out(self, seconds: float) -> bool:
+        """The connect timer ran out: close a channel still without a first
+        packet; True when it did (the channel notes it, rate-limited)."""
         if self.state is NEW:
-            log.info("%s: no ConnRqst or UNotify within %.1f s: closing", self.peer, seconds)
+            log.debug("%s: no ConnRqst or UNotify within %.1f s: closing", self.peer, seconds)
             self.abort()
+            return True
+        return False
 
     def lost(self) -> None:
         """The channel is gone: release everything, and let go of the channel
@@ -423,14 +469,16 @@ class SessionCore:
         self.errors += 1
         self.host.stats.protocol_errors += 1
         if self.errors >= self.host.config.max_protocol_errors and self.state is CONNECTED:
-            log.warning("%s: %d protocol errors: disconnecting", self.peer, self.errors)
+            _note(self.host, "clients disconnected for protocol errors", logging.WARNING,
+                  "%s: %d protocol errors: disconnecting", self.peer, self.errors)
             self.disconnect(DisconnReason.PROTOCOL_ERRORS,
                             f"{self.errors} protocol errors")
 
     def _violation(self, reason: str) -> None:
         """A protocol violation (7.3.2): close this channel."""
         self.host.stats.protocol_errors += 1
-        log.info("%s: protocol violation: %s", self.peer, reason)
+        _note(self.host, "protocol violations", logging.INFO, "%s: protocol violation: %s",
+              self.peer, reason)
         if self.state is CONNECTED:
             self.disconnect(DisconnReason.PROTOCOL_ERRORS, f"protocol violation: {reason}")
         else:
@@ -493,13 +541,14 @@ class SessionCore:
             # full (max-connections): the spec lets the router answer ConnRqst
             # with Disconn (reason 2: connect there instead) or a Nack
             if redirect:
-                log.info("%s: connection limit reached: redirecting to %s", self.peer,
-                         redirect)
+                _note(self.host, "clients redirected at max-connections", logging.INFO,
+                      "%s: connection limit reached: redirecting to %s", self.peer, redirect)
                 self.disconnect(DisconnReason.REDIRECT, redirect)  # type: ignore[arg-type]
             else:
                 self.nack(p.xid, NackCode.IMPL_LIMIT, "Too many connections")
             return
-        if self._keys_refused(p.xid, p.nfn_keys, p.sub_keys):
+        if self._keys_refused(p.xid, p.nfn_keys, p.sub_keys) or \
+                self._connection_keys_refused(p.xid, p.nfn_keys, p.sub_keys):
             return
         options, reply = negotiate(p.options, self.options, self.host.config.options)
         self._apply_options(options)
@@ -594,6 +643,8 @@ class SessionCore:
             return
         new_nfn = apply_delta(self.nfn_keys, p.add_nfn_keys, p.del_nfn_keys)
         new_sub = apply_delta(self.sub_keys, p.add_sub_keys, p.del_sub_keys)
+        if self._connection_keys_refused(p.xid, new_nfn, new_sub):
+            return
         nfn_changed = new_nfn != self.nfn_keys
         sub_changed = new_sub != self.sub_keys
         self.nfn_keys, self.sub_keys = new_nfn, new_sub
@@ -669,7 +720,8 @@ class SessionCore:
         if len(engine) >= host.config.max_subscriptions:
             self.nack(p.xid, NackCode.IMPL_LIMIT, "The router has too many subscriptions")
             return
-        if p.keys and self._keys_refused(p.xid, p.keys):
+        if p.keys and (self._keys_refused(p.xid, p.keys)
+                       or self._own_keys_refused(p.xid, p.keys, "subscription")):
             return
         compiled = self._compile(p.xid, p.expression, self._sub_add, p)
         if compiled is not None:
@@ -700,6 +752,9 @@ class SessionCore:
         if sub is None:
             return
         if self._keys_refused(p.xid, p.add_keys, p.del_keys):
+            return
+        if p.add_keys and self._own_keys_refused(
+                p.xid, apply_delta(sub.keys, p.add_keys, p.del_keys), "subscription"):
             return
         if p.expression:
             compiled = self._compile(p.xid, p.expression, self._sub_mod, p, sub)
@@ -759,13 +814,53 @@ class SessionCore:
             return True
         return False
 
+    def _key_limit_refused(self, xid: int, what: str, count: int, size: int,
+                           max_count: int, max_bytes: int, key: str) -> bool:
+        """Nack IMPL_LIMIT naming the limit a key set is over (and count
+        it), else False. 0 is no limit. The router's in-process clients (its
+        mobility proxy) are held to none: a moved-out client's connection
+        keys are merged into each of its subscriptions there, and were
+        checked at that client's own connection."""
+        if self.peer == INTERNAL_PEER:
+            return False
+        if max_count and count > max_count:
+            message = (f"Too many {what} keys: {count}, at most {max_count} "
+                       f"(max-keys-per-{key})")
+        elif max_bytes and size > max_bytes:
+            message = (f"{what.capitalize()} keys too large: {size} bytes, at most "
+                       f"{max_bytes} (max-key-bytes-per-{key})")
+        else:
+            return False
+        self.host.stats.refuse("keys")
+        _note(self.host, "requests refused for their keys", logging.INFO, "%s: %s",
+              self.peer, message)
+        self.nack(xid, NackCode.IMPL_LIMIT, message)
+        return True
+
+    def _connection_keys_refused(self, xid: int, nfn: Keys, sub: Keys) -> bool:
+        """The connection's keys (notification and subscription keys
+        together, as they would be after the request) over a limit."""
+        config = self.host.config
+        count, size = key_totals(nfn, sub)
+        return self._key_limit_refused(xid, "connection", count, size,
+                                       config.max_keys_per_connection,
+                                       config.max_key_bytes_per_connection, "connection")
+
+    def _own_keys_refused(self, xid: int, keys: Keys, what: str) -> bool:
+        """A subscription's (or quench's) own keys over a limit."""
+        config = self.host.config
+        count, size = key_totals(keys)
+        return self._key_limit_refused(xid, what, count, size,
+                                       config.max_keys_per_subscription,
+                                       config.max_key_bytes_per_subscription, "subscription")
+
     def _qnch_add_rqst(self, p: QnchAddRqst) -> None:
         if self._quench_refused(p.xid):
             return
         if not p.names:
             self.nack(p.xid, NackCode.EMPTY_QUENCH, "Quench has no attribute names")
             return
-        if self._keys_refused(p.xid, p.keys):
+        if self._keys_refused(p.xid, p.keys) or self._own_keys_refused(p.xid, p.keys, "quench"):
             return
         # The existing subscriptions go out (SubAddNotify) before the reply, so
         # that a client holding the QnchRply knows its view is complete:
@@ -785,6 +880,9 @@ class SessionCore:
         if q is None:
             return
         if self._keys_refused(p.xid, p.add_keys, p.del_keys):
+            return
+        if p.add_keys and self._own_keys_refused(
+                p.xid, apply_delta(q.keys, p.add_keys, p.del_keys), "quench"):
             return
         if not (q.names - frozenset(p.names_del)) | frozenset(p.names_add):
             self.nack(p.xid, NackCode.EMPTY_QUENCH,

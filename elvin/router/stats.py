@@ -27,6 +27,12 @@ Federation-Links-Down           string     the peers not linked now, with their 
                                            error (``edge: Connection refused; ...``),
                                            empty when all are up
 Federation-Redials-Failed       int64      outgoing federation dials that failed
+Refused                         int64      sockets, channels and requests refused by
+                                           the router's limits since start
+                                           (elvin.router.door: all kinds)
+Refused-Kinds                   string     the same by kind,
+                                           ``connections-per-address=3, keys=1``;
+                                           empty when none
 ==============================  =========  ===========================================
 
 The statistics notification itself is not counted (neither in
@@ -46,8 +52,8 @@ STATS_ATTRIBUTE = "Elvin-Router-Stats"
 
 class Stats:
     __slots__ = ("started", "notifications_in", "notifications_out", "drops",
-                 "protocol_errors", "connections_total", "_last_time", "_last_in",
-                 "_last_out")
+                 "protocol_errors", "connections_total", "refused", "_last_time",
+                 "_last_in", "_last_out")
 
     def __init__(self) -> None:
         self.started = time.monotonic()
@@ -56,9 +62,15 @@ class Stats:
         self.drops = 0
         self.protocol_errors = 0
         self.connections_total = 0
+        #: refusals by kind (elvin.router.door.REFUSALS)
+        self.refused: dict[str, int] = {}
         self._last_time = self.started
         self._last_in = 0
         self._last_out = 0
+
+    def refuse(self, kind: str) -> None:
+        """Count one refusal of ``kind``."""
+        self.refused[kind] = self.refused.get(kind, 0) + 1
 
     @property
     def uptime(self) -> float:
@@ -98,4 +110,7 @@ class Stats:
             "Federation-Links-Up": len(federation_links) - len(down),
             "Federation-Links-Down": "; ".join(down),
             "Federation-Redials-Failed": Int64(redials_failed),
+            "Refused": Int64(sum(self.refused.values())),
+            "Refused-Kinds": ", ".join(f"{kind}={count}"
+                                       for kind, count in sorted(self.refused.items())),
         }

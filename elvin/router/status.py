@@ -19,7 +19,10 @@ readable by any user the admin lets read it, and left for a post-mortem; the
      "metrics": "http://127.0.0.1:9917/metrics", "connections": 3,
      "subscriptions": 12, "quenches": 1,
      "counters": {"notifications_in": 10, "notifications_out": 30, "drops": 0,
-                  "protocol_errors": 0, "connections_total": 5},
+                  "protocol_errors": 0, "connections_total": 5,
+                  "refused": {"connections-per-address": 2, "keys": 1}},
+     "door": {"pre_session": 0, "partial_bytes": 0, "descriptors": 40,
+              "descriptor_limit": 65536},
      "federation": {"domain": "hub", "listen": ["ewaf://..."],
                     "links": [{"peer": "edge", "url": "ewaf://...", "direction": "connect",
                                "state": "down", "failed_dials": 4,
@@ -104,10 +107,23 @@ def router_status(router: Any, *, version: str = "", config_path: str | None = N
         "counters": {"notifications_in": stats.notifications_in,
                      "notifications_out": stats.notifications_out, "drops": stats.drops,
                      "protocol_errors": stats.protocol_errors,
-                     "connections_total": stats.connections_total},
+                     "connections_total": stats.connections_total,
+                     "refused": dict(sorted(stats.refused.items()))},
+        "door": _door(router),
         "federation": federation, "mobility": mobility, "archive": archive,
         "reload": dict(reload) if reload is not None else None,
     }
+
+
+def _door(router: Any) -> dict[str, Any]:
+    """What the door holds now (elvin.router.door)."""
+    from elvin.router.door import descriptors_in_use
+
+    door = getattr(router, "door", None)
+    if door is None:
+        return {}
+    return {"pre_session": door.pre_session, "partial_bytes": door.partial_bytes,
+            "descriptors": descriptors_in_use(), "descriptor_limit": door.fd_limit}
 
 
 class StatusFile:
@@ -200,6 +216,14 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
               f"{counters.get('notifications_out', 0)} delivered, "
               f"{counters.get('drops', 0)} dropped; "
               f"protocol errors: {counters.get('protocol_errors', 0)}\n")
+    refused = counters.get("refused") or {}
+    door = data.get("door") or {}
+    if refused or door:
+        kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(refused.items()))
+        out.write(f"refused: {kinds or 'none'}; {door.get('pre_session', 0)} socket(s) before "
+                  f"ConnRqst, {door.get('partial_bytes', 0)} bytes in partial frames, "
+                  f"{door.get('descriptors', '?')} of {door.get('descriptor_limit', '?')} "
+                  "open files\n")
     fed = data.get("federation")
     if fed:
         links = fed.get("links") or []

@@ -75,3 +75,39 @@ async def test_ep_over_tls(tls_router, certificate):
             stdin=subprocess.PIPE, stderr=subprocess.PIPE)
         _out, err = await asyncio.wait_for(proc.communicate(b"viaEp: 2\n---\n"), 30)
         assert proc.returncode == 2 and b"certificate verification failed" in err
+
+
+async def test_tls_sockets_count_at_the_door_from_their_accept(certificate):
+    """A TLS socket that never finishes its handshake holds a descriptor as
+    a plain one does: the door counts it from its accept (per address,
+    before a session), a session takes the count over, and a handshake that
+    fails or is abandoned gives it back."""
+    import asyncio
+
+    from elvin.router.config import RouterConfig
+    from elvin.router.server import Router
+    from tests.waiting import until
+
+    cert, key = certificate
+    router = Router(RouterConfig(listen=["elvin:4.0/ssl,none,xdr/127.0.0.1:0"],
+                                 tls_cert=str(cert), tls_key=str(key),
+                                 max_pre_session_per_address=2, connect_timeout=60))
+    await router.start()
+    try:
+        port = router.ports[0]
+        idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+        await until(lambda: router.door.pre_session == 2)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        assert await asyncio.wait_for(reader.read(), 10) == b""     # refused at its accept
+        assert router.stats.refused == {"pre-session-per-address": 1}
+        for _, w in idle:                                           # abandoned handshakes
+            w.close()
+        await until(lambda: router.door.pre_session == 0)
+        context = ssl.create_default_context(cafile=str(cert))
+        async with connect(router.urls[0], ssl_context=context) as conn:
+            await conn.subscribe("require(tls)")
+            assert router.door.pre_session == 0 and len(router.door._address_of) == 1
+        await until(lambda: not router.door._address_of)
+        writer.close()
+    finally:
+        await router.stop()

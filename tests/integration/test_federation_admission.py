@@ -354,3 +354,22 @@ async def test_a_reload_during_a_peers_lookup_decides_it_by_the_new_rules(monkey
     finally:
         release.set()
         hub.stop()
+
+
+async def test_a_flood_of_refused_links_is_a_few_lines_and_a_count(caplog):
+    """Each refused FedConnRqst is counted and answered, but only the first
+    few a minute are logged one by one (elvin.ratelog): a stranger dialling
+    in a loop does not fill the log."""
+    caplog.set_level("WARNING", logger="elvin.federation")
+    hub = start("hub", accept=[AcceptSpec("edge")])
+    try:
+        url = hub.federation_urls[0]
+        for _ in range(12):
+            got = await refused_raw(url, "stranger", None)
+            assert len(got) == 1 and isinstance(got[0], Nack)
+        assert len(refusals(caplog)) == 5
+        assert hub.call(lambda: hub.router.federation.notes.pending(
+            "refused federation links")) == 7
+        assert fed_stats(hub)["links_refused"] == 12
+    finally:
+        hub.stop()

@@ -67,3 +67,10 @@ def test_elvind_unit_keeps_its_state_in_the_state_directory(tmp_path):
     assert settings.state_dir == str(tmp_path / "state") and settings.mobility
     for hardening in ("NoNewPrivileges", "ProtectSystem", "PrivateTmp", "ProtectHome"):
         assert hardening in d
+
+
+def test_elvind_unit_raises_the_open_files_limit():
+    """Under systemd's default soft limit (1,024) a thousand idle sockets
+    from one address took every descriptor (elvin.router.door)."""
+    d = _directives(UNITS / "elvind.service")
+    assert int(d["LimitNOFILE"][0]) >= 65536

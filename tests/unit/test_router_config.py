@@ -157,3 +157,32 @@ def test_state_dir_in_the_file_and_as_flags_and_reset_only_as_a_flag(tmp_path):
 def test_bad_state_settings_name_the_problem(tmp_path, text, message):
     with pytest.raises(ConfigError, match=message):
         load_config(write(tmp_path, text))
+
+
+def test_door_limits_in_the_file_and_their_errors(tmp_path):
+    config = load_config(write(tmp_path, "max-connections-per-address = 10\n"
+                                         "max-pre-session = 0\nframe-timeout = 2.5\n"
+                                         "max-keys-per-subscription = 3\n"))
+    assert config.max_connections_per_address == 10 and config.max_pre_session == 0
+    assert config.frame_timeout == 2.5 and config.max_keys_per_subscription == 3
+    with pytest.raises(ConfigError, match=r"line 2: max-partial-bytes must be 0 \(no limit\)"):
+        load_config(write(tmp_path, "\nmax-partial-bytes = -1\n"))
+    with pytest.raises(ConfigError, match="pre-session-max-length must be positive"):
+        load_config(write(tmp_path, "pre-session-max-length = 0\n"))
+
+
+def test_every_door_limit_is_documented_and_reloadable():
+    """Each limit is in the config reference (elvin.router.config's
+    docstring) and the README's table, and SIGHUP applies it."""
+    from pathlib import Path
+
+    import elvin.router.config as config_module
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = "\n".join(line for line in readme.splitlines() if line.startswith("| `"))
+    names = [*config_module.DOOR_LIMITS, "pre_session_max_length", "frame_timeout"]
+    for name in names:
+        key = name.replace("_", "-")
+        assert f"\n    {key} = " in config_module.__doc__, key
+        assert f"`{key}`" in rows, key
+        assert name in config_module.RELOADABLE, name

@@ -111,20 +111,42 @@ def test_keys_and_insecure_rules():
     plain = add(engine, "o", "require(s)")
     keyed = add(engine, "o", "require(s)", True, Keys.producer_subscription("k"))
     strict = add(engine, "o", "require(s)", False, Keys.producer_subscription("k"))
-    conn_keyed = add(engine, "o", "require(s)", False,
+    # connection keys are the owner's: every subscription of "c" has them
+    conn_keyed = add(engine, "c", "require(s)", False,
                      owner_keys=Keys.producer_subscription("k"))
+    conn_plain = add(engine, "c", "require(s)", owner_keys=Keys.producer_subscription("k"))
     nkeys = prepare_notification(Keys.producer("k"))
     result = engine.match_owners({"s": 1}, nkeys, True)
-    assert ids(result, "o", 0) == sorted([keyed.id, strict.id, conn_keyed.id])
+    assert ids(result, "o", 0) == sorted([keyed.id, strict.id])
     assert ids(result, "o", 1) == [plain.id]
+    assert ids(result, "c", 0) == sorted([conn_keyed.id, conn_plain.id])
     result = engine.match_owners({"s": 1}, nkeys, False)
-    assert ids(result, "o", 1) == []
+    assert ids(result, "o", 1) == [] and ids(result, "c", 0) == sorted([conn_keyed.id,
+                                                                         conn_plain.id])
     result = engine.match_owners({"s": 1}, None, True)
     assert ids(result, "o", 0) == [] and ids(result, "o", 1) == sorted([plain.id, keyed.id])
-    # connection keys change
-    engine.set_owner_keys("o", Keys())
+    assert ids(result, "c", 1) == [conn_plain.id]
+    # connection keys change: one store, and every subscription of "c" follows
+    engine.set_owner_keys("c", Keys())
     result = engine.match_owners({"s": 1}, nkeys, True)
-    assert conn_keyed.id not in ids(result, "o", 0)
+    assert ids(result, "c", 0) == [] and ids(result, "c", 1) == [conn_plain.id]
+    engine.set_owner_keys("c", Keys.producer_subscription("k"))
+    assert ids(engine.match_owners({"s": 1}, nkeys, False), "c", 0) == sorted(
+        [conn_keyed.id, conn_plain.id])
+
+
+def test_connection_keys_with_own_keys_are_their_union():
+    """A subscription with keys of its own and connection keys matches a
+    notification matching either (dual keys: each half from either)."""
+    engine = Engine()
+    sub = add(engine, "o", "require(s)", False, Keys.producer_subscription("own"),
+              owner_keys=Keys.producer_subscription("conn"))
+    for key in ("own", "conn"):
+        result = engine.match_owners({"s": 1}, prepare_notification(Keys.producer(key)))
+        assert ids(result, "o", 0) == [sub.id]
+    assert engine.match_owners({"s": 1}, prepare_notification(Keys.producer("x"))) == {}
+    assert engine.effective_keys(sub) == (Keys.producer_subscription("own")
+                                          | Keys.producer_subscription("conn"))
 
 
 def test_watch_reports_first_and_last_reference():
@@ -248,3 +270,22 @@ def test_a_tree_shared_by_two_texts_is_one_predicate() -> None:
     assert engine.predicate_count == 1 and s2.pred is not None
     engine.remove(s2)
     assert engine.predicate_count == 0
+
+
+def test_connection_keys_change_costs_one_preparation(monkeypatch):
+    """SecRqst's cost does not grow with what the owner holds: one
+    ``prepare_subscription`` for the connection's keys, however many
+    subscriptions share them (it used to be one per subscription)."""
+    import elvin.router.engine as engine_module
+
+    engine = Engine()
+    subs = [add(engine, "o", f'Group == "g{i}"') for i in range(2000)]
+    calls = []
+    real = engine_module.prepare_subscription
+    monkeypatch.setattr(engine_module, "prepare_subscription",
+                        lambda keys: calls.append(keys) or real(keys))
+    engine.set_owner_keys("o", Keys.producer_subscription("k"))
+    assert len(calls) == 1
+    assert all(sub.conn is subs[0].conn for sub in subs)
+    nkeys = prepare_notification(Keys.producer("k"))
+    assert ids(engine.match_owners({"Group": "g7"}, nkeys), "o", 0) == [subs[7].id]

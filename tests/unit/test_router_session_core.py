@@ -313,3 +313,23 @@ def test_notify_emit_fast_path_keys_and_garbage():
     channel.feed(raw=garbage)
     assert host.delivered[-1] == {"N": 3}
     assert host.stats.protocol_errors == 1 and channel.core.state in (CLOSING, CLOSED)
+
+
+def test_key_limits_hold_outsiders_but_not_the_routers_own_clients():
+    """The in-process mobility proxy merges a moved-out client's connection
+    keys into each of its subscriptions (checked at that client's own
+    connection): the per-subscription key limits are not its."""
+    from elvin.keys import Keys
+    from elvin.router.session_core import INTERNAL_PEER
+
+    host = Host()
+    host.config.max_keys_per_subscription = 2
+    keys = Keys.consumer_subscription(b"a", b"b", b"c")
+    outsider = connected(host)
+    [reply] = outsider.feed(SubAddRqst(2, "require(x)", True, keys))
+    assert isinstance(reply, Nack) and reply.error == NackCode.IMPL_LIMIT
+    assert "max-keys-per-subscription" in reply.message
+    proxy = connected(host)
+    proxy.core.peer = INTERNAL_PEER
+    [reply] = proxy.feed(SubAddRqst(2, "require(x)", True, keys))
+    assert isinstance(reply, SubRply)

@@ -24,3 +24,11 @@ def test_each_optional_part_says_its_figures_or_off():
             "0 lost\n") in text
     off = report(mobility=None, archive={})
     assert "mobility: off\n" in off and "archive: off\n" in off
+
+
+def test_refusals_and_what_the_door_holds_are_shown():
+    text = report(counters={"refused": {"keys": 2, "connections-per-address": 5}},
+                  door={"pre_session": 3, "partial_bytes": 4096, "descriptors": 40,
+                        "descriptor_limit": 65536})
+    assert ("refused: connections-per-address 5, keys 2; 3 socket(s) before ConnRqst, "
+            "4096 bytes in partial frames, 40 of 65536 open files\n") in text
