@@ -7,18 +7,18 @@ router keeps: ``elvin.router.status``; the verdicts: ``elvin.daemon_control``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolError, ToolParser, fail
-from elvin.config_file import raw_setting
 from elvin.daemon_control import ask_reload, show_status
 from elvin.extras import ARCHIVE_MODULES, missing_extra_message
 from elvin.router.arguments import make_config
-from elvin.router.config import ConfigError, RouterConfig
+from elvin.router.config import ConfigError, RouterConfig, load_config
 
-__all__ = ["check_config", "start_problems", "status_main"]
+__all__ = ["check_config", "check_instance", "start_problems", "status_main", "target_config"]
 
 
 def start_problems(config: RouterConfig) -> list[str]:
@@ -102,23 +102,80 @@ def build_status_parser(command: str) -> argparse.ArgumentParser:
     parser = ToolParser(prog=f"elvind {command}", description=what)
     parser.add_argument("--status-file", metavar="FILE",
                         help="the router's status file (default: status-file in --config, "
-                             "else /run/elvind/status.json for root)")
+                             "else /run/elvind/status-PORT.json for root, PORT the port "
+                             "--config listens on, 2917 without --config)")
     parser.add_argument("--config", metavar="FILE",
-                        help="take the status file's path from this configuration file")
+                        help="the router running with this configuration file (its "
+                             "status-file or listen port says which)")
     if command == "status":
         parser.add_argument("--json", action="store_true", help="print the raw JSON")
     return parser
 
 
 def _status_path(args: argparse.Namespace) -> str:
-    from elvin.router.status import default_status_file
+    """The status file of the router ``args`` name: ``--status-file``; else
+    the one the ``--config`` file gives it (its ``status-file``, else the
+    default for its listen port, else the status file of a router running
+    with that very file: its listen port may have been edited since); else
+    the default router's. ``ToolError`` (usage) when the file cannot tell
+    which router it configures: then the command acts on none."""
+    from elvin.router.status import default_status_file, status_file_for
 
     if args.status_file:
         return args.status_file
-    # only this key: a file being edited may be wrong elsewhere, and then
-    # 'elvind reload' must still reach the router to hear it refuse the file
-    named = raw_setting(args.config, "status-file")
-    return named if isinstance(named, str) else default_status_file()
+    if not args.config:
+        return default_status_file()
+    config = target_config(args.config)
+    path = status_file_for(config)
+    if config.status_file or os.path.exists(path):
+        return path
+    return _status_running_with(args.config) or path
+
+
+def target_config(path: str) -> RouterConfig:
+    """What ``path`` says as far as it can be read: a file with a mistake
+    in one key still names its router by the others (and ``reload`` must
+    reach that router to hear it refuse the file); ``ToolError`` when the
+    file itself cannot be read or is not TOML."""
+    problems: list[str] = []
+    config = load_config(path, problems=problems)
+    if not config.sources:
+        reason = problems[0] if problems else f"{path}: cannot be read"
+        raise ToolError(f"cannot tell which router {path} configures: {reason} "
+                        "(fix it, or give --status-file)", EXIT_USAGE)
+    return config
+
+
+def _status_running_with(config_path: str) -> str | None:
+    """The default status file of the running router whose ``config`` is
+    ``config_path``, if there is exactly one."""
+    from elvin.router.status import StatusError, read_status, status_files
+
+    found = []
+    for path in status_files():
+        try:
+            data = read_status(path)
+        except StatusError:
+            continue
+        if data["running"] and _same_file(data.get("config"), config_path):
+            found.append(path)
+    return found[0] if len(found) == 1 else None
+
+
+def _same_file(a: str | None, b: str | None) -> bool:
+    return bool(a and b) and os.path.realpath(a) == os.path.realpath(b)  # type: ignore[arg-type]
+
+
+def check_instance(data: dict[str, Any], config_path: str | None, path: str) -> None:
+    """``ToolError`` (usage) when the status at ``path`` is of a router that
+    runs with another configuration than ``config_path``: the command must
+    not act on a router it was not pointed at."""
+    if config_path is None or _same_file(data.get("config"), config_path):
+        return
+    ran = data.get("config") or "no --config file"
+    raise ToolError(f"{path} is the status of elvind pid {data.get('pid')}, which runs with "
+                    f"{ran}, not {config_path} (give the --status-file of the router "
+                    "you mean)", EXIT_USAGE)
 
 
 def status_main(command: str, argv: Sequence[str]) -> int:
@@ -130,10 +187,17 @@ def status_main(command: str, argv: Sequence[str]) -> int:
     try:
         path = _status_path(args)
         data = read_status(path)
+        if data["running"]:
+            check_instance(data, args.config, path)
     except ToolError as exc:
         return exc.report("elvind")
     except StatusError as exc:
         return fail(prog, str(exc), EXIT_FAILURE)
     if command == "reload":
-        return ask_reload(prog, lambda: read_status(path))
+        def current() -> dict[str, Any]:
+            data = read_status(path)
+            if data["running"]:
+                check_instance(data, args.config, path)
+            return data
+        return ask_reload(prog, current)
     return show_status(data, args.json, format_status)

@@ -81,7 +81,12 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
     from elvin.router.gcpolicy import GcPolicy
     from elvin.router.metrics import MetricsServer, parse_metrics_address
     from elvin.router.server import Router
-    from elvin.router.status import StatusFile, default_status_file, router_status
+    from elvin.router.status import (
+        StatusFile,
+        other_router_pid,
+        router_status,
+        status_file_for,
+    )
 
     log = logging.getLogger("elvin.router")
     router = Router(config)
@@ -120,6 +125,11 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
     signals.install()
     router_started = False
     try:
+        other = other_router_pid(config.status_file) if config.status_file else None
+        if other is not None:       # before listening: the router must not half start
+            raise RouterStartError(f"the status file {config.status_file} is in use by "
+                                   f"elvind pid {other}: give each router its own "
+                                   "status-file", EXIT_USAGE)
         await router.start()
         router_started = True
         if config.metrics:
@@ -130,18 +140,23 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
             except OSError as exc:
                 raise RouterStartError(f"cannot listen for metrics on {config.metrics}: "
                                        f"{exc.strerror or exc}") from None
-        path = config.status_file or default_status_file()
-        status_file = StatusFile(path, snapshot)
-        try:
-            status_file.start()
-        except OSError as exc:
-            if config.status_file:      # named: the admin wants it, so it must work
-                raise RouterStartError(f"cannot write the status file {path}: "
-                                       f"{exc.strerror or exc}",
-                                       os_error_status(exc)) from None
-            log.warning("cannot write the status file %s: %s ('elvind status' will not "
-                        "find this router; set status-file)", path, exc.strerror or exc)
-            status_file = None
+        path = status_file_for(config, router.ports[0] if router.ports else None)
+        other = other_router_pid(path)
+        if other is not None:       # same port on another address: never share its file
+            log.warning("the status file %s is in use by elvind pid %s: this router writes "
+                        "none ('elvind status' will not find it; set status-file)", path, other)
+        else:
+            status_file = StatusFile(path, snapshot)
+            try:
+                status_file.start()
+            except OSError as exc:
+                if config.status_file:      # named: the admin wants it, so it must work
+                    raise RouterStartError(f"cannot write the status file {path}: "
+                                           f"{exc.strerror or exc}",
+                                           os_error_status(exc)) from None
+                log.warning("cannot write the status file %s: %s ('elvind status' will not "
+                            "find this router; set status-file)", path, exc.strerror or exc)
+                status_file = None
         # elvind owns its process: no full collection pass over a big heap (gcpolicy)
         gc_policy = GcPolicy(loop, lambda: len(router.engine) + len(router.sessions))
         gc_policy.install()

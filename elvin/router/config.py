@@ -29,7 +29,8 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     max-connections = 0           # 0 = no limit; beyond it, redirect-to or refuse
     redirect-to = "elvin://other:2917"  # where clients beyond max-connections go
     quench = false                # emulate a router without quench (subset C), as Avis
-    status-file = "/run/elvind/status.json"  # what `elvind status` reads (default shown)
+    status-file = "/run/elvind/status-2917.json"  # what `elvind status` reads (default:
+                                  # status-PORT.json, PORT the first listen port)
     metrics = "127.0.0.1:9917"    # Prometheus text format at http://HOST:PORT/metrics
     include = ["/etc/elvind/conf.d/*.toml"]  # more files (glob patterns), read in order
     attribute-names = false       # do not publish the names seen (Elvin-Router-Attributes)

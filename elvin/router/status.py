@@ -47,12 +47,14 @@ from elvin.cli_common import duration
 from elvin.daemon_control import read_status_file
 from elvin.fileutil import atomic_write, runtime_file
 
-__all__ = ["StatusError", "StatusFile", "default_status_file", "format_status", "read_status",
-           "router_status"]
+__all__ = ["StatusError", "StatusFile", "default_status_file", "format_status", "listen_port",
+           "other_router_pid", "read_status", "router_status", "status_file_for", "status_files"]
 
 log = logging.getLogger("elvin.router")
 
 FORMAT = 1
+#: the client port a router listens on when told nothing (elvin.router.config)
+DEFAULT_PORT = 2917
 #: seconds between rewrites of the status file
 STATUS_INTERVAL = 5.0
 
@@ -61,10 +63,45 @@ class StatusError(Exception):
     """No usable status file; the message says why and what to try."""
 
 
-def default_status_file() -> str:
-    """``/run/elvind/status.json`` for root and the systemd unit
-    (``RuntimeDirectory=elvind``), else in the user's runtime directory."""
-    return runtime_file("elvind")
+def default_status_file(port: int | None = None) -> str:
+    """``/run/elvind/status-PORT.json`` for root and the systemd unit
+    (``RuntimeDirectory=elvind``), else in the user's runtime directory;
+    PORT is the router's (first) client port, default 2917. Named after the
+    port so that two routers on one machine never share the file (they
+    cannot share a port), and so that ``elvind status --config FILE`` finds
+    the router FILE configures without FILE naming a status file."""
+    return runtime_file("elvind", f"status-{port or DEFAULT_PORT}.json")
+
+
+def status_file_for(config: Any, port: int | None = None) -> str:
+    """Where the router ``config`` (a ``RouterConfig``) keeps its status:
+    its ``status-file``, else the default for ``port`` (the port it
+    listens on; when None, the port of its first listen URI)."""
+    if config.status_file:
+        return config.status_file
+    if port is None:
+        port = listen_port(config.listen[0]) if config.listen else None
+    return default_status_file(port)
+
+
+def listen_port(uri: str) -> int | None:
+    """The port of a listen URI (None when it does not parse, or is 0)."""
+    from elvin.router.config import parse_listen_uri
+    try:
+        return parse_listen_uri(uri).port or None
+    except ValueError:
+        return None
+
+
+def status_files() -> list[str]:
+    """The default status files in the runtime directory, of any port."""
+    directory = os.path.dirname(default_status_file())
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [os.path.join(directory, name) for name in names
+            if name.startswith("status-") and name.endswith(".json")]
 
 
 def router_status(router: Any, *, version: str = "", config_path: str | None = None,
@@ -97,7 +134,9 @@ def router_status(router: Any, *, version: str = "", config_path: str | None = N
     return {
         "format": FORMAT, "program": "elvind", "version": version, "pid": os.getpid(),
         "started": time.time() - stats.uptime, "updated": time.time(),
-        "router_id": router.router_id, "config": config_path, "listen": list(router.urls),
+        "router_id": router.router_id,
+        "config": os.path.abspath(config_path) if config_path else None,
+        "listen": list(router.urls),
         "metrics": metrics_url,
         "connections": router.connection_count, "subscriptions": len(router.engine),
         "quenches": len(router.quench),
@@ -167,6 +206,17 @@ class StatusFile:
                 os.unlink(self.path)      # another router may have taken the path since
         except (OSError, ValueError):
             pass
+
+
+def other_router_pid(path: str) -> int | None:
+    """The pid of another running elvind whose status is at ``path``, or None
+    (no file, a stale one, our own): a start must not take it over."""
+    try:
+        data = read_status(path)
+    except StatusError:
+        return None
+    pid = data.get("pid")
+    return pid if data["running"] and pid != os.getpid() else None
 
 
 def read_status(path: str) -> dict[str, Any]:
