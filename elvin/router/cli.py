@@ -35,6 +35,8 @@ from elvin.cli_common import (
     EXIT_OK,
     EXIT_USAGE,
     fail,
+    listen_error_reason,
+    listen_error_status,
     os_error,
     os_error_status,
     setup_logging,
@@ -130,16 +132,17 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
             raise RouterStartError(f"the status file {config.status_file} is in use by "
                                    f"elvind pid {other}: give each router its own "
                                    "status-file", EXIT_USAGE)
-        await router.start()
-        router_started = True
-        if config.metrics:
+        if config.metrics:      # first: a port it cannot have stops it before the router
             host, port = parse_metrics_address(config.metrics)
             metrics = MetricsServer(host, port, snapshot)
             try:
                 await metrics.start()
             except OSError as exc:
                 raise RouterStartError(f"cannot listen for metrics on {config.metrics}: "
-                                       f"{exc.strerror or exc}") from None
+                                       f"{listen_error_reason(exc, port)}",
+                                       listen_error_status(exc)) from None
+        await router.start()
+        router_started = True
         path = status_file_for(config, router.ports[0] if router.ports else None)
         other = other_router_pid(path)
         if other is not None:       # same port on another address: never share its file

@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from elvin.cli_common import listen_error_reason, listen_error_status
 from elvin.errors import RouterStartError
 from elvin.keys import Keys
 from elvin.protocol import (
@@ -149,7 +150,8 @@ class Router:
                 ssl_handshake_timeout=self.config.connect_timeout if context else None)
         except OSError as exc:
             raise RouterStartError(f"cannot listen on {parsed.host}:{parsed.port} "
-                                   f"({uri}): {exc.strerror or exc}") from None
+                                   f"({uri}): {listen_error_reason(exc, parsed.port)}",
+                                   listen_error_status(exc)) from None
         self._servers.append(("ssl" if parsed.secure else "tcp", server))
 
     @property
