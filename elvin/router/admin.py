@@ -7,6 +7,7 @@ router keeps: ``elvin.router.status``; the verdicts: ``elvin.daemon_control``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -21,65 +22,71 @@ from elvin.router.config import ConfigError, RouterConfig, load_config
 __all__ = ["check_config", "check_instance", "start_problems", "status_main", "target_config"]
 
 
-def start_problems(config: RouterConfig) -> list[str]:
-    """What only starting would find, found without starting: certificates
-    that do not load, files and directories that cannot be written, a
-    missing extra. Binds nothing and contacts no one (``--check-config``)."""
-    import ssl
+def start_problems(config: RouterConfig) -> tuple[list[str], list[str]]:
+    """What only starting would find, found without starting: ``(errors,
+    warnings)``. Opens (and closes) the log file, the status file's
+    directory, the state and archive directories as a start does; loads
+    every TLS certificate and key and checks their dates and that each key
+    is its certificate's (``elvin.certcheck``); a missing extra. Binds
+    nothing and contacts no one (``--check-config``)."""
+    from elvin.certcheck import certificate_findings
+    from elvin.fileutil import open_problem
+    from elvin.router.status import status_file_for
 
-    from elvin.fileutil import write_problem
-
-    found = []
-    if config.tls_cert and config.tls_key:
-        try:
-            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
-                config.tls_cert, config.tls_key)
-        except (OSError, ssl.SSLError) as exc:
-            found.append(f"cannot load TLS certificate {config.tls_cert!r} / key "
-                         f"{config.tls_key!r}: {exc}")
-    fed = config.federation
-    if fed is not None and fed.tls_ca:
-        try:
-            ssl.create_default_context(cafile=fed.tls_ca)
-        except (OSError, ssl.SSLError) as exc:
-            found.append(f"federation.tls_ca {fed.tls_ca!r}: cannot load: {exc}")
-    # the default status file is a convenience (a start only warns about it);
-    # one the configuration names must work
-    paths = [("log file", config.log_file, {}),
-             ("status file", config.status_file, {"replace": True}),
-             ("archive directory", config.archive, {"directory": True})]
+    errors, warnings, _ = certificate_findings(config)
+    paths = [("log file", config.log_file, "append"),
+             ("status file", config.status_file, "replace"),
+             ("state directory", config.state_dir, "directory"),
+             ("archive directory", config.archive, "directory")]
     for what, path, how in paths:
-        problem = write_problem(path, **how) if path else None
+        problem = open_problem(path, how) if path else None
         if problem:
-            found.append(f"cannot write the {what} {path}: {problem}")
+            errors.append(f"cannot write the {what} {path}: {problem}")
+    if not config.status_file:
+        # the default status file is a convenience (a start only warns about it)
+        path = status_file_for(config)
+        problem = open_problem(path, "replace")
+        if problem:
+            warnings.append(f"cannot write the status file {path}: {problem} ('elvind "
+                            "status' will not find this router; set status-file)")
     if config.archive is not None:
         missing = missing_extra_message("elvind --archive", "pipeline", ARCHIVE_MODULES)
         if missing:
-            found.append(missing)
-    return found
+            errors.append(missing)
+    return errors, warnings
 
 
 def check_config(args: argparse.Namespace) -> int:
-    """``--check-config``: every problem a start would meet, or ``ok``."""
+    """``--check-config``: every problem a start would meet, and every
+    warning it would log, or ``ok``. Exit 1 when there is a problem (a start
+    would exit 1 too)."""
     problems: list[str] = []
     try:
         config = make_config(args, problems)
     except ConfigError as exc:      # the file itself cannot be read
-        problems.append(str(exc))
+        problems.extend(exc.problems)
         config = None
-    if config is not None and not problems:
-        problems.extend(start_problems(config))
+    warnings: list[str] = []
+    if config is not None:
+        errors, warnings = start_problems(config)
+        problems.extend(errors)
+        # valid, but open wider than an admin may mean (the router logs the same at start)
+        with contextlib.suppress(Exception):     # a federation section with errors
+            warnings.extend(_admission_warnings(config))
     what = " + ".join(config.sources) if config is not None and config.sources else \
         (args.config or "the command line")
+    for warning in dict.fromkeys(warnings):
+        print(f"elvind: warning: {warning}", file=sys.stderr)
     if problems:
         for problem in dict.fromkeys(problems):
             print(f"elvind: {problem}", file=sys.stderr)
-        print(f"elvind: {what}: {len(problems)} problem(s)", file=sys.stderr)
+        shown = len(dict.fromkeys(problems))
+        print(f"elvind: {what}: {shown} problem(s)"
+              + (f", {len(dict.fromkeys(warnings))} warning(s)" if warnings else ""),
+              file=sys.stderr)
         return EXIT_USAGE
-    # valid, but open wider than an admin may mean (the router logs the same at start)
-    for warning in _admission_warnings(config):
-        print(f"elvind: warning: {warning}", file=sys.stderr)
-    print(f"elvind: {what}: ok")
+    print(f"elvind: {what}: ok" + (f" ({len(dict.fromkeys(warnings))} warning(s))"
+                                   if warnings else ""))
     return EXIT_OK
 
 

@@ -80,6 +80,7 @@ async def reload_router(router, args: argparse.Namespace,
 
 
 async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -> None:
+    from elvin.certcheck import certificate_findings
     from elvin.router.gcpolicy import GcPolicy
     from elvin.router.metrics import MetricsServer, parse_metrics_address
     from elvin.router.server import Router
@@ -114,11 +115,20 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
             return True, "nothing to reload"
         return await reload_router(router, args)
 
+    # the TLS files as a check finds them: an expired certificate or a key of
+    # another one stops the start (exit 1), one expiring soon is warned about
+    # here and in every status (elvin.certcheck)
+    tls_errors, tls_warnings, certificates = certificate_findings(config)
+    if tls_errors:
+        raise RouterStartError(tls_errors[0], EXIT_USAGE)
+    for warning in tls_warnings:
+        log.warning("%s", warning)
+
     def snapshot() -> dict:
         return router_status(router, version=VERSION,
                              config_path=getattr(args, "config", None),
                              metrics_url=metrics.url if metrics else None,
-                             reload=record.as_dict())
+                             reload=record.as_dict(), certificates=certificates)
 
     # before listening: a signal that comes as soon as the port answers must
     # find its handler (SIGHUP's and SIGUSR1's default is to kill)

@@ -61,8 +61,6 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,6 +74,7 @@ from elvin.federation.config import (
     federation_line,
     parse_ewaf_uri,
 )
+from elvin.fileutil import file_problem
 from elvin.protocol import ElvinURI, URIError, parse_uri
 from elvin.router.options import DROP_POLICIES, INT_OPTIONS, OPTION_BOUNDS, OptionRanges
 
@@ -168,7 +167,8 @@ class RouterConfig:
         return self
 
     def problems(self, source: str = "configuration", text: str = "") -> list[str]:
-        """Every problem (one per section at most), for ``--check-config``."""
+        """Every problem, for ``--check-config`` (each of a section's where it
+        checks its items one by one: listen URIs, TLS files, [options])."""
         found = []
         for check in (self._check_listen, self._check_logging, self._check_tls_files,
                       self._check_numbers, self._check_discovery, self._check_federation,
@@ -182,15 +182,19 @@ class RouterConfig:
         where = f"{source}{line_of(text, 'listen')}"
         if not self.listen:
             raise ConfigError(f"{where}: no listen URI")
+        found: list[str] = []     # every bad URI, not only the first
         for i, uri in enumerate(self.listen):
             item = list_item("listen", i) if len(self.listen) > 1 else "listen"
             try:
                 parsed = parse_listen_uri(uri)
             except URIError as exc:
-                raise ConfigError(f"{where}: {item}: bad listen URI: {exc}") from None
+                found.append(f"{where}: {item}: bad listen URI: {exc}")
+                continue
             if parsed.secure and not (self.tls_cert and self.tls_key):
-                raise ConfigError(f"{where}: {item} {uri!r} uses TLS (ssl): give --tls-cert "
-                                  "and --tls-key")
+                found.append(f"{where}: {item} {uri!r} uses TLS (ssl): give --tls-cert "
+                             "and --tls-key")
+        if found:
+            raise ConfigError.of(found)
 
     def _check_logging(self, source: str, text: str) -> None:
         if self.log_level.lower() not in LOG_LEVELS:
@@ -198,11 +202,15 @@ class RouterConfig:
                               f"{self.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
 
     def _check_tls_files(self, source: str, text: str) -> None:
+        found: list[str] = []     # the key's problem as well as the certificate's
         for name in ("tls_cert", "tls_key"):
             path = getattr(self, name)
             if path is not None:
-                _check_readable_file(path, f"{source}{line_of(text, name)}: "
-                                           f"{name.replace('_', '-')} {path!r}")
+                with collecting_problems(found):
+                    _check_readable_file(path, f"{source}{line_of(text, name)}: "
+                                               f"{name.replace('_', '-')} {path!r}")
+        if found:
+            raise ConfigError.of(found)
 
     def _check_numbers(self, source: str, text: str) -> None:
         for name in ("stats_interval", "connect_timeout", "close_timeout"):
@@ -318,19 +326,11 @@ def _check_readable_file(path: str, where: str) -> None:
     """``ConfigError`` (``WHERE: no such file``, ``WHERE: cannot read:
     Permission denied``) unless ``path`` is a file this process can read:
     a TLS key in a directory the router's user may not enter is said at
-    start, in one line, not as a traceback from deep inside ssl."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise ConfigError(f"{where}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-    finally:
-        os.close(fd)
-    if not regular:
-        raise ConfigError(f"{where}: not a file")
+    start, in one line, not as a traceback from deep inside ssl
+    (``fileutil.file_problem``, which the federation's files use too)."""
+    problem = file_problem(path)
+    if problem:
+        raise ConfigError(f"{where}: {problem}")
 
 
 def _validate_discovery(config: RouterConfig, source: str) -> None:
@@ -499,41 +499,45 @@ def _apply_key(config: RouterConfig, raw_key: str, value: Any, source: str,
 def _options(table: dict[str, Any], base: OptionRanges, where) -> OptionRanges:
     ints = dict(base.ints)
     send_policy, receive_policy = base.send_drop_policy, base.receive_drop_policy
+    found: list[str] = []     # every bad option, not only the first
     for name, value in table.items():
-        if name in ("Send-Queue.Drop-Policy", "Receive-Queue.Drop-Policy"):
-            if value not in DROP_POLICIES:
-                raise ConfigError(f"{where(name)}: {name} must be one of "
-                                  f"{', '.join(DROP_POLICIES[:4])}, not {value!r}")
-            if name.startswith("Send"):
-                send_policy = value
+        with collecting_problems(found):
+            if name in ("Send-Queue.Drop-Policy", "Receive-Queue.Drop-Policy"):
+                if value not in DROP_POLICIES:
+                    raise ConfigError(f"{where(name)}: {name} must be one of "
+                                      f"{', '.join(DROP_POLICIES[:4])}, not {value!r}")
+                if name.startswith("Send"):
+                    send_policy = value
+                else:
+                    receive_policy = value
+                continue
+            if name not in INT_OPTIONS:
+                raise ConfigError(f"{where(name)}: unknown connection option {name!r}")
+            low, default, high = ints[name]
+            if isinstance(value, dict):
+                unknown = set(value) - {"min", "default", "max"}
+                if unknown:
+                    raise ConfigError(f"{where(name)}: {name}: unknown keys "
+                                      f"{', '.join(sorted(unknown))} (use min, default, max)")
+                low = value.get("min", low)
+                high = value.get("max", high)
+                default = value.get("default", min(max(default, low), high))
             else:
-                receive_policy = value
-            continue
-        if name not in INT_OPTIONS:
-            raise ConfigError(f"{where(name)}: unknown connection option {name!r}")
-        low, default, high = ints[name]
-        if isinstance(value, dict):
-            unknown = set(value) - {"min", "default", "max"}
-            if unknown:
-                raise ConfigError(f"{where(name)}: {name}: unknown keys "
-                                  f"{', '.join(sorted(unknown))} (use min, default, max)")
-            low = value.get("min", low)
-            high = value.get("max", high)
-            default = value.get("default", min(max(default, low), high))
-        else:
-            default = value
-            if isinstance(default, int) and not isinstance(default, bool):
-                low, high = min(low, default), max(high, default)
-        for part in (low, default, high):
-            if isinstance(part, bool) or not isinstance(part, int):
-                raise ConfigError(f"{where(name)}: {name} values must be integers")
-        floor, ceiling = OPTION_BOUNDS[name]
-        for part in (low, default, high):
-            if not floor <= part <= ceiling:
-                raise ConfigError(f"{where(name)}: {name}: {part} is out of range (the "
-                                  f"router allows {floor} to {ceiling})")
-        if not low <= default <= high:
-            raise ConfigError(f"{where(name)}: {name}: need min <= default <= max, got "
-                              f"{low} <= {default} <= {high}")
-        ints[name] = (low, default, high)
+                default = value
+                if isinstance(default, int) and not isinstance(default, bool):
+                    low, high = min(low, default), max(high, default)
+            for part in (low, default, high):
+                if isinstance(part, bool) or not isinstance(part, int):
+                    raise ConfigError(f"{where(name)}: {name} values must be integers")
+            floor, ceiling = OPTION_BOUNDS[name]
+            for part in (low, default, high):
+                if not floor <= part <= ceiling:
+                    raise ConfigError(f"{where(name)}: {name}: {part} is out of range (the "
+                                      f"router allows {floor} to {ceiling})")
+            if not low <= default <= high:
+                raise ConfigError(f"{where(name)}: {name}: need min <= default <= max, got "
+                                  f"{low} <= {default} <= {high}")
+            ints[name] = (low, default, high)
+    if found:
+        raise ConfigError.of(found)
     return OptionRanges(ints, send_policy, receive_policy)

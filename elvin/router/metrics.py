@@ -180,6 +180,11 @@ def exposition(status: Mapping[str, Any], openmetrics: bool = False) -> str:
         reload.get("serial", 0))
     family("last_reload_ok", "gauge", "1 when the last reload was applied, 0 if refused").add(
         1 if reload.get("ok", True) else 0)
+    expiry = family("tls_certificate_expiry_timestamp_seconds", "gauge",
+                    "when each TLS certificate the router uses expires (Unix time)")
+    for cert in status.get("certificates") or []:
+        expiry.add(float(cert.get("not_after") or 0), what=str(cert.get("what")),
+                   file=str(cert.get("file")))
     return _render(families, openmetrics)
 
 

@@ -29,7 +29,12 @@ readable by any user the admin lets read it, and left for a post-mortem; the
                   "counters": {...}} or null,
      "archive": {"directory": "/var/lib/elvind/archive", "state": "writing",
                  "received": 10, "dropped": 0, "lost": 0} or null,
-     "reload": {"serial": 1, "at": 1700000003.0, "ok": true, "message": "..."}}
+     "reload": {"serial": 1, "at": 1700000003.0, "ok": true, "message": "..."},
+     "certificates": [{"what": "tls-cert", "file": "/etc/elvin/router.pem",
+                       "not_after": 1710000000.0}]}
+
+``elvind status`` warns about a certificate that expires within 30 days
+(``elvin.certcheck``), as the router's log did at start.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from elvin.certcheck import Validity, expiry_note
 from elvin.cli_common import duration
 from elvin.daemon_control import read_status_file
 from elvin.fileutil import atomic_write, runtime_file
@@ -106,7 +112,8 @@ def status_files() -> list[str]:
 
 def router_status(router: Any, *, version: str = "", config_path: str | None = None,
                   metrics_url: str | None = None,
-                  reload: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  reload: Mapping[str, Any] | None = None,
+                  certificates: list[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The picture of ``router`` (a running ``elvin.router.server.Router``)."""
     stats = router.stats
     fed = router.federation
@@ -146,6 +153,7 @@ def router_status(router: Any, *, version: str = "", config_path: str | None = N
                      "connections_total": stats.connections_total},
         "federation": federation, "mobility": mobility, "archive": archive,
         "reload": dict(reload) if reload is not None else None,
+        "certificates": [dict(c) for c in certificates or ()],
     }
 
 
@@ -275,6 +283,11 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
         f"{archive.get('directory')} ({archive.get('state')}): "
         f"{archive.get('received', 0)} archived, {archive.get('dropped', 0)} "
         f"dropped, {archive.get('lost', 0)} lost"))
+    for cert in data.get("certificates") or []:
+        _, warning = expiry_note(str(cert.get("what")), str(cert.get("file")),
+                                 Validity(0.0, float(cert.get("not_after") or 0)), now)
+        if warning:
+            out.write(f"WARNING: {warning}\n")
     reload = data.get("reload")
     if reload and reload.get("serial"):
         verdict = "applied" if reload.get("ok") else "REFUSED"
