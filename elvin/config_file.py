@@ -217,7 +217,11 @@ def check_number(value: object, where: str, allowed: NumberRange) -> float:
 def check_numbers(settings: Any, where: str, name: Callable[[str], str] = str) -> None:
     """``check_number`` on every ``number`` field of the dataclass instance
     ``settings``; errors say ``WHERE: name(field)``."""
+    found: list[str] = []     # every number out of range, not only the first
     for f in fields(settings):
         allowed = f.metadata.get("range")
         if allowed is not None:
-            check_number(getattr(settings, f.name), f"{where}: {name(f.name)}", allowed)
+            with collecting_problems(found):
+                check_number(getattr(settings, f.name), f"{where}: {name(f.name)}", allowed)
+    if found:
+        raise ConfigError.of(found)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolError, ToolParser, fail
-from elvin.daemon_control import ask_reload, show_status
+from elvin.daemon_control import ask_reload, other_instance, show_status
 from elvin.extras import ARCHIVE_MODULES, missing_extra_message
 from elvin.router.arguments import make_config
 from elvin.router.config import ConfigError, RouterConfig, load_config
@@ -176,13 +176,12 @@ def _same_file(a: str | None, b: str | None) -> bool:
 def check_instance(data: dict[str, Any], config_path: str | None, path: str) -> None:
     """``ToolError`` (usage) when the status at ``path`` is of a router that
     runs with another configuration than ``config_path``: the command must
-    not act on a router it was not pointed at."""
-    if config_path is None or _same_file(data.get("config"), config_path):
-        return
-    ran = data.get("config") or "no --config file"
-    raise ToolError(f"{path} is the status of elvind pid {data.get('pid')}, which runs with "
-                    f"{ran}, not {config_path} (give the --status-file of the router "
-                    "you mean)", EXIT_USAGE)
+    not act on a router it was not pointed at (``daemon_control.other_instance``)."""
+    problem = other_instance(data, config_path, path, "elvind")
+    if problem:
+        raise ToolError(problem.replace("(give the status of the elvind you mean)",
+                                        "(give the --status-file of the router you mean)"),
+                        EXIT_USAGE)
 
 
 def status_main(command: str, argv: Sequence[str]) -> int:
