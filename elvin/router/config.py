@@ -32,7 +32,7 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     status-file = "/run/elvind/status-2917.json"  # what `elvind status` reads (default:
                                   # status-PORT.json, PORT the first listen port)
     metrics = "127.0.0.1:9917"    # Prometheus text format at http://HOST:PORT/metrics
-    include = ["/etc/elvind/conf.d/*.toml"]  # more files (glob patterns), read in order
+    include = ["/etc/elvin/elvind.d/*.toml"]  # more files (glob patterns), read in order
     attribute-names = false       # do not publish the names seen (Elvin-Router-Attributes)
 
     [options]                     # connection options (spec 7.5): the default value,
