@@ -485,6 +485,9 @@ class FederationService:
     def link_established(self, link: Link) -> None:
         self.linked[link.remote_domain] = link  # type: ignore[index]
         self.stats.links_established += 1
+        for connector in self._connectors:
+            if connector.link is link:
+                connector.linked()
         link.send_pull_filter(*self._pull_for(link))
         self._refresh_forwarders()
         self._topology_soon()

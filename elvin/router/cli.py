@@ -86,6 +86,7 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
     from elvin.router.server import Router
     from elvin.router.status import (
         StatusFile,
+        link_states,
         other_router_pid,
         router_status,
         status_file_for,
@@ -159,7 +160,7 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
             log.warning("the status file %s is in use by elvind pid %s: this router writes "
                         "none ('elvind status' will not find it; set status-file)", path, other)
         else:
-            status_file = StatusFile(path, snapshot)
+            status_file = StatusFile(path, snapshot, watch=lambda: link_states(router))
             try:
                 status_file.start()
             except OSError as exc:

@@ -53,8 +53,9 @@ from elvin.cli_common import duration
 from elvin.daemon_control import read_status_file
 from elvin.fileutil import atomic_write, runtime_file
 
-__all__ = ["StatusError", "StatusFile", "default_status_file", "format_status", "listen_port",
-           "other_router_pid", "read_status", "router_status", "status_file_for", "status_files"]
+__all__ = ["StatusError", "StatusFile", "default_status_file", "format_status", "link_states",
+           "listen_port", "other_router_pid", "read_status", "router_status",
+           "status_file_for", "status_files"]
 
 log = logging.getLogger("elvin.router")
 
@@ -63,6 +64,8 @@ FORMAT = 1
 DEFAULT_PORT = 2917
 #: seconds between rewrites of the status file
 STATUS_INTERVAL = 5.0
+#: seconds between looks at what must not wait for the next rewrite (link states)
+WATCH_INTERVAL = 0.25
 
 
 class StatusError(Exception):
@@ -159,16 +162,24 @@ def router_status(router: Any, *, version: str = "", config_path: str | None = N
 
 class StatusFile:
     """Keeps ``path`` up to date with ``build()``: every ``interval``
-    seconds, and at once after ``changed()``. Owned by elvind's main task,
-    which ``close()``s it (the file goes, if it is still ours)."""
+    seconds, at once after ``changed()``, and within ``WATCH_INTERVAL`` of
+    a change in ``watch()`` (the federation links' states: a link that came
+    up must not read DOWN for seconds; counters may wait). Owned by
+    elvind's main task, which ``close()``s it (the file goes, if it is
+    still ours)."""
 
     def __init__(self, path: str, build: Callable[[], Mapping[str, Any]],
-                 interval: float = STATUS_INTERVAL) -> None:
+                 interval: float = STATUS_INTERVAL,
+                 watch: Callable[[], Any] | None = None,
+                 watch_interval: float = WATCH_INTERVAL) -> None:
         self.path = path
         self.build = build
         self.interval = interval
+        self.watch = watch
+        self.watch_interval = watch_interval
         self._task: asyncio.Task | None = None
         self._warned = False
+        self._watched: Any = None
 
     def start(self) -> StatusFile:
         """Write the first status now: ``OSError`` when it cannot be written
@@ -182,11 +193,30 @@ class StatusFile:
         self._write()
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        due = loop.time() + self.interval
         while True:
-            await asyncio.sleep(self.interval)
-            self._write()
+            step = self.interval if self.watch is None else self.watch_interval
+            await asyncio.sleep(max(0.0, min(step, due - loop.time())))
+            if loop.time() >= due or self._watch_changed():
+                self._write()
+                due = loop.time() + self.interval
+
+    def _watch_changed(self) -> bool:
+        if self.watch is None:
+            return False
+        try:
+            seen = self.watch()
+        except Exception:  # noqa: BLE001 - the periodic rewrite still comes
+            return False
+        return seen != self._watched
 
     def _write(self, raise_errors: bool = False) -> None:
+        if self.watch is not None:
+            try:
+                self._watched = self.watch()
+            except Exception:  # noqa: BLE001 - written anyway
+                self._watched = None
         try:
             text = json.dumps(self.build(), indent=1, default=str) + "\n"
             atomic_write(self.path, text, mode=0o644)
@@ -214,6 +244,16 @@ class StatusFile:
                 os.unlink(self.path)      # another router may have taken the path since
         except (OSError, ValueError):
             pass
+
+
+def link_states(router: Any) -> tuple:
+    """What the status file must show without delay: each federation link's
+    peer and state (``StatusFile``'s ``watch``)."""
+    fed = router.federation
+    if fed is None:
+        return ()
+    return tuple((link.get("direction"), link.get("peer"), link.get("url"), link.get("state"))
+                 for link in fed.link_report())
 
 
 def other_router_pid(path: str) -> int | None:
