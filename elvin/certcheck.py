@@ -159,10 +159,12 @@ def certificate_findings(config, now: float | None = None
     warnings: list[str] = []
     certificates: list[dict] = []
 
-    def dates_of(what: str, path: str) -> None:
+    def dates_of(what: str, path: str, fatal: bool = True) -> None:
         dates = validity(path)
         error, warning = expiry_note(what, path, dates, now)
-        errors.extend([error] if error else [])
+        # a CA file may be a bundle whose first certificate is not the one that
+        # matters: its dates are a warning only
+        (errors if fatal else warnings).extend([error] if error else [])
         warnings.extend([warning] if warning else [])
         if dates is not None:
             certificates.append({"what": what, "file": path, "not_after": dates.not_after})
@@ -178,7 +180,7 @@ def certificate_findings(config, now: float | None = None
             found = ca_problems("federation.tls_ca", fed.tls_ca)
             errors.extend(found)
             if not found:
-                dates_of("federation.tls_ca", fed.tls_ca)
+                dates_of("federation.tls_ca", fed.tls_ca, fatal=False)
         for i, spec in enumerate(fed.connect):
             if spec.client_cert and spec.client_key:
                 what = list_item("federation.connect", i, "client_cert")
