@@ -28,7 +28,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_write", "file_problem", "make_directory", "open_problem", "pid_alive",
+__all__ = ["atomic_write", "file_problem", "make_directory", "files_problems", "open_problem",
+           "pid_alive",
            "read_problem", "reading",
            "runtime_file", "write_problem"]
 
@@ -222,6 +223,27 @@ def open_problem(path: str | os.PathLike, how: str) -> str | None:
     except OSError as exc:
         return exc.strerror or str(exc)
     return None
+
+
+def files_problems(directory: str | os.PathLike) -> list[tuple[Path, str]]:
+    """The files in ``directory`` (not below) that could not be opened for
+    reading and writing, as a daemon reopens its state files at start, with
+    the reason; opened and closed, never changed. Empty when the directory
+    is missing or cannot be listed (``open_problem`` says that)."""
+    found = []
+    try:
+        entries = sorted(Path(directory).expanduser().iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            if not entry.is_file():
+                continue
+            with open(entry, "r+b"):
+                pass
+        except OSError as exc:
+            found.append((entry, exc.strerror or str(exc)))
+    return found
 
 
 def file_problem(path: str | os.PathLike) -> str | None:

@@ -54,7 +54,7 @@ from elvin.cli_common import (
 )
 from elvin.config_file import default_config_path, load_named, raw_setting, read_toml
 from elvin.daemon_control import DaemonSignals, ask_reload, other_instance, reload_verdict
-from elvin.fileutil import open_problem
+from elvin.fileutil import files_problems, open_problem
 
 log = logging.getLogger("elvin_apps.newswatcher")
 
@@ -237,6 +237,9 @@ def check_command(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args, config) if config is not None else _raw_data_dir(args)
     if data_dir is not None and (problem := open_problem(data_dir, "directory")):
         problems.append(f"cannot use the data directory {data_dir}: {problem}")
+    elif data_dir is not None:          # the state a start reads (and would refuse)
+        problems.extend(f"cannot use {file}: {reason}" for file, reason
+                        in files_problems(data_dir) if file.name == "state.json")
     if args.log_file and (problem := open_problem(args.log_file, "append")):
         problems.append(f"cannot write the log file {args.log_file}: {problem}")
     for problem in dict.fromkeys(problems):

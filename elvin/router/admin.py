@@ -30,7 +30,7 @@ def start_problems(config: RouterConfig) -> tuple[list[str], list[str]]:
     is its certificate's (``elvin.certcheck``); a missing extra. Binds
     nothing and contacts no one (``--check-config``)."""
     from elvin.certcheck import certificate_findings
-    from elvin.fileutil import open_problem
+    from elvin.fileutil import files_problems, open_problem
     from elvin.router.status import status_file_for
 
     errors, warnings, _ = certificate_findings(config)
@@ -42,6 +42,9 @@ def start_problems(config: RouterConfig) -> tuple[list[str], list[str]]:
         problem = open_problem(path, how) if path else None
         if problem:
             errors.append(f"cannot write the {what} {path}: {problem}")
+        elif path and what == "state directory":
+            errors.extend(f"cannot use the state file {file}: {reason}"
+                          for file, reason in files_problems(path))
     if not config.status_file:
         # the default status file is a convenience (a start only warns about it)
         path = status_file_for(config)

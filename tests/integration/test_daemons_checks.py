@@ -144,3 +144,19 @@ async def test_newswatcher_reload_of_another_config_is_refused(router_url, tmp_p
         finally:
             proc.send_signal(signal.SIGTERM)
             await asyncio.to_thread(proc.communicate, timeout=20)
+
+
+def test_newswatcher_check_finds_a_state_file_a_start_could_not_read(unprivileged,
+                                                                     shared_tmp):
+    data = shared_tmp / "data"
+    data.mkdir()
+    data.chmod(0o777)
+    state = data / "state.json"
+    state.write_text('{"version": 1, "feeds": {}}')
+    state.chmod(0o600)                            # root's: nobody may not read it
+    env = {**os.environ, "HOME": "/nonexistent", "XDG_CONFIG_HOME": "/nonexistent"}
+    out = subprocess.run([*unprivileged, *NEWSWATCHER, "check", "--feed",
+                          "http://example.invalid/feed", "--data-dir", str(data)],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 1, out.stdout
+    assert f"newswatcher: cannot use {state}: Permission denied" in lines_of(out.stderr)

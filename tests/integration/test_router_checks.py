@@ -201,3 +201,17 @@ def test_a_certificate_expiring_soon_is_warned_about_at_start_and_in_status(cert
         _, err = proc.communicate()
     assert f"WARNING elvin.router: tls-cert {cert!r}: the certificate expires in 5 day(s)" \
         in err
+
+
+def test_a_state_file_it_cannot_open_is_found_by_the_check(unprivileged, shared_tmp):
+    state = shared_tmp / "state"
+    state.mkdir()
+    state.chmod(0o777)
+    held = state / "mobility.sqlite3"
+    held.write_bytes(b"")
+    held.chmod(0o600)                              # root's: nobody may not open it
+    result = check("--listen", "elvin://127.0.0.1:0", "--state-dir", str(state),
+                   "--status-file", str(state / "s.json"), prefix=unprivileged)
+    assert result.returncode == 1
+    assert f"elvind: cannot use the state file {held}: Permission denied" \
+        in said(result.stderr)
