@@ -59,8 +59,10 @@ message names the file (and the line, when it can be found) and the key.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import glob
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -228,10 +230,10 @@ class RouterConfig:
     def _check_federation(self, source: str, text: str) -> None:
         if self.federation is None:
             return
-        try:
-            self.federation.validate()
-        except FederationConfigError as exc:
-            raise ConfigError(f"{source}{federation_line(text, exc.key)}: {exc}") from None
+        found = [f"{source}{federation_line(text, exc.key)}: {exc}"
+                 for exc in federation_problems(self.federation)]
+        if found:
+            raise ConfigError.of(found)
         for i, uri in enumerate(self.federation.listen):
             if parse_ewaf_uri(uri).secure and not (self.tls_cert and self.tls_key):
                 raise ConfigError(f"{source}: {list_item('federation.listen', i)} {uri!r} "
@@ -320,6 +322,126 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
           "mobility": "mobility", "quench": "quench",
           "archive-private": "archive_private", "attribute-names": "attribute_names"}
+
+
+#: how many problems of [federation] are looked for (each costs a validation)
+MAX_FEDERATION_PROBLEMS = 50
+
+
+def federation_problems(federation: FederationConfig) -> list[FederationConfigError]:
+    """Every problem ``FederationConfig.validate`` finds, not only the
+    first: each found is set aside on a copy (the setting back to its
+    default, the list entry dropped) and the copy validated again, until it
+    passes or a problem cannot be set aside. ``federation`` is unchanged."""
+    found: list[FederationConfigError] = []
+    trial = copy.deepcopy(federation)
+    for _ in range(MAX_FEDERATION_PROBLEMS):
+        try:
+            trial.validate()
+            break
+        except FederationConfigError as exc:
+            if any(str(exc) == str(seen) for seen in found):
+                break                    # setting it aside did not help: stop here
+            found.append(exc)
+            if not _set_aside(trial, exc.key):
+                break
+    return found
+
+
+def federation_table_problems(table: Any, base: FederationConfig | None
+                              ) -> list[FederationConfigError]:
+    """Every problem of a ``[federation]`` table (``federation_from_dict``),
+    found as ``federation_problems`` finds them: each key at fault is left
+    out of a copy of the table (a connect or accept entry dropped) and the
+    copy read again."""
+    found: list[FederationConfigError] = []
+    trial = copy.deepcopy(table)
+    #: per array of tables, the original position of each entry still in the trial
+    kept: dict[str, list[int]] = {}
+    if isinstance(trial, dict):
+        kept = {name: list(range(len(v))) for name, v in trial.items() if isinstance(v, list)}
+    for _ in range(MAX_FEDERATION_PROBLEMS):
+        try:
+            federation_from_dict(trial, base)
+            break
+        except FederationConfigError as exc:
+            exc = _in_the_file(exc, kept)
+            if any(str(exc) == str(seen) for seen in found):
+                break
+            found.append(exc)
+            if not isinstance(trial, dict) or not _leave_out(trial, exc.key, kept):
+                break
+    return found
+
+
+def _in_the_file(exc: FederationConfigError, kept: dict[str, list[int]]
+                 ) -> FederationConfigError:
+    """``exc`` with the entry number it names as the file numbers it (the
+    trial table has lost entries before it)."""
+    m = re.match(r"(federation\.([\w-]+)) #(\d+)(.*)$", exc.key)
+    if m is None or m.group(2) not in kept:
+        return exc
+    positions = kept[m.group(2)]
+    index = int(m.group(3)) - 1
+    if not 0 <= index < len(positions):
+        return exc
+    return FederationConfigError(f"{m.group(1)} #{positions[index] + 1}{m.group(4)}",
+                                 exc.problem)
+
+
+def _leave_out(table: dict[str, Any], key: str, kept: dict[str, list[int]]) -> bool:
+    """Remove what ``key`` (``federation.connect #2, url``, numbered as in
+    the file) names from the ``[federation]`` table."""
+    m = re.match(r"federation\.([\w-]+)(?: #(\d+))?(?:, (\w+))?$", key)
+    if m is None:
+        return False
+    name, number, sub = m.groups()
+    spellings = [name, name.replace("_", "-"), name.replace("-", "_")]
+    if sub is not None and number is None:
+        spellings = [f"{name}_{sub}", f"{name}-{sub}"] + spellings
+    for spelling in spellings:
+        if spelling in table:
+            if number is not None:
+                entries = table[spelling]
+                positions = kept.get(spelling, [])
+                if not isinstance(entries, list):       # one value for a list: all of it
+                    del table[spelling]
+                    return True
+                if int(number) - 1 not in positions:
+                    return False
+                index = positions.index(int(number) - 1)
+                del entries[index]
+                del positions[index]
+            else:
+                del table[spelling]
+            return True
+    return False
+
+
+def _set_aside(federation: FederationConfig, key: str) -> bool:
+    """Undo the setting ``key`` names (``federation.reconnect_max``,
+    ``federation.connect #2, url``, ``federation.accept_any, outgoing``)."""
+    m = re.match(r"federation\.(\w+)(?: #(\d+))?(?:, (\w+))?$", key)
+    if m is None:
+        return False
+    name, number, sub = m.groups()
+    if number is not None:
+        entries = getattr(federation, name, None)
+        index = int(number) - 1
+        if not isinstance(entries, list) or not 0 <= index < len(entries):
+            return False
+        del entries[index]
+        return True
+    if sub is not None and hasattr(federation, f"{name}_{sub}"):
+        name = f"{name}_{sub}"
+    defaults = {f.name: f for f in dataclasses.fields(FederationConfig)}
+    if name not in defaults:
+        return False
+    f = defaults[name]
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING \
+        else f.default
+    setattr(federation, name, default)
+    return True
 
 
 def _check_readable_file(path: str, where: str) -> None:
@@ -485,9 +607,11 @@ def _apply_key(config: RouterConfig, raw_key: str, value: Any, source: str,
     elif key == "federation":
         try:
             config.federation = federation_from_dict(value, config.federation)
-        except FederationConfigError as exc:
-            raise ConfigError(f"{source}{federation_line(text, exc.key)}: {exc}") \
-                from None
+        except FederationConfigError:
+            # every problem of the table, not only the first (--check-config)
+            raise ConfigError.of([f"{source}{federation_line(text, exc.key)}: {exc}"
+                                  for exc in federation_table_problems(
+                                      value, config.federation)]) from None
     elif key == "options":
         if not isinstance(value, dict):
             raise ConfigError(f"{where(raw_key)}: 'options' must be a table")

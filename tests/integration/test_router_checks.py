@@ -215,3 +215,24 @@ def test_a_state_file_it_cannot_open_is_found_by_the_check(unprivileged, shared_
     assert result.returncode == 1
     assert f"elvind: cannot use the state file {held}: Permission denied" \
         in said(result.stderr)
+
+
+def test_every_problem_of_the_federation_table_numbered_as_in_the_file(tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text('[federation]\nrouter_domain = "a"\nreconnect_min = -1\nkeepalive = 0\n'
+                    'listen = "bogus"\n'
+                    '[[federation.connect]]\nrouter = "b"\nurl = "nonsense"\n'
+                    '[[federation.connect]]\nrouter = "c"\nurl = "ewaf://127.0.0.1:0"\n')
+    result = check("--config", str(path))
+    assert result.returncode == 1
+    lines = said(result.stderr)
+    for wanted in (f"{path}, line 5: federation.listen", f"{path}, line 8: federation."
+                   "connect #1, url: bad federation URL", f"{path}, line 11: federation."
+                   "connect #2, url: cannot connect to port 0",
+                   f"{path}, line 3: federation.reconnect_min: must be a positive number",
+                   f"{path}, line 4: federation.keepalive: must be a positive number"):
+        assert any(line.startswith(f"elvind: {wanted}") for line in lines), (wanted, lines)
+    assert lines[-1] == f"elvind: {path}: 5 problem(s)"
+    # a start says the first, as before
+    result = start("--config", str(path))
+    assert result.returncode == 1 and len(said(result.stderr)) == 1
