@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -224,6 +225,16 @@ def _of_this_config(data: dict, args: argparse.Namespace, path: str) -> dict:
     return data
 
 
+def _status_owner(path: str) -> int | None:
+    """The pid of another running filewatcher whose status is at ``path``."""
+    try:
+        data = read_status(path)
+    except StatusError:
+        return None
+    pid = data.get("pid")
+    return pid if data.get("running") and pid != os.getpid() else None
+
+
 def check_main(argv: Sequence[str]) -> int:
     """``filewatcher check``: the configuration as a start would see it."""
     args = build_parser().parse_args(argv)
@@ -293,6 +304,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     problems = start_problems(config)
     if problems:                 # before connecting: nothing to undo
         return cli_common.fail(PROG, problems[0], EXIT_USAGE)
+    other = _status_owner(config.status_file)
+    if other is not None:        # two daemons never share a status file
+        return cli_common.fail(PROG, f"the status file {config.status_file} is in use by "
+                                     f"filewatcher pid {other}: give each its own "
+                                     "--status-file", EXIT_USAGE)
     try:
         return asyncio.run(run(config, url, args))
     except KeyboardInterrupt:

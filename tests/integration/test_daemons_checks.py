@@ -160,3 +160,15 @@ def test_newswatcher_check_finds_a_state_file_a_start_could_not_read(unprivilege
                          capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 1, out.stdout
     assert f"newswatcher: cannot use {state}: Permission denied" in lines_of(out.stderr)
+
+
+def test_a_second_filewatcher_does_not_take_over_a_status_file(tmp_path):
+    # the status file of a running filewatcher (the pid: this test's own)
+    status = tmp_path / "status.json"
+    status.write_text(json.dumps({"format": 1, "pid": os.getpid(), "config": None}))
+    out = run(FILEWATCHER, "--root", str(tmp_path), "--status-file", str(status),
+              "--elvin", "elvin://127.0.0.1:1")
+    assert out.returncode == 1
+    assert one_line(out.stderr) == (f"filewatcher: the status file {status} is in use by "
+                                    f"filewatcher pid {os.getpid()}: give each its own "
+                                    "--status-file")
