@@ -70,6 +70,7 @@ class Connector:
         #: stop() was called: the loop ends even if the cancellation is lost
         #: (3.11's wait_for swallows one that meets a finished dial)
         self._stopped = False
+        self._said_up: Link | None = None       # the link whose coming up was said
         self._retries = RetryLog(log, f"federation link to {spec.url}")
         self._tls_retries = RetryLog(log, f"federation link to {spec.url}",
                                      level=logging.WARNING)
@@ -84,7 +85,11 @@ class Connector:
 
     def linked(self) -> None:
         """The dialled link is up: the outage is over, said now (not when
-        the link closes again)."""
+        the link closes again). Called by the service when the link is
+        established, or by ``_run`` if that came first; once per link."""
+        if self._said_up is self.link:
+            return
+        self._said_up = self.link
         self._retries.succeeded()
         self._tls_retries.succeeded()
         self.last_error = None
@@ -128,6 +133,8 @@ class Connector:
                 self._failed(str(exc), self._tls_retries)
             if link is not None:
                 self.link = link
+                if link.established:    # it came up before this task resumed
+                    self.linked()
                 was_linked = await link.closed
                 self.link = None
                 if was_linked:          # its success was said when it came up (linked)
