@@ -67,18 +67,3 @@ def test_elvind_unit_keeps_its_state_in_the_state_directory(tmp_path):
     assert settings.state_dir == str(tmp_path / "state") and settings.mobility
     for hardening in ("NoNewPrivileges", "ProtectSystem", "PrivateTmp", "ProtectHome"):
         assert hardening in d
-
-
-def test_filewatcher_runs_as_its_own_user_with_only_the_read_capability():
-    d = _directives(UNITS / "filewatcher.service")
-    assert d["DynamicUser"] == ["yes"] and "User" not in d
-    assert d["AmbientCapabilities"] == ["CAP_DAC_READ_SEARCH"]
-    assert d["CapabilityBoundingSet"] == ["CAP_DAC_READ_SEARCH"]
-
-
-def test_elvind_unit_reaches_its_router_by_its_config():
-    # no --status-file of its own: elvind's default (status-PORT.json in the
-    # RuntimeDirectory), which `sudo elvind status --config FILE` finds too
-    d = _directives(UNITS / "elvind.service")
-    assert d["ExecReload"] == ["/usr/bin/elvind reload --config /etc/elvin/elvind.toml"]
-    assert not any("--status-file" in line for line in d["ExecStart"] + d["ExecStartPre"])
