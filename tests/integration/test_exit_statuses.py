@@ -2,7 +2,9 @@
 systemd's units do not restart on them (``RestartPreventExitStatus=``), so
 a privileged port without the privilege or a listen host that does not
 resolve is exit 1, not a restart loop; an address in use stays 3. And the
-units all use the one list of ``elvin.cli_common``."""
+units all use the one list of ``elvin.cli_common``; the filewatcher's runs as
+a user of its own with only the capability to read, and elvind's reaches its
+router by its configuration file."""
 
 from __future__ import annotations
 
