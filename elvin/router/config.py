@@ -176,6 +176,9 @@ class RouterConfig:
                       self._check_numbers, self._check_discovery, self._check_federation,
                       self._check_mobility, self._check_state, self._check_archive,
                       self._check_metrics):
+            if check == self._check_numbers:
+                found.extend(_every_number_problem(self, source, text))
+                continue
             with collecting_problems(found):
                 check(source, text)
         return found
@@ -322,6 +325,29 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
 _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
           "mobility": "mobility", "quench": "quench",
           "archive-private": "archive_private", "attribute-names": "attribute_names"}
+
+
+def _every_number_problem(config: RouterConfig, source: str, text: str) -> list[str]:
+    """Every problem ``_check_numbers`` finds, not only the first: the
+    setting each names (``NAME must be ...``) is put back to its default on
+    a copy and the copy checked again, until it passes."""
+    found: list[str] = []
+    trial = dataclasses.replace(config)
+    defaults = {f.name.replace("_", "-"): f for f in dataclasses.fields(RouterConfig)}
+    for _ in range(MAX_FEDERATION_PROBLEMS):
+        try:
+            trial._check_numbers(source, text)
+            break
+        except ConfigError as exc:
+            said = str(exc)
+            if said in found:
+                break
+            found.append(said)
+            named = [f for key, f in defaults.items() if f": {key} must " in said]
+            if not named or named[0].default is dataclasses.MISSING:
+                break
+            setattr(trial, named[0].name, named[0].default)
+    return found
 
 
 #: how many problems of [federation] are looked for (each costs a validation)

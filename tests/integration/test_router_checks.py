@@ -236,3 +236,16 @@ def test_every_problem_of_the_federation_table_numbered_as_in_the_file(tmp_path)
     # a start says the first, as before
     result = start("--config", str(path))
     assert result.returncode == 1 and len(said(result.stderr)) == 1
+
+
+def test_every_bad_number(tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text('stats-interval = -1\nconnect-timeout = 0\nmax-subscriptions = 0\n')
+    result = check("--config", str(path))
+    assert result.returncode == 1
+    lines = said(result.stderr)
+    for wanted in ("line 1: stats-interval must be positive",
+                   "line 2: connect-timeout must be positive",
+                   "line 3: max-subscriptions must be at least 1"):
+        assert any(line.endswith(wanted) for line in lines), (wanted, lines)
+    assert lines[-1] == f"elvind: {path}: 3 problem(s)"
