@@ -15,10 +15,12 @@ import argparse
 import errno
 import logging
 import os
+import socket
 import sys
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE", "LOG_LEVELS",
-           "ToolError", "ToolParser", "add_log_level_argument", "duration", "fail", "os_error",
+           "ToolError", "ToolParser", "add_log_level_argument", "duration", "fail",
+           "listen_error_reason", "listen_error_status", "os_error",
            "os_error_status", "reopen_log_files", "setup_logging"]
 
 EXIT_OK = 0
@@ -78,6 +80,42 @@ def os_error_status(exc: OSError | int | None) -> int:
     may pass (a full disk, an I/O error, an address in use)."""
     code = exc.errno if isinstance(exc, OSError) else exc
     return EXIT_USAGE if code in _SETUP_ERRNOS else EXIT_FAILURE
+
+
+#: getaddrinfo's answers that a retry will not change: the name does not
+#: exist, has no address of the family asked for, or the service is unknown
+#: (EAI_AGAIN, a DNS server not answering yet at boot, may pass: not here)
+_SETUP_EAI = frozenset(getattr(socket, name) for name in
+                       ("EAI_NONAME", "EAI_NODATA", "EAI_FAMILY", "EAI_SERVICE", "EAI_ADDRFAMILY")
+                       if hasattr(socket, name))
+
+
+def listen_error_status(exc: OSError) -> int:
+    """The exit status for an address that cannot be listened on: 1 (usage)
+    when retrying cannot help -- a port below 1024 without the privilege
+    (EACCES), a host name that does not resolve, an address family the
+    system lacks -- so that systemd does not restart in a loop; else 3 (an
+    address in use, an interface not up yet, DNS not answering yet)."""
+    if isinstance(exc, socket.gaierror):
+        return EXIT_USAGE if exc.errno in _SETUP_EAI else EXIT_FAILURE
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EAFNOSUPPORT):
+        return EXIT_USAGE
+    return EXIT_FAILURE
+
+
+def listen_error_reason(exc: OSError, port: int | None = None) -> str:
+    """Why an address cannot be listened on, as the system words it
+    (asyncio's own wording, "error while attempting to bind on address
+    ...", repeats what the message already says), with what to do about a
+    privileged port."""
+    if isinstance(exc.errno, int) and exc.errno > 0:
+        reason = os.strerror(exc.errno)
+    else:
+        reason = exc.strerror or str(exc)
+    if exc.errno in (errno.EACCES, errno.EPERM) and port is not None and 0 < port < 1024:
+        reason += (f" (port {port} is below 1024: it needs root or CAP_NET_BIND_SERVICE, "
+                   "see the systemd unit)")
+    return reason
 
 
 def os_error(what: str, exc: OSError, path: str | os.PathLike | None = None) -> ToolError:

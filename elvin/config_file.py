@@ -32,7 +32,18 @@ C = TypeVar("C")
 
 class ConfigError(ValueError):
     """A config file that cannot be read or holds a wrong value; the message
-    names the file (and the line or key, where known)."""
+    names the file (and the line or key, where known). ``problems``: every
+    problem found in one part (a table whose keys are each checked), the
+    message being the first; ``collecting_problems`` reports them all."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems) if problems else [message]
+
+    @classmethod
+    def of(cls, problems: list[str]) -> ConfigError:
+        """One error for ``problems`` (not empty), saying the first."""
+        return cls(problems[0], problems)
 
 
 @contextlib.contextmanager
@@ -46,7 +57,7 @@ def collecting_problems(problems: list[str] | None) -> Iterator[None]:
     except ConfigError as exc:
         if problems is None:
             raise
-        problems.append(str(exc))
+        problems.extend(getattr(exc, "problems", None) or [str(exc)])
 
 
 def default_config_path(name: str) -> Path:
@@ -206,7 +217,11 @@ def check_number(value: object, where: str, allowed: NumberRange) -> float:
 def check_numbers(settings: Any, where: str, name: Callable[[str], str] = str) -> None:
     """``check_number`` on every ``number`` field of the dataclass instance
     ``settings``; errors say ``WHERE: name(field)``."""
+    found: list[str] = []     # every number out of range, not only the first
     for f in fields(settings):
         allowed = f.metadata.get("range")
         if allowed is not None:
-            check_number(getattr(settings, f.name), f"{where}: {name(f.name)}", allowed)
+            with collecting_problems(found):
+                check_number(getattr(settings, f.name), f"{where}: {name(f.name)}", allowed)
+    if found:
+        raise ConfigError.of(found)

@@ -45,7 +45,8 @@ from elvin.cli_common import (
 )
 from elvin.fileutil import pid_alive
 
-__all__ = ["DaemonSignals", "ReloadRecord", "ask_reload", "change", "reload_logging",
+__all__ = ["DaemonSignals", "ReloadRecord", "ask_reload", "change", "other_instance",
+           "reload_logging",
            "read_status_file", "reload_verdict", "show_status"]
 
 #: seconds ``reload`` waits for the daemon's verdict
@@ -240,6 +241,22 @@ def read_status_file(path: str | os.PathLike, daemon: str, error: type[Exception
         raise error(f"{path} is not a {daemon} status file")
     data["running"] = pid_alive(data.get("pid"))
     return data
+
+
+def other_instance(status: Mapping[str, Any], config_path: str | os.PathLike | None,
+                   path: str | os.PathLike, daemon: str) -> str | None:
+    """Why the running daemon whose ``status`` (read from ``path``) this is
+    is not the one ``config_path`` (the command's ``--config``) names: it
+    runs with another configuration file, or none; None when it is that one,
+    or no file was named. ``DAEMON status``/``reload`` then act on none."""
+    if config_path is None or not status.get("running", True):
+        return None
+    ran = status.get("config")
+    if ran and os.path.realpath(str(ran)) == os.path.realpath(config_path):
+        return None
+    return (f"{path} is the status of {daemon} pid {status.get('pid')}, which runs with "
+            f"{ran or 'no --config file'}, not {os.fspath(config_path)} (give the status of "
+            f"the {daemon} you mean)")
 
 
 def show_status(data: Mapping[str, Any], as_json: bool,

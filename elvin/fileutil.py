@@ -19,6 +19,7 @@ of every app and tool go through here.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -27,7 +28,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_write", "make_directory", "pid_alive", "read_problem", "reading",
+__all__ = ["atomic_write", "file_problem", "make_directory", "files_problems", "open_problem",
+           "pid_alive",
+           "read_problem", "reading",
            "runtime_file", "write_problem"]
 
 
@@ -162,6 +165,103 @@ def write_problem(path: str | os.PathLike, *, directory: bool = False,
     if parent == path:
         return os.strerror(errno.ENOENT)
     return write_problem(parent, directory=True)
+
+
+def open_problem(path: str | os.PathLike, how: str) -> str | None:
+    """Why ``path`` could not be used as a start uses it, found by doing it
+    and undoing it (``--check-config``, ``check``: the check does what the
+    start does, and leaves nothing behind). ``how``:
+
+    * ``"append"``: a log file, opened for appending; its directory must
+      exist (logging does not create it);
+    * ``"replace"``: a status file, replaced whole (``atomic_write``, which
+      creates missing directories): a temporary file is made beside it;
+    * ``"directory"``: a state or archive directory (``make_directory``
+      creates it with its parents): a file is made in it.
+
+    What is missing is created, as a start would, and removed again.
+
+    None when it works; else the reason, as the system words it."""
+    path = Path(path).expanduser()
+    try:
+        if how == "append":
+            if path.is_dir():
+                return os.strerror(errno.EISDIR)
+            if path.exists():
+                with open(path, "a", encoding="utf-8"):
+                    return None
+            if not path.parent.is_dir():
+                return f"the directory {path.parent} does not exist"
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.unlink(path)
+            return None
+        if how == "replace":
+            if path.is_dir():
+                return os.strerror(errno.EISDIR)
+            directory = path.parent
+        elif how == "directory":
+            directory = path
+        else:
+            raise ValueError(f"open_problem: how {how!r}")
+        made = []           # a start creates what is missing: so does the check, then
+        try:                # removes it again
+            missing = directory
+            while not missing.exists():
+                made.append(missing)
+                missing = missing.parent
+            for step in reversed(made):
+                step.mkdir()
+            if not directory.is_dir():
+                return os.strerror(errno.ENOTDIR)
+            fd, probe = tempfile.mkstemp(prefix=".elvin-check-", dir=directory)
+            os.close(fd)
+            os.unlink(probe)
+        finally:
+            for step in made:
+                with contextlib.suppress(OSError):
+                    step.rmdir()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def files_problems(directory: str | os.PathLike) -> list[tuple[Path, str]]:
+    """The files in ``directory`` (not below) that could not be opened for
+    reading and writing, as a daemon reopens its state files at start, with
+    the reason; opened and closed, never changed. Empty when the directory
+    is missing or cannot be listed (``open_problem`` says that)."""
+    found = []
+    try:
+        entries = sorted(Path(directory).expanduser().iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            if not entry.is_file():
+                continue
+            with open(entry, "r+b"):
+                pass
+        except OSError as exc:
+            found.append((entry, exc.strerror or str(exc)))
+    return found
+
+
+def file_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` is not a file this process can read, in the words the
+    configuration errors use: ``no such file``, ``cannot read: Permission
+    denied`` (a file in a directory this user may not enter is *not*
+    missing), ``not a file``; None when it can be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
+    return None if regular else "not a file"
 
 
 def read_problem(path: str | os.PathLike, *, directory: bool = False) -> str | None:

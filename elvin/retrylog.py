@@ -48,7 +48,9 @@ class RetryLog:
     def failed(self, error: object) -> None:
         """One attempt failed with ``error``."""
         now = self.clock()
-        text = str(error) or type(error).__name__
+        # an exception with no words says its type; an empty string is no reason
+        text = str(error) or ("unknown error" if isinstance(error, str)
+                              else type(error).__name__)
         self.failures += 1
         self.last_error = text
         if self.failures == 1:

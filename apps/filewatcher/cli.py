@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -46,15 +48,16 @@ from elvin_apps.filewatcher.status import StatusError, format_status, read_statu
 from elvin import cli_common, sdnotify
 from elvin.app_cli import add_config_argument, app_parser
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolError, ToolParser
-from elvin.config_file import raw_setting
+from elvin.config_file import raw_setting, read_toml
 from elvin.daemon_control import (
     DaemonSignals,
     ask_reload,
+    other_instance,
     reload_logging,
     reload_verdict,
     show_status,
 )
-from elvin.fileutil import write_problem
+from elvin.fileutil import open_problem
 from elvin.router_url import choose_router_url
 from elvin.tools import CONNECT_ERRORS, connect_failure
 
@@ -105,8 +108,10 @@ def build_status_parser(command: str = "status") -> argparse.ArgumentParser:
     return parser
 
 
-def make_config(args: argparse.Namespace) -> Config:
-    config = load_config(args.config)
+def make_config(args: argparse.Namespace, problems: list[str] | None = None) -> Config:
+    """The file's settings with the flags over them, validated; with a
+    ``problems`` list, the file's wrong keys go there (``check``)."""
+    config = load_config(args.config, problems)
     config = apply_overrides(config, roots=args.roots, unbounded=args.unbounded,
                              debounce=args.debounce, status_file=args.status_file,
                              log_level=args.log_level, log_file=args.log_file)
@@ -123,11 +128,12 @@ def setup_logging(config: Config) -> None:
 def start_problems(config: Config) -> list[str]:
     """What would stop a start, found without starting (``check``, and
     ``main`` before connecting): a status or log file that cannot be
-    written. Roots that cannot be read are warnings (``root_warnings``)."""
+    written, tried as the start uses them (``fileutil.open_problem``). Roots
+    that cannot be read are warnings (``root_warnings``)."""
     found = []
-    for what, path, replace in (("status file", config.status_file, True),
-                                ("log file", config.log_file, False)):
-        problem = write_problem(path, replace=replace) if path else None
+    for what, path, how in (("status file", config.status_file, "replace"),
+                            ("log file", config.log_file, "append")):
+        problem = open_problem(path, how) if path else None
         if problem:
             found.append(f"cannot write the {what} {path}: {problem}")
     return found
@@ -196,28 +202,67 @@ def reload_watcher(watcher, args: argparse.Namespace) -> tuple[bool, str]:
 def status_path(args: argparse.Namespace) -> str:
     """``--status-file``, else the config file's ``status-file`` (read alone:
     ``reload`` must reach the daemon even when the rest of the file is the
-    broken part), else the default."""
+    broken part), else the default. ``ToolError`` (usage) for a config
+    file that is not TOML: it cannot say which daemon it configures."""
     if args.status_file:
         return args.status_file
+    if args.config:
+        try:
+            read_toml(args.config)
+        except ConfigError as exc:
+            raise ToolError(f"cannot tell which filewatcher {args.config} configures: {exc} "
+                            "(fix it, or give --status-file)") from None
     named = raw_setting(args.config, "status-file")
     return named if isinstance(named, str) and named else default_status_file()
+
+
+def _of_this_config(data: dict, args: argparse.Namespace, path: str) -> dict:
+    """``data``, or ``ToolError`` (usage) when it is the status of a
+    filewatcher running with another config file than ``--config``."""
+    problem = other_instance(data, args.config, path, PROG)
+    if problem:
+        raise ToolError(problem)
+    return data
+
+
+def _status_owner(path: str) -> int | None:
+    """The pid of another running filewatcher whose status is at ``path``."""
+    try:
+        data = read_status(path)
+    except StatusError:
+        return None
+    pid = data.get("pid")
+    return pid if data.get("running") and pid != os.getpid() else None
 
 
 def check_main(argv: Sequence[str]) -> int:
     """``filewatcher check``: the configuration as a start would see it."""
     args = build_parser().parse_args(argv)
+    problems: list[str] = []
+    config: Config | None = None
     try:
-        config = make_config(args)
+        config = make_config(args, problems)
     except ConfigError as exc:
-        return cli_common.fail(PROG, str(exc), EXIT_USAGE)
-    problems = start_problems(config)
-    for warning in root_warnings(config):
-        print(f"filewatcher: warning: {warning}", file=sys.stderr)
-    for problem in problems:
-        print(f"filewatcher: {problem}", file=sys.stderr)
+        problems.extend(exc.problems)
+    warnings: list[str] = []
+    if config is not None:
+        problems.extend(start_problems(config))
+        warnings = root_warnings(config)
+    elif args.config or args.status_file or args.log_file:
+        # the settings that did load still name files a start would open
+        with contextlib.suppress(ConfigError):
+            partial = apply_overrides(load_config(args.config, []),
+                                      status_file=args.status_file, log_file=args.log_file)
+            problems.extend(start_problems(partial))
+    for warning in warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    for problem in dict.fromkeys(problems):
+        print(f"{PROG}: {problem}", file=sys.stderr)
+    where = args.config or "command line"
     if problems:
+        print(f"{PROG}: {where}: {len(dict.fromkeys(problems))} problem(s)", file=sys.stderr)
         return EXIT_USAGE
-    print(f"filewatcher: {args.config or 'command line'}: ok")
+    print(f"{PROG}: {where}: ok")
     return EXIT_OK
 
 
@@ -225,13 +270,14 @@ def status_main(argv: Sequence[str], command: str = "status") -> int:
     args = build_status_parser(command).parse_args(argv)
     try:
         path = status_path(args)
-        data = read_status(path)
+        data = _of_this_config(read_status(path), args, path)
     except ToolError as exc:
         return exc.report(PROG)
     except StatusError as exc:
         return cli_common.fail(f"filewatcher {command}", str(exc), EXIT_FAILURE)
     if command == "reload":
-        return ask_reload("filewatcher reload", lambda: read_status(path))
+        return ask_reload("filewatcher reload",
+                          lambda: _of_this_config(read_status(path), args, path))
     return show_status(data, args.json, format_status)
 
 
@@ -258,6 +304,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     problems = start_problems(config)
     if problems:                 # before connecting: nothing to undo
         return cli_common.fail(PROG, problems[0], EXIT_USAGE)
+    other = _status_owner(config.status_file)
+    if other is not None:        # two daemons never share a status file
+        return cli_common.fail(PROG, f"the status file {config.status_file} is in use by "
+                                     f"filewatcher pid {other}: give each its own "
+                                     "--status-file", EXIT_USAGE)
     try:
         return asyncio.run(run(config, url, args))
     except KeyboardInterrupt:

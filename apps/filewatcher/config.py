@@ -36,7 +36,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elvin.cli_common import LOG_LEVELS
-from elvin.config_file import ConfigError, check_numbers, line_of, number, read_toml
+from elvin.config_file import (
+    ConfigError,
+    check_numbers,
+    collecting_problems,
+    line_of,
+    number,
+    read_toml,
+)
 from elvin.fileutil import runtime_file
 from elvin.router_url import RouterURLError, check_router_url
 
@@ -76,6 +83,9 @@ class Config:
     source: str = "defaults"
     #: the config file's text, to point at a key's line (not a setting)
     text: str = field(default="", repr=False, compare=False)
+    #: the config file's absolute path ("" without one), for the status: the
+    #: commands check that a status is of the daemon their --config names
+    path: str = field(default="", repr=False, compare=False)
     #: the settings the command line gave (their errors are not the file's)
     flags: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
@@ -86,50 +96,63 @@ class Config:
         return f"{self.source}{line_of(self.text, key)}"
 
     def validate(self) -> Config:
-        """Check every value; resolve roots. Returns self."""
+        """Check every value; resolve roots. Returns self; a ``ConfigError``
+        saying the first problem and holding them all (``problems``), for
+        ``filewatcher check``."""
         src = self.source
+        found: list[str] = []
         if self.elvin is not None:
             try:
                 check_router_url(self.elvin, what="router URL")
             except RouterURLError as exc:
-                raise ConfigError(f"{self.where('elvin')}: elvin: {exc}") from None
+                found.append(f"{self.where('elvin')}: elvin: {exc}")
         if not self.roots:
-            raise ConfigError(f"{src}: no roots: name the directories subscribers may watch "
-                              "with --root DIR (repeatable) or roots = [...] in the config file")
+            found.append(f"{src}: no roots: name the directories subscribers may watch "
+                         "with --root DIR (repeatable) or roots = [...] in the config file")
         resolved = []
         where = self.where("roots")
         for root in self.roots:
-            if not isinstance(root, str) or not root.strip():
-                raise ConfigError(f"{where}: roots: {root!r} is not a directory path")
-            real = os.path.realpath(os.path.expanduser(root))
-            try:
-                os.stat(real)
-            except OSError as exc:
-                raise ConfigError(f"{where}: roots: {root!r}: {exc.strerror or exc}") from None
-            if not os.path.isdir(real):
-                raise ConfigError(f"{where}: roots: {root!r} is not a directory")
-            if real == os.path.sep:
-                raise ConfigError(f"{where}: roots: {root!r} is the whole file system; name "
-                                  "the directories subscribers may watch")
-            if real not in resolved:
-                resolved.append(real)
+            with collecting_problems(found):
+                real = _root(root, where)
+                if real not in resolved:
+                    resolved.append(real)
         # a root inside another root adds nothing: keep the outer one
         self.roots = [r for r in resolved
                       if not any(r != o and r.startswith(o + os.sep) for o in resolved)]
         if self.unbounded not in UNBOUNDED_POLICIES:
-            raise ConfigError(f"{self.where('unbounded')}: unbounded: must be one of "
-                              f"{', '.join(UNBOUNDED_POLICIES)}, not {self.unbounded!r}")
-        check_numbers(self, src, lambda name: name.replace("_", "-"))
+            found.append(f"{self.where('unbounded')}: unbounded: must be one of "
+                         f"{', '.join(UNBOUNDED_POLICIES)}, not {self.unbounded!r}")
+        with collecting_problems(found):
+            check_numbers(self, src, lambda name: name.replace("_", "-"))
         if self.max_delay < self.debounce:
             self.max_delay = self.debounce
         if self.log_level not in LOG_LEVELS:
-            raise ConfigError(f"{self.where('log-level')}: log-level: must be one of "
-                              f"{', '.join(LOG_LEVELS)}, not {self.log_level!r}")
+            found.append(f"{self.where('log-level')}: log-level: must be one of "
+                         f"{', '.join(LOG_LEVELS)}, not {self.log_level!r}")
+        if found:
+            raise ConfigError.of(found)
         if not self.host:
             self.host = socket.gethostname() or "localhost"
         if not self.status_file:
             self.status_file = default_status_file()
         return self
+
+
+def _root(root: Any, where: str) -> str:
+    """The real path of a root, or the ``ConfigError`` saying why it is none."""
+    if not isinstance(root, str) or not root.strip():
+        raise ConfigError(f"{where}: roots: {root!r} is not a directory path")
+    real = os.path.realpath(os.path.expanduser(root))
+    try:
+        os.stat(real)
+    except OSError as exc:
+        raise ConfigError(f"{where}: roots: {root!r}: {exc.strerror or exc}") from None
+    if not os.path.isdir(real):
+        raise ConfigError(f"{where}: roots: {root!r} is not a directory")
+    if real == os.path.sep:
+        raise ConfigError(f"{where}: roots: {root!r} is the whole file system; name "
+                          "the directories subscribers may watch")
+    return real
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -153,33 +176,43 @@ _KIND = {(str,): "a string", (list,): "a list of directory paths", (int,): "an i
          (int, float): "a number"}
 
 
-def load_config(path: str | os.PathLike | None) -> Config:
+def load_config(path: str | os.PathLike | None,
+                problems: list[str] | None = None) -> Config:
     """Read the TOML file (None: defaults only). Not validated yet: flags are
-    applied on top first, then ``validate()``."""
+    applied on top first, then ``validate()``. With a ``problems`` list, a
+    wrong key is appended there and left out, so that ``check`` goes on to
+    say every problem."""
     if path is None:
         return Config()
     file = read_toml(path)
-    return config_from_dict(file.data, source=str(file.path), text=file.text)
+    config = config_from_dict(file.data, source=str(file.path), text=file.text,
+                              problems=problems)
+    config.path = os.path.abspath(file.path)
+    return config
 
 
 def config_from_dict(data: dict[str, Any], source: str = "configuration",
-                     text: str = "") -> Config:
+                     text: str = "", problems: list[str] | None = None) -> Config:
     config = Config(source=source, text=text)
     for raw_key, value in data.items():
-        key = raw_key.replace("-", "_")
-        where = f"{source}{line_of(text, raw_key)}"
-        if key not in _TYPES:
-            known = ", ".join(k.replace("_", "-") for k in _TYPES)
-            raise ConfigError(f"{where}: unknown setting {raw_key!r} (known: {known})")
-        types = _TYPES[key]
-        if isinstance(value, bool) or not isinstance(value, types):
-            raise ConfigError(f"{where}: {raw_key} must be {_KIND[types]}, not {value!r}")
-        if key == "roots" and not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{where}: roots must be a list of directory paths")
-        if key == "log_level":
-            value = value.lower()
-        setattr(config, key, list(value) if key == "roots" else value)
+        with collecting_problems(problems):
+            _set(config, raw_key, value, f"{source}{line_of(text, raw_key)}")
     return config
+
+
+def _set(config: Config, raw_key: str, value: Any, where: str) -> None:
+    key = raw_key.replace("-", "_")
+    if key not in _TYPES:
+        known = ", ".join(k.replace("_", "-") for k in _TYPES)
+        raise ConfigError(f"{where}: unknown setting {raw_key!r} (known: {known})")
+    types = _TYPES[key]
+    if isinstance(value, bool) or not isinstance(value, types):
+        raise ConfigError(f"{where}: {raw_key} must be {_KIND[types]}, not {value!r}")
+    if key == "roots" and not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: roots must be a list of directory paths")
+    if key == "log_level":
+        value = value.lower()
+    setattr(config, key, list(value) if key == "roots" else value)
 
 
 def apply_overrides(config: Config, **flags: Any) -> Config:

@@ -90,7 +90,7 @@ def daemon_status(config: Config, link: RouterLink, manager: WatchManager,
         })
     return {
         "version": __version__, "pid": os.getpid(), "started": started,
-        "updated": time.time(), "router": link.shown_url,
+        "updated": time.time(), "router": link.shown_url, "config": config.path or None,
         "connection": link.connection_state(), "roots": list(config.roots),
         "unreadable_roots": unreadable_roots(config.roots),
         "unbounded": config.unbounded,

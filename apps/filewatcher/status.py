@@ -10,7 +10,8 @@ stale file.
 Format (``"format": 1``)::
 
     {"format": 1, "version": "0.1.0", "pid": 123, "started": 1700000000.0,
-     "updated": 1700000005.0, "router": "elvin://...", "connection": "connected",
+     "updated": 1700000005.0, "router": "elvin://...", "config": "/etc/elvin/fw.toml",
+     "connection": "connected",
      "roots": ["/srv/www"], "unreadable_roots": {}, "unbounded": "ignore",
      "quench": "on", "os_watches": 3,
      "watches": [{"path": "/srv/www", "recursive": true, "backend": "inotify",

@@ -52,9 +52,9 @@ from elvin.cli_common import (
     os_error,
     setup_logging,
 )
-from elvin.config_file import default_config_path, load_named, raw_setting
-from elvin.daemon_control import DaemonSignals, ask_reload, reload_verdict
-from elvin.fileutil import write_problem
+from elvin.config_file import default_config_path, load_named, raw_setting, read_toml
+from elvin.daemon_control import DaemonSignals, ask_reload, other_instance, reload_verdict
+from elvin.fileutil import files_problems, open_problem
 
 log = logging.getLogger("elvin_apps.newswatcher")
 
@@ -143,15 +143,22 @@ def main(argv: list[str] | None = None) -> int:
 
 def _read_status(args: argparse.Namespace) -> tuple[dict | None, int]:
     from elvin_apps.newswatcher.config import load
-    from elvin_apps.newswatcher.status import STATUS_NAME, StatusError, read_status
+    from elvin_apps.newswatcher.status import STATUS_NAME, StatusError, pid_alive, read_status
     try:
         config = load_named(load, args.config)
     except ToolError as exc:
         return None, exc.report(PROG)
+    path = _data_dir(args, config) / STATUS_NAME
     try:
-        return read_status(_data_dir(args, config) / STATUS_NAME), EXIT_OK
+        document = read_status(path)
     except StatusError as exc:
         return None, _fail(str(exc), EXIT_FAILURE)
+    running = {**document, "running": bool(document.get("running"))
+               and pid_alive(document.get("pid"))}
+    problem = other_instance(running, args.config, path, PROG)
+    if problem:
+        return None, _fail(problem, EXIT_USAGE)
+    return document, EXIT_OK
 
 
 def status_command(args: argparse.Namespace) -> int:
@@ -172,16 +179,27 @@ def reload_command(args: argparse.Namespace) -> int:
     found even when the config file is the broken one being reloaded: the
     daemon is then the one to say what is wrong with it."""
     from elvin_apps.newswatcher.config import ConfigError, default_data_dir, load
-    from elvin_apps.newswatcher.status import STATUS_NAME, StatusError, read_status
+    from elvin_apps.newswatcher.status import STATUS_NAME, StatusError, pid_alive, read_status
     try:
         data_dir = _data_dir(args, load(args.config, must_exist=bool(args.config)))
     except ConfigError:
+        if args.config and not args.data_dir:
+            # a file that is not TOML names no data directory: act on no daemon
+            try:
+                read_toml(args.config)
+            except ConfigError as unreadable:
+                return _fail(f"cannot tell which newswatcher {args.config} configures: "
+                             f"{unreadable} (fix it, or give --data-dir)", EXIT_USAGE)
         data_dir = _raw_data_dir(args) or default_data_dir()
     path = data_dir / STATUS_NAME
     try:
-        read_status(path)
+        status = read_status(path)
     except StatusError as exc:
         return _fail(str(exc), EXIT_FAILURE)
+    status["running"] = bool(status.get("running")) and pid_alive(status.get("pid"))
+    problem = other_instance(status, args.config, path, PROG)
+    if problem:
+        return _fail(problem, EXIT_USAGE)
     return ask_reload("newswatcher reload", lambda: read_status(path))
 
 
@@ -199,22 +217,38 @@ def _raw_data_dir(args: argparse.Namespace) -> Path | None:
 
 def check_command(args: argparse.Namespace) -> int:
     """``newswatcher check``: the configuration and the data directory as a
-    start would see them; ``ok`` or the problems, exit 0 or 1."""
+    start would see them: every problem (each wrong key and feed, the data
+    directory and log file tried as a start opens them), ``ok`` or the
+    problems, exit 0 or 1."""
+    from elvin_apps.newswatcher.config import ConfigError, load
+    problems: list[str] = []
+    config = None
     try:
-        config, extra = _configured(args)
-    except ToolError as exc:
-        return exc.report(PROG)
-    data_dir = _data_dir(args, config)
-    problems = [f"cannot use the data directory {data_dir}: {problem}"
-                for problem in [write_problem(data_dir, directory=True)] if problem]
-    if args.log_file and (problem := write_problem(args.log_file)):
+        config = load(args.config, must_exist=bool(args.config))
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+    extra = 0
+    if config is not None:
+        try:
+            config, feeds = _configured(args)
+            extra = len(feeds)
+        except ToolError as exc:
+            problems.append(exc.message)
+    data_dir = _data_dir(args, config) if config is not None else _raw_data_dir(args)
+    if data_dir is not None and (problem := open_problem(data_dir, "directory")):
+        problems.append(f"cannot use the data directory {data_dir}: {problem}")
+    elif data_dir is not None:          # the state a start reads (and would refuse)
+        problems.extend(f"cannot use {file}: {reason}" for file, reason
+                        in files_problems(data_dir) if file.name == "state.json")
+    if args.log_file and (problem := open_problem(args.log_file, "append")):
         problems.append(f"cannot write the log file {args.log_file}: {problem}")
-    for problem in problems:
+    for problem in dict.fromkeys(problems):
         print(f"{PROG}: {problem}", file=sys.stderr)
+    where = args.config or (config.path if config is not None and config.path else "defaults")
     if problems:
+        print(f"{PROG}: {where}: {len(dict.fromkeys(problems))} problem(s)", file=sys.stderr)
         return EXIT_USAGE
-    where = args.config or (config.path or "defaults")
-    print(f"{PROG}: {where}: ok ({len(config.feeds) + len(extra)} feed(s))")
+    print(f"{PROG}: {where}: ok ({len(config.feeds) + extra} feed(s))")
     return EXIT_OK
 
 

@@ -29,6 +29,7 @@ from elvin.config_file import (
     ConfigError,
     NumberRange,
     check_number,
+    collecting_problems,
     default_config_path,
     list_item,
     number,
@@ -135,40 +136,54 @@ _DEFAULT_KEYS = {"interval", "groups", "from", "timeout", "initial_items"}
 def from_mapping(data: Mapping[str, Any], *, where: str = "config",
                  base_dir: Path | None = None) -> Config:
     """Validate parsed TOML. ``base_dir`` anchors relative file paths (the
-    config file's directory), so a config works from any working directory."""
-    _unknown(data, _TOP, where, "")
+    config file's directory), so a config works from any working directory.
+    Every problem is found (a ``ConfigError`` saying the first, holding them
+    all in ``problems``: ``newswatcher check`` says each)."""
+    found: list[str] = []
+    with collecting_problems(found):
+        _unknown(data, _TOP, where, "")
     config = Config()
     if "elvin" in data:
-        config.elvin = _string(data, "elvin", where, "")
-        from elvin.router_url import RouterURLError, check_router_url
-        try:
-            check_router_url(config.elvin)
-        except RouterURLError as exc:
-            raise ConfigError(f"{where}: elvin: {exc}") from None
+        with collecting_problems(found):
+            config.elvin = _string(data, "elvin", where, "")
+            from elvin.router_url import RouterURLError, check_router_url
+            try:
+                check_router_url(config.elvin)
+            except RouterURLError as exc:
+                raise ConfigError(f"{where}: elvin: {exc}") from None
     if "data_dir" in data:
-        raw = _string(data, "data_dir", where, "")
-        path = Path(raw).expanduser()
-        if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
-        config.data_dir = path
+        with collecting_problems(found):
+            raw = _string(data, "data_dir", where, "")
+            path = Path(raw).expanduser()
+            if not path.is_absolute() and base_dir is not None:
+                path = base_dir / path
+            config.data_dir = path
     if "scoop" in data:
-        config.scoop = _bool(data, "scoop", where, "")
-    config.http = _http(_table(data, "http", where), where)
-    defaults = _table(data, "defaults", where)
-    _unknown(defaults, _DEFAULT_KEYS, where, "defaults.")
-    config.defaults = _feed_fields(FeedConfig("", ""), defaults, where, "defaults.")
+        with collecting_problems(found):
+            config.scoop = _bool(data, "scoop", where, "")
+    with collecting_problems(found):
+        config.http = _http(_table(data, "http", where), where)
+    with collecting_problems(found):
+        defaults = _table(data, "defaults", where)
+        _unknown(defaults, _DEFAULT_KEYS, where, "defaults.")
+        config.defaults = _feed_fields(FeedConfig("", ""), defaults, where, "defaults.")
     raw_feeds = data.get("feeds", [])
     if not isinstance(raw_feeds, list) or not all(isinstance(f, dict) for f in raw_feeds):
-        raise ConfigError(f"{where}: feeds: must be [[feeds]] tables")
+        found.append(f"{where}: feeds: must be [[feeds]] tables")
+        raw_feeds = []
     seen: set[str] = set()
     for index, raw in enumerate(raw_feeds):
-        feed = parse_feed(raw, config.defaults, where=where,
-                          prefix=f"{list_item('feeds', index)}, ", base_dir=base_dir)
-        if feed.name in seen:
-            raise ConfigError(f"{where}: {list_item('feeds', index, 'name')}: {feed.name!r} "
-                              "is used by another feed (names must be unique)")
-        seen.add(feed.name)
-        config.feeds.append(feed)
+        with collecting_problems(found):
+            feed = parse_feed(raw, config.defaults, where=where,
+                              prefix=f"{list_item('feeds', index)}, ", base_dir=base_dir)
+            if feed.name in seen:
+                raise ConfigError(f"{where}: {list_item('feeds', index, 'name')}: "
+                                  f"{feed.name!r} is used by another feed (names must be "
+                                  "unique)")
+            seen.add(feed.name)
+            config.feeds.append(feed)
+    if found:
+        raise ConfigError.of(found)
     return config
 
 

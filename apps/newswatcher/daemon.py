@@ -486,7 +486,7 @@ class NewsWatcher:
             "newswatcher_version": __version__, "elvin": self.conn.url if self.conn else self.url,
             "connected": bool(self.conn and self.conn.is_open), "scoop": self.scoop,
             "no_quench": self.no_quench,
-            "config": str(self.config.path) if self.config.path else None,
+            "config": os.path.abspath(self.config.path) if self.config.path else None,
             "data_dir": str(self.data_dir), "quench_terms": len(self.selection.terms),
             "totals": {"published": self.published, "dropped": self.dropped,
                        "duplicates_avoided": self.suppressed, **fetch},

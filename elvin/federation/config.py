@@ -80,7 +80,6 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -89,6 +88,7 @@ from typing import Any
 from elvin.config_file import list_item
 from elvin.errors import SubscriptionError
 from elvin.federation.hosts import HostRules
+from elvin.fileutil import file_problem
 from elvin.protocol.uri import ElvinURI, URIError, parse_uri
 from elvin.subscription import compile as compile_subscription
 from elvin.subscription.ast import Node
@@ -318,9 +318,10 @@ class FederationConfig:
         if self.tls_ca is not None:
             if not isinstance(self.tls_ca, str) or not self.tls_ca:
                 raise FederationConfigError("federation.tls_ca", "must be a file name")
-            if not os.path.isfile(self.tls_ca):
+            problem = file_problem(self.tls_ca)
+            if problem:
                 raise FederationConfigError("federation.tls_ca",
-                                            f"CA file {self.tls_ca!r}: no such file")
+                                            f"CA file {self.tls_ca!r}: {problem}")
         value = self.request_retries
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise FederationConfigError("federation.request_retries",
@@ -369,8 +370,11 @@ def _check_connect_tls(key: str, spec: ConnectSpec) -> None:
                                     "go together")
     for name in ("client_cert", "client_key"):
         path = getattr(spec, name)
-        if path is not None and (not isinstance(path, str) or not os.path.isfile(path)):
-            raise FederationConfigError(f"{key}, {name}", f"{path!r}: no such file")
+        if path is not None and not isinstance(path, str):
+            raise FederationConfigError(f"{key}, {name}", f"must be a file name, not {path!r}")
+        problem = file_problem(path) if path is not None else None
+        if problem:
+            raise FederationConfigError(f"{key}, {name}", f"{path!r}: {problem}")
     if spec.source_address is not None:
         try:
             ipaddress.ip_address(spec.source_address)

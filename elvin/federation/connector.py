@@ -36,6 +36,19 @@ log = logging.getLogger("elvin.federation")
 __all__ = ["Connector"]
 
 
+
+def dial_error(exc: OSError, secure: bool) -> str:
+    """Why a dial failed, in words: the system's, or -- for the bare
+    ``ConnectionResetError()`` asyncio raises when the peer closes during
+    the TLS handshake -- what that means, rather than nothing at all."""
+    said = exc.strerror or str(exc)
+    if said:
+        return said
+    if secure:
+        return ("the peer closed the connection during the TLS handshake (is its port a "
+                "TLS listener, ewaf:1.0/ssl,...? does it admit this router?)")
+    return f"the connection failed ({type(exc).__name__})"
+
 class Dialler(LinkOwner, Protocol):
     """What a connector needs of its federation service: what a link needs,
     whether the service is stopping, and the TLS context to dial with."""
@@ -54,6 +67,10 @@ class Connector:
         self.link: Link | None = None
         self.failed_dials = 0        # since the router started
         self.last_error: str | None = None
+        #: stop() was called: the loop ends even if the cancellation is lost
+        #: (3.11's wait_for swallows one that meets a finished dial)
+        self._stopped = False
+        self._said_up: Link | None = None       # the link whose coming up was said
         self._retries = RetryLog(log, f"federation link to {spec.url}")
         self._tls_retries = RetryLog(log, f"federation link to {spec.url}",
                                      level=logging.WARNING)
@@ -65,6 +82,17 @@ class Connector:
         if self.link is None:
             return "down"
         return "linked" if self.link.state == LINKED else "connecting"
+
+    def linked(self) -> None:
+        """The dialled link is up: the outage is over, said now (not when
+        the link closes again). Called by the service when the link is
+        established, or by ``_run`` if that came first; once per link."""
+        if self._said_up is self.link:
+            return
+        self._said_up = self.link
+        self._retries.succeeded()
+        self._tls_retries.succeeded()
+        self.last_error = None
 
     def _failed(self, problem: str, retries: RetryLog | None = None) -> None:
         """One failed dial: counted, and logged by ``RetryLog``."""
@@ -79,7 +107,7 @@ class Connector:
         host = uri.host.strip("[]")
         delay = service.config.reconnect_min
         loop = asyncio.get_running_loop()
-        while not service.stopping:
+        while not (service.stopping or self._stopped):
             link = None
             tls: dict[str, Any] = {}
             try:
@@ -100,17 +128,16 @@ class Connector:
             except TimeoutError:
                 self._failed(f"no answer within {service.config.connect_timeout:g} s")
             except OSError as exc:
-                self._failed(exc.strerror or str(exc))
+                self._failed(dial_error(exc, uri.secure))
             except Exception as exc:       # RouterStartError: tls_ca cannot be loaded
                 self._failed(str(exc), self._tls_retries)
             if link is not None:
                 self.link = link
+                if link.established:    # it came up before this task resumed
+                    self.linked()
                 was_linked = await link.closed
                 self.link = None
-                if was_linked:
-                    self._retries.succeeded()
-                    self._tls_retries.succeeded()
-                    self.last_error = None
+                if was_linked:          # its success was said when it came up (linked)
                     delay = service.config.reconnect_min
                 elif not link.answered:
                     self._failed("the router closed the connection without answering our "
@@ -119,7 +146,7 @@ class Connector:
                                  if uri.secure else None)
                 else:
                     self._failed("closed before the link was up")
-            if service.stopping:
+            if service.stopping or self._stopped:
                 return
             pause = delay * (1 + 0.1 * random.random())
             log.debug("federation: redialling %s in %.2f s", self.spec.url, pause)
@@ -127,6 +154,7 @@ class Connector:
             delay = min(delay * 2, service.config.reconnect_max)
 
     async def stop(self) -> None:
+        self._stopped = True
         self.task.cancel()
         try:
             await self.task

@@ -19,7 +19,7 @@ every router: a ``[federation]`` fragment (listen URL, ``connect`` and
 ``accept`` entries with per-link filters) that makes the routers form exactly
 that topology. Nothing is written when the file is refused. Each router's
 ``elvind`` configuration includes its fragment (``include =
-["/etc/elvind/conf.d/*.toml"]``, see ``elvin.router.config``); SIGHUP (``elvind
+["/etc/elvin/elvind.d/*.toml"]``, see ``elvin.router.config``); SIGHUP (``elvind
 reload``) then applies it to the running router, no restart needed.
 
 Exit codes (docs/architecture.md): 0 ok, 1 usage or input error (including a
@@ -122,12 +122,13 @@ def summary(topology: Topology) -> str:
            f"QoS: cycles {qos.cycles}, diamonds {qos.diamonds}",
            *qos_meaning(qos.cycles, qos.diamonds),
            f"Members ({len(domain)}):"]
-    for member in domain.members:
+    # numbered from 1 in file order, as the errors number them ("routers #2")
+    for number, member in enumerate(domain.members, 1):
         router = topology.routers[member.name]
         roles = [r for r, m in (("default supplier", domain.default_supplier),
                                 ("default consumer", domain.default_consumer))
                  if m == member]
-        line = f"  {member.id:>3}  {member.name}  {router.url}"
+        line = f"  #{number:<3} {member.name}  {router.url}"
         if router.client_url:
             line += f"  clients {router.client_url}"
         if roles:
@@ -248,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {path} ({count} link{'s' if count != 1 else ''})")
     print(f"{len(written)} router configuration(s) written for event domain "
           f"{topology.name!r}. Install each as a fragment its router's elvind includes "
-          "(include = [\"/etc/elvind/conf.d/*.toml\"] in its configuration), then "
+          "(include = [\"/etc/elvin/elvind.d/*.toml\"] in its configuration), then "
           "'elvind reload' (or SIGHUP) applies it without a restart.")
     return EXIT_OK
 

@@ -55,6 +55,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from elvin.cli_common import listen_error_reason, listen_error_status
 from elvin.errors import RouterStartError
 from elvin.federation.admission import (
     NEEDS_DNS,
@@ -234,7 +235,8 @@ class FederationService:
                 factory, host, parsed.port, reuse_address=True)
         except OSError as exc:
             raise RouterStartError(f"cannot listen for federation on {uri}: "
-                                   f"{exc.strerror or exc}") from None
+                                   f"{listen_error_reason(exc, parsed.port)}",
+                                   listen_error_status(exc)) from None
         self._servers.append(server)
         if context is not None:
             self._tls_servers.add(server)
@@ -488,6 +490,9 @@ class FederationService:
     def link_established(self, link: Link) -> None:
         self.linked[link.remote_domain] = link  # type: ignore[index]
         self.stats.links_established += 1
+        for connector in self._connectors:
+            if connector.link is link:
+                connector.linked()
         link.send_pull_filter(*self._pull_for(link))
         self._refresh_forwarders()
         self._topology_soon()

@@ -36,9 +36,11 @@ Schema (version 2)
 Private notifications: one sent with ``deliver_insecure = false`` may only
 reach subscribers holding its keys (a private tickertape group, say). By
 default the router archives it *without* its attributes and producer: its
-row keeps ``time``, ``size``, the counts and ``secure``, with ``private``
-true and an empty ``attributes`` list, so that traffic figures stay right
-while nobody who can read the archive reads the message. With ``elvind
+row keeps ``time``, the counts and ``secure``, and ``size`` rounded up to a
+power of two of at least 256 bytes (``elvin.pipeline.withheld``: the exact
+size would tell the message's length), with ``private`` true and an empty
+``attributes`` list, so that traffic figures stay about right while nobody
+who can read the archive reads the message, or how long it was. With ``elvind
 --archive-private`` (``archive-private = true``) such rows keep their
 attributes too, ``private`` still true. ``elvin-archive`` does the same for
 what it received only through a secure match, unless given

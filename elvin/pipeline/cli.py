@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -105,24 +106,52 @@ def _start_spark(master: str | None, log_level: str = "warning"):
 def failure_reason(exc: BaseException) -> str:
     """What a Spark failure comes down to, in one line: the innermost Java
     cause (``java.io.IOException: ... is not a Parquet file``) rather than
-    py4j's ``An error occurred while calling o126.collectToPython``."""
+    py4j's ``An error occurred while calling o126.collectToPython``, and the
+    archive file it was reading when one is named anywhere in the chain
+    (damage inside a Parquet file is said by a shaded Thrift class that
+    names no file)."""
+    texts: list[str] = []
     java = getattr(exc, "java_exception", None)
     if java is not None:
         try:
             cause = java
-            while cause.getCause() is not None:
+            while cause is not None:
+                texts.append(str(cause.toString()))
                 cause = cause.getCause()
-            text = str(cause.toString())
-            if text.strip():
-                return text.strip().splitlines()[0]
         except Exception:  # noqa: BLE001 - the gateway may be gone: use the text
             pass
     text = str(exc).strip()
     causes = [line.strip()[len("Caused by:"):].strip() for line in text.splitlines()
               if line.strip().startswith("Caused by:")]
-    if causes:
-        return causes[-1]
-    return text.splitlines()[0] if text else type(exc).__name__
+    innermost = next((t.strip().splitlines()[0] for t in reversed(texts) if t.strip()), None)
+    if innermost is None:
+        innermost = causes[-1] if causes else (text.splitlines()[0] if text
+                                               else type(exc).__name__)
+    reason = _plain_java(innermost)
+    path = _file_named(texts + [text])
+    if path and path not in reason:
+        return f"cannot read the archive file {path} (damaged? move it away and run again): " \
+               f"{reason}"
+    return reason
+
+
+#: a file Spark names while reading it (``file:/...`` or ``file:///...``)
+_FILE = re.compile(r"file:(?://)?(/[^\s,;'\"\]\)]+\.parquet)")
+
+
+def _file_named(texts: list[str]) -> str | None:
+    for text in texts:
+        found = _FILE.search(text)
+        if found:
+            return found.group(1)
+    return None
+
+
+def _plain_java(text: str) -> str:
+    """A Java exception's line without what only a Java developer reads:
+    shaded package prefixes and the ``Struct: ...@1a2b3c`` of Thrift."""
+    text = re.sub(r"\bshaded\.[\w.]*?\.(\w+(?:Exception|Error))\b", r"\1", text)
+    return re.sub(r"\s*Struct: \S+@[0-9a-f]+", "", text).strip()
 
 
 def _check_out_dir(out: str, what: str) -> None:

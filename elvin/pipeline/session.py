@@ -99,11 +99,58 @@ def spark_session(master: str = "local[*]", app_name: str = "elvin-pipeline", *,
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
+    _launch_quiet_gateway({"spark.master": master, "spark.app.name": app_name, **settings})
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     for key in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone"):
         spark.conf.set(key, settings[key])
     return spark
+
+
+#: what the JVM says on every start because Spark's launcher always adds
+#: ``--add-modules=jdk.incubator.vector`` (no setting turns it off): noise
+#: for whoever runs a pipeline command, and nothing they can act on
+JVM_NOISE = (b"WARNING: Using incubator modules",)
+
+
+def _launch_quiet_gateway(settings: dict[str, str]) -> None:
+    """Start Spark's JVM (as ``SparkContext`` would, with ``settings`` on its
+    command line) with its stderr read by a thread that passes every line on
+    but ``JVM_NOISE``. Nothing when a JVM is already running or PySpark was
+    handed one (``PYSPARK_GATEWAY_PORT``)."""
+    import subprocess
+    import threading
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    conf = SparkConf(loadDefaults=False)
+    for key, value in settings.items():
+        conf.set(key, value)
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=_pass_stderr, args=(gateway.proc.stderr,), daemon=True,
+                     name="spark-stderr").start()
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
+
+
+def _pass_stderr(stream) -> None:
+    """Copy the JVM's stderr to ours, line by line, without ``JVM_NOISE``."""
+    for line in iter(stream.readline, b""):
+        if line.startswith(JVM_NOISE):
+            continue
+        out = getattr(sys.stderr, "buffer", None)
+        try:
+            if out is not None:
+                out.write(line)
+            else:
+                sys.stderr.write(line.decode("utf-8", "replace"))
+            sys.stderr.flush()
+        except (OSError, ValueError):       # our stderr is gone: keep draining the pipe
+            pass
+    stream.close()
 
 
 class Progress:

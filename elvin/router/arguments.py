@@ -50,8 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds between Elvin-Router-Stats notifications (default 5)")
     parser.add_argument("--status-file", metavar="FILE",
                         help="where to keep the status 'elvind status' reads (default "
-                             "/run/elvind/status.json for root and the systemd unit, else "
-                             "$XDG_RUNTIME_DIR/elvind/status.json)")
+                             "/run/elvind/status-PORT.json for root and the systemd unit, "
+                             "else $XDG_RUNTIME_DIR/elvind/status-PORT.json; PORT is the "
+                             "first listen port, so two routers never share it)")
     parser.add_argument("--metrics", metavar="HOST:PORT",
                         help="serve the router's figures at http://HOST:PORT/metrics in the "
                              "Prometheus text format, e.g. 127.0.0.1:9917")

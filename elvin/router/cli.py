@@ -35,6 +35,8 @@ from elvin.cli_common import (
     EXIT_OK,
     EXIT_USAGE,
     fail,
+    listen_error_reason,
+    listen_error_status,
     os_error,
     os_error_status,
     setup_logging,
@@ -78,10 +80,17 @@ async def reload_router(router, args: argparse.Namespace,
 
 
 async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -> None:
+    from elvin.certcheck import certificate_findings
     from elvin.router.gcpolicy import GcPolicy
     from elvin.router.metrics import MetricsServer, parse_metrics_address
     from elvin.router.server import Router
-    from elvin.router.status import StatusFile, default_status_file, router_status
+    from elvin.router.status import (
+        StatusFile,
+        link_states,
+        other_router_pid,
+        router_status,
+        status_file_for,
+    )
 
     log = logging.getLogger("elvin.router")
     router = Router(config)
@@ -107,11 +116,20 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
             return True, "nothing to reload"
         return await reload_router(router, args)
 
+    # the TLS files as a check finds them: an expired certificate or a key of
+    # another one stops the start (exit 1), one expiring soon is warned about
+    # here and in every status (elvin.certcheck)
+    tls_errors, tls_warnings, certificates = certificate_findings(config)
+    if tls_errors:
+        raise RouterStartError(tls_errors[0], EXIT_USAGE)
+    for warning in tls_warnings:
+        log.warning("%s", warning)
+
     def snapshot() -> dict:
         return router_status(router, version=VERSION,
                              config_path=getattr(args, "config", None),
                              metrics_url=metrics.url if metrics else None,
-                             reload=record.as_dict())
+                             reload=record.as_dict(), certificates=certificates)
 
     # before listening: a signal that comes as soon as the port answers must
     # find its handler (SIGHUP's and SIGUSR1's default is to kill)
@@ -120,28 +138,39 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
     signals.install()
     router_started = False
     try:
-        await router.start()
-        router_started = True
-        if config.metrics:
+        other = other_router_pid(config.status_file) if config.status_file else None
+        if other is not None:       # before listening: the router must not half start
+            raise RouterStartError(f"the status file {config.status_file} is in use by "
+                                   f"elvind pid {other}: give each router its own "
+                                   "status-file", EXIT_USAGE)
+        if config.metrics:      # first: a port it cannot have stops it before the router
             host, port = parse_metrics_address(config.metrics)
             metrics = MetricsServer(host, port, snapshot)
             try:
                 await metrics.start()
             except OSError as exc:
                 raise RouterStartError(f"cannot listen for metrics on {config.metrics}: "
-                                       f"{exc.strerror or exc}") from None
-        path = config.status_file or default_status_file()
-        status_file = StatusFile(path, snapshot)
-        try:
-            status_file.start()
-        except OSError as exc:
-            if config.status_file:      # named: the admin wants it, so it must work
-                raise RouterStartError(f"cannot write the status file {path}: "
-                                       f"{exc.strerror or exc}",
-                                       os_error_status(exc)) from None
-            log.warning("cannot write the status file %s: %s ('elvind status' will not "
-                        "find this router; set status-file)", path, exc.strerror or exc)
-            status_file = None
+                                       f"{listen_error_reason(exc, port)}",
+                                       listen_error_status(exc)) from None
+        await router.start()
+        router_started = True
+        path = status_file_for(config, router.ports[0] if router.ports else None)
+        other = other_router_pid(path)
+        if other is not None:       # same port on another address: never share its file
+            log.warning("the status file %s is in use by elvind pid %s: this router writes "
+                        "none ('elvind status' will not find it; set status-file)", path, other)
+        else:
+            status_file = StatusFile(path, snapshot, watch=lambda: link_states(router))
+            try:
+                status_file.start()
+            except OSError as exc:
+                if config.status_file:      # named: the admin wants it, so it must work
+                    raise RouterStartError(f"cannot write the status file {path}: "
+                                           f"{exc.strerror or exc}",
+                                           os_error_status(exc)) from None
+                log.warning("cannot write the status file %s: %s ('elvind status' will not "
+                            "find this router; set status-file)", path, exc.strerror or exc)
+                status_file = None
         # elvind owns its process: no full collection pass over a big heap (gcpolicy)
         gc_policy = GcPolicy(loop, lambda: len(router.engine) + len(router.sessions))
         gc_policy.install()

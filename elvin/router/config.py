@@ -29,9 +29,10 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     max-connections = 0           # 0 = no limit; beyond it, redirect-to or refuse
     redirect-to = "elvin://other:2917"  # where clients beyond max-connections go
     quench = false                # emulate a router without quench (subset C), as Avis
-    status-file = "/run/elvind/status.json"  # what `elvind status` reads (default shown)
+    status-file = "/run/elvind/status-2917.json"  # what `elvind status` reads (default:
+                                  # status-PORT.json, PORT the first listen port)
     metrics = "127.0.0.1:9917"    # Prometheus text format at http://HOST:PORT/metrics
-    include = ["/etc/elvind/conf.d/*.toml"]  # more files (glob patterns), read in order
+    include = ["/etc/elvin/elvind.d/*.toml"]  # more files (glob patterns), read in order
     attribute-names = false       # do not publish the names seen (Elvin-Router-Attributes)
 
     # what outsiders may hold (elvin.router.door); 0 = no limit where a count
@@ -75,10 +76,10 @@ message names the file (and the line, when it can be found) and the key.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import glob
-import os
-import stat
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,7 @@ from elvin.federation.config import (
     federation_line,
     parse_ewaf_uri,
 )
+from elvin.fileutil import file_problem
 from elvin.protocol import ElvinURI, URIError, parse_uri
 from elvin.router.options import DROP_POLICIES, INT_OPTIONS, OPTION_BOUNDS, OptionRanges
 
@@ -204,12 +206,16 @@ class RouterConfig:
         return self
 
     def problems(self, source: str = "configuration", text: str = "") -> list[str]:
-        """Every problem (one per section at most), for ``--check-config``."""
+        """Every problem, for ``--check-config`` (each of a section's where it
+        checks its items one by one: listen URIs, TLS files, [options])."""
         found = []
         for check in (self._check_listen, self._check_logging, self._check_tls_files,
                       self._check_numbers, self._check_discovery, self._check_federation,
                       self._check_mobility, self._check_state, self._check_archive,
                       self._check_metrics):
+            if check == self._check_numbers:
+                found.extend(_every_number_problem(self, source, text))
+                continue
             with collecting_problems(found):
                 check(source, text)
         return found
@@ -218,15 +224,19 @@ class RouterConfig:
         where = f"{source}{line_of(text, 'listen')}"
         if not self.listen:
             raise ConfigError(f"{where}: no listen URI")
+        found: list[str] = []     # every bad URI, not only the first
         for i, uri in enumerate(self.listen):
             item = list_item("listen", i) if len(self.listen) > 1 else "listen"
             try:
                 parsed = parse_listen_uri(uri)
             except URIError as exc:
-                raise ConfigError(f"{where}: {item}: bad listen URI: {exc}") from None
+                found.append(f"{where}: {item}: bad listen URI: {exc}")
+                continue
             if parsed.secure and not (self.tls_cert and self.tls_key):
-                raise ConfigError(f"{where}: {item} {uri!r} uses TLS (ssl): give --tls-cert "
-                                  "and --tls-key")
+                found.append(f"{where}: {item} {uri!r} uses TLS (ssl): give --tls-cert "
+                             "and --tls-key")
+        if found:
+            raise ConfigError.of(found)
 
     def _check_logging(self, source: str, text: str) -> None:
         if self.log_level.lower() not in LOG_LEVELS:
@@ -234,11 +244,15 @@ class RouterConfig:
                               f"{self.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
 
     def _check_tls_files(self, source: str, text: str) -> None:
+        found: list[str] = []     # the key's problem as well as the certificate's
         for name in ("tls_cert", "tls_key"):
             path = getattr(self, name)
             if path is not None:
-                _check_readable_file(path, f"{source}{line_of(text, name)}: "
-                                           f"{name.replace('_', '-')} {path!r}")
+                with collecting_problems(found):
+                    _check_readable_file(path, f"{source}{line_of(text, name)}: "
+                                               f"{name.replace('_', '-')} {path!r}")
+        if found:
+            raise ConfigError.of(found)
 
     def _check_numbers(self, source: str, text: str) -> None:
         for name in ("stats_interval", "connect_timeout", "close_timeout"):
@@ -265,10 +279,10 @@ class RouterConfig:
     def _check_federation(self, source: str, text: str) -> None:
         if self.federation is None:
             return
-        try:
-            self.federation.validate()
-        except FederationConfigError as exc:
-            raise ConfigError(f"{source}{federation_line(text, exc.key)}: {exc}") from None
+        found = [f"{source}{federation_line(text, exc.key)}: {exc}"
+                 for exc in federation_problems(self.federation)]
+        if found:
+            raise ConfigError.of(found)
         for i, uri in enumerate(self.federation.listen):
             if parse_ewaf_uri(uri).secure and not (self.tls_cert and self.tls_key):
                 raise ConfigError(f"{source}: {list_item('federation.listen', i)} {uri!r} "
@@ -369,23 +383,158 @@ _FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
           "archive-private": "archive_private", "attribute-names": "attribute_names"}
 
 
+def _every_number_problem(config: RouterConfig, source: str, text: str) -> list[str]:
+    """Every problem ``_check_numbers`` finds, not only the first: the
+    setting each names (``NAME must be ...``) is put back to its default on
+    a copy and the copy checked again, until it passes."""
+    found: list[str] = []
+    trial = dataclasses.replace(config)
+    defaults = {f.name.replace("_", "-"): f for f in dataclasses.fields(RouterConfig)}
+    for _ in range(MAX_FEDERATION_PROBLEMS):
+        try:
+            trial._check_numbers(source, text)
+            break
+        except ConfigError as exc:
+            said = str(exc)
+            if said in found:
+                break
+            found.append(said)
+            named = [f for key, f in defaults.items() if f": {key} must " in said]
+            if not named or named[0].default is dataclasses.MISSING:
+                break
+            setattr(trial, named[0].name, named[0].default)
+    return found
+
+
+#: how many problems of [federation] are looked for (each costs a validation)
+MAX_FEDERATION_PROBLEMS = 50
+
+
+def federation_problems(federation: FederationConfig) -> list[FederationConfigError]:
+    """Every problem ``FederationConfig.validate`` finds, not only the
+    first: each found is set aside on a copy (the setting back to its
+    default, the list entry dropped) and the copy validated again, until it
+    passes or a problem cannot be set aside. ``federation`` is unchanged."""
+    found: list[FederationConfigError] = []
+    trial = copy.deepcopy(federation)
+    for _ in range(MAX_FEDERATION_PROBLEMS):
+        try:
+            trial.validate()
+            break
+        except FederationConfigError as exc:
+            if any(str(exc) == str(seen) for seen in found):
+                break                    # setting it aside did not help: stop here
+            found.append(exc)
+            if not _set_aside(trial, exc.key):
+                break
+    return found
+
+
+def federation_table_problems(table: Any, base: FederationConfig | None
+                              ) -> list[FederationConfigError]:
+    """Every problem of a ``[federation]`` table (``federation_from_dict``),
+    found as ``federation_problems`` finds them: each key at fault is left
+    out of a copy of the table (a connect or accept entry dropped) and the
+    copy read again."""
+    found: list[FederationConfigError] = []
+    trial = copy.deepcopy(table)
+    #: per array of tables, the original position of each entry still in the trial
+    kept: dict[str, list[int]] = {}
+    if isinstance(trial, dict):
+        kept = {name: list(range(len(v))) for name, v in trial.items() if isinstance(v, list)}
+    for _ in range(MAX_FEDERATION_PROBLEMS):
+        try:
+            federation_from_dict(trial, base)
+            break
+        except FederationConfigError as exc:
+            exc = _in_the_file(exc, kept)
+            if any(str(exc) == str(seen) for seen in found):
+                break
+            found.append(exc)
+            if not isinstance(trial, dict) or not _leave_out(trial, exc.key, kept):
+                break
+    return found
+
+
+def _in_the_file(exc: FederationConfigError, kept: dict[str, list[int]]
+                 ) -> FederationConfigError:
+    """``exc`` with the entry number it names as the file numbers it (the
+    trial table has lost entries before it)."""
+    m = re.match(r"(federation\.([\w-]+)) #(\d+)(.*)$", exc.key)
+    if m is None or m.group(2) not in kept:
+        return exc
+    positions = kept[m.group(2)]
+    index = int(m.group(3)) - 1
+    if not 0 <= index < len(positions):
+        return exc
+    return FederationConfigError(f"{m.group(1)} #{positions[index] + 1}{m.group(4)}",
+                                 exc.problem)
+
+
+def _leave_out(table: dict[str, Any], key: str, kept: dict[str, list[int]]) -> bool:
+    """Remove what ``key`` (``federation.connect #2, url``, numbered as in
+    the file) names from the ``[federation]`` table."""
+    m = re.match(r"federation\.([\w-]+)(?: #(\d+))?(?:, (\w+))?$", key)
+    if m is None:
+        return False
+    name, number, sub = m.groups()
+    spellings = [name, name.replace("_", "-"), name.replace("-", "_")]
+    if sub is not None and number is None:
+        spellings = [f"{name}_{sub}", f"{name}-{sub}"] + spellings
+    for spelling in spellings:
+        if spelling in table:
+            if number is not None:
+                entries = table[spelling]
+                positions = kept.get(spelling, [])
+                if not isinstance(entries, list):       # one value for a list: all of it
+                    del table[spelling]
+                    return True
+                if int(number) - 1 not in positions:
+                    return False
+                index = positions.index(int(number) - 1)
+                del entries[index]
+                del positions[index]
+            else:
+                del table[spelling]
+            return True
+    return False
+
+
+def _set_aside(federation: FederationConfig, key: str) -> bool:
+    """Undo the setting ``key`` names (``federation.reconnect_max``,
+    ``federation.connect #2, url``, ``federation.accept_any, outgoing``)."""
+    m = re.match(r"federation\.(\w+)(?: #(\d+))?(?:, (\w+))?$", key)
+    if m is None:
+        return False
+    name, number, sub = m.groups()
+    if number is not None:
+        entries = getattr(federation, name, None)
+        index = int(number) - 1
+        if not isinstance(entries, list) or not 0 <= index < len(entries):
+            return False
+        del entries[index]
+        return True
+    if sub is not None and hasattr(federation, f"{name}_{sub}"):
+        name = f"{name}_{sub}"
+    defaults = {f.name: f for f in dataclasses.fields(FederationConfig)}
+    if name not in defaults:
+        return False
+    f = defaults[name]
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING \
+        else f.default
+    setattr(federation, name, default)
+    return True
+
+
 def _check_readable_file(path: str, where: str) -> None:
     """``ConfigError`` (``WHERE: no such file``, ``WHERE: cannot read:
     Permission denied``) unless ``path`` is a file this process can read:
     a TLS key in a directory the router's user may not enter is said at
-    start, in one line, not as a traceback from deep inside ssl."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise ConfigError(f"{where}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-    finally:
-        os.close(fd)
-    if not regular:
-        raise ConfigError(f"{where}: not a file")
+    start, in one line, not as a traceback from deep inside ssl
+    (``fileutil.file_problem``, which the federation's files use too)."""
+    problem = file_problem(path)
+    if problem:
+        raise ConfigError(f"{where}: {problem}")
 
 
 def _validate_discovery(config: RouterConfig, source: str) -> None:
@@ -541,9 +690,11 @@ def _apply_key(config: RouterConfig, raw_key: str, value: Any, source: str,
     elif key == "federation":
         try:
             config.federation = federation_from_dict(value, config.federation)
-        except FederationConfigError as exc:
-            raise ConfigError(f"{source}{federation_line(text, exc.key)}: {exc}") \
-                from None
+        except FederationConfigError:
+            # every problem of the table, not only the first (--check-config)
+            raise ConfigError.of([f"{source}{federation_line(text, exc.key)}: {exc}"
+                                  for exc in federation_table_problems(
+                                      value, config.federation)]) from None
     elif key == "options":
         if not isinstance(value, dict):
             raise ConfigError(f"{where(raw_key)}: 'options' must be a table")
@@ -555,41 +706,45 @@ def _apply_key(config: RouterConfig, raw_key: str, value: Any, source: str,
 def _options(table: dict[str, Any], base: OptionRanges, where) -> OptionRanges:
     ints = dict(base.ints)
     send_policy, receive_policy = base.send_drop_policy, base.receive_drop_policy
+    found: list[str] = []     # every bad option, not only the first
     for name, value in table.items():
-        if name in ("Send-Queue.Drop-Policy", "Receive-Queue.Drop-Policy"):
-            if value not in DROP_POLICIES:
-                raise ConfigError(f"{where(name)}: {name} must be one of "
-                                  f"{', '.join(DROP_POLICIES[:4])}, not {value!r}")
-            if name.startswith("Send"):
-                send_policy = value
+        with collecting_problems(found):
+            if name in ("Send-Queue.Drop-Policy", "Receive-Queue.Drop-Policy"):
+                if value not in DROP_POLICIES:
+                    raise ConfigError(f"{where(name)}: {name} must be one of "
+                                      f"{', '.join(DROP_POLICIES[:4])}, not {value!r}")
+                if name.startswith("Send"):
+                    send_policy = value
+                else:
+                    receive_policy = value
+                continue
+            if name not in INT_OPTIONS:
+                raise ConfigError(f"{where(name)}: unknown connection option {name!r}")
+            low, default, high = ints[name]
+            if isinstance(value, dict):
+                unknown = set(value) - {"min", "default", "max"}
+                if unknown:
+                    raise ConfigError(f"{where(name)}: {name}: unknown keys "
+                                      f"{', '.join(sorted(unknown))} (use min, default, max)")
+                low = value.get("min", low)
+                high = value.get("max", high)
+                default = value.get("default", min(max(default, low), high))
             else:
-                receive_policy = value
-            continue
-        if name not in INT_OPTIONS:
-            raise ConfigError(f"{where(name)}: unknown connection option {name!r}")
-        low, default, high = ints[name]
-        if isinstance(value, dict):
-            unknown = set(value) - {"min", "default", "max"}
-            if unknown:
-                raise ConfigError(f"{where(name)}: {name}: unknown keys "
-                                  f"{', '.join(sorted(unknown))} (use min, default, max)")
-            low = value.get("min", low)
-            high = value.get("max", high)
-            default = value.get("default", min(max(default, low), high))
-        else:
-            default = value
-            if isinstance(default, int) and not isinstance(default, bool):
-                low, high = min(low, default), max(high, default)
-        for part in (low, default, high):
-            if isinstance(part, bool) or not isinstance(part, int):
-                raise ConfigError(f"{where(name)}: {name} values must be integers")
-        floor, ceiling = OPTION_BOUNDS[name]
-        for part in (low, default, high):
-            if not floor <= part <= ceiling:
-                raise ConfigError(f"{where(name)}: {name}: {part} is out of range (the "
-                                  f"router allows {floor} to {ceiling})")
-        if not low <= default <= high:
-            raise ConfigError(f"{where(name)}: {name}: need min <= default <= max, got "
-                              f"{low} <= {default} <= {high}")
-        ints[name] = (low, default, high)
+                default = value
+                if isinstance(default, int) and not isinstance(default, bool):
+                    low, high = min(low, default), max(high, default)
+            for part in (low, default, high):
+                if isinstance(part, bool) or not isinstance(part, int):
+                    raise ConfigError(f"{where(name)}: {name} values must be integers")
+            floor, ceiling = OPTION_BOUNDS[name]
+            for part in (low, default, high):
+                if not floor <= part <= ceiling:
+                    raise ConfigError(f"{where(name)}: {name}: {part} is out of range (the "
+                                      f"router allows {floor} to {ceiling})")
+            if not low <= default <= high:
+                raise ConfigError(f"{where(name)}: {name}: need min <= default <= max, got "
+                                  f"{low} <= {default} <= {high}")
+            ints[name] = (low, default, high)
+    if found:
+        raise ConfigError.of(found)
     return OptionRanges(ints, send_policy, receive_policy)

@@ -7,7 +7,8 @@ after a network blip. So within each ``window`` (10 s) the first ``burst``
 events are logged one by one, and the rest are counted and summed up in one
 line when the window ends (``... and 340 more connects, 338 more
 disconnects in the last 10 s (67.8/s)``). The timer that ends a window runs
-only while something is counted, and ``close()`` (router stop) cancels it.
+only while something is counted; ``close()`` (router stop) says the summary
+of the window so far at once, and cancels it.
 """
 
 from __future__ import annotations
@@ -86,9 +87,11 @@ class ConnectionLog:
         self._logged = 0
 
     def close(self) -> None:
+        """At router stop: the summary of the window so far is said now (a
+        router stopped within the window must not lose it), then nothing."""
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
+            self._summary()
         self._since.clear()
 
 

@@ -1,8 +1,10 @@
 """``elvind --metrics HOST:PORT``: the router's figures for Prometheus.
 
-An HTTP endpoint (``GET /metrics``) in the Prometheus text exposition format
-(version 0.0.4, which OpenMetrics scrapers read too), built from the same
+An HTTP endpoint (``GET`` or ``HEAD /metrics``) in the Prometheus text
+exposition format (version 0.0.4), or in OpenMetrics 1.0 when the scraper's
+``Accept`` header prefers it (Prometheus does), built from the same
 ``router_status`` picture as ``elvind status``, so the two never disagree.
+Every family has its HELP and TYPE lines, naming it as each format wants.
 
 Why our own small exposition rather than ``prometheus_client``: the core
 install stays lark and regex only (elvind is a core command); the router
@@ -11,11 +13,12 @@ them; and ``prometheus_client``'s HTTP server runs in a thread of its own,
 while this one is a few coroutines on the router's loop whose each request
 costs one status snapshot (microseconds) -- nothing holds the loop. The
 format is small and stable; the tests check our output with
-``prometheus_client``'s own parser.
+``prometheus_client``'s text and OpenMetrics parsers, and with ``promtool
+check metrics`` where it is installed.
 
 The server answers one request per connection (HTTP/1.0 style, ``Connection:
 close``), reads at most 8 KiB of request within 5 s, and answers 404 for
-other paths and 405 for other methods. It listens where it is told; bind it
+other paths and 405 (with ``Allow``) for other methods. It listens where it is told; bind it
 to loopback unless the network in between is trusted, since the figures name
 federation peers.
 """
@@ -26,13 +29,16 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["CONTENT_TYPE", "MetricsServer", "exposition", "parse_metrics_address"]
+__all__ = ["CONTENT_TYPE", "OPENMETRICS_CONTENT_TYPE", "MetricsServer", "exposition",
+           "parse_metrics_address", "wants_openmetrics"]
 
 log = logging.getLogger("elvin.router")
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+ALLOWED = "GET, HEAD"
 REQUEST_LIMIT = 8192
 REQUEST_TIMEOUT = 5.0
 LINK_STATES = ("linked", "connecting", "down")
@@ -80,22 +86,36 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
-def _render(families: Iterable[_Family]) -> str:
+def _escape_help(text: str, openmetrics: bool) -> str:
+    text = text.replace("\\", "\\\\").replace("\n", "\\n")
+    return text.replace('"', '\\"') if openmetrics else text
+
+
+def _render(families: Iterable[_Family], openmetrics: bool = False) -> str:
+    """The families in the text format (0.0.4) or, with ``openmetrics``,
+    OpenMetrics 1.0. They differ in how a counter is named: the samples are
+    ``NAME_total`` in both, but 0.0.4's HELP and TYPE lines name the samples
+    (``NAME_total``, or a parser takes the samples for another, untyped
+    family) while OpenMetrics names the family (``NAME``); and OpenMetrics
+    ends with ``# EOF``."""
     lines = []
     for family in families:
-        help_text = family.help.replace("\\", "\\\\").replace("\n", "\\n")
-        lines.append(f"# HELP {family.name} {help_text}")
-        lines.append(f"# TYPE {family.name} {family.kind}")
-        suffix = "_total" if family.kind == "counter" else ""
+        counter = family.kind == "counter"
+        named = family.name + ("_total" if counter and not openmetrics else "")
+        lines.append(f"# HELP {named} {_escape_help(family.help, openmetrics)}")
+        lines.append(f"# TYPE {named} {family.kind}")
+        sample = family.name + ("_total" if counter else "")
         for labels, value in family.samples:
             shown = ",".join(f'{k}="{_escape_label(str(v))}"' for k, v in labels.items())
-            lines.append(f"{family.name}{suffix}{{{shown}}} {_number(value)}" if shown
-                         else f"{family.name}{suffix} {_number(value)}")
+            lines.append(f"{sample}{{{shown}}} {_number(value)}" if shown
+                         else f"{sample} {_number(value)}")
+    if openmetrics:
+        lines.append("# EOF")
     return "\n".join(lines) + "\n"
 
 
-def exposition(status: Mapping[str, Any]) -> str:
-    """The text format for a ``router_status`` picture."""
+def exposition(status: Mapping[str, Any], openmetrics: bool = False) -> str:
+    """The text format (or OpenMetrics) for a ``router_status`` picture."""
     families: list[_Family] = []
 
     def family(name: str, kind: str, help_text: str) -> _Family:
@@ -173,7 +193,12 @@ def exposition(status: Mapping[str, Any]) -> str:
         reload.get("serial", 0))
     family("last_reload_ok", "gauge", "1 when the last reload was applied, 0 if refused").add(
         1 if reload.get("ok", True) else 0)
-    return _render(families)
+    expiry = family("tls_certificate_expiry_timestamp_seconds", "gauge",
+                    "when each TLS certificate the router uses expires (Unix time)")
+    for cert in status.get("certificates") or []:
+        expiry.add(float(cert.get("not_after") or 0), what=str(cert.get("what")),
+                   file=str(cert.get("file")))
+    return _render(families, openmetrics)
 
 
 class MetricsServer:
@@ -219,10 +244,13 @@ class MetricsServer:
         if task is not None:
             self._clients.add(task)
         try:
-            status, body, kind = await self._answer(reader)
-            head = (f"HTTP/1.0 {status}\r\nContent-Type: {kind}\r\n"
-                    f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
-            writer.write(head.encode("ascii") + body)
+            reply = await self._answer(reader)
+            head = (f"HTTP/1.0 {reply.status}\r\nContent-Type: {reply.kind}\r\n"
+                    f"Content-Length: {len(reply.body)}\r\n"
+                    + (f"Allow: {ALLOWED}\r\n" if reply.status.startswith("405") else "")
+                    + "Connection: close\r\n\r\n")
+            # HEAD: the headers GET would have, Content-Length included, no body
+            writer.write(head.encode("ascii") + (b"" if reply.head_only else reply.body))
             await asyncio.wait_for(writer.drain(), REQUEST_TIMEOUT)
         except (OSError, TimeoutError, asyncio.IncompleteReadError):
             pass
@@ -231,28 +259,74 @@ class MetricsServer:
             if task is not None:
                 self._clients.discard(task)
 
-    async def _answer(self, reader: asyncio.StreamReader) -> tuple[str, bytes, str]:
+    async def _answer(self, reader: asyncio.StreamReader) -> _Reply:
         plain = "text/plain; charset=utf-8"
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT)
         except asyncio.LimitOverrunError:
-            return "431 Request Header Fields Too Large", b"request too large\n", plain
+            return _Reply("431 Request Header Fields Too Large", b"request too large\n", plain)
         except (asyncio.IncompleteReadError, TimeoutError):
-            return "400 Bad Request", b"incomplete request\n", plain
-        parts = head.split(b"\r\n", 1)[0].split()
+            return _Reply("400 Bad Request", b"incomplete request\n", plain)
+        request_line, _, header_text = head.partition(b"\r\n")
+        parts = request_line.split()
         if len(parts) != 3 or not parts[2].startswith(b"HTTP/"):
-            return "400 Bad Request", b"not an HTTP request\n", plain
+            return _Reply("400 Bad Request", b"not an HTTP request\n", plain)
         method, target = parts[0], parts[1].split(b"?", 1)[0]
-        if method != b"GET":
-            return "405 Method Not Allowed", b"only GET\n", plain
+        if method not in (b"GET", b"HEAD"):
+            return _Reply("405 Method Not Allowed", f"only {ALLOWED}\n".encode(), plain)
+        head_only = method == b"HEAD"
         if target == b"/":
-            return "200 OK", b"elvind: the metrics are at /metrics\n", plain
+            return _Reply("200 OK", b"elvind: the metrics are at /metrics\n", plain, head_only)
         if target != b"/metrics":
-            return "404 Not Found", b"not found: try /metrics\n", plain
+            return _Reply("404 Not Found", b"not found: try /metrics\n", plain, head_only)
+        openmetrics = wants_openmetrics(_header(header_text, b"accept"))
         try:
-            text = exposition(self.snapshot())
+            text = exposition(self.snapshot(), openmetrics)
         except Exception:  # noqa: BLE001 - a scrape must never hurt the router
             log.exception("building the metrics failed")
-            return "500 Internal Server Error", b"cannot build the metrics (see the log)\n", \
-                plain
-        return "200 OK", text.encode("utf-8"), CONTENT_TYPE
+            return _Reply("500 Internal Server Error",
+                          b"cannot build the metrics (see the log)\n", plain, head_only)
+        return _Reply("200 OK", text.encode("utf-8"),
+                      OPENMETRICS_CONTENT_TYPE if openmetrics else CONTENT_TYPE, head_only)
+
+
+class _Reply(NamedTuple):
+    status: str
+    body: bytes
+    kind: str
+    head_only: bool = False
+
+
+def _header(text: bytes, name: bytes) -> str:
+    """The value of header ``name`` (lower case) in the request's header
+    lines, several joined with commas as HTTP allows; "" when absent."""
+    values = []
+    for line in text.split(b"\r\n"):
+        key, sep, value = line.partition(b":")
+        if sep and key.strip().lower() == name:
+            values.append(value.strip().decode("latin-1"))
+    return ", ".join(values)
+
+
+def wants_openmetrics(accept: str) -> bool:
+    """Whether an ``Accept`` header prefers OpenMetrics to the 0.0.4 text
+    format: OpenMetrics when it is offered with a quality at least that of
+    ``text/plain`` (Prometheus asks for it first, at q=1); 0.0.4 for no
+    header, ``*/*`` or a browser."""
+    best = {"openmetrics": -1.0, "text": -1.0}
+    for item in accept.split(","):
+        kind, *params = (part.strip() for part in item.split(";"))
+        quality = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        kind = kind.lower()
+        which = ("openmetrics" if kind == "application/openmetrics-text" else
+                 "text" if kind in ("text/plain", "text/*", "*/*") else None)
+        if which is not None and quality > 0:
+            best[which] = max(best[which], quality)
+    return best["openmetrics"] >= 0 and best["openmetrics"] >= best["text"]

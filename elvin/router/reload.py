@@ -15,8 +15,10 @@ setting that differs is either applied, or named as needing a restart:
   mobility settings, ``status-file`` and ``metrics`` (the running router keeps
   its old values, and the reload's message lists them).
 
-The verdict is one line, e.g. ``applied log-level (info -> debug),
-stats-interval (5 -> 1); needs a restart: listen``, logged and kept for
+The verdict is one line naming what changed, down to the option and the
+federation entry, e.g. ``applied log-level (info -> debug), [options]
+Packet.Max-Length (1048576 -> 65536) (for new connections), [federation]
+connect +edge2; needs a restart: listen``, logged and kept for
 ``elvind reload`` (``elvin.daemon_control``).
 """
 
@@ -30,7 +32,7 @@ from typing import Any
 from elvin.daemon_control import change, reload_verdict
 from elvin.router.config import RELOADABLE, RouterConfig
 
-__all__ = ["apply_config", "changed_settings"]
+__all__ = ["apply_config", "changed_settings", "federation_changes", "option_changes"]
 
 log = logging.getLogger("elvin.router")
 
@@ -47,6 +49,58 @@ def changed_settings(old: RouterConfig, new: RouterConfig) -> list[str]:
     """The names of the settings that differ, in declaration order."""
     return [f.name for f in dataclasses.fields(RouterConfig)
             if f.name not in _IGNORED and getattr(old, f.name) != getattr(new, f.name)]
+
+
+def option_changes(old: Any, new: Any) -> list[str]:
+    """What differs between two ``OptionRanges``, as a reload says it:
+    ``Packet.Max-Length (1048576 -> 65536)`` for a default, the whole
+    ``min/default/max`` when a bound changed too."""
+    out = []
+    for name in sorted(set(old.ints) | set(new.ints)):
+        before, after = old.ints.get(name), new.ints.get(name)
+        if before == after:
+            continue
+        if before is not None and after is not None and \
+                (before[0], before[2]) == (after[0], after[2]):
+            out.append(change(name, before[1], after[1]))
+        else:
+            out.append(change(name, "/".join(map(str, before or ())) or None,
+                              "/".join(map(str, after or ())) or None))
+    for name, attr in (("Send-Queue.Drop-Policy", "send_drop_policy"),
+                       ("Receive-Queue.Drop-Policy", "receive_drop_policy")):
+        if getattr(old, attr) != getattr(new, attr):
+            out.append(change(name, getattr(old, attr), getattr(new, attr)))
+    return out
+
+
+def federation_changes(old: Any, new: Any) -> list[str]:
+    """What differs between two ``FederationConfig`` (either None: off), as
+    a reload says it: ``connect +edge2 -edge1``, ``connect edge1 changed``,
+    ``reconnect-max (30 -> 10)``..."""
+    if old is None or new is None:
+        return [] if old is new else ["on" if old is None else "off"]
+    out = []
+    for f in dataclasses.fields(new):
+        before, after = getattr(old, f.name), getattr(new, f.name)
+        if before == after:
+            continue
+        if f.name in ("connect", "accept"):
+            out.append(f"{f.name} {_entries_changed(before, after)}")
+        else:
+            out.append(change(f.name, before, after))
+    return out
+
+
+def _entries_changed(before: list, after: list) -> str:
+    """``+b -c, a changed`` for two lists of connect or accept entries,
+    named by their router (or URL)."""
+    def named(entries: list) -> dict[str, Any]:
+        return {str(getattr(e, "router", None) or getattr(e, "url", "?")): e for e in entries}
+    old, new = named(before), named(after)
+    parts = [f"+{name}" for name in new if name not in old]
+    parts += [f"-{name}" for name in old if name not in new]
+    parts += [f"{name} changed" for name in new if name in old and new[name] != old[name]]
+    return " ".join(parts) or "reordered"
 
 
 async def apply_config(router: Any, new: RouterConfig,
@@ -83,8 +137,9 @@ async def apply_config(router: Any, new: RouterConfig,
             setattr(old, name, getattr(new, name))
         applied.append(change(_shown(name), old_value, getattr(new, name)))
     if "options" in live:
+        what = "; ".join(option_changes(old.options, new.options))
         router.set_option_ranges(new.options)
-        applied.append("[options] (for new connections)")
+        applied.append(f"[options] {what} (for new connections)")
     if "archive" in live:
         before = old.archive
         problem = await router.reconfigure_archive(new.archive)
@@ -93,6 +148,7 @@ async def apply_config(router: Any, new: RouterConfig,
         else:
             applied.append(change("archive", before or "off", new.archive or "off"))
     if "federation" in live:
+        what = "; ".join(federation_changes(old.federation, new.federation))
         await router.reconfigure_federation(new.federation)
-        applied.append("[federation]")
+        applied.append(f"[federation] {what}" if what else "[federation]")
     return reload_verdict(applied, [_shown(name) for name in restart], failed)

@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from elvin.cli_common import listen_error_reason, listen_error_status
 from elvin.errors import RouterStartError
 from elvin.federation.tlsaccept import Handshaking
 from elvin.keys import Keys
@@ -172,7 +173,8 @@ class Router:
                 start_serving=False)
         except OSError as exc:
             raise RouterStartError(f"cannot listen on {parsed.host}:{parsed.port} "
-                                   f"({uri}): {exc.strerror or exc}") from None
+                                   f"({uri}): {listen_error_reason(exc, parsed.port)}",
+                                   listen_error_status(exc)) from None
         self._servers.append(("ssl" if parsed.secure else "tcp", server))
 
     def _tls_room(self, peer: Any) -> bool:
@@ -622,8 +624,10 @@ class Router:
             except ValueError:
                 block = attrs       # not encodable: the child takes the dict itself
         if private and not self.config.archive_private:
+            from elvin.pipeline.withheld import withheld_size
             producer = None
-            block = len(block) if type(block) is bytes else 0     # withheld: the size only
+            # withheld: the size's class only (elvin.pipeline.withheld)
+            block = withheld_size(len(block) if type(block) is bytes else 0)
         self.archive.append((time.time(), producer, subscriptions, clients, bool(secure),
                              private, block))
 

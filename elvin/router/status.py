@@ -32,7 +32,12 @@ readable by any user the admin lets read it, and left for a post-mortem; the
                   "counters": {...}} or null,
      "archive": {"directory": "/var/lib/elvind/archive", "state": "writing",
                  "received": 10, "dropped": 0, "lost": 0} or null,
-     "reload": {"serial": 1, "at": 1700000003.0, "ok": true, "message": "..."}}
+     "reload": {"serial": 1, "at": 1700000003.0, "ok": true, "message": "..."},
+     "certificates": [{"what": "tls-cert", "file": "/etc/elvin/router.pem",
+                       "not_after": 1710000000.0}]}
+
+``elvind status`` warns about a certificate that expires within 30 days
+(``elvin.certcheck``), as the router's log did at start.
 """
 
 from __future__ import annotations
@@ -46,33 +51,75 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from elvin.certcheck import Validity, expiry_note
 from elvin.cli_common import duration
 from elvin.daemon_control import read_status_file
 from elvin.fileutil import atomic_write, runtime_file
 
-__all__ = ["StatusError", "StatusFile", "default_status_file", "format_status", "read_status",
-           "router_status"]
+__all__ = ["StatusError", "StatusFile", "default_status_file", "format_status", "link_states",
+           "listen_port", "other_router_pid", "read_status", "router_status",
+           "status_file_for", "status_files"]
 
 log = logging.getLogger("elvin.router")
 
 FORMAT = 1
+#: the client port a router listens on when told nothing (elvin.router.config)
+DEFAULT_PORT = 2917
 #: seconds between rewrites of the status file
 STATUS_INTERVAL = 5.0
+#: seconds between looks at what must not wait for the next rewrite (link states)
+WATCH_INTERVAL = 0.25
 
 
 class StatusError(Exception):
     """No usable status file; the message says why and what to try."""
 
 
-def default_status_file() -> str:
-    """``/run/elvind/status.json`` for root and the systemd unit
-    (``RuntimeDirectory=elvind``), else in the user's runtime directory."""
-    return runtime_file("elvind")
+def default_status_file(port: int | None = None) -> str:
+    """``/run/elvind/status-PORT.json`` for root and the systemd unit
+    (``RuntimeDirectory=elvind``), else in the user's runtime directory;
+    PORT is the router's (first) client port, default 2917. Named after the
+    port so that two routers on one machine never share the file (they
+    cannot share a port), and so that ``elvind status --config FILE`` finds
+    the router FILE configures without FILE naming a status file."""
+    return runtime_file("elvind", f"status-{port or DEFAULT_PORT}.json")
+
+
+def status_file_for(config: Any, port: int | None = None) -> str:
+    """Where the router ``config`` (a ``RouterConfig``) keeps its status:
+    its ``status-file``, else the default for ``port`` (the port it
+    listens on; when None, the port of its first listen URI)."""
+    if config.status_file:
+        return config.status_file
+    if port is None:
+        port = listen_port(config.listen[0]) if config.listen else None
+    return default_status_file(port)
+
+
+def listen_port(uri: str) -> int | None:
+    """The port of a listen URI (None when it does not parse, or is 0)."""
+    from elvin.router.config import parse_listen_uri
+    try:
+        return parse_listen_uri(uri).port or None
+    except ValueError:
+        return None
+
+
+def status_files() -> list[str]:
+    """The default status files in the runtime directory, of any port."""
+    directory = os.path.dirname(default_status_file())
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [os.path.join(directory, name) for name in names
+            if name.startswith("status-") and name.endswith(".json")]
 
 
 def router_status(router: Any, *, version: str = "", config_path: str | None = None,
                   metrics_url: str | None = None,
-                  reload: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  reload: Mapping[str, Any] | None = None,
+                  certificates: list[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The picture of ``router`` (a running ``elvin.router.server.Router``)."""
     stats = router.stats
     fed = router.federation
@@ -100,7 +147,9 @@ def router_status(router: Any, *, version: str = "", config_path: str | None = N
     return {
         "format": FORMAT, "program": "elvind", "version": version, "pid": os.getpid(),
         "started": time.time() - stats.uptime, "updated": time.time(),
-        "router_id": router.router_id, "config": config_path, "listen": list(router.urls),
+        "router_id": router.router_id,
+        "config": os.path.abspath(config_path) if config_path else None,
+        "listen": list(router.urls),
         "metrics": metrics_url,
         "connections": router.connection_count, "subscriptions": len(router.engine),
         "quenches": len(router.quench),
@@ -112,6 +161,7 @@ def router_status(router: Any, *, version: str = "", config_path: str | None = N
         "door": _door(router),
         "federation": federation, "mobility": mobility, "archive": archive,
         "reload": dict(reload) if reload is not None else None,
+        "certificates": [dict(c) for c in certificates or ()],
     }
 
 
@@ -128,16 +178,24 @@ def _door(router: Any) -> dict[str, Any]:
 
 class StatusFile:
     """Keeps ``path`` up to date with ``build()``: every ``interval``
-    seconds, and at once after ``changed()``. Owned by elvind's main task,
-    which ``close()``s it (the file goes, if it is still ours)."""
+    seconds, at once after ``changed()``, and within ``WATCH_INTERVAL`` of
+    a change in ``watch()`` (the federation links' states: a link that came
+    up must not read DOWN for seconds; counters may wait). Owned by
+    elvind's main task, which ``close()``s it (the file goes, if it is
+    still ours)."""
 
     def __init__(self, path: str, build: Callable[[], Mapping[str, Any]],
-                 interval: float = STATUS_INTERVAL) -> None:
+                 interval: float = STATUS_INTERVAL,
+                 watch: Callable[[], Any] | None = None,
+                 watch_interval: float = WATCH_INTERVAL) -> None:
         self.path = path
         self.build = build
         self.interval = interval
+        self.watch = watch
+        self.watch_interval = watch_interval
         self._task: asyncio.Task | None = None
         self._warned = False
+        self._watched: Any = None
 
     def start(self) -> StatusFile:
         """Write the first status now: ``OSError`` when it cannot be written
@@ -151,11 +209,30 @@ class StatusFile:
         self._write()
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        due = loop.time() + self.interval
         while True:
-            await asyncio.sleep(self.interval)
-            self._write()
+            step = self.interval if self.watch is None else self.watch_interval
+            await asyncio.sleep(max(0.0, min(step, due - loop.time())))
+            if loop.time() >= due or self._watch_changed():
+                self._write()
+                due = loop.time() + self.interval
+
+    def _watch_changed(self) -> bool:
+        if self.watch is None:
+            return False
+        try:
+            seen = self.watch()
+        except Exception:  # noqa: BLE001 - the periodic rewrite still comes
+            return False
+        return seen != self._watched
 
     def _write(self, raise_errors: bool = False) -> None:
+        if self.watch is not None:
+            try:
+                self._watched = self.watch()
+            except Exception:  # noqa: BLE001 - written anyway
+                self._watched = None
         try:
             text = json.dumps(self.build(), indent=1, default=str) + "\n"
             atomic_write(self.path, text, mode=0o644)
@@ -183,6 +260,27 @@ class StatusFile:
                 os.unlink(self.path)      # another router may have taken the path since
         except (OSError, ValueError):
             pass
+
+
+def link_states(router: Any) -> tuple:
+    """What the status file must show without delay: each federation link's
+    peer and state (``StatusFile``'s ``watch``)."""
+    fed = router.federation
+    if fed is None:
+        return ()
+    return tuple((link.get("direction"), link.get("peer"), link.get("url"), link.get("state"))
+                 for link in fed.link_report())
+
+
+def other_router_pid(path: str) -> int | None:
+    """The pid of another running elvind whose status is at ``path``, or None
+    (no file, a stale one, our own): a start must not take it over."""
+    try:
+        data = read_status(path)
+    except StatusError:
+        return None
+    pid = data.get("pid")
+    return pid if data["running"] and pid != os.getpid() else None
 
 
 def read_status(path: str) -> dict[str, Any]:
@@ -249,6 +347,11 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
         f"{archive.get('directory')} ({archive.get('state')}): "
         f"{archive.get('received', 0)} archived, {archive.get('dropped', 0)} "
         f"dropped, {archive.get('lost', 0)} lost"))
+    for cert in data.get("certificates") or []:
+        _, warning = expiry_note(str(cert.get("what")), str(cert.get("file")),
+                                 Validity(0.0, float(cert.get("not_after") or 0)), now)
+        if warning:
+            out.write(f"WARNING: {warning}\n")
     reload = data.get("reload")
     if reload and reload.get("serial"):
         verdict = "applied" if reload.get("ok") else "REFUSED"

@@ -88,10 +88,12 @@ class Recorder:
 
     def __init__(self, writer, keep_private: bool = False) -> None:
         from elvin.pipeline.archive import ArchiveRecord, encoded_size
+        from elvin.pipeline.withheld import withheld_size
 
         self.writer = writer
         self.record = ArchiveRecord
         self.size = encoded_size
+        self.withheld_size = withheld_size     # a private row keeps its size's class only
         self.keep_private = keep_private
         self.count = 0
 
@@ -99,8 +101,8 @@ class Recorder:
         self.count += 1
         private = bool(n.secure)
         if private and not self.keep_private:
-            row = self.record({}, None, 1, 1, True, self.size(n.attributes), time.time(),
-                              private=True)
+            row = self.record({}, None, 1, 1, True, self.withheld_size(self.size(n.attributes)),
+                              time.time(), private=True)
         else:
             row = self.record(n.attributes, None, 1, 1, private, None, time.time(),
                               private=private)

@@ -28,6 +28,7 @@ from elvin.pipeline.archive import (
     encoded_size,
     read_archive,
 )
+from elvin.pipeline.withheld import withheld_size
 from elvin.router.cli import build_parser, make_config
 from elvin.router.config import ConfigError, RouterConfig
 
@@ -47,13 +48,51 @@ def rows_by_pyarrow(directory) -> list[dict]:
     return sorted(table.to_pylist(), key=lambda r: r["time"])
 
 
+@pytest.mark.parametrize("size, kept", [(0, 256), (1, 256), (256, 256), (257, 512),
+                                        (1000, 1024), (1024, 1024), (70000, 131072)])
+def test_a_withheld_row_keeps_only_the_class_of_its_size(size, kept):
+    assert withheld_size(size) == kept
+
+
+def test_private_notifications_of_different_lengths_look_alike(tmp_path):
+    import asyncio
+
+    from elvin.client import connect
+    from elvin.keys import Keys
+    from elvin.router.embedded import EmbeddedRouter
+
+    from .archive_private_util import send_traffic
+
+    short, longer = {**PRIVATE, "Message": "no"}, {**PRIVATE, "Message": "no, because " * 10}
+    assert encoded_size(short) != encoded_size(longer)
+    config = RouterConfig(listen=["elvin://127.0.0.1:0"], discovery=False,
+                          archive=str(tmp_path / "a"))
+    router = EmbeddedRouter(config=config).start()
+
+    async def traffic() -> None:
+        async with connect(router.url) as producer:
+            for message in (short, longer):
+                await producer.send(message, keys=Keys.for_notification(producer=[GROUP_KEY]),
+                                    deliver_insecure=False)
+        await send_traffic(router.url)       # and the usual pair, once both went before
+
+    try:
+        asyncio.run(traffic())
+    finally:
+        router.stop()
+    sizes = [r["size"] for r in rows_by_pyarrow(tmp_path / "a") if r["private"]]
+    assert sizes == [256, 256, 256]
+
+
 def test_private_notifications_are_archived_without_their_attributes(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="elvin.router")
     archive = archive_traffic(tmp_path / "archive")
     private, public = rows_by_pyarrow(archive)
     assert private["private"] is True and private["attributes"] == []
     assert private["producer"] is None
-    assert private["size"] == encoded_size(PRIVATE) and private["secure"] is True
+    # the size's class, not the size: that would tell the message's length
+    assert private["size"] == withheld_size(encoded_size(PRIVATE)) == 256
+    assert private["secure"] is True
     assert private["clients"] == 1 and private["subscriptions"] == 1
     assert public["private"] is False and public["producer"]
     assert {a["name"]: a["string"] for a in public["attributes"]} == PUBLIC
@@ -145,7 +184,9 @@ async def test_elvin_archive_writes_secure_only_deliveries_only_if_asked(router,
     assert status == 0, err
     rows = read_archive(archive)
     private = next(r for r in rows if r["private"])
-    assert private["secure"] is True and private["size"] == encoded_size(PRIVATE)
+    size = encoded_size(PRIVATE)
+    assert private["secure"] is True
+    assert private["size"] == (size if keep else withheld_size(size))
     assert private["attributes"] == (PRIVATE if keep else {})
     public = [r for r in rows if not r["private"]]
     assert [r["attributes"]["From"] for r in public] == ["bob"]

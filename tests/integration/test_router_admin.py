@@ -202,7 +202,8 @@ def test_reload_applies_what_can_change_and_says_what_needs_a_restart(elvind_pro
     assert result.returncode == 0, result.stderr
     assert "log-level (info -> debug)" in result.stdout
     assert "stats-interval (5 -> 1)" in result.stdout
-    assert "[options] (for new connections)" in result.stdout
+    assert "[options] Packet.Max-Length (2097152 -> 65536) (for new connections)" \
+        in result.stdout
     assert "needs a restart: listen" in result.stdout
     # a broken file: refused, exit 1, the router keeps running as it was
     path.write_text(base + "bogus = 1\n")

@@ -201,10 +201,12 @@ def test_a_spark_failure_is_one_line_with_its_cause_and_no_banner(archive, tmp_p
                              str(copy), "--master", "local[1]"], capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 3, result.stderr
-    # the JVM's own notice of Spark's incubator module is the JVM's, not Spark's
-    lines = [line for line in result.stderr.splitlines() if line.strip()
-             and not line.startswith("WARNING: Using incubator modules")]
+    # not even the JVM's notice of the incubator module Spark's launcher adds
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("elvin-pipeline: backtest failed: ")
     assert "collectToPython" not in lines[0] and "An error occurred while calling" not in lines[0]
     assert "Exception" in lines[0] or "Error" in lines[0]
+    # the file at fault is named, and the Java is plain
+    assert f"cannot read the archive file {victim} (damaged?" in lines[0], lines[0]
+    assert "shaded." not in lines[0] and "Struct:" not in lines[0]

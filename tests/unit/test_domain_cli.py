@@ -87,7 +87,10 @@ def test_check_a_good_file(good, capsys):
     assert "QoS: cycles forbid, diamonds forbid" in out
     assert "cycles forbidden: a link that closes a loop is refused" in out
     assert "dead router or link cuts the domain in two" in out
-    assert "0  hub  ewaf://hub.example.com:2916" in out
+    # numbered as the errors number them (routers #1), the include folder the
+    # README and the unit name
+    assert "  #1   hub  ewaf://hub.example.com:2916" in out
+    assert "  #3   edge2  " in out
     assert "[default supplier, default consumer]" in out
     assert "hub -> edge1  (outgoing: require(News); incoming: everything)" in out
     assert "  edge1 -> edge2\n" in out
