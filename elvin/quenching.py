@@ -37,14 +37,18 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from elvin.subscription.ast import Kind, Node, names_in
 from elvin.subscription.logic import and3, not3, or3, xor3
+from elvin.subscription.runtime import real_key
 
 __all__ = [
     "Constraint",
+    "Interval",
     "Match",
     "NOTHING",
     "Wanted",
@@ -64,6 +68,7 @@ class Match(enum.Enum):
     CONTAINS = "contains"
     WILDCARD = "wildcard"
     REGEX = "regex"
+    RANGE = "range"
 
 
 _FUNC_MATCH = {
@@ -95,8 +100,19 @@ class Constraint:
     ("fold-case",))`` is ``fold-case(X) == "abc"``."""
 
     match: Match
-    value: int | float | str
+    value: int | float | str | Interval
     transforms: tuple[str, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        # by the language's equality of literals: Python's -0.0 == 0.0 would
+        # merge ``X == -0.0 || X == 0.0`` into one constraint and lose a value
+        if not isinstance(other, Constraint):
+            return NotImplemented
+        return (self.match, _value_key(self.value), self.transforms) == \
+            (other.match, _value_key(other.value), other.transforms)
+
+    def __hash__(self) -> int:
+        return hash((self.match, _value_key(self.value), self.transforms))
 
     @property
     def fold_case(self) -> bool:
@@ -104,6 +120,8 @@ class Constraint:
 
     def node(self, attribute: str = _PLACEHOLDER) -> Node:
         """This constraint as a subscription AST over ``attribute``."""
+        if self.match is Match.RANGE:
+            return self.value.node(attribute)  # type: ignore[union-attr]
         subject = Node(Kind.NAME, value=attribute)
         for label in self.transforms:
             subject = Node(_TRANSFORM_KINDS[label], (subject,))
@@ -123,6 +141,140 @@ class Constraint:
         return unparse(self.node("X"))
 
 
+#: Ints of at most this magnitude convert to real64 exactly (and so do their
+#: neighbours), so that comparing them with reals agrees with one total
+#: order; beyond it ``int == real`` compares the rounded int (2**53 + 1 ==
+#: 2.0**53) and two bounds cannot be ordered safely.
+_EXACT_INT = 2 ** 53
+
+
+def _exact(value: object) -> bool:
+    return isinstance(value, float) or (isinstance(value, int) and -_EXACT_INT < value < _EXACT_INT)
+
+
+def _order_key(value: int | float) -> tuple:
+    """The position of a number in the language's order of numbers (Java's
+    ``Double.compare`` after promotion): -inf < finite (with -0.0 < 0.0 ==
+    int 0) < +inf < NaN. Consistent with the language's comparisons for
+    every real and every int of magnitude below 2**53 (``_exact``)."""
+    if isinstance(value, float):
+        if value != value:
+            return (3, 0, 0)
+        if value in (math.inf, -math.inf):
+            return (2 if value > 0 else 0, 0, 0)
+        negative_zero = value == 0.0 and math.copysign(1.0, value) < 0
+        return (1, Fraction(value), 0 if negative_zero else 1)
+    return (1, Fraction(int(value)), 1)
+
+
+def _value_key(value: object) -> object:
+    if isinstance(value, float):
+        return ("real", real_key(value))
+    if isinstance(value, Interval):
+        return ("range", value.key())
+    if isinstance(value, int):
+        return ("int", int(value))
+    return ("string", value)
+
+
+@dataclass(frozen=True, eq=False)
+class Interval:
+    """The numbers ``low < X < high`` (``<=`` at a closed end); an end of
+    None is unbounded. Membership is the language's own comparison with the
+    two ends, so int/real promotion, -0.0 < 0.0 and NaN (which orders above
+    +inf: ``X > 80`` is true of NaN, ``X < 80`` is not) are as the router
+    evaluates them. ``nan(X)`` is the interval [NaN, NaN]. Only numbers are
+    in an interval (a string compared with a number is bottom)."""
+
+    low: int | float | None = None
+    low_closed: bool = False
+    high: int | float | None = None
+    high_closed: bool = False
+
+    def key(self) -> tuple:
+        return (None if self.low is None else _value_key(self.low), self.low_closed,
+                None if self.high is None else _value_key(self.high), self.high_closed)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Interval) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    @property
+    def exact(self) -> bool:
+        """Both ends order safely against any number (see ``_exact``)."""
+        return all(end is None or _exact(end) for end in (self.low, self.high))
+
+    def node(self, attribute: str = _PLACEHOLDER) -> Node:
+        subject = Node(Kind.NAME, value=attribute)
+        parts = []
+        if self.low is not None:
+            kind = Kind.GREATER_THAN_EQUALS if self.low_closed else Kind.GREATER_THAN
+            parts.append(Node(kind, (subject, _literal(self.low))))
+        if self.high is not None:
+            kind = Kind.LESS_THAN_EQUALS if self.high_closed else Kind.LESS_THAN
+            parts.append(Node(kind, (subject, _literal(self.high))))
+        if self.low is not None and self.low != self.low and self.low_closed:
+            return Node(Kind.FUNC_NAN, (subject,))       # [NaN, ...]: NaN is the top
+        if not parts:   # every number: nothing orders below -inf
+            parts.append(Node(Kind.GREATER_THAN_EQUALS, (subject, _literal(-math.inf))))
+        return parts[0] if len(parts) == 1 else Node(Kind.AND, tuple(parts))
+
+    def __contains__(self, value: object) -> bool:
+        return Constraint(Match.RANGE, self).matches(value)
+
+    def intersect(self, other: Interval) -> Interval | None:
+        """The numbers in both (None: none), over-approximated when an end
+        cannot be ordered safely (then the tighter-looking end is kept, which
+        is sound whichever it is, and the result is never called empty)."""
+        low, low_closed = _tighter(self.low, self.low_closed, other.low, other.low_closed, 1)
+        high, high_closed = _tighter(self.high, self.high_closed, other.high,
+                                     other.high_closed, -1)
+        result = Interval(low, low_closed, high, high_closed)
+        if low is not None and high is not None and result.exact:
+            lo, hi = _order_key(low), _order_key(high)
+            if lo > hi or (lo == hi and not (low_closed and high_closed)):
+                return None
+        return result
+
+    def __str__(self) -> str:
+        # the unbounded ends hold -inf and, above +inf, NaN
+        low = "[-inf" if self.low is None else ("[" if self.low_closed else "(") + repr(self.low)
+        high = "nan]" if self.high is None else repr(self.high) + (
+            "]" if self.high_closed else ")")
+        return f"{low}, {high}"
+
+
+def _tighter(a, a_closed: bool, b, b_closed: bool, sign: int):
+    """Of two lower (``sign`` 1) or upper (-1) ends, the one that admits less."""
+    if a is None:
+        return b, b_closed
+    if b is None:
+        return a, a_closed
+    ka, kb = _order_key(a), _order_key(b)
+    if ka == kb:
+        return (a, a_closed) if not a_closed else (b, b_closed)
+    return (a, a_closed) if (ka > kb) == (sign > 0) else (b, b_closed)
+
+
+#: ``X OP literal`` as an interval of X (with the literal as ``v``)
+_COMPARISON_INTERVAL = {
+    Kind.LESS_THAN: lambda v: Interval(high=v),
+    Kind.LESS_THAN_EQUALS: lambda v: Interval(high=v, high_closed=True),
+    Kind.GREATER_THAN: lambda v: Interval(low=v),
+    Kind.GREATER_THAN_EQUALS: lambda v: Interval(low=v, low_closed=True),
+}
+#: ``literal OP X`` is ``X FLIP[OP] literal``; ``!(X OP v)`` is ``X NEGATE[OP] v``
+#: (on numbers a comparison is never bottom, so false is the other side)
+_FLIP = {Kind.LESS_THAN: Kind.GREATER_THAN, Kind.LESS_THAN_EQUALS: Kind.GREATER_THAN_EQUALS,
+         Kind.GREATER_THAN: Kind.LESS_THAN, Kind.GREATER_THAN_EQUALS: Kind.LESS_THAN_EQUALS,
+         Kind.EQUALS: Kind.EQUALS, Kind.NOT_EQUALS: Kind.NOT_EQUALS}
+_NEGATE = {Kind.LESS_THAN: Kind.GREATER_THAN_EQUALS, Kind.LESS_THAN_EQUALS: Kind.GREATER_THAN,
+           Kind.GREATER_THAN: Kind.LESS_THAN_EQUALS, Kind.GREATER_THAN_EQUALS: Kind.LESS_THAN,
+           Kind.EQUALS: Kind.NOT_EQUALS, Kind.NOT_EQUALS: Kind.EQUALS}
+
+
 @dataclass(frozen=True)
 class Wanted:
     """The values of one attribute that some subscription can match.
@@ -139,6 +291,20 @@ class Wanted:
         if self.unbounded or other.unbounded:
             return UNBOUNDED
         return Wanted(False, self.constraints | other.constraints)
+
+    def __and__(self, other: Wanted) -> Wanted:
+        """The values both allow (for ``&&``): constraints met pairwise, so
+        ``X > 0 && X < 80`` is ``(0, 80)`` and ``begins-with(X, "/a") &&
+        begins-with(X, "/a/b")`` is the longer prefix."""
+        if self.unbounded:
+            return other
+        if other.unbounded:
+            return self
+        if len(self.constraints) * len(other.constraints) > _MAX_MEET:
+            return self.narrower(other)
+        met = (_meet(a, b) for a in self.constraints for b in other.constraints)
+        result = Wanted(False, frozenset(c for c in met if c is not None))
+        return min(result, self.narrower(other), key=_looseness)
 
     def narrower(self, other: Wanted) -> Wanted:
         """The tighter of two over-approximations of the same set (used for
@@ -193,6 +359,12 @@ class Wanted:
         return self.by(Match.REGEX)
 
     @property
+    def intervals(self) -> frozenset[Interval]:
+        """The numeric ranges (from ``<``, ``<=``, ``>``, ``>=``, ``!=`` on
+        numbers and ``nan()``)."""
+        return self.by(Match.RANGE)
+
+    @property
     def only_exact(self) -> bool:
         """True when the wanted values are a finite set of exact values
         (``exact``), the easiest case for a producer."""
@@ -236,7 +408,7 @@ def wanted(asts: Node | Iterable[Node] | Mapping[object, Node], attribute: str, 
     accepted = frozenset(operators) if operators is not None else None
     result = NOTHING
     for ast in asts:
-        result = result | _wanted(ast, attribute)
+        result = result | _wanted(_folded(ast), attribute)
         if result.unbounded:
             return UNBOUNDED
     if accepted is not None and any(c.match not in accepted for c in result.constraints):
@@ -246,30 +418,56 @@ def wanted(asts: Node | Iterable[Node] | Mapping[object, Node], attribute: str, 
 
 def wanted_by(asts: Mapping[object, Node], attribute: str) -> dict[object, Wanted]:
     """``wanted`` for each entry of a mapping (term id -> AST) separately."""
-    return {key: _wanted(ast, attribute) for key, ast in asts.items()}
+    return {key: _wanted(_folded(ast), attribute) for key, ast in asts.items()}
 
 
-def _wanted(node: Node, x: str) -> Wanted:
+def _folded(ast: Node) -> Node:
+    """``ast`` with constant values folded (``X < 0.0 / 0.0`` compares with
+    a NaN literal), as the router's compiler sees it."""
+    from elvin.subscription import fold
+    try:
+        return fold(ast)
+    except Exception:  # a tree the checker would refuse: analyse it as written
+        return ast
+
+
+def _wanted(node: Node, x: str, negated: bool = False) -> Wanted:
+    """The values of ``x`` for which ``node`` (or, ``negated``, ``!node``)
+    can be true. Negation is pushed down to the predicates (De Morgan holds
+    in the language's three-valued logic), where ``!(X < 80)`` is ``X >=
+    80``: on two numbers a comparison is true or false, never bottom."""
     kind = node.kind
-    if kind is Kind.OR:
-        result = NOTHING
-        for child in node.children:
-            result = result | _wanted(child, x)
-            if result.unbounded:
-                break
-        return result
-    if kind is Kind.AND:
+    if kind is Kind.NOT and len(node.children) == 1:
+        return _wanted(node.children[0], x, not negated)
+    if kind in (Kind.OR, Kind.AND):
+        if (kind is Kind.OR) != negated:
+            result = NOTHING
+            for child in node.children:
+                result = result | _wanted(child, x, negated)
+                if result.unbounded:
+                    break
+            return result
         result = UNBOUNDED
         for child in node.children:
-            result = result.narrower(_wanted(child, x))
+            result = result & _wanted(child, x, negated)
+            if result.nothing:
+                break
         return result
-    if kind in (Kind.NOT, Kind.XOR):
+    if kind is Kind.XOR:
         return UNBOUNDED
     if not names_in(node):
         # a constant predicate (``1 == 2`` in ``x == "a" || 1 == 2``): one
         # that is never true adds nothing to an || and empties an &&
         outcome = _evaluate(node, {})
-        return UNBOUNDED if outcome is True or outcome is _UNKNOWN else NOTHING
+        if outcome is _UNKNOWN:
+            return UNBOUNDED
+        return UNBOUNDED if outcome is (not negated) else NOTHING
+    comparison = _numeric_comparison(node, x)
+    if comparison is not None:
+        op, value = comparison
+        return _compared(_NEGATE[op] if negated else op, value)
+    if negated:
+        return UNBOUNDED    # !(X == "a"), !begins-with(...): any other string
     if kind is Kind.EQUALS and len(node.children) == 2:
         a, b = node.children
         for subject, literal in ((a, b), (b, a)):
@@ -291,9 +489,82 @@ def _wanted(node: Node, x: str) -> Wanted:
             return Wanted(False, frozenset(Constraint(match, c.value, transforms)
                                            for c in node.children[1:]))
         return UNBOUNDED
-    # Any other predicate (require, !=, <, type tests, size...) or one that
-    # does not mention x at all leaves x unconstrained.
+    if kind is Kind.FUNC_NAN and _subject_transforms(node.children[0], x) == ():
+        return Wanted(False, frozenset({Constraint(Match.RANGE, _NAN_ONLY)}))
+    # Any other predicate (require, type tests, size, arithmetic...) or one
+    # that does not mention x at all leaves x unconstrained.
     return UNBOUNDED
+
+
+_NAN_ONLY = Interval(math.nan, True, math.nan, True)
+_COMPARISONS = frozenset(_NEGATE)
+_NUMERIC_LITERALS = frozenset({Kind.INT32, Kind.INT64, Kind.REAL64})
+
+
+def _numeric_comparison(node: Node, x: str) -> tuple[Kind, int | float] | None:
+    """``X OP number`` (or ``number OP X``) as (OP with X on the left,
+    number); else None."""
+    if node.kind not in _COMPARISONS or len(node.children) != 2:
+        return None
+    a, b = node.children
+    for subject, literal, op in ((a, b, node.kind), (b, a, _FLIP[node.kind])):
+        if (subject.kind is Kind.NAME and subject.value == x
+                and literal.kind in _NUMERIC_LITERALS):
+            value = literal.value
+            if literal.kind is Kind.INT64:
+                from elvin.values import Int64
+                value = Int64(int(value))  # type: ignore[arg-type]
+            return op, value  # type: ignore[return-value]
+    return None
+
+
+def _compared(op: Kind, value: int | float) -> Wanted:
+    """The numbers ``X OP value`` is true of."""
+    if op is Kind.EQUALS:
+        constraints = {Constraint(Match.EQUALS, value)}
+    elif op is Kind.NOT_EQUALS:
+        constraints = {Constraint(Match.RANGE, Interval(high=value)),
+                       Constraint(Match.RANGE, Interval(low=value))}
+    else:
+        constraints = {Constraint(Match.RANGE, _COMPARISON_INTERVAL[op](value))}
+    return Wanted(False, frozenset(constraints))
+
+
+#: an && of two unions meets them pairwise; beyond this many pairs it keeps
+#: the tighter union instead (still sound, less precise)
+_MAX_MEET = 256
+
+
+def _meet(a: Constraint, b: Constraint) -> Constraint | None:
+    """A constraint that holds of every value satisfying both (None: no
+    value does): exact where the language's order allows, else one of the
+    two (each alone is sound for an &&)."""
+    for e, other in ((a, b), (b, a)):
+        if e.match is Match.EQUALS and not e.transforms:
+            value = e.value
+            numbers = [value, *_numbers_in(other)]
+            if isinstance(value, str) or all(_exact(n) for n in numbers):
+                return e if other.matches(value) else None
+            return e        # 2**53 + 1 == 2.0**53: no safe answer, keep the value
+    if Match.RANGE in (a.match, b.match):
+        if a.match is not b.match:
+            return None     # a string test is bottom on a number, a range on a string
+        met = a.value.intersect(b.value)  # type: ignore[union-attr]
+        return None if met is None else Constraint(Match.RANGE, met)
+    if not a.transforms and not b.transforms and a.match is b.match is Match.BEGINS_WITH:
+        p, q = str(a.value), str(b.value)
+        if p.startswith(q):
+            return a
+        if q.startswith(p):
+            return b
+        return None
+    return min(a, b, key=lambda c: _looseness(Wanted(False, frozenset({c}))))
+
+
+def _numbers_in(c: Constraint) -> list:
+    if isinstance(c.value, Interval):
+        return [end for end in (c.value.low, c.value.high) if end is not None]
+    return [c.value] if isinstance(c.value, (int, float)) else []
 
 
 def _subject_transforms(node: Node, x: str) -> tuple[str, ...] | None:
@@ -317,6 +588,11 @@ def _literal(value: int | float | str) -> Node:
     if isinstance(value, str):
         return Node(Kind.STRING, value=value)
     if isinstance(value, float):
+        if not math.isfinite(value):
+            # no literal form: written as the division that folds to it
+            numerator = 0.0 if value != value else math.copysign(1.0, value)
+            return Node(Kind.DIVIDE, (Node(Kind.REAL64, value=numerator),
+                                      Node(Kind.REAL64, value=0.0)))
         return Node(Kind.REAL64, value=value)
     if isinstance(value, Int64) or not INT32_MIN <= value <= INT32_MAX:
         return Node(Kind.INT64, value=int(value))
