@@ -3,9 +3,9 @@
 Sans-IO helpers over subscription ASTs (``elvin.subscription.ast.Node``), as
 a quenching producer receives them in SubAddNotify / SubModNotify packets.
 They are the "higher-order functions" of the Elvin 3 quenching paper: a
-producer names an attribute it fills in (a file watcher's ``File-Path``, a news
-watcher's ``Feed-URL``) and learns which values of it any subscription can
-match, so that it produces only those.
+producer names an attribute it fills in (a file watcher's ``File-Path``, a
+sensor's ``Temperature``) and learns which values of it any subscription can
+match ("the range of values allowed"), so that it produces only those.
 
 ``wanted(asts, "File-Path")`` returns a :class:`Wanted`:
 
@@ -17,15 +17,33 @@ match, so that it produces only those.
   prefixes (``begins-with``), suffixes (``ends-with``), substrings
   (``contains``), glob patterns (``wildcard``) and regular expressions
   (``regex``), each possibly applied through ``fold-case`` / ``decompose`` /
-  ``decompose-compat`` (``Constraint.transforms``). An empty set means no
-  subscription can match any value (nothing wanted).
+  ``decompose-compat`` (``Constraint.transforms``), and numeric
+  :class:`Interval` s (``Match.RANGE``: ``<``, ``<=``, ``>``, ``>=``, ``!=``
+  with a number, ``nan()``). An empty set means no subscription can match
+  any value (nothing wanted).
+
+Numbers are ordered as the language compares them (the reference evaluator,
+``elvin.subscription.reference``): ints and reals after promotion, reals by
+Java's ``Double.compare``, so -0.0 < 0.0 and NaN orders above +inf
+(``X > 80`` is true of NaN, ``X < 80`` is not). ``!`` is pushed down to the
+predicates (De Morgan holds in the three-valued logic; on numbers ``!(X <
+80)`` is ``X >= 80``); ``||`` joins constraint sets; ``&&`` meets them pair by
+pair (intervals intersect, a prefix and a longer one give the longer, an
+exact value survives only the constraints it satisfies), falling back to the
+tighter side where it cannot decide: ints beyond 2**53 compare with reals
+after rounding (``2**53 + 1 == 2.0**53``), so bounds mixing those are never
+called empty.
 
 The analysis over-approximates, never under-approximates: a value the
 subscriptions can match is always ``wanted(...).matches(value)``; the reverse
-need not hold (``&&`` keeps only the tighter side, negations and numeric
-comparisons are unbounded). ``Constraint.matches`` evaluates the predicate
-with the real subscription evaluator (``elvin.subscription.compile``), so
-wildcard, regex and fold-case semantics are the router's own.
+need not hold (arithmetic, ``^^`` and comparisons between two names leave the
+attribute unbounded). ``Constraint.matches`` evaluates the predicate with the
+real subscription evaluator (``elvin.subscription.compile``), so wildcard,
+regex, fold-case and numeric semantics are the router's own. The tests check
+the claim against the reference evaluator with random subscriptions.
+
+``Quench.wanted(attribute)`` applies this to a quench's subscriptions, and
+``Connection.wanted(attribute)`` to auto-quench's (``elvin.client.autoquench``).
 
 ``could_match(ast, attributes)`` answers a related question for a partial
 notification: could the subscription be true for some notification that has

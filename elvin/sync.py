@@ -42,6 +42,7 @@ from elvin.client import (
 )
 from elvin.client.connection import emit_frame, write_frames
 from elvin.keys import Keys
+from elvin.quenching import Wanted
 
 __all__ = ["SyncConnection", "SyncQuench", "SyncSubscription", "connect", "unotify"]
 
@@ -252,6 +253,11 @@ class SyncQuench(_StreamView[QuenchEvent]):
     def names(self) -> frozenset[str]:
         return self.quench.names
 
+    def wanted(self, attribute: str) -> Wanted:
+        """As ``Quench.wanted``: the values of ``attribute`` some current
+        subscription can match."""
+        return _run(_call(lambda: self.quench.wanted(attribute)), self._conn._wait)
+
     def modify(self, add: Iterable[str] = (), remove: Iterable[str] = (), **kw: Any) -> None:
         _run(self.quench.modify(add, remove, **kw), self._conn._wait)
 
@@ -365,6 +371,11 @@ class SyncConnection:
         parse(expression)   # SubscriptionError raised in the caller's thread
         return self._open(SyncSubscription, buffer_size, self.connection.subscribe, expression,
                           keys=keys, accept_insecure=accept_insecure)
+
+    def wanted(self, attribute: str, *, keys: Keys | None = None) -> Wanted:
+        """As ``Connection.wanted`` (needs ``auto_quench=True``): the values
+        of ``attribute`` some subscription can match."""
+        return _run(self.connection.wanted(attribute, keys=keys), self._wait)
 
     def quench(self, names: Iterable[str], *, keys: Keys | None = None,
                deliver_insecure: bool = True, buffer_size: int = 1000) -> SyncQuench:

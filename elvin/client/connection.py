@@ -61,6 +61,7 @@ from elvin.errors import ElvinError
 from elvin.keys import Keys
 from elvin.protocol import DEFAULT_LIMITS, ElvinURI, Limits, frame_packet
 from elvin.protocol import packets as pk
+from elvin.quenching import Wanted
 from elvin.values import check_notification
 
 log = logging.getLogger("elvin.client")
@@ -418,6 +419,20 @@ class Connection:
         if session.paused:
             await session.drain()
         return True
+
+    async def wanted(self, attribute: str, *, keys: Keys | None = None) -> Wanted:
+        """With ``auto_quench=True``: which values of ``attribute`` some
+        subscription at the router can match (``elvin.quenching.Wanted``:
+        exact values, string prefixes, numeric intervals), so that a
+        producer can skip producing values nobody wants. ``UNBOUNDED`` (any
+        value) at a router without quench. Over-approximates: a value it
+        rules out can match no subscription; ``send()`` still checks each
+        notification exactly."""
+        if self._auto_quench is None:
+            raise ValueError("Connection.wanted() needs connect(..., auto_quench=True)")
+        if not isinstance(attribute, str) or not attribute:
+            raise TypeError(f"an attribute name is a non-empty str, not {attribute!r}")
+        return await self._auto_quench.wanted(attribute, keys_arg(keys, "keys"))
 
     async def subscribe(self, expression: str, *, keys: Keys | None = None,
                         accept_insecure: bool = True,
