@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Self, TypeVar
 
 from elvin.client import (
@@ -281,7 +281,16 @@ class SyncConnection:
 
     @property
     def url(self) -> str:
+        """The router the connection is at now (it changes on failover)."""
         return self.connection.url
+
+    @property
+    def urls(self) -> list[str]:
+        return self.connection.urls
+
+    @property
+    def failovers(self) -> int:
+        return self.connection.failovers
 
     @property
     def options(self) -> dict:
@@ -411,6 +420,11 @@ class SyncConnection:
     def add_reconnect_listener(self, fn: Callable[[Connection], object]) -> None:
         _background_loop().call_soon_threadsafe(self.connection.add_reconnect_listener, fn)
 
+    def add_failover_listener(self, fn: Callable[[Connection, str], object]) -> None:
+        """``fn(connection, previous_url)`` (in the loop thread) after a move
+        to another router."""
+        _background_loop().call_soon_threadsafe(self.connection.add_failover_listener, fn)
+
     def close(self) -> CloseReason:
         if self.connection.state == "closed":
             return CloseReason("closed")
@@ -445,10 +459,11 @@ def _close_all() -> None:
                 _run(conn.connection.close(timeout=1), 2)
 
 
-def connect(url: str = DEFAULT_URL, **kwargs: Any) -> SyncConnection:
-    """Connect (blocking); same arguments as :func:`elvin.client.connect`."""
+def connect(url: str | Sequence[str] = DEFAULT_URL, **kwargs: Any) -> SyncConnection:
+    """Connect (blocking); same arguments as :func:`elvin.client.connect`
+    (a list of routers too: failover)."""
     conn = Connection(url, **kwargs)
-    _run(conn.open(), conn.timeout + 5)
+    _run(conn.open(), conn.timeout * len(conn.urls) + 5)
     wrapper = SyncConnection(conn)
     _open_connections.add(wrapper)
     return wrapper
