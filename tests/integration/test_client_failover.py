@@ -113,3 +113,25 @@ def test_sync_connection_fails_over(make_router):
         with elvin.sync.connect(second.url) as producer:
             producer.send({"Sync": 1})
         assert sub.get(timeout=10)["Sync"] == 1
+
+
+async def test_auto_quench_follows_the_failover(make_router):
+    """A quenching producer that fails over learns what is wanted at the new
+    router: its internal quench is restored there."""
+    first, second = make_router(), make_router()
+    producer = await connect([first.url, second.url], auto_quench=True, reconnect_delay=0.05)
+    try:
+        async with connect(first.url) as here, connect(second.url) as there:
+            await here.subscribe("Temperature < 80")
+            await there.subscribe("Temperature > 90")
+            readings = await producer.wanted("Temperature")
+            assert readings.matches(70) and not readings.matches(95)
+            await _stop(first)
+            await until(lambda: producer.url == canonical(second) and producer.state == "open",
+                        what="the failover")
+            await until(lambda: producer.auto_quench_stats["terms"] == 1)
+            readings = await producer.wanted("Temperature")
+            assert readings.matches(95) and not readings.matches(70)
+            assert await producer.send({"Temperature": 70}) is False
+    finally:
+        await producer.close()
