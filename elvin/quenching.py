@@ -58,7 +58,6 @@ import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 from elvin.subscription.ast import Kind, Node, names_in
 from elvin.subscription.logic import and3, not3, or3, xor3
@@ -151,8 +150,17 @@ class Constraint:
     def matches(self, value: object) -> bool:
         """Whether an attribute value satisfies this constraint, by the
         subscription language's own evaluator."""
-        outcome = _evaluate_compiled(self.node(), {_PLACEHOLDER: value})
-        return outcome is True or outcome is _UNKNOWN  # unknown: stay conservative
+        compiled = self._compiled
+        if compiled is None:
+            return True                  # cannot be compiled: stay conservative
+        outcome = compiled.evaluate({_PLACEHOLDER: value})
+        return outcome is True
+
+    @functools.cached_property
+    def _compiled(self):
+        """The compiled predicate (a producer tests many readings against
+        one constraint); None if it cannot be compiled."""
+        return _compiled(self.node())
 
     def __str__(self) -> str:
         from elvin.subscription import unparse
@@ -181,8 +189,11 @@ def _order_key(value: int | float) -> tuple:
         if value in (math.inf, -math.inf):
             return (2 if value > 0 else 0, 0, 0)
         negative_zero = value == 0.0 and math.copysign(1.0, value) < 0
-        return (1, Fraction(value), 0 if negative_zero else 1)
-    return (1, Fraction(int(value)), 1)
+        return (1, value, 0 if negative_zero else 1)
+    # an int below 2**53 is exactly a real; a larger one is placed where the
+    # language puts it when it meets a real (its rounding): only ``_exact``
+    # ends are relied on to be ordered exactly
+    return (1, float(int(value)), 1)
 
 
 def _value_key(value: object) -> object:
@@ -431,12 +442,12 @@ def wanted(asts: Node | Iterable[Node] | Mapping[object, Node], attribute: str, 
             return UNBOUNDED
     if accepted is not None and any(c.match not in accepted for c in result.constraints):
         return UNBOUNDED
-    return result
+    return _merged(result)
 
 
 def wanted_by(asts: Mapping[object, Node], attribute: str) -> dict[object, Wanted]:
     """``wanted`` for each entry of a mapping (term id -> AST) separately."""
-    return {key: _wanted(_folded(ast), attribute) for key, ast in asts.items()}
+    return {key: _merged(_wanted(_folded(ast), attribute)) for key, ast in asts.items()}
 
 
 def _folded(ast: Node) -> Node:
@@ -579,6 +590,47 @@ def _meet(a: Constraint, b: Constraint) -> Constraint | None:
     return min(a, b, key=lambda c: _looseness(Wanted(False, frozenset({c}))))
 
 
+def _merged(w: Wanted) -> Wanted:
+    """``w`` with overlapping or touching intervals joined, and exact
+    numbers inside an interval dropped: the same values, in the fewest
+    disjoint ranges (what a producer wants to read, and quicker to test).
+    Intervals with an end that cannot be ordered safely stay as they are."""
+    if w.unbounded:
+        return w
+    ranges = [c.value for c in w.constraints
+              if c.match is Match.RANGE and c.value.exact]  # type: ignore[union-attr]
+    if not ranges:
+        return w
+    def low_key(i: Interval) -> tuple:
+        return ((0,),) if i.low is None else (_order_key(i.low), not i.low_closed)
+    ranges.sort(key=low_key)
+    joined: list[Interval] = [ranges[0]]
+    for nxt in ranges[1:]:
+        cur = joined[-1]
+        if cur.high is None:
+            continue                                  # cur reaches the top
+        hi = _order_key(cur.high)
+        lo = (0,) if nxt.low is None else _order_key(nxt.low)     # (0,): below -inf
+        if lo < hi or (lo == hi and (cur.high_closed or nxt.low_closed)):
+            if nxt.high is None:
+                high, closed = None, False
+            else:
+                nhi = _order_key(nxt.high)
+                if nhi > hi or (nhi == hi and nxt.high_closed):
+                    high, closed = nxt.high, nxt.high_closed
+                else:
+                    high, closed = cur.high, cur.high_closed
+            joined[-1] = Interval(cur.low, cur.low_closed, high, closed)
+        else:
+            joined.append(nxt)
+    kept = {c for c in w.constraints
+            if not (c.match is Match.RANGE and c.value.exact)}  # type: ignore[union-attr]
+    kept = {c for c in kept if not (
+        c.match is Match.EQUALS and not c.transforms and isinstance(c.value, (int, float))
+        and _exact(c.value) and any(c.value in i for i in joined))}
+    return Wanted(False, frozenset(kept | {Constraint(Match.RANGE, i) for i in joined}))
+
+
 def _numbers_in(c: Constraint) -> list:
     if isinstance(c.value, Interval):
         return [end for end in (c.value.low, c.value.high) if end is not None]
@@ -687,13 +739,6 @@ def _compiled(node: Node):
         return compile_subscription(node)
     except Exception:  # e.g. a constant predicate the compiler calls trivial
         return None
-
-
-def _evaluate_compiled(node: Node, attrs: Mapping[str, object]):
-    compiled = _compiled(node)
-    if compiled is None:
-        return _UNKNOWN
-    return compiled.evaluate(attrs)
 
 
 def _evaluate(node: Node, attrs: Mapping[str, object]):

@@ -266,3 +266,32 @@ def test_interval_algebra_against_the_reference(parts, joins, value):
     tree = parse(text)
     if reference_evaluate(tree, {"T": value}) is True:
         assert wanted([tree], "T").matches(value), (text, value)
+
+
+def test_overlapping_ranges_are_joined():
+    result = w("T < 0", "T >= 0 && T < 10", "T > 20", "T == 15", "T == 5", attribute="T")
+    assert result.intervals == {Interval(high=10), Interval(low=20)}
+    assert result.exact == {15}                   # 5 is inside [-inf, 10)
+    assert w("T < 0", "T > 0", attribute="T").intervals == {Interval(high=0), Interval(low=0)}
+    assert w("T <= 0", "T > 0", attribute="T").intervals == {Interval()}
+    assert w("nan(T)", "T > 3", attribute="T").intervals == {Interval(low=3)}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["<", "<=", ">", ">=", "==", "!="]),
+                          st.one_of(st.integers(-3, 3), st.sampled_from([-0.0, 0.0, 1.5, -1.5]),
+                                    st.sampled_from([2 ** 53, 2 ** 53 + 1, 2.0 ** 53])),
+                          st.sampled_from(["<", "<=", ">", ">=", None]),
+                          st.integers(-3, 3)),
+                min_size=1, max_size=6), numbers())
+def test_joined_ranges_of_many_subscriptions_stay_sound(subs, value):
+    """Several subscriptions (one or two comparisons each): joining their
+    ranges never drops a value one of them matches."""
+    texts = []
+    for op, literal, op2, literal2 in subs:
+        written = f"{literal}L" if isinstance(literal, int) and literal > 2 ** 31 else repr(literal)
+        text = f"T {op} {written}"
+        texts.append(text if op2 is None else f"{text} && T {op2} {literal2}")
+    trees = [parse(t) for t in texts]
+    if any(reference_evaluate(tree, {"T": value}) is True for tree in trees):
+        assert wanted(trees, "T").matches(value), (texts, value)
