@@ -59,7 +59,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from elvin.subscription.ast import Kind, Node, names_in
+from elvin.subscription.ast import LEAF_KINDS, Kind, Node, names_in
 from elvin.subscription.logic import and3, not3, or3, xor3
 from elvin.subscription.runtime import real_key
 
@@ -437,7 +437,7 @@ def wanted(asts: Node | Iterable[Node] | Mapping[object, Node], attribute: str, 
     accepted = frozenset(operators) if operators is not None else None
     result = NOTHING
     for ast in asts:
-        result = result | _wanted(_folded(ast), attribute)
+        result = result | _wanted(ast, attribute)
         if result.unbounded:
             return UNBOUNDED
     if accepted is not None and any(c.match not in accepted for c in result.constraints):
@@ -447,17 +447,7 @@ def wanted(asts: Node | Iterable[Node] | Mapping[object, Node], attribute: str, 
 
 def wanted_by(asts: Mapping[object, Node], attribute: str) -> dict[object, Wanted]:
     """``wanted`` for each entry of a mapping (term id -> AST) separately."""
-    return {key: _merged(_wanted(_folded(ast), attribute)) for key, ast in asts.items()}
-
-
-def _folded(ast: Node) -> Node:
-    """``ast`` with constant values folded (``X < 0.0 / 0.0`` compares with
-    a NaN literal), as the router's compiler sees it."""
-    from elvin.subscription import fold
-    try:
-        return fold(ast)
-    except Exception:  # a tree the checker would refuse: analyse it as written
-        return ast
+    return {key: _merged(_wanted(ast, attribute)) for key, ast in asts.items()}
 
 
 def _wanted(node: Node, x: str, negated: bool = False) -> Wanted:
@@ -537,14 +527,32 @@ def _numeric_comparison(node: Node, x: str) -> tuple[Kind, int | float] | None:
         return None
     a, b = node.children
     for subject, literal, op in ((a, b, node.kind), (b, a, _FLIP[node.kind])):
-        if (subject.kind is Kind.NAME and subject.value == x
-                and literal.kind in _NUMERIC_LITERALS):
+        if subject.kind is not Kind.NAME or subject.value != x:
+            continue
+        literal = _constant_number(literal)
+        if literal is not None:
             value = literal.value
             if literal.kind is Kind.INT64:
                 from elvin.values import Int64
                 value = Int64(int(value))  # type: ignore[arg-type]
             return op, value  # type: ignore[return-value]
     return None
+
+
+def _constant_number(node: Node) -> Node | None:
+    """``node`` as a numeric literal, folding a constant expression as the
+    router's compiler does (``0.0 / 0.0`` is a NaN, ``-(5)`` is -5); None
+    when it is not a constant number."""
+    if node.kind in _NUMERIC_LITERALS:
+        return node
+    if node.kind in LEAF_KINDS or names_in(node):
+        return None
+    from elvin.subscription import fold
+    try:
+        folded = fold(node)
+    except Exception:  # a tree the checker would refuse: not a constant here
+        return None
+    return folded if folded.kind in _NUMERIC_LITERALS else None
 
 
 def _compared(op: Kind, value: int | float) -> Wanted:
