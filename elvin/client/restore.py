@@ -118,7 +118,7 @@ class Reconnector:
                                           f"gave up after {attempts} attempts: {last_error}",
                                           error=last_error))
                 return
-            await asyncio.sleep(min(delay * random.uniform(0.5, 1.5), policy.max_delay))
+            await asyncio.sleep(jittered(delay, policy.max_delay))
             delay = min(delay * 2, policy.max_delay)
 
     async def restore(self, session: Session) -> None:
@@ -136,6 +136,13 @@ class Reconnector:
         for (table, obj), result in zip(work, results, strict=True):
             if isinstance(result, BaseException):
                 table.refused(obj, result)
+
+
+def jittered(delay: float, max_delay: float, rng: random.Random | None = None) -> float:
+    """``delay`` randomised by +-50 %, at most ``max_delay``: the clients
+    that lost one router spread out over the next instead of arriving in
+    step (and a round's doubling still sets the scale)."""
+    return min(delay * (rng or random).uniform(0.5, 1.5), max_delay)
 
 
 def _routers(core: ReconnectingCore) -> list:

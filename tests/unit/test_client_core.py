@@ -251,6 +251,17 @@ async def test_with_several_routers_the_others_are_tried_first_the_lost_one_last
                             "establish elsewhere.example", "establish home.example"]
 
 
+def test_the_pause_between_rounds_is_jittered():
+    import random
+
+    from elvin.client.restore import jittered
+    rng = random.Random(49)
+    pauses = [jittered(1.0, 10.0, rng) for _ in range(200)]
+    assert all(0.5 <= p <= 1.5 for p in pauses)
+    assert max(pauses) - min(pauses) > 0.5            # spread, not one value
+    assert all(jittered(8.0, 5.0, rng) <= 5.0 for _ in range(50))
+
+
 async def test_without_reconnect_a_lost_session_closes_the_connection():
     core = MemoryCore(ReconnectPolicy(False, 0.0, 0.0, None))
     _subs, _quenches, reconnector = await connection_with(core, "a > 1")
