@@ -3,9 +3,9 @@
 Sans-IO helpers over subscription ASTs (``elvin.subscription.ast.Node``), as
 a quenching producer receives them in SubAddNotify / SubModNotify packets.
 They are the "higher-order functions" of the Elvin 3 quenching paper: a
-producer names an attribute it fills in (a file watcher's ``File-Path``, a news
-watcher's ``Feed-URL``) and learns which values of it any subscription can
-match, so that it produces only those.
+producer names an attribute it fills in (a file watcher's ``File-Path``, a
+sensor's ``Temperature``) and learns which values of it any subscription can
+match ("the range of values allowed"), so that it produces only those.
 
 ``wanted(asts, "File-Path")`` returns a :class:`Wanted`:
 
@@ -17,15 +17,33 @@ match, so that it produces only those.
   prefixes (``begins-with``), suffixes (``ends-with``), substrings
   (``contains``), glob patterns (``wildcard``) and regular expressions
   (``regex``), each possibly applied through ``fold-case`` / ``decompose`` /
-  ``decompose-compat`` (``Constraint.transforms``). An empty set means no
-  subscription can match any value (nothing wanted).
+  ``decompose-compat`` (``Constraint.transforms``), and numeric
+  :class:`Interval` s (``Match.RANGE``: ``<``, ``<=``, ``>``, ``>=``, ``!=``
+  with a number, ``nan()``). An empty set means no subscription can match
+  any value (nothing wanted).
+
+Numbers are ordered as the language compares them (the reference evaluator,
+``elvin.subscription.reference``): ints and reals after promotion, reals by
+Java's ``Double.compare``, so -0.0 < 0.0 and NaN orders above +inf
+(``X > 80`` is true of NaN, ``X < 80`` is not). ``!`` is pushed down to the
+predicates (De Morgan holds in the three-valued logic; on numbers ``!(X <
+80)`` is ``X >= 80``); ``||`` joins constraint sets; ``&&`` meets them pair by
+pair (intervals intersect, a prefix and a longer one give the longer, an
+exact value survives only the constraints it satisfies), falling back to the
+tighter side where it cannot decide: ints beyond 2**53 compare with reals
+after rounding (``2**53 + 1 == 2.0**53``), so bounds mixing those are never
+called empty.
 
 The analysis over-approximates, never under-approximates: a value the
 subscriptions can match is always ``wanted(...).matches(value)``; the reverse
-need not hold (``&&`` keeps only the tighter side, negations and numeric
-comparisons are unbounded). ``Constraint.matches`` evaluates the predicate
-with the real subscription evaluator (``elvin.subscription.compile``), so
-wildcard, regex and fold-case semantics are the router's own.
+need not hold (arithmetic, ``^^`` and comparisons between two names leave the
+attribute unbounded). ``Constraint.matches`` evaluates the predicate with the
+real subscription evaluator (``elvin.subscription.compile``), so wildcard,
+regex, fold-case and numeric semantics are the router's own. The tests check
+the claim against the reference evaluator with random subscriptions.
+
+``Quench.wanted(attribute)`` applies this to a quench's subscriptions, and
+``Connection.wanted(attribute)`` to auto-quench's (``elvin.client.autoquench``).
 
 ``could_match(ast, attributes)`` answers a related question for a partial
 notification: could the subscription be true for some notification that has
@@ -37,14 +55,17 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from elvin.subscription.ast import Kind, Node, names_in
+from elvin.subscription.ast import LEAF_KINDS, Kind, Node, names_in
 from elvin.subscription.logic import and3, not3, or3, xor3
+from elvin.subscription.runtime import real_key
 
 __all__ = [
     "Constraint",
+    "Interval",
     "Match",
     "NOTHING",
     "Wanted",
@@ -64,6 +85,7 @@ class Match(enum.Enum):
     CONTAINS = "contains"
     WILDCARD = "wildcard"
     REGEX = "regex"
+    RANGE = "range"
 
 
 _FUNC_MATCH = {
@@ -95,8 +117,19 @@ class Constraint:
     ("fold-case",))`` is ``fold-case(X) == "abc"``."""
 
     match: Match
-    value: int | float | str
+    value: int | float | str | Interval
     transforms: tuple[str, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        # by the language's equality of literals: Python's -0.0 == 0.0 would
+        # merge ``X == -0.0 || X == 0.0`` into one constraint and lose a value
+        if not isinstance(other, Constraint):
+            return NotImplemented
+        return (self.match, _value_key(self.value), self.transforms) == \
+            (other.match, _value_key(other.value), other.transforms)
+
+    def __hash__(self) -> int:
+        return hash((self.match, _value_key(self.value), self.transforms))
 
     @property
     def fold_case(self) -> bool:
@@ -105,6 +138,8 @@ class Constraint:
 
     def node(self, attribute: str = _PLACEHOLDER) -> Node:
         """This constraint as a subscription AST over ``attribute``."""
+        if self.match is Match.RANGE:
+            return self.value.node(attribute)  # type: ignore[union-attr]
         subject = Node(Kind.NAME, value=attribute)
         for label in self.transforms:
             subject = Node(_TRANSFORM_KINDS[label], (subject,))
@@ -116,12 +151,158 @@ class Constraint:
     def matches(self, value: object) -> bool:
         """Whether an attribute value satisfies this constraint, by the
         subscription language's own evaluator."""
-        outcome = _evaluate_compiled(self.node(), {_PLACEHOLDER: value})
-        return outcome is True or outcome is _UNKNOWN  # unknown: stay conservative
+        compiled = self._compiled
+        if compiled is None:
+            return True                  # cannot be compiled: stay conservative
+        outcome = compiled.evaluate({_PLACEHOLDER: value})
+        return outcome is True
+
+    @functools.cached_property
+    def _compiled(self):
+        """The compiled predicate (a producer tests many readings against
+        one constraint); None if it cannot be compiled."""
+        return _compiled(self.node())
 
     def __str__(self) -> str:
         from elvin.subscription import unparse
         return unparse(self.node("X"))
+
+
+#: Ints of at most this magnitude convert to real64 exactly (and so do their
+#: neighbours), so that comparing them with reals agrees with one total
+#: order; beyond it ``int == real`` compares the rounded int (2**53 + 1 ==
+#: 2.0**53) and two bounds cannot be ordered safely.
+_EXACT_INT = 2 ** 53
+
+
+def _exact(value: object) -> bool:
+    return isinstance(value, float) or (isinstance(value, int) and -_EXACT_INT < value < _EXACT_INT)
+
+
+def _order_key(value: int | float) -> tuple:
+    """The position of a number in the language's order of numbers (Java's
+    ``Double.compare`` after promotion): -inf < finite (with -0.0 < 0.0 ==
+    int 0) < +inf < NaN. Consistent with the language's comparisons for
+    every real and every int of magnitude below 2**53 (``_exact``)."""
+    if isinstance(value, float):
+        if value != value:
+            return (3, 0, 0)
+        if value in (math.inf, -math.inf):
+            return (2 if value > 0 else 0, 0, 0)
+        negative_zero = value == 0.0 and math.copysign(1.0, value) < 0
+        return (1, value, 0 if negative_zero else 1)
+    # an int below 2**53 is exactly a real; a larger one is placed where the
+    # language puts it when it meets a real (its rounding): only ``_exact``
+    # ends are relied on to be ordered exactly
+    return (1, float(int(value)), 1)
+
+
+def _value_key(value: object) -> object:
+    if isinstance(value, float):
+        return ("real", real_key(value))
+    if isinstance(value, Interval):
+        return ("range", value.key())
+    if isinstance(value, int):
+        return ("int", int(value))
+    return ("string", value)
+
+
+@dataclass(frozen=True, eq=False)
+class Interval:
+    """The numbers ``low < X < high`` (``<=`` at a closed end); an end of
+    None is unbounded. Membership is the language's own comparison with the
+    two ends, so int/real promotion, -0.0 < 0.0 and NaN (which orders above
+    +inf: ``X > 80`` is true of NaN, ``X < 80`` is not) are as the router
+    evaluates them. ``nan(X)`` is the interval [NaN, NaN]. Only numbers are
+    in an interval (a string compared with a number is bottom)."""
+
+    low: int | float | None = None
+    low_closed: bool = False
+    high: int | float | None = None
+    high_closed: bool = False
+
+    def key(self) -> tuple:
+        return (None if self.low is None else _value_key(self.low), self.low_closed,
+                None if self.high is None else _value_key(self.high), self.high_closed)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Interval) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    @property
+    def exact(self) -> bool:
+        """Both ends order safely against any number (see ``_exact``)."""
+        return all(end is None or _exact(end) for end in (self.low, self.high))
+
+    def node(self, attribute: str = _PLACEHOLDER) -> Node:
+        subject = Node(Kind.NAME, value=attribute)
+        parts = []
+        if self.low is not None:
+            kind = Kind.GREATER_THAN_EQUALS if self.low_closed else Kind.GREATER_THAN
+            parts.append(Node(kind, (subject, _literal(self.low))))
+        if self.high is not None:
+            kind = Kind.LESS_THAN_EQUALS if self.high_closed else Kind.LESS_THAN
+            parts.append(Node(kind, (subject, _literal(self.high))))
+        if self.low is not None and self.low != self.low and self.low_closed:
+            return Node(Kind.FUNC_NAN, (subject,))       # [NaN, ...]: NaN is the top
+        if not parts:   # every number: nothing orders below -inf
+            parts.append(Node(Kind.GREATER_THAN_EQUALS, (subject, _literal(-math.inf))))
+        return parts[0] if len(parts) == 1 else Node(Kind.AND, tuple(parts))
+
+    def __contains__(self, value: object) -> bool:
+        return Constraint(Match.RANGE, self).matches(value)
+
+    def intersect(self, other: Interval) -> Interval | None:
+        """The numbers in both (None: none), over-approximated when an end
+        cannot be ordered safely (then the tighter-looking end is kept, which
+        is sound whichever it is, and the result is never called empty)."""
+        low, low_closed = _tighter(self.low, self.low_closed, other.low, other.low_closed, 1)
+        high, high_closed = _tighter(self.high, self.high_closed, other.high,
+                                     other.high_closed, -1)
+        result = Interval(low, low_closed, high, high_closed)
+        if low is not None and high is not None and result.exact:
+            lo, hi = _order_key(low), _order_key(high)
+            if lo > hi or (lo == hi and not (low_closed and high_closed)):
+                return None
+        return result
+
+    def __str__(self) -> str:
+        # the unbounded ends hold -inf and, above +inf, NaN
+        low = "[-inf" if self.low is None else ("[" if self.low_closed else "(") + repr(self.low)
+        high = "nan]" if self.high is None else repr(self.high) + (
+            "]" if self.high_closed else ")")
+        return f"{low}, {high}"
+
+
+def _tighter(a, a_closed: bool, b, b_closed: bool, sign: int):
+    """Of two lower (``sign`` 1) or upper (-1) ends, the one that admits less."""
+    if a is None:
+        return b, b_closed
+    if b is None:
+        return a, a_closed
+    ka, kb = _order_key(a), _order_key(b)
+    if ka == kb:
+        return (a, a_closed) if not a_closed else (b, b_closed)
+    return (a, a_closed) if (ka > kb) == (sign > 0) else (b, b_closed)
+
+
+#: ``X OP literal`` as an interval of X (with the literal as ``v``)
+_COMPARISON_INTERVAL = {
+    Kind.LESS_THAN: lambda v: Interval(high=v),
+    Kind.LESS_THAN_EQUALS: lambda v: Interval(high=v, high_closed=True),
+    Kind.GREATER_THAN: lambda v: Interval(low=v),
+    Kind.GREATER_THAN_EQUALS: lambda v: Interval(low=v, low_closed=True),
+}
+#: ``literal OP X`` is ``X FLIP[OP] literal``; ``!(X OP v)`` is ``X NEGATE[OP] v``
+#: (on numbers a comparison is never bottom, so false is the other side)
+_FLIP = {Kind.LESS_THAN: Kind.GREATER_THAN, Kind.LESS_THAN_EQUALS: Kind.GREATER_THAN_EQUALS,
+         Kind.GREATER_THAN: Kind.LESS_THAN, Kind.GREATER_THAN_EQUALS: Kind.LESS_THAN_EQUALS,
+         Kind.EQUALS: Kind.EQUALS, Kind.NOT_EQUALS: Kind.NOT_EQUALS}
+_NEGATE = {Kind.LESS_THAN: Kind.GREATER_THAN_EQUALS, Kind.LESS_THAN_EQUALS: Kind.GREATER_THAN,
+           Kind.GREATER_THAN: Kind.LESS_THAN_EQUALS, Kind.GREATER_THAN_EQUALS: Kind.LESS_THAN,
+           Kind.EQUALS: Kind.NOT_EQUALS, Kind.NOT_EQUALS: Kind.EQUALS}
 
 
 @dataclass(frozen=True)
@@ -140,6 +321,20 @@ class Wanted:
         if self.unbounded or other.unbounded:
             return UNBOUNDED
         return Wanted(False, self.constraints | other.constraints)
+
+    def __and__(self, other: Wanted) -> Wanted:
+        """The values both allow (for ``&&``): constraints met pairwise, so
+        ``X > 0 && X < 80`` is ``(0, 80)`` and ``begins-with(X, "/a") &&
+        begins-with(X, "/a/b")`` is the longer prefix."""
+        if self.unbounded:
+            return other
+        if other.unbounded:
+            return self
+        if len(self.constraints) * len(other.constraints) > _MAX_MEET:
+            return self.narrower(other)
+        met = (_meet(a, b) for a in self.constraints for b in other.constraints)
+        result = Wanted(False, frozenset(c for c in met if c is not None))
+        return min(result, self.narrower(other), key=_looseness)
 
     def narrower(self, other: Wanted) -> Wanted:
         """The tighter of two over-approximations of the same set (used for
@@ -200,6 +395,12 @@ class Wanted:
         return self.by(Match.REGEX)
 
     @property
+    def intervals(self) -> frozenset[Interval]:
+        """The numeric ranges (from ``<``, ``<=``, ``>``, ``>=``, ``!=`` on
+        numbers and ``nan()``)."""
+        return self.by(Match.RANGE)
+
+    @property
     def only_exact(self) -> bool:
         """True when the wanted values are a finite set of exact values
         (``exact``), the easiest case for a producer."""
@@ -248,35 +449,51 @@ def wanted(asts: Node | Iterable[Node] | Mapping[object, Node], attribute: str, 
             return UNBOUNDED
     if accepted is not None and any(c.match not in accepted for c in result.constraints):
         return UNBOUNDED
-    return result
+    return _merged(result)
 
 
 def wanted_by(asts: Mapping[object, Node], attribute: str) -> dict[object, Wanted]:
     """``wanted`` for each entry of a mapping (term id -> AST) separately."""
-    return {key: _wanted(ast, attribute) for key, ast in asts.items()}
+    return {key: _merged(_wanted(ast, attribute)) for key, ast in asts.items()}
 
 
-def _wanted(node: Node, x: str) -> Wanted:
+def _wanted(node: Node, x: str, negated: bool = False) -> Wanted:
+    """The values of ``x`` for which ``node`` (or, ``negated``, ``!node``)
+    can be true. Negation is pushed down to the predicates (De Morgan holds
+    in the language's three-valued logic), where ``!(X < 80)`` is ``X >=
+    80``: on two numbers a comparison is true or false, never bottom."""
     kind = node.kind
-    if kind is Kind.OR:
-        result = NOTHING
-        for child in node.children:
-            result = result | _wanted(child, x)
-            if result.unbounded:
-                break
-        return result
-    if kind is Kind.AND:
+    if kind is Kind.NOT and len(node.children) == 1:
+        return _wanted(node.children[0], x, not negated)
+    if kind in (Kind.OR, Kind.AND):
+        if (kind is Kind.OR) != negated:
+            result = NOTHING
+            for child in node.children:
+                result = result | _wanted(child, x, negated)
+                if result.unbounded:
+                    break
+            return result
         result = UNBOUNDED
         for child in node.children:
-            result = result.narrower(_wanted(child, x))
+            result = result & _wanted(child, x, negated)
+            if result.nothing:
+                break
         return result
-    if kind in (Kind.NOT, Kind.XOR):
+    if kind is Kind.XOR:
         return UNBOUNDED
     if not names_in(node):
         # a constant predicate (``1 == 2`` in ``x == "a" || 1 == 2``): one
         # that is never true adds nothing to an || and empties an &&
         outcome = _evaluate(node, {})
-        return UNBOUNDED if outcome is True or outcome is _UNKNOWN else NOTHING
+        if outcome is _UNKNOWN:
+            return UNBOUNDED
+        return UNBOUNDED if outcome is (not negated) else NOTHING
+    comparison = _numeric_comparison(node, x)
+    if comparison is not None:
+        op, value = comparison
+        return _compared(_NEGATE[op] if negated else op, value)
+    if negated:
+        return UNBOUNDED    # !(X == "a"), !begins-with(...): any other string
     if kind is Kind.EQUALS and len(node.children) == 2:
         a, b = node.children
         for subject, literal in ((a, b), (b, a)):
@@ -298,9 +515,141 @@ def _wanted(node: Node, x: str) -> Wanted:
             return Wanted(False, frozenset(Constraint(match, c.value, transforms)
                                            for c in node.children[1:]))
         return UNBOUNDED
-    # Any other predicate (require, !=, <, type tests, size...) or one that
-    # does not mention x at all leaves x unconstrained.
+    if kind is Kind.FUNC_NAN and _subject_transforms(node.children[0], x) == ():
+        return Wanted(False, frozenset({Constraint(Match.RANGE, _NAN_ONLY)}))
+    # Any other predicate (require, type tests, size, arithmetic...) or one
+    # that does not mention x at all leaves x unconstrained.
     return UNBOUNDED
+
+
+_NAN_ONLY = Interval(math.nan, True, math.nan, True)
+_COMPARISONS = frozenset(_NEGATE)
+_NUMERIC_LITERALS = frozenset({Kind.INT32, Kind.INT64, Kind.REAL64})
+
+
+def _numeric_comparison(node: Node, x: str) -> tuple[Kind, int | float] | None:
+    """``X OP number`` (or ``number OP X``) as (OP with X on the left,
+    number); else None."""
+    if node.kind not in _COMPARISONS or len(node.children) != 2:
+        return None
+    a, b = node.children
+    for subject, literal, op in ((a, b, node.kind), (b, a, _FLIP[node.kind])):
+        if subject.kind is not Kind.NAME or subject.value != x:
+            continue
+        literal = _constant_number(literal)
+        if literal is not None:
+            value = literal.value
+            if literal.kind is Kind.INT64:
+                from elvin.values import Int64
+                value = Int64(int(value))  # type: ignore[arg-type]
+            return op, value  # type: ignore[return-value]
+    return None
+
+
+def _constant_number(node: Node) -> Node | None:
+    """``node`` as a numeric literal, folding a constant expression as the
+    router's compiler does (``0.0 / 0.0`` is a NaN, ``-(5)`` is -5); None
+    when it is not a constant number."""
+    if node.kind in _NUMERIC_LITERALS:
+        return node
+    if node.kind in LEAF_KINDS or names_in(node):
+        return None
+    from elvin.subscription import fold
+    try:
+        folded = fold(node)
+    except Exception:  # a tree the checker would refuse: not a constant here
+        return None
+    return folded if folded.kind in _NUMERIC_LITERALS else None
+
+
+def _compared(op: Kind, value: int | float) -> Wanted:
+    """The numbers ``X OP value`` is true of."""
+    if op is Kind.EQUALS:
+        constraints = {Constraint(Match.EQUALS, value)}
+    elif op is Kind.NOT_EQUALS:
+        constraints = {Constraint(Match.RANGE, Interval(high=value)),
+                       Constraint(Match.RANGE, Interval(low=value))}
+    else:
+        constraints = {Constraint(Match.RANGE, _COMPARISON_INTERVAL[op](value))}
+    return Wanted(False, frozenset(constraints))
+
+
+#: an && of two unions meets them pairwise; beyond this many pairs it keeps
+#: the tighter union instead (still sound, less precise)
+_MAX_MEET = 256
+
+
+def _meet(a: Constraint, b: Constraint) -> Constraint | None:
+    """A constraint that holds of every value satisfying both (None: no
+    value does): exact where the language's order allows, else one of the
+    two (each alone is sound for an &&)."""
+    for e, other in ((a, b), (b, a)):
+        if e.match is Match.EQUALS and not e.transforms:
+            value = e.value
+            numbers = [value, *_numbers_in(other)]
+            if isinstance(value, str) or all(_exact(n) for n in numbers):
+                return e if other.matches(value) else None
+            return e        # 2**53 + 1 == 2.0**53: no safe answer, keep the value
+    if Match.RANGE in (a.match, b.match):
+        if a.match is not b.match:
+            return None     # a string test is bottom on a number, a range on a string
+        met = a.value.intersect(b.value)  # type: ignore[union-attr]
+        return None if met is None else Constraint(Match.RANGE, met)
+    if not a.transforms and not b.transforms and a.match is b.match is Match.BEGINS_WITH:
+        p, q = str(a.value), str(b.value)
+        if p.startswith(q):
+            return a
+        if q.startswith(p):
+            return b
+        return None
+    return min(a, b, key=lambda c: _looseness(Wanted(False, frozenset({c}))))
+
+
+def _merged(w: Wanted) -> Wanted:
+    """``w`` with overlapping or touching intervals joined, and exact
+    numbers inside an interval dropped: the same values, in the fewest
+    disjoint ranges (what a producer wants to read, and quicker to test).
+    Intervals with an end that cannot be ordered safely stay as they are."""
+    if w.unbounded:
+        return w
+    ranges = [c.value for c in w.constraints
+              if c.match is Match.RANGE and c.value.exact]  # type: ignore[union-attr]
+    if not ranges:
+        return w
+    def low_key(i: Interval) -> tuple:
+        return ((0,),) if i.low is None else (_order_key(i.low), not i.low_closed)
+    ranges.sort(key=low_key)
+    joined: list[Interval] = [ranges[0]]
+    for nxt in ranges[1:]:
+        cur = joined[-1]
+        if cur.high is None:
+            continue                                  # cur reaches the top
+        hi = _order_key(cur.high)
+        lo = (0,) if nxt.low is None else _order_key(nxt.low)     # (0,): below -inf
+        if lo < hi or (lo == hi and (cur.high_closed or nxt.low_closed)):
+            if nxt.high is None:
+                high, closed = None, False
+            else:
+                nhi = _order_key(nxt.high)
+                if nhi > hi or (nhi == hi and nxt.high_closed):
+                    high, closed = nxt.high, nxt.high_closed
+                else:
+                    high, closed = cur.high, cur.high_closed
+            joined[-1] = Interval(cur.low, cur.low_closed, high, closed)
+        else:
+            joined.append(nxt)
+    kept = {c for c in w.constraints
+            if not (c.match is Match.RANGE and c.value.exact)}  # type: ignore[union-attr]
+    kept = {c for c in kept if not (
+        c.match is Match.EQUALS and not c.transforms and isinstance(c.value, (int, float))
+        and _exact(c.value) and any(c.value in i for i in joined))}
+    return Wanted(False, frozenset(kept | {Constraint(Match.RANGE, i) for i in joined}))
+
+
+def _numbers_in(c: Constraint) -> list:
+    if isinstance(c.value, Interval):
+        return [end for end in (c.value.low, c.value.high) if end is not None]
+    return [c.value] if isinstance(c.value, (int, float)) else []
 
 
 def _subject_transforms(node: Node, x: str) -> tuple[str, ...] | None:
@@ -324,6 +673,11 @@ def _literal(value: int | float | str) -> Node:
     if isinstance(value, str):
         return Node(Kind.STRING, value=value)
     if isinstance(value, float):
+        if not math.isfinite(value):
+            # no literal form: written as the division that folds to it
+            numerator = 0.0 if value != value else math.copysign(1.0, value)
+            return Node(Kind.DIVIDE, (Node(Kind.REAL64, value=numerator),
+                                      Node(Kind.REAL64, value=0.0)))
         return Node(Kind.REAL64, value=value)
     if isinstance(value, Int64) or not INT32_MIN <= value <= INT32_MAX:
         return Node(Kind.INT64, value=int(value))
@@ -404,13 +758,6 @@ def _compiled(node: Node):
         return compile_subscription(node)
     except Exception:  # e.g. a constant predicate the compiler calls trivial
         return None
-
-
-def _evaluate_compiled(node: Node, attrs: Mapping[str, object]):
-    compiled = _compiled(node)
-    if compiled is None:
-        return _UNKNOWN
-    return compiled.evaluate(attrs)
 
 
 def _evaluate(node: Node, attrs: Mapping[str, object]):

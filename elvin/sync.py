@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Self, TypeVar
 
 from elvin.client import (
@@ -42,6 +42,7 @@ from elvin.client import (
 )
 from elvin.client.connection import emit_frame, write_frames
 from elvin.keys import Keys
+from elvin.quenching import Wanted
 
 __all__ = ["SyncConnection", "SyncQuench", "SyncSubscription", "connect", "unotify"]
 
@@ -269,6 +270,11 @@ class SyncQuench(_StreamView[QuenchEvent]):
         """The attribute names this quench asks about."""
         return self.quench.names
 
+    def wanted(self, attribute: str) -> Wanted:
+        """As ``Quench.wanted``: the values of ``attribute`` some current
+        subscription can match."""
+        return _run(_call(lambda: self.quench.wanted(attribute)), self._conn._wait)
+
     def modify(self, add: Iterable[str] = (), remove: Iterable[str] = (), **kw: Any) -> None:
         """Add or remove quench names (blocking), as :meth:`elvin.client.Quench.modify`."""
         _run(self.quench.modify(add, remove, **kw), self._conn._wait)
@@ -297,8 +303,18 @@ class SyncConnection:
 
     @property
     def url(self) -> str:
-        """The router's URL this connection is open to (after any redirect)."""
+        """The router the connection is at now (it changes on failover)."""
         return self.connection.url
+
+    @property
+    def urls(self) -> list[str]:
+        """Every router this connection may use, in the order it tries them."""
+        return self.connection.urls
+
+    @property
+    def failovers(self) -> int:
+        """How many times the connection has moved to another router."""
+        return self.connection.failovers
 
     @property
     def options(self) -> dict:
@@ -400,6 +416,11 @@ class SyncConnection:
         return self._open(SyncSubscription, buffer_size, self.connection.subscribe, expression,
                           keys=keys, accept_insecure=accept_insecure)
 
+    def wanted(self, attribute: str, *, keys: Keys | None = None) -> Wanted:
+        """As ``Connection.wanted`` (needs ``auto_quench=True``): the values
+        of ``attribute`` some subscription can match."""
+        return _run(self.connection.wanted(attribute, keys=keys), self._wait)
+
     def quench(self, names: Iterable[str], *, keys: Keys | None = None,
                deliver_insecure: bool = True, buffer_size: int = 1000) -> SyncQuench:
         """Quench the router for ``names`` (blocking): a :class:`SyncQuench` whose events
@@ -450,6 +471,11 @@ class SyncConnection:
         """
         _background_loop().call_soon_threadsafe(self.connection.add_reconnect_listener, fn)
 
+    def add_failover_listener(self, fn: Callable[[Connection, str], object]) -> None:
+        """``fn(connection, previous_url)`` (in the loop thread) after a move
+        to another router."""
+        _background_loop().call_soon_threadsafe(self.connection.add_failover_listener, fn)
+
     def close(self) -> CloseReason:
         """Write what ``send`` queued, then close the connection (blocking) and end every
         subscription and quench made on it; returns why it closed. Closing a closed
@@ -488,10 +514,11 @@ def _close_all() -> None:
                 _run(conn.connection.close(timeout=1), 2)
 
 
-def connect(url: str = DEFAULT_URL, **kwargs: Any) -> SyncConnection:
-    """Connect (blocking); same arguments as :func:`elvin.client.connect`."""
+def connect(url: str | Sequence[str] = DEFAULT_URL, **kwargs: Any) -> SyncConnection:
+    """Connect (blocking); same arguments as :func:`elvin.client.connect`
+    (a list of routers too: failover)."""
     conn = Connection(url, **kwargs)
-    _run(conn.open(), conn.timeout + 5)
+    _run(conn.open(), conn.timeout * len(conn.urls) + 5)
     wrapper = SyncConnection(conn)
     _open_connections.add(wrapper)
     return wrapper

@@ -16,6 +16,16 @@ notification keys; a notification sent with ``deliver_insecure=False`` is
 checked only against terms the router reported as matching the quench
 securely. A term that cannot be compiled is assumed to match.
 
+``Connection.wanted(attribute)`` answers the producer's question before it
+builds a notification: which values of ``attribute`` could any subscription
+match (``elvin.quenching.wanted`` over the internal quench's terms: exact
+values, string prefixes, numeric intervals). A producer of readings asks it
+once per change (it is cached until a subscription changes) and skips the
+readings nobody wants: with only ``Temperature < 80`` subscribed,
+``wanted.matches(85)`` is False and ``wanted.matches(70)`` True. It covers
+``attribute`` in the internal quench first (as ``send()`` does for a new
+name), so the answer is complete once it returns.
+
 Quench is optional (protocol subset C; the Avis router lacks it). When the
 router refuses it (``Connection.supports_quench`` is False) auto-quench
 logs one warning and lets every notification through, as a producer with
@@ -34,6 +44,7 @@ from elvin.client.core import ClientCore
 from elvin.client.errors import QuenchNotSupported
 from elvin.client.quench import Quench, QuenchTable
 from elvin.keys import EMPTY_KEYS, Keys
+from elvin.quenching import UNBOUNDED, Wanted, wanted
 
 log = logging.getLogger("elvin.client")
 
@@ -52,6 +63,8 @@ class AutoQuench:
         #: the warning about a router without quench was logged (once per
         #: change from filtering to sending everything)
         self._off_logged = False
+        #: attribute -> (quench, its version, Wanted): analyses of the terms
+        self._wanted: dict[str, tuple[Quench, int, Wanted]] = {}
 
     def stats(self) -> dict[str, int]:
         terms = len(self.quench.terms) if self.quench is not None else 0
@@ -87,6 +100,33 @@ class AutoQuench:
                 return True
         self.dropped += 1
         return False
+
+    async def wanted(self, attribute: str, keys: Keys = EMPTY_KEYS) -> Wanted:
+        """The values of ``attribute`` some subscription at the router can
+        match (``UNBOUNDED`` at a router without quench: nothing is known).
+        Terms are not told apart by security here (an over-approximation)."""
+        core = self.core
+        if core.state != "open":
+            await core.live_session()
+        if core.supports_quench is False:
+            return UNBOUNDED
+        needed_keys = keys | core.notification_keys if keys else core.notification_keys
+        quench = self.quench
+        if (quench is None or quench.closed or attribute not in quench.names
+                or (needed_keys and needed_keys - quench.keys)):
+            try:
+                await self._cover((attribute,), needed_keys)
+            except QuenchNotSupported:
+                return UNBOUNDED
+            quench = self.quench
+            if core.supports_quench is False or quench is None or quench.closed:
+                return UNBOUNDED
+        cached = self._wanted.get(attribute)
+        if cached is not None and cached[0] is quench and cached[1] == quench.version:
+            return cached[2]
+        result = wanted([term.ast for term in quench.terms.values()], attribute)
+        self._wanted[attribute] = (quench, quench.version, result)
+        return result
 
     def _unfiltered(self) -> bool:
         """The router has no quench: nothing can be known, so send."""

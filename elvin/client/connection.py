@@ -38,7 +38,7 @@ import asyncio
 import contextlib
 import logging
 import ssl as ssl_module
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from elvin.client import send_checks
@@ -46,7 +46,12 @@ from elvin.client._stream import call_listener
 from elvin.client.args import keys_arg, names_arg
 from elvin.client.autoquench import AutoQuench
 from elvin.client.core import ReconnectPolicy
-from elvin.client.errors import ConnectionClosedError, OptionsRejectedError, QuenchNotSupported
+from elvin.client.errors import (
+    ConnectError,
+    ConnectionClosedError,
+    OptionsRejectedError,
+    QuenchNotSupported,
+)
 from elvin.client.events import CloseReason
 from elvin.client.liveness import answer_test_conn, start_keepalive
 from elvin.client.quench import DEFAULT_BUFFER as QUENCH_BUFFER
@@ -61,6 +66,7 @@ from elvin.errors import ElvinError
 from elvin.keys import Keys
 from elvin.protocol import DEFAULT_LIMITS, ElvinURI, Limits, frame_packet
 from elvin.protocol import packets as pk
+from elvin.quenching import Wanted
 from elvin.values import check_notification
 
 log = logging.getLogger("elvin.client")
@@ -90,12 +96,12 @@ class Connection:
     decides it again, and ``auto_quench`` turns itself back on there.
     """
 
-    def __init__(self, url: str | ElvinURI = DEFAULT_URL, *,
+    def __init__(self, url: str | ElvinURI | Sequence[str | ElvinURI] = DEFAULT_URL, *,
                  options: Mapping[str, Any] | None = None,
                  notification_keys: Keys | None = None,
                  subscription_keys: Keys | None = None,
                  auto_quench: bool = False,
-                 reconnect: bool = False,
+                 reconnect: bool | None = None,
                  keepalive: float | None = None,
                  keepalive_timeout: float | None = None,
                  timeout: float = 10,
@@ -105,8 +111,11 @@ class Connection:
                  reconnect_max_delay: float = 5.0,
                  reconnect_attempts: int | None = None,
                  limits: Limits | None = None) -> None:
-        self._uri = client_uri(url)
+        self._uris = router_uris(url)
+        self._uri = self._uris[0]
         self._home_uri = self._uri
+        #: where the session that was lost last was (for telling a failover)
+        self._lost_at = self._uri
         self.requested_options = dict(options or {})
         if self.requested_options:
             check_notification(self.requested_options)
@@ -118,7 +127,8 @@ class Connection:
         self.keepalive_timeout = keepalive_timeout
         self.options_check = options_check
         self.ssl_context = ssl_context
-        self.reconnect = reconnect
+        # several routers: failing over among them is the point of naming them
+        self.reconnect = len(self._uris) > 1 if reconnect is None else bool(reconnect)
         self.reconnect_delay = reconnect_delay
         self.reconnect_max_delay = reconnect_max_delay
         self.reconnect_attempts = reconnect_attempts
@@ -127,6 +137,8 @@ class Connection:
         self.state = "connecting"
         self.drop_warnings = 0
         self.reconnects = 0
+        #: reconnections that ended at another router than the lost session's
+        self.failovers = 0
         self.test_conns_sent = 0
         self.supports_quench: bool | None = None
 
@@ -137,6 +149,7 @@ class Connection:
         self._close_listeners: list[Callable] = []
         self._lost_listeners: list[Callable] = []
         self._reconnect_listeners: list[Callable] = []
+        self._failover_listeners: list[Callable] = []
         self._ready: asyncio.Event | None = None
         self._reconnector = Reconnector(self._core, (self._subs, self._quenches))
         self._closed: asyncio.Future | None = None
@@ -161,6 +174,12 @@ class Connection:
         protocol stack), as ``url``.
         """
         return self._uri
+
+    @property
+    def urls(self) -> list[str]:
+        """The routers this connection may use, in the order given (``url``
+        is the one it is at now, or was at last)."""
+        return [str(uri) for uri in self._uris]
 
     @property
     def closed(self) -> asyncio.Future:
@@ -220,12 +239,18 @@ class Connection:
         connection was down are lost)."""
         self._reconnect_listeners.append(fn)
 
+    def add_failover_listener(self, fn: Callable[[Connection, str], object]) -> None:
+        """``fn(connection, previous_url)`` when a reconnection ends at
+        another router than the session that was lost (``connection.url``
+        is the new one); reconnect listeners are told after."""
+        self._failover_listeners.append(fn)
+
     def remove_listener(self, fn: Callable) -> None:
         """Remove ``fn`` from the close, connection-lost and reconnect listeners, wherever
         it was added; unknown functions are ignored.
         """
         for listeners in (self._close_listeners, self._lost_listeners,
-                          self._reconnect_listeners):
+                          self._reconnect_listeners, self._failover_listeners):
             if fn in listeners:
                 listeners.remove(fn)
 
@@ -238,13 +263,14 @@ class Connection:
     # ======================================================================
     # opening
     async def open(self) -> Connection:
-        """Connect (ConnRqst/ConnRply); :func:`connect` calls this."""
+        """Connect (ConnRqst/ConnRply); :func:`connect` calls this. With
+        several routers, each is tried in turn until one accepts."""
         if self.state != "connecting" or self._ready is not None:
             raise RuntimeError("Connection.open() may be called only once")
         self._ready = asyncio.Event()
         self._closed = asyncio.get_running_loop().create_future()
         try:
-            await follow_redirects(self._establish, self._uri)
+            await self._open_first()
         except BaseException as exc:
             self.state = "closed"
             if not self._closed.done():
@@ -254,6 +280,19 @@ class Connection:
         self.state = "open"
         self._ready.set()
         return self
+
+    async def _open_first(self) -> None:
+        failures: list[str] = []
+        for uri in self._uris:
+            try:
+                await follow_redirects(self._establish, uri)
+                return
+            except (OSError, ElvinError, TimeoutError) as exc:
+                if len(self._uris) == 1:
+                    raise
+                failures.append(f"{uri}: {exc}")
+                log.info("cannot connect to %s (%s); trying the next router", uri, exc)
+        raise ConnectError("no router could be reached: " + "; ".join(failures))
 
     async def _establish(self, uri: ElvinURI) -> Session:
         """A new session at ``uri``: channel, ConnRqst, the options agreed;
@@ -434,6 +473,20 @@ class Connection:
             await session.drain()
         return True
 
+    async def wanted(self, attribute: str, *, keys: Keys | None = None) -> Wanted:
+        """With ``auto_quench=True``: which values of ``attribute`` some
+        subscription at the router can match (``elvin.quenching.Wanted``:
+        exact values, string prefixes, numeric intervals), so that a
+        producer can skip producing values nobody wants. ``UNBOUNDED`` (any
+        value) at a router without quench. Over-approximates: a value it
+        rules out can match no subscription; ``send()`` still checks each
+        notification exactly."""
+        if self._auto_quench is None:
+            raise ValueError("Connection.wanted() needs connect(..., auto_quench=True)")
+        if not isinstance(attribute, str) or not attribute:
+            raise TypeError(f"an attribute name is a non-empty str, not {attribute!r}")
+        return await self._auto_quench.wanted(attribute, keys_arg(keys, "keys"))
+
     async def subscribe(self, expression: str, *, keys: Keys | None = None,
                         accept_insecure: bool = True,
                         buffer_size: int = SUB_BUFFER,
@@ -581,6 +634,7 @@ class ConnectionCore:
     # -- ReconnectingCore --------------------------------------------------------------
     uri = _ConnectionField("_uri")
     home_uri = _ConnectionField("_home_uri")
+    uris = _ConnectionField("_uris")
 
     @property
     def reconnect_policy(self) -> ReconnectPolicy:
@@ -599,6 +653,7 @@ class ConnectionCore:
     def reconnecting(self) -> None:
         conn = self._conn
         conn.state = "reconnecting"
+        conn._lost_at = conn._uri
         conn._ready.clear()
 
     def reconnected(self) -> None:
@@ -606,6 +661,13 @@ class ConnectionCore:
         conn.state = "open"
         conn.reconnects += 1
         conn._ready.set()
+        previous = conn._lost_at
+        if conn._uri != previous:
+            conn.failovers += 1
+            log.info("failed over from %s to %s: subscriptions, keys and quenches restored",
+                     previous, conn._uri)
+            for fn in conn._failover_listeners:
+                call_listener(fn, conn, str(previous))
         for fn in conn._reconnect_listeners:
             call_listener(fn, conn)
 
@@ -622,6 +684,28 @@ class ConnectionCore:
 
     def session_lost(self, session: Session) -> None:
         self._conn._session_lost(session)
+
+
+def router_uris(url: str | ElvinURI | Sequence[str | ElvinURI]) -> tuple[ElvinURI, ...]:
+    """One router URL or several (a list or tuple), parsed, duplicates
+    dropped; ValueError naming a bad one, or saying the list is empty."""
+    if isinstance(url, (str, ElvinURI)):
+        return (client_uri(url),)
+    if not isinstance(url, Sequence):
+        raise TypeError(f"a router URL is a str or a list of them, not {type(url).__name__}")
+    uris: list[ElvinURI] = []
+    for i, one in enumerate(url):
+        if not isinstance(one, (str, ElvinURI)):
+            raise TypeError(f"router URL #{i + 1} is a {type(one).__name__}, not a str")
+        try:
+            uri = client_uri(one)
+        except ValueError as exc:
+            raise ValueError(f"router URL #{i + 1} ({one!r}): {exc}") from None
+        if uri not in uris:
+            uris.append(uri)
+    if not uris:
+        raise ValueError("connect() needs at least one router URL")
+    return tuple(uris)
 
 
 def _emit_frame(attributes: dict, keys: Keys, deliver_insecure: bool, limits: Limits) -> bytes:
@@ -688,21 +772,28 @@ class _Connecting:
         await self._conn.close()
 
 
-def connect(url: str | ElvinURI = DEFAULT_URL, *, options: Mapping[str, Any] | None = None,
+def connect(url: str | ElvinURI | Sequence[str | ElvinURI] = DEFAULT_URL, *,
+            options: Mapping[str, Any] | None = None,
             notification_keys: Keys | None = None, subscription_keys: Keys | None = None,
-            auto_quench: bool = False, reconnect: bool = False,
+            auto_quench: bool = False, reconnect: bool | None = None,
             keepalive: float | None = None, timeout: float = 10,
             **kwargs: Any) -> _Connecting:
     """Connect to an Elvin router.
 
     ``await elvin.connect(url)`` gives an open :class:`Connection`;
-    ``async with elvin.connect(url) as conn:`` closes it on exit. Keyword
+    ``async with elvin.connect(url) as conn:`` closes it on exit. ``url``
+    may be a list of routers: the first that accepts is used, and when its
+    session is lost the connection fails over to the others (the next in
+    the list first, the lost one last, rounds apart by a growing delay with
+    jitter), restoring its keys, subscriptions and quenches there;
+    ``conn.url`` says where it is and ``add_failover_listener`` tells of
+    each move. Notifications routed while it moves are not replayed. Keyword
     arguments: ``options`` (connection options to request; the router's
     answer is ``conn.options``), ``options_check(options) -> bool`` (refuse the
     router's offer: raises OptionsRejectedError), connection-level
     ``notification_keys``/``subscription_keys``, ``auto_quench``,
     ``reconnect`` (with ``reconnect_delay``, ``reconnect_max_delay``,
-    ``reconnect_attempts``), ``keepalive`` (seconds idle before a TestConn;
+    ``reconnect_attempts``; on by default when ``url`` is a list), ``keepalive`` (seconds idle before a TestConn;
     ``keepalive_timeout`` for the reply), ``timeout`` (connect and request
     timeout), ``ssl_context`` (for ``elvin:/ssl,none,xdr/...`` URIs),
     ``limits`` (decoder limits).

@@ -123,6 +123,11 @@ class ReconnectingCore(ClientCore, Protocol):
         ...
 
     @property
+    def uris(self) -> tuple[ElvinURI, ...]:
+        """Every router the application named, in its order (failover)."""
+        ...
+
+    @property
     def reconnect_policy(self) -> ReconnectPolicy:
         """The application's reconnection settings, as they are now."""
         ...

@@ -12,7 +12,7 @@ import contextlib
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elvin.client.args import keys_arg, names_arg
 from elvin.client.core import ClientCore
@@ -28,6 +28,9 @@ from elvin.client.session import Session
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.protocol import packets as pk
 from elvin.subscription.ast import Node
+
+if TYPE_CHECKING:
+    from elvin.quenching import Wanted
 
 log = logging.getLogger("elvin.client")
 
@@ -112,6 +115,8 @@ class Quench(Registered[QuenchEvent]):
         self.keys = keys
         self.deliver_insecure = deliver_insecure
         self.terms: dict[int, QuenchTerm] = {}
+        #: counts changes to ``terms`` (for caches of analyses of them)
+        self.version = 0
         #: the connection's own (auto-quench), not listed in ``Connection.quenches``
         self._internal = internal
 
@@ -128,6 +133,7 @@ class Quench(Registered[QuenchEvent]):
             self.terms[event.term_id] = QuenchTerm(event.term_id, event.ast, event.secure)
         else:
             self.terms[event.term_id] = QuenchTerm(event.term_id, event.ast, event.secure)
+        self.version += 1
         self._stream.push(event)
 
     def _reset(self) -> None:
@@ -142,6 +148,14 @@ class Quench(Registered[QuenchEvent]):
         expression (AST).
         """
         return {tid: term.ast for tid, term in self.terms.items()}
+
+    def wanted(self, attribute: str) -> Wanted:
+        """The values of ``attribute`` some current subscription can match
+        (``elvin.quenching.wanted`` over ``subscriptions``): exact values,
+        prefixes, numeric intervals; ``wanted(...).matches(85)`` is False
+        when nobody can match 85. An over-approximation, never an under-."""
+        from elvin.quenching import wanted
+        return wanted(self.subscriptions, attribute)
 
     async def modify(self, add: Iterable[str] = (), remove: Iterable[str] = (), *,
                      keys_add: Keys | None = None, keys_del: Keys | None = None,

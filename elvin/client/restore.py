@@ -3,8 +3,12 @@
 A session that ends other than by ``close()`` is followed by a new one when
 the connection reconnects (``reconnect=True``) or the router redirected it
 (which must be followed even without ``reconnect``, spec 7.4.7). The new
-session is tried at the redirect target, the current router and the one
-first connected to, with a growing delay between rounds. Once it is up,
+session is tried at the redirect target, then (``_routers``) the current
+router and the one first connected to or, when the application named
+several routers, the others first (failover) and the lost one last; rounds
+are apart by a delay that doubles up to ``max_delay``, each randomised by
++-50 % (jitter) so that the clients of a router that went do not all
+arrive at the next one in step. Once it is up,
 every open subscription and quench is registered again; the application's
 objects stay the same, only their router ids change. Anything else ends the
 connection, with the reason.
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Sequence
 
 from elvin.client.core import ReconnectingCore
@@ -75,9 +80,7 @@ class Reconnector:
                     candidates.append(client_uri(redirect))
                 redirect = None
             if policy.enabled:   # else only the redirect is followed
-                candidates.append(core.uri)
-                if core.home_uri != core.uri:
-                    candidates.append(core.home_uri)
+                candidates.extend(_routers(core))
             for uri in candidates:
                 session: Session | None = None
                 try:
@@ -115,7 +118,7 @@ class Reconnector:
                                           f"gave up after {attempts} attempts: {last_error}",
                                           error=last_error))
                 return
-            await asyncio.sleep(delay)
+            await asyncio.sleep(jittered(delay, policy.max_delay))
             delay = min(delay * 2, policy.max_delay)
 
     async def restore(self, session: Session) -> None:
@@ -133,3 +136,25 @@ class Reconnector:
         for (table, obj), result in zip(work, results, strict=True):
             if isinstance(result, BaseException):
                 table.refused(obj, result)
+
+
+def jittered(delay: float, max_delay: float, rng: random.Random | None = None) -> float:
+    """``delay`` randomised by +-50 %, at most ``max_delay``: the clients
+    that lost one router spread out over the next instead of arriving in
+    step (and a round's doubling still sets the scale)."""
+    return min(delay * (rng or random).uniform(0.5, 1.5), max_delay)
+
+
+def _routers(core: ReconnectingCore) -> list:
+    """Where to look for a new session, in order: with one router named,
+    the current one (maybe a redirect's target) and then that one; with
+    several, the ones after the current in the application's list, then
+    those before it, the current last (it has just gone)."""
+    uris = list(core.uris)
+    current = core.uri
+    if len(uris) == 1:
+        return [current] if current == uris[0] else [current, uris[0]]
+    if current not in uris:             # a redirect led elsewhere: there, then the list
+        return [current, *uris]
+    i = uris.index(current)
+    return [*uris[i + 1:], *uris[:i], current]

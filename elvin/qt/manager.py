@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -38,7 +39,9 @@ class ConnectionManager(QObject):
     ``notification(object)`` for each notification delivered to a
     subscription made through :meth:`subscribe` (a
     :class:`elvin.client.Notification`, whose ``subscription`` says which);
-    ``error(str)`` for failed connection attempts.
+    ``error(str)`` for failed connection attempts; ``routerChanged(str)``
+    with the new router's URL when the connection failed over to another
+    router (``url`` may be a list of routers: ``elvin.client.connect``).
     """
 
     stateChanged = Signal(str)
@@ -47,8 +50,9 @@ class ConnectionManager(QObject):
     reconnected = Signal()
     notification = Signal(object)
     error = Signal(str)
+    routerChanged = Signal(str)
 
-    def __init__(self, url: str = DEFAULT_URL, parent: QObject | None = None, *,
+    def __init__(self, url: str | Sequence[str] = DEFAULT_URL, parent: QObject | None = None, *,
                  retry_delay: float = 0.5, max_retry_delay: float = 10.0,
                  **connect_kwargs: Any) -> None:
         super().__init__(parent)
@@ -67,10 +71,10 @@ class ConnectionManager(QObject):
     # -- properties ------------------------------------------------------------
     @property
     def url(self) -> str:
-        """The router's URL: the open connection's (after a redirect), else the one it
-        dials.
-        """
-        return self._connection.url if self._connection is not None else self._url
+        """The router connected to now (or, not connected, the first named)."""
+        if self._connection is not None:
+            return self._connection.url
+        return self._url if isinstance(self._url, str) else str(next(iter(self._url), ""))
 
     @property
     def state(self) -> str:
@@ -118,7 +122,7 @@ class ConnectionManager(QObject):
             self.disconnected.emit("closed")
         self._set_state(DISCONNECTED)
 
-    async def set_url(self, url: str) -> None:
+    async def set_url(self, url: str | Sequence[str]) -> None:
         """Switch to another router (subscriptions made through
         :meth:`subscribe` follow)."""
         await self.stop()
@@ -171,6 +175,7 @@ class ConnectionManager(QObject):
             self._connection = conn
             conn.add_connection_lost_listener(self._on_lost)
             conn.add_reconnect_listener(self._on_reconnected)
+            conn.add_failover_listener(self._on_failover)
             for expression, kwargs in self._wanted:
                 try:
                     await conn.subscribe(expression, listener=self._emit_notification,
@@ -191,6 +196,9 @@ class ConnectionManager(QObject):
         self.last_error = str(reason)
         self._set_state(RECONNECTING)
         self.disconnected.emit(str(reason))
+
+    def _on_failover(self, conn: Connection, previous: str) -> None:
+        self.routerChanged.emit(conn.url)
 
     def _on_reconnected(self, conn: Connection) -> None:
         self._set_state(CONNECTED)

@@ -233,3 +233,37 @@ def test_quit_does_not_hang_on_a_task_that_ignores_cancellation(tmp_path):
     assert "exit 5" in done.stdout, done.stderr
     assert "stubborn-task" in done.stderr and "stubborn" in done.stderr
     assert "still running" in done.stderr
+
+
+def test_connection_manager_fails_over_and_says_where(qtbot, qt_loop, make_router):
+    """Given two routers, the manager moves to the second when the first
+    goes: routerChanged says so, the status shows it, subscriptions work."""
+    from elvin.client import connect
+    from elvin.client.session import client_uri
+    from tests.waiting import until
+
+    first, second = make_router(), make_router()
+    there = str(client_uri(second.url))
+    manager = ConnectionManager([first.url, second.url], retry_delay=0.05,
+                                max_retry_delay=0.2, reconnect_delay=0.05)
+    status = StatusWidget(manager)
+    qtbot.addWidget(status)
+    moves, received = [], []
+    manager.routerChanged.connect(moves.append)
+    manager.notification.connect(received.append)
+
+    async def scenario():
+        manager.start()
+        await manager.wait_connected(10)
+        assert manager.url == str(client_uri(first.url))
+        await manager.subscribe("require(Moved)")
+        await asyncio.get_running_loop().run_in_executor(None, first.stop)
+        await until(lambda: moves and manager.state == "connected", what="the failover")
+        assert moves == [there] and manager.url == there
+        assert status.text() == f"Connected to {there}"
+        async with connect(second.url) as producer:
+            await producer.send({"Moved": 1})
+            await until(lambda: received, what="a notification at the second router")
+        await manager.stop()
+
+    qt_loop.run_until_complete(asyncio.wait_for(scenario(), 30))

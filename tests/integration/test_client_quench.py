@@ -180,3 +180,43 @@ async def test_auto_quench_survives_a_router_restart(router):
     finally:
         await producer.close()
         await consumer.close()
+
+
+async def test_quenching_producer_learns_the_wanted_range(router_url):
+    """A subscriber wants ``Temperature < 80``: a producer learns that 85 is
+    unwanted and 70 wanted, through its own quench and through auto-quench,
+    and the answer follows the subscriptions as they change."""
+    async with connect(router_url) as consumer, \
+            connect(router_url, auto_quench=True) as producer:
+        sub = await consumer.subscribe("Temperature < 80")
+        q = await producer.quench(["Temperature"])
+        assert not q.wanted("Temperature").matches(85)
+        assert q.wanted("Temperature").matches(70)
+
+        readings = await producer.wanted("Temperature")
+        assert not readings.matches(85) and readings.matches(70)
+        assert not readings.matches(float("nan"))
+        assert [str(i) for i in readings.intervals] == ["[-inf, 80)"]
+        sent = [t for t in (85, 70, 95.5) if readings.matches(t)]
+        for t in sent:
+            assert await producer.send({"Temperature": t}) is True
+        assert (await sub.get(timeout=5))["Temperature"] == 70
+
+        hot = await consumer.subscribe("Temperature >= 90 && Alarm == 1")
+        await until(lambda: producer.auto_quench_stats["terms"] == 2)
+        readings = await producer.wanted("Temperature")
+        assert readings.matches(95.5) and not readings.matches(85)
+        await hot.close()
+        await sub.close()
+        await until(lambda: producer.auto_quench_stats["terms"] == 0)
+        assert (await producer.wanted("Temperature")).nothing
+
+
+async def test_wanted_needs_auto_quench(router_url):
+    async with connect(router_url) as producer:
+        try:
+            await producer.wanted("Temperature")
+        except ValueError as exc:
+            assert "auto_quench=True" in str(exc)
+        else:
+            raise AssertionError("wanted() without auto-quench did not refuse")

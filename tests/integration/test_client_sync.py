@@ -116,6 +116,17 @@ def test_sync_auto_quench(router_url):
         assert producer.auto_quench_stats["dropped"] == 1
 
 
+def test_sync_wanted_ranges(router_url):
+    with elvin.sync.connect(router_url) as consumer, \
+            elvin.sync.connect(router_url, auto_quench=True) as producer:
+        consumer.subscribe("Temperature < 80")
+        readings = producer.wanted("Temperature")
+        assert readings.matches(70) and not readings.matches(85)
+        q = producer.quench(["Temperature"])
+        assert not q.wanted("Temperature").matches(85)
+        q.close()
+
+
 def test_sync_unotify(router_url):
     with elvin.sync.connect(router_url) as conn:
         sub = conn.subscribe("require(SU)")

@@ -60,6 +60,7 @@ class MemoryCore:
         self.url = str(uri)
         self.uri = uri
         self.home_uri = HOME
+        self.uris: tuple[ElvinURI, ...] = (HOME,)
         self.reconnect_policy = policy
         self.state = "open"
         self.notification_keys = EMPTY_KEYS
@@ -175,7 +176,7 @@ def test_the_connection_s_core_reads_its_fields_and_writes_only_supports_quench(
     assert core.state == "open"
     core.supports_quench = False
     assert conn.supports_quench is False
-    for name in ("state", "session", "url", "uri", "home_uri", "notification_keys"):
+    for name in ("state", "session", "url", "uri", "home_uri", "uris", "notification_keys"):
         with pytest.raises(AttributeError, match=f"ConnectionCore.{name} is read-only"):
             setattr(core, name, None)
     assert conn.state == "open"
@@ -228,6 +229,37 @@ async def test_the_current_router_is_tried_then_the_first_one():
     assert core.log == ["reconnecting", "establish moved.example", "establish home.example",
                         "SubAddRqst in home.example#2", "reconnected"]
     assert core.uri == HOME
+
+
+async def test_with_several_routers_the_others_are_tried_first_the_lost_one_last():
+    core = MemoryCore(ReconnectPolicy(True, 0.0, 0.0, None), uri=MOVED)
+    core.uris = (HOME, MOVED, ELSEWHERE)
+    core.reachable = {"home.example"}
+    _subs, _quenches, reconnector = await connection_with(core, "a > 1")
+    core.log.clear()
+    reconnector.after_loss(CloseReason("lost"))
+    await reconnector.task
+    assert core.log == ["reconnecting", "establish elsewhere.example", "establish home.example",
+                        "SubAddRqst in home.example#2", "reconnected"]
+    assert core.uri == HOME
+    # the next loss, at home: moved first, then elsewhere, home itself last
+    core.reachable = {"home.example"}
+    core.log.clear()
+    reconnector.after_loss(CloseReason("lost"))
+    await reconnector.task
+    assert core.log[:4] == ["reconnecting", "establish moved.example",
+                            "establish elsewhere.example", "establish home.example"]
+
+
+def test_the_pause_between_rounds_is_jittered():
+    import random
+
+    from elvin.client.restore import jittered
+    rng = random.Random(49)
+    pauses = [jittered(1.0, 10.0, rng) for _ in range(200)]
+    assert all(0.5 <= p <= 1.5 for p in pauses)
+    assert max(pauses) - min(pauses) > 0.5            # spread, not one value
+    assert all(jittered(8.0, 5.0, rng) <= 5.0 for _ in range(50))
 
 
 async def test_without_reconnect_a_lost_session_closes_the_connection():
