@@ -222,6 +222,8 @@ class Interval:
     high_closed: bool = False
 
     def key(self) -> tuple:
+        """The ends in the language's number order (so that 0 and 0.0 are one end,
+        -0.0 another), for equality and hashing."""
         return (None if self.low is None else _value_key(self.low), self.low_closed,
                 None if self.high is None else _value_key(self.high), self.high_closed)
 
@@ -237,6 +239,8 @@ class Interval:
         return all(end is None or _exact(end) for end in (self.low, self.high))
 
     def node(self, attribute: str = _PLACEHOLDER) -> Node:
+        """The interval as a subscription tree on ``attribute`` (a conjunction of
+        its ends), so that it can be evaluated or printed as the language would."""
         subject = Node(Kind.NAME, value=attribute)
         parts = []
         if self.low is not None:
