@@ -222,8 +222,9 @@ class Interval:
     high_closed: bool = False
 
     def key(self) -> tuple:
-        """The ends in the language's number order (so that 0 and 0.0 are one end,
-        -0.0 another), for equality and hashing."""
+        """The ends keyed by type and exact value (``1`` and ``1.0``, ``0.0`` and
+        ``-0.0`` stay apart, as Python's ``==`` would not keep them), for equality
+        and hashing."""
         return (None if self.low is None else _value_key(self.low), self.low_closed,
                 None if self.high is None else _value_key(self.high), self.high_closed)
 
