@@ -119,12 +119,23 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
     from PySide6.QtGui import QIcon
     icon = resources.files("elvin_apps.desktop").joinpath("icons", "elvin-console.svg")
     app.setWindowIcon(QIcon(str(icon)))       # the menu entry's icon, on the window too
+    from elvin.qt.single import bring_forward, single_instance
+    # one console per workspace (or, without one, per router): a second
+    # launch brings this one forward instead of opening on top of it
+    key = str(path.resolve()) if path is not None else \
+        (workspace.routers[0].url if workspace.routers else "")
+    instance, status = single_instance(PROG, (key,), parent=app,
+                                       new_instance=args.new_instance or bool(args.screenshot))
+    if status is not None:
+        return status
     router = None
     if args.embedded_router and workspace.routers:
         from elvin.router.bundled import start_where_silent
         router = await start_where_silent(workspace.routers[0].url)
     registry = RouterRegistry()
     window = MainWindow(registry, buffer)
+    if instance is not None:
+        instance.activated.connect(lambda: bring_forward(window))
     try:
         await window.apply_workspace(workspace, path)
         if not args.screenshot:       # a picture shows the default place and size
