@@ -45,7 +45,7 @@ from PySide6.QtWidgets import (
 )
 
 from elvin.qt.dock import EdgeDock
-from elvin.qt.geometry import WindowMemory, place_clear_of
+from elvin.qt.geometry import WindowMemory, keep_on_screen, place_clear_of
 
 log = logging.getLogger("elvin_apps.tickertape")
 
@@ -263,10 +263,15 @@ class TickerWindow(QWidget):
         if self.dock is not None and self.dock.docked:
             self.dock.undock()
             self._set_window_flags()
-        if self.memory is not None:
-            self.memory.screen_only = False
-            if not self.memory.restore():
-                self.resize(WINDOW_WIDTH, self.height())
+        if self.memory is None or not self._restore_place():
+            # a bar at the bottom edge becomes a window that is all on the screen
+            self.resize(WINDOW_WIDTH, self.height())
+            keep_on_screen(self)
+
+    def _restore_place(self) -> bool:
+        """Where the window last was (never off its screen), if known."""
+        self.memory.screen_only = False
+        return self.memory.restore()
 
     def place_clear(self, window: QWidget) -> None:
         """Put ``window`` beside the strip, not under it."""
