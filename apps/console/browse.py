@@ -75,10 +75,12 @@ def _rate(value: float) -> str:
 
 
 class BrowsePane(Pane):
-    """``consumerRequested(str)``: open a consumer pane with this subscription."""
+    """``consumerRequested(str)``: open a consumer pane with this subscription;
+    ``namesListed(list)``: the router's attribute names (for completion)."""
 
     kind = "browse"
     consumerRequested = Signal(str)
+    namesListed = Signal(list)
 
     def __init__(self, registry: RouterRegistry, spec: BrowseSpec | None = None,
                  parent: QWidget | None = None, *, census_timeout: float = CENSUS_TIMEOUT
@@ -190,6 +192,8 @@ class BrowsePane(Pane):
         self._census_timer.stop()
         grew = any(name not in self.names for name in listed)
         self.names.update(listed)
+        if grew:
+            self.namesListed.emit(list(listed))
         if not self.names:
             self.set_status(f"{self.router_name} has delivered nothing yet; notifications "
                             "show here as they flow.")

@@ -240,6 +240,7 @@ class MainWindow(QMainWindow):
             pane = RouterViewPane(self.registry, spec)
         elif kind == "browse":
             pane = BrowsePane(self.registry, spec)
+            pane.namesListed.connect(self.names.add)   # the router's names complete too
             pane.consumerRequested.connect(
                 lambda expression, p=pane: self.open_consumer(expression, p.router_name))
         else:
