@@ -125,6 +125,8 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
     outbox = None if args.screenshot else \
         Path(args.data_dir or default_data_dir()) / "outbox.ec"
     controller = TickerController(config, model, history, manager, outbox_path=outbox)
+    if not args.screenshot:       # what has not expired is back on the strip
+        controller.restore_from_history()
     window = TickerWindow(controller, status=StatusWidget(manager),
                           save_config=not args.screenshot)
     from elvin_apps.tickertape.mobility import TickerMobility

@@ -136,6 +136,9 @@ class ScrollerWidget(QWidget):
         self.tick_gaps: deque[float] = deque(maxlen=600)     # seconds between ticks
 
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        # a docked bar is never the active window (nobody clicks it to read
+        # it), and Qt shows tooltips only in the active window otherwise
+        self.setAttribute(Qt.WidgetAttribute.WA_AlwaysShowToolTips)
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         font = QFont(self.font())
@@ -158,6 +161,7 @@ class ScrollerWidget(QWidget):
         model.cleared.connect(self._on_cleared)
         for entry in model.entries():
             self._on_added(entry)
+        self.lane.hold()            # what was there before (the history): never skipped
 
     # -- state ---------------------------------------------------------------
     @property

@@ -32,7 +32,7 @@ from elvin_apps.tickertape.notifier import app_icon
 from elvin_apps.tickertape.qtcompat import emit
 from elvin_apps.tickertape.scroller import ScrollerWidget
 from elvin_apps.tickertape.settingsdialog import SettingsDialog
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QColor, QFontMetrics, QKeySequence, QMouseEvent
 from PySide6.QtWidgets import (
     QDialog,
@@ -58,6 +58,9 @@ ERROR_NOTICE_MS = 20000
 #: Widest share of the strip a notice takes; longer text is shortened and
 #: shown in full on click (and in its tooltip).
 NOTICE_SHARE = 0.45
+#: pixels a notice takes at most, however wide the strip: the messages are
+#: what the strip is for (a link that failed to open took ~550 px of it)
+NOTICE_MAX = 360
 #: The connection state in words, shown next to the dot while not connected.
 STATE_WORDS = {
     "connecting": "Connecting…",
@@ -79,6 +82,13 @@ class NoticeLabel(QLabel):
             QMessageBox.information(self.window(), "Tickertape", self.full_text)
             return
         super().mousePressEvent(event)
+
+
+def link_failure(url: str, why: str) -> str:
+    """The notice for a link no program opened: its host, not all of it
+    (the whole link is in the tooltip)."""
+    host = QUrl(url).host() or url[:40]
+    return f"Cannot open the link to {host}: {why}"
 
 
 class TickerWindow(QWidget):
@@ -105,7 +115,7 @@ class TickerWindow(QWidget):
 
         self.scroller = ScrollerWidget(controller.model, speed=self.config.speed, parent=self)
         self.scroller.urlFailed.connect(
-            lambda url, why: self.show_notice(f"Cannot open {url}: {why}", error=True))
+            lambda url, why: self.show_notice(link_failure(url, why), error=True, detail=url))
         self.apply_appearance()
         self.status = status
         self.state_label = QLabel(self)
@@ -319,17 +329,19 @@ class TickerWindow(QWidget):
         refresh()
 
     # -- notices ----------------------------------------------------------------
-    def show_notice(self, text: str, *, error: bool = False, sticky: bool = False) -> None:
+    def show_notice(self, text: str, *, error: bool = False, sticky: bool = False,
+                    detail: str = "") -> None:
         """Show ``text`` on the strip: for a while (longer for errors), or
         until replaced when ``sticky``. Text wider than the notice's share of
         the strip is shortened; the tooltip and a click give all of it."""
-        room = max(120, int(self.width() * NOTICE_SHARE))
+        room = max(120, min(NOTICE_MAX, int(self.width() * NOTICE_SHARE)))
         metrics = QFontMetrics(self.notice.font())
         shown = metrics.elidedText(text, Qt.TextElideMode.ElideRight, room - 12)
         shortened = shown != text
         self.notice.full_text = text if shortened else ""
         self.notice.setText(shown)
-        self.notice.setToolTip(text + ("\n(click to read it all)" if shortened else ""))
+        self.notice.setToolTip(text + (f"\n{detail}" if detail else "") +
+                               ("\n(click to read it all)" if shortened else ""))
         self.notice.setCursor(Qt.CursorShape.PointingHandCursor if shortened
                               else Qt.CursorShape.ArrowCursor)
         self.notice.setStyleSheet(f"color: {'#ff8a80' if error else '#c0c4c8'}; padding: 0 6px")
