@@ -320,11 +320,19 @@ class TickerWindow(QWidget):
         self.menu.insertSeparator(before)
         mobility.statusChanged.connect(self.show_notice)
 
+        away_tip = self.move_out_action.toolTip()
+
         def refresh(*_args: object) -> None:
             state = getattr(mobility, "state", "connected")
-            self.move_out_action.setEnabled(state == "connected")
+            proxy = getattr(mobility, "proxy_available", True)
+            self.move_out_action.setEnabled(state == "connected" and proxy is True)
+            self.move_out_action.setToolTip(
+                away_tip if proxy is not False else
+                "This router has no mobility proxy (elvind --mobility): nothing would keep "
+                "your messages while you are away")
             self.move_in_action.setEnabled(state == "moved-out")
-        for signal in (mobility.statusChanged, mobility.movedOut, mobility.movedIn):
+        for signal in (mobility.statusChanged, mobility.movedOut, mobility.movedIn,
+                       *([mobility.proxyChecked] if hasattr(mobility, "proxyChecked") else [])):
             signal.connect(refresh)
         refresh()
 
