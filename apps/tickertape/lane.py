@@ -89,6 +89,13 @@ class Lane:
         for item in self.fresh:
             item.waited += seconds
 
+    def as_shown(self) -> None:
+        """What waits now counts as shown before (messages put back from
+        the history at start): it comes round at the user's speed instead
+        of being hurried in as a backlog."""
+        while self.fresh:
+            self.recycled.append(self.fresh.popleft())
+
     def hold(self) -> None:
         """The line is paused: what waits now is never skipped."""
         for item in self.fresh:

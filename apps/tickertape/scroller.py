@@ -161,7 +161,7 @@ class ScrollerWidget(QWidget):
         model.cleared.connect(self._on_cleared)
         for entry in model.entries():
             self._on_added(entry)
-        self.lane.hold()            # what was there before (the history): never skipped
+        self.lane.as_shown()        # what was there before (the history): no backlog
 
     # -- state ---------------------------------------------------------------
     @property

@@ -78,3 +78,26 @@ def test_a_restarted_tickertape_shows_what_has_not_expired(qtbot, tmp_path):
     assert entry.message.text == "still fresh"
     assert 500 < entry.expires_at - model.clock() <= 540
     history.close()
+
+
+def test_messages_put_back_from_the_history_are_no_backlog(qtbot, tmp_path):
+    """A restart with many unexpired messages: they come round at the
+    user's speed; none is hurried in, skipped or counted as waiting."""
+    from elvin_apps.tickertape.scroller import ScrollerWidget
+
+    history = History(tmp_path / "h.sqlite3")
+    now = time.time()
+    for n in range(30):
+        history.add(msg(f"kept {n}", message_id=f"k{n}", timeout=600).with_received(now - 5))
+    history.flush()
+    model = ScrollerModel(GroupList([Group("Chat")]))
+    TickerController(Config(groups=[Group("Chat")]), model, history).restore_from_history()
+    scroller = ScrollerWidget(model, speed=80)
+    qtbot.addWidget(scroller)
+    scroller.resize(800, scroller.sizeHint().height())
+    assert scroller.waiting == 0 and scroller.effective_speed == 80
+    start = time.monotonic()
+    for step in range(600):                          # 10 s of frames
+        scroller.frame(1 / 60, start + step / 60)
+    assert scroller.skipped == 0 and scroller.lane.visible
+    history.close()
