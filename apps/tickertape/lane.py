@@ -84,6 +84,31 @@ class Lane:
             return 0.0
         return max(0.0, self.visible[-1].right + self.gap - self.view_width)
 
+    def speed_for_deadline(self, deadline: float, floor: float = 0.25,
+                           look_ahead: int = 8) -> float:
+        """The speed (px/s) at which each of the first ``look_ahead``
+        waiting messages enters by ``deadline`` seconds after it arrived:
+        the k-th can enter once the line has moved the room the first needs
+        plus the widths of the k-1 before it, and has ``deadline - waited``
+        seconds left (at least ``floor``). A burst is spread over its
+        deadlines instead of the first being brought in just in time and the
+        rest being late."""
+        room = self.room_needed()
+        if not self.fresh or (room <= 0 and len(self.fresh) == 1):
+            return 0.0
+        speed = 0.0
+        for k, item in enumerate(self.fresh):
+            if k >= look_ahead:
+                break
+            if k:
+                before = self.fresh[k - 1]
+                if before.width is None:
+                    before.width = self._measure(before)
+                room += before.width + self.gap
+            if room > 0:
+                speed = max(speed, room / max(deadline - item.waited, floor))
+        return speed
+
     def wait(self, seconds: float) -> None:
         """The waiting messages waited ``seconds`` more (not while paused)."""
         for item in self.fresh:

@@ -188,15 +188,11 @@ class ScrollerWidget(QWidget):
     @property
     def effective_speed(self) -> float:
         """The user's speed, raised while a backlog waits so that it clears,
-        and as much more as the oldest waiting message needs to enter by
-        its deadline (``ENTRY_DEADLINE``)."""
+        and as much more as the waiting messages need to enter by their
+        deadlines (``ENTRY_DEADLINE``, ``Lane.speed_for_deadline``)."""
         factor = min(MAX_CATCH_UP, 1.0 + CATCH_UP_STEP * self.waiting)
         speed = self.speed * factor
-        room = self.lane.room_needed()
-        if room > 0:
-            left = ENTRY_DEADLINE - self.lane.fresh[0].waited
-            speed = max(speed, min(MAX_HURRY, room / max(left, 0.25)))
-        return speed
+        return max(speed, min(MAX_HURRY, self.lane.speed_for_deadline(ENTRY_DEADLINE)))
 
     def status_text(self) -> str:
         """What the badge at the right end says ("" when nothing)."""

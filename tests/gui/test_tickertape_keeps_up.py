@@ -90,3 +90,14 @@ def test_time_paused_does_not_count(scroller, model):
     assert scroller.skipped == 0
     assert all(d != float("inf") for d in delays.values())
     assert all(item.waited <= SKIP_AFTER for item in scroller.lane.fresh)
+
+
+def test_a_burst_is_spread_over_its_deadlines(scroller, model):
+    """Eight ~400 px messages at once (a conversation arriving together):
+    the line speeds up for the last of them too, so none is late or
+    skipped (bringing the first in just in time left the sixth late)."""
+    scroller.set_speed(80)
+    text = long_text(scroller, model, 400.0)
+    delays = run_chat(scroller, model, text, every=0.0, seconds=7.5 * FRAME)
+    assert len(delays) == 8
+    assert max(delays.values()) <= 5.0 and scroller.skipped == 0, sorted(delays.values())
