@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,10 +48,11 @@ def test_the_title_names_the_routers_of_an_unsaved_workspace(qt_loop, qtbot, rou
     run(qt_loop, qtbot, scenario)
 
 
-def _console(url: str, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "elvin_apps.console", "--elvin", url],
-                            env=env, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
+def _console(url: str, env: dict[str, str], log: Path) -> subprocess.Popen:
+    with open(log, "w") as out:
+        return subprocess.Popen([sys.executable, "-m", "elvin_apps.console", "--elvin", url,
+                                 "--log-level", "info"],
+                                env=env, text=True, stdout=out, stderr=subprocess.STDOUT)
 
 
 def test_a_console_restores_the_workspace_it_quit_with(router_url, tmp_path):
@@ -66,15 +68,19 @@ def test_a_console_restores_the_workspace_it_quit_with(router_url, tmp_path):
                                    subscription='require(Price) && Symbol == "ACME"'),
                       RouterViewSpec(title="Stats", router="default")])
     save_session(mine, None, session)
-    first = _console(router_url, env)
+    log = tmp_path / "console.log"
+    first = _console(router_url, env, log)
     try:
-        # it started with that workspace: quitting writes the same back
-        wait_until(lambda: first.poll() is not None or
-                   list(run_dir.glob("elvin/elvin-console-*.sock")), 60,
-                   "the console to start")
-        assert first.poll() is None, first.stdout.read()
+        # it started with that workspace: quitting (SIGTERM closes the window
+        # once it is up) writes the same back
+        wait_until(lambda: first.poll() is not None or "window up:" in log.read_text(), 60,
+                   "the console's window to be up")
+        assert first.poll() is None, log.read_text()
+        assert "unsaved: default" in log.read_text()
     finally:
         stop(first)
+        shutil.rmtree(run_dir, ignore_errors=True)
+    assert first.returncode == 0, log.read_text()          # closed, not killed
     restored, path = load_session(session)
     assert path is None
     assert [(p.kind, p.title) for p in restored.panes] == [("consumer", "Typed"),
