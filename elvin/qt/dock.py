@@ -16,6 +16,17 @@ X server in order with Qt's requests: the window type must be there before
 the window is mapped. Elsewhere (Wayland, where a client may not place
 itself; offscreen) the window is still a borderless full-width bar where
 the platform allows, and ``reserves_space`` says no space is reserved.
+
+Several docks at one edge (two bars, a bar and a desktop panel) share it:
+a bar goes by where the other docks *are* (their struts and window heights,
+read from the window manager's ``_NET_CLIENT_LIST``: ``first_free``), not by
+the work area, which also leaves out its own strip and the strip of any bar
+stacked beyond it (a strut reaches from the screen's edge to the far side of
+its dock) -- going by the work area, two bars pushed each other down the
+screen. Two Elvin bars (marked ``_ELVIN_EDGE_DOCK``) agree which is nearer
+the edge by window id. Changes of the client list and the work area (a
+PropertyNotify on the root window) re-dock at once, so a panel or a bar
+that quits leaves no gap.
 """
 
 from __future__ import annotations
