@@ -12,6 +12,7 @@ manager sees it.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -47,7 +48,8 @@ app.exec()
 #: a panel of another program: a dock window that reserves its own 30 px
 #: at the top of the screen and knows nothing of the bars
 PANEL = """
-from PySide6.QtCore import Qt
+import signal
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication, QLabel
 from elvin.qt.dock import _x11
 app = QApplication([])
@@ -57,9 +59,19 @@ panel.setWindowFlags(Qt.WindowType.FramelessWindowHint)
 panel.setGeometry(0, 0, 1024, 30)
 x11 = _x11()
 wid = int(panel.winId())
+
+def strut(height):
+    x11.set(wid, "_NET_WM_STRUT_PARTIAL", x11.CARDINAL,
+            [0, 0, height, 0, 0, 0, 0, 0, 0, 1023, 0, 0])
+    x11.flush()
+
 x11.set(wid, "_NET_WM_WINDOW_TYPE", x11.ATOM, [x11.atom("_NET_WM_WINDOW_TYPE_DOCK")])
-x11.set(wid, "_NET_WM_STRUT_PARTIAL", x11.CARDINAL, [0, 0, 30, 0, 0, 0, 0, 0, 0, 1023, 0, 0])
-x11.flush()
+strut(30)
+# SIGUSR1: the panel grows to 40 px (a bigger font, a second row)
+signal.signal(signal.SIGUSR1, lambda *_: (panel.setGeometry(0, 0, 1024, 40), strut(40)))
+ticks = QTimer()
+ticks.timeout.connect(lambda: None)     # lets Python run its signal handler
+ticks.start(100)
 panel.show()
 app.exec()
 """
@@ -152,6 +164,20 @@ def test_two_bars_and_a_panel_that_comes_and_goes_share_the_top_edge(desktop):
     desktop.start("panel", PANEL)
     desktop.settle("the bar makes room for a panel that comes back",
                    {"panel": 0, "bar-two": 30}, [0, 30 + h, 1024, 768 - 30 - h])
+
+
+def test_a_panel_that_grows_under_an_unchanged_work_area_is_followed(desktop):
+    """A bar below a panel reserves both strips (its strut reaches the
+    edge), so when the panel grows the work area's value stays the same and
+    Qt says nothing: the bar hears the window manager write it again (the
+    root window's PropertyNotify) and moves down."""
+    h = 24
+    desktop.start("panel", PANEL)
+    desktop.start("bar-one", BAR, "top", str(h))
+    desktop.settle("the bar below the panel", {"bar-one": 30}, [0, 30 + h, 1024, 768 - 30 - h])
+    desktop.processes["panel"].send_signal(signal.SIGUSR1)
+    desktop.settle("the bar below the grown panel", {"bar-one": 40},
+                   [0, 40 + h, 1024, 768 - 40 - h])
 
 
 def test_two_bars_share_the_bottom_edge(desktop):
