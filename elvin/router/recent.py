@@ -23,7 +23,8 @@ delivered had it been subscribed then, never a notification its keys
 could not open. The router's own notifications (statistics, the census;
 they have no XDR block from a client) are not kept. A replay runs in
 slices of at most ``SLICE`` seconds of the loop; one per client at a time
-(a second request while one runs adds its names to it). Kept while the
+(a second request for the same subscription while one runs adds its names
+to it; one for another subscription replaces it). Kept while the
 census is enabled (``attribute-names``): an administrator who does not
 tell which names are in use does not tell their values either.
 """
@@ -112,6 +113,8 @@ class RecentValues:
         if running is not None and running.sub_id == sub_id:
             running.widen(names, self._entries(names))
             return
+        if running is not None:          # one replay per client: the newest request
+            running.cancel()
         replay = _Replay(self, owner, int(sub_id), names, self._entries(names))
         self._replays[owner] = replay
         replay.start()

@@ -71,3 +71,28 @@ def test_the_kept_notifications_are_bounded():
         recent.note({f"Name{n}": n}, b"x" * 10, True, None)
     recent.note({"Big": 1}, b"x" * 101, True, None)        # too large to keep
     assert list(recent.kept) == [("Name7",), ("Name8",), ("Name9",)]
+
+
+async def test_one_replay_per_client_at_a_time():
+    """A client asking again (for another subscription) replaces its
+    running replay: a client cannot pile up replays."""
+    import asyncio
+
+    sent = []
+
+    class Owner:
+        def send_bytes(self, data, droppable=False):
+            sent.append(data)
+
+    owner = Owner()
+    recent = RecentValues(lambda attrs, nkeys, insecure: ({owner: (1, 2)}, {}))
+    for n in range(50):
+        recent.note({f"N{n}": n}, b"\0\0\0\0", True, None)
+    recent.request(owner, recent_request(1))
+    recent.request(owner, recent_request(2))
+    assert len(recent._replays) == 1
+    while recent._replays:
+        await asyncio.sleep(0)
+    assert len(sent) == 50                      # the second replay's, not both
+    recent.request(owner, {RECENT_REQUEST: "not an id"})     # ignored
+    assert not recent._replays
