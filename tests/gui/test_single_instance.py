@@ -53,6 +53,8 @@ def test_a_second_launch_raises_the_first(qapp, qtbot, runtime):
     try:
         with qtbot.waitSignal(instance.activated, timeout=30_000):
             second = _second("elvin://a:1", "alice")
+        # the answer goes out on this side's event loop: keep it running
+        qtbot.waitUntil(lambda: second.poll() is not None, timeout=30_000)
         out, _ = second.communicate(timeout=30)
         assert out.strip() == "raised"
         # another router (or person) is another instance
