@@ -24,7 +24,7 @@ the work area, which also leaves out its own strip and the strip of any bar
 stacked beyond it (a strut reaches from the screen's edge to the far side of
 its dock) -- going by the work area, two bars pushed each other down the
 screen. Two Elvin bars (marked ``_ELVIN_EDGE_DOCK``) agree which is nearer
-the edge by window id. Changes of the client list and the work area (a
+the edge: the one that docked first. Changes of the client list and the work area (a
 PropertyNotify on the root window) re-dock at once, so a panel or a bar
 that quits leaves no gap.
 """
@@ -34,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import time
 from typing import Literal
 
 from PySide6.QtCore import (
@@ -77,8 +78,20 @@ def strut_partial(bar: QRect, edge: Edge, root: QRect, scale: float = 1.0) -> li
     return values
 
 
-#: the property that marks an Elvin bar, so that two of them agree which is nearer the edge
+#: milliseconds after docking that the bar's real place is checked, and how
+#: many times it is asked for again when the window manager did not move it
+PLACE_CHECK_MS = 250
+PLACE_CHECKS = 5
+#: the property that marks an Elvin bar, so that two of them agree which is
+#: nearer the edge: its value is when the bar first docked (``docked_since``)
 MARK = "_ELVIN_EDGE_DOCK"
+#: the epoch of that value (2024-01-01), in tenths of a second: 32 bits last 13 years
+_MARK_EPOCH = 1_704_067_200
+
+
+def docked_since(now: float | None = None) -> int:
+    """``MARK``'s value for a bar that docks now."""
+    return int(((time.time() if now is None else now) - _MARK_EPOCH) * 10) & 0xFFFFFFFF
 
 
 def first_free(bands: list[tuple[int, int, int, int]], span: tuple[int, int], base: int,
@@ -132,6 +145,12 @@ class _Xcb:
                     ("width", ctypes.c_uint16), ("height", ctypes.c_uint16),
                     ("border_width", ctypes.c_uint16), ("pad0", ctypes.c_uint8 * 2)]
 
+    class _TranslateReply(ctypes.Structure):
+        _fields_ = [("response_type", ctypes.c_uint8), ("same_screen", ctypes.c_uint8),
+                    ("sequence", ctypes.c_uint16), ("length", ctypes.c_uint32),
+                    ("child", ctypes.c_uint32), ("dst_x", ctypes.c_int16),
+                    ("dst_y", ctypes.c_int16)]
+
     def __init__(self, connection: int) -> None:
         lib = ctypes.CDLL(ctypes.util.find_library("xcb") or "libxcb.so.1")
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
@@ -160,6 +179,15 @@ class _Xcb:
         lib.xcb_get_geometry.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
         lib.xcb_get_geometry_reply.restype = ctypes.POINTER(self._GeometryReply)
         lib.xcb_get_geometry_reply.argtypes = [ctypes.c_void_p, self._Cookie, error]
+        lib.xcb_translate_coordinates.restype = self._Cookie
+        lib.xcb_translate_coordinates.argtypes = [ctypes.c_void_p, ctypes.c_uint32,
+                                                  ctypes.c_uint32, ctypes.c_int16,
+                                                  ctypes.c_int16]
+        lib.xcb_translate_coordinates_reply.restype = ctypes.POINTER(self._TranslateReply)
+        lib.xcb_translate_coordinates_reply.argtypes = [ctypes.c_void_p, self._Cookie, error]
+        lib.xcb_configure_window.restype = self._Cookie
+        lib.xcb_configure_window.argtypes = [ctypes.c_void_p, ctypes.c_uint32,
+                                             ctypes.c_uint16, ctypes.c_void_p]
         libc.free.argtypes = [ctypes.c_void_p]
         self._lib, self._free = lib, libc.free
         self._conn = ctypes.c_void_p(connection)
@@ -226,13 +254,35 @@ class _Xcb:
         finally:
             self._free(reply)
 
-    def bands(self, own: int, edge: Edge) -> list[tuple[int, int, int, int]] | None:
+    def position(self, window: int) -> tuple[int, int] | None:
+        """Where ``window``'s top-left corner is on its root window (device
+        pixels), as the X server has it, or None if it is gone."""
+        found = self.geometry(window)
+        if found is None:
+            return None
+        reply = self._reply(self._lib.xcb_translate_coordinates_reply,
+                            self._lib.xcb_translate_coordinates(self._conn, window, found[0],
+                                                                0, 0))
+        if reply is None:
+            return None
+        try:
+            return reply.contents.dst_x, reply.contents.dst_y
+        finally:
+            self._free(reply)
+
+    def configure(self, window: int, x: int, y: int, width: int, height: int) -> None:
+        """Ask for ``window`` at this place and size (x, y, width, height)."""
+        values = (ctypes.c_uint32 * 4)(x & 0xFFFFFFFF, y & 0xFFFFFFFF, width, height)
+        self._lib.xcb_configure_window(self._conn, window, 0x1 | 0x2 | 0x4 | 0x8, values)
+
+    def bands(self, own: int, edge: Edge, since: int = 0
+              ) -> list[tuple[int, int, int, int]] | None:
         """The strips other docks occupy along ``edge`` (see ``first_free``),
         from the struts of the windows the window manager lists, or None
         when there is no such list (no EWMH window manager, and so no work
-        area to share). An Elvin bar with a larger window id than ``own``
-        yields to this one and is left out, so that two bars starting
-        together settle instead of swapping places."""
+        area to share). An Elvin bar that docked after this one (``since``,
+        its ``MARK``; the window id breaks a tie) yields to it and is left
+        out, so that two bars settle instead of swapping places."""
         found = self.geometry(own)
         if found is None:
             return None
@@ -245,8 +295,12 @@ class _Xcb:
         side, start_at = (2, 8) if edge == "top" else (3, 10)
         bands = []
         for window in clients:
-            if window == own or (window > own and self.cardinals(window, MARK)):
+            if window == own:
                 continue
+            mark = self.cardinals(window, MARK)
+            if mark and (mark[0], window) > (since, own):
+                continue            # an Elvin bar that docked after this one yields
+
             strut = self.cardinals(window, "_NET_WM_STRUT_PARTIAL")
             if len(strut) < 12:
                 strut = self.cardinals(window, "_NET_WM_STRUT")[:4] + [0, 0, 0, 0] + \
@@ -350,6 +404,15 @@ class EdgeDock(QObject):
         self._watched: QScreen | None = None
         self._window_handle = None
         self._root_watch: _RootWatch | None = None
+        self._check_timer = QTimer(self)
+        self._check_timer.setSingleShot(True)
+        self._check_timer.setInterval(PLACE_CHECK_MS)
+        self._check_timer.timeout.connect(self._check_place)
+        self._checks_left = 0
+        #: when this bar first docked: of two Elvin bars at one edge, the
+        #: earlier is nearer the edge (kept across undocking, so that
+        #: toggling a bar does not swap it with the other)
+        self.since = 0
         app = QGuiApplication.instance()
         if app is not None:
             app.screenRemoved.connect(self._screen_removed)
@@ -370,6 +433,8 @@ class EdgeDock(QObject):
         if screen is None:              # no screen at all (all unplugged): wait for one
             return self.bar
         window = self.window
+        if not self.since:
+            self.since = docked_since()
         if not self.docked:
             flags = (window.windowFlags() | Qt.WindowType.FramelessWindowHint
                      | Qt.WindowType.WindowStaysOnTopHint)
@@ -384,7 +449,37 @@ class EdgeDock(QObject):
         window.setMinimumWidth(0)
         window.setGeometry(self.bar)
         self.reserves_space = self._hint(screen)
+        self._checks_left = PLACE_CHECKS
+        self._check_timer.start()
         return self.bar
+
+    def _check_place(self) -> None:
+        """The window manager sometimes drops the move of a dock that it
+        gets while docks come and go (openbox left a bar 30 px down, where
+        Qt believed it at 0, after a panel quit): ask the X server where the
+        window is, and ask again for the bar's place until it is there."""
+        if not self.docked or not self.window.isVisible():
+            return
+        x11 = _x11()
+        screen = self._watched
+        if x11 is None or screen is None:
+            return
+        scale = screen.devicePixelRatio()
+        want = (round(self.bar.x() * scale), round(self.bar.y() * scale))
+        try:
+            window_id = int(self.window.winId())
+            if x11.position(window_id) in (want, None):
+                return
+            log.info("the bar is not where it was put: asking again for %s", self.bar)
+            x11.configure(window_id, *want, round(self.bar.width() * scale),
+                          round(self.bar.height() * scale))
+            x11.flush()
+        except Exception as exc:  # noqa: BLE001 - a bar a little off is no crash
+            log.info("cannot check the bar's place: %s", exc)
+            return
+        self._checks_left -= 1
+        if self._checks_left > 0:
+            self._check_timer.start()
 
     def undock(self) -> None:
         """An ordinary window again (frame and all), nothing reserved."""
@@ -421,7 +516,7 @@ class EdgeDock(QObject):
         if x11 is None:
             return None
         try:
-            bands = x11.bands(int(self.window.winId()), self.edge)
+            bands = x11.bands(int(self.window.winId()), self.edge, self.since)
         except Exception as exc:  # noqa: BLE001 - the work area is still a fair guess
             log.info("cannot read the other docks' struts: %s", exc)
             return None
@@ -463,7 +558,7 @@ class EdgeDock(QObject):
                     [x11.atom("_NET_WM_WINDOW_TYPE_DOCK")])
             x11.set(window_id, "_NET_WM_STRUT_PARTIAL", x11.CARDINAL, partial)
             x11.set(window_id, "_NET_WM_STRUT", x11.CARDINAL, partial[:4])
-            x11.set(window_id, MARK, x11.CARDINAL, [1])
+            x11.set(window_id, MARK, x11.CARDINAL, [self.since])
             x11.flush()
         except Exception as exc:  # noqa: BLE001 - a bar that reserves nothing still works
             log.info("cannot reserve the dock's space: %s", exc)
