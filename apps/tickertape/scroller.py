@@ -136,8 +136,8 @@ class ScrollerWidget(QWidget):
         self.tick_gaps: deque[float] = deque(maxlen=600)     # seconds between ticks
 
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
-        # a docked bar is never the active window (nobody clicks it to read
-        # it), and Qt shows tooltips only in the active window otherwise
+        # tooltips also when its window is not the active one (Qt looks for
+        # this on the window: the strip alone, or TickerWindow, which sets it)
         self.setAttribute(Qt.WidgetAttribute.WA_AlwaysShowToolTips)
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)

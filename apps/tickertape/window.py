@@ -114,6 +114,10 @@ class TickerWindow(QWidget):
         self.setAutoFillBackground(True)
 
         self.scroller = ScrollerWidget(controller.model, speed=self.config.speed, parent=self)
+        # Qt shows tooltips only in the active window unless the *window* has
+        # this: a docked bar is never made active just to read it (the
+        # tooltips came only after the bar had been clicked once)
+        self.setAttribute(Qt.WidgetAttribute.WA_AlwaysShowToolTips)
         self.scroller.urlFailed.connect(
             lambda url, why: self.show_notice(link_failure(url, why), error=True, detail=url))
         self.apply_appearance()

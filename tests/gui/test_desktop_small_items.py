@@ -14,17 +14,36 @@ from elvin_apps.tickertape.groupsdialog import GroupsDialog
 from elvin_apps.tickertape.history import History
 from elvin_apps.tickertape.model import ScrollerModel
 from elvin_apps.tickertape.window import NOTICE_MAX, TickerWindow
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLineEdit
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QLineEdit, QToolTip, QWidget
 
-from tests.gui.test_tickertape_widgets import msg
+from tests.gui.test_tickertape_widgets import msg, place_visible
 
 
 def test_the_strip_shows_tooltips_without_being_active(qtbot, qapp):
+    """Hovering a message of a bar whose window is not the active one (a
+    docked bar nobody clicked) shows its tooltip: Qt shows tooltips only in
+    the active window unless the window says otherwise."""
     model = ScrollerModel(GroupList([Group("Chat")]))
     window = TickerWindow(TickerController(Config(), model, None), save_config=False)
     qtbot.addWidget(window)
-    assert window.scroller.testAttribute(Qt.WidgetAttribute.WA_AlwaysShowToolTips)
+    window.resize(900, window.height())
+    window.show()
+    qtbot.waitExposed(window)
+    entry = model.add(msg("hover me"))
+    place_visible(window.scroller, entry.uid)
+    other = QWidget()
+    qtbot.addWidget(other)
+    other.show()
+    other.activateWindow()
+    qtbot.waitUntil(lambda: other.isActiveWindow() and not window.isActiveWindow())
+    item = window.scroller.lane.item(entry.uid)
+    point = QPoint(int(item.x + 20), window.scroller.height() // 2)
+    QTest.mouseMove(window.scroller, point)
+    QTest.mouseMove(window.scroller, point + QPoint(1, 0))
+    qtbot.waitUntil(lambda: "hover me" in QToolTip.text(), timeout=10_000)
+    QToolTip.hideText()
 
 
 def test_an_integer_speed_is_written_as_an_integer(tmp_path):
