@@ -43,6 +43,9 @@ def app_parser(prog: str, version: str, description: str, *, config_default: str
     if screenshot:
         parser.add_argument("--screenshot", metavar="FILE",
                             help="render the main window to a PNG after startup, then exit")
+        parser.add_argument("--new-instance", action="store_true",
+                            help="start even if this app already runs for this user and "
+                                 "router (by default that one's window is brought forward)")
     add_log_level_argument(parser, log_level, shown_log_level)
     parser.add_argument("--version", action="version", version=f"{prog} {version}")
     return parser

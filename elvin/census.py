@@ -23,11 +23,38 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["CENSUS_ATTRIBUTE", "CENSUS_SUBSCRIPTION", "census_notification", "read_census"]
+from elvin.values import Int64
+
+__all__ = ["BROWSE_MARKER", "BROWSE_TERM", "CENSUS_ATTRIBUTE", "CENSUS_SUBSCRIPTION",
+           "RECENT_NAMES", "RECENT_REQUEST", "census_notification", "read_census",
+           "recent_request"]
 
 CENSUS_ATTRIBUTE = "Elvin-Router-Attributes"
 #: what a client subscribes to for the census
 CENSUS_SUBSCRIPTION = f"require({CENSUS_ATTRIBUTE})"
+
+#: A browser's subscription (``require(A) || require(B) || ...``) says it is
+#: one with ``require(Elvin-Browse) || ...`` (no notification carries the
+#: name, so the term never matches): a quench-driven producer that sees it
+#: knows it is someone looking at everything, not someone who wants
+#: everything produced (``elvin.quenching.is_browsing``).
+BROWSE_MARKER = "Elvin-Browse"
+BROWSE_TERM = f"require({BROWSE_MARKER})"
+
+#: A notification to the router, not delivered to anyone: "replay your
+#: recent notifications to my subscription N" (``elvin.router.recent``), the
+#: value is the subscription's id; ``RECENT_NAMES`` (names, one per line)
+#: limits it to notifications with one of those names.
+RECENT_REQUEST = "Elvin-Router-Recent"
+RECENT_NAMES = "Elvin-Router-Recent-Names"
+
+
+def recent_request(subscription_id: int, names: Sequence[str] = ()) -> dict[str, object]:
+    """The notification asking the router to replay to ``subscription_id``."""
+    request: dict[str, object] = {RECENT_REQUEST: Int64(subscription_id)}
+    if names:
+        request[RECENT_NAMES] = "\n".join(names)
+    return request
 
 
 def census_notification(router_id: str, listed: Sequence[tuple[str, int]], left_out: int,

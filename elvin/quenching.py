@@ -59,6 +59,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from elvin.census import BROWSE_MARKER
 from elvin.subscription.ast import LEAF_KINDS, Kind, Node, names_in
 from elvin.subscription.logic import and3, not3, or3, xor3
 from elvin.subscription.runtime import real_key
@@ -71,6 +72,7 @@ __all__ = [
     "Wanted",
     "could_match",
     "could_match_any",
+    "is_browsing",
     "wanted",
     "wanted_by",
 ]
@@ -697,6 +699,13 @@ _T, _F, _B = True, False, None
 _ALL = frozenset({_T, _F, _B})
 _ONLY_TRUE = frozenset({_T})
 _ONLY_FALSE = frozenset({_F})
+
+
+def is_browsing(ast: Node) -> bool:
+    """Whether ``ast`` is a browser's subscription (``require(Elvin-Browse)
+    || ...``, ``elvin.census.BROWSE_MARKER``): someone looking at whatever
+    flows, which is no reason for a quench-driven producer to produce."""
+    return BROWSE_MARKER in names_in(ast)
 
 
 def could_match(ast: Node, attributes: Mapping[str, object], *, complete: bool = False) -> bool:

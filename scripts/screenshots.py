@@ -116,8 +116,11 @@ async def console(url: str) -> None:
     )
 
     import elvin.client
+    # a second router, really running: the sidebar shows two connected ones
+    # (a router that is not there showed as a red "not connected" row)
+    staging_proc, staging_url = start_router()
     workspace = Workspace(
-        [RouterSpec("local", url), RouterSpec("staging", "elvin://127.0.0.1:1")],
+        [RouterSpec("local", url), RouterSpec("staging", staging_url)],
         [ConsumerSpec(title="Prices", router="local", columns=["Symbol", "Price", "Volume"],
                       subscription='require(Price) || require(Halted)', subscribed=True,
                       plots=["Price"], key="Symbol"),
@@ -171,6 +174,8 @@ async def console(url: str) -> None:
     await window.clear()
     await wait_all()
     window.close()
+    staging_proc.terminate()
+    staging_proc.wait(10)
 
 
 async def browse_picture(url: str) -> None:

@@ -78,13 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     async def app_main() -> int:
         return await run(biff, url, config.text, Path(args.screenshot) if args.screenshot
                          else None, notify=config.notify, sound=config.sound,
-                         colleagues=config.colleagues)
+                         colleagues=config.colleagues, new_instance=args.new_instance)
 
     return run_app_cli(app_main)
 
 
 async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
-              notify: bool = True, sound: bool = False, colleagues: list[str] = ()) -> int:
+              notify: bool = True, sound: bool = False, colleagues: list[str] = (),
+              new_instance: bool = False) -> int:
     """Connect, build the window, run until it closes (or take the
     screenshot); always announce departure on the way out."""
     from elvin_apps.biff.acquaintances import PeopleBook
@@ -105,6 +106,13 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
     app.setApplicationName("biff")
     app.setApplicationVersion(__version__)
     app.setWindowIcon(cup_icon(full=True, steam=True))
+
+    from elvin.qt.single import bring_forward, single_instance
+    # one biff per person and router: a second would announce them twice
+    instance, status = single_instance(PROG, (url, biff.user), parent=app,
+                                       new_instance=new_instance or screenshot is not None)
+    if status is not None:
+        return status
 
     manager = ConnectionManager(url, retry_delay=0.5, max_retry_delay=10.0,
                                 reconnect_delay=0.2, reconnect_max_delay=10.0, keepalive=30)
@@ -127,6 +135,8 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
                           default_text=default_text, notifier=notifier, book=book)
     if screenshot is None:
         WindowMemory(window, "biff").restore()
+    if instance is not None:
+        instance.activated.connect(lambda: bring_forward(window))
     tray = make_tray(qbiff, window)
     notifier.tray = tray.icon if tray is not None else None
     # a signal closes the window, so that departure is announced; the timer

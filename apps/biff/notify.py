@@ -35,6 +35,8 @@ from elvin_apps.biff.roster import Member
 from PySide6.QtCore import QObject, QProcess, Signal
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
+from elvin.qt.urgency import alert
+
 __all__ = ["CoffeeNotifier", "FRESH_SECONDS", "alert_text", "new_starters"]
 
 log = logging.getLogger("elvin_apps.biff")
@@ -121,7 +123,7 @@ class CoffeeNotifier(QObject):
                                   EXPIRE_MS)
         elif self.window is not None:
             self.window.flash(title, body)
-            QApplication.alert(self.window)     # until the user looks at the window
+            alert(self.window)     # until the user looks at the window (EWMH and ICCCM)
         if self.sound:
             QApplication.beep()
 

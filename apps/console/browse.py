@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 
 from elvin_apps.console.browseindex import BrowseIndex
 from elvin_apps.console.detailview import DetailView
@@ -42,7 +43,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from elvin.census import CENSUS_ATTRIBUTE, CENSUS_SUBSCRIPTION, read_census
+from elvin.census import (
+    BROWSE_TERM,
+    CENSUS_ATTRIBUTE,
+    CENSUS_SUBSCRIPTION,
+    read_census,
+    recent_request,
+)
 from elvin.client import Connection, Notification, Subscription
 from elvin.errors import ElvinError
 from elvin.qt import split
@@ -55,6 +62,12 @@ CENSUS_TIMEOUT = 12.0
 #: names subscribed to at most (the most used first)
 MAX_NAMES = 500
 FLUSH_MS = 300
+#: seconds after a replay request during which a notification already shown
+#: is not counted again (the router replays what carries a new name, which
+#: may have come live through an old one)
+REPLAY_WINDOW = 5.0
+#: notifications remembered for that, at most
+SEEN = 2000
 NAME_ROLE = Qt.ItemDataRole.UserRole + 11
 VALUE_ROLE = Qt.ItemDataRole.UserRole + 12
 _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
@@ -65,7 +78,15 @@ def browse_expression(names: list[str]) -> str:
     language cannot say "without an attribute": ``require`` of a missing
     name is bottom, not false; so the router's own census, which may match
     through ``Router-Id``, is left out as it arrives.)"""
-    return " || ".join(f"require({quote_name(name)})" for name in names)
+    return " || ".join([BROWSE_TERM] + [f"require({quote_name(name)})" for name in names])
+
+
+def fingerprint(attributes: dict) -> int:
+    """A notification's identity, to tell a replayed one already shown."""
+    try:
+        return hash(frozenset(attributes.items()))
+    except TypeError:                   # a value that is not hashable: never a duplicate
+        return id(attributes)
 
 
 def _rate(value: float) -> str:
@@ -75,10 +96,12 @@ def _rate(value: float) -> str:
 
 
 class BrowsePane(Pane):
-    """``consumerRequested(str)``: open a consumer pane with this subscription."""
+    """``consumerRequested(str)``: open a consumer pane with this subscription;
+    ``namesListed(list)``: the router's attribute names (for completion)."""
 
     kind = "browse"
     consumerRequested = Signal(str)
+    namesListed = Signal(list)
 
     def __init__(self, registry: RouterRegistry, spec: BrowseSpec | None = None,
                  parent: QWidget | None = None, *, census_timeout: float = CENSUS_TIMEOUT
@@ -94,6 +117,8 @@ class BrowsePane(Pane):
         self.census_seen = False
         self._pending: list[Received] = []
         self._seq = 0
+        self._seen: OrderedDict[int, None] = OrderedDict()   # fingerprints, newest last
+        self._replay_until = 0.0
         self._lock = asyncio.Lock()
         self._resubscribe_wanted = False
         self._items: dict[str, QTreeWidgetItem] = {}
@@ -190,6 +215,8 @@ class BrowsePane(Pane):
         self._census_timer.stop()
         grew = any(name not in self.names for name in listed)
         self.names.update(listed)
+        if grew:
+            self.namesListed.emit(list(listed))
         if not self.names:
             self.set_status(f"{self.router_name} has delivered nothing yet; notifications "
                             "show here as they flow.")
@@ -230,12 +257,21 @@ class BrowsePane(Pane):
         if names == self.subscribed_names and self.sub is not None and not self.sub.closed:
             return
         expression = browse_expression(names)
+        before = set(self.subscribed_names)
         try:
             if self.sub is not None and not self.sub.closed and self.sub.connection is conn:
                 await self.sub.modify(expression)
+                added: list[str] | None = [name for name in names if name not in before]
             else:
                 self.sub = await conn.subscribe(expression, buffer_size=0,
                                                 listener=self._deliver)
+                added = None           # a new subscription: everything kept
+            # what already flowed: the router replays its last notifications
+            # (of the new names) that this subscription could have received
+            # (elvin.router.recent; a router without it delivers this to no one)
+            if added is None or added:
+                self._replay_until = time.monotonic() + REPLAY_WINDOW
+                await conn.send(recent_request(self.sub.id, added or ()))
         except ElvinError as exc:
             self.set_status(f"{self.router_name} refused the browsing subscription: {exc}",
                             error=True)
@@ -261,6 +297,14 @@ class BrowsePane(Pane):
     def _deliver(self, notification: Notification) -> None:
         if CENSUS_ATTRIBUTE in notification.attributes:
             return                     # the census, read by its own subscription
+        mark = fingerprint(notification.attributes)
+        seen = self._seen
+        if mark in seen and time.monotonic() < self._replay_until:
+            return                     # replayed, and shown when it came
+        seen[mark] = None
+        seen.move_to_end(mark)
+        if len(seen) > SEEN:
+            seen.popitem(last=False)
         self._seq += 1
         self._pending.append(Received(self._seq, time.time(), dict(notification.attributes),
                                       notification.secure))

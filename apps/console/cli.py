@@ -59,6 +59,7 @@ def _fail(message: str, code: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from elvin_apps.console.config import load
+    from elvin_apps.console.session import load_session
     from elvin_apps.console.window import default_workspace
     from elvin_apps.console.workspace import MAX_BUFFER, MIN_BUFFER, WorkspaceError
     from elvin_apps.console.workspace import load as load_workspace
@@ -80,6 +81,13 @@ def main(argv: list[str] | None = None) -> int:
             workspace = load_workspace(workspace_path)
         except WorkspaceError as exc:
             return _fail(str(exc), EXIT_USAGE)
+        if explicit and workspace.routers:
+            workspace.routers[0] = dataclasses.replace(workspace.routers[0], url=url)
+        elif not workspace.routers:
+            workspace.routers = default_workspace(url).routers
+    elif not args.screenshot and (last := load_session()) is not None:
+        workspace, restored = last          # what it had when it last quit
+        workspace_path = str(restored) if restored is not None else None
         if explicit and workspace.routers:
             workspace.routers[0] = dataclasses.replace(workspace.routers[0], url=url)
         elif not workspace.routers:
@@ -119,12 +127,23 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
     from PySide6.QtGui import QIcon
     icon = resources.files("elvin_apps.desktop").joinpath("icons", "elvin-console.svg")
     app.setWindowIcon(QIcon(str(icon)))       # the menu entry's icon, on the window too
+    from elvin.qt.single import bring_forward, single_instance
+    # one console per workspace (or, without one, per router): a second
+    # launch brings this one forward instead of opening on top of it
+    key = str(path.resolve()) if path is not None else \
+        (workspace.routers[0].url if workspace.routers else "")
+    instance, status = single_instance(PROG, (key,), parent=app,
+                                       new_instance=args.new_instance or bool(args.screenshot))
+    if status is not None:
+        return status
     router = None
     if args.embedded_router and workspace.routers:
         from elvin.router.bundled import start_where_silent
         router = await start_where_silent(workspace.routers[0].url)
     registry = RouterRegistry()
     window = MainWindow(registry, buffer)
+    if instance is not None:
+        instance.activated.connect(lambda: bring_forward(window))
     try:
         await window.apply_workspace(workspace, path)
         if not args.screenshot:       # a picture shows the default place and size
@@ -134,6 +153,10 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
         return await run_window(window, (lambda: take_screenshot(window, Path(args.screenshot)))
                                 if args.screenshot else None)
     finally:
+        if not args.screenshot:           # the next start comes back to this
+            from elvin_apps.console.session import save_session
+            with contextlib.suppress(Exception):
+                save_session(window.workspace(), window.path)
         with contextlib.suppress(Exception):
             await window.shutdown()
         if router is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from PySide6.QtCore import QEvent, QObject, QStringListModel, Qt
+from PySide6.QtCore import QEvent, QObject, QRect, QStringListModel, Qt
 from PySide6.QtGui import QKeyEvent, QTextCursor
 from PySide6.QtWidgets import QCompleter, QPlainTextEdit
 
@@ -102,6 +102,10 @@ class NameCompleter(QObject):
         self.completer.setFilterMode(Qt.MatchFlag.MatchStartsWith)
         self.completer.activated[str].connect(self.insert)
         self.edit.installEventFilter(self)
+        # while the popup is open it has the keyboard, and QCompleter hands
+        # the keys to the edit past its event filters: the text's own signal
+        # is what hears each keystroke, so the list narrows as one types
+        self.edit.textChanged.connect(self._text_changed)
 
     def prefix(self) -> tuple[int, str]:
         cursor = self.edit.textCursor()
@@ -121,6 +125,10 @@ class NameCompleter(QObject):
         self.edit.setTextCursor(cursor)
         self.completer.popup().hide()
 
+    def _text_changed(self) -> None:
+        if self.completer.popup().isVisible():
+            self.update_popup()
+
     def update_popup(self, force: bool = False) -> None:
         _start, word = self.prefix()
         if len(word) < (1 if force else 2):
@@ -134,10 +142,13 @@ class NameCompleter(QObject):
                 self.completer.currentCompletion() == word and not force:
             self.completer.popup().hide()
             return
-        rect = self.edit.cursorRect()
-        rect.setWidth(self.completer.popup().sizeHintForColumn(0) +
-                      self.completer.popup().verticalScrollBar().sizeHint().width() + 12)
-        self.completer.complete(rect)
+        # below the whole edit (above it where the screen has no room), at
+        # the word's column: the popup never covers the lines being written
+        cursor = self.edit.cursorRect()
+        x = self.edit.viewport().mapTo(self.edit, cursor.topLeft()).x()
+        width = self.completer.popup().sizeHintForColumn(0) + \
+            self.completer.popup().verticalScrollBar().sizeHint().width() + 12
+        self.completer.complete(QRect(x, 0, width, self.edit.height() + 1))
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
         if obj is not self.edit or event.type() != QEvent.Type.KeyPress:

@@ -270,6 +270,7 @@ class ConsumerPane(Pane):
         layout.addWidget(self.stats_label)
 
         self.editor.validityChanged.connect(self._update_buttons)
+        self.editor.validityChanged.connect(self._clear_not_sent)
         self.editor.expressionChanged.connect(self._update_buttons)
         self.insecure_box.toggled.connect(self._update_buttons)
         self.keys_button.changed.connect(self._update_buttons)
@@ -293,6 +294,11 @@ class ConsumerPane(Pane):
             self.set_status(f"Waiting for router {self.router_name or '(none)'} to connect; "
                             "the subscription is sent then.")
         self.ready()
+
+    def _clear_not_sent(self, valid: bool) -> None:
+        """A "Not sent: <parse error>" is stale once the expression is valid."""
+        if valid and self.status_label.text().startswith("Not sent"):
+            self.set_status("The expression is valid: Subscribe (Ctrl+Enter) sends it.")
 
     # -- subscription ----------------------------------------------------------------------
     def apply(self) -> bool:

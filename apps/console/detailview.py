@@ -54,8 +54,10 @@ class DetailView(QWidget):
         self.explain_button.setEnabled(False)
         self.tree = QTreeWidget()
         fit, stretch = QHeaderView.ResizeMode.ResizeToContents, QHeaderView.ResizeMode.Stretch
+        # Value and Previous share the width: a long previous value sized to
+        # its contents pushed the column off to the right (a scroll bar in Browse)
         flat_table(self.tree, ["Attribute", "Type", "Value", "Previous"],
-                   [fit, fit, stretch, fit])
+                   [fit, fit, stretch, stretch])
         self._mono = monospace_font()
         top = QHBoxLayout()
         top.addWidget(self.header, 1)

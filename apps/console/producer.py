@@ -222,7 +222,12 @@ class ProducerPane(Pane):
         editor_layout.addLayout(send_row)
         splitter = split(Qt.Orientation.Vertical, (editor_box, 4), (history_box, 1))
         self.history_list.setMinimumHeight(32)
-        self.attributes.table.setMinimumHeight(48)   # the unfolded producer fits 1024x768
+        # three whole rows (a row cut in half reads as a bug), and the
+        # unfolded producer still fits 1024x768
+        table = self.attributes.table
+        table.setMinimumHeight(3 * table.verticalHeader().defaultSectionSize() +
+                               table.horizontalHeader().sizeHint().height() +
+                               2 * table.frameWidth())
         self.full = splitter
 
         layout = QVBoxLayout(self)

@@ -156,6 +156,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.routers_summary)
         self.statusBar().addWidget(self.workspace_label, 1)
         registry.routersChanged.connect(self._watch_routers)
+        registry.routersChanged.connect(self._update_title)   # an unsaved one is named by them
         self._watched: set[int] = set()
         self._watch_routers()
         self._update_title()
@@ -240,6 +241,7 @@ class MainWindow(QMainWindow):
             pane = RouterViewPane(self.registry, spec)
         elif kind == "browse":
             pane = BrowsePane(self.registry, spec)
+            pane.namesListed.connect(self.names.add)   # the router's names complete too
             pane.consumerRequested.connect(
                 lambda expression, p=pane: self.open_consumer(expression, p.router_name))
         else:
@@ -491,7 +493,15 @@ class MainWindow(QMainWindow):
             self.save_workspace(path)
 
     def _update_title(self) -> None:
-        name = self.path.name if self.path else "unsaved workspace"
+        """The workspace's file, or for one never saved its routers: two
+        consoles are told apart in the task bar."""
+        if self.path:
+            name = self.path.name
+        else:
+            routers = [f"{spec.name} ({spec.url.removeprefix('elvin://')})"
+                       for spec in self.registry.specs()]
+            name = "unsaved: " + (", ".join(routers[:2]) + (" …" if len(routers) > 2 else "")
+                                  if routers else "no router")
         self.setWindowTitle(f"{name} — Elvin console")
         self.workspace_label.setText(f"Workspace: {self.path}" if self.path else
                                      "Workspace not saved yet (File ▸ Save workspace as…)")

@@ -216,11 +216,30 @@ def install(where: Installation | None = None, *, autostart: bool | None = None,
     if changed:
         _refresh_caches(where)
     if not quiet:
-        for path in changed:
-            print(f"{PROG}: wrote {path}" if path.exists() else f"{PROG}: removed {path}")
-        if not changed:
+        if changed:
+            print(summary(changed, where))
+        else:
             print(f"{PROG}: already installed in {where.applications}")
     return changed
+
+
+def summary(changed: list[Path], where: Installation) -> str:
+    """One line for what an install changed (it writes a file per icon
+    size: 27 "wrote" lines said less than this one)."""
+    written = [p for p in changed if p.exists()]
+    entries = [p for p in written if p.suffix == ".desktop" and p.parent == where.applications]
+    icons = [p for p in written if p.is_relative_to(where.icons)]
+    parts = []
+    if entries:
+        parts.append(f"{len(entries)} menu entr{'y' if len(entries) == 1 else 'ies'} in "
+                     f"{where.applications}")
+    if icons:
+        parts.append(f"{len(icons)} icon{'s' if len(icons) != 1 else ''} in {where.icons}")
+    if any(p.parent == where.autostart for p in written):
+        parts.append(f"the tickertape's autostart entry in {where.autostart}")
+    if any(not p.exists() for p in changed):
+        parts.append("removed the autostart entry")
+    return f"{PROG}: wrote " + "; ".join(parts) if written else f"{PROG}: " + "; ".join(parts)
 
 
 def uninstall(where: Installation | None = None, *, quiet: bool = False) -> list[Path]:
@@ -237,8 +256,9 @@ def uninstall(where: Installation | None = None, *, quiet: bool = False) -> list
     if removed:
         _refresh_caches(where)
     if not quiet:
-        for path in removed:
-            print(f"{PROG}: removed {path}")
+        if removed:
+            print(f"{PROG}: removed {len(removed)} files (menu entries, icons, autostart) "
+                  f"from {where.applications.parent} and {where.autostart}")
         if not removed:
             print(f"{PROG}: nothing installed in {where.applications}")
     return removed

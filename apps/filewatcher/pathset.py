@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from elvin_apps.filewatcher.attributes import PATH_NAMES
 
-from elvin.quenching import Constraint, Match, wanted
+from elvin.quenching import Constraint, Match, is_browsing, wanted
 from elvin.subscription.ast import Kind, Node
 
 __all__ = ["Interest", "TermPaths", "analyse", "regex_prefix", "wildcard_prefix"]
@@ -130,7 +130,12 @@ class _Bound:
 def analyse(ast: Node, roots: Sequence[str], *, policy: str = "ignore",
             max_paths: int = 10_000, resolve: Resolver = os.path.realpath) -> TermPaths:
     """The interests of one subscription. Never raises: a subscription we
-    cannot analyse is treated as unbounded (and the policy applies)."""
+    cannot analyse is treated as unbounded (and the policy applies). A
+    browser's (the console's Browse, ``elvin.quenching.is_browsing``) looks
+    at what flows and watches nothing: under ``policy = "roots"`` it would
+    otherwise have every root watched."""
+    if is_browsing(ast):
+        return TermPaths(frozenset(), False, ("a browser's subscription: watches nothing",))
     try:
         bound = _Analysis(roots, max_paths, resolve).bound(ast)
         why = "its paths cannot be bounded (no ==, equals, begins-with, anchored regex " \

@@ -106,23 +106,48 @@ def expression_clauses(feeds: Iterable[str] = (), title_words: Iterable[str] = (
     return parts
 
 
-def known_feeds(data_dir: Path | None = None, config_path: Path | None = None) -> list[str]:
-    """Feed names of the local newswatcher: its status file (what is running
-    now), else its config file; empty when neither is readable."""
-    from elvin_apps.newswatcher.config import ConfigError, default_data_dir, load
+#: where a newswatcher run as a system service (packaging/systemd) keeps its
+#: status (``StateDirectory=newswatcher``) and reads its config
+SYSTEM_DATA_DIRS = (Path("/var/lib/newswatcher"),)
+SYSTEM_CONFIGS = (Path("/etc/elvin/newswatcher.toml"),)
+
+
+def _status_feeds(directory: Path) -> list[str]:
     from elvin_apps.newswatcher.status import STATUS_NAME
-    status = (data_dir or default_data_dir()) / STATUS_NAME
     try:
-        document = json.loads(status.read_text("utf-8"))
-        names = [f["name"] for f in document.get("feeds", []) if isinstance(f.get("name"), str)]
-        if names:
-            return names
+        document = json.loads((directory / STATUS_NAME).read_text("utf-8"))
+        return [f["name"] for f in document.get("feeds", []) if isinstance(f.get("name"), str)]
     except (OSError, ValueError, TypeError, AttributeError, KeyError):
-        pass
-    try:
-        return [f.name for f in load(config_path).feeds]
-    except (ConfigError, OSError):
         return []
+
+
+def known_feeds(data_dir: Path | None = None, config_path: Path | None = None, *,
+                system_dirs: Sequence[Path] = SYSTEM_DATA_DIRS,
+                system_configs: Sequence[Path] = SYSTEM_CONFIGS) -> list[str]:
+    """Feed names of the newswatchers on this computer: the status files
+    (what runs now) of the user's own and of the system service's (which
+    runs as another user: reading only the user's state said "no
+    newswatcher" while one ran), else their config files; empty when none
+    is readable."""
+    from elvin_apps.newswatcher.config import ConfigError, default_data_dir, load
+
+    def merged(lists: Iterable[list[str]]) -> list[str]:
+        seen: dict[str, None] = {}
+        for names in lists:
+            seen.update(dict.fromkeys(names))
+        return list(seen)
+
+    running = merged(_status_feeds(d) for d in (data_dir or default_data_dir(), *system_dirs))
+    if running:
+        return running
+
+    def configured(path: Path | None) -> list[str]:
+        try:
+            return [f.name for f in load(path, must_exist=path is not None).feeds]
+        except (ConfigError, OSError):
+            return []
+    return merged(configured(p) for p in (config_path, *[c for c in system_configs
+                                                          if c.is_file()]))
 
 
 class NewsPresetDialog(QDialog):

@@ -38,7 +38,7 @@ from elvin_apps.newswatcher.articles import PRODUCED, feed_attributes
 from elvin_apps.newswatcher.config import FeedConfig
 
 from elvin.client import SubscriptionAdded, SubscriptionModified, SubscriptionRemoved
-from elvin.quenching import could_match
+from elvin.quenching import could_match, is_browsing
 from elvin.subscription.ast import Kind, Node, names_in
 from elvin.subscription.logic import and3, not3, or3, xor3
 
@@ -92,7 +92,11 @@ def possible(node: Node, known: Mapping[str, object],
 
 def feed_could_match(ast: Node, feed: FeedConfig) -> bool:
     """Could ``ast`` be true for some notification of ``feed`` (in any of
-    its groups)? Errors in the analysis answer True (poll rather than miss)."""
+    its groups)? Errors in the analysis answer True (poll rather than miss).
+    A browser's subscription (the console's Browse) answers False: it looks
+    at what flows and is no reason to fetch."""
+    if is_browsing(ast):
+        return False
     for group in feed.groups:
         known = feed_attributes(feed, group)
         try:

@@ -97,6 +97,13 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
     app.setApplicationVersion(__version__)
     app.setWindowIcon(app_icon())
 
+    from elvin.qt.single import bring_forward, single_instance
+    # one ticker per user and router: another launch brings this one forward
+    instance, status = single_instance(PROG, (url, config.user), parent=app,
+                                       new_instance=args.new_instance or bool(args.screenshot))
+    if status is not None:
+        return status
+
     router = None
     if not chosen and not args.no_embedded_router:
         from elvin.router.bundled import start_where_silent
@@ -118,12 +125,16 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
     outbox = None if args.screenshot else \
         Path(args.data_dir or default_data_dir()) / "outbox.ec"
     controller = TickerController(config, model, history, manager, outbox_path=outbox)
+    if not args.screenshot:       # what has not expired is back on the strip
+        controller.restore_from_history()
     window = TickerWindow(controller, status=StatusWidget(manager),
                           save_config=not args.screenshot)
     from elvin_apps.tickertape.mobility import TickerMobility
     window.add_mobility(TickerMobility(controller, manager, parent=window))
     notifier = Notifier(window, enabled=config.notify_mentions)
     notifier.activated.connect(lambda: (window.showNormal(), window.raise_()))
+    if instance is not None:
+        instance.activated.connect(lambda: bring_forward(window))
     controller.notifier = notifier
     from elvin.qt.geometry import WindowMemory
     # docked at its edge, or as a window where it last was (not in a picture)
@@ -143,6 +154,8 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
                 history.close()
         if router is not None:
             router.stop()
+        if instance is not None:
+            instance.close()
 
 
 async def take_screenshot(window, manager, controller, path: Path) -> int:

@@ -238,8 +238,16 @@ _NOT_SETTINGS = ("groups", "path", "file_values")
 def _settings(config: Config) -> dict[str, object]:
     """The file's top-level settings as they are to be saved (None: not
     written); command-line overrides are left out."""
-    return {f.name: config.saved_value(f.name) for f in fields(Config)
+    return {f.name: _as_written(config.saved_value(f.name)) for f in fields(Config)
             if f.name not in _NOT_SETTINGS}
+
+
+def _as_written(value: object) -> object:
+    """A whole number kept as the user writes it: ``speed = 100``, not
+    ``100.0`` (the settings are floats inside, for the dialog's spin boxes)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return int(value)
+    return value
 
 
 def _group_rows(config: Config) -> list[dict[str, object]]:
@@ -269,7 +277,7 @@ def dumps(config: Config) -> str:
     for f in fields(Config):
         if f.name in _NOT_SETTINGS:
             continue
-        value = config.saved_value(f.name)
+        value = _as_written(config.saved_value(f.name))
         if value is None:
             continue
         if value == getattr(defaults, f.name) and f.name not in ("user", "speed"):

@@ -50,6 +50,8 @@ from elvin.keys import Keys
 log = logging.getLogger("elvin_apps.tickertape")
 
 HISTORY_FLUSH_MS = 500
+#: the newest history entries looked at when a restarted ticker refills its strip
+RESTORE_LIMIT = 200
 #: Longest stretch spent showing queued messages before the loop runs again.
 SLICE_SECONDS = 0.008
 #: Most messages waiting to be shown; beyond that the oldest are dropped
@@ -149,6 +151,35 @@ class TickerController(QObject):
             self._flush_timer.start()
         if manager is not None:
             manager.connected.connect(self._on_connected)
+
+    def restore_from_history(self, limit: int = RESTORE_LIMIT) -> int:
+        """Put back on the strip what the history holds that has not expired
+        yet (a restarted ticker used to start empty), each with the life it
+        has left; returns how many."""
+        if self.history is None:
+            return 0
+        now, clock = time.time(), self.model.clock()
+        restored = 0
+        try:
+            records = self.history.recent(limit)
+        except Exception as exc:  # noqa: BLE001 - a strip without them still works
+            log.warning("cannot read the history back: %s", exc)
+            return 0
+        for record in records:
+            message = record.message
+            group = self.groups.find(message.group)
+            if group is not None and group.private and not message.secure:
+                continue
+            lifetime = self.model.lifetime_of(message)
+            left = message.received + lifetime - now
+            if left <= 1.0:
+                continue
+            entry = self.model.add(message)
+            if entry is not None:
+                entry.shown_at = clock - (lifetime - left)    # its age shows as it fades
+                entry.expires_at = clock + left
+                restored += 1
+        return restored
 
     # -- receiving -----------------------------------------------------------
     def handle(self, attributes: Mapping[str, object], secure: bool = False) -> Message | None:

@@ -19,7 +19,7 @@ from elvin_apps.tickertape.groups import (
 )
 from elvin_apps.tickertape.palette import Palette, hash_colour
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -231,6 +231,16 @@ class GroupsDialog(QDialog):
 
     def extra_subscription(self) -> str:
         return _editor_text(self.extra_edit)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
+        """Return in a row's field finishes that field (on to the next one),
+        as in a spreadsheet; it does not close the dialog half-filled."""
+        focus = self.focusWidget()
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and focus is not None \
+                and self.table.isAncestorOf(focus):
+            self.focusNextChild()
+            return
+        super().keyPressEvent(event)
 
     def accept(self) -> None:
         try:

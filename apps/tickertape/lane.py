@@ -29,6 +29,11 @@ class Item:
     x: float = 0.0
     dying_since: float | None = None
     opacity: float = 1.0  # the widget's opacity when it started to fade out
+    #: seconds it has waited to enter, not counting while the line was paused
+    waited: float = 0.0
+    #: it waited through a pause: the user held it back, so it is shown late
+    #: rather than skipped
+    held: bool = False
 
     @property
     def right(self) -> float:
@@ -71,6 +76,65 @@ class Lane:
             if item.x <= x < item.right and item.dying_since is None:
                 return item
         return None
+
+    def room_needed(self) -> float:
+        """Pixels the line must still move before the next waiting message
+        can enter at the right edge (0 when nothing waits or it fits now)."""
+        if not self.fresh or not self.visible:
+            return 0.0
+        return max(0.0, self.visible[-1].right + self.gap - self.view_width)
+
+    def speed_for_deadline(self, deadline: float, floor: float = 0.25,
+                           look_ahead: int = 8) -> float:
+        """The speed (px/s) at which each of the first ``look_ahead``
+        waiting messages enters by ``deadline`` seconds after it arrived:
+        the k-th can enter once the line has moved the room the first needs
+        plus the widths of the k-1 before it, and has ``deadline - waited``
+        seconds left (at least ``floor``). A burst is spread over its
+        deadlines instead of the first being brought in just in time and the
+        rest being late."""
+        room = self.room_needed()
+        if not self.fresh or (room <= 0 and len(self.fresh) == 1):
+            return 0.0
+        speed = 0.0
+        for k, item in enumerate(self.fresh):
+            if k >= look_ahead:
+                break
+            if k:
+                before = self.fresh[k - 1]
+                if before.width is None:
+                    before.width = self._measure(before)
+                room += before.width + self.gap
+            if room > 0:
+                speed = max(speed, room / max(deadline - item.waited, floor))
+        return speed
+
+    def wait(self, seconds: float) -> None:
+        """The waiting messages waited ``seconds`` more (not while paused)."""
+        for item in self.fresh:
+            item.waited += seconds
+
+    def as_shown(self) -> None:
+        """What waits now counts as shown before (messages put back from
+        the history at start): it comes round at the user's speed instead
+        of being hurried in as a backlog."""
+        while self.fresh:
+            self.recycled.append(self.fresh.popleft())
+
+    def hold(self) -> None:
+        """The line is paused: what waits now is never skipped."""
+        for item in self.fresh:
+            item.held = True
+
+    def skip_overdue(self, limit: float) -> list[int]:
+        """Take out of the line the waiting messages that waited more than
+        ``limit`` seconds (a flood the line cannot show in time), except
+        those held through a pause; they stay in the model and the history.
+        Returns their uids."""
+        overdue = [item for item in self.fresh if item.waited > limit and not item.held]
+        for item in overdue:
+            self._forget(item)
+        return [item.uid for item in overdue]
 
     def is_visible(self, uid: int) -> bool:
         item = self._items.get(uid)

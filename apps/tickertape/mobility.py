@@ -42,7 +42,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from elvin.errors import ElvinError
 from elvin.mobility import MobilityError, SubscriptionSpec, Ticket
-from elvin.mobility.client import request_move_in, request_move_out
+from elvin.mobility.client import hello, request_move_in, request_move_out
 
 log = logging.getLogger("elvin_apps.tickertape")
 
@@ -51,6 +51,9 @@ log = logging.getLogger("elvin_apps.tickertape")
 #: milliseconds, a suspend by minutes).
 TICK_MS = 5000
 SLEEP_GAP = 30.0
+#: seconds the router's mobility proxy has to answer the hello that tells
+#: whether there is one
+PROBE_TIMEOUT = 3.0
 
 
 class TickerMobility(QObject):
@@ -65,6 +68,8 @@ class TickerMobility(QObject):
     statusChanged = Signal(str)
     movedOut = Signal()
     movedIn = Signal(int)
+    #: whether the router has a mobility proxy, once asked (``proxy_available``)
+    proxyChecked = Signal(bool)
 
     def __init__(self, controller: Any, manager: Any, *, clock: Callable[[], float] = time.time,
                  tick_ms: int = TICK_MS, sleep_gap: float = SLEEP_GAP,
@@ -91,6 +96,13 @@ class TickerMobility(QObject):
         self._timer.timeout.connect(self.tick)
         self._timer.start()
         self._network: Any = None
+        #: whether the router's mobility proxy answered a hello (None: not
+        #: asked yet); "Away" is offered only when it did
+        self.proxy_available: bool | None = None
+        self._proxy_key: bytes | None = None
+        self._probe_task: asyncio.Task | None = None
+        if manager is not None:
+            manager.connected.connect(self._probe)
         if watch_system:
             self._watch_network()
             self._watch_logind()
@@ -104,6 +116,32 @@ class TickerMobility(QObject):
         message_id = getattr(message, "message_id", None)
         if message_id:
             self._recent_ids.append(message_id)
+
+    # -- is there a proxy? -------------------------------------------------------------
+    def _probe(self, *_args: object) -> None:
+        """Connected: ask the router's mobility proxy for its key (a public
+        hello), so that "Away" is offered only on a router that has one (it
+        used to fail after 5 s with "no complete hello reply")."""
+        if self.state != "connected" or (self._probe_task and not self._probe_task.done()):
+            return
+        try:
+            self._probe_task = asyncio.ensure_future(self._ask_proxy())
+        except RuntimeError:             # no event loop (tests without one)
+            self._probe_task = None
+
+    async def _ask_proxy(self) -> None:
+        conn = self.manager.connection if self.manager is not None else None
+        if conn is None:
+            return
+        try:
+            self._proxy_key = await hello(conn, conn.url, PROBE_TIMEOUT)
+            available = True
+        except (MobilityError, ElvinError, OSError, TimeoutError) as exc:
+            log.info("no mobility proxy at %s: %s", conn.url, exc)
+            self._proxy_key = None
+            available = False
+        self.proxy_available = available
+        emit(self.proxyChecked, available)
 
     # -- moving -------------------------------------------------------------------------
     def _run(self, coro) -> asyncio.Future | None:
@@ -144,7 +182,7 @@ class TickerMobility(QObject):
         self.state = "moving-out"
         try:
             self.ticket = await request_move_out(conn, specs, client_id=self.client_id,
-                                                 timeout=5.0)
+                                                 timeout=5.0, proxy_key=self._proxy_key)
         except BaseException:
             self.state = "connected"
             raise
@@ -276,6 +314,8 @@ class TickerMobility(QObject):
 
     def close(self) -> None:
         self._timer.stop()
+        if self._probe_task is not None:
+            self._probe_task.cancel()
 
 
 __all__ = ["TickerMobility"]

@@ -8,9 +8,19 @@ that are on screen. The timer stops when there is nothing to show, so an
 idle ticker costs no CPU.
 
 When messages arrive faster than one line shows them, the line says how
-many wait ("+N waiting") and speeds up (up to ``MAX_CATCH_UP`` times) until
-the backlog is gone; while the pointer holds it (or its right-click menu is
-open), it says "paused". The badge has a slot of its own at the right end:
+many wait ("+N waiting") and speeds up just enough that the oldest waiting
+message enters within ``ENTRY_DEADLINE`` seconds of its arrival (the time
+paused does not count), up to ``MAX_HURRY`` px/s; a message that still
+waited more than ``SKIP_AFTER`` (a flood no line can show) is left out of
+the line, "N skipped: in history" says so, and the history has it. Neither
+xtickertape (a constant speed: a backlog waits, or expires unseen) nor
+Sticker 3 (a still stack that scrolls once full) bounds the delay; under
+moderate chat (a 700 px message every 2 s at 80 px/s) the line of either
+falls further behind with every message, which is how this one used to
+run 30 s behind the history. Speeding up shows every message of moderate
+chat, each for as long as the chat leaves room for; skipping is kept for
+floods, where showing everything in time cannot be done. While the pointer
+holds the line (or its right-click menu is open), it says "paused". The badge has a slot of its own at the right end:
 messages enter from the slot's left edge, never scroll underneath it.
 
 Whether the pointer is over the line is asked of the pointer itself after
@@ -68,6 +78,15 @@ EDGE_FADE = 18.0
 #: user's speed; each waiting message adds ``CATCH_UP_STEP`` to the factor.
 MAX_CATCH_UP = 3.0
 CATCH_UP_STEP = 0.25
+#: Seconds after its arrival by which a waiting message should have entered
+#: the line (it is "shown"): the line runs as fast as that takes
+ENTRY_DEADLINE = 3.5
+#: Fastest the line runs to meet the deadline, in px/s
+MAX_HURRY = 1500.0
+#: Seconds a message may wait before it is skipped (left to the history)
+SKIP_AFTER = 4.5
+#: Seconds "N skipped: in history" stays on the badge after the last skip
+SKIPPED_NOTICE = 10.0
 #: Pixels a tooltip adds around its text (frame and margins), generously.
 TIP_FRAME = 16
 BADGE = QColor(40, 42, 46)
@@ -110,10 +129,16 @@ class ScrollerWidget(QWidget):
         self._dragging = False
         self._last_tick = time.monotonic()
         self._pending_click: Item | None = None
+        #: messages left out of the line by a flood (``SKIP_AFTER``), and when
+        self.skipped = 0
+        self._skipped_at = 0.0
         self.frame_costs: deque[float] = deque(maxlen=600)   # seconds per paint
         self.tick_gaps: deque[float] = deque(maxlen=600)     # seconds between ticks
 
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        # tooltips also when its window is not the active one (Qt looks for
+        # this on the window: the strip alone, or TickerWindow, which sets it)
+        self.setAttribute(Qt.WidgetAttribute.WA_AlwaysShowToolTips)
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         font = QFont(self.font())
@@ -136,6 +161,7 @@ class ScrollerWidget(QWidget):
         model.cleared.connect(self._on_cleared)
         for entry in model.entries():
             self._on_added(entry)
+        self.lane.as_shown()        # what was there before (the history): no backlog
 
     # -- state ---------------------------------------------------------------
     @property
@@ -161,9 +187,12 @@ class ScrollerWidget(QWidget):
 
     @property
     def effective_speed(self) -> float:
-        """The user's speed, raised while a backlog waits so that it clears."""
+        """The user's speed, raised while a backlog waits so that it clears,
+        and as much more as the waiting messages need to enter by their
+        deadlines (``ENTRY_DEADLINE``, ``Lane.speed_for_deadline``)."""
         factor = min(MAX_CATCH_UP, 1.0 + CATCH_UP_STEP * self.waiting)
-        return self.speed * factor
+        speed = self.speed * factor
+        return max(speed, min(MAX_HURRY, self.lane.speed_for_deadline(ENTRY_DEADLINE)))
 
     def status_text(self) -> str:
         """What the badge at the right end says ("" when nothing)."""
@@ -172,6 +201,8 @@ class ScrollerWidget(QWidget):
             parts.append("paused")
         if self.waiting:
             parts.append(f"+{self.waiting} waiting")
+        if self.skipped and time.monotonic() - self._skipped_at < SKIPPED_NOTICE:
+            parts.append(f"{self.skipped} skipped: in history")
         return " · ".join(parts)
 
     def set_colours(self, background: QColor | str, text: QColor | str) -> None:
@@ -250,8 +281,7 @@ class ScrollerWidget(QWidget):
         gap = now - self._last_tick
         self._last_tick = now
         self.tick_gaps.append(gap)
-        dx = 0.0 if self.paused else -self.effective_speed * min(gap, 0.1)
-        self.lane.advance(dx, now)
+        self.frame(gap, now)
         if len(self._cache) > 2 * len(self.lane.visible) + 16:
             visible = {item.uid for item in self.lane.visible}
             for uid in [u for u in self._cache if u not in visible]:
@@ -259,6 +289,24 @@ class ScrollerWidget(QWidget):
         if self.lane.idle:
             self._timer.stop()
         self.update()
+
+    def frame(self, gap: float, now: float) -> None:
+        """One frame, ``gap`` seconds after the last: the waiting messages
+        age (unless paused), the overdue ones are skipped, the line moves."""
+        moving = not self.paused
+        if moving:
+            self.lane.wait(gap)
+            skipped = self.lane.skip_overdue(SKIP_AFTER)
+            if skipped:
+                self.skipped = (self.skipped if now - self._skipped_at < SKIPPED_NOTICE
+                                else 0) + len(skipped)
+                self._skipped_at = now
+                for uid in skipped:
+                    self._cache.pop(uid, None)
+        else:
+            self.lane.hold()
+        dx = -self.effective_speed * min(gap, 0.1) if moving else 0.0
+        self.lane.advance(dx, now)
 
     def step(self, seconds: float) -> None:
         """Advance the line as if ``seconds`` had passed (tests, benchmarks)."""

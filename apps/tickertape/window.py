@@ -32,7 +32,7 @@ from elvin_apps.tickertape.notifier import app_icon
 from elvin_apps.tickertape.qtcompat import emit
 from elvin_apps.tickertape.scroller import ScrollerWidget
 from elvin_apps.tickertape.settingsdialog import SettingsDialog
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QColor, QFontMetrics, QKeySequence, QMouseEvent
 from PySide6.QtWidgets import (
     QDialog,
@@ -45,7 +45,7 @@ from PySide6.QtWidgets import (
 )
 
 from elvin.qt.dock import EdgeDock
-from elvin.qt.geometry import WindowMemory, place_clear_of
+from elvin.qt.geometry import WindowMemory, keep_on_screen, place_clear_of
 
 log = logging.getLogger("elvin_apps.tickertape")
 
@@ -58,6 +58,9 @@ ERROR_NOTICE_MS = 20000
 #: Widest share of the strip a notice takes; longer text is shortened and
 #: shown in full on click (and in its tooltip).
 NOTICE_SHARE = 0.45
+#: pixels a notice takes at most, however wide the strip: the messages are
+#: what the strip is for (a link that failed to open took ~550 px of it)
+NOTICE_MAX = 360
 #: The connection state in words, shown next to the dot while not connected.
 STATE_WORDS = {
     "connecting": "Connecting…",
@@ -79,6 +82,13 @@ class NoticeLabel(QLabel):
             QMessageBox.information(self.window(), "Tickertape", self.full_text)
             return
         super().mousePressEvent(event)
+
+
+def link_failure(url: str, why: str) -> str:
+    """The notice for a link no program opened: its host, not all of it
+    (the whole link is in the tooltip)."""
+    host = QUrl(url).host() or url[:40]
+    return f"Cannot open the link to {host}: {why}"
 
 
 class TickerWindow(QWidget):
@@ -104,8 +114,12 @@ class TickerWindow(QWidget):
         self.setAutoFillBackground(True)
 
         self.scroller = ScrollerWidget(controller.model, speed=self.config.speed, parent=self)
+        # Qt shows tooltips only in the active window unless the *window* has
+        # this: a docked bar is never made active just to read it (the
+        # tooltips came only after the bar had been clicked once)
+        self.setAttribute(Qt.WidgetAttribute.WA_AlwaysShowToolTips)
         self.scroller.urlFailed.connect(
-            lambda url, why: self.show_notice(f"Cannot open {url}: {why}", error=True))
+            lambda url, why: self.show_notice(link_failure(url, why), error=True, detail=url))
         self.apply_appearance()
         self.status = status
         self.state_label = QLabel(self)
@@ -263,10 +277,15 @@ class TickerWindow(QWidget):
         if self.dock is not None and self.dock.docked:
             self.dock.undock()
             self._set_window_flags()
-        if self.memory is not None:
-            self.memory.screen_only = False
-            if not self.memory.restore():
-                self.resize(WINDOW_WIDTH, self.height())
+        if self.memory is None or not self._restore_place():
+            # a bar at the bottom edge becomes a window that is all on the screen
+            self.resize(WINDOW_WIDTH, self.height())
+            keep_on_screen(self)
+
+    def _restore_place(self) -> bool:
+        """Where the window last was (never off its screen), if known."""
+        self.memory.screen_only = False
+        return self.memory.restore()
 
     def place_clear(self, window: QWidget) -> None:
         """Put ``window`` beside the strip, not under it."""
@@ -305,26 +324,36 @@ class TickerWindow(QWidget):
         self.menu.insertSeparator(before)
         mobility.statusChanged.connect(self.show_notice)
 
+        away_tip = self.move_out_action.toolTip()
+
         def refresh(*_args: object) -> None:
             state = getattr(mobility, "state", "connected")
-            self.move_out_action.setEnabled(state == "connected")
+            proxy = getattr(mobility, "proxy_available", True)
+            self.move_out_action.setEnabled(state == "connected" and proxy is True)
+            self.move_out_action.setToolTip(
+                away_tip if proxy is not False else
+                "This router has no mobility proxy (elvind --mobility): nothing would keep "
+                "your messages while you are away")
             self.move_in_action.setEnabled(state == "moved-out")
-        for signal in (mobility.statusChanged, mobility.movedOut, mobility.movedIn):
+        for signal in (mobility.statusChanged, mobility.movedOut, mobility.movedIn,
+                       *([mobility.proxyChecked] if hasattr(mobility, "proxyChecked") else [])):
             signal.connect(refresh)
         refresh()
 
     # -- notices ----------------------------------------------------------------
-    def show_notice(self, text: str, *, error: bool = False, sticky: bool = False) -> None:
+    def show_notice(self, text: str, *, error: bool = False, sticky: bool = False,
+                    detail: str = "") -> None:
         """Show ``text`` on the strip: for a while (longer for errors), or
         until replaced when ``sticky``. Text wider than the notice's share of
         the strip is shortened; the tooltip and a click give all of it."""
-        room = max(120, int(self.width() * NOTICE_SHARE))
+        room = max(120, min(NOTICE_MAX, int(self.width() * NOTICE_SHARE)))
         metrics = QFontMetrics(self.notice.font())
         shown = metrics.elidedText(text, Qt.TextElideMode.ElideRight, room - 12)
         shortened = shown != text
         self.notice.full_text = text if shortened else ""
         self.notice.setText(shown)
-        self.notice.setToolTip(text + ("\n(click to read it all)" if shortened else ""))
+        self.notice.setToolTip(text + (f"\n{detail}" if detail else "") +
+                               ("\n(click to read it all)" if shortened else ""))
         self.notice.setCursor(Qt.CursorShape.PointingHandCursor if shortened
                               else Qt.CursorShape.ArrowCursor)
         self.notice.setStyleSheet(f"color: {'#ff8a80' if error else '#c0c4c8'}; padding: 0 6px")

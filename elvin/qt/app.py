@@ -156,6 +156,8 @@ async def run_window(window: Any, screenshot: Callable[[], Awaitable[int]] | Non
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(ValueError):       # not in the main thread
             previous[sig] = signal.signal(sig, lambda *_: window.close())
+    # from here a signal closes the window as the user would (tests wait for this)
+    log.info("window up: %s", window.windowTitle())
     try:
         if screenshot is not None:
             return await screenshot()

@@ -29,7 +29,8 @@ from elvin.fileutil import atomic_write
 from elvin.statefile import int_in, number_in, read_json_state
 from elvin.xdg import state_home
 
-__all__ = ["FRAME_ALLOWANCE", "WindowMemory", "fit_to_screen", "fitted", "place_clear_of",
+__all__ = ["FRAME_ALLOWANCE", "WindowMemory", "clamped", "fit_to_screen", "fitted",
+           "keep_on_screen", "place_clear_of",
            "screen_setup", "visible_on"]
 
 log = logging.getLogger("elvin.qt")
@@ -50,6 +51,34 @@ def fitted(preferred: QSize, available: QRect, frame: QSize = FRAME_ALLOWANCE) -
     window manager's ``frame`` around it."""
     return QSize(max(1, min(preferred.width(), available.width() - frame.width())),
                  max(1, min(preferred.height(), available.height() - frame.height())))
+
+
+def clamped(rect: QRect, available: QRect, frame: QSize = FRAME_ALLOWANCE) -> QRect:
+    """``rect`` (the frame's corner and the contents' size, as ``move`` and
+    ``resize`` take them) shrunk to fit ``available`` with the window
+    manager's ``frame`` around it, and moved, as little as may be, so that
+    the whole frame is inside: a window saved on a larger screen opens on a
+    smaller one with its buttons and status bar on it."""
+    size = fitted(rect.size(), available, frame)
+    right = available.left() + available.width() - size.width() - frame.width()
+    bottom = available.top() + available.height() - size.height() - frame.height()
+    return QRect(max(available.left(), min(rect.x(), right)),
+                 max(available.top(), min(rect.y(), bottom)), size.width(), size.height())
+
+
+def keep_on_screen(window: QWidget, available: QRect | None = None) -> QRect:
+    """Move and shrink ``window`` so that all of it is on ``available`` (by
+    default its screen's available area). Returns its new place."""
+    if available is None:
+        screen = QGuiApplication.screenAt(window.pos()) or _screen(window)
+        if screen is None:
+            return QRect(window.pos(), window.size())
+        available = screen.availableGeometry()
+    place = clamped(QRect(window.pos(), window.size()), available)
+    size = place.size().expandedTo(window.minimumSizeHint())
+    window.resize(size)
+    window.move(place.topLeft())
+    return QRect(place.topLeft(), size)
 
 
 def _screen(widget: QWidget) -> QScreen | None:
@@ -190,9 +219,9 @@ class WindowMemory(QObject):
             area = visible_on(rect, areas)
             if area is None:
                 continue
-            size = rect.size().boundedTo(area.size()).expandedTo(self.window.minimumSizeHint())
-            self.window.resize(size)
-            self.window.move(rect.topLeft())
+            place = clamped(rect, area)
+            self.window.resize(place.size().expandedTo(self.window.minimumSizeHint()))
+            self.window.move(place.topLeft())
             if record.get("maximized") is True:
                 self.window.setWindowState(self.window.windowState()
                                            | Qt.WindowState.WindowMaximized)

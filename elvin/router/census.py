@@ -33,6 +33,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from elvin.census import CENSUS_ATTRIBUTE, census_notification
+from elvin.router.stats import STATS_ATTRIBUTE
 
 log = logging.getLogger("elvin.router")
 
@@ -102,7 +103,9 @@ class AttributeCensus:
         self._new_shape(key)
 
     def _new_shape(self, key: tuple[str, ...]) -> None:
-        counted = CENSUS_ATTRIBUTE not in key        # never the census itself
+        # never the census itself, nor the router's statistics (a browser
+        # that opens a statistics pane would see a dozen of the router's names)
+        counted = CENSUS_ATTRIBUTE not in key and STATS_ATTRIBUTE not in key
         if len(self.shapes) < self.max_shapes:
             self.shapes[key] = [1, self.generation, counted]
         elif counted:

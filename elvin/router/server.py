@@ -45,6 +45,7 @@ from elvin.router.engine import Engine
 from elvin.router.options import OptionRanges, initial_options
 from elvin.router.quench import QuenchManager
 from elvin.router.reaper import Reaper
+from elvin.router.recent import RecentValues
 from elvin.router.scheduler import Scheduler
 from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
@@ -94,8 +95,11 @@ class Router:
         self.census = AttributeCensus(lambda attrs: self.deliver(attrs, None, True, None),
                                       lambda: self.router_id,
                                       lambda: self.config.stats_interval)
-        if self.config.attribute_names:
-            self.engine.watch(CENSUS_ATTRIBUTE, self.census.watch)
+        #: the last notification of each shape, replayed to a browser that
+        #: asks (elvin.router.recent); kept only with the census
+        self.recent = RecentValues(self.engine.match) if self.config.attribute_names else None
+        if self.recent is not None:
+            self.engine.watch(CENSUS_ATTRIBUTE, self.recent.census_watch(self.census))
         #: the traffic archive's ArchiveProcess (elvin.pipeline.archive_process)
         #: while running with ``archive`` set, else
         #: None (``deliver`` tests only this, so the archive costs nothing when off)
@@ -235,6 +239,8 @@ class Router:
             self._stats_handle.cancel()
             self._stats_handle = None
         self.census.stop()
+        if self.recent is not None:
+            self.recent.stop()
         await self._close_servers()
         for transport in list(self._tls_pending):
             transport.abort()               # type: ignore[attr-defined]
@@ -478,6 +484,8 @@ class Router:
         """Forget a session's quenches, and its subscriptions (SubDelNotify to
         quenchers) a few milliseconds per loop turn (``elvin.router.reaper``)."""
         self.quench.remove_owner(session)
+        if self.recent is not None:
+            self.recent.forget(session)
         subs = self.engine.owned(session)
         if subs:
             self._reaper.add(list(subs.values()))
@@ -523,6 +531,14 @@ class Router:
         producer in the traffic archive. ``routing`` is the routing list of a
         notification that came from a federated router (else empty).
         """
+        recent = self.recent
+        if recent is not None:
+            if recent.is_request(attrs):    # addressed to the router, delivered to no one
+                if producer is not None and not isinstance(producer, str):
+                    recent.request(producer, attrs)
+                return 0
+            if block is not None:
+                recent.note(attrs, block, deliver_insecure, nkeys)
         insecure, secure = self.engine.match(attrs, nkeys, deliver_insecure)
         if deliver_insecure and self.census.counting:
             self.census.note(attrs)

@@ -120,3 +120,32 @@ def test_add_attribute_types_a_name_with_no_error(qt_loop, qtbot, router):
         assert not producer.send_button.isEnabled()
 
     run(qt_loop, qtbot, scenario)
+
+
+def test_the_detail_keeps_previous_in_view(qtbot):
+    """A long previous value pushed the Previous column off to the right
+    of Browse's detail (a horizontal scroll bar); now the row fits."""
+    from elvin_apps.console.detailview import DetailView
+    from elvin_apps.console.received import Received
+
+    view = DetailView()
+    qtbot.addWidget(view)
+    view.resize(460, 300)
+    view.show()
+    before = Received(1, 0.0, {"Group": "Chat", "Message": "x" * 200}, False)
+    now = Received(2, 1.0, {"Group": "Chat", "Message": "short"}, False)
+    view.show_record(now, before)
+    qtbot.waitUntil(lambda: view.tree.header().length() <= view.tree.viewport().width() + 1)
+    assert not view.tree.horizontalScrollBar().isVisible()
+
+
+def test_the_unfolded_producer_shows_whole_rows(qt_loop, qtbot, router):
+    async def scenario(console: Console):
+        window = await console.open(basic(router.url))
+        producer = window.panes_of("producer")[0]
+        table = producer.attributes.table
+        rows_needed = 3 * table.verticalHeader().defaultSectionSize() + \
+            table.horizontalHeader().sizeHint().height()
+        assert table.minimumHeight() >= rows_needed
+
+    run(qt_loop, qtbot, scenario)

@@ -117,3 +117,23 @@ def test_known_feeds_from_status_then_config(tmp_path):
     (data / "status.json").write_text(json.dumps({"feeds": [{"name": "running"}]}))
     assert known_feeds(data, config) == ["running"]
     assert known_feeds(tmp_path / "none", tmp_path / "none.toml") == []
+
+
+def test_known_feeds_include_the_system_services(tmp_path):
+    """A newswatcher run as the system service (another user, its state in
+    /var/lib/newswatcher) is found too: the dialog said "no newswatcher on
+    this computer" while one ran."""
+    mine, service = tmp_path / "mine", tmp_path / "var-lib-newswatcher"
+    mine.mkdir()
+    service.mkdir()
+    (service / "status.json").write_text(json.dumps({"feeds": [{"name": "lwn"},
+                                                               {"name": "hn"}]}))
+    assert known_feeds(mine, tmp_path / "none.toml", system_dirs=[service]) == ["lwn", "hn"]
+    (mine / "status.json").write_text(json.dumps({"feeds": [{"name": "mine"},
+                                                            {"name": "hn"}]}))
+    assert known_feeds(mine, tmp_path / "none.toml", system_dirs=[service]) == \
+        ["mine", "hn", "lwn"]
+    etc = tmp_path / "etc-newswatcher.toml"
+    etc.write_text('[[feeds]]\nname = "configured"\nurl = "http://e.org/"\n')
+    assert known_feeds(tmp_path / "none", tmp_path / "none.toml", system_dirs=[],
+                       system_configs=[etc]) == ["configured"]

@@ -73,6 +73,8 @@ def test_menu_move_out_and_in_catches_up(qtbot, qt_loop, routers, tmp_path: Path
             await other.send(chat("before"))
             await until(lambda: texts(controller) == ["before"])
             assert not window.move_in_action.isEnabled()
+            # offered once the router's mobility proxy has answered
+            await until(lambda: window.move_out_action.isEnabled())
             window.move_out_action.trigger()
             await until(lambda: mobility.state == "moved-out")
             assert manager.connection is None
@@ -202,3 +204,23 @@ def test_private_groups_are_buffered_with_their_keys(qtbot, qt_loop, routers):
     assert [e.message.secure for e in controller.model.entries()] == [True, False, False]
     assert mobility.status == "Caught up 3 messages"
     assert controller.dropped_insecure == 0
+
+
+def test_away_is_not_offered_without_a_mobility_proxy(qtbot, qt_loop, make_router):
+    """A router without a mobility proxy: "Away" is greyed out and says
+    why, instead of failing after 5 s with "no complete hello reply"."""
+    router = make_router()
+    controller, manager, mobility = make(router.url)
+    window = TickerWindow(controller, save_config=False)
+    window.add_mobility(mobility)
+    qtbot.addWidget(window)
+
+    async def scenario():
+        await manager.wait_connected(10)
+        await until(lambda: mobility.proxy_available is False, 15, "the proxy probe")
+        assert not window.move_out_action.isEnabled()
+        assert "no mobility proxy" in window.move_out_action.toolTip()
+        await controller.close()
+        await manager.stop()
+
+    run(qt_loop, scenario())

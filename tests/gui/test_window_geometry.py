@@ -13,7 +13,14 @@ from elvin_apps.console.workspace import ConsumerSpec, ProducerSpec, RouterViewS
 from PySide6.QtCore import QRect, QSize
 from PySide6.QtWidgets import QWidget
 
-from elvin.qt.geometry import FRAME_ALLOWANCE, WindowMemory, fitted, screen_setup, visible_on
+from elvin.qt.geometry import (
+    FRAME_ALLOWANCE,
+    WindowMemory,
+    clamped,
+    fitted,
+    screen_setup,
+    visible_on,
+)
 from tests.gui.test_console_app import Console, basic, run
 from tests.waiting import until
 
@@ -184,3 +191,54 @@ def test_a_garbage_windows_file_is_ignored_and_named(qtbot, tmp_path, caplog, ga
         assert not WindowMemory(widget, "tool", path).restore()
         assert WindowMemory(widget, "tool", path).remembered_screen() is None
     assert str(path) in caplog.text
+
+
+def test_clamped_moves_and_shrinks_a_window_onto_a_smaller_screen():
+    # the issue's console: saved at (199,130) 1100x700 on 1600x1000
+    place = clamped(QRect(199, 130, 1100, 700), SMALL)
+    frame = QRect(place.x(), place.y(), place.width() + FRAME_ALLOWANCE.width(),
+                  place.height() + FRAME_ALLOWANCE.height())
+    assert SMALL.contains(frame), frame
+    assert place.size() == QSize(SMALL.width() - FRAME_ALLOWANCE.width(), 700)
+    assert clamped(QRect(60, 70, 420, 300), SMALL) == QRect(60, 70, 420, 300)   # fits: kept
+    assert clamped(QRect(-30, 0, 420, 300), SMALL).topLeft() == SMALL.topLeft()
+
+
+def test_a_window_saved_on_a_bigger_screen_opens_all_on_a_smaller_one(qtbot, tmp_path):
+    """Saved on a 1600x1000 arrangement, restored on this one (the
+    offscreen platform's 800x800): more than half of it shows, so it is
+    restored, but shrunk and moved so that its frame is all on the screen."""
+    path = tmp_path / "windows.json"
+    path.write_text(json.dumps({"version": 1, "windows": {"console": {
+        "big=1600x1000+0+0": {"x": 199, "y": 130, "width": 1100, "height": 700,
+                              "saved": 1}}}}))
+    widget = _window(qtbot)
+    available = widget.screen().availableGeometry()
+    assert available.width() < 1300                 # the record is wider than this screen
+    assert WindowMemory(widget, "console", path).restore()
+    frame = QRect(widget.pos(), widget.size() + FRAME_ALLOWANCE)
+    assert available.contains(frame), (frame, available)
+
+
+def test_a_bottom_bar_made_a_window_is_on_the_screen(qtbot, tmp_path):
+    """The tickertape at the bottom edge switched to "a window I can move"
+    (with no place remembered for it as a window): all of it on screen."""
+    from elvin_apps.tickertape.config import Config
+    from elvin_apps.tickertape.controller import TickerController
+    from elvin_apps.tickertape.model import ScrollerModel
+    from elvin_apps.tickertape.window import TickerWindow
+
+    config = Config(dock="bottom")
+    window = TickerWindow(TickerController(config, ScrollerModel(), None),
+                          save_config=False)
+    qtbot.addWidget(window)
+    memory = WindowMemory(window, "tickertape", tmp_path / "windows.json")
+    window.place(memory)
+    window.show()
+    available = window.screen().availableGeometry()
+    assert window.geometry().bottom() == available.bottom()
+    window.apply_settings({"dock": "window"})
+    qtbot.waitUntil(window.isVisible, timeout=5000)
+    assert not window.dock.docked
+    frame = QRect(window.pos(), window.size() + FRAME_ALLOWANCE)
+    assert available.contains(frame), (frame, available)

@@ -148,3 +148,16 @@ def test_a_producer_inventing_names_keeps_the_census_bounded():
 
     asyncio.run(run())
     assert len(published) == 1
+
+
+def test_the_routers_own_statistics_are_not_counted():
+    """A console with a statistics pane open made the router's own
+    statistics names (a dozen of them) show in Browse."""
+    from elvin.router.census import AttributeCensus
+    from elvin.router.stats import STATS_ATTRIBUTE
+
+    census = AttributeCensus(lambda attrs: None, lambda: "r", lambda: 1.0)
+    census.counting = True
+    census.note({STATS_ATTRIBUTE: 1, "Router-Id": "r", "Notifications-In": 5})
+    census.note({"Group": "Chat"})
+    assert census.counts() == {"Group": 1}

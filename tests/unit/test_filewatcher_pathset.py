@@ -212,3 +212,14 @@ def test_never_misses_a_path_the_subscription_matches(pattern, p, candidate):
     norm = os.path.normpath(candidate)
     if compiled.matches({"File-Path": norm}):
         assert any(i.covers(norm) for i in found), (text, norm, found)
+
+
+def test_a_browsers_subscription_watches_nothing():
+    """The console's Browse subscribes to every name in use; marked as a
+    browser's, it has no root watched even under policy = "roots"."""
+    text = "require(Elvin-Browse) || require(File-Path) || require(Group)"
+    result = analyse(parse(text), [ROOT], policy="roots", resolve=fake_resolve())
+    assert not result.unbounded and result.interests == frozenset()
+    unmarked = analyse(parse(text.removeprefix("require(Elvin-Browse) || ")), [ROOT],
+                       policy="roots", resolve=fake_resolve())
+    assert unmarked.unbounded and unmarked.interests

@@ -92,3 +92,13 @@ def test_scoop_and_feed_changes():
     sel.set_scoop(True)
     assert sel.polled_names() == ["lwn", "pyblog", "hn", "new"]
     assert sel.choice("hn").scoop and sel.choice("hn").terms == ()
+
+
+def test_a_browsers_subscription_polls_nothing():
+    """The console's Browse subscribes to every name in use; marked as a
+    browser's, it keeps no feed polled (it would otherwise keep them all)."""
+    from elvin_apps.console.browse import browse_expression
+
+    browse = browse_expression(["Group", "Message", "News-Title"])
+    assert polled_by(browse) == set()
+    assert polled_by(browse.removeprefix("require(Elvin-Browse) || ")) == {"lwn", "pyblog", "hn"}
