@@ -161,7 +161,7 @@ class MobilityProxy:
                       "malformed": 0, "bad_secret": 0, "expired": 0, "pings": 0,
                       "overload": 0, "insecure": 0, "hello": 0, "released": 0,
                       "superseded": 0, "restored": 0, "fences": 0, "disk_full": 0,
-                      "dropped_disk_full": 0, "store_failures": 0}
+                      "dropped_disk_full": 0, "store_failures": 0, "lost_at_restart": 0}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task] = set()
         self._subs: list[Any] = []
@@ -320,7 +320,7 @@ class MobilityProxy:
                 handler.drop_oldest(over)
                 if store is not None:
                     store.trim(handler.handle, handler.first_seq, handler.dropped)
-        if store is None or not store.dirty:
+        if store is None or not (store.dirty or store.ledger_failing):
             return True
         written = store.commit()
         self.stats["store_failures"] = store.failures
@@ -388,14 +388,21 @@ class MobilityProxy:
             handler = ClientHandler(row.client_id, row.secret, row.quota, row.expiry, [],
                                     row.handle)
             handler.moved_out_at, handler.expires_at = row.moved_out_at, row.expires_at
-            handler.dropped = row.dropped
             for chunk in iter_entries(store, row.handle):
                 handler.entries.extend(chunk)
                 await asyncio.sleep(0)
-            # an emptied buffer (quota, full disk) goes on from its floor: an
-            # entry numbered below it would be skipped at the next load
-            handler.next_seq = max(row.first_seq,
-                                   handler.entries[-1][0] + 1 if handler.entries else 0)
+            # numbering goes on above every seq ever handed out (an emptied
+            # buffer's floor, the ledger's mark); what the file lacks below
+            # it (damaged rows, writes lost to a full disk or a torn WAL
+            # before a crash) is counted in dropped: the client is told
+            handler.next_seq, handler.dropped, lost = store.account(
+                row, len(handler.entries),
+                handler.entries[-1][0] if handler.entries else None)
+            if lost:
+                self.stats["lost_at_restart"] += lost
+                log.error("mobility state %s: client %r lost %d buffered notifications (%s): "
+                          "counted in what its move-in reports as dropped", store.path,
+                          row.client_id, lost, "; ".join(store.damaged.get(row.handle, [])))
             if row.expires_at <= time.time():
                 self._tombstone(handler.client_id, handler.secret,
                                 handler.dropped + len(handler.entries))
