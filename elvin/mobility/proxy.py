@@ -332,6 +332,22 @@ class MobilityProxy:
                                                                       self.flush)
         return written
 
+    def storage(self) -> dict[str, Any]:
+        """For the router's status and metrics: is the state being written
+        (``ok``), failing (``failing``, with why: the buffers are in memory
+        and a crash now loses what is not written, counted as lost at the
+        restart), or not kept at all (``memory``); what the buffers lost."""
+        store = self.store
+        if store is None:
+            state, error = "memory", None
+        elif store.last_error is not None or store.ledger_failing:
+            state = "failing"
+            error = store.last_error or f"the ledger {store.ledger.path} cannot be written"
+        else:
+            state, error = "ok", None
+        return {"state": state, "error": error,
+                "dropped": sum(h.dropped for h in self.handlers.values())}
+
     def _disk_full(self) -> bool:
         """The disk is full: drop the oldest quarter of every buffer (the
         quota rule: the newest survive), so that the commit can be tried

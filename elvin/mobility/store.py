@@ -175,6 +175,8 @@ class MobilityStore:
         #: 0 when the last write went through
         self.retry_at = 0.0
         self._failing = False
+        #: why the last write failed (None: it went through)
+        self.last_error: str | None = None
         #: a full disk's WAL was handed back once in this outage
         self._reclaimed = False
         self._closed = False
@@ -483,6 +485,7 @@ class MobilityStore:
                 log.warning("mobility state %s: written again", self.path)
                 self.retry_at = 0.0
                 self._failing = False
+                self.last_error = None
             self._reclaimed = False
             self.commits += 1
             self._reset_pending()
@@ -495,6 +498,7 @@ class MobilityStore:
     def _failed(self, why: str, backoff: float) -> bool:
         """A write that did not go through: logged once per outage, tried
         again after ``backoff`` seconds."""
+        self.last_error = why
         if not self._failing:
             self._failing = True
             log.error("mobility state %s: %s", self.path, why)
