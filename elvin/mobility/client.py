@@ -333,6 +333,10 @@ class MobileConnection:
         #: the secret of the last ticket: proves to a proxy that a buffer it
         #: still holds for this client id is ours to replace
         self._last_secret: str | None = None
+        #: the secrets before it (newest last): a move-out whose outcome was
+        #: unknown (the router died) replaced the last one, but the proxy may
+        #: still hold a buffer under an older one (a release lost in a crash)
+        self._older_secrets: deque[str] = deque(maxlen=4)
         self._merge_queue: deque[list] = deque()
         self._last_live: dict | None = None
         self._last_decision: tuple[dict | None, bool] = (None, True)
@@ -540,6 +544,9 @@ class MobileConnection:
             if self.state != "connected" or self._conn is None:
                 raise P.MobilityError(f"cannot move out while {self.state}", "state")
             conn = self._conn
+            if not await self._alive(conn):
+                # no request can have left on it: the secret stays as it is
+                conn = await self._reconnect(conn.url)
             # keys set on the connection directly count too: they are its own
             self._remember_keys(conn)
             # The router matches each subscription with its keys plus the
@@ -552,7 +559,7 @@ class MobileConnection:
             proxy = self.proxy or conn.url
             proxy_key = self._proxy_key(proxy)
             secret = secrets.token_urlsafe(24)
-            previous = self._last_secret
+            previous = self._previous_secrets()
             try:
                 if proxy_key is None:
                     proxy_key = await hello(conn, proxy, self.timeout)
@@ -567,18 +574,61 @@ class MobileConnection:
                 if exc.code == "timeout":
                     # the proxy may have made a buffer under this secret:
                     # the next move-out replaces it
-                    self._last_secret = secret
+                    self._set_secret(secret)
                 raise
             except (ElvinError, OSError) as exc:
                 if not conn.is_open:
                     raise self._moved_out_unconfirmed(conn, proxy, proxy_key, secret) from exc
                 self._live_off = False
                 raise
-            self._last_secret = ticket.secret
+            self._set_secret(ticket.secret)
             self._detach(ticket)
             with contextlib.suppress(Exception):
                 await conn.close(timeout=self.timeout)
             return ticket
+
+    def _set_secret(self, secret: str) -> None:
+        last = self._last_secret
+        if last is not None and last != secret:
+            if last in self._older_secrets:
+                self._older_secrets.remove(last)
+            self._older_secrets.append(last)
+        self._last_secret = secret
+
+    def _previous_secrets(self) -> str | None:
+        """What a move-out sends as ``Mobility.Previous-Secret``: the last
+        secret, then the older ones, space-separated."""
+        if self._last_secret is None:
+            return None
+        return " ".join([self._last_secret, *reversed(self._older_secrets)])
+
+    async def _alive(self, conn: Any) -> bool:
+        """A round trip (an empty ``set_keys``) before a move-out: a
+        connection whose router was killed may not know it yet, and a
+        move-out sent on it would end unconfirmed for nothing."""
+        if not conn.is_open:
+            return False
+        try:
+            async with asyncio.timeout(self.timeout):
+                await conn.set_keys()
+        except (ElvinError, OSError, TimeoutError):
+            return False
+        return conn.is_open
+
+    async def _reconnect(self, url: str) -> Any:
+        """The connection died under a connected client (its router was
+        killed, say, after a move-in whose release it never wrote): a new
+        one to the same router, with the subscriptions attached again."""
+        from elvin.client import connect
+        try:
+            conn = await connect(url)
+        except (ElvinError, OSError) as exc:
+            raise P.MobilityError(f"the connection to {url} was lost and cannot be opened "
+                                  f"again: {exc}", "unreachable") from None
+        self._conn = conn
+        await self._restore_keys(conn)
+        await asyncio.gather(*(self._attach(m, conn) for m in self._subs.values()))
+        return conn
 
     def _detach(self, ticket: Ticket) -> None:
         self.ticket = ticket
@@ -590,7 +640,7 @@ class MobileConnection:
 
     def _moved_out_unconfirmed(self, conn: Any, proxy: str, proxy_key: bytes | None,
                                secret: str) -> P.MobilityError:
-        self._last_secret = secret
+        self._set_secret(secret)
         self._detach(Ticket(self.client_id, proxy, conn.url, secret, 0, 0.0, time.time(),
                             proxy_key or b"", confirmed=False))
         return P.MobilityError(
@@ -740,7 +790,7 @@ class MobileConnection:
                         await fence_sub[0].close()
             # steps 5-6: switch and merge
             self._merge(entries, fenced=fenced, report=report)
-            self._last_secret = ticket.secret
+            self._set_secret(ticket.secret)
             report.duplicates = self.duplicates - duplicates_before
             report.delay = time.monotonic() - started
             return report

@@ -596,8 +596,10 @@ class MobilityProxy:
         if secret is not None and len(secret) < P.MIN_SECRET_LENGTH:
             raise P.MalformedRequest(f"attribute {P.SECRET} must be at least "
                                      f"{P.MIN_SECRET_LENGTH} characters")
+        # the client's last secret, then older ones (space-separated)
         previous = P.get_str(attrs, P.PREVIOUS_SECRET, required=False,
-                             max_length=P.MAX_SECRET_LENGTH)
+                             max_length=8 * (P.MAX_SECRET_LENGTH + 1))
+        earlier = previous.split()[:8] if previous else []
         crash_point("mobility-move-out-received")
         async with self._lock(client_id):
             old = self.handlers.get(client_id)
@@ -605,7 +607,8 @@ class MobilityProxy:
                 # the same client again (its earlier move-out's reply was
                 # lost, or its move-in was never released): it proves it
                 # with that ticket's secret
-                if not (_same_secret(old.secret, secret) or _same_secret(old.secret, previous)):
+                if not (_same_secret(old.secret, secret) or _same_secret(old.secret, previous)
+                        or any(_same_secret(old.secret, e) for e in earlier)):
                     raise P.MobilityError(f"client {client_id!r} already has a buffer at this "
                                           "proxy (move in first)", "in-use")
                 await self._release(old)
@@ -841,6 +844,7 @@ class MobilityProxy:
             if not _same_secret(handler.secret, secret):
                 self.stats["bad_secret"] += 1
                 raise P.MobilityError(f"wrong secret for client {client_id!r}", "bad-secret")
+            crash_point("mobility-release-received")
             await self._release(handler)
             self.stats["released"] += 1
             crash_point("mobility-released")

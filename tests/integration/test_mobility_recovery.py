@@ -1,0 +1,80 @@
+"""Every move can be finished or redone (#41): the router kills itself at
+each named point of a move (``ELVIN_CRASH_AT``, a real SIGKILL), is started
+again, and the client makes each possible next call (move out, move in,
+collect). Whatever that call says, the client then gets back to a normal
+move-out and move-in, and by counting: nothing twice, nothing lost that it
+was not told about (``unknown-client``), never locked out."""
+
+from __future__ import annotations
+
+import pytest
+
+from elvin.mobility import MobilityError
+
+from .test_mobility_crash import mobile, publish
+from .test_mobility_crash import elvind as elvind  # noqa: F401 - the fixture
+
+POINTS = ["mobility-move-out-received", "mobility-move-out-committed",
+          "mobility-move-in-handed", "mobility-release-received", "mobility-released"]
+CALLS = ["move_out", "move_in", "collect"]
+
+
+async def _call(mc, name: str, url: str) -> str | None:
+    """The client's next call; the error code it got, if any."""
+    try:
+        if name == "move_out":
+            await mc.move_out()
+        elif name == "move_in":
+            await mc.move_in(url)
+        else:
+            await mc.collect()
+    except MobilityError as exc:
+        return exc.code
+    return None
+
+
+@pytest.mark.parametrize("call", CALLS)
+@pytest.mark.parametrize("point", POINTS)
+async def test_a_crash_at_any_point_then_any_call_is_recovered(elvind, point, call):
+    a = elvind().start(crash_at=point)
+    mc, got = await mobile(a.url)
+    told_lost: set[int] = set()
+    await publish(a.url, range(0, 20))                     # live
+    batches = [range(0, 20)]
+    try:
+        await mc.move_out()
+        await publish(a.url, range(20, 40))                # buffered
+        batches.append(range(20, 40))
+        await mc.move_in(a.url)
+    except MobilityError:
+        pass
+    a.wait_killed()
+    a.start()
+    if mc.state == "moved-out":
+        await publish(a.url, range(40, 60))                # buffered, if anything has it
+        batches.append(range(40, 60))
+    code = await _call(mc, call, a.url)
+    if code == "unknown-client":
+        told_lost.update(range(40, 60))      # the move-out was never written: told so
+    assert code in (None, "state", "unknown-client", "unconfirmed"), code
+    # back to normal: whatever state the call left, a move-out and a move-in
+    for _ in range(3):
+        if mc.state == "moved-out":
+            if await _call(mc, "move_in", a.url) == "unknown-client":
+                told_lost.update(range(40, 60))
+            continue
+        break
+    assert mc.state == "connected"
+    assert await _call(mc, "move_out", a.url) is None, "locked out"
+    await publish(a.url, range(60, 80))
+    batches.append(range(60, 80))
+    assert await _call(mc, "move_in", a.url) is None
+    await publish(a.url, range(80, 90))                    # live again
+    batches.append(range(80, 90))
+    await mc.connection.set_keys()
+    expected = {s for b in batches for s in b}
+    twice = sorted(s for s, n in got.seen.items() if n > 1)
+    assert not twice, f"delivered twice: {twice[:20]}"
+    missing = sorted(expected - set(got.seen) - told_lost)
+    assert not missing, f"lost without a word: {missing[:20]} ({len(missing)})"
+    await mc.close()
