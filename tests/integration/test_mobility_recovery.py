@@ -11,8 +11,8 @@ import pytest
 
 from elvin.mobility import MobilityError
 
-from .test_mobility_crash import mobile, publish
 from .test_mobility_crash import elvind as elvind  # noqa: F401 - the fixture
+from .test_mobility_crash import mobile, publish
 
 POINTS = ["mobility-move-out-received", "mobility-move-out-committed",
           "mobility-move-in-handed", "mobility-release-received", "mobility-released"]
