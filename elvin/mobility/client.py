@@ -17,7 +17,7 @@ import logging
 import secrets
 import time
 import uuid
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +42,13 @@ __all__ = [
 ]
 
 SYNC_OPTIONS = ("none", "ping", "delay")
+#: live deliveries remembered after a failed move-in for ``collect()``
+MAX_OVERLAP = 200_000
+
+
+def _content(attrs: Mapping[str, Any]) -> frozenset:
+    """A notification's identity for ``collect()``: its attributes."""
+    return frozenset(attrs.items())
 
 log = logging.getLogger("elvin.mobility")
 
@@ -337,6 +344,11 @@ class MobileConnection:
         #: unknown (the router died) replaced the last one, but the proxy may
         #: still hold a buffer under an older one (a release lost in a crash)
         self._older_secrets: deque[str] = deque(maxlen=4)
+        #: after a move-in whose download failed (the client stays attached
+        #: and live here): what was delivered live since its subscriptions
+        #: here were made, by content, so that ``collect()`` leaves out the
+        #: buffered copies of them; None when there is nothing to collect
+        self._overlap: Counter | None = None
         self._merge_queue: deque[list] = deque()
         self._last_live: dict | None = None
         self._last_decision: tuple[dict | None, bool] = (None, True)
@@ -493,6 +505,18 @@ class MobileConnection:
                 msub._push(Notification(attrs, secure, msub))  # type: ignore[arg-type]
         return True
 
+    def _record_live(self, attrs: Mapping[str, Any]) -> None:
+        overlap = self._overlap
+        if overlap is None:
+            return
+        if overlap.total() >= MAX_OVERLAP:
+            log.warning("client %s: more than %d notifications delivered live since the "
+                        "failed move-in: collect() may deliver some of them twice",
+                        self.client_id, MAX_OVERLAP)
+            self._overlap = None
+            return
+        overlap[_content(attrs)] += 1
+
     def _on_live(self, msub: MobileSubscription, notification: Any) -> None:
         attrs = notification.attributes
         secure = bool(notification.secure)
@@ -514,6 +538,8 @@ class MobileConnection:
         if attrs is not last:
             if self._accept(attrs):
                 accepted = True
+                if self._overlap is not None:
+                    self._record_live(attrs)
                 self._notify_listeners(attrs, secure)
             else:
                 accepted = False
@@ -631,6 +657,7 @@ class MobileConnection:
         return conn
 
     def _detach(self, ticket: Ticket) -> None:
+        self._overlap = None
         self.ticket = ticket
         self.state = "moved-out"
         self._live_off = True
@@ -667,8 +694,21 @@ class MobileConnection:
                 conn, ticket, proxy=here, previous_proxy=previous_proxy, via=via,
                 timeout=self.download_timeout, proxy_key=key)
             self.ticket = None
-            caught_up = sum(self._deliver(attrs, ids, self._buffered_secure(ids))
-                            for attrs, ids in entries)
+            # the buffer went on recording what we had live here meanwhile:
+            # each live delivery takes one buffered copy of the same content
+            # out (a multiset: identical notifications are told apart by
+            # number, not by identity), so each is delivered once
+            overlap, self._overlap = self._overlap, None
+            caught_up = skipped = 0
+            for attrs, ids in entries:
+                if overlap:
+                    key = _content(attrs)
+                    if overlap[key] > 0:
+                        overlap[key] -= 1
+                        skipped += 1
+                        continue
+                caught_up += self._deliver(attrs, ids, self._buffered_secure(ids))
+            self.duplicates += skipped
             return MoveInReport(caught_up=caught_up, dropped=reply.dropped,
                                 expired=reply.expired,
                                 duplicates=self.duplicates - duplicates_before,
@@ -782,6 +822,9 @@ class MobileConnection:
                     # the router here went away: what the proxy had is still
                     # there, what came live is in it too (or was never routed)
                     raise self._back_out(connection, exc) from exc
+                # attached and live here from now on; the buffer, still at
+                # the move-out proxy, goes on recording what we get live too
+                self._overlap = Counter()
                 self._merge(entries, fenced=False, report=report)
                 raise
             finally:
@@ -812,7 +855,8 @@ class MobileConnection:
             caught_up += self._deliver(attrs, ids, self._buffered_secure(ids))
         while queue:
             attrs, ids, secure = queue.popleft()
-            self._deliver(attrs, ids, secure)
+            if self._deliver(attrs, ids, secure):
+                self._record_live(attrs)
         self._merging = False
         self._live_off = False
         self._last_decision = (None, True)

@@ -788,6 +788,7 @@ class MobilityProxy:
         full move-in, the move-out proxy's side)."""
         client_id = P.get_str(attrs, P.CLIENT)
         secret = P.get_str(attrs, P.SECRET, max_length=P.MAX_SECRET_LENGTH)
+        crash_point("mobility-download-received")
         blobs, count, dropped, expired, _fenced = await self._take(client_id, secret)
         self.stats["download"] += 1
         log.info("client %r: %d buffered notifications downloaded by %r", client_id, count,

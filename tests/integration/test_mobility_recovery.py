@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import pytest
 
+from elvin.client import connect
 from elvin.mobility import MobilityError
+from tests.waiting import until
 
+from .process_util import free_port
 from .test_mobility_crash import elvind as elvind  # noqa: F401 - the fixture
-from .test_mobility_crash import mobile, publish
+from .test_mobility_crash import federation_config, mobile, publish
 
 POINTS = ["mobility-move-out-received", "mobility-move-out-committed",
           "mobility-move-in-handed", "mobility-release-received", "mobility-released"]
@@ -78,3 +81,45 @@ async def test_a_crash_at_any_point_then_any_call_is_recovered(elvind, point, ca
     missing = sorted(expected - set(got.seen) - told_lost)
     assert not missing, f"lost without a word: {missing[:20]} ({len(missing)})"
     await mc.close()
+
+
+async def test_collect_after_a_failed_move_in_gives_each_once(elvind):
+    """The issue's case: the move-out router A is killed as the download of
+    a move-in at federated router B reaches it; the client stays attached
+    and live at B while A's buffer, restored and armed, records the same
+    notifications. ``collect()`` gives what the buffer held before, once,
+    and nothing the client already had live."""
+    fed_a, fed_b = free_port(), free_port()
+    a = elvind("A", config=federation_config("A", fed_a, None))
+    a.start(crash_at="mobility-download-received")
+    b = elvind("B", config=federation_config("B", fed_b, ("A", fed_a))).start()
+    mc, got = await mobile(a.url)
+    try:
+        await mc.move_out()
+        await publish(a.url, range(100))                     # buffered at A
+        with pytest.raises(MobilityError) as info:
+            await mc.move_in(b.url)
+        assert info.value.code == "unreachable" and mc.state == "connected"
+        a.wait_killed()
+        a.start()
+        pub = await connect(a.url)
+        try:
+            for probe in range(400):   # until the link is back and A knows B wants them
+                await pub.send({"Producer": "probe", "Seq": probe})
+                try:
+                    await until(lambda: got.probes > 0, timeout=0.1)
+                    break
+                except AssertionError:
+                    continue
+            for seq in range(100, 400):                      # live at B, recorded at A
+                await pub.send({"Producer": "p", "Seq": seq})
+            await pub.set_keys()
+        finally:
+            await pub.close()
+        await until(lambda: 399 in got.seen, what="the live ones at B")
+        report = await mc.collect()
+        # and the probes A buffered before the link knew B wanted them
+        assert report.caught_up >= 100 and report.duplicates >= 300, report
+        got.exactly(range(400))
+    finally:
+        await mc.close()
