@@ -97,7 +97,8 @@ async def request_move_out(connection: Any, subscriptions: Sequence[P.Subscripti
                            expiry: float | None = None, timeout: float = 10.0,
                            proxy_key: bytes | None = None, secret: str | None = None,
                            previous_secret: str | None = None,
-                           on_reply: Callable[[dict[str, Any]], None] | None = None) -> Ticket:
+                           on_reply: Callable[[dict[str, Any]], None] | None = None,
+                           resume: bool = False) -> Ticket:
     """Ask the proxy (``proxy``, default the connection's router URL) to
     subscribe for ``client_id``; returns once it has, with the ticket.
 
@@ -122,6 +123,8 @@ async def request_move_out(connection: Any, subscriptions: Sequence[P.Subscripti
         request[P.SECRET] = secret
     if previous_secret is not None:
         request[P.PREVIOUS_SECRET] = previous_secret
+    if resume:
+        request[P.RESUME] = 1
     reply = await exchange(connection, request, timeout, to_key=proxy_key, on_reply=on_reply)
     attrs = reply.attributes
     secret = attrs.get(P.SECRET)
@@ -570,9 +573,11 @@ class MobileConnection:
             if self.state != "connected" or self._conn is None:
                 raise P.MobilityError(f"cannot move out while {self.state}", "state")
             conn = self._conn
+            resumed = False
             if not await self._alive(conn):
                 # no request can have left on it: the secret stays as it is
                 conn = await self._reconnect(conn.url)
+                resumed = True
             # keys set on the connection directly count too: they are its own
             self._remember_keys(conn)
             # The router matches each subscription with its keys plus the
@@ -592,7 +597,8 @@ class MobileConnection:
                 ticket = await request_move_out(
                     conn, specs, client_id=self.client_id, proxy=proxy, quota=self.quota,
                     expiry=self.expiry, timeout=self.timeout, proxy_key=proxy_key,
-                    secret=secret, previous_secret=previous, on_reply=self._stop_live)
+                    secret=secret, previous_secret=previous, on_reply=self._stop_live,
+                    resume=resumed)
             except P.MobilityError as exc:
                 if not conn.is_open:
                     raise self._moved_out_unconfirmed(conn, proxy, proxy_key, secret) from exc
@@ -601,11 +607,15 @@ class MobileConnection:
                     # the proxy may have made a buffer under this secret:
                     # the next move-out replaces it
                     self._set_secret(secret)
+                if resumed:
+                    await self._reattach(conn)
                 raise
             except (ElvinError, OSError) as exc:
                 if not conn.is_open:
                     raise self._moved_out_unconfirmed(conn, proxy, proxy_key, secret) from exc
                 self._live_off = False
+                if resumed:
+                    await self._reattach(conn)
                 raise
             self._set_secret(ticket.secret)
             self._detach(ticket)
@@ -644,7 +654,10 @@ class MobileConnection:
     async def _reconnect(self, url: str) -> Any:
         """The connection died under a connected client (its router was
         killed, say, after a move-in whose release it never wrote): a new
-        one to the same router, with the subscriptions attached again."""
+        one to the same router, for the move-out (the subscriptions are
+        attached again only if the move-out fails: until the proxy's reply
+        what the router routes is in the buffer it restored, which the
+        move-out carries over)."""
         from elvin.client import connect
         try:
             conn = await connect(url)
@@ -653,8 +666,12 @@ class MobileConnection:
                                   f"again: {exc}", "unreachable") from None
         self._conn = conn
         await self._restore_keys(conn)
-        await asyncio.gather(*(self._attach(m, conn) for m in self._subs.values()))
         return conn
+
+    async def _reattach(self, conn: Any) -> None:
+        """A move-out on a new connection failed: live again here."""
+        with contextlib.suppress(ElvinError, OSError):
+            await asyncio.gather(*(self._attach(m, conn) for m in self._subs.values()))
 
     def _detach(self, ticket: Ticket) -> None:
         self._overlap = None

@@ -309,6 +309,8 @@ class MobilityProxy:
         dirty, self._dirty = self._dirty, []
         store = self.store
         for handler in dirty:
+            if handler.carried:
+                continue        # sealed when the handler replacing it is armed
             if self.handlers.get(handler.client_id) is not handler:
                 handler.pending.clear()
                 continue
@@ -432,6 +434,7 @@ class MobilityProxy:
                           "(%s): its buffer is kept, nothing more is buffered", store.path,
                           row.client_id, exc)
             handler.on_pending = self._on_pending
+            handler.restored_seq, handler.restored_dropped = handler.next_seq, handler.dropped
             handler.arm()
             for spec, exc in await self._subscribe(handler):
                 log.error("mobility: client %r's subscription %d (%r) is refused after the "
@@ -467,6 +470,27 @@ class MobilityProxy:
         request_id = attrs.get(P.REQUEST_ID)
         if handler is not None and request_id is not None and handler.arm_id == request_id:
             handler.arm()
+            if handler.carry is not None:
+                self._take_over(handler)
+
+    def _take_over(self, handler: ClientHandler) -> None:
+        """``handler`` is armed (its move-out reply fell here): what the
+        restored buffer it replaces recorded since the restart, up to this
+        very point, comes first in it; then the old one is let go."""
+        old, handler.carry = handler.carry, None
+        assert old is not None and old.restored_seq is not None
+        old.seal()
+        carried = [data for seq, data in old.entries if seq >= old.restored_seq]
+        pending, handler.pending = handler.pending, []
+        handler.pending = [*carried, *pending]
+        handler.dropped += old.dropped - old.restored_dropped
+        if handler.pending:
+            self._on_pending(handler)
+        old.carried = False
+        self._forget(old)
+        self._spawn(self._unsubscribe(old))
+        log.info("client %r: %d notifications recorded since the restart carried into its "
+                 "new buffer", handler.client_id, len(carried))
 
     def _on_fence(self, attrs: dict[str, Any], private: bool) -> None:
         client_id, fence = attrs.get(P.CLIENT), attrs.get(P.FENCE)
@@ -600,6 +624,7 @@ class MobilityProxy:
         previous = P.get_str(attrs, P.PREVIOUS_SECRET, required=False,
                              max_length=8 * (P.MAX_SECRET_LENGTH + 1))
         earlier = previous.split()[:8] if previous else []
+        resume = attrs.get(P.RESUME) == 1
         crash_point("mobility-move-out-received")
         async with self._lock(client_id):
             old = self.handlers.get(client_id)
@@ -611,7 +636,12 @@ class MobilityProxy:
                         or any(_same_secret(old.secret, e) for e in earlier)):
                     raise P.MobilityError(f"client {client_id!r} already has a buffer at this "
                                           "proxy (move in first)", "in-use")
-                await self._release(old)
+                if resume and old.restored_seq is not None:
+                    # kept (subscribed, recording) until the new one is armed
+                    old.carried = True
+                    old.cancel_timers()
+                else:
+                    await self._release(old)
                 self.stats["superseded"] += 1
             if len(self.handlers) >= config.max_clients:
                 raise P.MobilityError(f"this proxy already buffers for {config.max_clients} "
@@ -621,8 +651,11 @@ class MobilityProxy:
             self._next_handle += 1
             handler.on_pending = self._on_pending
             handler.arm_id = attrs[P.REQUEST_ID]
+            if old is not None and old.carried:
+                handler.carry = old
             failed = await self._subscribe(handler)
             if failed:
+                await self._drop_carry(handler)
                 await self._unsubscribe(handler)
                 spec, exc = failed[0]
                 if not isinstance(exc, (ElvinError, SubscriptionError, ValueError, TypeError)):
@@ -633,6 +666,7 @@ class MobilityProxy:
             self._start_expiry(handler, expiry)
             self._remember(handler)
             if not self.flush():       # on disk before the client hears it may leave
+                await self._drop_carry(handler)
                 await self._release(handler)
                 raise P.MobilityError(
                     "this proxy cannot write its buffers to disk now (full, or its state "
@@ -662,6 +696,14 @@ class MobilityProxy:
         for sub in subs:
             self._routes.pop(sub.id, None)
         await asyncio.gather(*(sub.close() for sub in subs), return_exceptions=True)
+
+    async def _drop_carry(self, handler: ClientHandler) -> None:
+        """A move-out that fails lets the restored buffer it would have
+        taken over go, as a move-out without ``Resume`` does at once."""
+        old, handler.carry = handler.carry, None
+        if old is not None:
+            old.carried = False
+            await self._release(old)
 
     async def _release(self, handler: ClientHandler) -> None:
         """The client has its buffer (or left it for a new one): forget it,
