@@ -346,7 +346,7 @@ class MobileConnection:
         #: the secrets before it (newest last): a move-out whose outcome was
         #: unknown (the router died) replaced the last one, but the proxy may
         #: still hold a buffer under an older one (a release lost in a crash)
-        self._older_secrets: deque[str] = deque(maxlen=4)
+        self._older_secrets: deque[str] = deque(maxlen=P.MAX_PREVIOUS_SECRETS - 1)
         #: after a move-in whose download failed (the client stays attached
         #: and live here): what was delivered live since its subscriptions
         #: here were made, by content, so that ``collect()`` leaves out the

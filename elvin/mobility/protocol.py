@@ -57,6 +57,9 @@ PING = "Mobility.Ping"                # "request" | "response"
 PING_ID = "Mobility.Ping-Id"
 FENCE = "Mobility.Fence"              # fence / move-in / its reply: a fence's id
 PREVIOUS_SECRET = "Mobility.Previous-Secret"   # move-out: the client's previous ticket
+#: secrets a move-out may name as previous ones: a buffer left behind by a
+#: crash (its release lost) stays replaceable for that many moves
+MAX_PREVIOUS_SECRETS = 64
 RESUME = "Mobility.Resume"            # move-out: 1 when the client's connection here died
 
 HELLO, MOVE_OUT, MOVE_IN, DOWNLOAD = "hello", "move-out", "move-in", "download"

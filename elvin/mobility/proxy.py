@@ -622,8 +622,8 @@ class MobilityProxy:
                                      f"{P.MIN_SECRET_LENGTH} characters")
         # the client's last secret, then older ones (space-separated)
         previous = P.get_str(attrs, P.PREVIOUS_SECRET, required=False,
-                             max_length=8 * (P.MAX_SECRET_LENGTH + 1))
-        earlier = previous.split()[:8] if previous else []
+                             max_length=P.MAX_PREVIOUS_SECRETS * (P.MAX_SECRET_LENGTH + 1))
+        earlier = previous.split()[:P.MAX_PREVIOUS_SECRETS] if previous else []
         resume = attrs.get(P.RESUME) == 1
         crash_point("mobility-move-out-received")
         async with self._lock(client_id):
