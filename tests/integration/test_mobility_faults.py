@@ -138,3 +138,22 @@ async def test_a_full_disk_shows_in_the_status_and_the_metrics(router, tmp_path)
         assert "elvind_mobility_dropped" in text
         assert storage["state"] == "failing" and "full" in storage["error"]
         await mc.close()
+
+
+async def test_the_status_counts_what_the_proxy_buffers(make_router):
+    """The status (and the metrics' mobility_buffered) read an attribute
+    the handlers never had: always 0."""
+    from elvin.router.status import router_status
+
+    router = make_router(mobility=True)
+    mc = await MobileConnection.open(router.url)
+    await mc.subscribe("require(Seq)")
+    await mc.move_out()
+    await publish(router.url, range(7))
+    proxy = router.router.mobility
+    await until(lambda: proxy.handlers[mc.client_id].buffered == 7)
+    status = router.call(lambda: router_status(router.router))
+    assert status["mobility"]["buffered"] == 7
+    assert status["mobility"]["storage"] == {"state": "memory", "error": None, "dropped": 0}
+    await mc.move_in(router.url)
+    await mc.close()
