@@ -705,11 +705,19 @@ class MobileConnection:
                 raise P.MobilityError("no buffer left to collect", "state")
             started = time.monotonic()
             duplicates_before = self.duplicates
+            if not await self._alive(conn):
+                # the router here died since: live again on a new connection
+                # (what was published meanwhile is lost with the old one)
+                conn = await self._reconnect(conn.url)
+                await self._reattach(conn)
             here = proxy or self.proxy or conn.url
             key = self._proxy_key(here) or await hello(conn, here, min(self.timeout, 10.0))
-            entries, reply = await request_move_in(
-                conn, ticket, proxy=here, previous_proxy=previous_proxy, via=via,
-                timeout=self.download_timeout, proxy_key=key)
+            try:
+                entries, reply = await request_move_in(
+                    conn, ticket, proxy=here, previous_proxy=previous_proxy, via=via,
+                    timeout=self.download_timeout, proxy_key=key)
+            except P.MobilityError as exc:
+                raise self._nothing_to_collect(ticket, exc) from exc
             self.ticket = None
             # the buffer went on recording what we had live here meanwhile:
             # each live delivery takes one buffered copy of the same content
@@ -843,6 +851,8 @@ class MobileConnection:
                 # the move-out proxy, goes on recording what we get live too
                 self._overlap = Counter()
                 self._merge(entries, fenced=False, report=report)
+                if isinstance(exc, P.MobilityError):
+                    raise self._nothing_to_collect(ticket, exc) from exc
                 raise
             finally:
                 if fence_sub is not None:
@@ -879,6 +889,21 @@ class MobileConnection:
         self._last_decision = (None, True)
         self.state = "connected"
         report.caught_up = caught_up
+
+    def _nothing_to_collect(self, ticket: Ticket, exc: P.MobilityError) -> P.MobilityError:
+        """A move-in or collect refused: when no buffer can be under this
+        ticket (none for this client, or an unconfirmed ticket whose
+        move-out was never written while an older buffer is there), the
+        ticket is dropped, so that the next call is a move-out (which
+        replaces such a buffer), and the client is told what it lost."""
+        if exc.code == "unknown-client" or (exc.code == "bad-secret" and not ticket.confirmed):
+            if self.ticket is ticket:
+                self.ticket = None
+            self._overlap = None
+            return P.MobilityError(
+                f"{exc} (nothing was buffered under this ticket: what was published while "
+                "away is lost)", "unknown-client")
+        return exc
 
     def _back_out(self, connection: Any, exc: BaseException) -> P.MobilityError:
         """The connection of a move-in was lost: moved out again, ticket kept."""

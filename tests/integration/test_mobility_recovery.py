@@ -127,3 +127,29 @@ async def test_collect_after_a_failed_move_in_gives_each_once(elvind):
         got.exactly(range(400))
     finally:
         await mc.close()
+
+
+async def test_collect_after_the_new_router_died_too(elvind):
+    """After the failed move-in the new router B dies as well: the client
+    is attached on a dead connection with a ticket. ``collect()`` opens a
+    new connection and collects; what A buffered meanwhile comes once."""
+    fed_a, fed_b = free_port(), free_port()
+    a = elvind("A", config=federation_config("A", fed_a, None))
+    a.start(crash_at="mobility-download-received")
+    b = elvind("B", config=federation_config("B", fed_b, ("A", fed_a))).start()
+    mc, got = await mobile(a.url)
+    try:
+        await mc.move_out()
+        await publish(a.url, range(100))
+        with pytest.raises(MobilityError):
+            await mc.move_in(b.url)
+        a.wait_killed()
+        b.kill()
+        b.start()
+        a.start()
+        await publish(a.url, range(100, 400))    # only A's buffer has them
+        report = await mc.collect()
+        assert report.caught_up == 400, report
+        got.exactly(range(400))
+    finally:
+        await mc.close()
