@@ -65,8 +65,8 @@ class ClientHandler:
         self.next_seq = 0
         self.dropped = 0
         self.fences: OrderedDict[str, int] = OrderedDict()
-        #: a move-in handed the buffer over: (fence, reply), repeated as is to
-        #: a repeated request; the handler stays (subscribed, on disk) until
+        #: a move-in handed the buffer over: ((fence, request id), reply),
+        #: repeated as is to a repeated request; the handler stays (subscribed, on disk) until
         #: the client releases it or ``handed_timer`` runs out
         self.handed: tuple[str | None, tuple] | None = None
         self.timer: Any = None

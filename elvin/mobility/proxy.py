@@ -747,7 +747,8 @@ class MobilityProxy:
                 store.remove_tombstone(gone)
 
     # -- handing a buffer over ------------------------------------------------------------
-    async def _take(self, client_id: str, secret: str, fence: str | None = None
+    async def _take(self, client_id: str, secret: str, fence: str | None = None,
+                    request_id: str | None = None
                     ) -> tuple[list[bytes], int, int, bool, bool]:
         """Check the secret and return the buffer as batches with (count,
         dropped, expired, fenced): what was buffered before the client's
@@ -775,7 +776,10 @@ class MobilityProxy:
             if not _same_secret(handler.secret, secret):
                 self.stats["bad_secret"] += 1
                 raise P.MobilityError(f"wrong secret for client {client_id!r}", "bad-secret")
-            if handler.handed is not None and handler.handed[0] == fence:
+            # the same request again (repeated on the bus, say): the same
+            # reply. A new request (a move-in done again after one cut short)
+            # gets a new cut: what was buffered since belongs to it too
+            if handler.handed is not None and handler.handed[0] == (fence, request_id):
                 return handler.handed[1]
             packer = P.BatchPacker()
             fenced = await handler.cut_sliced(fence, packer)
@@ -783,7 +787,7 @@ class MobilityProxy:
                                                            packer):
                 packer.add(data for _, data in list(handler.entries))   # fence evicted
             result = (packer.finish(), packer.count, handler.dropped, False, fenced)
-            handler.handed = (fence, result)
+            handler.handed = ((fence, request_id), result)
             if handler.handed_timer is None:
                 handler.handed_timer = asyncio.get_running_loop().call_later(
                     self.config.download_timeout,
@@ -831,7 +835,8 @@ class MobilityProxy:
         client_id = P.get_str(attrs, P.CLIENT)
         secret = P.get_str(attrs, P.SECRET, max_length=P.MAX_SECRET_LENGTH)
         crash_point("mobility-download-received")
-        blobs, count, dropped, expired, _fenced = await self._take(client_id, secret)
+        blobs, count, dropped, expired, _fenced = await self._take(
+            client_id, secret, request_id=attrs[P.REQUEST_ID])
         self.stats["download"] += 1
         log.info("client %r: %d buffered notifications downloaded by %r", client_id, count,
                  attrs.get(P.REQUESTER))
@@ -854,7 +859,8 @@ class MobilityProxy:
             raise P.MalformedRequest(f"{P.VIA} must be {P.VIA_DIRECT!r} or {P.VIA_BUS!r}")
         fenced = False
         if self._is_me(previous):
-            blobs, count, dropped, expired, fenced = await self._take(client_id, secret, fence)
+            blobs, count, dropped, expired, fenced = await self._take(
+                client_id, secret, fence, request_id=attrs[P.REQUEST_ID])
         else:
             blobs, count, dropped, expired = await self._fetch(
                 previous, from_url, via, client_id, secret, from_key)

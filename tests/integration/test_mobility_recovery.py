@@ -153,3 +153,29 @@ async def test_collect_after_the_new_router_died_too(elvind):
         got.exactly(range(400))
     finally:
         await mc.close()
+
+
+async def test_a_move_in_done_again_gets_what_was_buffered_since_the_first_try(elvind):
+    """The new router B dies after A handed it the buffer but before the
+    client had it: the client is still moved out. What A buffers after that
+    first download belongs to the second one (A used to repeat the first
+    cut to any later download, and release the rest)."""
+    fed_a, fed_b = free_port(), free_port()
+    a = elvind("A", config=federation_config("A", fed_a, None)).start()
+    b = elvind("B", config=federation_config("B", fed_b, ("A", fed_a)))
+    b.start(crash_at="mobility-move-in-handed")
+    mc, got = await mobile(a.url)
+    try:
+        await mc.move_out()
+        await publish(a.url, range(100))
+        with pytest.raises(MobilityError) as info:
+            await mc.move_in(b.url)
+        assert info.value.code == "unreachable" and mc.state == "moved-out"
+        b.wait_killed()
+        await publish(a.url, range(100, 200))      # buffered at A after its first cut
+        b.start()
+        report = await mc.move_in(b.url, sync="ping")
+        assert report.caught_up == 200, report
+        got.exactly(range(200))
+    finally:
+        await mc.close()
