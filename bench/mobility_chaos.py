@@ -126,6 +126,8 @@ def damage_entry(state: Path, rng: random.Random) -> bool:
         with db:
             db.execute("UPDATE entries SET data = ? WHERE rowid = ?", (bytes(changed), rowid))
         return True
+    except sqlite3.Error:       # a full disk: no damage this time
+        return False
     finally:
         db.close()
 
