@@ -9,7 +9,10 @@ variable a crash point costs one set lookup. Never set it in production.
 Points: ``mobility-move-out-received`` (a move-out request is being handled,
 nothing written yet), ``mobility-move-out-committed`` (the moved-out client
 is on disk, its reply not sent), ``mobility-move-in-handed`` (the first batch
-of a move-in reply is sent), ``mobility-released`` (a client's release of
+of a move-in reply is sent), ``mobility-download-received`` (another proxy's download of a
+buffer arrived, nothing sent), ``mobility-release-received`` (a client's release of its buffer
+arrived, nothing written: the client has everything, the proxy still holds
+it), ``mobility-released`` (a client's release of
 its buffer is committed: its rows are being deleted, a slice per turn).
 """
 

@@ -76,9 +76,13 @@ and, except ``hello``, ``Mobility.Client`` (the client's unique id):
     notifications to buffer) and ``Mobility.Expiry`` (seconds), optional
     ``Mobility.Secret`` (the download secret, chosen by the client, at least
     16 characters: the client knows it even if the reply never arrives) and
-    ``Mobility.Previous-Secret`` (the client's previous ticket: a buffer the
-    proxy still holds for this client id under that secret, or under
-    ``Secret``, is replaced instead of refused with ``in-use``). The proxy
+    ``Mobility.Previous-Secret`` (the client's previous ticket, then older
+    ones, space-separated: a buffer the proxy still holds for this client id
+    under one of them, or under ``Secret``, is replaced instead of refused
+    with ``in-use``) and ``Mobility.Resume`` (1: the client's connection to
+    this router died under it, so what a buffer restored after a restart
+    recorded since then never reached it: it is carried into the new
+    buffer). The proxy
     creates a client handler, subscribes with every expression and its keys
     and waits for each subscription to be acknowledged by the router, writes
     the handler to its store (if any), then replies with ``Mobility.Secret``,

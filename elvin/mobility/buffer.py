@@ -65,8 +65,8 @@ class ClientHandler:
         self.next_seq = 0
         self.dropped = 0
         self.fences: OrderedDict[str, int] = OrderedDict()
-        #: a move-in handed the buffer over: (fence, reply), repeated as is to
-        #: a repeated request; the handler stays (subscribed, on disk) until
+        #: a move-in handed the buffer over: ((fence, request id), reply),
+        #: repeated as is to a repeated request; the handler stays (subscribed, on disk) until
         #: the client releases it or ``handed_timer`` runs out
         self.handed: tuple[str | None, tuple] | None = None
         self.timer: Any = None
@@ -74,6 +74,14 @@ class ClientHandler:
         self._last: dict | None = None
         #: called when the first notification of a turn waits in ``pending``
         self.on_pending: Any = None
+        #: restored after a restart: the next seq then, and the dropped count
+        self.restored_seq: int | None = None
+        self.restored_dropped = 0
+        #: a restored buffer this one replaces and takes over at ``arm``:
+        #: what it recorded since the restart (the client never had it)
+        self.carry: ClientHandler | None = None
+        #: this one is being carried into another: keep what it receives
+        self.carried = False
 
     # -- filling -----------------------------------------------------------------------
     def on_notification(self, sub_id: int, notification: Any) -> None:

@@ -17,7 +17,7 @@ import logging
 import secrets
 import time
 import uuid
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +42,13 @@ __all__ = [
 ]
 
 SYNC_OPTIONS = ("none", "ping", "delay")
+#: live deliveries remembered after a failed move-in for ``collect()``
+MAX_OVERLAP = 200_000
+
+
+def _content(attrs: Mapping[str, Any]) -> frozenset:
+    """A notification's identity for ``collect()``: its attributes."""
+    return frozenset(attrs.items())
 
 log = logging.getLogger("elvin.mobility")
 
@@ -90,7 +97,8 @@ async def request_move_out(connection: Any, subscriptions: Sequence[P.Subscripti
                            expiry: float | None = None, timeout: float = 10.0,
                            proxy_key: bytes | None = None, secret: str | None = None,
                            previous_secret: str | None = None,
-                           on_reply: Callable[[dict[str, Any]], None] | None = None) -> Ticket:
+                           on_reply: Callable[[dict[str, Any]], None] | None = None,
+                           resume: bool = False) -> Ticket:
     """Ask the proxy (``proxy``, default the connection's router URL) to
     subscribe for ``client_id``; returns once it has, with the ticket.
 
@@ -115,6 +123,8 @@ async def request_move_out(connection: Any, subscriptions: Sequence[P.Subscripti
         request[P.SECRET] = secret
     if previous_secret is not None:
         request[P.PREVIOUS_SECRET] = previous_secret
+    if resume:
+        request[P.RESUME] = 1
     reply = await exchange(connection, request, timeout, to_key=proxy_key, on_reply=on_reply)
     attrs = reply.attributes
     secret = attrs.get(P.SECRET)
@@ -333,6 +343,15 @@ class MobileConnection:
         #: the secret of the last ticket: proves to a proxy that a buffer it
         #: still holds for this client id is ours to replace
         self._last_secret: str | None = None
+        #: the secrets before it (newest last): a move-out whose outcome was
+        #: unknown (the router died) replaced the last one, but the proxy may
+        #: still hold a buffer under an older one (a release lost in a crash)
+        self._older_secrets: deque[str] = deque(maxlen=P.MAX_PREVIOUS_SECRETS - 1)
+        #: after a move-in whose download failed (the client stays attached
+        #: and live here): what was delivered live since its subscriptions
+        #: here were made, by content, so that ``collect()`` leaves out the
+        #: buffered copies of them; None when there is nothing to collect
+        self._overlap: Counter | None = None
         self._merge_queue: deque[list] = deque()
         self._last_live: dict | None = None
         self._last_decision: tuple[dict | None, bool] = (None, True)
@@ -489,6 +508,18 @@ class MobileConnection:
                 msub._push(Notification(attrs, secure, msub))  # type: ignore[arg-type]
         return True
 
+    def _record_live(self, attrs: Mapping[str, Any]) -> None:
+        overlap = self._overlap
+        if overlap is None:
+            return
+        if overlap.total() >= MAX_OVERLAP:
+            log.warning("client %s: more than %d notifications delivered live since the "
+                        "failed move-in: collect() may deliver some of them twice",
+                        self.client_id, MAX_OVERLAP)
+            self._overlap = None
+            return
+        overlap[_content(attrs)] += 1
+
     def _on_live(self, msub: MobileSubscription, notification: Any) -> None:
         attrs = notification.attributes
         secure = bool(notification.secure)
@@ -510,6 +541,8 @@ class MobileConnection:
         if attrs is not last:
             if self._accept(attrs):
                 accepted = True
+                if self._overlap is not None:
+                    self._record_live(attrs)
                 self._notify_listeners(attrs, secure)
             else:
                 accepted = False
@@ -540,6 +573,11 @@ class MobileConnection:
             if self.state != "connected" or self._conn is None:
                 raise P.MobilityError(f"cannot move out while {self.state}", "state")
             conn = self._conn
+            resumed = False
+            if not await self._alive(conn):
+                # no request can have left on it: the secret stays as it is
+                conn = await self._reconnect(conn.url)
+                resumed = True
             # keys set on the connection directly count too: they are its own
             self._remember_keys(conn)
             # The router matches each subscription with its keys plus the
@@ -552,14 +590,15 @@ class MobileConnection:
             proxy = self.proxy or conn.url
             proxy_key = self._proxy_key(proxy)
             secret = secrets.token_urlsafe(24)
-            previous = self._last_secret
+            previous = self._previous_secrets()
             try:
                 if proxy_key is None:
                     proxy_key = await hello(conn, proxy, self.timeout)
                 ticket = await request_move_out(
                     conn, specs, client_id=self.client_id, proxy=proxy, quota=self.quota,
                     expiry=self.expiry, timeout=self.timeout, proxy_key=proxy_key,
-                    secret=secret, previous_secret=previous, on_reply=self._stop_live)
+                    secret=secret, previous_secret=previous, on_reply=self._stop_live,
+                    resume=resumed)
             except P.MobilityError as exc:
                 if not conn.is_open:
                     raise self._moved_out_unconfirmed(conn, proxy, proxy_key, secret) from exc
@@ -567,20 +606,75 @@ class MobileConnection:
                 if exc.code == "timeout":
                     # the proxy may have made a buffer under this secret:
                     # the next move-out replaces it
-                    self._last_secret = secret
+                    self._set_secret(secret)
+                if resumed:
+                    await self._reattach(conn)
                 raise
             except (ElvinError, OSError) as exc:
                 if not conn.is_open:
                     raise self._moved_out_unconfirmed(conn, proxy, proxy_key, secret) from exc
                 self._live_off = False
+                if resumed:
+                    await self._reattach(conn)
                 raise
-            self._last_secret = ticket.secret
+            self._set_secret(ticket.secret)
             self._detach(ticket)
             with contextlib.suppress(Exception):
                 await conn.close(timeout=self.timeout)
             return ticket
 
+    def _set_secret(self, secret: str) -> None:
+        last = self._last_secret
+        if last is not None and last != secret:
+            if last in self._older_secrets:
+                self._older_secrets.remove(last)
+            self._older_secrets.append(last)
+        self._last_secret = secret
+
+    def _previous_secrets(self) -> str | None:
+        """What a move-out sends as ``Mobility.Previous-Secret``: the last
+        secret, then the older ones, space-separated."""
+        if self._last_secret is None:
+            return None
+        return " ".join([self._last_secret, *reversed(self._older_secrets)])
+
+    async def _alive(self, conn: Any) -> bool:
+        """A round trip (an empty ``set_keys``) before a move-out: a
+        connection whose router was killed may not know it yet, and a
+        move-out sent on it would end unconfirmed for nothing."""
+        if not conn.is_open:
+            return False
+        try:
+            async with asyncio.timeout(self.timeout):
+                await conn.set_keys()
+        except (ElvinError, OSError, TimeoutError):
+            return False
+        return conn.is_open
+
+    async def _reconnect(self, url: str) -> Any:
+        """The connection died under a connected client (its router was
+        killed, say, after a move-in whose release it never wrote): a new
+        one to the same router, for the move-out (the subscriptions are
+        attached again only if the move-out fails: until the proxy's reply
+        what the router routes is in the buffer it restored, which the
+        move-out carries over)."""
+        from elvin.client import connect
+        try:
+            conn = await connect(url)
+        except (ElvinError, OSError) as exc:
+            raise P.MobilityError(f"the connection to {url} was lost and cannot be opened "
+                                  f"again: {exc}", "unreachable") from None
+        self._conn = conn
+        await self._restore_keys(conn)
+        return conn
+
+    async def _reattach(self, conn: Any) -> None:
+        """A move-out on a new connection failed: live again here."""
+        with contextlib.suppress(ElvinError, OSError):
+            await asyncio.gather(*(self._attach(m, conn) for m in self._subs.values()))
+
     def _detach(self, ticket: Ticket) -> None:
+        self._overlap = None
         self.ticket = ticket
         self.state = "moved-out"
         self._live_off = True
@@ -590,7 +684,7 @@ class MobileConnection:
 
     def _moved_out_unconfirmed(self, conn: Any, proxy: str, proxy_key: bytes | None,
                                secret: str) -> P.MobilityError:
-        self._last_secret = secret
+        self._set_secret(secret)
         self._detach(Ticket(self.client_id, proxy, conn.url, secret, 0, 0.0, time.time(),
                             proxy_key or b"", confirmed=False))
         return P.MobilityError(
@@ -611,14 +705,35 @@ class MobileConnection:
                 raise P.MobilityError("no buffer left to collect", "state")
             started = time.monotonic()
             duplicates_before = self.duplicates
+            if not await self._alive(conn):
+                # the router here died since: live again on a new connection
+                # (what was published meanwhile is lost with the old one)
+                conn = await self._reconnect(conn.url)
+                await self._reattach(conn)
             here = proxy or self.proxy or conn.url
             key = self._proxy_key(here) or await hello(conn, here, min(self.timeout, 10.0))
-            entries, reply = await request_move_in(
-                conn, ticket, proxy=here, previous_proxy=previous_proxy, via=via,
-                timeout=self.download_timeout, proxy_key=key)
+            try:
+                entries, reply = await request_move_in(
+                    conn, ticket, proxy=here, previous_proxy=previous_proxy, via=via,
+                    timeout=self.download_timeout, proxy_key=key)
+            except P.MobilityError as exc:
+                raise self._nothing_to_collect(ticket, exc) from exc
             self.ticket = None
-            caught_up = sum(self._deliver(attrs, ids, self._buffered_secure(ids))
-                            for attrs, ids in entries)
+            # the buffer went on recording what we had live here meanwhile:
+            # each live delivery takes one buffered copy of the same content
+            # out (a multiset: identical notifications are told apart by
+            # number, not by identity), so each is delivered once
+            overlap, self._overlap = self._overlap, None
+            caught_up = skipped = 0
+            for attrs, ids in entries:
+                if overlap:
+                    key = _content(attrs)
+                    if overlap[key] > 0:
+                        overlap[key] -= 1
+                        skipped += 1
+                        continue
+                caught_up += self._deliver(attrs, ids, self._buffered_secure(ids))
+            self.duplicates += skipped
             return MoveInReport(caught_up=caught_up, dropped=reply.dropped,
                                 expired=reply.expired,
                                 duplicates=self.duplicates - duplicates_before,
@@ -732,7 +847,12 @@ class MobileConnection:
                     # the router here went away: what the proxy had is still
                     # there, what came live is in it too (or was never routed)
                     raise self._back_out(connection, exc) from exc
+                # attached and live here from now on; the buffer, still at
+                # the move-out proxy, goes on recording what we get live too
+                self._overlap = Counter()
                 self._merge(entries, fenced=False, report=report)
+                if isinstance(exc, P.MobilityError):
+                    raise self._nothing_to_collect(ticket, exc) from exc
                 raise
             finally:
                 if fence_sub is not None:
@@ -740,7 +860,7 @@ class MobileConnection:
                         await fence_sub[0].close()
             # steps 5-6: switch and merge
             self._merge(entries, fenced=fenced, report=report)
-            self._last_secret = ticket.secret
+            self._set_secret(ticket.secret)
             report.duplicates = self.duplicates - duplicates_before
             report.delay = time.monotonic() - started
             return report
@@ -762,12 +882,28 @@ class MobileConnection:
             caught_up += self._deliver(attrs, ids, self._buffered_secure(ids))
         while queue:
             attrs, ids, secure = queue.popleft()
-            self._deliver(attrs, ids, secure)
+            if self._deliver(attrs, ids, secure):
+                self._record_live(attrs)
         self._merging = False
         self._live_off = False
         self._last_decision = (None, True)
         self.state = "connected"
         report.caught_up = caught_up
+
+    def _nothing_to_collect(self, ticket: Ticket, exc: P.MobilityError) -> P.MobilityError:
+        """A move-in or collect refused: when no buffer can be under this
+        ticket (none for this client, or an unconfirmed ticket whose
+        move-out was never written while an older buffer is there), the
+        ticket is dropped, so that the next call is a move-out (which
+        replaces such a buffer), and the client is told what it lost."""
+        if exc.code == "unknown-client" or (exc.code == "bad-secret" and not ticket.confirmed):
+            if self.ticket is ticket:
+                self.ticket = None
+            self._overlap = None
+            return P.MobilityError(
+                f"{exc} (nothing was buffered under this ticket: what was published while "
+                "away is lost)", "unknown-client")
+        return exc
 
     def _back_out(self, connection: Any, exc: BaseException) -> P.MobilityError:
         """The connection of a move-in was lost: moved out again, ticket kept."""

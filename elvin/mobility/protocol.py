@@ -57,6 +57,10 @@ PING = "Mobility.Ping"                # "request" | "response"
 PING_ID = "Mobility.Ping-Id"
 FENCE = "Mobility.Fence"              # fence / move-in / its reply: a fence's id
 PREVIOUS_SECRET = "Mobility.Previous-Secret"   # move-out: the client's previous ticket
+#: secrets a move-out may name as previous ones: a buffer left behind by a
+#: crash (its release lost) stays replaceable for that many moves
+MAX_PREVIOUS_SECRETS = 64
+RESUME = "Mobility.Resume"            # move-out: 1 when the client's connection here died
 
 HELLO, MOVE_OUT, MOVE_IN, DOWNLOAD = "hello", "move-out", "move-in", "download"
 RELEASE, FENCE_KIND = "release", "fence"
@@ -371,7 +375,7 @@ __all__ = [
     "BATCH", "BATCH_BYTES", "BatchPacker", "BATCH_COUNT", "CLIENT", "COUNT", "DOWNLOAD", "DROPPED",
     "ERROR", "ERROR_CODE", "ERROR_CODES", "EXPIRED", "EXPIRY", "FENCE", "FENCE_KIND", "FROM", "FROM_KEY",
     "FROM_URL", "HELLO", "MOVE_IN", "MOVE_OUT", "MalformedRequest", "MobilityError",
-    "NOTIFICATIONS", "PING", "PING_ID", "PREVIOUS_SECRET", "PRIVATE_KINDS", "PROXY", "PROXY_KEY", "QUOTA", "RELEASE",
+    "NOTIFICATIONS", "PING", "PING_ID", "PREVIOUS_SECRET", "PRIVATE_KINDS", "RESUME", "PROXY", "PROXY_KEY", "QUOTA", "RELEASE",
     "REPLY", "REPLY_KEY", "REQUEST", "REQUESTER", "REQUEST_ID", "SECRET", "STATUS",
     "SUBSCRIPTIONS", "SubscriptionSpec", "VIA", "VIA_BUS", "VIA_DIRECT", "decode_batch",
     "decode_subscriptions", "encode_batches", "encode_entry", "entry_from_block", "encode_subscriptions",

@@ -161,7 +161,7 @@ class MobilityProxy:
                       "malformed": 0, "bad_secret": 0, "expired": 0, "pings": 0,
                       "overload": 0, "insecure": 0, "hello": 0, "released": 0,
                       "superseded": 0, "restored": 0, "fences": 0, "disk_full": 0,
-                      "dropped_disk_full": 0, "store_failures": 0}
+                      "dropped_disk_full": 0, "store_failures": 0, "lost_at_restart": 0}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task] = set()
         self._subs: list[Any] = []
@@ -309,6 +309,8 @@ class MobilityProxy:
         dirty, self._dirty = self._dirty, []
         store = self.store
         for handler in dirty:
+            if handler.carried:
+                continue        # sealed when the handler replacing it is armed
             if self.handlers.get(handler.client_id) is not handler:
                 handler.pending.clear()
                 continue
@@ -320,7 +322,7 @@ class MobilityProxy:
                 handler.drop_oldest(over)
                 if store is not None:
                     store.trim(handler.handle, handler.first_seq, handler.dropped)
-        if store is None or not store.dirty:
+        if store is None or not (store.dirty or store.ledger_failing):
             return True
         written = store.commit()
         self.stats["store_failures"] = store.failures
@@ -331,6 +333,22 @@ class MobilityProxy:
             self._flush_timer = asyncio.get_running_loop().call_later(max(0.0, delay),
                                                                       self.flush)
         return written
+
+    def storage(self) -> dict[str, Any]:
+        """For the router's status and metrics: is the state being written
+        (``ok``), failing (``failing``, with why: the buffers are in memory
+        and a crash now loses what is not written, counted as lost at the
+        restart), or not kept at all (``memory``); what the buffers lost."""
+        store = self.store
+        if store is None:
+            state, error = "memory", None
+        elif store.last_error is not None or store.ledger_failing:
+            state = "failing"
+            error = store.last_error or f"the ledger {store.ledger.path} cannot be written"
+        else:
+            state, error = "ok", None
+        return {"state": state, "error": error,
+                "dropped": sum(h.dropped for h in self.handlers.values())}
 
     def _disk_full(self) -> bool:
         """The disk is full: drop the oldest quarter of every buffer (the
@@ -388,14 +406,21 @@ class MobilityProxy:
             handler = ClientHandler(row.client_id, row.secret, row.quota, row.expiry, [],
                                     row.handle)
             handler.moved_out_at, handler.expires_at = row.moved_out_at, row.expires_at
-            handler.dropped = row.dropped
             for chunk in iter_entries(store, row.handle):
                 handler.entries.extend(chunk)
                 await asyncio.sleep(0)
-            # an emptied buffer (quota, full disk) goes on from its floor: an
-            # entry numbered below it would be skipped at the next load
-            handler.next_seq = max(row.first_seq,
-                                   handler.entries[-1][0] + 1 if handler.entries else 0)
+            # numbering goes on above every seq ever handed out (an emptied
+            # buffer's floor, the ledger's mark); what the file lacks below
+            # it (damaged rows, writes lost to a full disk or a torn WAL
+            # before a crash) is counted in dropped: the client is told
+            handler.next_seq, handler.dropped, lost = store.account(
+                row, len(handler.entries),
+                handler.entries[-1][0] if handler.entries else None)
+            if lost:
+                self.stats["lost_at_restart"] += lost
+                log.error("mobility state %s: client %r lost %d buffered notifications (%s): "
+                          "counted in what its move-in reports as dropped", store.path,
+                          row.client_id, lost, "; ".join(store.damaged.get(row.handle, [])))
             if row.expires_at <= time.time():
                 self._tombstone(handler.client_id, handler.secret,
                                 handler.dropped + len(handler.entries))
@@ -409,6 +434,7 @@ class MobilityProxy:
                           "(%s): its buffer is kept, nothing more is buffered", store.path,
                           row.client_id, exc)
             handler.on_pending = self._on_pending
+            handler.restored_seq, handler.restored_dropped = handler.next_seq, handler.dropped
             handler.arm()
             for spec, exc in await self._subscribe(handler):
                 log.error("mobility: client %r's subscription %d (%r) is refused after the "
@@ -444,6 +470,27 @@ class MobilityProxy:
         request_id = attrs.get(P.REQUEST_ID)
         if handler is not None and request_id is not None and handler.arm_id == request_id:
             handler.arm()
+            if handler.carry is not None:
+                self._take_over(handler)
+
+    def _take_over(self, handler: ClientHandler) -> None:
+        """``handler`` is armed (its move-out reply fell here): what the
+        restored buffer it replaces recorded since the restart, up to this
+        very point, comes first in it; then the old one is let go."""
+        old, handler.carry = handler.carry, None
+        assert old is not None and old.restored_seq is not None
+        old.seal()
+        carried = [data for seq, data in old.entries if seq >= old.restored_seq]
+        pending, handler.pending = handler.pending, []
+        handler.pending = [*carried, *pending]
+        handler.dropped += old.dropped - old.restored_dropped
+        if handler.pending:
+            self._on_pending(handler)
+        old.carried = False
+        self._forget(old)
+        self._spawn(self._unsubscribe(old))
+        log.info("client %r: %d notifications recorded since the restart carried into its "
+                 "new buffer", handler.client_id, len(carried))
 
     def _on_fence(self, attrs: dict[str, Any], private: bool) -> None:
         client_id, fence = attrs.get(P.CLIENT), attrs.get(P.FENCE)
@@ -573,8 +620,11 @@ class MobilityProxy:
         if secret is not None and len(secret) < P.MIN_SECRET_LENGTH:
             raise P.MalformedRequest(f"attribute {P.SECRET} must be at least "
                                      f"{P.MIN_SECRET_LENGTH} characters")
+        # the client's last secret, then older ones (space-separated)
         previous = P.get_str(attrs, P.PREVIOUS_SECRET, required=False,
-                             max_length=P.MAX_SECRET_LENGTH)
+                             max_length=P.MAX_PREVIOUS_SECRETS * (P.MAX_SECRET_LENGTH + 1))
+        earlier = previous.split()[:P.MAX_PREVIOUS_SECRETS] if previous else []
+        resume = attrs.get(P.RESUME) == 1
         crash_point("mobility-move-out-received")
         async with self._lock(client_id):
             old = self.handlers.get(client_id)
@@ -582,10 +632,16 @@ class MobilityProxy:
                 # the same client again (its earlier move-out's reply was
                 # lost, or its move-in was never released): it proves it
                 # with that ticket's secret
-                if not (_same_secret(old.secret, secret) or _same_secret(old.secret, previous)):
+                if not (_same_secret(old.secret, secret) or _same_secret(old.secret, previous)
+                        or any(_same_secret(old.secret, e) for e in earlier)):
                     raise P.MobilityError(f"client {client_id!r} already has a buffer at this "
                                           "proxy (move in first)", "in-use")
-                await self._release(old)
+                if resume and old.restored_seq is not None:
+                    # kept (subscribed, recording) until the new one is armed
+                    old.carried = True
+                    old.cancel_timers()
+                else:
+                    await self._release(old)
                 self.stats["superseded"] += 1
             if len(self.handlers) >= config.max_clients:
                 raise P.MobilityError(f"this proxy already buffers for {config.max_clients} "
@@ -595,8 +651,11 @@ class MobilityProxy:
             self._next_handle += 1
             handler.on_pending = self._on_pending
             handler.arm_id = attrs[P.REQUEST_ID]
+            if old is not None and old.carried:
+                handler.carry = old
             failed = await self._subscribe(handler)
             if failed:
+                await self._drop_carry(handler)
                 await self._unsubscribe(handler)
                 spec, exc = failed[0]
                 if not isinstance(exc, (ElvinError, SubscriptionError, ValueError, TypeError)):
@@ -607,6 +666,7 @@ class MobilityProxy:
             self._start_expiry(handler, expiry)
             self._remember(handler)
             if not self.flush():       # on disk before the client hears it may leave
+                await self._drop_carry(handler)
                 await self._release(handler)
                 raise P.MobilityError(
                     "this proxy cannot write its buffers to disk now (full, or its state "
@@ -636,6 +696,14 @@ class MobilityProxy:
         for sub in subs:
             self._routes.pop(sub.id, None)
         await asyncio.gather(*(sub.close() for sub in subs), return_exceptions=True)
+
+    async def _drop_carry(self, handler: ClientHandler) -> None:
+        """A move-out that fails lets the restored buffer it would have
+        taken over go, as a move-out without ``Resume`` does at once."""
+        old, handler.carry = handler.carry, None
+        if old is not None:
+            old.carried = False
+            await self._release(old)
 
     async def _release(self, handler: ClientHandler) -> None:
         """The client has its buffer (or left it for a new one): forget it,
@@ -679,7 +747,8 @@ class MobilityProxy:
                 store.remove_tombstone(gone)
 
     # -- handing a buffer over ------------------------------------------------------------
-    async def _take(self, client_id: str, secret: str, fence: str | None = None
+    async def _take(self, client_id: str, secret: str, fence: str | None = None,
+                    request_id: str | None = None
                     ) -> tuple[list[bytes], int, int, bool, bool]:
         """Check the secret and return the buffer as batches with (count,
         dropped, expired, fenced): what was buffered before the client's
@@ -707,7 +776,10 @@ class MobilityProxy:
             if not _same_secret(handler.secret, secret):
                 self.stats["bad_secret"] += 1
                 raise P.MobilityError(f"wrong secret for client {client_id!r}", "bad-secret")
-            if handler.handed is not None and handler.handed[0] == fence:
+            # the same request again (repeated on the bus, say): the same
+            # reply. A new request (a move-in done again after one cut short)
+            # gets a new cut: what was buffered since belongs to it too
+            if handler.handed is not None and handler.handed[0] == (fence, request_id):
                 return handler.handed[1]
             packer = P.BatchPacker()
             fenced = await handler.cut_sliced(fence, packer)
@@ -715,7 +787,7 @@ class MobilityProxy:
                                                            packer):
                 packer.add(data for _, data in list(handler.entries))   # fence evicted
             result = (packer.finish(), packer.count, handler.dropped, False, fenced)
-            handler.handed = (fence, result)
+            handler.handed = ((fence, request_id), result)
             if handler.handed_timer is None:
                 handler.handed_timer = asyncio.get_running_loop().call_later(
                     self.config.download_timeout,
@@ -762,7 +834,9 @@ class MobilityProxy:
         full move-in, the move-out proxy's side)."""
         client_id = P.get_str(attrs, P.CLIENT)
         secret = P.get_str(attrs, P.SECRET, max_length=P.MAX_SECRET_LENGTH)
-        blobs, count, dropped, expired, _fenced = await self._take(client_id, secret)
+        crash_point("mobility-download-received")
+        blobs, count, dropped, expired, _fenced = await self._take(
+            client_id, secret, request_id=attrs[P.REQUEST_ID])
         self.stats["download"] += 1
         log.info("client %r: %d buffered notifications downloaded by %r", client_id, count,
                  attrs.get(P.REQUESTER))
@@ -785,7 +859,8 @@ class MobilityProxy:
             raise P.MalformedRequest(f"{P.VIA} must be {P.VIA_DIRECT!r} or {P.VIA_BUS!r}")
         fenced = False
         if self._is_me(previous):
-            blobs, count, dropped, expired, fenced = await self._take(client_id, secret, fence)
+            blobs, count, dropped, expired, fenced = await self._take(
+                client_id, secret, fence, request_id=attrs[P.REQUEST_ID])
         else:
             blobs, count, dropped, expired = await self._fetch(
                 previous, from_url, via, client_id, secret, from_key)
@@ -818,6 +893,7 @@ class MobilityProxy:
             if not _same_secret(handler.secret, secret):
                 self.stats["bad_secret"] += 1
                 raise P.MobilityError(f"wrong secret for client {client_id!r}", "bad-secret")
+            crash_point("mobility-release-received")
             await self._release(handler)
             self.stats["released"] += 1
             crash_point("mobility-released")

@@ -26,8 +26,18 @@ the checkpoint thread), then ``on_full`` is asked to free room (the proxy
 drops its oldest buffered notifications, as its quota does).
 
 Handles (a client's rows) are never reused while rows of a released
-buffer, deleted a slice per commit, may remain (``next_handle``). Rows
-damaged inside a valid file are refused when read (``StateError``).
+buffer, deleted a slice per commit, may remain (``next_handle``).
+
+Integrity: every row carries a CRC-32 of its values (``crc``), and the file
+is checked with SQLite's ``quick_check`` when it is opened. A client row
+that fails its checksum stops the start (``StateError``: its secret and
+subscriptions cannot be trusted); a buffered row that fails it, or whose
+length prefixes do not match, is never delivered: it is skipped, deleted,
+and what it held is counted as lost (``account``). Beside the file, the
+ledger (``elvin.mobility.ledger``) keeps how far each buffer was numbered;
+what the database lacks below that mark (a commit that failed on a full
+disk before a SIGKILL, WAL frames SQLite dropped as torn) is counted as
+lost too, so that a client's ``dropped`` is what it really lost.
 
 Opening checks everything a restart could meet and raises ``StateError``
 with one line naming the file and what to do: not a database or damaged,
@@ -45,10 +55,12 @@ import sqlite3
 import struct
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from elvin.mobility.ledger import LEDGER_NAME, Ledger
 from elvin.statedir import StateError, move_aside
 
 log = logging.getLogger("elvin.mobility")
@@ -60,7 +72,7 @@ FILE_NAME = "mobility.sqlite3"
 #: is recognised as such rather than taken over
 APPLICATION_ID = 0x456C766D
 #: ``PRAGMA user_version`` of the layout below; a newer file is refused
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: rows (chunks) read per slice when a buffer is loaded (``iter_entries``)
 LOAD_SLICE = 50
 #: rows of a released buffer deleted per commit
@@ -81,13 +93,16 @@ CREATE TABLE clients (
     expires_at REAL NOT NULL,
     dropped INTEGER NOT NULL,
     subscriptions BLOB NOT NULL,
-    first_seq INTEGER NOT NULL DEFAULT 0
+    first_seq INTEGER NOT NULL DEFAULT 0,
+    next_seq INTEGER NOT NULL DEFAULT 0,
+    crc INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE entries (
     handle INTEGER NOT NULL,
     seq INTEGER NOT NULL,
     count INTEGER NOT NULL,
     data BLOB NOT NULL,
+    crc INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (handle, seq)
 );
 CREATE TABLE tombstones (
@@ -115,6 +130,8 @@ class StoredClient:
     #: entries before this seq were dropped (quota, full disk): the next
     #: entry of an emptied buffer is numbered from here, never below it
     first_seq: int = 0
+    #: seqs below this were handed out (and are kept or counted in dropped)
+    next_seq: int = 0
 
 
 @dataclass
@@ -133,9 +150,20 @@ def _is_full(exc: sqlite3.Error) -> bool:
 class MobilityStore:
     """The proxy's durable state. Create with ``MobilityStore.open(dir)``."""
 
-    def __init__(self, path: Path, db: sqlite3.Connection) -> None:
+    def __init__(self, path: Path, db: sqlite3.Connection, ledger: Ledger) -> None:
         self.path = path
         self._db = db
+        self.ledger = ledger
+        #: handle -> the CRC of its client row's fixed values (its counters
+        #: are folded in at each update)
+        self._fixed: dict[int, int] = {}
+        #: handle -> the next seq handed out, as far as this store knows;
+        #: the ledger is brought up to it after every commit (or failed one)
+        self._hw: dict[int, int] = {}
+        self._hw_dropped: dict[int, int] = {}
+        self._hw_dirty: set[int] = set()
+        #: handle -> why rows of its buffer were skipped at load
+        self.damaged: dict[int, list[str]] = {}
         #: called with no argument when the disk is full; it frees room by
         #: dropping buffered notifications (``trim``), then the commit retries
         self.on_full: Callable[[], bool] | None = None
@@ -147,6 +175,8 @@ class MobilityStore:
         #: 0 when the last write went through
         self.retry_at = 0.0
         self._failing = False
+        #: why the last write failed (None: it went through)
+        self.last_error: str | None = None
         #: a full disk's WAL was handed back once in this outage
         self._reclaimed = False
         self._closed = False
@@ -157,6 +187,9 @@ class MobilityStore:
             "(SELECT handle FROM clients)")}
         self._reset_pending()
         self._checkpointer = _Checkpointer(path)
+        known = {h for (h,) in db.execute("SELECT handle FROM clients")}
+        for handle in ledger.handles() - known:
+            ledger.clear(handle)      # released, its slot not cleared before a crash
 
     # -- opening ------------------------------------------------------------------
     @classmethod
@@ -171,15 +204,31 @@ class MobilityStore:
             if moved is not None:
                 log.warning("mobility state %s moved aside to %s (--state-reset): starting "
                             "with no buffers", path, moved)
+        if reset:
+            move_aside(path.with_name(LEDGER_NAME))
         db = _connect(path)
+        ledger = None
         try:
             _prepare(db, path)
             if max_pages is not None:
                 db.execute(f"PRAGMA max_page_count = {int(max_pages)}")
+            try:
+                ledger = Ledger.open(path.parent)
+            except OSError as exc:
+                raise StateError(f"cannot open the mobility ledger {path.parent / LEDGER_NAME}"
+                                 f": {exc.strerror or exc} (give the state directory to the "
+                                 "user the router runs as)") from None
+            store = cls(path, db, ledger)
+        except sqlite3.Error as exc:
+            db.close()
+            if ledger is not None:
+                ledger.close()
+            raise _explain(exc, path) from None
         except BaseException:
             db.close()
+            if ledger is not None:
+                ledger.close()
             raise
-        store = cls(path, db)
         store._checkpointer.start()
         return store
 
@@ -194,19 +243,39 @@ class MobilityStore:
             self._db.execute("INSERT OR REPLACE INTO meta VALUES ('proxy-key', ?)", (key,))
 
     def clients(self) -> list[StoredClient]:
-        rows = self._db.execute(
-            "SELECT handle, client, secret, quota, expiry, moved_out_at, expires_at, dropped, "
-            "subscriptions, first_seq FROM clients ORDER BY handle").fetchall()
+        """Every moved-out client; ``StateError`` when a row is damaged (a
+        wrong type, or its checksum fails): its secret and subscriptions
+        cannot be trusted, so the start stops there."""
+        with self._reading():
+            rows = self._db.execute(
+                "SELECT handle, client, secret, quota, expiry, moved_out_at, expires_at, "
+                "dropped, subscriptions, first_seq, next_seq, crc FROM clients "
+                "ORDER BY handle").fetchall()
         out = []
-        for h, c, s, q, e, m, x, d, b, f in rows:
-            if not (all(type(v) is int for v in (h, q, d, f)) and type(c) is str
+        for h, c, s, q, e, m, x, d, b, f, n, crc in rows:
+            why = None
+            if not (all(type(v) is int for v in (h, q, d, f, n)) and type(c) is str
                     and type(s) is str and all(type(v) in (int, float) for v in (e, m, x))
                     and type(b) is bytes):
+                why = "holds a value of the wrong type"
+            else:
+                fixed = _client_fixed_crc(h, c, s, q, e, m, x, b)
+                if crc != _client_crc(fixed, d, f, n):
+                    why = "fails its checksum"
+                self._fixed[h] = fixed
+            if why is not None:
                 raise StateError(f"mobility state file {self.path} is damaged (the row of "
-                                 f"client handle {h} holds a value of the wrong type): "
-                                 f"{_RESET_HINT}")
-            out.append(StoredClient(h, c, s, q, e, m, x, d, b, f))
+                                 f"client handle {h} {why}): {_RESET_HINT}")
+            out.append(StoredClient(h, c, s, q, e, m, x, d, b, f, n))
         return out
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """SQLite errors while reading the file at start become one line."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise _explain(exc, self.path) from None
 
     def next_handle(self) -> int:
         """A handle no row of the file uses: above every client's and every
@@ -219,28 +288,66 @@ class MobilityStore:
         return max([top, *self.purging, *self._added]) + 1
 
     def entries(self, handle: int, after: int = -1,
-                limit: int = LOAD_SLICE) -> list[tuple[int, bytes]]:
+                limit: int = LOAD_SLICE) -> tuple[list[tuple[int, bytes]], int | None]:
         """The buffered entries ``(seq, data)`` of ``handle`` in up to
         ``limit`` chunks that start after seq ``after``, in order, without
         those before the client's first kept seq (the caller loads a big
-        buffer a slice at a time). A chunk holds what one commit added: one
-        row per turn, not one per notification."""
-        first = self._db.execute("SELECT first_seq FROM clients WHERE handle = ?",
-                                 (handle,)).fetchone()
-        floor = first[0] if first else 0
-        rows = self._db.execute(
-            "SELECT seq, count, data FROM entries WHERE handle = ? AND seq > ? "
-            "ORDER BY seq LIMIT ?", (handle, after, limit)).fetchall()
+        buffer a slice at a time), and the seq of the last row read (None:
+        no row left). A chunk holds what one commit added: one row per turn,
+        not one per notification. A damaged row (its checksum, its length
+        prefixes) is left out, noted in ``damaged`` and deleted at the next
+        commit; ``account`` counts what it held as lost."""
+        with self._reading():
+            first = self._db.execute("SELECT first_seq FROM clients WHERE handle = ?",
+                                     (handle,)).fetchone()
+            floor = first[0] if first else 0
+            rows = self._db.execute(
+                "SELECT rowid, seq, count, data, crc FROM entries WHERE handle = ? AND "
+                "seq > ? ORDER BY seq LIMIT ?", (handle, after, limit)).fetchall()
         out: list[tuple[int, bytes]] = []
-        for seq, count, data in rows:
-            entries = _unpack_chunk(data, count) if isinstance(seq, int) else None
+        last = None
+        for rowid, seq, count, data, crc in rows:
+            last = seq if isinstance(seq, int) else last
+            entries = None
+            if isinstance(seq, int) and isinstance(count, int) and isinstance(data, bytes) \
+                    and crc == _entry_crc(handle, seq, count, data):
+                entries = _unpack_chunk(data, count)
+                why = "its length prefixes and count do not match its data"
+            else:
+                why = "it fails its checksum"
             if entries is None:
-                raise StateError(
-                    f"mobility state file {self.path} is damaged (client handle {handle}, "
-                    f"buffered row at seq {seq}: its length prefixes and count do not "
-                    f"match its data): {_RESET_HINT}")
+                log.error("mobility state %s is damaged: client handle %d, buffered row at "
+                          "seq %s: %s; it is not delivered and what it held is counted as "
+                          "lost", self.path, handle, seq, why)
+                self.damaged.setdefault(handle, []).append(f"a damaged row at seq {seq} ({why})")
+                self._bad_rows.append(rowid)
+                continue
             out.extend((seq + k, entry) for k, entry in enumerate(entries) if seq + k >= floor)
-        return out
+        return out, last
+
+    def account(self, client: StoredClient, kept: int, last_seq: int | None) -> tuple[int, int, int]:
+        """After ``client``'s buffer was loaded (``kept`` entries, the last
+        at ``last_seq``): ``(next_seq, dropped, lost)``. ``lost`` is what
+        the file lacks below the highest seq ever handed out (the client
+        row's ``next_seq``, the last row, the ledger's mark): rows skipped
+        as damaged, commits that never reached the disk, WAL frames SQLite
+        dropped. It is added to ``dropped`` (and written) so that the client
+        is told; a restart after that counts nothing twice."""
+        handle = client.handle
+        mark = self.ledger.mark(handle) or 0
+        top = max(client.next_seq, client.first_seq, mark,
+                  last_seq + 1 if last_seq is not None else 0)
+        lost = max(0, top - kept - client.dropped)
+        dropped = client.dropped + lost
+        if lost and handle not in self.damaged:
+            self.damaged[handle] = [f"{lost} acknowledged but not found in the file (a write "
+                                    "that failed before a crash, or a torn WAL)"]
+        self._hw[handle] = top
+        self._hw_dropped[handle] = dropped
+        self._hw_dirty.add(handle)
+        if lost or top != client.next_seq:
+            self._counters[handle] = (dropped, client.first_seq, top)
+        return top, dropped, lost
 
     def tombstones(self) -> list[StoredTombstone]:
         rows = self._db.execute("SELECT client, secret, dropped, until FROM tombstones")
@@ -249,40 +356,55 @@ class MobilityStore:
     # -- writing (queued, then one transaction) ---------------------------------------------
     def _reset_pending(self) -> None:
         self._added: dict[int, tuple] = {}
+        self._counters: dict[int, tuple[int, int, int]] = {}
+        self._bad_rows: list[int] = []
         self._removed: set[int] = set()
         self._appends: list[tuple[int, int, int, bytes]] = []
         self._floors: dict[int, int] = {}
-        self._dropped: dict[int, int] = {}
         self._stones: dict[str, tuple | None] = {}
 
     @property
     def dirty(self) -> bool:
         return bool(self._added or self._removed or self._appends or self._floors
-                    or self._dropped or self._stones or self.purging)
+                    or self._counters or self._stones or self.purging or self._bad_rows)
 
     def add_client(self, c: StoredClient) -> None:
+        fixed = self._fixed[c.handle] = _client_fixed_crc(
+            c.handle, c.client_id, c.secret, c.quota, c.expiry, c.moved_out_at, c.expires_at,
+            c.subscriptions)
         self._added[c.handle] = (c.handle, c.client_id, c.secret, c.quota, c.expiry,
-                                 c.moved_out_at, c.expires_at, c.dropped, c.subscriptions)
+                                 c.moved_out_at, c.expires_at, c.dropped, c.subscriptions,
+                                 c.first_seq, c.next_seq,
+                                 _client_crc(fixed, c.dropped, c.first_seq, c.next_seq))
+        self._hw[c.handle] = max(self._hw.get(c.handle, 0), c.next_seq)
 
     def remove_client(self, handle: int) -> None:
         if self._added.pop(handle, None) is None:
             self._removed.add(handle)
         self._floors.pop(handle, None)
-        self._dropped.pop(handle, None)
+        self._counters.pop(handle, None)
+        self._hw_dirty.discard(handle)
         if self.retry_at:     # writes fail: what the queue holds for it is moot
             self._appends = [a for a in self._appends if a[0] != handle]
 
     def append(self, handle: int, entries: list[tuple[int, bytes]]) -> None:
         """New entries ``(seq, data)`` of ``handle``, consecutive: one row."""
         if entries:
-            self._appends.append((handle, entries[0][0], len(entries),
-                                  _pack_chunk(d for _, d in entries)))
+            seq, count = entries[0][0], len(entries)
+            data = _pack_chunk(d for _, d in entries)
+            self._appends.append((handle, seq, count, data, _entry_crc(handle, seq, count, data)))
+            if seq + count > self._hw.get(handle, 0):
+                self._hw[handle] = seq + count
+                self._hw_dirty.add(handle)
 
     def trim(self, handle: int, first: int, dropped: int) -> None:
         """Entries of ``handle`` before seq ``first`` are gone (quota, full
         disk); ``dropped`` is the client's new count of lost notifications."""
         self._floors[handle] = first
-        self._dropped[handle] = dropped
+        top = self._hw[handle] = max(self._hw.get(handle, 0), first)
+        self._counters[handle] = (dropped, first, top)
+        self._hw_dropped[handle] = dropped
+        self._hw_dirty.add(handle)
         if self.retry_at:
             # writes fail (the queue is kept): cut what is below the floor
             # out of the queue now, so that it stays within the quotas
@@ -310,9 +432,30 @@ class MobilityStore:
         """Write what is queued in one transaction. False when it could not
         be written (logged once, counted): the proxy carries on from memory,
         the queue is kept and tried again at ``retry_at`` (the proxy
-        schedules that). A no-op once closed."""
-        if self._closed or not self.dirty:
-            return not self._closed
+        schedules that). A no-op once closed. Either way the ledger is then
+        brought up to every seq handed out, so that what a crash takes from
+        memory before it reaches the file is counted as lost at the restart."""
+        if self._closed:
+            return False
+        try:
+            return self._commit()
+        finally:
+            self._note_ledger()
+
+    def _note_ledger(self) -> None:
+        dirty, self._hw_dirty = self._hw_dirty, set()
+        for handle in dirty:
+            if not self.ledger.note(handle, self._hw.get(handle, 0),
+                                    self._hw_dropped.get(handle, 0)):
+                self._hw_dirty.add(handle)    # tried again at the next commit
+
+    @property
+    def ledger_failing(self) -> bool:
+        return bool(self._hw_dirty)
+
+    def _commit(self) -> bool:
+        if not self.dirty:
+            return True
         if self.retry_at and time.monotonic() < self.retry_at:
             return False
         rounds = 0
@@ -342,6 +485,7 @@ class MobilityStore:
                 log.warning("mobility state %s: written again", self.path)
                 self.retry_at = 0.0
                 self._failing = False
+                self.last_error = None
             self._reclaimed = False
             self.commits += 1
             self._reset_pending()
@@ -354,6 +498,7 @@ class MobilityStore:
     def _failed(self, why: str, backoff: float) -> bool:
         """A write that did not go through: logged once per outage, tried
         again after ``backoff`` seconds."""
+        self.last_error = why
         if not self._failing:
             self._failing = True
             log.error("mobility state %s: %s", self.path, why)
@@ -379,17 +524,23 @@ class MobilityStore:
             db.executemany("DELETE FROM entries WHERE handle = ? AND seq + count <= ?",
                            list(floors.items()))
         if self._added:
-            db.executemany("INSERT OR REPLACE INTO clients VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-                           list(self._added.values()))
+            db.executemany("INSERT OR REPLACE INTO clients VALUES "
+                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", list(self._added.values()))
         appends = self._appends
         if floors or removed:
             appends = [a for a in appends
                        if a[0] not in removed and a[1] + a[2] > floors.get(a[0], -1)]
         if appends:
-            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", appends)
-        if self._dropped:
-            db.executemany("UPDATE clients SET dropped = ?, first_seq = ? WHERE handle = ?",
-                           [(d, floors.get(h, 0), h) for h, d in self._dropped.items()])
+            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?)", appends)
+        if self._bad_rows:
+            db.executemany("DELETE FROM entries WHERE rowid = ?", [(r,) for r in self._bad_rows])
+        if self._counters:
+            fixed = self._fixed
+            db.executemany(
+                "UPDATE clients SET dropped = ?, first_seq = ?, next_seq = ?, crc = ? "
+                "WHERE handle = ?",
+                [(d, f, n, _client_crc(fixed[h], d, f, n), h)
+                 for h, (d, f, n) in self._counters.items() if h in fixed])
         for client_id, row in self._stones.items():
             if row is None:
                 db.execute("DELETE FROM tombstones WHERE client = ?", (client_id,))
@@ -397,6 +548,11 @@ class MobilityStore:
                 db.execute("INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?)", row)
         db.execute("COMMIT")
         self.purging = (self.purging | removed) - purged
+        for handle in removed:
+            self.ledger.clear(handle)
+            self._fixed.pop(handle, None)
+            self._hw.pop(handle, None)
+            self._hw_dropped.pop(handle, None)
 
     def close(self) -> None:
         """Write what is queued (once more, even during a back-off), fold
@@ -410,6 +566,7 @@ class MobilityStore:
         with _suppress():
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._db.close()
+        self.ledger.close()
 
     def __repr__(self) -> str:
         return f"<MobilityStore {self.path}>"
@@ -474,12 +631,34 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
                     db.execute(statement)
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        elif version == 1:
+            _upgrade_from_1(db)
         db.execute("COMMIT")
     except sqlite3.Error as exc:
         if db.in_transaction:
             with _suppress():
                 db.rollback()
         raise _explain(exc, path) from None
+
+
+def _upgrade_from_1(db: sqlite3.Connection) -> None:
+    """Layout 1 had no checksums: they are computed now from what the file
+    holds (which cannot be checked any more), and the ledger starts now."""
+    db.execute("ALTER TABLE clients ADD COLUMN next_seq INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE clients ADD COLUMN crc INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE entries ADD COLUMN crc INTEGER NOT NULL DEFAULT 0")
+    for h, c, s, q, e, m, x, d, b, f in db.execute(
+            "SELECT handle, client, secret, quota, expiry, moved_out_at, expires_at, dropped, "
+            "subscriptions, first_seq FROM clients").fetchall():
+        with contextlib.suppress(TypeError, AttributeError, struct.error):
+            db.execute("UPDATE clients SET crc = ? WHERE handle = ?",
+                       (_client_crc(_client_fixed_crc(h, c, s, q, e, m, x, b), d, f, 0), h))
+    for rowid, h, seq, count, data in db.execute(
+            "SELECT rowid, handle, seq, count, data FROM entries").fetchall():
+        with contextlib.suppress(TypeError, struct.error):
+            db.execute("UPDATE entries SET crc = ? WHERE rowid = ?",
+                       (_entry_crc(h, seq, count, data), rowid))
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def _explain(exc: sqlite3.Error, path: Path) -> StateError:
@@ -572,17 +751,36 @@ def _pack_chunk(datas: Iterable[bytes]) -> bytes:
     return b"".join(pack(len(d)) + d for d in datas)
 
 
-def _cut_below(append: tuple[int, int, int, bytes], handle: int,
-               first: int) -> tuple[int, int, int, bytes] | None:
+def _cut_below(append: tuple[int, int, int, bytes, int], handle: int,
+               first: int) -> tuple[int, int, int, bytes, int] | None:
     """A queued row of ``handle`` without its entries before seq ``first``
     (None when none is left); another handle's row as it is."""
-    row_handle, seq, count, data = append
+    row_handle, seq, count, data, _crc = append
     if row_handle != handle or seq >= first:
         return append
     if seq + count <= first:
         return None
     kept = (_unpack_chunk(data, count) or [])[first - seq:]   # our own bytes: valid
-    return (handle, first, len(kept), _pack_chunk(kept))
+    data = _pack_chunk(kept)
+    return (handle, first, len(kept), data, _entry_crc(handle, first, len(kept), data))
+
+
+def _entry_crc(handle: int, seq: int, count: int, data: bytes) -> int:
+    """The checksum of a buffered row: its key, its count and its bytes."""
+    return zlib.crc32(data, zlib.crc32(struct.pack(">qqq", handle, seq, count)))
+
+
+def _client_fixed_crc(handle: int, client: str, secret: str, quota: int, expiry: float,
+                      moved_out_at: float, expires_at: float, subscriptions: bytes) -> int:
+    """The checksum of a client row's values that never change."""
+    c, s = client.encode(), secret.encode()
+    head = struct.pack(">qIIqddd", handle, len(c), len(s), quota, float(expiry),
+                       float(moved_out_at), float(expires_at))
+    return zlib.crc32(subscriptions, zlib.crc32(c + s, zlib.crc32(head)))
+
+
+def _client_crc(fixed: int, dropped: int, first_seq: int, next_seq: int) -> int:
+    return zlib.crc32(struct.pack(">qqq", dropped, first_seq, next_seq), fixed)
 
 
 def _unpack_chunk(data: object, count: object) -> list[bytes] | None:
@@ -606,11 +804,12 @@ def _unpack_chunk(data: object, count: object) -> list[bytes] | None:
 
 
 def iter_entries(store: MobilityStore, handle: int) -> Iterator[list[tuple[int, bytes]]]:
-    """A client's buffer, a slice at a time."""
+    """A client's buffer, a slice at a time (damaged rows left out)."""
     after = -1
     while True:
-        chunk = store.entries(handle, after)
-        if not chunk:
+        chunk, last = store.entries(handle, after)
+        if last is None:
             return
-        yield chunk
-        after = chunk[-1][0]
+        if chunk:
+            yield chunk
+        after = last

@@ -181,6 +181,13 @@ def exposition(status: Mapping[str, Any], openmetrics: bool = False) -> str:
         (mobility or {}).get("clients_moved_out", 0))
     family("mobility_buffered", "gauge", "notifications the mobility proxy holds").add(
         (mobility or {}).get("buffered", 0))
+    storage = (mobility or {}).get("storage") or {}
+    family("mobility_storage_failing", "gauge",
+           "1 while the mobility proxy cannot write its buffers (full or failing disk)").add(
+        1 if storage.get("state") == "failing" else 0)
+    family("mobility_dropped", "gauge",
+           "notifications the moved-out clients lost (quota, full disk, damage)").add(
+        storage.get("dropped", 0))
     archive = status.get("archive")
     family("archive_up", "gauge", "1 while the traffic archive is being written").add(
         1 if archive and archive.get("state") == "writing" else 0)

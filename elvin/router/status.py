@@ -132,8 +132,10 @@ def router_status(router: Any, *, version: str = "", config_path: str | None = N
     if proxy is not None:
         handlers = list(getattr(proxy, "handlers", {}).values())
         mobility = {"id": proxy.id, "clients_moved_out": len(handlers),
-                    "buffered": sum(len(getattr(h, "buffer", ())) for h in handlers),
+                    "buffered": sum(getattr(h, "buffered", 0) for h in handlers),
                     "counters": dict(getattr(proxy, "stats", {}))}
+        if hasattr(proxy, "storage"):
+            mobility["storage"] = proxy.storage()
     archive = None
     writer = router.archive
     if writer is not None:
@@ -342,7 +344,8 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
     _optional_part(out, "mobility", data.get("mobility"), lambda mobility: (
         f"proxy {mobility.get('id')!r}, "
         f"{mobility.get('clients_moved_out', 0)} client(s) moved out, "
-        f"{mobility.get('buffered', 0)} notification(s) buffered"))
+        f"{mobility.get('buffered', 0)} notification(s) buffered"
+        + _mobility_storage(mobility.get("storage"))))
     _optional_part(out, "archive", data.get("archive"), lambda archive: (
         f"{archive.get('directory')} ({archive.get('state')}): "
         f"{archive.get('received', 0)} archived, {archive.get('dropped', 0)} "
@@ -358,6 +361,15 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
         at = float(reload.get("at") or now)
         out.write(f"last reload: {verdict} {duration(max(0.0, now - at))} ago: "
                   f"{reload.get('message')}\n")
+
+
+def _mobility_storage(storage: Mapping[str, Any] | None) -> str:
+    if not storage:
+        return ""
+    text = f", {storage.get('dropped', 0)} dropped"
+    if storage.get("state") == "failing":
+        text += f", state NOT WRITTEN ({storage.get('error')})"
+    return text
 
 
 def _optional_part(out: TextIO, name: str, part: Mapping[str, Any] | None,

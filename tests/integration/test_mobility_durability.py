@@ -312,24 +312,37 @@ def damaged(path, update: str) -> MobilityStore:
     "UPDATE entries SET count = 1 WHERE seq = 0",                        # bytes left over
     "UPDATE entries SET data = 'text' WHERE seq = 0",                    # not a blob
     "UPDATE entries SET count = -1 WHERE seq = 0",
+    # the prefixes still match: only the checksum can tell
+    "UPDATE entries SET data = x'00000003616264000000046465666a' WHERE seq = 0",
+    "UPDATE entries SET seq = 7 WHERE seq = 0",                          # its key
+    "UPDATE entries SET crc = crc + 1 WHERE seq = 0",
 ])
-def test_a_damaged_row_is_refused_naming_the_file_and_the_row(tmp_path, update):
+def test_a_damaged_row_is_never_delivered_and_counted_as_lost(tmp_path, update, caplog):
     store = damaged(tmp_path, update)
     try:
-        with pytest.raises(StateError) as caught:
-            stored_entries(store, 5)
-        message = str(caught.value)
-        for word in (str(tmp_path / FILE_NAME), "damaged", "handle 5", "seq 0",
-                     "--state-reset"):
-            assert word in message, message
+        assert stored_entries(store, 5) == [(2, b"h")]
+        [client] = store.clients()
+        assert store.account(client, 1, 2) == (3, 2, 2)      # next seq, dropped, lost
+        assert "handle 5, buffered row at seq" in caplog.text and "damaged" in caplog.text
+        assert store.commit()               # the row is deleted, the loss written
     finally:
         store.close()
+    again = MobilityStore.open(tmp_path)
+    try:
+        assert stored_entries(again, 5) == [(2, b"h")]
+        [client] = again.clients()
+        assert again.account(client, 1, 2) == (3, 2, 0)      # counted once, not twice
+    finally:
+        again.close()
 
 
 @pytest.mark.parametrize("update", [
     "UPDATE clients SET subscriptions = 'text'",
     "UPDATE clients SET quota = 'lots'",
     "UPDATE clients SET secret = x'00'",
+    "UPDATE clients SET quota = 11",                # the right type: only the checksum
+    "UPDATE clients SET secret = 't' || substr(secret, 2)",
+    "UPDATE clients SET dropped = 1",
 ])
 def test_a_damaged_client_row_is_refused_naming_the_file_and_the_row(tmp_path, update):
     store = damaged(tmp_path, update)
@@ -355,9 +368,9 @@ def test_an_intact_file_reads_back_what_was_written(tmp_path):
 def test_elvind_refuses_a_damaged_row_in_one_line(tmp_path):
     state = tmp_path / "state"
     state.mkdir()
-    damaged(state, "UPDATE entries SET count = 3 WHERE seq = 0").close()
+    damaged(state, "UPDATE clients SET quota = 11").close()
     line = refused(run_elvind("--mobility", "--state-dir", str(state)),
-                   str(state / FILE_NAME), "damaged", "seq 0", "--state-reset")
+                   str(state / FILE_NAME), "damaged", "handle 5", "checksum", "--state-reset")
     assert "Traceback" not in line
 
 
@@ -402,9 +415,9 @@ def test_a_full_disk_keeps_the_newest_of_a_big_queued_row(tmp_path):
 
 
 def test_the_standalone_proxy_refuses_a_damaged_row_in_one_line(router, tmp_path):
-    damaged(tmp_path, "UPDATE entries SET data = x'000000ff41' WHERE seq = 0").close()
+    damaged(tmp_path, "UPDATE clients SET expiry = 61.0").close()
     proxy = Path(sys.executable).with_name("elvin-mobility-proxy")
     result = subprocess.run([str(proxy), "-e", router.url, "--state-dir", str(tmp_path)],
                             capture_output=True, text=True, timeout=60)
-    line = refused(result, str(tmp_path / FILE_NAME), "damaged", "seq 0", "--state-reset")
+    line = refused(result, str(tmp_path / FILE_NAME), "damaged", "handle 5", "--state-reset")
     assert line.startswith("elvin-mobility-proxy: mobility state file"), line

@@ -1,0 +1,502 @@
+"""Mobility under faults: a seeded chaos run with a checker per client.
+
+Two federated ``elvind --mobility --state-dir`` routers (A and B); a
+producer publishes numbered notifications at A, a round trip after each
+batch (what it has had answered is *acknowledged*); mobile clients move out
+and in, at A and at B (full move-ins with ``sync="ping"``), at random.
+Meanwhile, at random moments, a router is killed with SIGKILL and started
+again, sometimes with a stored notification's bytes changed or a byte of
+its WAL flipped while it is down, and (``--full-disk``, as root) A's state
+directory is on a small tmpfs that fills up.
+
+The checker, per client: nothing delivered twice; every acknowledged
+notification delivered, or counted in what a move-in reported as dropped
+(``report.dropped``), or told by an ``unknown-client`` error. Notifications
+acknowledged while the client was attached to a router that had died (its
+connection dead until its next move-out) are lost with the connection, as
+for any client: counted apart ("unprotected"), never as a mobility loss.
+Exit status 1 when a check fails.
+
+    .venv/bin/python bench/mobility_chaos.py --seed 1 --duration 30
+    .venv/bin/python bench/mobility_chaos.py --seed 7 --duration 120 --full-disk
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import free_port, wait_listening  # noqa: E402
+
+from elvin.client import connect  # noqa: E402
+from elvin.errors import ElvinError  # noqa: E402
+from elvin.mobility import MobileConnection, MobilityError  # noqa: E402
+from elvin.mobility.store import FILE_NAME  # noqa: E402
+
+BODY = "x" * 600
+INF = float("inf")
+
+
+class Router:
+    """One elvind with a state directory, killed and started again at will."""
+
+    def __init__(self, name: str, base: Path, state: Path, peer: tuple[str, int] | None,
+                 fed_port: int) -> None:
+        self.name = name
+        self.port = free_port()
+        self.url = f"elvin://127.0.0.1:{self.port}"
+        self.state = state
+        self.log = base / f"elvind-{name}.log"
+        lines = ["[federation]", f'router_domain = "{name}"',
+                 f'listen = "ewaf://127.0.0.1:{fed_port}"', "debounce = 0.01",
+                 "reconnect_min = 0.05", "reconnect_max = 0.3"]
+        if peer is None:
+            lines += ["[[federation.accept]]", 'router = "B"']
+        else:
+            lines += ["[[federation.connect]]", f'router = "{peer[0]}"',
+                      f'url = "ewaf://127.0.0.1:{peer[1]}"']
+        config = base / f"{name}.toml"
+        config.write_text("\n".join(lines) + "\n")
+        self.args = [sys.executable, "-m", "elvin.router", "--no-discovery", "--listen",
+                     self.url, "--mobility", "--state-dir", str(state), "--config",
+                     str(config), "--log-level", "info"]
+        self.proc: subprocess.Popen | None = None
+        self.kills = 0
+        self.refused = 0
+
+    def start(self) -> None:
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=log,
+                                         stdin=subprocess.DEVNULL)
+        try:
+            wait_listening(self.proc, self.port, time.monotonic() + 30)
+        except SystemExit:
+            self.refused += 1
+            raise
+
+    @property
+    def up(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.up:
+            self.proc.send_signal(signal.SIGKILL)   # type: ignore[union-attr]
+            self.proc.wait()                        # type: ignore[union-attr]
+            self.kills += 1
+
+    def stop(self) -> None:
+        if self.up:
+            self.proc.terminate()                   # type: ignore[union-attr]
+            try:
+                self.proc.wait(10)                  # type: ignore[union-attr]
+            except subprocess.TimeoutExpired:
+                self.proc.kill()                    # type: ignore[union-attr]
+                self.proc.wait()                    # type: ignore[union-attr]
+
+
+def damage_entry(state: Path, rng: random.Random) -> bool:
+    """Change one byte inside a stored notification (the router is down)."""
+    path = state / FILE_NAME
+    if not path.exists():
+        return False
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute("SELECT rowid, data FROM entries").fetchall()
+        if not rows:
+            return False
+        rowid, data = rng.choice(rows)
+        if len(data) < 8:
+            return False
+        changed = bytearray(data)
+        changed[rng.randrange(4, len(changed))] ^= 1 << rng.randrange(8)
+        with db:
+            db.execute("UPDATE entries SET data = ? WHERE rowid = ?", (bytes(changed), rowid))
+        return True
+    except sqlite3.Error:       # a full disk: no damage this time
+        return False
+    finally:
+        db.close()
+
+
+def tear_wal(state: Path, rng: random.Random) -> bool:
+    """Flip a byte in the last quarter of the WAL, as a torn write leaves it."""
+    wal = state / (FILE_NAME + "-wal")
+    if not wal.exists() or wal.stat().st_size < 4096:
+        return False
+    data = bytearray(wal.read_bytes())
+    data[rng.randrange(len(data) * 3 // 4, len(data))] ^= 0xFF
+    wal.write_bytes(bytes(data))
+    return True
+
+
+@dataclass
+class Checker:
+    """What one client got, was told, and could not be promised."""
+
+    name: str
+    seen: Counter = field(default_factory=Counter)
+    reported: int = 0
+    told_unknown: int = 0
+    duplicates_suppressed: int = 0
+    #: [start, end) (monotonic) when it was attached to a dead router
+    unprotected: list[list[float]] = field(default_factory=list)
+    moves: int = 0
+    errors: Counter = field(default_factory=Counter)
+    #: [start, end] of each time it was told unknown-client: from its last
+    #: move-out to that answer, what was published is lost, and it knows
+    told: list[tuple[float, float]] = field(default_factory=list)
+    last_move_out: float = 0.0
+
+    def __call__(self, n) -> None:
+        if n.get("Producer") == "p":
+            self.seen[n["Seq"]] += 1
+
+    def unprotected_open(self) -> bool:
+        return any(w[1] == INF for w in self.unprotected)
+
+
+class Chaos:
+    def __init__(self, args, base: Path) -> None:
+        self.args = args
+        self.rng = random.Random(args.seed)
+        self.base = base
+        fed_a, fed_b = free_port(), free_port()
+        state_a = base / "state-A"
+        self.mount: Path | None = None
+        if args.full_disk:
+            self.mount = base / "small"
+            self.mount.mkdir()
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={args.disk_kib}k", "tmpfs",
+                            str(self.mount)], check=True)
+            state_a = self.mount / "state-A"
+        self.a = Router("A", base, state_a, None, fed_a)
+        self.b = Router("B", base, base / "state-B", ("A", fed_a), fed_b)
+        self.routers = [self.a, self.b]
+        self.acked: list[tuple[int, float]] = []       # (seq, when acknowledged)
+        self.published = 0
+        self.clients: list[tuple[MobileConnection, Checker]] = []
+        self.stop = asyncio.Event()
+        self.faults = Counter()
+        self.link_down = False
+
+    def router_of(self, url: str | None) -> Router | None:
+        for router in self.routers:
+            if url is not None and f":{router.port}" in url:
+                return router
+        return None
+
+    # -- the producer ---------------------------------------------------------------------
+    async def produce(self) -> None:
+        seq = 0
+        while not self.stop.is_set():
+            try:
+                pub = await connect(self.a.url)
+            except (ElvinError, OSError):
+                await asyncio.sleep(0.05)
+                continue
+            try:
+                while not self.stop.is_set():
+                    batch = range(seq, seq + self.args.batch)
+                    for s in batch:
+                        await pub.send({"Producer": "p", "Seq": s, "Body": BODY})
+                    seq = batch.stop
+                    self.published = seq
+                    await asyncio.wait_for(pub.set_keys(), 10)
+                    now = time.monotonic()
+                    self.acked.extend((s, now) for s in batch)
+                    await asyncio.sleep(self.rng.uniform(0.0, 0.05))
+            except (ElvinError, OSError, TimeoutError):
+                pass            # A died: the unacknowledged batch is a "maybe"
+            finally:
+                try:
+                    await pub.close()
+                except (ElvinError, OSError):
+                    pass
+
+    # -- the faults -----------------------------------------------------------------------
+    async def faults_loop(self) -> None:
+        while not self.stop.is_set():
+            try:
+                await asyncio.wait_for(self.stop.wait(),
+                                       self.rng.uniform(0.5, 1.5) * self.args.fault_every)
+                return
+            except TimeoutError:
+                pass
+            router = self.rng.choice(self.routers)
+            router.kill()
+            self.link_down = True
+            self.faults["kill " + router.name] += 1
+            now = time.monotonic()
+            for mc, checker in self.clients:
+                conn = mc.connection
+                if mc.state == "connected" and conn is not None and \
+                        self.router_of(conn.url) is router:
+                    # attached to a dead router: until its next move-out
+                    checker.unprotected.append([now, INF, "dead"])
+                if self.location(mc) is not self.a:
+                    # fed from A through a link that is down
+                    checker.unprotected.append([now, INF, "link"])
+            roll = self.rng.random()
+            if roll < self.args.damage:
+                if damage_entry(router.state, self.rng):
+                    self.faults["damaged entry"] += 1
+            elif roll < 2 * self.args.damage:
+                if tear_wal(router.state, self.rng):
+                    self.faults["torn WAL"] += 1
+            await asyncio.sleep(self.rng.uniform(0.05, 0.5))
+            await asyncio.to_thread(router.start)
+            await self.wait_link()
+
+    def location(self, mc: MobileConnection) -> Router | None:
+        """Where the client's notifications go now: the router it is
+        attached to, or whose proxy buffers for it (None: moving)."""
+        if mc.state == "connected" and mc.connection is not None:
+            return self.router_of(mc.connection.url)
+        if mc.state == "moved-out" and mc.ticket is not None:
+            return self.router_of(mc.ticket.router_url)
+        return None
+
+    async def wait_link(self) -> None:
+        """Until a probe published at A reaches a subscriber at B: the
+        federation carries A's notifications to B again."""
+        arrived = asyncio.Event()
+        deadline = time.monotonic() + 60
+        probe = sub = pub = None
+        try:
+            while time.monotonic() < deadline and not arrived.is_set():
+                try:
+                    if sub is None or not sub.is_open:
+                        sub = await connect(self.b.url)
+                        await sub.subscribe('Producer == "probe"',
+                                            listener=lambda _n: arrived.set())
+                    if pub is None or not pub.is_open:
+                        pub = await connect(self.a.url)
+                    probe = (probe or 0) + 1
+                    await pub.send({"Producer": "probe", "Seq": probe})
+                    await asyncio.wait_for(arrived.wait(), 0.2)
+                except (ElvinError, OSError, TimeoutError):
+                    await asyncio.sleep(0.05)
+        finally:
+            for conn in (sub, pub):
+                if conn is not None:
+                    try:
+                        await conn.close()
+                    except (ElvinError, OSError):
+                        pass
+        now = time.monotonic()
+        self.link_down = False
+        for _mc, checker in self.clients:
+            for window in checker.unprotected:
+                if window[2] == "link" and window[1] == INF:
+                    window[1] = now
+
+    # -- the clients ----------------------------------------------------------------------
+    async def client(self, index: int) -> None:
+        checker = Checker(f"c{index}")
+        mc = None
+        while mc is None:
+            try:
+                mc = await MobileConnection.open(self.rng.choice(self.routers).url,
+                                                 dedup=("Producer", "Seq"), timeout=5,
+                                                 download_timeout=10)
+            except (ElvinError, OSError):
+                await asyncio.sleep(0.1)
+        mc.add_listener(checker)
+        await mc.subscribe('Producer == "p"', buffer_size=0)
+        self.clients.append((mc, checker))
+        while not self.stop.is_set():
+            await asyncio.sleep(self.rng.uniform(0.05, 0.4))
+            await self.step(mc, checker)
+        await self.settle(mc, checker)
+
+    async def step(self, mc: MobileConnection, checker: Checker) -> None:
+        try:
+            if mc.state == "connected" and mc.ticket is not None:
+                report = await mc.collect()
+                self.note(checker, report)
+            elif mc.state == "connected":
+                checker.last_move_out = time.monotonic()
+                await mc.move_out()
+                self.close_unprotected(checker)
+                if os.environ.get("CHAOS_DEBUG"):
+                    print(checker.name, round(time.monotonic() - self.acked[0][1], 2)
+                          if self.acked else 0, "moved out", file=sys.stderr)
+            elif mc.state == "moved-out":
+                target = self.rng.choice(self.routers)
+                if self.link_down and target is self.b:
+                    checker.unprotected.append([time.monotonic(), INF, "link"])
+                from_router = self.router_of(mc.ticket.router_url if mc.ticket else None)
+                sync = "none" if target is from_router else "ping"
+                report = await mc.move_in(target.url, sync=sync, ping_timeout=2)
+                self.note(checker, report)
+            checker.moves += 1
+        except MobilityError as exc:
+            checker.errors[exc.code] += 1
+            if os.environ.get("CHAOS_DEBUG"):
+                print(checker.name, mc.state, exc.code, exc, file=sys.stderr)
+            if exc.code == "unconfirmed":
+                self.close_unprotected(checker)
+            if exc.code == "unknown-client":
+                checker.told_unknown += 1
+                checker.told.append((checker.last_move_out, time.monotonic()))
+        except (ElvinError, OSError) as exc:
+            checker.errors[type(exc).__name__] += 1
+
+    def note(self, checker: Checker, report) -> None:
+        checker.reported += report.dropped
+        checker.duplicates_suppressed += report.duplicates
+
+    def close_unprotected(self, checker: Checker) -> None:
+        now = time.monotonic()
+        for window in checker.unprotected:
+            if window[2] == "dead" and window[1] == INF:
+                window[1] = now
+
+    async def settle(self, mc: MobileConnection, checker: Checker) -> None:
+        """End connected at A, with every buffer collected."""
+        for _ in range(20):
+            if mc.state == "connected" and mc.ticket is None and mc.connection is not None \
+                    and mc.connection.is_open and not checker.unprotected_open():
+                return
+            if mc.state == "connected" and mc.ticket is None:
+                await self.step(mc, checker)          # a move-out
+            await self.step(mc, checker)              # move in / collect
+            await asyncio.sleep(0.1)
+
+    # -- the run --------------------------------------------------------------------------
+    async def run(self) -> int:
+        for router in self.routers:
+            router.start()
+        tasks = [asyncio.ensure_future(self.client(i)) for i in range(self.args.clients)]
+        await asyncio.sleep(0.5)
+        producer = asyncio.ensure_future(self.produce())
+        faults = asyncio.ensure_future(self.faults_loop())
+        await asyncio.sleep(self.args.duration)
+        self.stop.set()
+        await faults
+        for router in self.routers:
+            if not router.up:
+                await asyncio.to_thread(router.start)
+        await producer
+        await asyncio.gather(*tasks)
+        # a last batch through A, live to every client: the end of every stream
+        await self.final_batch()
+        return self.check()
+
+    async def final_batch(self) -> None:
+        pub = await connect(self.a.url)
+        last = self.published + 1000
+        deadline = time.monotonic() + 30
+        try:
+            while time.monotonic() < deadline:
+                await pub.send({"Producer": "p", "Seq": last})
+                await pub.set_keys()
+                if all(checker.seen[last] for _, checker in self.clients):
+                    break
+                await asyncio.sleep(0.2)
+                last += 1
+        finally:
+            await pub.close()
+        self.final_seq = last
+
+    def check(self) -> int:
+        failed = 0
+        acked = dict(self.acked)
+        total_lost = total_reported = total_unprotected = 0
+        print(f"seed {self.args.seed}: {self.published} published, {len(acked)} acknowledged; "
+              f"faults: {dict(self.faults)}; kills A {self.a.kills}, B {self.b.kills}")
+        for _mc, checker in self.clients:
+            twice = sorted(s for s, n in checker.seen.items() if n > 1 and s < self.published)
+            unprotected = {s for s, t in acked.items()
+                           if any(w[0] <= t <= w[1] for w in checker.unprotected)}
+            told = {s for s, t in acked.items() if any(a <= t <= b for a, b in checker.told)}
+            missing = {s for s in acked if not checker.seen[s]}
+            lost = len(missing - unprotected - told)
+            total_lost += lost
+            total_reported += checker.reported
+            total_unprotected += len(missing & unprotected)
+            if os.environ.get("CHAOS_DEBUG"):
+                t0 = self.acked[0][1] if self.acked else 0
+                print(checker.name, [(round(w[0] - t0, 2), round(w[1] - t0, 2), w[2])
+                                     for w in checker.unprotected], file=sys.stderr)
+                gone = sorted(missing)
+                print(checker.name, "missing", [(s, round(acked[s] - t0, 2))
+                                                 for s in gone[::100]], file=sys.stderr)
+            ok = not twice and lost <= checker.reported
+            failed += not ok
+            print(f"  {checker.name}: moves {checker.moves}, got {len(checker.seen)}, "
+                  f"lost {lost}, reported {checker.reported}, unknown-client "
+                  f"{checker.told_unknown} ({len(missing & told - unprotected)} lost, told), "
+                  f"lost with a dead connection "
+                  f"{len(missing & unprotected)}, twice {len(twice)}, duplicates suppressed "
+                  f"{checker.duplicates_suppressed}, errors {dict(checker.errors)}"
+                  f"{'' if ok else '  <-- FAIL'}")
+        print(f"total: lost {total_lost}, reported {total_reported}, lost with a dead "
+              f"connection {total_unprotected}: {'OK' if not failed else 'FAILED'}")
+        return 1 if failed else 0
+
+    async def close(self) -> None:
+        for mc, _ in self.clients:
+            try:
+                await mc.close()
+            except (ElvinError, OSError):
+                pass
+        for router in self.routers:
+            router.stop()
+        if self.mount is not None:
+            subprocess.run(["umount", "-l", str(self.mount)], capture_output=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds of chaos")
+    parser.add_argument("--clients", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=20, help="notifications per round trip")
+    parser.add_argument("--fault-every", type=float, default=2.0,
+                        help="mean seconds between two router kills")
+    parser.add_argument("--damage", type=float, default=0.2,
+                        help="chance that a kill also changes a stored notification (and "
+                             "the same again for a torn WAL)")
+    parser.add_argument("--full-disk", action="store_true",
+                        help="A's state directory on a small tmpfs (root: mount)")
+    parser.add_argument("--disk-kib", type=int, default=768)
+    parser.add_argument("--keep", metavar="DIR", help="run in DIR and keep the logs")
+    return parser
+
+
+async def main_async(args) -> int:
+    base = Path(args.keep or tempfile.mkdtemp(prefix="mobility-chaos-"))
+    base.mkdir(parents=True, exist_ok=True)
+    chaos = Chaos(args, base)
+    try:
+        return await chaos.run()
+    finally:
+        await chaos.close()
+        print(f"logs: {base}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.full_disk and os.geteuid() != 0:
+        print("mobility_chaos: --full-disk mounts a tmpfs: run as root", file=sys.stderr)
+        return 2
+    return asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

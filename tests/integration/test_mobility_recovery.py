@@ -1,0 +1,181 @@
+"""Every move can be finished or redone (#41): the router kills itself at
+each named point of a move (``ELVIN_CRASH_AT``, a real SIGKILL), is started
+again, and the client makes each possible next call (move out, move in,
+collect). Whatever that call says, the client then gets back to a normal
+move-out and move-in, and by counting: nothing twice, nothing lost that it
+was not told about (``unknown-client``), never locked out."""
+
+from __future__ import annotations
+
+import pytest
+
+from elvin.client import connect
+from elvin.mobility import MobilityError
+from tests.waiting import until
+
+from .process_util import free_port
+from .test_mobility_crash import elvind as elvind  # noqa: F401 - the fixture
+from .test_mobility_crash import federation_config, mobile, publish
+
+POINTS = ["mobility-move-out-received", "mobility-move-out-committed",
+          "mobility-move-in-handed", "mobility-release-received", "mobility-released"]
+CALLS = ["move_out", "move_in", "collect"]
+
+
+async def _call(mc, name: str, url: str) -> str | None:
+    """The client's next call; the error code it got, if any."""
+    try:
+        if name == "move_out":
+            await mc.move_out()
+        elif name == "move_in":
+            await mc.move_in(url)
+        else:
+            await mc.collect()
+    except MobilityError as exc:
+        return exc.code
+    return None
+
+
+@pytest.mark.parametrize("call", CALLS)
+@pytest.mark.parametrize("point", POINTS)
+async def test_a_crash_at_any_point_then_any_call_is_recovered(elvind, point, call):
+    a = elvind().start(crash_at=point)
+    mc, got = await mobile(a.url)
+    told_lost: set[int] = set()
+    await publish(a.url, range(0, 20))                     # live
+    batches = [range(0, 20)]
+    try:
+        await mc.move_out()
+        await publish(a.url, range(20, 40))                # buffered
+        batches.append(range(20, 40))
+        await mc.move_in(a.url)
+    except MobilityError:
+        pass
+    a.wait_killed()
+    a.start()
+    # buffered, if anything has it: moved out, or connected on a connection
+    # that died (a restored buffer records them; the next move-out takes it over)
+    await publish(a.url, range(40, 60))
+    if mc.state == "connected" and point == "mobility-released":
+        pass        # attached, nothing buffered for it: lost with its connection
+    else:
+        batches.append(range(40, 60))
+    code = await _call(mc, call, a.url)
+    if code == "unknown-client":
+        told_lost.update(range(40, 60))      # the move-out was never written: told so
+    assert code in (None, "state", "unknown-client", "unconfirmed"), code
+    # back to normal: whatever state the call left, a move-out and a move-in
+    for _ in range(3):
+        if mc.state == "moved-out":
+            if await _call(mc, "move_in", a.url) == "unknown-client":
+                told_lost.update(range(40, 60))
+            continue
+        break
+    assert mc.state == "connected"
+    assert await _call(mc, "move_out", a.url) is None, "locked out"
+    await publish(a.url, range(60, 80))
+    batches.append(range(60, 80))
+    assert await _call(mc, "move_in", a.url) is None
+    await publish(a.url, range(80, 90))                    # live again
+    batches.append(range(80, 90))
+    await mc.connection.set_keys()
+    expected = {s for b in batches for s in b}
+    twice = sorted(s for s, n in got.seen.items() if n > 1)
+    assert not twice, f"delivered twice: {twice[:20]}"
+    missing = sorted(expected - set(got.seen) - told_lost)
+    assert not missing, f"lost without a word: {missing[:20]} ({len(missing)})"
+    await mc.close()
+
+
+async def test_collect_after_a_failed_move_in_gives_each_once(elvind):
+    """The issue's case: the move-out router A is killed as the download of
+    a move-in at federated router B reaches it; the client stays attached
+    and live at B while A's buffer, restored and armed, records the same
+    notifications. ``collect()`` gives what the buffer held before, once,
+    and nothing the client already had live."""
+    fed_a, fed_b = free_port(), free_port()
+    a = elvind("A", config=federation_config("A", fed_a, None))
+    a.start(crash_at="mobility-download-received")
+    b = elvind("B", config=federation_config("B", fed_b, ("A", fed_a))).start()
+    mc, got = await mobile(a.url)
+    try:
+        await mc.move_out()
+        await publish(a.url, range(100))                     # buffered at A
+        with pytest.raises(MobilityError) as info:
+            await mc.move_in(b.url)
+        assert info.value.code == "unreachable" and mc.state == "connected"
+        a.wait_killed()
+        a.start()
+        pub = await connect(a.url)
+        try:
+            for probe in range(400):   # until the link is back and A knows B wants them
+                await pub.send({"Producer": "probe", "Seq": probe})
+                try:
+                    await until(lambda: got.probes > 0, timeout=0.1)
+                    break
+                except AssertionError:
+                    continue
+            for seq in range(100, 400):                      # live at B, recorded at A
+                await pub.send({"Producer": "p", "Seq": seq})
+            await pub.set_keys()
+        finally:
+            await pub.close()
+        await until(lambda: 399 in got.seen, what="the live ones at B")
+        report = await mc.collect()
+        # and the probes A buffered before the link knew B wanted them
+        assert report.caught_up >= 100 and report.duplicates >= 300, report
+        got.exactly(range(400))
+    finally:
+        await mc.close()
+
+
+async def test_collect_after_the_new_router_died_too(elvind):
+    """After the failed move-in the new router B dies as well: the client
+    is attached on a dead connection with a ticket. ``collect()`` opens a
+    new connection and collects; what A buffered meanwhile comes once."""
+    fed_a, fed_b = free_port(), free_port()
+    a = elvind("A", config=federation_config("A", fed_a, None))
+    a.start(crash_at="mobility-download-received")
+    b = elvind("B", config=federation_config("B", fed_b, ("A", fed_a))).start()
+    mc, got = await mobile(a.url)
+    try:
+        await mc.move_out()
+        await publish(a.url, range(100))
+        with pytest.raises(MobilityError):
+            await mc.move_in(b.url)
+        a.wait_killed()
+        b.kill()
+        b.start()
+        a.start()
+        await publish(a.url, range(100, 400))    # only A's buffer has them
+        report = await mc.collect()
+        assert report.caught_up == 400, report
+        got.exactly(range(400))
+    finally:
+        await mc.close()
+
+
+async def test_a_move_in_done_again_gets_what_was_buffered_since_the_first_try(elvind):
+    """The new router B dies after A handed it the buffer but before the
+    client had it: the client is still moved out. What A buffers after that
+    first download belongs to the second one (A used to repeat the first
+    cut to any later download, and release the rest)."""
+    fed_a, fed_b = free_port(), free_port()
+    a = elvind("A", config=federation_config("A", fed_a, None)).start()
+    b = elvind("B", config=federation_config("B", fed_b, ("A", fed_a)))
+    b.start(crash_at="mobility-move-in-handed")
+    mc, got = await mobile(a.url)
+    try:
+        await mc.move_out()
+        await publish(a.url, range(100))
+        with pytest.raises(MobilityError) as info:
+            await mc.move_in(b.url)
+        assert info.value.code == "unreachable" and mc.state == "moved-out"
+        b.wait_killed()
+        await publish(a.url, range(100, 200))      # buffered at A after its first cut
+        b.start()
+        report = await mc.move_in(b.url, sync="ping")
+        assert report.caught_up == 200, report
+        got.exactly(range(200))
+    finally:
+        await mc.close()
