@@ -75,6 +75,7 @@ from elvin.federation.lookups import HostLookups
 from elvin.federation.packets import fed_notify_frame, keys_block, routing_block
 from elvin.federation.pullfilter import compute_pull_filter
 from elvin.federation.subast import TRUE_FILTER_AST, PullFilter, encode_subast
+from elvin.federation.subtrees import BehindMatchers, compute_groups, subtrees, with_groups
 from elvin.federation.tlsaccept import Handshaking
 from elvin.federation.topology import (
     ANNOUNCEMENT_ATTR,
@@ -137,6 +138,9 @@ class FederationService:
             TopologyView(self.domain) if config.routing == "trees" else None)
         self._topology_tick: asyncio.Handle | None = None
         self._route_memo: tuple[Any, Any, Route | None] = ((), None, None)
+        #: per route (by id, the route kept alive beside it): its graph's nodes
+        #: and each child's subtree, for the children's grouped pull filters
+        self._behind_memo: dict[int, tuple[Route, frozenset[str], dict[str, frozenset[str]]]] = {}
         self._bad_announcers: set[str] = set()
         #: peers known to take part, announced as such once the pull filters
         #: that the new link changes have reached every peer (``_check_ready``)
@@ -525,6 +529,9 @@ class FederationService:
     def remote_pull_changed(self, link: Link) -> None:
         if self.topology is not None:
             self._take_marker(link)
+        groups = link.remote_groups
+        link.behind = (BehindMatchers(groups, link.remote_match, self.config.max_disjuncts * 2)
+                       if groups is not None and self.topology is not None else None)
         self._refresh_forwarders()
         if len(self.linked) > 1:
             self._schedule()
@@ -540,13 +547,23 @@ class FederationService:
         """The pull filter for ``link`` and its encoding. One that would not
         fit comfortably in a packet is generalised to the link's incoming
         filter (the draft allows a more general pull filter, 6.2.3)."""
-        others = [(other.outgoing.ast, other.remote_pull)
-                  for other in self.linked.values() if other is not link]
-        pull = compute_pull_filter(link.incoming.ast, self._local, others,
-                                   self.config.max_disjuncts)
+        others = [other for other in self.linked.values() if other is not link]
+        plain = compute_pull_filter(link.incoming.ast, self._local,
+                                    [(o.outgoing.ast, o.remote_pull) for o in others],
+                                    self.config.max_disjuncts)
+        pull = plain
         if self.topology is not None:
-            pull = with_marker(pull, self.domain, TRUE_FILTER_AST)
+            # which router each term is for (subtrees.py): the peer then
+            # sends only what the routers below this one in a tree want
+            groups = compute_groups(
+                link.incoming.ast, self.domain, self._local,
+                [(o.outgoing.ast, o.remote_groups if o.participant else None, o.remote_pull)
+                 for o in others], link.remote_domain, self.config.max_disjuncts)
+            pull = with_marker(with_groups(plain, groups), self.domain, TRUE_FILTER_AST)
         encoded = encode_subast(pull)
+        if len(encoded) > self.limits.max_packet_length // 2 and pull is not plain:
+            pull = with_marker(plain, self.domain, TRUE_FILTER_AST)   # without the groups
+            encoded = encode_subast(pull)
         if len(encoded) > self.limits.max_packet_length // 2:
             pull = link.incoming.ast
             if self.topology is not None:
@@ -582,6 +599,7 @@ class FederationService:
                 tree = route.children
                 if not tree:
                     return 0
+                nodes, behind = self._behind(route, attrs)
                 if not routing:
                     routing = (route.stamp,)  # type: ignore[assignment]
         keys: Keys | None = getattr(nkeys, "raw", None) if nkeys is not None else None
@@ -593,9 +611,16 @@ class FederationService:
             for link in forwarders:
                 if link.remote_domain in routing:
                     continue
-                if tree is not None and link.remote_domain not in tree:
-                    continue
                 match = link.remote_match
+                if tree is not None:
+                    if link.remote_domain not in tree:
+                        continue
+                    below = behind.get(link.remote_domain)  # type: ignore[arg-type]
+                    if link.behind is not None and below is not None:
+                        # what the routers at and below it in the tree want
+                        match = link.behind.for_subtree(below, nodes)
+                        if match is False:
+                            continue
                 if match is not True and not match(attrs):
                     continue
                 if link.outgoing.ast is not True and not link.outgoing.matches(attrs):
@@ -738,6 +763,21 @@ class FederationService:
         route = self.topology.route(routing, attrs)  # type: ignore[union-attr]
         self._route_memo = (routing, attrs, route)
         return route
+
+    def _behind(self, route: Route, attrs: Mapping[str, Any],
+                ) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+        """The graph's routers and each child's subtree, for ``route``."""
+        memo = self._behind_memo.get(id(route))
+        if memo is not None and memo[0] is route:
+            return memo[1], memo[2]
+        graph = route.graph
+        tree = graph.tree(route.origin, attrs)  # type: ignore[union-attr]
+        nodes = frozenset(graph.nodes)  # type: ignore[union-attr]
+        behind = subtrees(tree, self.domain)
+        if len(self._behind_memo) > 4096:
+            self._behind_memo.clear()
+        self._behind_memo[id(route)] = (route, nodes, behind)
+        return nodes, behind
 
     def on_tree(self, link: Link, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
         """Whether a notification that came over ``link`` is this router's to
