@@ -38,6 +38,7 @@ from _common import (  # noqa: E402
     free_port,
     open_peer,
     percentile,
+    process_cpu,
     start_elvind,
     stop_processes,
     wait_listening,
@@ -81,7 +82,7 @@ def start_chain(tmp: Path, routing: str = "trees") -> tuple[list[subprocess.Pope
 
 
 async def throughput(producer_port: int, consumer_port: int, seconds: float,
-                     paced: int) -> dict:
+                     paced: int, pids: tuple[int, ...] = ()) -> dict:
     consumer = await open_peer(consumer_port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
     producer = await open_peer(producer_port)
     await consumer.request(SubAddRqst(2, 'require(Seq) && Kind == "bench"'))
@@ -117,6 +118,7 @@ async def throughput(producer_port: int, consumer_port: int, seconds: float,
             start, start_received = clock(), received
             deadline = start + seconds
             latencies.clear()
+            cpu_before = sum(process_cpu(pid) for pid in pids)
         if deadline is not None and clock() >= deadline:
             break
         room = WINDOW - (sent - received)
@@ -134,6 +136,11 @@ async def throughput(producer_port: int, consumer_port: int, seconds: float,
             break
     elapsed = clock() - start if start is not None else float("nan")
     rate = (received - start_received) / elapsed
+    # the routers' CPU per delivered notification: what the routing costs,
+    # whatever else the machine is doing (throughput follows it when the
+    # routers have the cores to themselves)
+    cpu = ((sum(process_cpu(pid) for pid in pids) - cpu_before)
+           / max(1, received - start_received)) if pids and start is not None else float("nan")
     loaded = (percentile(latencies, 0.5), percentile(latencies, 0.99))
     # drain, then paced
     drain_deadline = clock() + 10
@@ -155,7 +162,7 @@ async def throughput(producer_port: int, consumer_port: int, seconds: float,
     idle = (percentile(latencies, 0.5), percentile(latencies, 0.99))
     consumer.transport.close()
     producer.transport.close()
-    return {"rate": rate, "loaded": loaded, "idle": idle}
+    return {"rate": rate, "loaded": loaded, "idle": idle, "cpu": cpu}
 
 
 def print_throughput(label: str, result: dict) -> None:
@@ -172,23 +179,32 @@ def end_to_end(seconds: float, paced: int, rounds: int = 1) -> None:
     round of each is printed, and trees as a share of flood."""
     print("== end to end: chain r0 <- r1 <- r2, three elvind processes, loopback TCP")
     best: dict[str, dict] = {}
+    cpus: dict[str, list[float]] = {}
     local = None
     for _ in range(rounds):
         for routing in ("trees", "flood"):
             with tempfile.TemporaryDirectory() as tmp:
                 procs, ports = start_chain(Path(tmp), routing)
                 try:
-                    result = asyncio.run(throughput(ports[0], ports[2], seconds, paced))
+                    result = asyncio.run(throughput(ports[0], ports[2], seconds, paced,
+                                                    tuple(p.pid for p in procs)))
                     if local is None:
                         local = asyncio.run(throughput(ports[0], ports[0], seconds, paced))
                 finally:
                     stop_processes(procs)
-            print(f"  round: {routing:<5} {result['rate']:>9,.0f} notifications/s")
+            print(f"  round: {routing:<5} {result['rate']:>9,.0f} notifications/s, routers' "
+                  f"CPU {result['cpu'] * 1e6:6.1f} us per notification")
             if routing not in best or result["rate"] > best[routing]["rate"]:
                 best[routing] = result
+            cpus.setdefault(routing, []).append(result["cpu"])
     print_throughput('r0 -> r2, routing = "trees"', best["trees"])
     print_throughput('r0 -> r2, routing = "flood"', best["flood"])
-    print(f"{'  trees / flood':<34} {best['trees']['rate'] / best['flood']['rate']:>9.1%}")
+    print(f"{'  trees / flood, best rounds':<34} "
+          f"{best['trees']['rate'] / best['flood']['rate']:>9.1%}")
+    trees_cpu, flood_cpu = min(cpus["trees"]), min(cpus["flood"])
+    print(f"{'  routers CPU per notification':<34} trees {trees_cpu * 1e6:.1f} us, flood "
+          f"{flood_cpu * 1e6:.1f} us: trees deliver {flood_cpu / trees_cpu:.1%} of flood's "
+          "rate per CPU second")
     print_throughput("r0 -> r0 (same router, for scale)", local)
     print(f"machine: {os.cpu_count()} cores; producer and consumer share this process")
 
