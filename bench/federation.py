@@ -16,6 +16,14 @@ Run: .venv/bin/python bench/federation.py [--quick]
    ``require(Group)`` (broad). Printed: FedNotify packets on each link and
    notifications delivered at r2. Pull filters make the selective case cost
    5% of the broad one on every link.
+2b. Crossings on a ring of four (r0-r1-r2-r3-r0), a subscriber at r2 only,
+   notifications published at r0, ``routing = "trees"`` and ``"flood"``:
+   FedNotify packets on each link each way and received at r3. With trees
+   each notification crosses only r0->r1->r2 (pull filters follow the trees:
+   nothing at or behind r3 wants it); flood sends it both ways round.
+Part 1 runs the chain with trees and with flood, alternated, and also prints
+the routers' CPU per notification: on a shared machine that, not the
+throughput, says what the routing costs.
 """
 
 from __future__ import annotations
@@ -294,6 +302,71 @@ async def _traffic_case(routers, subscriptions, count, remote_pull, wait_until) 
 
 
 # ---------------------------------------------------------------------------------------
+# 2b. crossings on a ring: what each link carries, trees versus flood
+
+RING4 = [(1, 0), (2, 1), (3, 2), (3, 0)]
+
+
+def crossings(count: int) -> None:
+    """Ring r0-r1-r2-r3-r0, a subscriber at r2 only, ``count`` notifications
+    published at r0: FedNotify packets on each link, each way, and at r3
+    (nothing at or behind r3 on r0's tree wants them)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from integration.federation_util import (  # type: ignore[import-not-found]
+        fed_stats,
+        federated_routers,
+        link_stats,
+        pull_wants,
+        stop_all,
+        wait_linked,
+    )
+
+    print(f"== crossings: ring of 4, subscriber at r2 only, {count:,} notifications "
+          "published at r0 (in-process routers)")
+    directions = [(a, b) for x, y in RING4 for a, b in ((y, x), (x, y))]
+    print(f"{'routing':<8} " + " ".join(f"{f'r{a}->r{b}':>7}" for a, b in directions)
+          + f" {'at r3':>7} {'max per link (both ways)':>24}")
+    for routing in ("trees", "flood"):
+        routers = federated_routers(4, RING4, routing=routing)
+        try:
+            wait_linked(routers, RING4, timeout=60)
+            asyncio.run(_crossing_case(routers, count, pull_wants))
+            carried = [(link_stats(routers[a], f"r{b}") or {}).get("fed_notify_sent", 0)
+                       for a, b in directions]
+            at_r3 = fed_stats(routers[3])["fed_notify_received"]
+            worst = max(carried[i] + carried[i + 1] for i in range(0, len(carried), 2))
+            print(f"{routing:<8} " + " ".join(f"{c:>7,}" for c in carried)
+                  + f" {at_r3:>7,} {worst / count:>24.2f}")
+        finally:
+            stop_all(routers)
+
+
+async def _crossing_case(routers, count: int, pull_wants) -> None:
+    consumer = await open_peer(routers[2].port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
+    received = 0
+
+    def on_deliver(body: bytes) -> None:
+        nonlocal received
+        received += 1
+
+    consumer.on_deliver = on_deliver
+    await consumer.request(SubAddRqst(10, "require(Seq)"))
+    deadline = time.monotonic() + 20
+    while not (pull_wants(routers[0], "r1", "Seq") and pull_wants(routers[0], "r3", "Seq")):
+        if time.monotonic() > deadline:
+            raise SystemExit("r2's subscription never reached r0 both ways")
+        await asyncio.sleep(0.01)
+    producer = await open_peer(routers[0].port)
+    producer.transport.write(b"".join(frame(NotifyEmit({"Seq": n})) for n in range(count)))
+    deadline = time.monotonic() + 60
+    while received < count and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.3)              # a copy by another way would have come by now
+    consumer.transport.close()
+    producer.transport.close()
+
+
+# ---------------------------------------------------------------------------------------
 # 3. topologies with cycles: duplicates, loss, delivered/s; failover around a dead router
 
 TOPOLOGIES: dict[str, tuple[int, list[tuple[int, int]]]] = {
@@ -565,7 +638,8 @@ def failover(interval: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs")
-    parser.add_argument("--only", choices=("chain", "traffic", "cycles", "failover"),
+    parser.add_argument("--only", choices=("chain", "traffic", "crossings", "cycles",
+                                           "failover"),
                         help="run one part only")
     args = parser.parse_args()
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -574,6 +648,8 @@ def main() -> None:
                    rounds=1 if args.quick else 3)
     if args.only in (None, "traffic"):
         traffic(2000 if args.quick else 10000)
+    if args.only in (None, "crossings"):
+        crossings(1000 if args.quick else 5000)
     if args.only in (None, "cycles"):
         topologies(per_router=15, burst=500 if args.quick else 2000)
     if args.only in (None, "failover"):
