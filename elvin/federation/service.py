@@ -138,6 +138,9 @@ class FederationService:
             TopologyView(self.domain) if config.routing == "trees" else None)
         self._topology_tick: asyncio.Handle | None = None
         self._route_memo: tuple[Any, Any, Route | None] = ((), None, None)
+        #: routes that do not depend on the notification (no filtered link in
+        #: their graph), by routing list: one dict lookup per hop on the hot path
+        self._routes: dict[tuple[str, ...], Route] = {}
         #: per route (by id, the route kept alive beside it): its graph's nodes
         #: and each child's subtree, for the children's grouped pull filters
         self._behind_memo: dict[int, tuple[Route, frozenset[str], dict[str, frozenset[str]]]] = {}
@@ -324,7 +327,7 @@ class FederationService:
                          old.routing, config.routing)
                 relink = "routing changed"
             self.topology = TopologyView(self.domain) if config.routing == "trees" else None
-            self._route_memo = ((), None, None)
+            self._routes_changed()
             for link in list(self.links):
                 link.close(DisconnReason.SHUTDOWN, relink)
         if self._listen_settings(config) != self._listen_key:
@@ -729,7 +732,7 @@ class FederationService:
         changed = view.set_links(states)
         if view.refresh() or changed:
             self._send_announcement(view.own)
-        self._route_memo = ((), None, None)
+        self._routes_changed()
         after = view.confirmed
         if after is not before:
             if after is None:
@@ -757,12 +760,26 @@ class FederationService:
     def _route(self, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> Route:
         """The route of one notification; asked twice for one that came over a
         link (may it come from there? where does it go?), computed once."""
+        route = self._routes.get(routing)
+        if route is not None:
+            return route
         memo_routing, memo_attrs, route = self._route_memo
         if memo_attrs is attrs and memo_routing == routing and route is not None:
             return route
         route = self.topology.route(routing, attrs)  # type: ignore[union-attr]
         self._route_memo = (routing, attrs, route)
+        graph = route.graph
+        if graph is None or not getattr(graph, "_filtered", True):
+            if len(self._routes) > 4096:
+                self._routes.clear()
+            self._routes[routing] = route
         return route
+
+    def _routes_changed(self) -> None:
+        """The view's graphs changed (or the view did): every route is recomputed."""
+        self._route_memo = ((), None, None)
+        self._routes.clear()
+        self._behind_memo.clear()
 
     def _behind(self, route: Route, attrs: Mapping[str, Any],
                 ) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
