@@ -184,14 +184,22 @@ class BehindMatchers:
     ``for_subtree(behind, nodes)`` is the matcher of the terms of the routers
     in ``behind`` (the peer's subtree in a notification's tree), of the
     routers the graph (``nodes``) does not place (they may be anywhere), and
-    of ``WILDCARD``: ``plain`` itself when that is every group, False when
-    none, else a ``PullMatcher`` built once per subtree (its terms' code is
-    shared with the plain matcher's, ``compile_term``)."""
+    of ``WILDCARD``: False when there are none, else a ``PullMatcher`` built
+    once per subtree (its terms' code is shared with the plain matcher's,
+    ``compile_term``). Not the plain filter even when every group is wanted:
+    that also holds this router's own subscriptions come back around a cycle.
+    Groups of more than ``BUILD_LIMIT`` terms in all are not split: ``plain``
+    is used (more than the subtree wants, never less), so that building a
+    matcher never holds the loop for long."""
+
+    #: terms a per-subtree matcher may have (building one is index insertions)
+    BUILD_LIMIT = 2000
 
     def __init__(self, groups: Groups, plain: Any, max_terms: int = 20000) -> None:
         self.groups = groups
         self.plain = plain
         self.max_terms = max_terms
+        self.size = sum(1 if isinstance(g, bool) else len(_terms(g)) for g in groups.values())
         self._cache: dict[tuple[frozenset[str], frozenset[str]], Any] = {}
 
     def for_subtree(self, behind: frozenset[str], nodes: frozenset[str]) -> Any:
@@ -202,10 +210,10 @@ class BehindMatchers:
             pass
         wanted = [router for router in self.groups
                   if router in behind or router not in nodes or router == WILDCARD]
-        if len(wanted) == len(self.groups):
-            matcher: Any = self.plain
-        elif not wanted:
-            matcher = False
+        if not wanted:
+            matcher: Any = False
+        elif self.size > self.BUILD_LIMIT:
+            matcher = self.plain
         elif any(self.groups[router] is True for router in wanted):
             matcher = True
         else:
