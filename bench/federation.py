@@ -218,6 +218,93 @@ def end_to_end(seconds: float, paced: int, rounds: int = 1) -> None:
 
 
 # ---------------------------------------------------------------------------------------
+# 1b. the routing's cost on the chain: the routers' own CPU per notification
+
+def chain_cpu(count: int, rounds: int) -> None:
+    """The chain again, its three routers in this process (one thread each),
+    with ``routing = "trees"`` and ``"flood"`` alternated: the CPU time of the
+    three router threads per notification delivered at r2 (each thread's own
+    clock, so what the machine's other processes do is not counted)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from integration.federation_util import (  # type: ignore[import-not-found]
+        federated_routers,
+        pull_wants,
+        stop_all,
+        wait_linked,
+    )
+
+    print(f"== routing cost on the chain: router threads' CPU per notification, {count:,} "
+          f"notifications r0 -> r2, {rounds} rounds each")
+    costs: dict[str, list[float]] = {"trees": [], "flood": []}
+    for _ in range(rounds):
+        for routing in costs:
+            routers = federated_routers(3, routing=routing)
+            try:
+                wait_linked(routers)
+                costs[routing].append(asyncio.run(_chain_cpu_case(routers, count, pull_wants)))
+            finally:
+                stop_all(routers)
+    for routing, values in costs.items():
+        values.sort()
+        print(f"  {routing:<6} median {values[len(values) // 2] * 1e6:6.1f} us, best "
+              f"{values[0] * 1e6:6.1f} us  ({' '.join(f'{v * 1e6:.1f}' for v in values)})")
+    for label, pick in (("median", lambda v: v[len(v) // 2]), ("best", lambda v: v[0])):
+        trees, flood = pick(costs["trees"]), pick(costs["flood"])
+        print(f"  {label + ':':<7} trees cost {trees / flood - 1:+.1%} CPU per notification "
+              f"against flood: {flood / trees:.1%} of flood's throughput when the routers "
+              "are CPU bound")
+
+
+async def _chain_cpu_case(routers, count: int, pull_wants) -> float:
+    def thread_cpu() -> float:
+        return sum(time.clock_gettime(time.pthread_getcpuclockid(r._thread.ident))
+                   for r in routers)
+
+    consumer = await open_peer(routers[2].port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
+    received = 0
+
+    def on_deliver(body: bytes) -> None:
+        nonlocal received
+        received += 1
+
+    consumer.on_deliver = on_deliver
+    await consumer.request(SubAddRqst(2, 'require(Seq) && Kind == "bench"'))
+    deadline = time.monotonic() + 20
+    while not pull_wants(routers[0], "r1", "Seq"):
+        if time.monotonic() > deadline:
+            raise SystemExit("the subscription never reached r0")
+        await asyncio.sleep(0.01)
+    producer = await open_peer(routers[0].port)
+    base = {"Kind": "bench", "Group": "elvin-dev", "From": "bench",
+            "Message": "Has anyone seen the coffee biff today? The pot is empty again."}
+
+    async def publish(n: int, first: int) -> None:
+        sent = 0
+        while sent < n:
+            if sent - (received - first_received) < WINDOW:
+                chunk = min(500, n - sent)
+                producer.transport.write(b"".join(
+                    frame(NotifyEmit({**base, "Seq": first + sent + i})) for i in range(chunk)))
+                sent += chunk
+                await producer.can_write.wait()
+            await asyncio.sleep(0.001)
+        deadline = time.monotonic() + 60
+        while received - first_received < n and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+
+    first_received = 0
+    await publish(2000, 0)                      # warm up
+    first_received = received
+    before = thread_cpu()
+    await publish(count, 10_000)
+    used = thread_cpu() - before
+    delivered = received - first_received
+    consumer.transport.close()
+    producer.transport.close()
+    return used / max(1, delivered)
+
+
+# ---------------------------------------------------------------------------------------
 # 2. forwarded traffic, selective versus broad
 
 def traffic(count: int) -> None:
@@ -638,14 +725,16 @@ def failover(interval: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs")
-    parser.add_argument("--only", choices=("chain", "traffic", "crossings", "cycles",
+    parser.add_argument("--only", choices=("chain", "cost", "traffic", "crossings", "cycles",
                                            "failover"),
                         help="run one part only")
     args = parser.parse_args()
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.only in (None, "chain"):
         end_to_end(seconds=2.0 if args.quick else 5.0, paced=500 if args.quick else 2000,
-                   rounds=1 if args.quick else 3)
+                   rounds=1 if args.quick else 5)
+    if args.only in (None, "cost"):
+        chain_cpu(5000 if args.quick else 10000, rounds=3 if args.quick else 7)
     if args.only in (None, "traffic"):
         traffic(2000 if args.quick else 10000)
     if args.only in (None, "crossings"):

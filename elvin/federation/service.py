@@ -132,6 +132,7 @@ class FederationService:
         self._local: dict[Any, None] = {}
         self._flush: asyncio.TimerHandle | None = None
         self._forwarders: tuple[Link, ...] = ()
+        self._everyone: tuple[tuple[Link, Any], ...] = ()
         self._routing_cache: dict[tuple[str, ...], bytes] = {}
         #: what this router knows of the federation's topology (None: "flood")
         self.topology: TopologyView | None = (
@@ -141,9 +142,10 @@ class FederationService:
         #: routes that do not depend on the notification (no filtered link in
         #: their graph), by routing list: one dict lookup per hop on the hot path
         self._routes: dict[tuple[str, ...], Route] = {}
-        #: per route (by id, the route kept alive beside it): its graph's nodes
-        #: and each child's subtree, for the children's grouped pull filters
-        self._behind_memo: dict[int, tuple[Route, frozenset[str], dict[str, frozenset[str]]]] = {}
+        #: per route (by id, the route kept alive beside it): the links it goes
+        #: on to and their matchers (``_targets``); cleared when links, pull
+        #: filters or graphs change
+        self._plans: dict[int, tuple[Route, list[tuple[Link, Any]]]] = {}
         self._bad_announcers: set[str] = set()
         #: peers known to take part, announced as such once the pull filters
         #: that the new link changes have reached every peer (``_check_ready``)
@@ -512,10 +514,14 @@ class FederationService:
                 self._schedule()
 
     def _refresh_forwarders(self) -> None:
+        self._plans.clear()
         self._forwarders = tuple(
             link for link in self.linked.values()
             if link.state == LINKED and link.outgoing.ast is not False
             and link.remote_match is not False)
+        #: every forwarder with its whole pull filter: where routing lists
+        #: alone decide (flood, or an origin no agreed graph places)
+        self._everyone = tuple((link, link.remote_match) for link in self._forwarders)
 
     def link_for(self, domain: str) -> Link | None:
         return self.linked.get(domain)
@@ -590,40 +596,32 @@ class FederationService:
                 nkeys: Any, routing: tuple[str, ...] = ()) -> int:
         """Send one notification on to every link that should have it; returns
         the number of FedNotify packets sent. Never raises."""
-        forwarders = self._forwarders
-        if not forwarders:
+        if not self._forwarders:
             return 0
-        tree: tuple[str, ...] | None = None
+        targets: Any = None       # (link, matcher) pairs, or None: every forwarder
         if self.topology is not None:
             if ANNOUNCEMENT_ATTR in attrs:
                 return 0      # a client's: it would read as an announcement next door
             route = self._route(routing, attrs)
             if route.graph is not None:
-                tree = route.children
-                if not tree:
+                if not route.children:
                     return 0
-                nodes, behind = self._behind(route, attrs)
+                targets = self._targets(route, attrs)
+                if not targets:
+                    return 0
                 if not routing:
                     routing = (route.stamp,)  # type: ignore[assignment]
+        if targets is None:
+            targets = self._everyone
         keys: Keys | None = getattr(nkeys, "raw", None) if nkeys is not None else None
         if not deliver_insecure and not keys:
             return 0          # secure-only without keys: nobody anywhere can receive it
         frame = None
         count = 0
         try:
-            for link in forwarders:
+            for link, match in targets:
                 if link.remote_domain in routing:
                     continue
-                match = link.remote_match
-                if tree is not None:
-                    if link.remote_domain not in tree:
-                        continue
-                    below = behind.get(link.remote_domain)  # type: ignore[arg-type]
-                    if link.behind is not None and below is not None:
-                        # what the routers at and below it in the tree want
-                        match = link.behind.for_subtree(below, nodes)
-                        if match is False:
-                            continue
                 if match is not True and not match(attrs):
                     continue
                 if link.outgoing.ast is not True and not link.outgoing.matches(attrs):
@@ -779,22 +777,35 @@ class FederationService:
         """The view's graphs changed (or the view did): every route is recomputed."""
         self._route_memo = ((), None, None)
         self._routes.clear()
-        self._behind_memo.clear()
+        self._plans.clear()
 
-    def _behind(self, route: Route, attrs: Mapping[str, Any],
-                ) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
-        """The graph's routers and each child's subtree, for ``route``."""
-        memo = self._behind_memo.get(id(route))
+    def _targets(self, route: Route, attrs: Mapping[str, Any]) -> list[tuple[Link, Any]]:
+        """The forwarders that are children in ``route``'s tree, each with the
+        matcher of what the routers at and below it want (its grouped pull
+        filter, ``subtrees.py``; its whole pull filter if it sent no
+        groups); children that want nothing are left out. Kept per route
+        until a link, a pull filter or the graphs change (``_plans``)."""
+        memo = self._plans.get(id(route))
         if memo is not None and memo[0] is route:
-            return memo[1], memo[2]
+            return memo[1]
         graph = route.graph
         tree = graph.tree(route.origin, attrs)  # type: ignore[union-attr]
         nodes = frozenset(graph.nodes)  # type: ignore[union-attr]
         behind = subtrees(tree, self.domain)
-        if len(self._behind_memo) > 4096:
-            self._behind_memo.clear()
-        self._behind_memo[id(route)] = (route, nodes, behind)
-        return nodes, behind
+        targets = []
+        for link in self._forwarders:
+            if link.remote_domain not in route.children:
+                continue
+            match = link.remote_match
+            below = behind.get(link.remote_domain)  # type: ignore[arg-type]
+            if link.behind is not None and below is not None:
+                match = link.behind.for_subtree(below, nodes)
+            if match is not False:
+                targets.append((link, match))
+        if len(self._plans) > 4096:
+            self._plans.clear()
+        self._plans[id(route)] = (route, targets)
+        return targets
 
     def on_tree(self, link: Link, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
         """Whether a notification that came over ``link`` is this router's to
