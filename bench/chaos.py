@@ -47,7 +47,7 @@ def main() -> None:
     seeds = [args.seed] if args.seed is not None else list(range(args.first,
                                                                  args.first + args.seeds))
     totals = dict.fromkeys(("published", "deliveries", "duplicates", "out_of_order", "lost",
-                            "lost_in_windows", "final_lost"), 0)
+                            "lost_in_windows", "final_lost", "final_out_of_order"), 0)
     bad: list[int] = []
     started = time.monotonic()
     runs = 0
@@ -58,11 +58,13 @@ def main() -> None:
         runs += 1
         for k in totals:
             totals[k] += r[k]
-        violation = r["duplicates"] or r["out_of_order"] or r["lost"] or r["final_lost"]
+        violation = (r["duplicates"] or r["out_of_order"] or r["lost"] or r["final_lost"]
+                     or r["final_out_of_order"])
         print(f"seed {seed}: {r['seconds']}s, published {r['published']}, deliveries "
               f"{r['deliveries']}, duplicates {r['duplicates']}, out of order "
               f"{r['out_of_order']}, lost {r['lost']} (in windows {r['lost_in_windows']}), "
-              f"final batch lost {r['final_lost']}, converged {r['converged']}"
+              f"final batch lost {r['final_lost']} (out of order {r['final_out_of_order']}), "
+              f"converged {r['converged']}"
               + ("  VIOLATION" if violation else ""))
         for line in r["examples"]:
             print(f"    {line}")
