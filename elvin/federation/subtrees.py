@@ -192,8 +192,10 @@ class BehindMatchers:
     is used (more than the subtree wants, never less), so that building a
     matcher never holds the loop for long."""
 
-    #: terms a per-subtree matcher may have (building one is index insertions)
-    BUILD_LIMIT = 2000
+    #: terms a per-subtree matcher may have: it is built on the loop, when a
+    #: notification first needs it (index insertions of code already compiled
+    #: for the plain filter, ~50 us a term on a loaded machine)
+    BUILD_LIMIT = 100
 
     def __init__(self, groups: Groups, plain: Any, max_terms: int = 20000) -> None:
         self.groups = groups

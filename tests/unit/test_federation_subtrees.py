@@ -28,6 +28,7 @@ from elvin.federation.subtrees import (
 )
 from elvin.federation.topology import Announcement, LinkState, compute_graph
 from elvin.subscription import parse
+from elvin.subscription.ast import Kind
 
 GROUPS = 6
 
@@ -47,6 +48,17 @@ def wire(pull):
     return decode_subast(encode_subast(pull))[0]
 
 
+def canonical(held: tuple):
+    """A filter and its groups as sets of terms (the order of OR terms
+    depends on the order the peers' filters came in)."""
+    def terms(pull):
+        if pull is True or pull is False:
+            return pull
+        return frozenset(pull.children if pull.kind is Kind.OR else (pull,))
+    plain, groups = held
+    return terms(plain), None if groups is None else {k: terms(v) for k, v in groups.items()}
+
+
 def fixed_point(n: int, links, local) -> dict[tuple[int, int], tuple]:
     """``{(r, p): (plain, groups)}``: r's pull filter to p, as p holds it,
     once nothing changes."""
@@ -63,7 +75,7 @@ def fixed_point(n: int, links, local) -> dict[tuple[int, int], tuple]:
             got = split_groups(wire(with_groups(plain, groups)))
             if not groups:
                 got = (got[0], {})        # no groups sent: nothing is wanted
-            if got != held[(r, p)]:
+            if canonical(got) != canonical(held[(r, p)]):
                 held[(r, p)] = got
                 changed = True
         if not changed:
