@@ -61,6 +61,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -235,10 +236,17 @@ class Federation:
             self.procs[i] = None
 
     async def restart(self, i: int) -> None:
+        """Start router ``i`` again on its ports. RuntimeError if it cannot
+        (on a shared machine another program may have taken a port it freed)."""
         self.procs[i] = self._spawn(i)
         proc, port = self.procs[i], self.client_ports[i]
-        await asyncio.get_running_loop().run_in_executor(
-            None, lambda: wait_listening(proc, port, time.monotonic() + 60))
+        try:
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: wait_listening(proc, port, time.monotonic() + 60))
+        except SystemExit as exc:
+            self.procs[i] = None
+            raise RuntimeError(f"r{i} did not start again ({exc}; its log: "
+                               f"{self.logs[i]})") from None
 
     def hang(self, i: int) -> None:
         proc = self.procs[i]
@@ -479,8 +487,7 @@ async def run(seed: int, n: int = 5, extra: int = 2, steps: int = 8, rate: float
                         gap=(0.5, bound + 2 * keepalive + 3.0))
     own_tmp = None
     if tmp is None:
-        own_tmp = tempfile.TemporaryDirectory(prefix="chaos-")
-        tmp = Path(own_tmp.name)
+        own_tmp = tmp = Path(tempfile.mkdtemp(prefix="chaos-"))   # kept if the run fails
     fed = Federation(tmp, n, links, keepalive, settings)
     checker = Checker(n)
     t0 = time.monotonic()
@@ -531,12 +538,15 @@ async def run(seed: int, n: int = 5, extra: int = 2, steps: int = 8, rate: float
         await asyncio.sleep(0.5)           # a late duplicate would show now
         result = checker.verdict(windows, final)
         result["converged"] = converged
+    except BaseException:
+        own_tmp = None                    # kept: the routers' logs say what went wrong
+        raise
     finally:
         for c in clients:
             c.drop()
         await fed.stop()
         if own_tmp is not None:
-            own_tmp.cleanup()
+            shutil.rmtree(own_tmp, ignore_errors=True)
     result.update(seed=seed, n=n, links=sorted(links), faults=[str(f) for f in schedule.faults],
                   bound=bound, keepalive=keepalive, seconds=round(clock(), 1))
     return result

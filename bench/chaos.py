@@ -49,13 +49,29 @@ def main() -> None:
     totals = dict.fromkeys(("published", "deliveries", "duplicates", "out_of_order", "lost",
                             "lost_in_windows", "final_lost", "final_out_of_order"), 0)
     bad: list[int] = []
+    aborted: list[int] = []
     started = time.monotonic()
     runs = 0
     seed = seeds[0]
     while True:
-        r = asyncio.run(run(seed, n=args.routers, extra=args.extra, steps=args.steps,
-                            rate=args.rate, keepalive=args.keepalive, kinds=kinds))
+        try:
+            r = asyncio.run(run(seed, n=args.routers, extra=args.extra, steps=args.steps,
+                                rate=args.rate, keepalive=args.keepalive, kinds=kinds))
+        except RuntimeError as exc:           # a router that could not restart
+            print(f"seed {seed}: aborted: {exc}")
+            aborted.append(seed)
+            r = None
         runs += 1
+        if r is None:
+            if args.minutes is not None:
+                if time.monotonic() - started > args.minutes * 60:
+                    break
+                seed += 1
+                continue
+            if len(seeds) <= runs:
+                break
+            seed = seeds[runs]
+            continue
         for k in totals:
             totals[k] += r[k]
         violation = (r["duplicates"] or r["out_of_order"] or r["lost"] or r["final_lost"]
@@ -81,6 +97,8 @@ def main() -> None:
         sys.stdout.flush()
     print(f"== {runs} runs, {time.monotonic() - started:.0f}s: "
           + ", ".join(f"{k} {v}" for k, v in totals.items()))
+    if aborted:
+        print(f"seeds aborted (a router did not restart): {aborted}")
     print(f"seeds with a violation: {bad or 'none'} (replay one: bench/chaos.py --seed S "
           f"--routers {args.routers} --extra {args.extra} --steps {args.steps} "
           f"--kinds {','.join(kinds)})")
