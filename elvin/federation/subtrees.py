@@ -116,9 +116,13 @@ def compute_groups(incoming: PullFilter, me: str, local: Iterable[Node],
 
 def with_groups(pull: PullFilter, groups: Groups | None) -> PullFilter:
     """``pull`` OR ``GROUPED`` OR every group's terms ANDed with its tag
-    (``pull`` alone for None, and for no groups: nothing is wanted, which
-    the plain filter says as well)."""
-    if not groups:
+    (``pull`` alone for None, and for no groups when ``pull`` is FALSE:
+    nothing is wanted, which the plain filter says as well). No groups with
+    a plain filter that wants something (the peer's own subscriptions come
+    back around a cycle) must still say ``GROUPED``: sent plain, the peer
+    would take those terms as anyone's (``WILDCARD``) and pass them on round
+    the cycle, where they would stay."""
+    if groups is None or (not groups and pull is False):
         return pull
     if pull is True:
         head: list[Node] = [TRUE_FILTER_AST]

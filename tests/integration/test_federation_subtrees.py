@@ -27,6 +27,23 @@ from .test_federation_topologies import RING4, SIXTEEN, Subscriber, in_flight
 COUNT = 200
 
 
+def pulls_settled(routers) -> bool:
+    """No pull filter in flight or waiting to be sent anywhere: every one
+    sent has been acknowledged (a router acts on a FedSubReplace, scheduling
+    its own, before it acknowledges it) and no router has one scheduled."""
+    def settled(router) -> bool:
+        service = router.router.federation
+        return service._flush is None and all(
+            link.acked_pull for link in service.linked.values() if link.sent_pull is not None)
+    return all(r.call(lambda r=r: settled(r)) for r in routers)
+
+
+async def settle(routers) -> None:
+    """Pull filters at their fixed point (twice in a row, to be sure)."""
+    await until(lambda: pulls_settled(routers) and pulls_settled(routers),
+                what="the pull filters settling")
+
+
 def sent_on(routers, links) -> dict[tuple[int, int], int]:
     """FedNotify packets sent each way on every link."""
     out = {}
@@ -61,6 +78,7 @@ async def test_ring_only_the_subscribers_branch_carries_it():
             await until(lambda: pull_wants(routers[0], "r1", "Seq")
                         and pull_wants(routers[0], "r3", "Seq"),
                         what="r2's subscription in r0's pull filters from r1 and r3")
+            await settle(routers)     # also what came back around the ring
             before = sent_on(routers, RING4)
             received_before = fed_stats(routers[3])["fed_notify_received"]
             await publish_and_settle(routers, 0, subscriber, COUNT, "r0")
@@ -88,6 +106,7 @@ async def test_ring_subscribers_everywhere_each_link_at_most_once():
             await until(lambda: all(pull_wants(routers[a], f"r{b}", "Seq")
                                     for x, y in RING4 for a, b in ((x, y), (y, x))),
                         what="every subscription in every pull filter")
+            await settle(routers)
             before = sent_on(routers, RING4)
             await publish_and_settle(routers, 0, subscribers[2], COUNT, "r0")
             await until(lambda: all(len(s.counts) == COUNT for s in subscribers),
@@ -120,6 +139,7 @@ async def test_sixteen_routers_one_subscriber_only_its_path():
                          {f"r{a}" for a, b in SIXTEEN if b == 0}
             await until(lambda: all(pull_wants(routers[0], d, "Seq") for d in neighbours),
                         what="r11's subscription at r0 from every side")
+            await settle(routers)
             # the tree path r0 -> ... -> r11, as r0's agreed graph gives it
             def path():
                 graph = routers[0].router.federation.topology.confirmed
