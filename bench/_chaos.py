@@ -186,6 +186,8 @@ class Federation:
         self.proxies: dict[tuple[int, int], Proxy] = {}
         self.procs: list[subprocess.Popen | None] = [None] * n
         self.stopped: set[int] = set()           # SIGSTOPped
+        self.starting: set[int] = set()          # restarted, not listening yet
+        self._reload_due: set[int] = set()       # SIGHUP once it listens
         self.logs = [tmp / f"r{i}.log" for i in range(n)]
 
     async def start(self) -> None:
@@ -240,6 +242,7 @@ class Federation:
         (on a shared machine another program may have taken a port it freed)."""
         self.procs[i] = self._spawn(i)
         proc, port = self.procs[i], self.client_ports[i]
+        self.starting.add(i)
         try:
             await asyncio.get_running_loop().run_in_executor(
                 None, lambda: wait_listening(proc, port, time.monotonic() + 60))
@@ -247,6 +250,11 @@ class Federation:
             self.procs[i] = None
             raise RuntimeError(f"r{i} did not start again ({exc}; its log: "
                                f"{self.logs[i]})") from None
+        finally:
+            self.starting.discard(i)
+        if i in self._reload_due:          # its file changed while it started
+            self._reload_due.discard(i)
+            proc.send_signal(signal.SIGHUP)
 
     def hang(self, i: int) -> None:
         proc = self.procs[i]
@@ -278,7 +286,10 @@ class Federation:
         dialler = link[0]
         self.write_config(dialler)
         proc = self.procs[dialler]
-        if proc is not None:
+        if dialler in self.starting:
+            # a SIGHUP before its handler is installed would end it
+            self._reload_due.add(dialler)
+        elif proc is not None:
             proc.send_signal(signal.SIGHUP)
 
     async def stop(self) -> None:
