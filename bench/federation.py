@@ -16,6 +16,14 @@ Run: .venv/bin/python bench/federation.py [--quick]
    ``require(Group)`` (broad). Printed: FedNotify packets on each link and
    notifications delivered at r2. Pull filters make the selective case cost
    5% of the broad one on every link.
+2b. Crossings on a ring of four (r0-r1-r2-r3-r0), a subscriber at r2 only,
+   notifications published at r0, ``routing = "trees"`` and ``"flood"``:
+   FedNotify packets on each link each way and received at r3. With trees
+   each notification crosses only r0->r1->r2 (pull filters follow the trees:
+   nothing at or behind r3 wants it); flood sends it both ways round.
+Part 1 runs the chain with trees and with flood, alternated, and also prints
+the routers' CPU per notification: on a shared machine that, not the
+throughput, says what the routing costs.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from _common import (  # noqa: E402
     free_port,
     open_peer,
     percentile,
+    process_cpu,
     start_elvind,
     stop_processes,
     wait_listening,
@@ -51,7 +60,7 @@ WINDOW = 2000
 # ---------------------------------------------------------------------------------------
 # 1. end to end through three elvind processes
 
-def start_chain(tmp: Path) -> tuple[list[subprocess.Popen], list[int]]:
+def start_chain(tmp: Path, routing: str = "trees") -> tuple[list[subprocess.Popen], list[int]]:
     client_ports = [free_port() for _ in range(3)]
     fed_ports = [free_port() for _ in range(3)]
     procs = []
@@ -59,7 +68,7 @@ def start_chain(tmp: Path) -> tuple[list[subprocess.Popen], list[int]]:
         text = [f'listen = "elvin://127.0.0.1:{client_ports[i]}"', "discovery = false",
                 "[federation]", f'router_domain = "r{i}"',
                 f'listen = "ewaf://127.0.0.1:{fed_ports[i]}"', "debounce = 0.01",
-                "reconnect_min = 0.1"]
+                "reconnect_min = 0.1", f'routing = "{routing}"']
         if i > 0:
             text += ["[[federation.connect]]", f'router = "r{i - 1}"',
                      f'url = "ewaf://127.0.0.1:{fed_ports[i - 1]}"',
@@ -81,7 +90,7 @@ def start_chain(tmp: Path) -> tuple[list[subprocess.Popen], list[int]]:
 
 
 async def throughput(producer_port: int, consumer_port: int, seconds: float,
-                     paced: int) -> dict:
+                     paced: int, pids: tuple[int, ...] = ()) -> dict:
     consumer = await open_peer(consumer_port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
     producer = await open_peer(producer_port)
     await consumer.request(SubAddRqst(2, 'require(Seq) && Kind == "bench"'))
@@ -117,6 +126,7 @@ async def throughput(producer_port: int, consumer_port: int, seconds: float,
             start, start_received = clock(), received
             deadline = start + seconds
             latencies.clear()
+            cpu_before = sum(process_cpu(pid) for pid in pids)
         if deadline is not None and clock() >= deadline:
             break
         room = WINDOW - (sent - received)
@@ -134,6 +144,11 @@ async def throughput(producer_port: int, consumer_port: int, seconds: float,
             break
     elapsed = clock() - start if start is not None else float("nan")
     rate = (received - start_received) / elapsed
+    # the routers' CPU per delivered notification: what the routing costs,
+    # whatever else the machine is doing (throughput follows it when the
+    # routers have the cores to themselves)
+    cpu = ((sum(process_cpu(pid) for pid in pids) - cpu_before)
+           / max(1, received - start_received)) if pids and start is not None else float("nan")
     loaded = (percentile(latencies, 0.5), percentile(latencies, 0.99))
     # drain, then paced
     drain_deadline = clock() + 10
@@ -155,7 +170,7 @@ async def throughput(producer_port: int, consumer_port: int, seconds: float,
     idle = (percentile(latencies, 0.5), percentile(latencies, 0.99))
     consumer.transport.close()
     producer.transport.close()
-    return {"rate": rate, "loaded": loaded, "idle": idle}
+    return {"rate": rate, "loaded": loaded, "idle": idle, "cpu": cpu}
 
 
 def print_throughput(label: str, result: dict) -> None:
@@ -166,18 +181,127 @@ def print_throughput(label: str, result: dict) -> None:
     print(f"{'  latency at 1,000/s':<34} p50 {p50 * 1e3:8.3f} ms   p99 {p99 * 1e3:8.3f} ms")
 
 
-def end_to_end(seconds: float, paced: int) -> None:
+def end_to_end(seconds: float, paced: int, rounds: int = 1) -> None:
+    """Trees (the default) and flood on the same chain, alternated ``rounds``
+    times so that a change in the machine's load hits both alike; the best
+    round of each is printed, and trees as a share of flood."""
     print("== end to end: chain r0 <- r1 <- r2, three elvind processes, loopback TCP")
-    with tempfile.TemporaryDirectory() as tmp:
-        procs, ports = start_chain(Path(tmp))
-        try:
-            remote = asyncio.run(throughput(ports[0], ports[2], seconds, paced))
-            local = asyncio.run(throughput(ports[0], ports[0], seconds, paced))
-        finally:
-            stop_processes(procs)
-    print_throughput("r0 -> r2 (two federation hops)", remote)
+    best: dict[str, dict] = {}
+    cpus: dict[str, list[float]] = {}
+    local = None
+    for _ in range(rounds):
+        for routing in ("trees", "flood"):
+            with tempfile.TemporaryDirectory() as tmp:
+                procs, ports = start_chain(Path(tmp), routing)
+                try:
+                    result = asyncio.run(throughput(ports[0], ports[2], seconds, paced,
+                                                    tuple(p.pid for p in procs)))
+                    if local is None:
+                        local = asyncio.run(throughput(ports[0], ports[0], seconds, paced))
+                finally:
+                    stop_processes(procs)
+            print(f"  round: {routing:<5} {result['rate']:>9,.0f} notifications/s, routers' "
+                  f"CPU {result['cpu'] * 1e6:6.1f} us per notification")
+            if routing not in best or result["rate"] > best[routing]["rate"]:
+                best[routing] = result
+            cpus.setdefault(routing, []).append(result["cpu"])
+    print_throughput('r0 -> r2, routing = "trees"', best["trees"])
+    print_throughput('r0 -> r2, routing = "flood"', best["flood"])
+    print(f"{'  trees / flood, best rounds':<34} "
+          f"{best['trees']['rate'] / best['flood']['rate']:>9.1%}")
+    trees_cpu, flood_cpu = min(cpus["trees"]), min(cpus["flood"])
+    print(f"{'  routers CPU per notification':<34} trees {trees_cpu * 1e6:.1f} us, flood "
+          f"{flood_cpu * 1e6:.1f} us: trees deliver {flood_cpu / trees_cpu:.1%} of flood's "
+          "rate per CPU second")
     print_throughput("r0 -> r0 (same router, for scale)", local)
     print(f"machine: {os.cpu_count()} cores; producer and consumer share this process")
+
+
+# ---------------------------------------------------------------------------------------
+# 1b. the routing's cost on the chain: the routers' own CPU per notification
+
+def chain_cpu(count: int, rounds: int) -> None:
+    """The chain again, its three routers in this process (one thread each),
+    with ``routing = "trees"`` and ``"flood"`` alternated: the CPU time of the
+    three router threads per notification delivered at r2 (each thread's own
+    clock, so what the machine's other processes do is not counted)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from integration.federation_util import (  # type: ignore[import-not-found]
+        federated_routers,
+        pull_wants,
+        stop_all,
+        wait_linked,
+    )
+
+    print(f"== routing cost on the chain: router threads' CPU per notification, {count:,} "
+          f"notifications r0 -> r2, {rounds} rounds each")
+    costs: dict[str, list[float]] = {"trees": [], "flood": []}
+    for _ in range(rounds):
+        for routing in costs:
+            routers = federated_routers(3, routing=routing)
+            try:
+                wait_linked(routers)
+                costs[routing].append(asyncio.run(_chain_cpu_case(routers, count, pull_wants)))
+            finally:
+                stop_all(routers)
+    for routing, values in costs.items():
+        values.sort()
+        print(f"  {routing:<6} median {values[len(values) // 2] * 1e6:6.1f} us, best "
+              f"{values[0] * 1e6:6.1f} us  ({' '.join(f'{v * 1e6:.1f}' for v in values)})")
+    for label, pick in (("median", lambda v: v[len(v) // 2]), ("best", lambda v: v[0])):
+        trees, flood = pick(costs["trees"]), pick(costs["flood"])
+        print(f"  {label + ':':<7} trees cost {trees / flood - 1:+.1%} CPU per notification "
+              f"against flood: {flood / trees:.1%} of flood's throughput when the routers "
+              "are CPU bound")
+
+
+async def _chain_cpu_case(routers, count: int, pull_wants) -> float:
+    def thread_cpu() -> float:
+        return sum(time.clock_gettime(time.pthread_getcpuclockid(r._thread.ident))
+                   for r in routers)
+
+    consumer = await open_peer(routers[2].port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
+    received = 0
+
+    def on_deliver(body: bytes) -> None:
+        nonlocal received
+        received += 1
+
+    consumer.on_deliver = on_deliver
+    await consumer.request(SubAddRqst(2, 'require(Seq) && Kind == "bench"'))
+    deadline = time.monotonic() + 20
+    while not pull_wants(routers[0], "r1", "Seq"):
+        if time.monotonic() > deadline:
+            raise SystemExit("the subscription never reached r0")
+        await asyncio.sleep(0.01)
+    producer = await open_peer(routers[0].port)
+    base = {"Kind": "bench", "Group": "elvin-dev", "From": "bench",
+            "Message": "Has anyone seen the coffee biff today? The pot is empty again."}
+
+    async def publish(n: int, first: int) -> None:
+        sent = 0
+        while sent < n:
+            if sent - (received - first_received) < WINDOW:
+                chunk = min(500, n - sent)
+                producer.transport.write(b"".join(
+                    frame(NotifyEmit({**base, "Seq": first + sent + i})) for i in range(chunk)))
+                sent += chunk
+                await producer.can_write.wait()
+            await asyncio.sleep(0.001)
+        deadline = time.monotonic() + 60
+        while received - first_received < n and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+
+    first_received = 0
+    await publish(2000, 0)                      # warm up
+    first_received = received
+    before = thread_cpu()
+    await publish(count, 10_000)
+    used = thread_cpu() - before
+    delivered = received - first_received
+    consumer.transport.close()
+    producer.transport.close()
+    return used / max(1, delivered)
 
 
 # ---------------------------------------------------------------------------------------
@@ -262,6 +386,71 @@ async def _traffic_case(routers, subscriptions, count, remote_pull, wait_until) 
     consumer.transport.close()
     producer.transport.close()
     return received - 1
+
+
+# ---------------------------------------------------------------------------------------
+# 2b. crossings on a ring: what each link carries, trees versus flood
+
+RING4 = [(1, 0), (2, 1), (3, 2), (3, 0)]
+
+
+def crossings(count: int) -> None:
+    """Ring r0-r1-r2-r3-r0, a subscriber at r2 only, ``count`` notifications
+    published at r0: FedNotify packets on each link, each way, and at r3
+    (nothing at or behind r3 on r0's tree wants them)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from integration.federation_util import (  # type: ignore[import-not-found]
+        fed_stats,
+        federated_routers,
+        link_stats,
+        pull_wants,
+        stop_all,
+        wait_linked,
+    )
+
+    print(f"== crossings: ring of 4, subscriber at r2 only, {count:,} notifications "
+          "published at r0 (in-process routers)")
+    directions = [(a, b) for x, y in RING4 for a, b in ((y, x), (x, y))]
+    print(f"{'routing':<8} " + " ".join(f"{f'r{a}->r{b}':>7}" for a, b in directions)
+          + f" {'at r3':>7} {'max per link (both ways)':>24}")
+    for routing in ("trees", "flood"):
+        routers = federated_routers(4, RING4, routing=routing)
+        try:
+            wait_linked(routers, RING4, timeout=60)
+            asyncio.run(_crossing_case(routers, count, pull_wants))
+            carried = [(link_stats(routers[a], f"r{b}") or {}).get("fed_notify_sent", 0)
+                       for a, b in directions]
+            at_r3 = fed_stats(routers[3])["fed_notify_received"]
+            worst = max(carried[i] + carried[i + 1] for i in range(0, len(carried), 2))
+            print(f"{routing:<8} " + " ".join(f"{c:>7,}" for c in carried)
+                  + f" {at_r3:>7,} {worst / count:>24.2f}")
+        finally:
+            stop_all(routers)
+
+
+async def _crossing_case(routers, count: int, pull_wants) -> None:
+    consumer = await open_peer(routers[2].port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
+    received = 0
+
+    def on_deliver(body: bytes) -> None:
+        nonlocal received
+        received += 1
+
+    consumer.on_deliver = on_deliver
+    await consumer.request(SubAddRqst(10, "require(Seq)"))
+    deadline = time.monotonic() + 20
+    while not (pull_wants(routers[0], "r1", "Seq") and pull_wants(routers[0], "r3", "Seq")):
+        if time.monotonic() > deadline:
+            raise SystemExit("r2's subscription never reached r0 both ways")
+        await asyncio.sleep(0.01)
+    producer = await open_peer(routers[0].port)
+    producer.transport.write(b"".join(frame(NotifyEmit({"Seq": n})) for n in range(count)))
+    deadline = time.monotonic() + 60
+    while received < count and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.3)              # a copy by another way would have come by now
+    consumer.transport.close()
+    producer.transport.close()
 
 
 # ---------------------------------------------------------------------------------------
@@ -536,14 +725,20 @@ def failover(interval: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs")
-    parser.add_argument("--only", choices=("chain", "traffic", "cycles", "failover"),
+    parser.add_argument("--only", choices=("chain", "cost", "traffic", "crossings", "cycles",
+                                           "failover"),
                         help="run one part only")
     args = parser.parse_args()
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.only in (None, "chain"):
-        end_to_end(seconds=2.0 if args.quick else 5.0, paced=500 if args.quick else 2000)
+        end_to_end(seconds=2.0 if args.quick else 5.0, paced=500 if args.quick else 2000,
+                   rounds=1 if args.quick else 5)
+    if args.only in (None, "cost"):
+        chain_cpu(5000 if args.quick else 10000, rounds=3 if args.quick else 7)
     if args.only in (None, "traffic"):
         traffic(2000 if args.quick else 10000)
+    if args.only in (None, "crossings"):
+        crossings(1000 if args.quick else 5000)
     if args.only in (None, "cycles"):
         topologies(per_router=15, burst=500 if args.quick else 2000)
     if args.only in (None, "failover"):

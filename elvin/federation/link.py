@@ -60,6 +60,7 @@ from elvin.federation.packets import (
 )
 from elvin.federation.pullfilter import PullMatcher, build_pull_matcher
 from elvin.federation.subast import PullFilter, encode_subast
+from elvin.federation.subtrees import BehindMatchers, Groups, split_groups
 from elvin.federation.topology import ANNOUNCEMENT_ATTR
 from elvin.protocol import ConfConn, Disconn, DisconnReason, DropWarn, Nack, TestConn
 from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Violation
@@ -90,15 +91,18 @@ _FED_SUB_REPLACE = FedSubReplace.ID.to_bytes(4, "big")
 
 
 def _decode_and_build(body: bytes, limits: Limits, max_terms: int,
-                      ) -> tuple[FedSubReplace, PullMatcher | Exception]:
-    """The compile worker's job for a large FedSubReplace: the packet, and
-    its matcher or what building it raised. ``ProtocolError`` if the packet
-    is malformed."""
+                      ) -> tuple[FedSubReplace, PullMatcher | Exception, PullFilter,
+                                 Groups | None]:
+    """The compile worker's job for a large FedSubReplace: the packet, its
+    matcher or what building it raised, and its plain filter and groups
+    (``subtrees.split_groups``: the matcher is the plain filter's).
+    ``ProtocolError`` if the packet is malformed."""
     packet, _ = decode_fed_notify(body, limits)
+    plain, groups = split_groups(packet.pull_filter)  # type: ignore[attr-defined]
     try:
-        return packet, build_pull_matcher(packet.pull_filter, max_terms)  # type: ignore[attr-defined]
+        return packet, build_pull_matcher(plain, max_terms), plain, groups
     except Exception as exc:
-        return packet, exc  # type: ignore[return-value]
+        return packet, exc, plain, groups  # type: ignore[return-value]
 
 
 @dataclass
@@ -178,6 +182,10 @@ class Link(asyncio.Protocol):
         self.remote_pull: PullFilter = False          # the peer's last pull filter
         self.remote_match: Any = False                # PullMatcher, or True / False
         self.remote_matcher = PullMatcher()
+        #: the peer's pull filter by the router each term is for (subtrees.py),
+        #: None if it sent no groups; ``behind`` matches them per subtree
+        self.remote_groups: Groups | None = None
+        self.behind: BehindMatchers | None = None
         #: the peer takes part in learning the topology (its pull filter says so)
         self.participant = False
         #: packets not acted on yet: those that arrived while a FedSubReplace
@@ -635,12 +643,13 @@ class Link(asyncio.Protocol):
         """A small pull filter (``OFF_LOOP_BYTES``) is applied at once: it
         costs the loop a few milliseconds at most."""
         matcher = self.remote_matcher
+        plain, groups = split_groups(p.pull_filter)
         try:
-            matcher.update(p.pull_filter, self.service.config.max_disjuncts * 2)
+            matcher.update(plain, self.service.config.max_disjuncts * 2)
         except Exception as exc:
-            self._answer_sub_replace(p, exc)
+            self._answer_sub_replace(p, exc, plain, groups)
         else:
-            self._answer_sub_replace(p, matcher)
+            self._answer_sub_replace(p, matcher, plain, groups)
 
     def _sub_replace_off_loop(self, body: bytes) -> None:
         """A larger FedSubReplace (one huge term, or many: decoding 2 MiB
@@ -660,7 +669,7 @@ class Link(asyncio.Protocol):
             return                      # the link closed meanwhile: dropped
         if self.state == LINKED:
             try:
-                p, outcome = built.result()
+                p, outcome, plain, groups = built.result()
             except ProtocolError as exc:
                 self._malformed(exc)
             except Exception:           # never let a peer's filter hurt the router
@@ -669,10 +678,11 @@ class Link(asyncio.Protocol):
                 self.close(DisconnReason.SHUTDOWN, "internal router error")
                 return
             else:
-                self._answer_sub_replace(p, outcome)
+                self._answer_sub_replace(p, outcome, plain, groups)
         self._act()
 
-    def _answer_sub_replace(self, p: FedSubReplace, outcome: PullMatcher | Exception) -> None:
+    def _answer_sub_replace(self, p: FedSubReplace, outcome: PullMatcher | Exception,
+                            plain: PullFilter, groups: Groups | None) -> None:
         """Ack and use the matcher ``outcome``, or Nack the exception that
         building it raised (the old filter stays)."""
         self.stats.sub_replace_received += 1
@@ -692,7 +702,8 @@ class Link(asyncio.Protocol):
         if outcome is not self.remote_matcher:
             self.remote_matcher.dismantle()     # freed now, not left to a full collection
         self.remote_matcher = outcome
-        self.remote_pull = p.pull_filter
+        self.remote_pull = plain
+        self.remote_groups = groups
         self.remote_match = outcome if outcome.constant is None else outcome.constant
         # the service first: a peer that says here it takes part gets this
         # router's topology announcements ahead of the Ack, so that it has

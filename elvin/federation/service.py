@@ -76,6 +76,7 @@ from elvin.federation.lookups import HostLookups
 from elvin.federation.packets import fed_notify_frame, keys_block, routing_block
 from elvin.federation.pullfilter import compute_pull_filter
 from elvin.federation.subast import TRUE_FILTER_AST, PullFilter, encode_subast
+from elvin.federation.subtrees import BehindMatchers, compute_groups, subtrees, with_groups
 from elvin.federation.tlsaccept import Handshaking
 from elvin.federation.topology import (
     ANNOUNCEMENT_ATTR,
@@ -136,12 +137,20 @@ class FederationService:
         self._local: dict[Any, None] = {}
         self._flush: asyncio.TimerHandle | None = None
         self._forwarders: tuple[Link, ...] = ()
+        self._everyone: tuple[tuple[Link, Any], ...] = ()
         self._routing_cache: dict[tuple[str, ...], bytes] = {}
         #: what this router knows of the federation's topology (None: "flood")
         self.topology: TopologyView | None = (
             TopologyView(self.domain) if config.routing == "trees" else None)
         self._topology_tick: asyncio.Handle | None = None
         self._route_memo: tuple[Any, Any, Route | None] = ((), None, None)
+        #: routes that do not depend on the notification (no filtered link in
+        #: their graph), by routing list: one dict lookup per hop on the hot path
+        self._routes: dict[tuple[str, ...], Route] = {}
+        #: per route (by id, the route kept alive beside it): the links it goes
+        #: on to and their matchers (``_targets``); cleared when links, pull
+        #: filters or graphs change
+        self._plans: dict[int, tuple[Route, list[tuple[Link, Any]]]] = {}
         self._bad_announcers: set[str] = set()
         #: peers known to take part, announced as such once the pull filters
         #: that the new link changes have reached every peer (``_check_ready``)
@@ -327,7 +336,7 @@ class FederationService:
                          old.routing, config.routing)
                 relink = "routing changed"
             self.topology = TopologyView(self.domain) if config.routing == "trees" else None
-            self._route_memo = ((), None, None)
+            self._routes_changed()
             for link in list(self.links):
                 link.close(DisconnReason.SHUTDOWN, relink)
         if self._listen_settings(config) != self._listen_key:
@@ -515,10 +524,14 @@ class FederationService:
                 self._schedule()
 
     def _refresh_forwarders(self) -> None:
+        self._plans.clear()
         self._forwarders = tuple(
             link for link in self.linked.values()
             if link.state == LINKED and link.outgoing.ast is not False
             and link.remote_match is not False)
+        #: every forwarder with its whole pull filter: where routing lists
+        #: alone decide (flood, or an origin no agreed graph places)
+        self._everyone = tuple((link, link.remote_match) for link in self._forwarders)
 
     def link_for(self, domain: str) -> Link | None:
         return self.linked.get(domain)
@@ -535,6 +548,9 @@ class FederationService:
     def remote_pull_changed(self, link: Link) -> None:
         if self.topology is not None:
             self._take_marker(link)
+        groups = link.remote_groups
+        link.behind = (BehindMatchers(groups, link.remote_match, self.config.max_disjuncts * 2)
+                       if groups is not None and self.topology is not None else None)
         self._refresh_forwarders()
         if len(self.linked) > 1:
             self._schedule()
@@ -550,13 +566,23 @@ class FederationService:
         """The pull filter for ``link`` and its encoding. One that would not
         fit comfortably in a packet is generalised to the link's incoming
         filter (the draft allows a more general pull filter, 6.2.3)."""
-        others = [(other.outgoing.ast, other.remote_pull)
-                  for other in self.linked.values() if other is not link]
-        pull = compute_pull_filter(link.incoming.ast, self._local, others,
-                                   self.config.max_disjuncts)
+        others = [other for other in self.linked.values() if other is not link]
+        plain = compute_pull_filter(link.incoming.ast, self._local,
+                                    [(o.outgoing.ast, o.remote_pull) for o in others],
+                                    self.config.max_disjuncts)
+        pull = plain
         if self.topology is not None:
-            pull = with_marker(pull, self.domain, TRUE_FILTER_AST)
+            # which router each term is for (subtrees.py): the peer then
+            # sends only what the routers below this one in a tree want
+            groups = compute_groups(
+                link.incoming.ast, self.domain, self._local,
+                [(o.outgoing.ast, o.remote_groups if o.participant else None, o.remote_pull)
+                 for o in others], link.remote_domain, self.config.max_disjuncts)
+            pull = with_marker(with_groups(plain, groups), self.domain, TRUE_FILTER_AST)
         encoded = encode_subast(pull)
+        if len(encoded) > self.limits.max_packet_length // 2 and pull is not plain:
+            pull = with_marker(plain, self.domain, TRUE_FILTER_AST)   # without the groups
+            encoded = encode_subast(pull)
         if len(encoded) > self.limits.max_packet_length // 2:
             pull = link.incoming.ast
             if self.topology is not None:
@@ -580,32 +606,32 @@ class FederationService:
                 nkeys: Any, routing: tuple[str, ...] = ()) -> int:
         """Send one notification on to every link that should have it; returns
         the number of FedNotify packets sent. Never raises."""
-        forwarders = self._forwarders
-        if not forwarders:
+        if not self._forwarders:
             return 0
-        tree: tuple[str, ...] | None = None
+        targets: Any = None       # (link, matcher) pairs, or None: every forwarder
         if self.topology is not None:
             if ANNOUNCEMENT_ATTR in attrs:
                 return 0      # a client's: it would read as an announcement next door
             route = self._route(routing, attrs)
             if route.graph is not None:
-                tree = route.children
-                if not tree:
+                if not route.children:
+                    return 0
+                targets = self._targets(route, attrs)
+                if not targets:
                     return 0
                 if not routing:
                     routing = (route.stamp,)  # type: ignore[assignment]
+        if targets is None:
+            targets = self._everyone
         keys: Keys | None = getattr(nkeys, "raw", None) if nkeys is not None else None
         if not deliver_insecure and not keys:
             return 0          # secure-only without keys: nobody anywhere can receive it
         frame = None
         count = 0
         try:
-            for link in forwarders:
+            for link, match in targets:
                 if link.remote_domain in routing:
                     continue
-                if tree is not None and link.remote_domain not in tree:
-                    continue
-                match = link.remote_match
                 if match is not True and not match(attrs):
                     continue
                 if link.outgoing.ast is not True and not link.outgoing.matches(attrs):
@@ -714,7 +740,7 @@ class FederationService:
         changed = view.set_links(states)
         if view.refresh() or changed:
             self._send_announcement(view.own)
-        self._route_memo = ((), None, None)
+        self._routes_changed()
         after = view.confirmed
         if after is not before:
             if after is None:
@@ -742,12 +768,54 @@ class FederationService:
     def _route(self, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> Route:
         """The route of one notification; asked twice for one that came over a
         link (may it come from there? where does it go?), computed once."""
+        route = self._routes.get(routing)
+        if route is not None:
+            return route
         memo_routing, memo_attrs, route = self._route_memo
         if memo_attrs is attrs and memo_routing == routing and route is not None:
             return route
         route = self.topology.route(routing, attrs)  # type: ignore[union-attr]
         self._route_memo = (routing, attrs, route)
+        graph = route.graph
+        if graph is None or not getattr(graph, "_filtered", True):
+            if len(self._routes) > 4096:
+                self._routes.clear()
+            self._routes[routing] = route
         return route
+
+    def _routes_changed(self) -> None:
+        """The view's graphs changed (or the view did): every route is recomputed."""
+        self._route_memo = ((), None, None)
+        self._routes.clear()
+        self._plans.clear()
+
+    def _targets(self, route: Route, attrs: Mapping[str, Any]) -> list[tuple[Link, Any]]:
+        """The forwarders that are children in ``route``'s tree, each with the
+        matcher of what the routers at and below it want (its grouped pull
+        filter, ``subtrees.py``; its whole pull filter if it sent no
+        groups); children that want nothing are left out. Kept per route
+        until a link, a pull filter or the graphs change (``_plans``)."""
+        memo = self._plans.get(id(route))
+        if memo is not None and memo[0] is route:
+            return memo[1]
+        graph = route.graph
+        tree = graph.tree(route.origin, attrs)  # type: ignore[union-attr]
+        nodes = frozenset(graph.nodes)  # type: ignore[union-attr]
+        behind = subtrees(tree, self.domain)
+        targets = []
+        for link in self._forwarders:
+            if link.remote_domain not in route.children:
+                continue
+            match = link.remote_match
+            below = behind.get(link.remote_domain)  # type: ignore[arg-type]
+            if link.behind is not None and below is not None:
+                match = link.behind.for_subtree(below, nodes)
+            if match is not False:
+                targets.append((link, match))
+        if len(self._plans) > 4096:
+            self._plans.clear()
+        self._plans[id(route)] = (route, targets)
+        return targets
 
     def on_tree(self, link: Link, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
         """Whether a notification that came over ``link`` is this router's to

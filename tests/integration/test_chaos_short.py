@@ -1,0 +1,62 @@
+"""A short seeded chaos run (issue 40, point 4b): real ``elvind`` processes,
+every link through a proxy the harness cuts, a seeded schedule of faults
+(``bench/_chaos.py``).
+
+Only what holds whatever the machine's load is asserted: no subscriber gets
+a notification twice, and once every fault is undone and a probe from every
+router has reached every subscriber (waited on, not timed), a final batch
+reaches every subscriber once and in order. Loss inside and outside the
+fault windows, and order while trees switch, are reported in the failure
+message, not asserted: the windows are times, and a loaded machine can
+stretch a reconnection past them; a notification on an old tree can be
+overtaken by a later one on the new (seen once in about ten runs of the
+first schedule, ``bench/chaos.py`` counts it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+
+from _chaos import run  # noqa: E402
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def check(result: dict) -> None:
+    summary = {k: result[k] for k in ("seed", "links", "faults", "published", "deliveries",
+                                      "duplicates", "out_of_order", "lost",
+                                      "lost_in_windows", "final_lost", "final_out_of_order",
+                                      "converged", "examples")}
+    assert result["converged"], f"the federation never carried a probe everywhere: {summary}"
+    assert result["duplicates"] == 0, f"delivered twice: {summary}"
+    assert result["final_lost"] == 0, f"the final batch did not arrive everywhere: {summary}"
+    assert result["final_out_of_order"] == 0, f"the final batch out of order: {summary}"
+
+
+def test_links_cut_partitioned_hung_and_reloaded(tmp_path):
+    """Hangs, cuts, partitions, links dropped and added by SIGHUP: four
+    routers, six faults, up to two at once."""
+    result = asyncio.run(run(seed=3, n=4, extra=2, steps=6, rate=10.0,
+                             kinds=("hang", "cut", "partition", "drop", "add"),
+                             tmp=tmp_path, say=lambda *a: None))
+    check(result)
+
+
+@pytest.mark.xfail(strict=False, reason=(
+    "issue 40 point 1: a router restarted into a full mesh may 'agree' on a graph "
+    "alone and its first notifications are flooded: on main, seed 2 gave 292 "
+    "duplicates (124 and 216 on other runs), seed 3 895; not every run"))
+def test_restart_then_publish(tmp_path):
+    """Routers of a full mesh of five SIGKILLed and restarted; each one's
+    producer publishes a burst as soon as it accepts clients again."""
+    result = asyncio.run(run(seed=2, n=5, extra=6, steps=5, rate=10.0, kinds=("kill",),
+                             tmp=tmp_path, say=lambda *a: None))
+    check(result)
