@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -46,12 +47,54 @@ from elvin.router.security import (
 )
 from elvin.subscription.ast import Node, names_in
 from elvin.subscription.index import TermIndex, plan_for
-from elvin.subscription.patterns import EVALUATION_BUDGET, notification_budget
+from elvin.subscription.patterns import overruns
 from elvin.subscription.unparse import unparse
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EVALUATION_BUDGET", "Engine", "Placement", "Predicate", "Subscription", "place"]
+__all__ = ["SUSPEND_FIRST", "SUSPEND_MOST", "Engine", "Placement", "Predicate", "Subscription",
+           "Suspended", "charge_overrun", "place"]
+
+#: seconds a predicate whose pattern overran its own time limit
+#: (``patterns.MATCH_TIMEOUT``) is bottom without being evaluated; each
+#: further overrun doubles it, up to ``SUSPEND_MOST``
+SUSPEND_FIRST = 1.0
+SUSPEND_MOST = 64.0
+
+
+class Suspended:
+    """The ``evaluate`` of a predicate (or pull filter term) whose pattern ran
+    out of its own time: bottom at once until ``until``, then the predicate's
+    own ``evaluate`` again. Its account is its own: how often *it* overran
+    decides how long it waits, nothing else does, so an expensive pattern
+    costs the loop at most one time limit per suspension, and every other
+    subscription is evaluated as if it were not there."""
+
+    __slots__ = ("evaluate", "until", "count")
+
+    def __init__(self, evaluate: Callable[[Mapping[str, Any]], Any]) -> None:
+        self.evaluate = evaluate
+        self.until = 0.0
+        self.count = 0      # overruns so far
+
+    def __call__(self, attrs: Mapping[str, Any]) -> Any:
+        if time.monotonic() < self.until:
+            return None
+        return self.evaluate(attrs)
+
+
+def charge_overrun(holder: Any) -> int:
+    """``holder`` (anything with an ``evaluate``: a ``Predicate``, a pull
+    filter term) just overran a pattern's time limit: suspend it (see
+    ``Suspended``); returns how many times it has overran."""
+    wrapper = holder.evaluate
+    if type(wrapper) is not Suspended:
+        wrapper = holder.evaluate = Suspended(wrapper)
+    wrapper.count += 1
+    wrapper.until = time.monotonic() + min(SUSPEND_MOST,
+                                           SUSPEND_FIRST * 2 ** (wrapper.count - 1))
+    return wrapper.count
+
 
 class Subscription:
     """One registered subscription (one SubAddRqst)."""
@@ -255,6 +298,11 @@ class Engine:
         #: ``listener(ast, added)`` when a distinct subscription tree appears or
         #: goes (federation keeps its pull filters from this); None = nobody
         self.pred_listener: Callable[[Node, bool], None] | None = None
+        #: pattern matches that ran out of their own time (statistics)
+        self.pattern_overruns = 0
+        #: ``listener(pred, count)`` when ``pred``'s pattern overran (the router
+        #: logs it, naming the subscriptions' owners); None = nobody
+        self.overrun_listener: Callable[[Predicate, int], None] | None = None
 
     # -- queries ----------------------------------------------------------------
     def __len__(self) -> int:
@@ -457,20 +505,34 @@ class Engine:
         return self.index.candidates(attrs)
 
     def any_match(self, attrs: Mapping[str, Any]) -> bool:
-        """Whether some expression is true for ``attrs``, within one
-        evaluation budget as ``match`` (a federation peer's pull filter is
-        matched so: its terms' patterns are the peer's to choose)."""
-        budget = notification_budget()
-        try:
-            for pred in self.candidates(attrs):
-                try:
-                    if pred.evaluate(attrs) is True:
-                        return True
-                except Exception:       # evaluation never raises, by contract; be safe
-                    log.exception("evaluating %r failed", pred.ast)
-            return False
-        finally:
-            budget[3] = 0.0
+        """Whether some expression is true for ``attrs``; a pattern that
+        overruns its own time limit is charged to its predicate as in
+        ``match``."""
+        over = overruns()
+        for pred in self.candidates(attrs):
+            seen = over[0]
+            try:
+                result = pred.evaluate(attrs)
+            except Exception:       # evaluation never raises, by contract; be safe
+                log.exception("evaluating %r failed", pred.ast)
+                continue
+            if over[0] != seen:
+                self._overran(pred)
+            if result is True:
+                return True
+        return False
+
+    def _overran(self, pred: Predicate) -> None:
+        """``pred``'s pattern ran out of its own time: its account, not anyone
+        else's (``charge_overrun``)."""
+        count = charge_overrun(pred)
+        self.pattern_overruns += 1
+        listener = self.overrun_listener
+        if listener is not None:
+            try:
+                listener(pred, count)
+            except Exception:
+                log.exception("the overrun listener failed")
 
     def match(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,
               deliver_insecure: bool = True) -> tuple[dict, dict]:
@@ -484,44 +546,46 @@ class Engine:
         secure: dict[Hashable, list[int]] = {}
         preds = self.index.candidates(attrs)
         self.evaluations += len(preds)
-        budget = notification_budget()
-        try:
-            for pred in preds:
-                try:
-                    if pred.evaluate(attrs) is not True:
-                        continue
-                except Exception:       # evaluation never raises, by contract; be safe
-                    log.exception("evaluating %r failed", pred.ast)
-                    continue
+        over = overruns()
+        seen = over[0]
+        for pred in preds:
+            try:
+                result = pred.evaluate(attrs)
+            except Exception:       # evaluation never raises, by contract; be safe
+                log.exception("evaluating %r failed", pred.ast)
+                continue
+            if over[0] != seen:     # this predicate's pattern overran: its account
+                seen = over[0]
+                self._overran(pred)
+            if result is not True:
+                continue
+            groups = pred._groups
+            if groups is None:
+                pred._build()
                 groups = pred._groups
-                if groups is None:
-                    pred._build()
-                    groups = pred._groups
-                if deliver_insecure:
-                    for owner, ids in groups:  # type: ignore[union-attr]
-                        prev = insecure.get(owner)
-                        if prev is None:
-                            insecure[owner] = ids
-                        elif type(prev) is tuple:
-                            insecure[owner] = [*prev, *ids]
-                        else:
-                            prev.extend(ids)
-                for sub in pred._special:  # type: ignore[union-attr]
-                    if nkeys is not None and prepared_match(nkeys, sub.prepared):
-                        target = secure
-                    elif deliver_insecure and sub.accept_insecure:
-                        target = insecure
-                    else:
-                        continue
-                    prev = target.get(sub.owner)
+            if deliver_insecure:
+                for owner, ids in groups:  # type: ignore[union-attr]
+                    prev = insecure.get(owner)
                     if prev is None:
-                        target[sub.owner] = [sub.id]
+                        insecure[owner] = ids
                     elif type(prev) is tuple:
-                        target[sub.owner] = [*prev, sub.id]
+                        insecure[owner] = [*prev, *ids]
                     else:
-                        prev.append(sub.id)
-        finally:
-            budget[3] = 0.0
+                        prev.extend(ids)
+            for sub in pred._special:  # type: ignore[union-attr]
+                if nkeys is not None and prepared_match(nkeys, sub.prepared):
+                    target = secure
+                elif deliver_insecure and sub.accept_insecure:
+                    target = insecure
+                else:
+                    continue
+                prev = target.get(sub.owner)
+                if prev is None:
+                    target[sub.owner] = [sub.id]
+                elif type(prev) is tuple:
+                    target[sub.owner] = [*prev, sub.id]
+                else:
+                    prev.append(sub.id)
         return insecure, secure
 
     def match_owners(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,

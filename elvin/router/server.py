@@ -46,10 +46,19 @@ from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
 from elvin.router.session import CLOSING, CONNECTED, Session
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
+from elvin.subscription.patterns import MATCH_TIMEOUT
 from elvin.subscription.shapes import ShapeCompiler
 from elvin.tls import listener_context
 
 log = logging.getLogger("elvin.router")
+
+#: seconds between two log lines about one client's overrunning patterns
+OVERRUN_LOG_EVERY = 10.0
+
+
+def _clip(text: str, most: int) -> str:
+    """``text`` cut to ``most`` characters for a log line."""
+    return text if len(text) <= most else text[:most - 3] + "..."
 
 __all__ = ["Router", "RouterStartError"]
 
@@ -98,6 +107,9 @@ class Router:
         #: is set, else None (``deliver`` tests only this)
         self.federation: Any = None
         self._producer_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        #: owner -> [when its last overrun line was logged, overruns not logged since]
+        self._overrun_lines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.engine.overrun_listener = self._pattern_overran
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> Router:
@@ -450,6 +462,41 @@ class Router:
         self.engine.set_owner_keys(session, keys)
         for sub, before in zip(subs, views, strict=True):
             quench.subscription_modified(sub, before, False)
+
+    def _pattern_overran(self, pred: Any, count: int) -> None:
+        """A subscription's regex()/wildcard() ran out of its own time limit
+        (``patterns.MATCH_TIMEOUT``): it alone is bottom for that
+        notification and suspended a while (``engine.Suspended``). Counted
+        (statistics, status, metrics) and logged, naming the client and the
+        subscription, at most once per ``OVERRUN_LOG_EVERY`` seconds per
+        client (a client's pattern could overrun on every notification)."""
+        self.stats.pattern_overruns += 1
+        members = list(pred.members())
+        if not members:
+            return
+        sub = members[0]
+        now = time.monotonic()
+        try:
+            line = self._overrun_lines.get(sub.owner)
+        except TypeError:           # an owner that cannot be weakly referenced
+            line = None
+        if line is not None and now - line[0] < OVERRUN_LOG_EVERY:
+            line[1] += 1
+            return
+        quiet = line[1] if line is not None else 0
+        try:
+            self._overrun_lines[sub.owner] = [now, 0]
+        except TypeError:
+            pass
+        others = f" (and {len(members) - 1} more with the same expression)" if len(members) > 1 \
+            else ""
+        since = f"; {quiet} more overrun(s) of this client not logged" if quiet else ""
+        log.warning("%s: subscription %d%s: a regex()/wildcard() pattern ran out of its own "
+                    "time limit (%.0f ms), so it is bottom for this notification and is not "
+                    "evaluated for %.0f s (overrun %d of this expression)%s: %s",
+                    getattr(sub.owner, "peer", sub.owner), sub.id, others,
+                    MATCH_TIMEOUT * 1000, pred.evaluate.until - now, count, since,
+                    _clip(sub.text, 200))
 
     def _send_quench_packet(self, owner: Hashable, packet: Any) -> None:
         owner.send(packet, droppable=True)  # type: ignore[attr-defined]

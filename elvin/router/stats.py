@@ -27,6 +27,9 @@ Federation-Links-Down           string     the peers not linked now, with their 
                                            error (``edge: Connection refused; ...``),
                                            empty when all are up
 Federation-Redials-Failed       int64      outgoing federation dials that failed
+Pattern-Overruns                int64      regex()/wildcard() matches that ran out of
+                                           their own time limit since start (each
+                                           makes only its own subscription bottom)
 ==============================  =========  ===========================================
 
 The statistics notification itself is not counted (neither in
@@ -46,7 +49,7 @@ STATS_ATTRIBUTE = "Elvin-Router-Stats"
 
 class Stats:
     __slots__ = ("started", "notifications_in", "notifications_out", "drops",
-                 "protocol_errors", "connections_total", "_last_time", "_last_in",
+                 "protocol_errors", "connections_total", "pattern_overruns", "_last_time", "_last_in",
                  "_last_out")
 
     def __init__(self) -> None:
@@ -56,6 +59,7 @@ class Stats:
         self.drops = 0
         self.protocol_errors = 0
         self.connections_total = 0
+        self.pattern_overruns = 0
         self._last_time = self.started
         self._last_in = 0
         self._last_out = 0
@@ -98,4 +102,5 @@ class Stats:
             "Federation-Links-Up": len(federation_links) - len(down),
             "Federation-Links-Down": "; ".join(down),
             "Federation-Redials-Failed": Int64(redials_failed),
+            "Pattern-Overruns": Int64(self.pattern_overruns),
         }

@@ -104,7 +104,8 @@ def router_status(router: Any, *, version: str = "", config_path: str | None = N
         "counters": {"notifications_in": stats.notifications_in,
                      "notifications_out": stats.notifications_out, "drops": stats.drops,
                      "protocol_errors": stats.protocol_errors,
-                     "connections_total": stats.connections_total},
+                     "connections_total": stats.connections_total,
+                     "pattern_overruns": stats.pattern_overruns},
         "federation": federation, "mobility": mobility, "archive": archive,
         "reload": dict(reload) if reload is not None else None,
     }
@@ -199,7 +200,8 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
     out.write(f"notifications: {counters.get('notifications_in', 0)} in, "
               f"{counters.get('notifications_out', 0)} delivered, "
               f"{counters.get('drops', 0)} dropped; "
-              f"protocol errors: {counters.get('protocol_errors', 0)}\n")
+              f"protocol errors: {counters.get('protocol_errors', 0)}; "
+              f"pattern overruns: {counters.get('pattern_overruns', 0)}\n")
     fed = data.get("federation")
     if fed:
         links = fed.get("links") or []
