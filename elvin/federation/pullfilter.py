@@ -202,19 +202,25 @@ class PullMatcher:
         # so it costs this router's loop one limit per suspension, not one
         # per notification, and no other term is cut short by it
         over = overruns()
-        for term in self.index.candidates(attrs):
-            seen = over[0]
-            try:
-                result = term.evaluate(attrs)
-            except Exception:       # evaluation never raises, by contract; be safe
-                log.exception("evaluating a pull filter term failed")
-                continue
-            if over[0] != seen:
-                charge_overrun(term)
-                self.overruns += 1
-            if result is True:
-                return True
-        return False
+        overran = []
+        try:
+            for term in self.index.candidates(attrs):
+                seen = over[0]
+                try:
+                    result = term.evaluate(attrs)
+                except Exception:       # evaluation never raises, by contract; be safe
+                    log.exception("evaluating a pull filter term failed")
+                    continue
+                if over[0] != seen:
+                    charge_overrun(term)
+                    overran.append(term)
+                    self.overruns += 1
+                if result is True:
+                    return True
+            return False
+        finally:
+            for term in overran:        # suspended from the end of this match
+                charge_overrun(term, again=False)
 
     def __len__(self) -> int:
         return len(self.subs)

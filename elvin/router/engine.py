@@ -83,14 +83,16 @@ class Suspended:
         return self.evaluate(attrs)
 
 
-def charge_overrun(holder: Any) -> int:
+def charge_overrun(holder: Any, again: bool = True) -> int:
     """``holder`` (anything with an ``evaluate``: a ``Predicate``, a pull
     filter term) just overran a pattern's time limit: suspend it (see
-    ``Suspended``); returns how many times it has overran."""
+    ``Suspended``) from now; returns how many times it has overran.
+    ``again=False``: only start its current suspension anew from now."""
     wrapper = holder.evaluate
     if type(wrapper) is not Suspended:
         wrapper = holder.evaluate = Suspended(wrapper)
-    wrapper.count += 1
+    if again:
+        wrapper.count += 1
     wrapper.until = time.monotonic() + min(SUSPEND_MOST,
                                            SUSPEND_FIRST * 2 ** (wrapper.count - 1))
     return wrapper.count
@@ -303,6 +305,7 @@ class Engine:
         #: ``listener(pred, count)`` when ``pred``'s pattern overran (the router
         #: logs it, naming the subscriptions' owners); None = nobody
         self.overrun_listener: Callable[[Predicate, int], None] | None = None
+        self._overran_now: list[Predicate] = []     # in the match under way
 
     # -- queries ----------------------------------------------------------------
     def __len__(self) -> int:
@@ -509,23 +512,37 @@ class Engine:
         overruns its own time limit is charged to its predicate as in
         ``match``."""
         over = overruns()
-        for pred in self.candidates(attrs):
-            seen = over[0]
-            try:
-                result = pred.evaluate(attrs)
-            except Exception:       # evaluation never raises, by contract; be safe
-                log.exception("evaluating %r failed", pred.ast)
-                continue
-            if over[0] != seen:
-                self._overran(pred)
-            if result is True:
-                return True
-        return False
+        try:
+            for pred in self.candidates(attrs):
+                seen = over[0]
+                try:
+                    result = pred.evaluate(attrs)
+                except Exception:       # evaluation never raises, by contract; be safe
+                    log.exception("evaluating %r failed", pred.ast)
+                    continue
+                if over[0] != seen:
+                    self._overran(pred)
+                if result is True:
+                    return True
+            return False
+        finally:
+            if self._overran_now:
+                self._restamp()
+
+    def _restamp(self) -> None:
+        """Start the suspensions of this match's overrunning predicates at its
+        end: a notification that overran many patterns lasted a while, and a
+        suspension that started at the first one must not be over by the next
+        notification."""
+        for pred in self._overran_now:
+            charge_overrun(pred, again=False)
+        self._overran_now.clear()
 
     def _overran(self, pred: Predicate) -> None:
         """``pred``'s pattern ran out of its own time: its account, not anyone
         else's (``charge_overrun``)."""
         count = charge_overrun(pred)
+        self._overran_now.append(pred)
         self.pattern_overruns += 1
         listener = self.overrun_listener
         if listener is not None:
@@ -586,6 +603,8 @@ class Engine:
                     target[sub.owner] = [*prev, sub.id]
                 else:
                     prev.append(sub.id)
+        if self._overran_now:
+            self._restamp()
         return insecure, secure
 
     def match_owners(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,

@@ -101,11 +101,11 @@ MAX_GROUP_NESTING = 32
 #: pattern's own: nothing another subscription, the machine's load or another
 #: thread costs counts against it.
 MATCH_TIMEOUT = 0.02
-#: tries a match gets when its time ran out on the wall clock but not on the
-#: CPU (the process was preempted, or another thread held the interpreter)
+#: tries a match gets when ``regex``'s limit (process CPU time) ran out but the
+#: matching thread did not spend it (another thread of the process ran)
 MATCH_ATTEMPTS = 4
-#: the wall-clock limit of the last try, when the earlier ones were all
-#: interrupted more than they ran (a machine that loaded is rare)
+#: the limit of the last try, when the earlier ones were all interrupted
+#: more than they ran (a process that busy is rare)
 _LAST_TRY = 1.0
 
 
@@ -526,9 +526,13 @@ def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool |
 
 def _run(method, value: str) -> bool | None:
     """``method`` within the pattern's own time (bottom: None). The first try
-    costs nothing extra: ``regex``'s limit is wall-clock time, which is the
-    pattern's own unless the process was interrupted; only a try that ran out
-    is looked at more closely (``_overran``)."""
+    costs nothing extra. ``regex``'s limit is the *process's* CPU time (C's
+    ``clock()``), which is the pattern's own unless another thread of the
+    process ran meanwhile (the router's compile workers do); so a try that
+    ran out is looked at more closely (``_overran``)."""
+    last = _LAST_OVERRUN
+    if value is last[1] and method is last[0]:
+        return None         # it just overran on this very value (an expression may ask twice)
     try:
         return method(value, timeout=MATCH_TIMEOUT) is not None
     except TimeoutError:
@@ -536,13 +540,13 @@ def _run(method, value: str) -> bool | None:
 
 
 def _overran(method, value: str) -> bool | None:
-    """A match ran out of wall-clock time: try again, measuring this thread's
+    """A match ran out of ``regex``'s time: try again, measuring this thread's
     CPU time, until a try either finishes or spends at least half its limit
     on the CPU (then the cost is the pattern's own: bottom, counted in this
     thread's ``overruns``). A try interrupted for most of its time (the OS
     ran something else, another thread held the interpreter) says nothing
     about the pattern, so it does not count; after ``MATCH_ATTEMPTS`` such
-    tries the last one gets ``_LAST_TRY`` seconds of wall clock."""
+    tries the last one gets ``_LAST_TRY`` seconds."""
     clock = time.thread_time
     for attempt in range(1, MATCH_ATTEMPTS + 1):
         limit = MATCH_TIMEOUT if attempt < MATCH_ATTEMPTS else _LAST_TRY
@@ -553,7 +557,13 @@ def _overran(method, value: str) -> bool | None:
             if clock() - start >= MATCH_TIMEOUT / 2:
                 break
     _THREAD.state[0] += 1
+    _LAST_OVERRUN[0], _LAST_OVERRUN[1] = method, value
     return None
+
+
+#: [method, value] of the last overrun (any thread: only ever a shortcut to
+#: the same answer, bottom, for the same pattern on the same string object)
+_LAST_OVERRUN: list = [None, None]
 
 
 # --------------------------------------------------------------------------

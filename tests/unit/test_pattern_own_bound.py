@@ -13,8 +13,7 @@ from __future__ import annotations
 import time
 
 from elvin.router.engine import Engine, Suspended
-from elvin.subscription import compile
-from elvin.subscription import patterns
+from elvin.subscription import compile, patterns
 from elvin.subscription.patterns import MATCH_TIMEOUT, regex_matcher
 
 SLOW = 'regex(Message, "^(a|aa|a{%d})+$")'       # backtracks until its limit on VALUE
@@ -76,16 +75,17 @@ def test_a_suspended_pattern_is_evaluated_again_later():
 
 
 def test_a_match_interrupted_from_outside_is_tried_again():
-    """A try that ran out of wall-clock time without spending it on the CPU
-    (the process was preempted; another thread held the interpreter) says
-    nothing about the pattern: it is tried again and its answer stands."""
+    """A try that ran out of ``regex``'s time (the process's CPU time)
+    without this thread spending it (another thread of the process, a
+    compile worker, ran meanwhile) says nothing about the pattern: it is
+    tried again and its answer stands."""
     compiled = patterns.compile_regex(["b$"])
     calls = []
 
     def preempted_once(value, timeout):
         calls.append(timeout)
         if len(calls) == 1:
-            time.sleep(timeout * 1.5)       # off the CPU for all of its time
+            time.sleep(timeout * 1.5)       # this thread off the CPU all that time
             raise TimeoutError("regex timed out")
         return compiled.search(value, timeout=timeout)
 

@@ -164,14 +164,13 @@ def test_index_keeps_evaluations_flat_with_scale():
     assert engine.evaluations == 100
 
 
-def test_the_engines_evaluation_budget_does_not_outlive_its_match():
-    """The per-notification pattern budget applies while the engine matches,
-    in its thread; evaluations elsewhere in the process (an app's own
-    evaluator next to a bundled router, the quench analysis) are never cut
-    short by it, however much pattern matching they do in all."""
+def test_pattern_matching_elsewhere_is_never_cut_short():
+    """Evaluations elsewhere in the process (an app's own evaluator next to
+    a bundled router, the quench analysis) are never cut short, however
+    much pattern matching they do in all: each match has its own limit."""
     import time
 
-    from elvin.router.engine import EVALUATION_BUDGET
+    from elvin.subscription.patterns import MATCH_TIMEOUT
 
     engine = Engine()
     add(engine, "o", 'regex(s, "^(a|b)*c$")')
@@ -179,14 +178,14 @@ def test_the_engines_evaluation_budget_does_not_outlive_its_match():
     subject = compile('regex(s, "^(a|b)*c$")')
     value = {"s": "ab" * 200 + "c"}
     start, results = time.perf_counter(), []
-    while time.perf_counter() - start < EVALUATION_BUDGET * 4:
+    while time.perf_counter() - start < MATCH_TIMEOUT * 5:
         results.append(subject(value))
     assert set(results) == {True}, f"{results.count(None)} of {len(results)} were bottom"
 
 
-def test_the_evaluation_budget_holds_only_inside_match():
-    """Slow patterns spend one notification's budget inside ``match``;
-    evaluating a pattern anywhere else afterwards is not cut short by it."""
+def test_slow_patterns_inside_match_leave_nothing_behind():
+    """Slow patterns overrun their own limits inside ``match``; evaluating a
+    pattern anywhere else afterwards is not cut short by it."""
     engine = Engine()
     for k in range(5):
         add(engine, "o", f'regex(Message, "^(a|aa|a{{{k + 1}}})+$")')
