@@ -670,16 +670,59 @@ def engine_pattern(pattern: str) -> str:
     return "".join(out)
 
 
-@functools.lru_cache(maxsize=1024)
+#: compiled patterns remembered: at most this many ...
+COMPILED_MOST = 1024
+#: ... and about this many bytes (``_compiled_bytes``); least recently used
+#: forgotten first. A count alone let 1,024 long patterns hold ~170 MB.
+COMPILED_BYTES = 16 * 1024 * 1024
+_COMPILED: dict[tuple[str, str], object] = {}
+_COMPILED_COSTS: dict[tuple[str, str], int] = {}
+_COMPILED_TOTAL = [0]
+_COMPILED_LOCK = threading.Lock()       # the router's compile workers ask too
+
+
+def _compiled_bytes(text: str) -> int:
+    """What ``regex`` holds for a compiled pattern, on the high side (about
+    90 bytes per character of the pattern as spelled for the engine, by
+    ``tracemalloc``)."""
+    return 2048 + 128 * len(text)
+
+
 def _compile(text: str, what: str):
     """Compile once per distinct pattern: the checker, the compiler and the
     reference interpreter all ask, and ``regex`` parses patterns in Python."""
+    key = (text, what)
+    with _COMPILED_LOCK:
+        found = _COMPILED.pop(key, None)
+        if found is not None:
+            _COMPILED[key] = found          # most recently used last
+            return found
     try:
-        return _regex.compile(engine_pattern(text), _FLAGS)
+        spelled = engine_pattern(text)
+        compiled = _regex.compile(spelled, _FLAGS)
     except _regex.error as exc:  # should not happen: the translation is valid
         raise PatternError(f"invalid {what}: {exc}", 0) from None
     except (RecursionError, OverflowError, MemoryError):
         raise PatternError(f"{what} too complex", 0, too_complex=True) from None
+    cost = _compiled_bytes(spelled)
+    with _COMPILED_LOCK:
+        if key not in _COMPILED:
+            while _COMPILED and (len(_COMPILED) >= COMPILED_MOST
+                                 or _COMPILED_TOTAL[0] + cost > COMPILED_BYTES):
+                oldest = next(iter(_COMPILED))
+                del _COMPILED[oldest]
+                _COMPILED_TOTAL[0] -= _COMPILED_COSTS.pop(oldest)
+            if cost <= COMPILED_BYTES:
+                _COMPILED[key] = compiled
+                _COMPILED_COSTS[key] = cost
+                _COMPILED_TOTAL[0] += cost
+    return compiled
+
+
+def compiled_cache() -> tuple[int, int]:
+    """(patterns, estimated bytes) the compiled-pattern cache holds now."""
+    with _COMPILED_LOCK:
+        return len(_COMPILED), _COMPILED_TOTAL[0]
 
 
 # --------------------------------------------------------------------------

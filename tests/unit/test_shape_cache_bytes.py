@@ -57,3 +57,16 @@ def test_the_estimate_is_on_the_high_side(text):
     assert compiler.bytes >= held, (compiler.bytes, held)
     assert compiler.bytes <= n * (shape_bytes("x" * length) + 2 * code_bytes("x" * length)) + \
         shape_bytes("require(warm_up)") + code_bytes("require(warm_up)")
+
+
+def test_the_compiled_pattern_cache_is_bounded_in_bytes():
+    """1,024 long patterns once held ~170 MB in ``regex``'s compiled form."""
+    from elvin.subscription import patterns
+
+    for i in range(400):
+        text = "|".join(f"w{i}x{j}[[:alpha:]]+" for j in range(60))
+        patterns.compile_regex([text])
+        count, held = patterns.compiled_cache()
+        assert held <= patterns.COMPILED_BYTES
+    assert count < 400                              # forgotten for bytes, not count
+    assert patterns.regex_matcher(["w0x1[[:alpha:]]+"])("w0x1abc") is True
