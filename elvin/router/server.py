@@ -33,6 +33,7 @@ from elvin.protocol import (
     encode_attributes,
     frame_notify_deliver,
 )
+from elvin.router.announcer import QuenchAnnouncer
 from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
@@ -117,6 +118,7 @@ class Router:
         self.flush_batch = FlushBatch(self.loop)
         self.scheduler = Scheduler(self.loop, self.flush_batch.run)
         self._reaper = Reaper(self.loop, self._forget)
+        self.announcer = QuenchAnnouncer(self.loop, self.quench)
         self.connection_log = ConnectionLog(self.loop)
         self._stopped = asyncio.Event()
         self._stopping = False
@@ -426,6 +428,10 @@ class Router:
         """``job()`` on the compile worker for an expression of ``size``
         characters (a federated peer's pull filter: ``FederationHost``)."""
         return self._compilers.run(self.loop, size, job)  # type: ignore[arg-type]
+
+    def announce_later(self, quench: Any) -> asyncio.Future:
+        """Tell ``quench`` what is pending in later loop turns (``announcer``)."""
+        return self.announcer.later(quench)
 
     # -- sessions ------------------------------------------------------------------------
     def session_opened(self, session: Session) -> None:

@@ -62,6 +62,7 @@ twice or removed when absent in QnchModRqst).
 
 from __future__ import annotations
 
+import functools
 import logging
 import struct
 import time
@@ -104,6 +105,7 @@ from elvin.protocol import (
 from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Job, Violation
 from elvin.protocol.limits import FIELD_OPTIONS, Limits
 from elvin.protocol.xdr import decode_sub_add_rqst
+from elvin.router.announcer import FIRST_STEP
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
     apply_delta,
@@ -170,6 +172,10 @@ class SessionHost(Protocol):
     def compile_long(self, text: str) -> Any:
         """A long expression compiled on a worker: a future (``Job``) that
         gives a ``Registered`` or raises SubscriptionError."""
+
+    def announce_later(self, quench: Any) -> Any:
+        """A future (``Job``) done once ``quench`` is told what is pending
+        (``elvin.router.announcer``)."""
 
     def deliver(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
                 nkeys: Any, *, producer: Any = None) -> int: ...
@@ -771,8 +777,28 @@ class SessionCore:
         # that a client holding the QnchRply knows its view is complete:
         # auto-quench relies on it. The spec leaves the order open.
         q = self.host.quench.add(self.owner, p.names, p.deliver_insecure, p.keys,
-                                 self.nfn_keys)
-        self.send(QnchRply(p.xid, q.id))
+                                 self.nfn_keys, announce=False)
+        self._announce(p.xid, q)
+
+    def _announce(self, xid: int, q: Any) -> None:
+        """Tell quench ``q`` what is pending, then QnchRply: what fits in
+        ``announcer.FIRST_STEP`` now, the rest in later loop turns as this
+        session's one job (its later packets wait for it)."""
+        if self.host.quench.advance(q, time.perf_counter() + FIRST_STEP):
+            self.send(QnchRply(xid, q.id))
+            return
+        job = self.host.announce_later(q)
+        self.backlog.start(job)         # cancelled if the session is released
+        job.add_done_callback(functools.partial(self._announced, xid, q))
+
+    def _announced(self, xid: int, q: Any, job: Any) -> None:
+        """(The announcement's end, on the loop.)"""
+        if not self.backlog.finish(job):
+            return                      # released meanwhile
+        if self.state is CONNECTED:
+            self.send(QnchRply(xid, q.id))
+        if self.backlog and self.on_ready is not None:
+            self.on_ready()
 
     def _own_quench(self, xid: int, quench_id: int) -> Any:
         return self._owned(self.host.quench, xid, quench_id, NackCode.NO_SUCH_QUENCH,
@@ -791,8 +817,8 @@ class SessionCore:
                       "Quench would have no attribute names left")
             return
         self.host.quench.modify(q, p.names_add, p.names_del, p.deliver_insecure,
-                                p.add_keys, p.del_keys)
-        self.send(QnchRply(p.xid, q.id))  # after the notifications it caused, as for add
+                                p.add_keys, p.del_keys, announce=False)
+        self._announce(p.xid, q)          # after the notifications it caused, as for add
 
     def _qnch_del_rqst(self, p: QnchDelRqst) -> None:
         if self._quench_refused(p.xid):

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from elvin.errors import NackCode, SubscriptionError
+from elvin.keys import EMPTY_KEYS
 from elvin.protocol import (
     ConfConn,
     ConnRply,
@@ -82,6 +83,28 @@ class Job:
         return self._result
 
 
+class Announcement(Job):
+    """A quench told in later 'turns' (the router's ``QuenchAnnouncer``):
+    ``step()`` is one turn of ``slice`` subscriptions, ``finish()`` all."""
+
+    def __init__(self, manager, quench) -> None:
+        super().__init__("")
+        self.manager, self.quench, self.steps = manager, quench, 0
+
+    def step(self) -> bool:
+        self.steps += 1
+        import time
+        done = self.manager.advance(self.quench, time.perf_counter() - 1)  # one clock look
+        if done and not self.cancelled:
+            for fn in self.callbacks:
+                fn(self)
+        return done
+
+    def finish(self) -> None:
+        while not self.step():
+            pass
+
+
 class Host:
     """The router's real sans-IO parts; deliveries and long compiles recorded."""
 
@@ -99,6 +122,11 @@ class Host:
 
     def compile_long(self, text: str) -> Job:
         job = Job(text)
+        self.jobs.append(job)
+        return job
+
+    def announce_later(self, quench) -> Announcement:
+        job = Announcement(self.quench, quench)
         self.jobs.append(job)
         return job
 
@@ -313,3 +341,107 @@ def test_notify_emit_fast_path_keys_and_garbage():
     channel.feed(raw=garbage)
     assert host.delivered[-1] == {"N": 3}
     assert host.stats.protocol_errors == 1 and channel.core.state in (CLOSING, CLOSED)
+
+
+# -- issue 42: quench announcements are told in slices, replies in request order --
+
+def _kinds(packets, sub_id=None):
+    return [type(p).__name__ for p in packets
+            if sub_id is None or getattr(p, "term_id", None) == sub_id]
+
+
+def _subscriber(host):
+    channel = Channel(host)
+    replies = channel.feed(ConnRqst(1, 4, 0, {"Subscription.Max-Count": 10000}))
+    assert [type(p) for p in replies] == [ConnRply]
+    return channel
+
+
+def _subscribe_many(channel, n, text="x == {i}"):
+    replies = channel.feed(*(SubAddRqst(100 + i, text.format(i=i)) for i in range(n)))
+    return [p.subscription_id for p in replies]
+
+
+def test_a_quench_on_many_subscriptions_is_told_in_slices_and_replies_in_order():
+    """QnchAddRqst once told every subscription on its names in one handler
+    (40,000: 0.4 s of the loop): now what does not fit ``FIRST_STEP`` is
+    the session's job, told a slice per turn; its QnchRply, and the packets
+    it sent after it, come after the last SubAddNotify."""
+    host = Host()
+    subscriber = _subscriber(host)
+    ids = _subscribe_many(subscriber, 5000)
+    quencher = connected(host)
+    first = quencher.feed(QnchAddRqst(3, ("x",)), SubAddRqst(4, "require(y)"))
+    assert "QnchRply" not in _kinds(first) and "SubRply" not in _kinds(first)
+    job = host.jobs[-1]
+    assert isinstance(job, Announcement)
+    job.finish()
+    rest = quencher.feed()                  # the packets that waited for the job
+    out = first + rest
+    assert job.steps > 1                    # told over several turns
+    kinds = _kinds(out)
+    assert kinds[-2:] == ["QnchRply", "SubRply"]
+    assert sorted(p.term_id for p in out if type(p).__name__ == "SubAddNotify") == ids
+
+
+def test_changes_while_a_quench_is_told_are_told_once():
+    """A subscription removed, modified or added while a quench is being
+    told is told once, as it is now: never an Add after its Del, never a
+    Mod or Del of something the quencher was not told of."""
+    from elvin.protocol import SubModRqst
+
+    host = Host()
+    subscriber = _subscriber(host)
+    ids = _subscribe_many(subscriber, 3000)
+    quencher = connected(host)
+    out = quencher.feed(QnchAddRqst(3, ("x",)))
+    job = host.jobs[-1]
+    job.step()
+    quench = job.quench
+    gone, changed = list(quench.pending)[:2]
+    subscriber.feed(SubDelRqst(7, gone),
+                    SubModRqst(8, changed, "x == 12345 && require(z)", True, EMPTY_KEYS,
+                               EMPTY_KEYS),
+                    SubAddRqst(9, "x == -1"))
+    job.finish()
+    out += quencher.feed()
+    assert _kinds(out, gone) == []                      # never told of: nothing
+    assert _kinds(out, changed) == ["SubAddNotify"]     # told once, as it is now
+    [told] = [p for p in out if getattr(p, "term_id", None) == changed]
+    assert "z" in str(told.sub_expr)
+    added = max(host.engine.subs)
+    assert _kinds(out, added) == ["SubAddNotify"]
+    assert "SubDelNotify" not in _kinds(out) and "SubModNotify" not in _kinds(out)
+    told_ids = sorted(p.term_id for p in out if type(p).__name__ == "SubAddNotify")
+    assert told_ids == sorted(set(ids) - {gone} | {added})
+
+
+def test_a_quench_modification_is_told_in_slices():
+    """QnchModRqst moving a quench from ``x`` to ``y``: a Del for each ``x``
+    subscription and an Add for each ``y`` one, over several turns; a pending
+    ``x`` subscription changed meanwhile gets its one Del from the change."""
+    from elvin.protocol import QnchModRqst, SubModRqst
+
+    host = Host()
+    subscriber = _subscriber(host)
+    xs = _subscribe_many(subscriber, 2000)
+    ys = _subscribe_many(subscriber, 2000, "y == {i}")
+    quencher = connected(host)
+    quencher.feed(QnchAddRqst(3, ("x",)))
+    while host.jobs and not host.jobs[-1].step():
+        pass
+    quencher.feed()
+    quench_id = next(iter(host.quench.quenches))
+    out = quencher.feed(QnchModRqst(4, quench_id, ("y",), ("x",), True, EMPTY_KEYS,
+                                    EMPTY_KEYS))
+    job = host.jobs[-1]
+    job.step()
+    pending_x = next(i for i in job.quench.pending if i in set(xs))
+    subscriber.feed(SubModRqst(8, pending_x, "require(z)", True, EMPTY_KEYS, EMPTY_KEYS))
+    job.finish()
+    out += quencher.feed()
+    assert job.steps > 1
+    assert _kinds(out)[-1] == "QnchRply"
+    assert _kinds(out, pending_x) == ["SubDelNotify"]
+    assert sorted(p.term_id for p in out if type(p).__name__ == "SubDelNotify") == xs
+    assert sorted(p.term_id for p in out if type(p).__name__ == "SubAddNotify") == ys
