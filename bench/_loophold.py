@@ -2,8 +2,10 @@
 its loop's holds, for ``bench/loop.py`` (not a bench itself).
 
 Every callback the asyncio loop runs (a socket read, a timer, a scheduler or
-announcer turn) is timed; SIGUSR2 writes the longest since the last SIGUSR2
-to HOLDFILE (``sequence seconds callback``) and starts a new window. The
+announcer turn) is timed, in wall-clock time and in the loop thread's CPU
+time (on a shared machine the wall clock also counts the time other
+processes ran); SIGUSR2 writes the longest of each since the last SIGUSR2 to
+HOLDFILE (``sequence wall cpu callback``) and starts a new window. The
 router runs on asyncio's own loop (uvloop's callbacks cannot be timed from
 Python), which is what a router without uvloop installed runs anyway.
 """
@@ -17,26 +19,32 @@ import sys
 import time
 
 HOLDFILE = sys.argv[1]
-_state = {"worst": 0.0, "what": "", "seq": 0}
+_state = {"worst": 0.0, "what": "", "seq": 0, "cpu": 0.0}
 _original = asyncio.events.Handle._run
 
 
 def _timed(self) -> None:  # type: ignore[no-untyped-def]
     start = time.perf_counter()
+    cpu = time.thread_time()
     _original(self)
+    cpu = time.thread_time() - cpu
     took = time.perf_counter() - start
     if took > _state["worst"]:
         _state["worst"] = took
         _state["what"] = repr(getattr(self, "_callback", None))[:120]
+    if cpu > _state["cpu"]:
+        _state["cpu"] = cpu
 
 
 def _dump(signum, frame) -> None:  # type: ignore[no-untyped-def]
     _state["seq"] += 1
     tmp = HOLDFILE + ".tmp"
     with open(tmp, "w") as out:
-        out.write(f"{_state['seq']} {_state['worst']:.6f} {_state['what']}\n")
+        out.write(f"{_state['seq']} {_state['worst']:.6f} {_state['cpu']:.6f} "
+                  f"{_state['what']}\n")
     os.replace(tmp, HOLDFILE)
     _state["worst"] = 0.0
+    _state["cpu"] = 0.0
     _state["what"] = ""
 
 

@@ -60,7 +60,7 @@ INSECURE = 2
 
 
 #: subscriptions looked at between two looks at the clock while telling a quench
-_CLOCK_EVERY = 32
+_CLOCK_EVERY = 4
 
 
 def _status(prepared: NotificationKeys | None, deliver_insecure: bool,
