@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
 from elvin.keys import EMPTY_KEYS, Keys
@@ -52,8 +52,15 @@ from elvin.subscription.unparse import unparse
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SUSPEND_FIRST", "SUSPEND_MOST", "Engine", "Placement", "Predicate", "Subscription",
+__all__ = ["LINK_STEP", "SUSPEND_FIRST", "SUSPEND_MOST", "WIDE", "Engine", "Placement", "Predicate", "Subscription",
            "Suspended", "charge_overrun", "place"]
+
+#: filings (alternatives of a plan, names) per step of ``add_steps`` and of
+#: the deferred unlinking (about a millisecond)
+LINK_STEP = 200
+#: subscriptions with more names or filings than this are unlinked in steps
+#: (``deferred``) when the engine has an ``on_deferred``
+WIDE = 1000
 
 #: seconds a predicate whose pattern overran its own time limit
 #: (``patterns.MATCH_TIMEOUT``) is bottom without being evaluated; each
@@ -306,6 +313,9 @@ class Engine:
         #: logs it, naming the subscriptions' owners); None = nobody
         self.overrun_listener: Callable[[Predicate, int], None] | None = None
         self._overran_now: list[Predicate] = []     # in the match under way
+        #: called with a generator of unlinking steps (a wide subscription's
+        #: index filings and names) to run in later loop turns; None: at once
+        self.on_deferred: Callable[[Generator], None] | None = None
 
     # -- queries ----------------------------------------------------------------
     def __len__(self) -> int:
@@ -374,6 +384,88 @@ class Engine:
         self._add_refs(sub)
         return sub
 
+    def add_steps(self, owner: Hashable, text: str, ast: Node, evaluate: Callable,
+                  accept_insecure: bool, keys: Keys, owner_keys: Keys,
+                  placement: Placement) -> Generator[None, None, Subscription]:
+        """``add``, as a generator of steps of ``LINK_STEP`` filings (a wide
+        expression, ``||`` of 10,000 names, takes ~50 ms to link in). The
+        subscription is matched only from the last step on: until then its
+        predicate is filed without members (a notification it meets costs an
+        evaluation and goes to no one) and its names refer to it before it is
+        registered (``referring`` is a superset: readers check ``sub.names``
+        and ``subs``). Closed before its end, it gives up what it did."""
+        sub = Subscription(next(self._ids), owner, text, ast, accept_insecure, keys, owner_keys,
+                           placement.names)
+        fresh: Predicate | None = None
+        if self._preds.find(placement.tree_hash, ast) is None:
+            fresh = Predicate(ast, evaluate, placement.tree_hash)
+        try:
+            if fresh is not None:
+                yield from self.index.add_steps(fresh, placement.plan, LINK_STEP)
+            yield from self._add_refs_steps(sub)
+        except GeneratorExit:
+            if fresh is not None:
+                self._defer(self.index.remove_steps(fresh, LINK_STEP))
+            self._defer(self._remove_refs_steps(sub, sub.names))
+            raise
+        # the last step: registered and matched at once
+        self.subs[sub.id] = sub
+        owned = self.by_owner.get(owner)
+        if owned is None:
+            owned = self.by_owner[owner] = {}
+        owned[sub.id] = sub
+        pred = self._preds.find(placement.tree_hash, ast)
+        if pred is None and fresh is None:      # its twin went meanwhile: file it now
+            fresh = Predicate(ast, evaluate, placement.tree_hash)
+            self.index.add(fresh, placement.plan)
+        if pred is None:
+            pred = fresh
+            self._preds.add(pred)  # type: ignore[arg-type]
+            if self.pred_listener is not None:
+                self.pred_listener(ast, True)
+        else:
+            if fresh is not None:               # a twin came meanwhile: ours goes
+                self._defer(self.index.remove_steps(fresh, LINK_STEP))
+            sub.ast = pred.ast
+        pred.add(sub)  # type: ignore[union-attr]
+        pred.invalidate()  # type: ignore[union-attr]
+        sub.pred = pred
+        return sub
+
+    def _add_refs_steps(self, sub: Subscription) -> Generator[None, None, None]:
+        refs = self._refs
+        sub_id = sub.id
+        for n, name in enumerate(sub.names, 1):
+            subs = refs.get(name)
+            if subs is None:
+                refs[name] = {sub_id: sub}
+                if name in self._watchers:
+                    self._notify_watchers(name, True)
+            else:
+                subs[sub_id] = sub
+            if n % LINK_STEP == 0:
+                yield
+
+    def _remove_refs_steps(self, sub: Subscription,
+                           names: Iterable[str]) -> Generator[None, None, None]:
+        refs = self._refs
+        for n, name in enumerate(names, 1):
+            subs = refs.get(name)
+            if subs is not None and subs.pop(sub.id, None) is not None and not subs:
+                del refs[name]
+                if name in self._watchers:
+                    self._notify_watchers(name, False)
+            if n % LINK_STEP == 0:
+                yield
+
+    def _defer(self, steps: Generator) -> None:
+        """Unlinking steps to run later (``on_deferred``), or now."""
+        if self.on_deferred is not None:
+            self.on_deferred(steps)
+        else:
+            for _ in steps:
+                pass
+
     def remove(self, sub: Subscription) -> None:
         if self.subs.pop(sub.id, None) is None:
             return
@@ -382,6 +474,10 @@ class Engine:
             owned.pop(sub.id, None)
             if not owned:
                 del self.by_owner[sub.owner]
+        if self.on_deferred is not None and len(sub.names) > WIDE:
+            self._detach(sub)
+            self._defer(self._remove_refs_steps(sub, sub.names))
+            return
         self._detach(sub)
         self._remove_refs(sub)
 
@@ -468,7 +564,13 @@ class Engine:
         pred.invalidate()
         if empty:
             self._preds.remove(pred)
-            self.index.remove(pred)
+            place = pred.place
+            if self.on_deferred is not None and place and type(place[0]) is not int \
+                    and len(place) > WIDE:
+                # no member left: filed a while longer, it goes to no one
+                self._defer(self.index.remove_steps(pred, LINK_STEP))
+            else:
+                self.index.remove(pred)
             if self.pred_listener is not None:
                 self.pred_listener(pred.ast, False)
 

@@ -210,6 +210,8 @@ class QuenchManager:
 
     # -- subscription changes (called by the router) ----------------------------------
     def subscription_added(self, sub: Subscription) -> None:
+        if self.announcing:
+            self._settle(sub)   # (a wide one is referred to before it is added)
         if self.quenches:
             self._emit_changes(sub, {}, self.view(sub), False)
 

@@ -47,6 +47,7 @@ from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
 from elvin.router.session import CLOSING, CONNECTED, Session
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
+from elvin.router.steps import StepRunner
 from elvin.subscription.patterns import MATCH_TIMEOUT
 from elvin.subscription.shapes import ShapeCompiler
 from elvin.tls import listener_context
@@ -119,6 +120,8 @@ class Router:
         self.scheduler = Scheduler(self.loop, self.flush_batch.run)
         self._reaper = Reaper(self.loop, self._forget)
         self.announcer = QuenchAnnouncer(self.loop, self.quench)
+        self.steps = StepRunner(self.loop)
+        self.engine.on_deferred = self.steps.background
         self.connection_log = ConnectionLog(self.loop)
         self._stopped = asyncio.Event()
         self._stopping = False
@@ -230,6 +233,7 @@ class Router:
         await self._stop_mobility()
         await self._close_archive()     # every session is gone: nothing more to route
         self._reaper.finish()
+        self.steps.finish()
         self._compilers.close()
         self.connection_log.close()
         self._close_state()
@@ -428,6 +432,10 @@ class Router:
         """``job()`` on the compile worker for an expression of ``size``
         characters (a federated peer's pull filter: ``FederationHost``)."""
         return self._compilers.run(self.loop, size, job)  # type: ignore[arg-type]
+
+    def link_later(self, steps: Any) -> asyncio.Future:
+        """Run the generator ``steps`` in later loop turns (``elvin.router.steps``)."""
+        return self.steps.run(steps)
 
     def announce_later(self, quench: Any) -> asyncio.Future:
         """Tell ``quench`` what is pending in later loop turns (``announcer``)."""

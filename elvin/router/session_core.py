@@ -62,6 +62,7 @@ twice or removed when absent in QnchModRqst).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import struct
@@ -106,6 +107,7 @@ from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Job, Violation
 from elvin.protocol.limits import FIELD_OPTIONS, Limits
 from elvin.protocol.xdr import decode_sub_add_rqst
 from elvin.router.announcer import FIRST_STEP
+from elvin.router.engine import WIDE
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
     apply_delta,
@@ -172,6 +174,10 @@ class SessionHost(Protocol):
     def compile_long(self, text: str) -> Any:
         """A long expression compiled on a worker: a future (``Job``) that
         gives a ``Registered`` or raises SubscriptionError."""
+
+    def link_later(self, steps: Any) -> Any:
+        """A future (``Job``) of what the generator ``steps`` returns, run a
+        few milliseconds per loop turn (``elvin.router.steps``)."""
 
     def announce_later(self, quench: Any) -> Any:
         """A future (``Job``) done once ``quench`` is told what is pending
@@ -682,12 +688,42 @@ class SessionCore:
             self._sub_add(p, compiled)
 
     def _sub_add(self, p: SubAddRqst, compiled: Any) -> None:
+        placement = compiled.placement
+        if placement is not None and (len(placement.plan) > WIDE or len(placement.names) > WIDE):
+            # a wide expression is linked in over several loop turns, as this
+            # session's job: its SubRply, and its later packets, wait for it
+            job = self.host.link_later(self.host.engine.add_steps(
+                self.owner, p.expression, compiled.ast, compiled.matches, p.accept_insecure,
+                p.keys, self.sub_keys, placement))
+            self.backlog.start(job)     # cancelled if the session is released
+            job.add_done_callback(functools.partial(self._linked, p))
+            return
         sub = self.host.engine.add(self.owner, p.expression, compiled.ast, compiled.matches,
                                    p.accept_insecure, p.keys, self.sub_keys,
-                                   compiled.names, compiled.index, compiled.placement)
+                                   compiled.names, compiled.index, placement)
+        self._added(p, sub)
+
+    def _added(self, p: SubAddRqst, sub: Any) -> None:
         if not self.released:
             self.io.write(_SUB_RPLY.pack(16, _SUB_RPLY_ID, p.xid, sub.id))
         self.host.quench.subscription_added(sub)
+
+    def _linked(self, p: SubAddRqst, job: Any) -> None:
+        """(A wide subscription linked in, on the loop.)"""
+        if not self.backlog.finish(job):
+            try:
+                sub = job.result()      # linked as the session went: unlinked again
+            except (asyncio.CancelledError, Exception):
+                return                  # released meanwhile: the steps gave up
+            self.host.engine.remove(sub)
+            return
+        if job.exception() is not None:
+            log.error("%s: linking a subscription failed: %r", self.peer, job.exception())
+            self.nack(p.xid, NackCode.PROT_ERROR, "Internal router error")
+        else:
+            self._added(p, job.result())
+        if self.backlog and self.on_ready is not None:
+            self.on_ready()
 
     def _own_sub(self, xid: int, sub_id: int) -> Any:
         return self._owned(self.host.engine, xid, sub_id, NackCode.NO_SUCH_SUB,

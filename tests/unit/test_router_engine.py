@@ -247,3 +247,26 @@ def test_a_tree_shared_by_two_texts_is_one_predicate() -> None:
     assert engine.predicate_count == 1 and s2.pred is not None
     engine.remove(s2)
     assert engine.predicate_count == 0
+
+
+def test_a_wide_subscription_is_unlinked_in_later_steps_and_gets_nothing_meanwhile():
+    """Issue 42: unlinking an ``||`` of 3,000 names (10,000: ~40 ms) is left
+    to later steps (``on_deferred``); the subscription is gone at once."""
+    from elvin.router.engine import place
+
+    engine = Engine()
+    deferred = []
+    engine.on_deferred = deferred.append
+    text = " || ".join(f"n{i} == {i}" for i in range(3000))
+    c = compile(text)
+    sub = engine.add("o", text, c.ast, c.matches, placement=place(c.ast))
+    assert engine.match_owners({"n7": 7})
+    engine.remove(sub)
+    assert deferred and len(engine) == 0
+    assert not engine.match_owners({"n7": 7})           # gone at once for matching
+    steps = 0
+    for generator in deferred:
+        for _ in generator:
+            steps += 1
+    assert steps > 2                                    # in steps, not at once
+    assert engine.index_stats() == EMPTY and not engine._refs

@@ -31,6 +31,7 @@ from elvin.protocol import (
     decode_packet,
     frame,
 )
+from elvin.router.compiling import compile_and_place
 from elvin.router.config import RouterConfig
 from elvin.router.engine import Engine
 from elvin.router.options import initial_options
@@ -45,7 +46,7 @@ from elvin.router.session_core import (
     SessionCore,
 )
 from elvin.router.stats import Stats
-from elvin.subscription.shapes import ShapeCompiler, compile_text
+from elvin.subscription.shapes import ShapeCompiler
 
 LONG = " || ".join(f'Group == "a group with a long name, number {i}"' for i in range(12))
 assert len(LONG) > OFF_LOOP_LENGTH
@@ -70,7 +71,7 @@ class Job:
 
     def finish(self) -> None:
         try:
-            self._result = compile_text(self.text)
+            self._result = compile_and_place(self.text)    # what the router's worker does
         except SubscriptionError as exc:
             self._exception = exc
         for fn in self.callbacks:
@@ -105,6 +106,35 @@ class Announcement(Job):
             pass
 
 
+class Stepped(Job):
+    """A generator run in later 'turns' (the router's ``StepRunner``):
+    ``step()`` is one step, ``finish()`` all of them."""
+
+    def __init__(self, steps) -> None:
+        super().__init__("")
+        self.generator, self.steps = steps, 0
+
+    def step(self) -> bool:
+        self.steps += 1
+        try:
+            next(self.generator)
+            return False
+        except StopIteration as stop:
+            self._result = stop.value
+        for fn in self.callbacks:
+            fn(self)
+        return True
+
+    def cancel(self) -> bool:
+        self.cancelled = True
+        self.generator.close()
+        return True
+
+    def finish(self) -> None:
+        while not self.step():
+            pass
+
+
 class Host:
     """The router's real sans-IO parts; deliveries and long compiles recorded."""
 
@@ -122,6 +152,11 @@ class Host:
 
     def compile_long(self, text: str) -> Job:
         job = Job(text)
+        self.jobs.append(job)
+        return job
+
+    def link_later(self, steps) -> Stepped:
+        job = Stepped(steps)
         self.jobs.append(job)
         return job
 
@@ -445,3 +480,54 @@ def test_a_quench_modification_is_told_in_slices():
     assert _kinds(out, pending_x) == ["SubDelNotify"]
     assert sorted(p.term_id for p in out if type(p).__name__ == "SubDelNotify") == xs
     assert sorted(p.term_id for p in out if type(p).__name__ == "SubAddNotify") == ys
+
+
+# -- issue 42: a wide expression is linked in (and out) in steps --
+
+WIDE_OR = " || ".join(f"n{i} == {i}" for i in range(3000))
+
+
+def _wide_subscriber(host):
+    channel = Channel(host)
+    channel.feed(ConnRqst(1, 4, 0, {"Subscription.Max-Length": 256 * 1024}))
+    return channel
+
+
+def test_a_wide_expression_is_linked_in_steps_before_its_subrply():
+    """An ``||`` of 3,000 names compiled on the worker was linked into the
+    index in one loop callback (10,000 names: 50 ms); now in steps, as the
+    session's job: no SubRply, and no delivery, until the last step."""
+    from elvin.protocol import NotifyEmit
+
+    host = Host()
+    channel = _wide_subscriber(host)
+    assert channel.feed(SubAddRqst(2, WIDE_OR), SubAddRqst(3, "require(after)")) == []
+    host.jobs[-1].finish()                  # the compile
+    assert channel.take() == []             # compiled, not linked yet
+    job = host.jobs[-1]
+    assert isinstance(job, Stepped)
+    job.step()
+    assert len(host.engine) == 0            # not matched before it is linked
+    producer = connected(host)
+    producer.feed(NotifyEmit({"n5": 5}))
+    job.finish()
+    out = channel.feed()
+    assert job.steps > 3
+    assert [type(p) for p in out] == [SubRply, SubRply]
+    assert len(host.engine) == 2
+    assert host.engine.match_owners({"n2999": 2999})
+
+
+def test_a_session_that_goes_while_its_wide_expression_is_linked_leaves_nothing():
+    host = Host()
+    channel = _wide_subscriber(host)
+    channel.feed(SubAddRqst(2, WIDE_OR))
+    host.jobs[-1].finish()
+    job = host.jobs[-1]
+    job.step()
+    channel.core.lost()                     # the client's connection went
+    assert job.cancelled
+    assert len(host.engine) == 0 and host.engine.predicate_count == 0
+    assert not host.engine._refs                            # names let go of
+    assert host.engine.index_stats()["predicates"] == 0
+    assert not host.engine.match_owners({"n7": 7})
