@@ -432,10 +432,70 @@ class Engine:
         sub.pred = pred
         return sub
 
-    def _add_refs_steps(self, sub: Subscription) -> Generator[None, None, None]:
+    def modify_steps(self, sub: Subscription, *, text: str, ast: Node, evaluate: Callable,
+                     accept_insecure: bool, keys: Keys, placement: Placement,
+                     before_swap: Callable[[], Any]) -> Generator[None, None, Any]:
+        """``modify`` to a new (wide) tree, as a generator of steps as
+        ``add_steps``: the new predicate is filed and the new names refer to
+        the subscription first, then in the last step ``before_swap()`` runs
+        (the router takes the quench view there), the subscription changes
+        at once, and its old filings and names are let go of in deferred
+        steps. Returns what ``before_swap`` returned, or ``NotImplemented``
+        when the subscription went meanwhile."""
+        fresh: Predicate | None = None
+        if self._preds.find(placement.tree_hash, ast) is None:
+            fresh = Predicate(ast, evaluate, placement.tree_hash)
+        extra = placement.names - sub.names
+        try:
+            if fresh is not None:
+                yield from self.index.add_steps(fresh, placement.plan, LINK_STEP)
+            yield from self._add_refs_steps(sub, extra)
+        except GeneratorExit:
+            self._give_up(fresh, sub, extra)
+            raise
+        if self.subs.get(sub.id) is not sub:
+            self._give_up(fresh, sub, extra)
+            return NotImplemented
+        # the last step: the subscription changes at once
+        result = before_swap()
+        self._detach(sub)
+        old_names = sub.names
+        sub.ast = ast
+        sub.names = placement.names
+        pred = self._preds.find(placement.tree_hash, ast)
+        if pred is None and fresh is None:      # its twin went meanwhile: file it now
+            fresh = Predicate(ast, evaluate, placement.tree_hash)
+            self.index.add(fresh, placement.plan)
+        if pred is None:
+            pred = fresh
+            self._preds.add(pred)  # type: ignore[arg-type]
+            if self.pred_listener is not None:
+                self.pred_listener(ast, True)
+        else:
+            if fresh is not None:
+                self._defer(self.index.remove_steps(fresh, LINK_STEP))
+            sub.ast = pred.ast
+        pred.add(sub)  # type: ignore[union-attr]
+        sub.pred = pred
+        sub.accept_insecure = accept_insecure
+        sub.keys = keys
+        sub._rekey()
+        pred.invalidate()  # type: ignore[union-attr]
+        self._defer(self._remove_refs_steps(sub, old_names - sub.names))
+        return result
+
+    def _give_up(self, fresh: Predicate | None, sub: Subscription,
+                 extra: frozenset[str]) -> None:
+        """What ``modify_steps`` filed before it was given up goes again."""
+        if fresh is not None:
+            self._defer(self.index.remove_steps(fresh, LINK_STEP))
+        self._defer(self._remove_refs_steps(sub, extra))
+
+    def _add_refs_steps(self, sub: Subscription,
+                        names: Iterable[str] | None = None) -> Generator[None, None, None]:
         refs = self._refs
         sub_id = sub.id
-        for n, name in enumerate(sub.names, 1):
+        for n, name in enumerate(sub.names if names is None else names, 1):
             subs = refs.get(name)
             if subs is None:
                 refs[name] = {sub_id: sub}

@@ -783,9 +783,20 @@ class SessionCore:
             self.nack(p.xid, NackCode.NO_SUCH_SUB, "No such subscription: %1", (id64(sub.id),))
             return
         quench = self.host.quench
+        keys = apply_delta(sub.keys, p.add_keys, p.del_keys)
+        placement = compiled.placement if compiled is not None else None
+        if placement is not None and (len(placement.plan) > WIDE or len(placement.names) > WIDE):
+            # a wide expression is linked in over several loop turns (as for
+            # SubAddRqst); the quench view is taken when it changes
+            job = self.host.link_later(engine.modify_steps(
+                sub, text=p.expression, ast=compiled.ast, evaluate=compiled.matches,
+                accept_insecure=p.accept_insecure, keys=keys, placement=placement,
+                before_swap=functools.partial(quench.view, sub)))
+            self.backlog.start(job)     # cancelled if the session is released
+            job.add_done_callback(functools.partial(self._modified, p, sub, sub.ast))
+            return
         before = quench.view(sub)
         old_ast = sub.ast
-        keys = apply_delta(sub.keys, p.add_keys, p.del_keys)
         if compiled is not None:
             engine.modify(sub, text=p.expression, ast=compiled.ast, evaluate=compiled.matches,
                           accept_insecure=p.accept_insecure, keys=keys,
@@ -795,6 +806,22 @@ class SessionCore:
         self.send(SubRply(p.xid, sub.id))
         # modify keeps the tree object unless it changed: no walk of a big tree here
         quench.subscription_modified(sub, before, sub.ast is not old_ast)
+
+    def _modified(self, p: SubModRqst, sub: Any, old_ast: Any, job: Any) -> None:
+        """(A wide modification linked in, on the loop.)"""
+        if not self.backlog.finish(job):
+            return                      # released meanwhile: its subscriptions go
+        exc = job.exception()
+        if exc is not None:
+            log.error("%s: linking a subscription failed: %r", self.peer, exc)
+            self.nack(p.xid, NackCode.PROT_ERROR, "Internal router error")
+        elif job.result() is NotImplemented:
+            self.nack(p.xid, NackCode.NO_SUCH_SUB, "No such subscription: %1", (id64(sub.id),))
+        else:
+            self.send(SubRply(p.xid, sub.id))
+            self.host.quench.subscription_modified(sub, job.result(), sub.ast is not old_ast)
+        if self.backlog and self.on_ready is not None:
+            self.on_ready()
 
     def _sub_del_rqst(self, p: SubDelRqst) -> None:
         sub = self._own_sub(p.xid, p.subscription_id)

@@ -574,3 +574,30 @@ def test_a_wide_notification_is_decoded_off_the_loop_and_kept_in_order():
     job.finish()
     producer.feed()
     assert [len(d) for d in host.delivered] == [30000, 1]
+
+
+def test_a_modification_to_a_wide_expression_is_linked_in_steps():
+    """SubModRqst to an ``||`` of 3,000 names: the old expression matches
+    until the last step, the new one from it on; the SubRply and the
+    quencher's one SubAddNotify come then."""
+    from elvin.keys import EMPTY_KEYS
+    from elvin.protocol import SubModRqst
+
+    host = Host()
+    channel = _wide_subscriber(host)
+    [reply] = channel.feed(SubAddRqst(2, "require(a)"))
+    sub_id = reply.subscription_id
+    quencher = connected(host)
+    quencher.feed(QnchAddRqst(3, ("n5",)))
+    assert channel.feed(SubModRqst(4, sub_id, WIDE_OR, True, EMPTY_KEYS, EMPTY_KEYS)) == []
+    host.jobs[-1].finish()                  # the compile
+    job = host.jobs[-1]
+    assert isinstance(job, Stepped)
+    job.step()
+    assert host.engine.match_owners({"a": 1}) and not host.engine.match_owners({"n7": 7})
+    assert quencher.take() == []
+    job.finish()
+    assert [type(p) for p in channel.feed()] == [SubRply]
+    assert not host.engine.match_owners({"a": 1}) and host.engine.match_owners({"n7": 7})
+    assert _kinds(quencher.take()) == ["SubAddNotify"]
+    assert host.engine.referring(["a"]) == {}          # its old name let go of
