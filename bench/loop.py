@@ -10,7 +10,8 @@ clients (every tenth ``x == N``, the rest ``Group == "gN" && require(Message)``)
 names of their own) -- and then, for every packet type a client may send,
 sends a few of it (several variants: the wide and the costly ones the issue
 names) while a *bystander* (its own process) measures publish -> deliver
-round trips. Printed per row: the longest loop callback while the packets
+round trips (``--cache N``: instead, the router's RSS after N distinct
+expressions were subscribed and at once unsubscribed). Printed per row: the longest loop callback while the packets
 were handled (wall clock, and the loop thread's CPU time: on a shared
 machine the wall clock also counts other processes' time), and the
 bystander's worst and median round trip.
@@ -31,8 +32,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _common import free_port, open_peer, stop_processes, wait_listening  # noqa: E402
-from _registration import Bystander, connect_counter, register, request_block  # noqa: E402
+from _common import (  # noqa: E402
+    free_port,
+    open_peer,
+    start_elvind,
+    stop_processes,
+    wait_listening,
+)
+from _registration import (  # noqa: E402
+    Bystander,
+    connect_counter,
+    register,
+    request_block,
+    rss_bytes,
+)
 
 from elvin.keys import Keys  # noqa: E402
 from elvin.protocol import (  # noqa: E402
@@ -67,15 +80,16 @@ class Meter:
     def __init__(self, proc: subprocess.Popen, path: str) -> None:
         self.proc, self.path, self.seq = proc, path, 0
 
-    def window(self) -> tuple[float, float, str]:
+    def window(self) -> tuple[float, float, float, str]:
         self.seq += 1
         os.kill(self.proc.pid, signal.SIGUSR2)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                seq, worst, cpu, what = (Path(self.path).read_text().split(" ", 3) + [""])[:4]
+                text = Path(self.path).read_text()
+                seq, worst, cpu, gc, what = (text.split(" ", 4) + [""])[:5]
                 if int(seq) == self.seq:
-                    return float(worst), float(cpu), what.strip()
+                    return float(worst), float(cpu), float(gc), what.strip()
             except (OSError, ValueError):
                 pass
             time.sleep(0.01)
@@ -129,11 +143,12 @@ async def _rows(port: int, meter: Meter, state: dict) -> list[tuple]:
             for n in range(count):
                 await action(n)
             await asyncio.sleep(0.3)     # sliced work still under way is measured too
-        hold, cpu, what = meter.window()
+        hold, cpu, gc, what = meter.window()
         b = bystander.result
-        rows.append((name, count, hold * 1000, cpu * 1000, b.get("worst", float("nan")) * 1000,
-                     b.get("p50", float("nan")) * 1000, what))
-        print(f"  {name:44} {hold * 1000:9.1f} {cpu * 1000:9.1f} "
+        rows.append((name, count, hold * 1000, cpu * 1000, gc * 1000,
+                     b.get("worst", float("nan")) * 1000, b.get("p50", float("nan")) * 1000,
+                     what))
+        print(f"  {name:44} {hold * 1000:9.1f} {cpu * 1000:9.1f} {gc * 1000:9.1f} "
               f"{b.get('worst', 0) * 1000:9.1f}", flush=True)
 
     async def request(packet):
@@ -237,8 +252,36 @@ async def _rows(port: int, meter: Meter, state: dict) -> list[tuple]:
 
 async def _bench(port: int, meter: Meter, subs: int, keys: int, quenches: int) -> list[tuple]:
     state = await _fill(port, subs, keys, quenches)
-    print(f"  {'packet':44} {'hold ms':>9} {'cpu ms':>9} {'rtt ms':>9}")
+    print(f"  {'packet':44} {'hold ms':>9} {'cpu ms':>9} {'gc ms':>9} {'rtt ms':>9}")
     return await _rows(port, meter, state)
+
+
+def _distinct(i: int, terms: int) -> str:
+    """The i-th of many expressions of distinct shapes (names differ)."""
+    return " && ".join(f"t{i}_{j} > {j}" for j in range(terms)) + f' || s{i} == "x"'
+
+
+async def _cache(port: int, pid: int, count: int, terms: int) -> None:
+    peer = await open_peer(port, BIG)
+    await _sync(peer)
+    before = rss_bytes(pid)
+    start = time.perf_counter()
+    for base in range(0, count, 256):
+        block = b"".join(frame(SubAddRqst(10 + i, _distinct(i, terms)))
+                         for i in range(base, min(count, base + 256)))
+        peer.transport.write(block)
+        ids = []
+        for _ in range(min(count, base + 256) - base):
+            ids.append((await asyncio.wait_for(peer.replies.get(), 600)).subscription_id)
+        peer.transport.write(b"".join(frame(SubDelRqst(5, i)) for i in ids))
+        for _ in ids:
+            await asyncio.wait_for(peer.replies.get(), 600)
+    took = time.perf_counter() - start
+    after = rss_bytes(pid)
+    length = len(_distinct(count - 1, terms))
+    print(f"== {count:,} distinct expressions (~{length} characters) subscribed and at once "
+          f"unsubscribed in {took:.0f} s: router RSS {before / 2**20:.0f} -> "
+          f"{after / 2**20:.0f} MiB (+{(after - before) / 2**20:.0f} MiB)")
 
 
 def main() -> None:
@@ -246,8 +289,20 @@ def main() -> None:
     parser.add_argument("--subs", type=int, default=100_000)
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--quenches", type=int, default=1_000)
+    parser.add_argument("--cache", type=int, metavar="N", default=0,
+                        help="instead: subscribe and unsubscribe N distinct expressions, "
+                             "printing the router's RSS before and after")
+    parser.add_argument("--terms", type=int, default=60, help="terms of each (--cache)")
     args = parser.parse_args()
     port = free_port()
+    if args.cache:
+        proc = start_elvind("--listen", f"elvin://127.0.0.1:{port}")
+        try:
+            wait_listening(proc, port, time.monotonic() + 30)
+            asyncio.run(_cache(port, proc.pid, args.cache, args.terms))
+        finally:
+            stop_processes([proc])
+        return
     with tempfile.TemporaryDirectory() as tmp:
         holdfile = os.path.join(tmp, "hold")
         proc = subprocess.Popen(
@@ -263,13 +318,14 @@ def main() -> None:
         finally:
             stop_processes([proc])
     print()
-    print("| packet | sent | worst loop hold, wall / CPU (ms) | bystander worst / median RTT "
-          "(ms) |")
-    print("| --- | ---: | ---: | ---: |")
-    for name, count, hold, cpu, worst, p50, _what in rows:
-        print(f"| {name} | {count} | {hold:.1f} / {cpu:.1f} | {worst:.1f} / {p50:.1f} |")
+    print("| packet | sent | worst loop hold, wall / CPU (ms) | longest GC (ms) | bystander "
+          "worst / median RTT (ms) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, count, hold, cpu, gc, worst, p50, _what in rows:
+        print(f"| {name} | {count} | {hold:.1f} / {cpu:.1f} | {gc:.1f} | {worst:.1f} / "
+              f"{p50:.1f} |")
     print()
-    for name, _count, _hold, cpu, _worst, _p50, what in rows:
+    for name, _count, _hold, cpu, _gc, _worst, _p50, what in rows:
         if cpu > 10:
             print(f"  over 10 ms: {name}: {what}")
 
