@@ -324,7 +324,8 @@ def main() -> None:
           "worst / median RTT (ms) |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, count, hold, cpu, gc, worst, p50, _what in rows:
-        print(f"| {name} | {count} | {hold:.1f} / {cpu:.1f} | {gc:.1f} | {worst:.1f} / "
+        shown = name.replace("|", "\\|")        # (a table cell)
+        print(f"| {shown} | {count} | {hold:.1f} / {cpu:.1f} | {gc:.1f} | {worst:.1f} / "
               f"{p50:.1f} |")
     print()
     for name, _count, _hold, cpu, _gc, _worst, _p50, what in rows:
