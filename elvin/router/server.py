@@ -518,14 +518,31 @@ class Router:
     # -- delivery ------------------------------------------------------------------------
     def deliver(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
                 nkeys: NotificationKeys | None, *, producer: Any = None,
-                routing: tuple[str, ...] = ()) -> int:
+                routing: tuple[str, ...] = (), preds: list | None = None) -> int:
         """Deliver one notification; returns the number of NotifyDeliver packets.
 
         ``producer`` (the sending ``Session``, or an id string) only names the
         producer in the traffic archive. ``routing`` is the routing list of a
         notification that came from a federated router (else empty).
+        ``preds``: the engine's candidates for it, when the caller has them.
         """
-        insecure, secure = self.engine.match(attrs, nkeys, deliver_insecure)
+        insecure, secure = self.engine.match(attrs, nkeys, deliver_insecure, preds)
+        return self._deliver_matched(attrs, block, deliver_insecure, nkeys, producer, routing,
+                                     insecure, secure)
+
+    def deliver_steps(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+                      nkeys: NotificationKeys | None, preds: list, *,
+                      producer: Any = None) -> Any:
+        """``deliver`` as a generator of steps (``Engine.match_steps``), for a
+        notification with very many candidates (``link_later`` runs it)."""
+        insecure, secure = yield from self.engine.match_steps(attrs, nkeys, deliver_insecure,
+                                                              preds)
+        return self._deliver_matched(attrs, block, deliver_insecure, nkeys, producer, (),
+                                     insecure, secure)
+
+    def _deliver_matched(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+                         nkeys: NotificationKeys | None, producer: Any,
+                         routing: tuple[str, ...], insecure: dict, secure: dict) -> int:
         if deliver_insecure and self.census.counting:
             self.census.note(attrs)
         if self.archive is not None:

@@ -186,8 +186,16 @@ class Host:
         self.jobs.append(job)
         return job
 
-    def deliver(self, attrs, block, deliver_insecure, nkeys, *, producer=None) -> int:
+    def deliver(self, attrs, block, deliver_insecure, nkeys, *, producer=None,
+                preds=None) -> int:
         self.delivered.append(dict(attrs))
+        return 0
+
+    def deliver_steps(self, attrs, block, deliver_insecure, nkeys, preds, *, producer=None):
+        insecure, secure = yield from self.engine.match_steps(attrs, nkeys, deliver_insecure,
+                                                              preds)
+        self.delivered.append(dict(attrs))
+        self.matched = insecure
         return 0
 
     def refuse_connection(self):
@@ -601,3 +609,25 @@ def test_a_modification_to_a_wide_expression_is_linked_in_steps():
     assert not host.engine.match_owners({"a": 1}) and host.engine.match_owners({"n7": 7})
     assert _kinds(quencher.take()) == ["SubAddNotify"]
     assert host.engine.referring(["a"]) == {}          # its old name let go of
+
+
+def test_a_notification_with_very_many_candidates_is_matched_in_steps():
+    """Issue 42: a notification that thousands of subscriptions must be
+    evaluated against (40,000 regex() ones: 0.4-1.6 s) is matched in steps
+    as the producer's job; its next notification waits for it."""
+    from elvin.protocol import NotifyEmit
+    from elvin.router.engine import MATCH_WIDE
+
+    host = Host()
+    subscriber = _subscriber(host)
+    ids = _subscribe_many(subscriber, MATCH_WIDE + 100, "require(x) && y != {i}")
+    producer = connected(host)
+    producer.feed(NotifyEmit({"x": 1, "y": -1}), NotifyEmit({"z": 1}))
+    assert host.delivered == []
+    job = host.jobs[-1]
+    assert isinstance(job, Stepped)
+    job.finish()
+    producer.feed()
+    assert job.steps > 10
+    assert host.delivered == [{"x": 1, "y": -1}, {"z": 1}]
+    assert sorted(host.matched[subscriber]) == ids
