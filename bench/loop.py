@@ -7,7 +7,7 @@ every asyncio callback timed), fills it -- ``--subs`` subscriptions over 50
 clients (every tenth ``x == N``, the rest ``Group == "gN" && require(Message)``),
 ``--keys`` subscription keys on 50 connections of their own (SecRqst), and
 ``--quenches`` quenches over 100 clients (ten of them on ``x``, the rest on
-names of their own) -- and then, for every packet type a client may send,
+names of their own), and 5,000 ``regex()`` subscriptions on ``Text`` -- and then, for every packet type a client may send,
 sends a few of it (several variants: the wide and the costly ones the issue
 names) while a *bystander* (its own process) measures publish -> deliver
 round trips (``--cache N``: instead, the router's RSS after N distinct
@@ -69,6 +69,7 @@ SUBSCRIBERS = 50
 QUENCHERS = 100
 ON_X = 10           # quenches on x (one per quencher)
 KEY_HOLDERS = 50
+REGEXES = 5000      # regex() subscriptions of one more client, all candidates for Text
 BIG = {"Subscription.Max-Count": 65536, "Subscription.Max-Length": 256 * 1024,
        "Attribute.Max-Count": 65536, "Packet.Max-Length": 10 * 1024 * 1024}
 
@@ -110,6 +111,9 @@ async def _fill(port: int, subs: int, keys: int, quenches: int) -> dict:
     took = await register(peers, [request_block(t) for t in texts], [len(t) for t in texts],
                           1200)
     print(f"  {subs:,} subscriptions in {took:.1f} s")
+    regexes = await connect_counter(port, BIG)
+    await register([regexes], [request_block([f'regex(Text, "^h[a-z]+ {i}$")'
+                                              for i in range(REGEXES)])], [REGEXES], 600)
     start = time.perf_counter()
     # the keys on connections of their own (a SecRqst re-keys every
     # subscription of its client: that cost is SecRqst's row, not the fill's)
@@ -175,7 +179,12 @@ async def _rows(port: int, meter: Meter, state: dict) -> list[tuple]:
     async def notify_x(n):
         producer.transport.write(frame(NotifyEmit({"x": n * 10, "Message": "hi"})))
         await _sync(producer)
-    await row("NotifyEmit (x: 10,000 candidates)", 20, notify_x)
+    await row("NotifyEmit (x == N: one of 10,000)", 20, notify_x)
+
+    async def notify_regex(n):
+        producer.transport.write(frame(NotifyEmit({"Text": f"hello {n}"})))
+        await _sync(producer)
+    await row(f"NotifyEmit ({REGEXES:,} regex() candidates)", 5, notify_regex)
 
     wide = {f"w{i}": i for i in range(60000)}
 
