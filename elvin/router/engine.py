@@ -52,17 +52,14 @@ from elvin.subscription.unparse import unparse
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LINK_STEP", "MATCH_STEP", "MATCH_WIDE", "SUSPEND_FIRST", "SUSPEND_MOST", "WIDE", "Engine", "Placement", "Predicate", "Subscription",
+__all__ = ["LINK_STEP", "MATCH_SLICE", "SUSPEND_FIRST", "SUSPEND_MOST", "WIDE", "Engine", "Placement", "Predicate", "Subscription",
            "Suspended", "charge_overrun", "place"]
 
 #: filings (alternatives of a plan, names) per step of ``add_steps`` and of
 #: the deferred unlinking (about a millisecond)
 LINK_STEP = 200
-#: predicate evaluations per step of ``match_steps``
-MATCH_STEP = 64
-#: notifications with more candidate predicates than this are matched in
-#: steps (``match_steps``) by the router
-MATCH_WIDE = 2000
+#: seconds of evaluation per step of ``match_steps``
+MATCH_SLICE = 0.001
 #: subscriptions with more names or filings than this are unlinked in steps
 #: (``deferred``) when the engine has an ``on_deferred``
 WIDE = 1000
@@ -734,18 +731,40 @@ class Engine:
         return self._expand(matched, nkeys, deliver_insecure)
 
     def match_steps(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None,
-                    deliver_insecure: bool, preds: list) -> Generator[None, None, tuple]:
-        """``match`` against ``preds`` as a generator of steps of
-        ``MATCH_STEP`` evaluations (a notification that 40,000 regex()
-        subscriptions must be evaluated against takes 0.4-1.6 s). The matched
-        predicates expand to their members at the end: a subscription removed
-        meanwhile gets nothing."""
+                    deliver_insecure: bool,
+                    preds: list | None = None) -> Generator[None, None, tuple]:
+        """``match`` as a generator of steps of about ``MATCH_SLICE`` seconds
+        (a notification that 40,000 regex() subscriptions must be evaluated
+        against takes 0.4-1.6 s); a step also ends right after a pattern
+        overran its own limit, so a step costs at most one such limit more.
+        The matched predicates expand to their members at the end: a
+        subscription removed meanwhile gets nothing."""
+        if preds is None:
+            preds = self.index.candidates(attrs)
         self.evaluations += len(preds)
         matched: list[Predicate] = []
-        for start in range(0, len(preds), MATCH_STEP):
-            matched.extend(self._evaluate(preds[start:start + MATCH_STEP], attrs))
-            if start + MATCH_STEP < len(preds):
+        over = overruns()
+        clock = time.perf_counter
+        end = clock() + MATCH_SLICE
+        n = 0
+        for pred in preds:
+            seen = over[0]
+            try:
+                result = pred.evaluate(attrs)
+            except Exception:       # evaluation never raises, by contract; be safe
+                log.exception("evaluating %r failed", pred.ast)
+                continue
+            if result is True:
+                matched.append(pred)
+            n += 1
+            if over[0] != seen:     # its own account; and this step is over
+                self._overran(pred)
+                self._restamp()
                 yield
+                end = clock() + MATCH_SLICE
+            elif n % 16 == 0 and clock() > end:
+                yield
+                end = clock() + MATCH_SLICE
         return self._expand(matched, nkeys, deliver_insecure)
 
     def _evaluate(self, preds: list, attrs: Mapping[str, Any]) -> list[Predicate]:

@@ -531,12 +531,11 @@ class Router:
                                      insecure, secure)
 
     def deliver_steps(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
-                      nkeys: NotificationKeys | None, preds: list, *,
-                      producer: Any = None) -> Any:
-        """``deliver`` as a generator of steps (``Engine.match_steps``), for a
-        notification with very many candidates (``link_later`` runs it)."""
-        insecure, secure = yield from self.engine.match_steps(attrs, nkeys, deliver_insecure,
-                                                              preds)
+                      nkeys: NotificationKeys | None, *, producer: Any = None) -> Any:
+        """``deliver`` as a generator of steps of about a millisecond
+        (``Engine.match_steps``): a client's notification is matched so, its
+        first step at once and the rest, if any, by ``link_later``."""
+        insecure, secure = yield from self.engine.match_steps(attrs, nkeys, deliver_insecure)
         return self._deliver_matched(attrs, block, deliver_insecure, nkeys, producer, (),
                                      insecure, secure)
 

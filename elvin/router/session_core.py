@@ -107,7 +107,7 @@ from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Job, Violation
 from elvin.protocol.limits import FIELD_OPTIONS, Limits
 from elvin.protocol.xdr import decode_sub_add_rqst
 from elvin.router.announcer import FIRST_STEP
-from elvin.router.engine import MATCH_WIDE, WIDE
+from elvin.router.engine import WIDE
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
     apply_delta,
@@ -194,8 +194,8 @@ class SessionHost(Protocol):
                 nkeys: Any, *, producer: Any = None, preds: list | None = None) -> int: ...
 
     def deliver_steps(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
-                      nkeys: Any, preds: list, *, producer: Any = None) -> Any:
-        """``deliver`` as a generator of steps (run by ``link_later``)."""
+                      nkeys: Any, *, producer: Any = None) -> Any:
+        """``deliver`` as a generator of steps (the rest run by ``link_later``)."""
 
     def refuse_connection(self) -> str | None | bool: ...
 
@@ -608,17 +608,19 @@ class SessionCore:
             nkeys = self.nfn_prepared
         host = self.host
         host.stats.notifications_in += 1
-        preds = host.engine.candidates(attrs)
-        if len(preds) > MATCH_WIDE:
-            # very many to evaluate (40,000 regex() subscriptions: 0.4-1.6 s):
-            # in steps, as this session's job, so its next notification waits
-            job = host.link_later(host.deliver_steps(attrs, body[4:end], deliver_insecure,
-                                                     nkeys, preds, producer=self.owner))
-            self.backlog.start(job)     # cancelled if the session is released
-            job.add_done_callback(self._emitted)
+        # matched a millisecond at a time (40,000 regex() subscriptions to
+        # evaluate: 0.4-1.6 s; a pattern that overruns its own limit ends a
+        # step): the first step now, the rest as this session's job, so its
+        # next notification waits for it
+        steps = host.deliver_steps(attrs, body[4:end], deliver_insecure, nkeys,
+                                   producer=self.owner)
+        try:
+            next(steps)
+        except StopIteration:
             return
-        host.deliver(attrs, body[4:end], deliver_insecure, nkeys, producer=self.owner,
-                     preds=preds)
+        job = host.link_later(steps)
+        self.backlog.start(job)         # cancelled if the session is released
+        job.add_done_callback(self._emitted)
 
     def _emitted(self, job: Any) -> None:
         """(A notification matched in steps was delivered, on the loop.)"""
