@@ -28,10 +28,11 @@ from typing import Any
 
 from elvin.errors import SubscriptionError
 from elvin.federation.subast import PullFilter, encode_subast
+from elvin.router.engine import charge_overrun
 from elvin.subscription import compile as compile_subscription
 from elvin.subscription.ast import Kind, Node
 from elvin.subscription.index import TermIndex, plan_for
-from elvin.subscription.patterns import notification_budget
+from elvin.subscription.patterns import overruns
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +143,8 @@ class PullMatcher:
         self.index = TermIndex()
         self.subs: dict[Node, _Term] = {}
         self.constant: bool | None = False
+        #: term evaluations whose pattern ran out of its own time (statistics)
+        self.overruns = 0
 
     def update(self, pull: PullFilter, max_terms: int = 20000) -> None:
         """Replace the filter. Raises ``SubscriptionError`` (the old filter
@@ -194,18 +197,30 @@ class PullMatcher:
         constant = self.constant
         if constant is not None:
             return constant
-        # within one evaluation budget: the terms' patterns are the peer's to choose
-        budget = notification_budget()
+        # the terms' patterns are the peer's to choose: a term whose pattern
+        # overruns its own time limit is suspended (``engine.charge_overrun``),
+        # so it costs this router's loop one limit per suspension, not one
+        # per notification, and no other term is cut short by it
+        over = overruns()
+        overran = []
         try:
             for term in self.index.candidates(attrs):
+                seen = over[0]
                 try:
-                    if term.evaluate(attrs) is True:
-                        return True
+                    result = term.evaluate(attrs)
                 except Exception:       # evaluation never raises, by contract; be safe
                     log.exception("evaluating a pull filter term failed")
+                    continue
+                if over[0] != seen:
+                    charge_overrun(term)
+                    overran.append(term)
+                    self.overruns += 1
+                if result is True:
+                    return True
             return False
         finally:
-            budget[3] = 0.0
+            for term in overran:        # suspended from the end of this match
+                charge_overrun(term, again=False)
 
     def __len__(self) -> int:
         return len(self.subs)

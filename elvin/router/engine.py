@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+import time
+from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
 from elvin.keys import EMPTY_KEYS, Keys
@@ -55,12 +56,14 @@ from elvin.router.security import (
 )
 from elvin.subscription.ast import Node, names_in
 from elvin.subscription.index import TermIndex, plan_for
-from elvin.subscription.patterns import EVALUATION_BUDGET, notification_budget
+from elvin.subscription.patterns import overruns
 from elvin.subscription.unparse import unparse
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EVALUATION_BUDGET", "ConnectionKeys", "Engine", "Placement", "Predicate", "Subscription", "place"]
+__all__ = ["LINK_STEP", "MATCH_SLICE", "SUSPEND_FIRST", "SUSPEND_MOST", "WIDE", "ConnectionKeys", "Engine",
+           "Placement", "Predicate", "Subscription", "Suspended", "charge_overrun", "place"]
+
 
 class ConnectionKeys:
     """An owner's connection-level subscription keys (SecRqst), raw and
@@ -71,6 +74,58 @@ class ConnectionKeys:
     def __init__(self) -> None:
         self.raw: Keys = EMPTY_KEYS
         self.prepared: SubscriptionKeys | None = None
+
+
+#: filings (alternatives of a plan, names) per step of ``add_steps`` and of
+#: the deferred unlinking (about a millisecond)
+LINK_STEP = 200
+#: seconds of evaluation per step of ``match_steps``
+MATCH_SLICE = 0.001
+#: subscriptions with more names or filings than this are unlinked in steps
+#: (``deferred``) when the engine has an ``on_deferred``
+WIDE = 1000
+
+#: seconds a predicate whose pattern overran its own time limit
+#: (``patterns.MATCH_TIMEOUT``) is bottom without being evaluated; each
+#: further overrun doubles it, up to ``SUSPEND_MOST``
+SUSPEND_FIRST = 1.0
+SUSPEND_MOST = 64.0
+
+
+class Suspended:
+    """The ``evaluate`` of a predicate (or pull filter term) whose pattern ran
+    out of its own time: bottom at once until ``until``, then the predicate's
+    own ``evaluate`` again. Its account is its own: how often *it* overran
+    decides how long it waits, nothing else does, so an expensive pattern
+    costs the loop at most one time limit per suspension, and every other
+    subscription is evaluated as if it were not there."""
+
+    __slots__ = ("evaluate", "until", "count")
+
+    def __init__(self, evaluate: Callable[[Mapping[str, Any]], Any]) -> None:
+        self.evaluate = evaluate
+        self.until = 0.0
+        self.count = 0      # overruns so far
+
+    def __call__(self, attrs: Mapping[str, Any]) -> Any:
+        if time.monotonic() < self.until:
+            return None
+        return self.evaluate(attrs)
+
+
+def charge_overrun(holder: Any, again: bool = True) -> int:
+    """``holder`` (anything with an ``evaluate``: a ``Predicate``, a pull
+    filter term) just overran a pattern's time limit: suspend it (see
+    ``Suspended``) from now; returns how many times it has overran.
+    ``again=False``: only start its current suspension anew from now."""
+    wrapper = holder.evaluate
+    if type(wrapper) is not Suspended:
+        wrapper = holder.evaluate = Suspended(wrapper)
+    if again:
+        wrapper.count += 1
+    wrapper.until = time.monotonic() + min(SUSPEND_MOST,
+                                           SUSPEND_FIRST * 2 ** (wrapper.count - 1))
+    return wrapper.count
 
 
 class Subscription:
@@ -279,6 +334,15 @@ class Engine:
         #: ``listener(ast, added)`` when a distinct subscription tree appears or
         #: goes (federation keeps its pull filters from this); None = nobody
         self.pred_listener: Callable[[Node, bool], None] | None = None
+        #: pattern matches that ran out of their own time (statistics)
+        self.pattern_overruns = 0
+        #: ``listener(pred, count)`` when ``pred``'s pattern overran (the router
+        #: logs it, naming the subscriptions' owners); None = nobody
+        self.overrun_listener: Callable[[Predicate, int], None] | None = None
+        self._overran_now: list[Predicate] = []     # in the match under way
+        #: called with a generator of unlinking steps (a wide subscription's
+        #: index filings and names) to run in later loop turns; None: at once
+        self.on_deferred: Callable[[Generator], None] | None = None
 
     # -- queries ----------------------------------------------------------------
     def __len__(self) -> int:
@@ -357,6 +421,148 @@ class Engine:
         self._add_refs(sub)
         return sub
 
+    def add_steps(self, owner: Hashable, text: str, ast: Node, evaluate: Callable,
+                  accept_insecure: bool, keys: Keys, owner_keys: Keys,
+                  placement: Placement) -> Generator[None, None, Subscription]:
+        """``add``, as a generator of steps of ``LINK_STEP`` filings (a wide
+        expression, ``||`` of 10,000 names, takes ~50 ms to link in). The
+        subscription is matched only from the last step on: until then its
+        predicate is filed without members (a notification it meets costs an
+        evaluation and goes to no one) and its names refer to it before it is
+        registered (``referring`` is a superset: readers check ``sub.names``
+        and ``subs``). Closed before its end, it gives up what it did."""
+        sub = Subscription(next(self._ids), owner, text, ast, accept_insecure, keys, owner_keys,
+                           placement.names)
+        fresh: Predicate | None = None
+        if self._preds.find(placement.tree_hash, ast) is None:
+            fresh = Predicate(ast, evaluate, placement.tree_hash)
+        try:
+            if fresh is not None:
+                yield from self.index.add_steps(fresh, placement.plan, LINK_STEP)
+            yield from self._add_refs_steps(sub)
+        except GeneratorExit:
+            if fresh is not None:
+                self._defer(self.index.remove_steps(fresh, LINK_STEP))
+            self._defer(self._remove_refs_steps(sub, sub.names))
+            raise
+        # the last step: registered and matched at once
+        self.subs[sub.id] = sub
+        owned = self.by_owner.get(owner)
+        if owned is None:
+            owned = self.by_owner[owner] = {}
+        owned[sub.id] = sub
+        pred = self._preds.find(placement.tree_hash, ast)
+        if pred is None and fresh is None:      # its twin went meanwhile: file it now
+            fresh = Predicate(ast, evaluate, placement.tree_hash)
+            self.index.add(fresh, placement.plan)
+        if pred is None:
+            pred = fresh
+            self._preds.add(pred)  # type: ignore[arg-type]
+            if self.pred_listener is not None:
+                self.pred_listener(ast, True)
+        else:
+            if fresh is not None:               # a twin came meanwhile: ours goes
+                self._defer(self.index.remove_steps(fresh, LINK_STEP))
+            sub.ast = pred.ast
+        pred.add(sub)  # type: ignore[union-attr]
+        pred.invalidate()  # type: ignore[union-attr]
+        sub.pred = pred
+        return sub
+
+    def modify_steps(self, sub: Subscription, *, text: str, ast: Node, evaluate: Callable,
+                     accept_insecure: bool, keys: Keys, placement: Placement,
+                     before_swap: Callable[[], Any]) -> Generator[None, None, Any]:
+        """``modify`` to a new (wide) tree, as a generator of steps as
+        ``add_steps``: the new predicate is filed and the new names refer to
+        the subscription first, then in the last step ``before_swap()`` runs
+        (the router takes the quench view there), the subscription changes
+        at once, and its old filings and names are let go of in deferred
+        steps. Returns what ``before_swap`` returned, or ``NotImplemented``
+        when the subscription went meanwhile."""
+        fresh: Predicate | None = None
+        if self._preds.find(placement.tree_hash, ast) is None:
+            fresh = Predicate(ast, evaluate, placement.tree_hash)
+        extra = placement.names - sub.names
+        try:
+            if fresh is not None:
+                yield from self.index.add_steps(fresh, placement.plan, LINK_STEP)
+            yield from self._add_refs_steps(sub, extra)
+        except GeneratorExit:
+            self._give_up(fresh, sub, extra)
+            raise
+        if self.subs.get(sub.id) is not sub:
+            self._give_up(fresh, sub, extra)
+            return NotImplemented
+        # the last step: the subscription changes at once
+        result = before_swap()
+        self._detach(sub)
+        old_names = sub.names
+        sub.ast = ast
+        sub.names = placement.names
+        pred = self._preds.find(placement.tree_hash, ast)
+        if pred is None and fresh is None:      # its twin went meanwhile: file it now
+            fresh = Predicate(ast, evaluate, placement.tree_hash)
+            self.index.add(fresh, placement.plan)
+        if pred is None:
+            pred = fresh
+            self._preds.add(pred)  # type: ignore[arg-type]
+            if self.pred_listener is not None:
+                self.pred_listener(ast, True)
+        else:
+            if fresh is not None:
+                self._defer(self.index.remove_steps(fresh, LINK_STEP))
+            sub.ast = pred.ast
+        pred.add(sub)  # type: ignore[union-attr]
+        sub.pred = pred
+        sub.accept_insecure = accept_insecure
+        sub.keys = keys
+        sub._rekey()
+        pred.invalidate()  # type: ignore[union-attr]
+        self._defer(self._remove_refs_steps(sub, old_names - sub.names))
+        return result
+
+    def _give_up(self, fresh: Predicate | None, sub: Subscription,
+                 extra: frozenset[str]) -> None:
+        """What ``modify_steps`` filed before it was given up goes again."""
+        if fresh is not None:
+            self._defer(self.index.remove_steps(fresh, LINK_STEP))
+        self._defer(self._remove_refs_steps(sub, extra))
+
+    def _add_refs_steps(self, sub: Subscription,
+                        names: Iterable[str] | None = None) -> Generator[None, None, None]:
+        refs = self._refs
+        sub_id = sub.id
+        for n, name in enumerate(sub.names if names is None else names, 1):
+            subs = refs.get(name)
+            if subs is None:
+                refs[name] = {sub_id: sub}
+                if name in self._watchers:
+                    self._notify_watchers(name, True)
+            else:
+                subs[sub_id] = sub
+            if n % LINK_STEP == 0:
+                yield
+
+    def _remove_refs_steps(self, sub: Subscription,
+                           names: Iterable[str]) -> Generator[None, None, None]:
+        refs = self._refs
+        for n, name in enumerate(names, 1):
+            subs = refs.get(name)
+            if subs is not None and subs.pop(sub.id, None) is not None and not subs:
+                del refs[name]
+                if name in self._watchers:
+                    self._notify_watchers(name, False)
+            if n % LINK_STEP == 0:
+                yield
+
+    def _defer(self, steps: Generator) -> None:
+        """Unlinking steps to run later (``on_deferred``), or now."""
+        if self.on_deferred is not None:
+            self.on_deferred(steps)
+        else:
+            for _ in steps:
+                pass
+
     def remove(self, sub: Subscription) -> None:
         if self.subs.pop(sub.id, None) is None:
             return
@@ -368,6 +574,10 @@ class Engine:
                 conn = self._conn.pop(sub.owner, None)
                 if conn is not None and conn.prepared is not None:
                     self._keyed_owners -= 1
+        if self.on_deferred is not None and len(sub.names) > WIDE:
+            self._detach(sub)
+            self._defer(self._remove_refs_steps(sub, sub.names))
+            return
         self._detach(sub)
         self._remove_refs(sub)
 
@@ -470,7 +680,13 @@ class Engine:
         pred.invalidate()
         if empty:
             self._preds.remove(pred)
-            self.index.remove(pred)
+            place = pred.place
+            if self.on_deferred is not None and place and type(place[0]) is not int \
+                    and len(place) > WIDE:
+                # no member left: filed a while longer, it goes to no one
+                self._defer(self.index.remove_steps(pred, LINK_STEP))
+            else:
+                self.index.remove(pred)
             if self.pred_listener is not None:
                 self.pred_listener(pred.ast, False)
 
@@ -510,79 +726,162 @@ class Engine:
         return self.index.candidates(attrs)
 
     def any_match(self, attrs: Mapping[str, Any]) -> bool:
-        """Whether some expression is true for ``attrs``, within one
-        evaluation budget as ``match`` (a federation peer's pull filter is
-        matched so: its terms' patterns are the peer's to choose)."""
-        budget = notification_budget()
+        """Whether some expression is true for ``attrs``; a pattern that
+        overruns its own time limit is charged to its predicate as in
+        ``match``."""
+        over = overruns()
         try:
             for pred in self.candidates(attrs):
+                seen = over[0]
                 try:
-                    if pred.evaluate(attrs) is True:
-                        return True
+                    result = pred.evaluate(attrs)
                 except Exception:       # evaluation never raises, by contract; be safe
                     log.exception("evaluating %r failed", pred.ast)
+                    continue
+                if over[0] != seen:
+                    self._overran(pred)
+                if result is True:
+                    return True
             return False
         finally:
-            budget[3] = 0.0
+            if self._overran_now:
+                self._restamp()
+
+    def _restamp(self) -> None:
+        """Start the suspensions of this match's overrunning predicates at its
+        end: a notification that overran many patterns lasted a while, and a
+        suspension that started at the first one must not be over by the next
+        notification."""
+        for pred in self._overran_now:
+            charge_overrun(pred, again=False)
+        self._overran_now.clear()
+
+    def _overran(self, pred: Predicate) -> None:
+        """``pred``'s pattern ran out of its own time: its account, not anyone
+        else's (``charge_overrun``)."""
+        count = charge_overrun(pred)
+        self._overran_now.append(pred)
+        self.pattern_overruns += 1
+        listener = self.overrun_listener
+        if listener is not None:
+            try:
+                listener(pred, count)
+            except Exception:
+                log.exception("the overrun listener failed")
 
     def match(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,
-              deliver_insecure: bool = True) -> tuple[dict, dict]:
+              deliver_insecure: bool = True, preds: list | None = None) -> tuple[dict, dict]:
         """``(insecure, secure)``: two dicts ``{owner: ids}`` of the subscriptions
         the notification is delivered to (docs/keys.md rules); ``secure`` is
         usually empty. The id sequences are tuples or lists: treat them as
         read-only. Allocation is kept to the minimum (an owner matched by one
         predicate gets that predicate's cached tuple) because this runs for
-        every notification."""
+        every notification. ``preds``: ``candidates(attrs)``, when the caller
+        has them."""
+        if preds is None:
+            preds = self.index.candidates(attrs)
+        self.evaluations += len(preds)
+        matched = self._evaluate(preds, attrs)
+        return self._expand(matched, nkeys, deliver_insecure)
+
+    def match_steps(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None,
+                    deliver_insecure: bool,
+                    preds: list | None = None) -> Generator[None, None, tuple]:
+        """``match`` as a generator of steps of about ``MATCH_SLICE`` seconds
+        (a notification that 40,000 regex() subscriptions must be evaluated
+        against takes 0.4-1.6 s); a step also ends right after a pattern
+        overran its own limit, so a step costs at most one such limit more.
+        The matched predicates expand to their members at the end: a
+        subscription removed meanwhile gets nothing."""
+        if preds is None:
+            preds = self.index.candidates(attrs)
+        self.evaluations += len(preds)
+        matched: list[Predicate] = []
+        over = overruns()
+        clock = time.perf_counter
+        end = clock() + MATCH_SLICE
+        n = 0
+        for pred in preds:
+            seen = over[0]
+            try:
+                result = pred.evaluate(attrs)
+            except Exception:       # evaluation never raises, by contract; be safe
+                log.exception("evaluating %r failed", pred.ast)
+                continue
+            if result is True:
+                matched.append(pred)
+            n += 1
+            if over[0] != seen:     # its own account; and this step is over
+                self._overran(pred)
+                self._restamp()
+                yield
+                end = clock() + MATCH_SLICE
+            elif n % 16 == 0 and clock() > end:
+                yield
+                end = clock() + MATCH_SLICE
+        return self._expand(matched, nkeys, deliver_insecure)
+
+    def _evaluate(self, preds: list, attrs: Mapping[str, Any]) -> list[Predicate]:
+        """The predicates of ``preds`` true for ``attrs``; a pattern overrun is
+        charged to its own predicate."""
+        matched = []
+        over = overruns()
+        seen = over[0]
+        for pred in preds:
+            try:
+                result = pred.evaluate(attrs)
+            except Exception:       # evaluation never raises, by contract; be safe
+                log.exception("evaluating %r failed", pred.ast)
+                continue
+            if over[0] != seen:     # this predicate's pattern overran: its account
+                seen = over[0]
+                self._overran(pred)
+            if result is True:
+                matched.append(pred)
+        if self._overran_now:
+            self._restamp()
+        return matched
+
+    def _expand(self, matched: list[Predicate], nkeys: NotificationKeys | None,
+                deliver_insecure: bool) -> tuple[dict, dict]:
         insecure: dict[Hashable, Any] = {}
         secure: dict[Hashable, list[int]] = {}
-        preds = self.index.candidates(attrs)
-        self.evaluations += len(preds)
-        budget = notification_budget()
         # some owner has connection keys and the notification has keys: the
         # groups are checked per owner (else the one-extend-per-owner path)
         keyed = nkeys is not None and self._keyed_owners > 0
-        try:
-            for pred in preds:
-                try:
-                    if pred.evaluate(attrs) is not True:
-                        continue
-                except Exception:       # evaluation never raises, by contract; be safe
-                    log.exception("evaluating %r failed", pred.ast)
-                    continue
+        for pred in matched:
+            groups = pred._groups
+            if groups is None:
+                pred._build()
                 groups = pred._groups
-                if groups is None:
-                    pred._build()
-                    groups = pred._groups
-                if keyed:
-                    self._match_keyed_groups(groups, nkeys, deliver_insecure,  # type: ignore
-                                             insecure, secure)
-                elif deliver_insecure:
-                    for owner, ids in groups:  # type: ignore[union-attr]
-                        prev = insecure.get(owner)
-                        if prev is None:
-                            insecure[owner] = ids
-                        elif type(prev) is tuple:
-                            insecure[owner] = [*prev, *ids]
-                        else:
-                            prev.extend(ids)
-                for sub in pred._special:  # type: ignore[union-attr]
-                    if nkeys is not None and (
-                            prepared_match_pair(nkeys, sub.prepared, sub.conn.prepared)
-                            if keyed else prepared_match(nkeys, sub.prepared)):
-                        target = secure
-                    elif deliver_insecure and sub.accept_insecure:
-                        target = insecure
-                    else:
-                        continue
-                    prev = target.get(sub.owner)
+            if keyed:
+                self._match_keyed_groups(groups, nkeys, deliver_insecure,  # type: ignore
+                                         insecure, secure)
+            elif deliver_insecure:
+                for owner, ids in groups:  # type: ignore[union-attr]
+                    prev = insecure.get(owner)
                     if prev is None:
-                        target[sub.owner] = [sub.id]
+                        insecure[owner] = ids
                     elif type(prev) is tuple:
-                        target[sub.owner] = [*prev, sub.id]
+                        insecure[owner] = [*prev, *ids]
                     else:
-                        prev.append(sub.id)
-        finally:
-            budget[3] = 0.0
+                        prev.extend(ids)
+            for sub in pred._special:  # type: ignore[union-attr]
+                if nkeys is not None and (
+                        prepared_match_pair(nkeys, sub.prepared, sub.conn.prepared)
+                        if keyed else prepared_match(nkeys, sub.prepared)):
+                    target = secure
+                elif deliver_insecure and sub.accept_insecure:
+                    target = insecure
+                else:
+                    continue
+                prev = target.get(sub.owner)
+                if prev is None:
+                    target[sub.owner] = [sub.id]
+                elif type(prev) is tuple:
+                    target[sub.owner] = [*prev, sub.id]
+                else:
+                    prev.append(sub.id)
         return insecure, secure
 
     def _match_keyed_groups(self, groups: list, nkeys: NotificationKeys,

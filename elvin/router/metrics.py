@@ -137,7 +137,9 @@ def exposition(status: Mapping[str, Any], openmetrics: bool = False) -> str:
             ("notifications_in", "notifications received from clients (NotifyEmit, UNotify)"),
             ("notifications_out", "NotifyDeliver packets queued to clients"),
             ("drops", "packets dropped from full send queues"),
-            ("protocol_errors", "protocol errors by clients")):
+            ("protocol_errors", "protocol errors by clients"),
+            ("pattern_overruns", "regex()/wildcard() matches that ran out of their own time "
+             "limit (each makes only its own subscription bottom)")):
         value = counters.get("connections_total" if key == "connections" else key, 0)
         family(f"{key}" if key != "connections" else "connections_accepted", "counter",
                help_text).add(value)

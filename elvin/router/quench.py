@@ -22,6 +22,20 @@ that makes a subscription visible to a quench is an Add, one that hides it a
 Del, and one that changes the expression (or secure/insecure status) of a
 subscription that stays visible is a Mod.
 
+**Announcements are sliced.** Telling a quench about the subscriptions that
+already concern it (QnchAddRqst) or about what a change of the quench did to
+them (QnchModRqst) may walk tens of thousands of subscriptions: a quench
+being told has ``pending`` (the ids not told yet) and ``old`` (what its owner
+knows of them: nothing for a new quench, the quench's previous names, keys and
+``deliver_insecure`` for a modified one), and ``advance(quench, deadline)``
+tells it a slice at a time (the router's ``QuenchAnnouncer`` calls it once
+per loop turn; the session sends the QnchRply when it is done, and its later
+packets wait). Meanwhile every change of a subscription is judged against
+what the quencher knows: a pending subscription's ``view`` is its old status,
+and a change *settles* it (drops it from ``pending``: the change itself tells
+the quencher the difference), so nothing is told twice or out of order. A
+modified quench stays filed under its old names too until it is told.
+
 The manager is sans-IO: ``send(owner, packet)`` is supplied by the router.
 """
 
@@ -29,6 +43,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Callable, Hashable, Iterable
 
 from elvin.keys import EMPTY_KEYS, Keys
@@ -44,8 +59,23 @@ SECURE = 1
 INSECURE = 2
 
 
+#: subscriptions looked at between two looks at the clock while telling a quench
+_CLOCK_EVERY = 4
+
+
+def _status(prepared: NotificationKeys | None, deliver_insecure: bool,
+            sub: Subscription) -> int:
+    if prepared is not None and prepared_match_pair(prepared, sub.prepared,
+                                                    sub.conn.prepared):
+        return SECURE
+    if sub.accept_insecure and deliver_insecure:
+        return INSECURE
+    return 0
+
+
 class Quench:
-    __slots__ = ("id", "owner", "names", "deliver_insecure", "keys", "owner_keys", "prepared")
+    __slots__ = ("id", "owner", "names", "deliver_insecure", "keys", "owner_keys", "prepared",
+                 "pending", "old", "indexed")
 
     def __init__(self, quench_id: int, owner: Hashable, names: frozenset[str],
                  deliver_insecure: bool, keys: Keys, owner_keys: Keys) -> None:
@@ -56,6 +86,14 @@ class Quench:
         self.keys = keys
         self.owner_keys = owner_keys
         self.prepared: NotificationKeys | None = None
+        #: ids of subscriptions not told yet (None: nothing to tell)
+        self.pending: dict[int, None] | None = None
+        #: what the owner knows of the pending ones: (names, prepared,
+        #: deliver_insecure) of the quench before its change, or None (nothing)
+        self.old: tuple | None = None
+        #: the names the manager files it under (its names, and its old ones
+        #: while it is being told of a change)
+        self.indexed: frozenset[str] = self.names
         self.rekey()
 
     def rekey(self) -> None:
@@ -64,12 +102,20 @@ class Quench:
 
     def status(self, sub: Subscription) -> int:
         """SECURE, INSECURE or 0 for a subscription that concerns this quench."""
-        if self.prepared is not None and prepared_match_pair(self.prepared, sub.prepared,
-                                                             sub.conn.prepared):
-            return SECURE
-        if sub.accept_insecure and self.deliver_insecure:
-            return INSECURE
-        return 0
+        return _status(self.prepared, self.deliver_insecure, sub)
+
+    def known(self, sub: Subscription) -> int:
+        """The status the owner knows ``sub`` by (``view``): for one not told
+        yet, its status before the quench's change (0 for a new quench)."""
+        pending = self.pending
+        if pending is not None and sub.id in pending:
+            old = self.old
+            if old is None or old[0].isdisjoint(sub.names):
+                return 0
+            return _status(old[1], old[2], sub)
+        if self.indexed is not self.names and self.names.isdisjoint(sub.names):
+            return 0            # filed here only under a name being phased out
+        return self.status(sub)
 
     def __repr__(self) -> str:
         return f"Quench({self.id}, {sorted(self.names)})"
@@ -89,6 +135,8 @@ class QuenchManager:
         self.by_owner: dict[Hashable, dict[int, Quench]] = {}
         self._by_name: dict[str, dict[int, Quench]] = {}
         self.notifications_sent = 0
+        #: quenches being told (``pending``), by id
+        self.announcing: dict[int, Quench] = {}
 
     def __len__(self) -> int:
         return len(self.quenches)
@@ -116,10 +164,16 @@ class QuenchManager:
             return {}
         out = {}
         for quench in self._concerned(sub.names).values():
-            status = quench.status(sub)
+            status = quench.known(sub)
             if status:
                 out[quench] = status
         return out
+
+    def _settle(self, sub: Subscription) -> None:
+        """``sub`` changes now: the change tells every quencher the difference
+        from what it knows, so no announcement under way tells it again."""
+        for quench in self.announcing.values():
+            quench.pending.pop(sub.id, None)  # type: ignore[union-attr]
 
     def _emit_changes(self, sub: Subscription, before: View, after: View,
                       expr_changed: bool) -> None:
@@ -161,18 +215,24 @@ class QuenchManager:
 
     # -- subscription changes (called by the router) ----------------------------------
     def subscription_added(self, sub: Subscription) -> None:
+        if self.announcing:
+            self._settle(sub)   # (a wide one is referred to before it is added)
         if self.quenches:
             self._emit_changes(sub, {}, self.view(sub), False)
 
     def subscription_removed(self, sub: Subscription, before: View | None = None) -> None:
         if before is None:
             before = self.view(sub)
+        if self.announcing:
+            self._settle(sub)
         if before:
             self._emit_changes(sub, before, {}, False)
 
     def subscription_modified(self, sub: Subscription, before: View,
                               expr_changed: bool) -> None:
         """``before`` is ``view(sub)`` taken before the change."""
+        if self.announcing:
+            self._settle(sub)
         if self.quenches or before:
             self._emit_changes(sub, before, self.view(sub), expr_changed)
 
@@ -180,36 +240,86 @@ class QuenchManager:
     def add(self, owner: Hashable, names: Iterable[str], deliver_insecure: bool,
             keys: Keys = EMPTY_KEYS, owner_keys: Keys = EMPTY_KEYS,
             announce: bool = True) -> Quench:
-        """Register a quench; with ``announce`` send it the subscriptions that
-        already concern it (the session does so before its QnchRply)."""
+        """Register a quench, to be told of the subscriptions that already
+        concern it (``pending``): at once with ``announce``, else by
+        ``advance`` (the session does so before its QnchRply)."""
         quench = Quench(next(self._ids), owner, frozenset(names), deliver_insecure, keys,
                         owner_keys)
         self.quenches[quench.id] = quench
         self.by_owner.setdefault(owner, {})[quench.id] = quench
         self._index(quench)
+        self._start(quench, None)
         if announce:
-            self.announce(quench)
+            self.advance(quench, float("inf"))
         return quench
 
-    def announce(self, quench: Quench) -> None:
-        """SubAddNotify to the quencher for each existing subscription it sees."""
-        owner = quench.owner
-        for sub in self.engine.referring(quench.names).values():
-            status = quench.status(sub)
-            if status == SECURE:
-                self._send(owner, SubAddNotify((quench.id,), (), sub.id, sub.ast))
-            elif status == INSECURE:
-                self._send(owner, SubAddNotify((), (quench.id,), sub.id, sub.ast))
+    def _start(self, quench: Quench, old: tuple | None) -> None:
+        """``quench`` is to be told about every subscription filed under its
+        names (``indexed``), knowing them by ``old``."""
+        ids: dict[int, None] = {}
+        refs = self.engine._refs
+        for name in quench.indexed:
+            subs = refs.get(name)
+            if subs:
+                ids.update(dict.fromkeys(subs))
+        quench.old = old
+        quench.pending = ids
+        self.announcing[quench.id] = quench
+
+    def advance(self, quench: Quench, deadline: float) -> bool:
+        """Tell ``quench`` about pending subscriptions until the clock
+        (``time.perf_counter``) passes ``deadline``; True once it is told all
+        (or was removed)."""
+        pending = quench.pending
+        if pending is None:
+            return True
+        owner, qid = quench.owner, (quench.id,)
+        engine_get = self.engine.subs.get
+        clock = time.perf_counter
+        done = 0
+        while pending:
+            sub_id, _ = pending.popitem()
+            sub = engine_get(sub_id)
+            if sub is None:
+                continue
+            old = quench.old
+            before = 0 if old is None or old[0].isdisjoint(sub.names) else \
+                _status(old[1], old[2], sub)
+            after = 0 if quench.names.isdisjoint(sub.names) else quench.status(sub)
+            if after != before:
+                ids = (qid, ()) if after == SECURE else ((), qid)
+                if not before:
+                    self._send(owner, SubAddNotify(ids[0], ids[1], sub.id, sub.ast))
+                elif not after:
+                    self._send(owner, SubDelNotify(qid, sub.id))
+                else:
+                    self._send(owner, SubModNotify(ids[0], ids[1], sub.id, sub.ast))
+            done += 1
+            if done % _CLOCK_EVERY == 0 and clock() > deadline:
+                return False
+        self._told(quench)
+        return True
+
+    def _told(self, quench: Quench) -> None:
+        quench.pending = None
+        quench.old = None
+        self.announcing.pop(quench.id, None)
+        if quench.indexed is not quench.names:
+            self._unindex(quench)
+            quench.indexed = quench.names
+            self._index(quench)
 
     def modify(self, quench: Quench, names_add: Iterable[str] = (),
                names_del: Iterable[str] = (), deliver_insecure: bool | None = None,
                add_keys: Keys = EMPTY_KEYS, del_keys: Keys = EMPTY_KEYS,
-               owner_keys: Keys | None = None) -> None:
+               owner_keys: Keys | None = None, announce: bool = True) -> None:
         """Apply a QnchModRqst (adding a present name or removing an absent one is
         ignored, as SubModRqst does for keys). The caller checks that the
-        result is not empty (EMPTY_QUENCH)."""
-        before = self._quench_view(quench)
-        self._unindex(quench)
+        result is not empty (EMPTY_QUENCH). What it changed is told at once,
+        or with ``announce=False`` by ``advance``."""
+        if quench.pending is not None:
+            self.advance(quench, float("inf"))      # (a session's requests wait for it)
+        old = (quench.names, quench.prepared, quench.deliver_insecure)
         quench.names = (quench.names - frozenset(names_del)) | frozenset(names_add)
         if deliver_insecure is not None:
             quench.deliver_insecure = deliver_insecure
@@ -218,9 +328,14 @@ class QuenchManager:
         if owner_keys is not None:
             quench.owner_keys = owner_keys
         quench.rekey()
-        self._index(quench)
-        after = self._quench_view(quench)
-        self._emit_quench_changes(quench, before, after)
+        if quench.names != old[0]:
+            quench.indexed = quench.names | old[0]
+            self._index(quench)
+        else:
+            quench.names = quench.indexed = old[0]
+        self._start(quench, old)
+        if announce:
+            self.advance(quench, float("inf"))
 
     def set_owner_keys(self, owner: Hashable, owner_keys: Keys) -> None:
         """The quencher's connection notification keys changed."""
@@ -235,6 +350,8 @@ class QuenchManager:
             owned.pop(quench.id, None)
             if not owned:
                 del self.by_owner[quench.owner]
+        self.announcing.pop(quench.id, None)
+        quench.pending = None
         self._unindex(quench)
 
     def remove_owner(self, owner: Hashable) -> None:
@@ -242,33 +359,12 @@ class QuenchManager:
             self.remove(quench)
 
     # -- helpers --------------------------------------------------------------------------
-    def _quench_view(self, quench: Quench) -> dict[int, tuple[Subscription, int]]:
-        out = {}
-        for sub in self.engine.referring(quench.names).values():
-            status = quench.status(sub)
-            if status:
-                out[sub.id] = (sub, status)
-        return out
-
-    def _emit_quench_changes(self, quench: Quench, before: dict, after: dict) -> None:
-        owner, qid = quench.owner, (quench.id,)
-        for sub_id, (sub, status) in after.items():
-            old = before.get(sub_id)
-            ids = (qid, ()) if status == SECURE else ((), qid)
-            if old is None:
-                self._send(owner, SubAddNotify(ids[0], ids[1], sub.id, sub.ast))
-            elif old[1] != status:
-                self._send(owner, SubModNotify(ids[0], ids[1], sub.id, sub.ast))
-        for sub_id, (sub, _status) in before.items():
-            if sub_id not in after:
-                self._send(owner, SubDelNotify(qid, sub.id))
-
     def _index(self, quench: Quench) -> None:
-        for name in quench.names:
+        for name in quench.indexed:
             self._by_name.setdefault(name, {})[quench.id] = quench
 
     def _unindex(self, quench: Quench) -> None:
-        for name in quench.names:
+        for name in quench.indexed:
             quenches = self._by_name.get(name)
             if quenches is not None:
                 quenches.pop(quench.id, None)

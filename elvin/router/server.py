@@ -36,6 +36,7 @@ from elvin.protocol import (
     frame_notify_deliver,
 )
 from elvin.ratelog import RateLimitedLog
+from elvin.router.announcer import QuenchAnnouncer
 from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
@@ -51,10 +52,20 @@ from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
 from elvin.router.session import CLOSING, CONNECTED, Session
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
+from elvin.router.steps import StepRunner
+from elvin.subscription.patterns import MATCH_TIMEOUT
 from elvin.subscription.shapes import ShapeCompiler
 from elvin.tls import listener_context
 
 log = logging.getLogger("elvin.router")
+
+#: seconds between two log lines about one client's overrunning patterns
+OVERRUN_LOG_EVERY = 10.0
+
+
+def _clip(text: str, most: int) -> str:
+    """``text`` cut to ``most`` characters for a log line."""
+    return text if len(text) <= most else text[:most - 3] + "..."
 
 __all__ = ["Router", "RouterStartError"]
 
@@ -112,6 +123,9 @@ class Router:
         self.door: Door | None = None
         #: what clients can make the sessions say, rate-limited (elvin.ratelog)
         self.session_notes = RateLimitedLog(logging.getLogger("elvin.router.session"))
+        #: owner -> [when its last overrun line was logged, overruns not logged since]
+        self._overrun_lines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.engine.overrun_listener = self._pattern_overran
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> Router:
@@ -119,6 +133,9 @@ class Router:
         self.flush_batch = FlushBatch(self.loop)
         self.scheduler = Scheduler(self.loop, self.flush_batch.run)
         self._reaper = Reaper(self.loop, self._forget)
+        self.announcer = QuenchAnnouncer(self.loop, self.quench)
+        self.steps = StepRunner(self.loop)
+        self.engine.on_deferred = self.steps.background
         self.connection_log = ConnectionLog(self.loop)
         self._stopped = asyncio.Event()
         self._stopping = False
@@ -264,6 +281,7 @@ class Router:
         await self._stop_mobility()
         await self._close_archive()     # every session is gone: nothing more to route
         self._reaper.finish()
+        self.steps.finish()
         self._compilers.close()
         self.connection_log.close()
         if self.door is not None:
@@ -466,6 +484,14 @@ class Router:
         characters (a federated peer's pull filter: ``FederationHost``)."""
         return self._compilers.run(self.loop, size, job)  # type: ignore[arg-type]
 
+    def link_later(self, steps: Any) -> asyncio.Future:
+        """Run the generator ``steps`` in later loop turns (``elvin.router.steps``)."""
+        return self.steps.run(steps)
+
+    def announce_later(self, quench: Any) -> asyncio.Future:
+        """Tell ``quench`` what is pending in later loop turns (``announcer``)."""
+        return self.announcer.later(quench)
+
     # -- sessions ------------------------------------------------------------------------
     def session_opened(self, session: Session) -> None:
         self.sessions.add(session)
@@ -518,28 +544,91 @@ class Router:
         for sub, before in zip(subs, views, strict=True):
             quench.subscription_modified(sub, before, False)
 
+    def _pattern_overran(self, pred: Any, count: int) -> None:
+        """A subscription's regex()/wildcard() ran out of its own time limit
+        (``patterns.MATCH_TIMEOUT``): it alone is bottom for that
+        notification and suspended a while (``engine.Suspended``). Counted
+        (statistics, status, metrics) and logged, naming the client and the
+        subscription, at most once per ``OVERRUN_LOG_EVERY`` seconds per
+        client (a client's pattern could overrun on every notification)."""
+        self.stats.pattern_overruns += 1
+        members = list(pred.members())
+        if not members:
+            return
+        sub = members[0]
+        now = time.monotonic()
+        try:
+            line = self._overrun_lines.get(sub.owner)
+        except TypeError:           # an owner that cannot be weakly referenced
+            line = None
+        if line is not None and now - line[0] < OVERRUN_LOG_EVERY:
+            line[1] += 1
+            return
+        quiet = line[1] if line is not None else 0
+        try:
+            self._overrun_lines[sub.owner] = [now, 0]
+        except TypeError:
+            pass
+        others = f" (and {len(members) - 1} more with the same expression)" if len(members) > 1 \
+            else ""
+        since = f"; {quiet} more overrun(s) of this client not logged" if quiet else ""
+        log.warning("%s: subscription %d%s: a regex()/wildcard() pattern ran out of its own "
+                    "time limit (%.0f ms), so it is bottom for this notification and is not "
+                    "evaluated for %.0f s (overrun %d of this expression)%s: %s",
+                    getattr(sub.owner, "peer", sub.owner), sub.id, others,
+                    MATCH_TIMEOUT * 1000, pred.evaluate.until - now, count, since,
+                    _clip(sub.text, 200))
+
     def _send_quench_packet(self, owner: Hashable, packet: Any) -> None:
         owner.send(packet, droppable=True)  # type: ignore[attr-defined]
 
     # -- delivery ------------------------------------------------------------------------
     def deliver(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
                 nkeys: NotificationKeys | None, *, producer: Any = None,
-                routing: tuple[str, ...] = ()) -> int:
+                routing: tuple[str, ...] = (), preds: list | None = None) -> int:
         """Deliver one notification; returns the number of NotifyDeliver packets.
 
         ``producer`` (the sending ``Session``, or an id string) only names the
         producer in the traffic archive. ``routing`` is the routing list of a
         notification that came from a federated router (else empty).
+        ``preds``: the engine's candidates for it, when the caller has them.
         """
+        if self._recent_request(attrs, block, deliver_insecure, nkeys, producer):
+            return 0
+        insecure, secure = self.engine.match(attrs, nkeys, deliver_insecure, preds)
+        return self._deliver_matched(attrs, block, deliver_insecure, nkeys, producer, routing,
+                                     insecure, secure)
+
+    def deliver_steps(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+                      nkeys: NotificationKeys | None, *, producer: Any = None) -> Any:
+        """``deliver`` as a generator of steps of about a millisecond
+        (``Engine.match_steps``): a client's notification is matched so, its
+        first step at once and the rest, if any, by ``link_later``."""
+        if self._recent_request(attrs, block, deliver_insecure, nkeys, producer):
+            return 0
+        insecure, secure = yield from self.engine.match_steps(attrs, nkeys, deliver_insecure)
+        return self._deliver_matched(attrs, block, deliver_insecure, nkeys, producer, (),
+                                     insecure, secure)
+
+    def _recent_request(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+                        nkeys: NotificationKeys | None, producer: Any) -> bool:
+        """Keep ``attrs`` among the recent notifications (elvin.router.recent);
+        True when it is a request for them, which is addressed to the router and
+        delivered to no one."""
         recent = self.recent
-        if recent is not None:
-            if recent.is_request(attrs):    # addressed to the router, delivered to no one
-                if producer is not None and not isinstance(producer, str):
-                    recent.request(producer, attrs)
-                return 0
-            if block is not None:
-                recent.note(attrs, block, deliver_insecure, nkeys)
-        insecure, secure = self.engine.match(attrs, nkeys, deliver_insecure)
+        if recent is None:
+            return False
+        if recent.is_request(attrs):
+            if producer is not None and not isinstance(producer, str):
+                recent.request(producer, attrs)
+            return True
+        if block is not None:
+            recent.note(attrs, block, deliver_insecure, nkeys)
+        return False
+
+    def _deliver_matched(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+                         nkeys: NotificationKeys | None, producer: Any,
+                         routing: tuple[str, ...], insecure: dict, secure: dict) -> int:
         if deliver_insecure and self.census.counting:
             self.census.note(attrs)
         if self.archive is not None:

@@ -62,6 +62,8 @@ twice or removed when absent in QnchModRqst).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import struct
 import time
@@ -104,6 +106,8 @@ from elvin.protocol import (
 from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Job, Violation
 from elvin.protocol.limits import FIELD_OPTIONS, Limits
 from elvin.protocol.xdr import decode_sub_add_rqst
+from elvin.router.announcer import FIRST_STEP
+from elvin.router.engine import WIDE
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
     apply_delta,
@@ -117,6 +121,8 @@ from elvin.values import INT32_MAX, INT32_MIN, Int64
 
 log = logging.getLogger("elvin.router.session")
 
+#: NotifyEmit bodies longer than this (bytes) are decoded on the host's worker
+WIDE_NOTIFICATION = 256 * 1024
 
 def _note(host: Any, kind: str, level: int, message: str, *args: Any) -> None:
     """A line a client can make the router write: through the host's
@@ -185,8 +191,24 @@ class SessionHost(Protocol):
         """A long expression compiled on a worker: a future (``Job``) that
         gives a ``Registered`` or raises SubscriptionError."""
 
+    def run_off_loop(self, size: int, job: Callable[[], Any]) -> Any:
+        """``job()`` on the host's worker (``size``: bytes, choosing its lane):
+        a future (``Job``) of its result."""
+
+    def link_later(self, steps: Any) -> Any:
+        """A future (``Job``) of what the generator ``steps`` returns, run a
+        few milliseconds per loop turn (``elvin.router.steps``)."""
+
+    def announce_later(self, quench: Any) -> Any:
+        """A future (``Job``) done once ``quench`` is told what is pending
+        (``elvin.router.announcer``)."""
+
     def deliver(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
-                nkeys: Any, *, producer: Any = None) -> int: ...
+                nkeys: Any, *, producer: Any = None, preds: list | None = None) -> int: ...
+
+    def deliver_steps(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+                      nkeys: Any, *, producer: Any = None) -> Any:
+        """``deliver`` as a generator of steps (the rest run by ``link_later``)."""
 
     def refuse_connection(self) -> str | None | bool: ...
 
@@ -585,24 +607,44 @@ class SessionCore:
 
     def _notify_emit(self, body: bytes) -> None:
         """NotifyEmit, hot path: the attributes are decoded once and their XDR
-        is forwarded as is in every NotifyDeliver."""
+        is forwarded as is in every NotifyDeliver. A wide one (over
+        ``WIDE_NOTIFICATION`` bytes: 60,000 attributes took 90-170 ms to
+        decode) is decoded on the host's worker, as this session's job (its
+        later packets wait for it, so its notifications stay in order)."""
+        if len(body) > WIDE_NOTIFICATION:
+            job = self.host.run_off_loop(len(body), functools.partial(
+                _decode_notify_emit, body, self.limits))
+            self.backlog.start(job)     # cancelled if the session is released
+            job.add_done_callback(functools.partial(self._notify_emit_decoded, body))
+            return
         try:
-            attrs, end = decode_attributes(body, 4, self.limits)
-            tail = body[end:]
-            if (len(tail) == 8 and tail[4:] == _ZERO4
-                    and (tail[:4] == _ONE4 or tail[:4] == _ZERO4)):
-                deliver_insecure = tail[:4] == _ONE4
-                keys = None
-            else:       # keys (or something odd): the general decoder says which
-                packet = decode_packet(body, self.limits)
-                deliver_insecure = packet.deliver_insecure  # type: ignore[attr-defined]
-                keys = packet.keys  # type: ignore[attr-defined]
+            decoded = _decode_notify_emit(body, self.limits)
         except LimitError as exc:
             log.debug("%s: NotifyEmit over the limits ignored: %s", self.peer, exc)
             return
         except ProtocolError as exc:
             self._violation(f"malformed NotifyEmit: {exc}")
             return
+        self._emit(body, *decoded)
+
+    def _notify_emit_decoded(self, body: bytes, job: Any) -> None:
+        """(A wide NotifyEmit decoded, on the loop.)"""
+        if not self.backlog.finish(job):
+            return                      # released meanwhile
+        exc = job.exception()
+        if isinstance(exc, LimitError):
+            log.debug("%s: NotifyEmit over the limits ignored: %s", self.peer, exc)
+        elif isinstance(exc, ProtocolError):
+            self._violation(f"malformed NotifyEmit: {exc}")
+        elif exc is not None:
+            log.error("%s: decoding a NotifyEmit failed: %r", self.peer, exc)
+        elif self.state is CONNECTED:
+            self._emit(body, *job.result())
+        if self.backlog and self.on_ready is not None:
+            self.on_ready()
+
+    def _emit(self, body: bytes, attrs: dict, end: int, deliver_insecure: bool,
+              keys: Keys | None) -> None:
         if keys:
             try:
                 check_keys(keys)
@@ -612,8 +654,26 @@ class SessionCore:
             nkeys = prepare_notification(self.nfn_keys | keys)
         else:
             nkeys = self.nfn_prepared
-        self.host.stats.notifications_in += 1
-        self.host.deliver(attrs, body[4:end], deliver_insecure, nkeys, producer=self.owner)
+        host = self.host
+        host.stats.notifications_in += 1
+        # matched a millisecond at a time (40,000 regex() subscriptions to
+        # evaluate: 0.4-1.6 s; a pattern that overruns its own limit ends a
+        # step): the first step now, the rest as this session's job, so its
+        # next notification waits for it
+        steps = host.deliver_steps(attrs, body[4:end], deliver_insecure, nkeys,
+                                   producer=self.owner)
+        try:
+            next(steps)
+        except StopIteration:
+            return
+        job = host.link_later(steps)
+        self.backlog.start(job)         # cancelled if the session is released
+        job.add_done_callback(self._emitted)
+
+    def _emitted(self, job: Any) -> None:
+        """(A notification matched in steps was delivered, on the loop.)"""
+        if self.backlog.finish(job) and self.backlog and self.on_ready is not None:
+            self.on_ready()
 
     def _notify_emit_packet(self, p: NotifyEmit) -> None:  # only reached if not CONNECTED
         self._violation("NotifyEmit before ConnRqst")
@@ -728,12 +788,42 @@ class SessionCore:
             self._sub_add(p, compiled)
 
     def _sub_add(self, p: SubAddRqst, compiled: Any) -> None:
+        placement = compiled.placement
+        if placement is not None and (len(placement.plan) > WIDE or len(placement.names) > WIDE):
+            # a wide expression is linked in over several loop turns, as this
+            # session's job: its SubRply, and its later packets, wait for it
+            job = self.host.link_later(self.host.engine.add_steps(
+                self.owner, p.expression, compiled.ast, compiled.matches, p.accept_insecure,
+                p.keys, self.sub_keys, placement))
+            self.backlog.start(job)     # cancelled if the session is released
+            job.add_done_callback(functools.partial(self._linked, p))
+            return
         sub = self.host.engine.add(self.owner, p.expression, compiled.ast, compiled.matches,
                                    p.accept_insecure, p.keys, self.sub_keys,
-                                   compiled.names, compiled.index, compiled.placement)
+                                   compiled.names, compiled.index, placement)
+        self._added(p, sub)
+
+    def _added(self, p: SubAddRqst, sub: Any) -> None:
         if not self.released:
             self.io.write(_SUB_RPLY.pack(16, _SUB_RPLY_ID, p.xid, sub.id))
         self.host.quench.subscription_added(sub)
+
+    def _linked(self, p: SubAddRqst, job: Any) -> None:
+        """(A wide subscription linked in, on the loop.)"""
+        if not self.backlog.finish(job):
+            try:
+                sub = job.result()      # linked as the session went: unlinked again
+            except (asyncio.CancelledError, Exception):
+                return                  # released meanwhile: the steps gave up
+            self.host.engine.remove(sub)
+            return
+        if job.exception() is not None:
+            log.error("%s: linking a subscription failed: %r", self.peer, job.exception())
+            self.nack(p.xid, NackCode.PROT_ERROR, "Internal router error")
+        else:
+            self._added(p, job.result())
+        if self.backlog and self.on_ready is not None:
+            self.on_ready()
 
     def _own_sub(self, xid: int, sub_id: int) -> Any:
         return self._owned(self.host.engine, xid, sub_id, NackCode.NO_SUCH_SUB,
@@ -769,9 +859,20 @@ class SessionCore:
             self.nack(p.xid, NackCode.NO_SUCH_SUB, "No such subscription: %1", (id64(sub.id),))
             return
         quench = self.host.quench
+        keys = apply_delta(sub.keys, p.add_keys, p.del_keys)
+        placement = compiled.placement if compiled is not None else None
+        if placement is not None and (len(placement.plan) > WIDE or len(placement.names) > WIDE):
+            # a wide expression is linked in over several loop turns (as for
+            # SubAddRqst); the quench view is taken when it changes
+            job = self.host.link_later(engine.modify_steps(
+                sub, text=p.expression, ast=compiled.ast, evaluate=compiled.matches,
+                accept_insecure=p.accept_insecure, keys=keys, placement=placement,
+                before_swap=functools.partial(quench.view, sub)))
+            self.backlog.start(job)     # cancelled if the session is released
+            job.add_done_callback(functools.partial(self._modified, p, sub, sub.ast))
+            return
         before = quench.view(sub)
         old_ast = sub.ast
-        keys = apply_delta(sub.keys, p.add_keys, p.del_keys)
         if compiled is not None:
             engine.modify(sub, text=p.expression, ast=compiled.ast, evaluate=compiled.matches,
                           accept_insecure=p.accept_insecure, keys=keys,
@@ -781,6 +882,22 @@ class SessionCore:
         self.send(SubRply(p.xid, sub.id))
         # modify keeps the tree object unless it changed: no walk of a big tree here
         quench.subscription_modified(sub, before, sub.ast is not old_ast)
+
+    def _modified(self, p: SubModRqst, sub: Any, old_ast: Any, job: Any) -> None:
+        """(A wide modification linked in, on the loop.)"""
+        if not self.backlog.finish(job):
+            return                      # released meanwhile: its subscriptions go
+        exc = job.exception()
+        if exc is not None:
+            log.error("%s: linking a subscription failed: %r", self.peer, exc)
+            self.nack(p.xid, NackCode.PROT_ERROR, "Internal router error")
+        elif job.result() is NotImplemented:
+            self.nack(p.xid, NackCode.NO_SUCH_SUB, "No such subscription: %1", (id64(sub.id),))
+        else:
+            self.send(SubRply(p.xid, sub.id))
+            self.host.quench.subscription_modified(sub, job.result(), sub.ast is not old_ast)
+        if self.backlog and self.on_ready is not None:
+            self.on_ready()
 
     def _sub_del_rqst(self, p: SubDelRqst) -> None:
         sub = self._own_sub(p.xid, p.subscription_id)
@@ -866,8 +983,28 @@ class SessionCore:
         # that a client holding the QnchRply knows its view is complete:
         # auto-quench relies on it. The spec leaves the order open.
         q = self.host.quench.add(self.owner, p.names, p.deliver_insecure, p.keys,
-                                 self.nfn_keys)
-        self.send(QnchRply(p.xid, q.id))
+                                 self.nfn_keys, announce=False)
+        self._announce(p.xid, q)
+
+    def _announce(self, xid: int, q: Any) -> None:
+        """Tell quench ``q`` what is pending, then QnchRply: what fits in
+        ``announcer.FIRST_STEP`` now, the rest in later loop turns as this
+        session's one job (its later packets wait for it)."""
+        if self.host.quench.advance(q, time.perf_counter() + FIRST_STEP):
+            self.send(QnchRply(xid, q.id))
+            return
+        job = self.host.announce_later(q)
+        self.backlog.start(job)         # cancelled if the session is released
+        job.add_done_callback(functools.partial(self._announced, xid, q))
+
+    def _announced(self, xid: int, q: Any, job: Any) -> None:
+        """(The announcement's end, on the loop.)"""
+        if not self.backlog.finish(job):
+            return                      # released meanwhile
+        if self.state is CONNECTED:
+            self.send(QnchRply(xid, q.id))
+        if self.backlog and self.on_ready is not None:
+            self.on_ready()
 
     def _own_quench(self, xid: int, quench_id: int) -> Any:
         return self._owned(self.host.quench, xid, quench_id, NackCode.NO_SUCH_QUENCH,
@@ -889,8 +1026,8 @@ class SessionCore:
                       "Quench would have no attribute names left")
             return
         self.host.quench.modify(q, p.names_add, p.names_del, p.deliver_insecure,
-                                p.add_keys, p.del_keys)
-        self.send(QnchRply(p.xid, q.id))  # after the notifications it caused, as for add
+                                p.add_keys, p.del_keys, announce=False)
+        self._announce(p.xid, q)          # after the notifications it caused, as for add
 
     def _qnch_del_rqst(self, p: QnchDelRqst) -> None:
         if self._quench_refused(p.xid):
@@ -900,6 +1037,20 @@ class SessionCore:
             return
         self.host.quench.remove(q)
         self.send(QnchRply(p.xid, q.id))
+
+
+def _decode_notify_emit(body: bytes, limits: Limits) -> tuple[dict, int, bool, Keys | None]:
+    """(attributes, end of their XDR, deliver_insecure, keys or None) of a
+    NotifyEmit body; LimitError or ProtocolError. Shares no state: the
+    host's worker runs it for a wide notification."""
+    attrs, end = decode_attributes(body, 4, limits)
+    tail = body[end:]
+    if (len(tail) == 8 and tail[4:] == _ZERO4
+            and (tail[:4] == _ONE4 or tail[:4] == _ZERO4)):
+        return attrs, end, tail[:4] == _ONE4, None
+    # keys (or something odd): the general decoder says which
+    packet = decode_packet(body, limits)
+    return attrs, end, packet.deliver_insecure, packet.keys  # type: ignore[attr-defined]
 
 
 _HANDLERS: dict[type, Callable[[SessionCore, Any], None]] = {

@@ -33,6 +33,9 @@ Refused                         int64      sockets, channels and requests refuse
 Refused-Kinds                   string     the same by kind,
                                            ``connections-per-address=3, keys=1``;
                                            empty when none
+Pattern-Overruns                int64      regex()/wildcard() matches that ran out of
+                                           their own time limit since start (each
+                                           makes only its own subscription bottom)
 ==============================  =========  ===========================================
 
 The statistics notification itself is not counted (neither in
@@ -52,8 +55,8 @@ STATS_ATTRIBUTE = "Elvin-Router-Stats"
 
 class Stats:
     __slots__ = ("started", "notifications_in", "notifications_out", "drops",
-                 "protocol_errors", "connections_total", "refused", "_last_time",
-                 "_last_in", "_last_out")
+                 "protocol_errors", "connections_total", "refused", "pattern_overruns",
+                 "_last_time", "_last_in", "_last_out")
 
     def __init__(self) -> None:
         self.started = time.monotonic()
@@ -64,6 +67,7 @@ class Stats:
         self.connections_total = 0
         #: refusals by kind (elvin.router.door.REFUSALS)
         self.refused: dict[str, int] = {}
+        self.pattern_overruns = 0
         self._last_time = self.started
         self._last_in = 0
         self._last_out = 0
@@ -113,4 +117,5 @@ class Stats:
             "Refused": Int64(sum(self.refused.values())),
             "Refused-Kinds": ", ".join(f"{kind}={count}"
                                        for kind, count in sorted(self.refused.items())),
+            "Pattern-Overruns": Int64(self.pattern_overruns),
         }

@@ -159,6 +159,7 @@ def router_status(router: Any, *, version: str = "", config_path: str | None = N
                      "notifications_out": stats.notifications_out, "drops": stats.drops,
                      "protocol_errors": stats.protocol_errors,
                      "connections_total": stats.connections_total,
+                     "pattern_overruns": stats.pattern_overruns,
                      "refused": dict(sorted(stats.refused.items()))},
         "door": _door(router),
         "federation": federation, "mobility": mobility, "archive": archive,
@@ -315,7 +316,8 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
     out.write(f"notifications: {counters.get('notifications_in', 0)} in, "
               f"{counters.get('notifications_out', 0)} delivered, "
               f"{counters.get('drops', 0)} dropped; "
-              f"protocol errors: {counters.get('protocol_errors', 0)}\n")
+              f"protocol errors: {counters.get('protocol_errors', 0)}; "
+              f"pattern overruns: {counters.get('pattern_overruns', 0)}\n")
     refused = counters.get("refused") or {}
     door = data.get("door") or {}
     if refused or door:

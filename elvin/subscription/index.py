@@ -65,7 +65,7 @@ import logging
 import math
 import unicodedata
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from elvin.subscription.analysis import NAN_KEY, UNINDEXABLE
@@ -633,35 +633,67 @@ class TermIndex:
     def add(self, entry: Any, plan: tuple) -> None:
         """File ``entry`` by ``plan`` (``conditions``); an empty plan (never
         true) is filed nowhere."""
+        for _ in self.add_steps(entry, plan, len(plan) + 1):
+            pass
+
+    def add_steps(self, entry: Any, plan: tuple, step: int) -> Iterator[None]:
+        """``add``, yielding after each ``step`` alternatives (a plan of
+        10,000 takes ~50 ms: the router files it over several loop turns).
+        Between steps ``entry`` is filed by the alternatives done so far
+        (``entry.place`` says which: ``remove`` takes them out), so it can
+        be given up at any step."""
         if len(plan) == 1 and plan[0] and self._file_alone(plan[0], entry):
             return
         paths: list[tuple] = []
+        done = 0
         for alternative in plan:
             self._file(self._root, alternative, entry, (), paths, True)
+            done += 1
+            if done % step == 0 and done < len(plan):
+                self._settle_filing(entry, paths, final=False)
+                yield
+        self._settle_filing(entry, paths, final=True)
+
+    def _settle_filing(self, entry: Any, paths: list[tuple], final: bool) -> None:
+        """Make ``entry.place`` and the counts say ``paths`` (the filings so
+        far), and split the buckets that grew too big."""
         counts = self._counts
+        old = _paths(entry.place)
+        self.repeats -= _may_repeat(old)
+        for path in old:
+            counts[path[0]] -= 1
         if len(paths) == 1:
-            path = entry.place = paths[0]
-            counts[path[0]] += 1
+            entry.place = paths[0]
         else:
             entry.place = tuple(paths)
-            self.repeats += _may_repeat(paths)
-            for path in paths:
-                counts[path[0]] += 1
+        self.repeats += _may_repeat(paths)
+        for path in paths:
+            counts[path[0]] += 1
         while self._pending:
             pending, self._pending = self._pending, []
             for bucket, path, exclude in pending:
                 self._split(bucket, path, exclude)
+        if not final:
+            paths[:] = _paths(entry.place)      # a split may have moved some deeper
 
     def remove(self, entry: Any) -> None:
+        for _ in self.remove_steps(entry, 1 << 62):
+            pass
+
+    def remove_steps(self, entry: Any, step: int) -> Iterator[None]:
+        """``remove``, yielding after each ``step`` filings; ``entry`` must
+        not be filed again meanwhile."""
         place = entry.place
         entry.place = ()
         if not place:
             return
         paths = _paths(place)
         self.repeats -= _may_repeat(paths)
-        for path in paths:
+        for n, path in enumerate(paths, 1):
             self._counts[path[0]] -= 1
             self._unfile(self._root, path, 0, entry)
+            if n % step == 0 and n < len(paths):
+                yield
 
     def clear(self) -> None:
         """Forget every entry at once (their ``place`` is left as it was)."""

@@ -41,10 +41,13 @@ so each pattern is translated, never handed over as it is:
     ``(a|b*){2,}``) is refused with REGEXP_TOO_COMPLEX, intervals are capped
     at 255 and groups nest at most 32 deep (the textbook cases);
   - at run time, every match runs in the third-party ``regex`` module with
-    a time limit of ``MATCH_TIMEOUT`` seconds (``regex_matcher``,
-    ``glob_matcher``): a match that runs out of time makes the predicate
-    *bottom* for that notification (neither true nor false), never an
-    exception and never a stalled router. ``regex`` also cuts short most
+    a time limit of ``MATCH_TIMEOUT`` seconds of its own (``regex_matcher``,
+    ``glob_matcher``, ``_run``): a match that spends that long on the CPU
+    makes the predicate *bottom* for that notification (neither true nor
+    false), never an exception and never a stalled router. The limit is
+    each match's own, never shared: no other subscription's cost, no load
+    on the machine can make a cheap pattern miss (the router's engine
+    charges an overrun to the subscription whose pattern it was). ``regex`` also cuts short most
     catastrophic backtracking by itself. The patterns of one predicate
     (``regex(x, p1, p2)``) run as one alternation, so a time-out is bottom
     even if another of them might have matched.
@@ -88,96 +91,49 @@ import regex as _regex
 
 __all__ = ["PatternError", "ere_to_python", "glob_to_python", "compile_regex",
            "compile_glob", "engine_pattern", "regex_matcher", "glob_matcher",
-           "required_literals", "EVALUATION_BUDGET", "MATCH_TIMEOUT", "match_budget",
-           "notification_budget", "thread_budget"]
+           "required_literals", "MATCH_ATTEMPTS", "MATCH_TIMEOUT", "overruns"]
 
 RE_DUP_MAX = 255
 MAX_GROUP_NESTING = 32
-#: Seconds that one match of a regex() or wildcard() predicate may take;
-#: after that it is given up and the predicate is bottom for the notification.
+#: Seconds of its own that one match of one regex() or wildcard() predicate
+#: may take; a match that runs that long on the CPU is given up and the
+#: predicate is bottom for that notification (see ``_run``). The bound is the
+#: pattern's own: nothing another subscription, the machine's load or another
+#: thread costs counts against it.
 MATCH_TIMEOUT = 0.02
+#: tries a match gets when ``regex``'s limit (process CPU time) ran out but the
+#: matching thread did not spend it (another thread of the process ran)
+MATCH_ATTEMPTS = 4
+#: the limit of the last try, when the earlier ones were all interrupted
+#: more than they ran (a process that busy is rare)
+_LAST_TRY = 1.0
 
-class _ThreadBudget(threading.local):
-    """The evaluation budget of one thread: [evaluation serial, deadline,
-    serial the deadline was set for, budget seconds (0.0: none)].
 
-    Whoever evaluates many subscriptions for one notification (the router's
-    engine) sets the seconds and bumps the serial for each notification; the
-    first pattern match of a serial starts its budget; once it is spent,
-    every further match of that serial is bottom at once, so N subscriptions
-    whose patterns run out of time cost one budget, not N x ``MATCH_TIMEOUT``.
+class _Overruns(threading.local):
+    """``state[0]``: the matches in this thread that ran out of their own time
+    (``MATCH_TIMEOUT`` of CPU). Whoever evaluates many subscriptions for one
+    notification (the router's engine) reads it around each evaluation to
+    tell which subscription's pattern overran, and charges that subscription
+    alone (``elvin.router.engine``: the account, the log line, the counter).
 
-    Why per thread and only while the engine matches: a budget left switched
-    on for the whole process (it once was) was shared by every evaluation in
-    it that never bumps the serial (an app's own evaluator, the quench
-    analysis, tests, a second router in another thread), so after 50 ms of
-    pattern matching in all, every regex() there was bottom for good."""
+    There once was a budget here shared by every pattern match of one
+    notification (25 ms of wall clock from the first pattern): whatever ran
+    after it, other clients' subscriptions, a garbage collection, the compile
+    worker holding the interpreter, made a cheap pattern evaluated late
+    bottom, so its subscriber silently missed the notification (issue 42)."""
 
     def __init__(self) -> None:
-        self.state = [0, 0.0, 0, 0.0]
+        self.state = [0]
 
 
-_THREAD = _ThreadBudget()
+_THREAD = _Overruns()
 _FLAGS = _regex.DOTALL | _regex.VERSION0
 
 
-def thread_budget() -> list:
-    """This thread's budget state (see :class:`_ThreadBudget`); the engine
-    holds on to it for the duration of one ``match``."""
+def overruns() -> list:
+    """This thread's overrun counter (``[count]``, see :class:`_Overruns`);
+    the engine holds on to the list and compares ``[0]`` around evaluations."""
     return _THREAD.state
-
-
-#: seconds of regex() / wildcard() matching one notification may cost in all
-#: when evaluated against many subscriptions (the router's engine, a pull
-#: filter); beyond it the remaining pattern matches are bottom for that
-#: notification (each match alone is limited to ``MATCH_TIMEOUT``)
-EVALUATION_BUDGET = 0.025
-
-
-def notification_budget() -> list:
-    """Start a new evaluation budget for one notification, in this thread
-    only and only until the caller sets ``budget[3] = 0.0`` again (see
-    :class:`_ThreadBudget`); returns the budget state."""
-    budget = _THREAD.state
-    budget[0] += 1
-    budget[3] = EVALUATION_BUDGET
-    return budget
-
-
-class match_budget:
-    """``with match_budget(seconds): ...``: one evaluation serial with its
-    own budget in this thread (tests; the engine sets its own)."""
-
-    __slots__ = ("seconds", "_saved")
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._saved = 0.0
-
-    def __enter__(self) -> match_budget:
-        state = _THREAD.state
-        self._saved = state[3]
-        state[3] = self.seconds if self.seconds > 0 else 1e-12
-        state[0] += 1
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        state = _THREAD.state
-        state[3] = self._saved
-        state[0] += 1
-
-
-def _time_left(timeout: float) -> float:
-    """The time one match may take now (<= 0: none left in the budget)."""
-    state = _THREAD.state
-    if not state[3]:
-        return timeout
-    now = time.perf_counter()
-    if state[2] != state[0]:
-        state[2] = state[0]
-        state[1] = now + state[3]
-    left = state[1] - now
-    return timeout if left > timeout else left
 
 
 class PatternError(ValueError):
@@ -569,14 +525,48 @@ def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool |
 
 
 def _run(method, value: str) -> bool | None:
-    """``method`` within this thread's time left (bottom: None)."""
-    left = _time_left(MATCH_TIMEOUT)
-    if left <= 0:
+    """``method`` within the pattern's own time (bottom: None). The first try
+    costs nothing extra. ``regex``'s limit is the *process's* CPU time (C's
+    ``clock()``), which is the pattern's own unless another thread of the
+    process ran meanwhile (the router's compile workers do); so a try that
+    ran out is looked at more closely (``_overran``)."""
+    last = _LAST_OVERRUN
+    if value is last[1] and method is last[0]:
+        # it overran on this very value last time (an expression may ask
+        # twice): the same answer, counted again, without the cost
+        _THREAD.state[0] += 1
         return None
     try:
-        return method(value, timeout=left) is not None
+        return method(value, timeout=MATCH_TIMEOUT) is not None
     except TimeoutError:
-        return None
+        return _overran(method, value)
+
+
+def _overran(method, value: str) -> bool | None:
+    """A match ran out of ``regex``'s time: try again, measuring this thread's
+    CPU time, until a try either finishes or spends at least half its limit
+    on the CPU (then the cost is the pattern's own: bottom, counted in this
+    thread's ``overruns``). A try interrupted for most of its time (the OS
+    ran something else, another thread held the interpreter) says nothing
+    about the pattern, so it does not count; after ``MATCH_ATTEMPTS`` such
+    tries the last one gets ``_LAST_TRY`` seconds."""
+    clock = time.thread_time
+    for attempt in range(1, MATCH_ATTEMPTS + 1):
+        limit = MATCH_TIMEOUT if attempt < MATCH_ATTEMPTS else _LAST_TRY
+        start = clock()
+        try:
+            return method(value, timeout=limit) is not None
+        except TimeoutError:
+            if clock() - start >= MATCH_TIMEOUT / 2:
+                break
+    _THREAD.state[0] += 1
+    _LAST_OVERRUN[0], _LAST_OVERRUN[1] = method, value
+    return None
+
+
+#: [method, value] of the last overrun (any thread: only ever a shortcut to
+#: the same answer, bottom, for the same pattern on the same string object)
+_LAST_OVERRUN: list = [None, None]
 
 
 # --------------------------------------------------------------------------
@@ -683,16 +673,59 @@ def engine_pattern(pattern: str) -> str:
     return "".join(out)
 
 
-@functools.lru_cache(maxsize=1024)
+#: compiled patterns remembered: at most this many ...
+COMPILED_MOST = 1024
+#: ... and about this many bytes (``_compiled_bytes``); least recently used
+#: forgotten first. A count alone let 1,024 long patterns hold ~170 MB.
+COMPILED_BYTES = 16 * 1024 * 1024
+_COMPILED: dict[tuple[str, str], object] = {}
+_COMPILED_COSTS: dict[tuple[str, str], int] = {}
+_COMPILED_TOTAL = [0]
+_COMPILED_LOCK = threading.Lock()       # the router's compile workers ask too
+
+
+def _compiled_bytes(text: str) -> int:
+    """What ``regex`` holds for a compiled pattern, on the high side (about
+    90 bytes per character of the pattern as spelled for the engine, by
+    ``tracemalloc``)."""
+    return 2048 + 128 * len(text)
+
+
 def _compile(text: str, what: str):
     """Compile once per distinct pattern: the checker, the compiler and the
     reference interpreter all ask, and ``regex`` parses patterns in Python."""
+    key = (text, what)
+    with _COMPILED_LOCK:
+        found = _COMPILED.pop(key, None)
+        if found is not None:
+            _COMPILED[key] = found          # most recently used last
+            return found
     try:
-        return _regex.compile(engine_pattern(text), _FLAGS)
+        spelled = engine_pattern(text)
+        compiled = _regex.compile(spelled, _FLAGS)
     except _regex.error as exc:  # should not happen: the translation is valid
         raise PatternError(f"invalid {what}: {exc}", 0) from None
     except (RecursionError, OverflowError, MemoryError):
         raise PatternError(f"{what} too complex", 0, too_complex=True) from None
+    cost = _compiled_bytes(spelled)
+    with _COMPILED_LOCK:
+        if key not in _COMPILED:
+            while _COMPILED and (len(_COMPILED) >= COMPILED_MOST
+                                 or _COMPILED_TOTAL[0] + cost > COMPILED_BYTES):
+                oldest = next(iter(_COMPILED))
+                del _COMPILED[oldest]
+                _COMPILED_TOTAL[0] -= _COMPILED_COSTS.pop(oldest)
+            if cost <= COMPILED_BYTES:
+                _COMPILED[key] = compiled
+                _COMPILED_COSTS[key] = cost
+                _COMPILED_TOTAL[0] += cost
+    return compiled
+
+
+def compiled_cache() -> tuple[int, int]:
+    """(patterns, estimated bytes) the compiled-pattern cache holds now."""
+    with _COMPILED_LOCK:
+        return len(_COMPILED), _COMPILED_TOTAL[0]
 
 
 # --------------------------------------------------------------------------

@@ -222,3 +222,34 @@ async def test_no_quench_router_refuses_every_quench_request_as_avis_does(make_r
     assert (await quencher.expect(NotifyDeliver)).attributes == {"Marker": 1}
     for c in (quencher, consumer):
         await c.close()
+
+
+async def test_a_quench_on_thousands_of_subscriptions_is_told_over_many_turns(router):
+    """Issue 42: the SubAddNotify for 5,000 existing subscriptions are told a
+    slice per loop turn (the announcer's turns), not in one handler, and the
+    QnchRply still comes after the last of them."""
+    from elvin.protocol import SubAddRqst, SubRply
+
+    subscriber = await RawClient.connected(router.port, {"Subscription.Max-Count": 6000})
+    for i in range(5000):
+        subscriber.send(SubAddRqst(subscriber.xid(), f"x == {i}"))
+    await subscriber.drain()
+    ids = []
+    while len(ids) < 5000:
+        packet = await subscriber.next(timeout=60)
+        assert isinstance(packet, SubRply), packet
+        ids.append(packet.subscription_id)
+    quencher = await RawClient.connected(router.port)
+    turns = router.call(lambda: router.router.announcer.turns)
+    quencher.send(QnchAddRqst(quencher.xid(), ("x",), True, EMPTY_KEYS))
+    told = []
+    while True:
+        packet = await quencher.next(timeout=60)
+        if isinstance(packet, QnchRply):
+            break
+        assert isinstance(packet, SubAddNotify), packet
+        told.append(packet.term_id)
+    assert sorted(told) == sorted(ids)
+    assert router.call(lambda: router.router.announcer.turns) - turns >= 2
+    for client in (subscriber, quencher):
+        await client.close()

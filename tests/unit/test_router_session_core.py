@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from elvin.errors import NackCode, SubscriptionError
+from elvin.keys import EMPTY_KEYS
 from elvin.protocol import (
     ConfConn,
     ConnRply,
@@ -30,6 +31,7 @@ from elvin.protocol import (
     decode_packet,
     frame,
 )
+from elvin.router.compiling import compile_and_place
 from elvin.router.config import RouterConfig
 from elvin.router.engine import Engine
 from elvin.router.options import initial_options
@@ -44,7 +46,7 @@ from elvin.router.session_core import (
     SessionCore,
 )
 from elvin.router.stats import Stats
-from elvin.subscription.shapes import ShapeCompiler, compile_text
+from elvin.subscription.shapes import ShapeCompiler
 
 LONG = " || ".join(f'Group == "a group with a long name, number {i}"' for i in range(12))
 assert len(LONG) > OFF_LOOP_LENGTH
@@ -69,7 +71,7 @@ class Job:
 
     def finish(self) -> None:
         try:
-            self._result = compile_text(self.text)
+            self._result = compile_and_place(self.text)    # what the router's worker does
         except SubscriptionError as exc:
             self._exception = exc
         for fn in self.callbacks:
@@ -80,6 +82,73 @@ class Job:
 
     def result(self) -> Any:
         return self._result
+
+
+class Announcement(Job):
+    """A quench told in later 'turns' (the router's ``QuenchAnnouncer``):
+    ``step()`` is one turn of ``slice`` subscriptions, ``finish()`` all."""
+
+    def __init__(self, manager, quench) -> None:
+        super().__init__("")
+        self.manager, self.quench, self.steps = manager, quench, 0
+
+    def step(self) -> bool:
+        self.steps += 1
+        import time
+        done = self.manager.advance(self.quench, time.perf_counter() - 1)  # one clock look
+        if done and not self.cancelled:
+            for fn in self.callbacks:
+                fn(self)
+        return done
+
+    def finish(self) -> None:
+        while not self.step():
+            pass
+
+
+class Stepped(Job):
+    """A generator run in later 'turns' (the router's ``StepRunner``):
+    ``step()`` is one step, ``finish()`` all of them."""
+
+    def __init__(self, steps) -> None:
+        super().__init__("")
+        self.generator, self.steps = steps, 0
+
+    def step(self) -> bool:
+        self.steps += 1
+        try:
+            next(self.generator)
+            return False
+        except StopIteration as stop:
+            self._result = stop.value
+        for fn in self.callbacks:
+            fn(self)
+        return True
+
+    def cancel(self) -> bool:
+        self.cancelled = True
+        self.generator.close()
+        return True
+
+    def finish(self) -> None:
+        while not self.step():
+            pass
+
+
+class Call(Job):
+    """``fn()`` on a 'worker': run when the test says so."""
+
+    def __init__(self, fn) -> None:
+        super().__init__("")
+        self.fn = fn
+
+    def finish(self) -> None:
+        try:
+            self._result = self.fn()
+        except Exception as exc:       # noqa: BLE001 - handed to the callbacks, as a future does
+            self._exception = exc
+        for fn in self.callbacks:
+            fn(self)
 
 
 class Host:
@@ -102,8 +171,30 @@ class Host:
         self.jobs.append(job)
         return job
 
-    def deliver(self, attrs, block, deliver_insecure, nkeys, *, producer=None) -> int:
+    def run_off_loop(self, size, fn) -> Call:
+        job = Call(fn)
+        self.jobs.append(job)
+        return job
+
+    def link_later(self, steps) -> Stepped:
+        job = Stepped(steps)
+        self.jobs.append(job)
+        return job
+
+    def announce_later(self, quench) -> Announcement:
+        job = Announcement(self.quench, quench)
+        self.jobs.append(job)
+        return job
+
+    def deliver(self, attrs, block, deliver_insecure, nkeys, *, producer=None,
+                preds=None) -> int:
         self.delivered.append(dict(attrs))
+        return 0
+
+    def deliver_steps(self, attrs, block, deliver_insecure, nkeys, *, producer=None):
+        insecure, secure = yield from self.engine.match_steps(attrs, nkeys, deliver_insecure)
+        self.delivered.append(dict(attrs))
+        self.matched = [*getattr(self, "matched", []), insecure]   # per notification
         return 0
 
     def refuse_connection(self):
@@ -333,3 +424,250 @@ def test_key_limits_hold_outsiders_but_not_the_routers_own_clients():
     proxy.core.peer = INTERNAL_PEER
     [reply] = proxy.feed(SubAddRqst(2, "require(x)", True, keys))
     assert isinstance(reply, SubRply)
+
+
+# -- issue 42: quench announcements are told in slices, replies in request order --
+
+def _kinds(packets, sub_id=None):
+    return [type(p).__name__ for p in packets
+            if sub_id is None or getattr(p, "term_id", None) == sub_id]
+
+
+def _subscriber(host):
+    channel = Channel(host)
+    replies = channel.feed(ConnRqst(1, 4, 0, {"Subscription.Max-Count": 10000}))
+    assert [type(p) for p in replies] == [ConnRply]
+    return channel
+
+
+def _subscribe_many(channel, n, text="x == {i}"):
+    replies = channel.feed(*(SubAddRqst(100 + i, text.format(i=i)) for i in range(n)))
+    return [p.subscription_id for p in replies]
+
+
+def test_a_quench_on_many_subscriptions_is_told_in_slices_and_replies_in_order():
+    """QnchAddRqst once told every subscription on its names in one handler
+    (40,000: 0.4 s of the loop): now what does not fit ``FIRST_STEP`` is
+    the session's job, told a slice per turn; its QnchRply, and the packets
+    it sent after it, come after the last SubAddNotify."""
+    host = Host()
+    subscriber = _subscriber(host)
+    ids = _subscribe_many(subscriber, 5000)
+    quencher = connected(host)
+    first = quencher.feed(QnchAddRqst(3, ("x",)), SubAddRqst(4, "require(y)"))
+    assert "QnchRply" not in _kinds(first) and "SubRply" not in _kinds(first)
+    job = host.jobs[-1]
+    assert isinstance(job, Announcement)
+    job.finish()
+    rest = quencher.feed()                  # the packets that waited for the job
+    out = first + rest
+    assert job.steps > 1                    # told over several turns
+    kinds = _kinds(out)
+    assert kinds[-2:] == ["QnchRply", "SubRply"]
+    assert sorted(p.term_id for p in out if type(p).__name__ == "SubAddNotify") == ids
+
+
+def test_changes_while_a_quench_is_told_are_told_once():
+    """A subscription removed, modified or added while a quench is being
+    told is told once, as it is now: never an Add after its Del, never a
+    Mod or Del of something the quencher was not told of."""
+    from elvin.protocol import SubModRqst
+
+    host = Host()
+    subscriber = _subscriber(host)
+    ids = _subscribe_many(subscriber, 3000)
+    quencher = connected(host)
+    out = quencher.feed(QnchAddRqst(3, ("x",)))
+    job = host.jobs[-1]
+    job.step()
+    quench = job.quench
+    gone, changed = list(quench.pending)[:2]
+    subscriber.feed(SubDelRqst(7, gone),
+                    SubModRqst(8, changed, "x == 12345 && require(z)", True, EMPTY_KEYS,
+                               EMPTY_KEYS),
+                    SubAddRqst(9, "x == -1"))
+    job.finish()
+    out += quencher.feed()
+    assert _kinds(out, gone) == []                      # never told of: nothing
+    assert _kinds(out, changed) == ["SubAddNotify"]     # told once, as it is now
+    [told] = [p for p in out if getattr(p, "term_id", None) == changed]
+    assert "z" in str(told.sub_expr)
+    added = max(host.engine.subs)
+    assert _kinds(out, added) == ["SubAddNotify"]
+    assert "SubDelNotify" not in _kinds(out) and "SubModNotify" not in _kinds(out)
+    told_ids = sorted(p.term_id for p in out if type(p).__name__ == "SubAddNotify")
+    assert told_ids == sorted(set(ids) - {gone} | {added})
+
+
+def test_a_quench_modification_is_told_in_slices():
+    """QnchModRqst moving a quench from ``x`` to ``y``: a Del for each ``x``
+    subscription and an Add for each ``y`` one, over several turns; a pending
+    ``x`` subscription changed meanwhile gets its one Del from the change."""
+    from elvin.protocol import QnchModRqst, SubModRqst
+
+    host = Host()
+    subscriber = _subscriber(host)
+    xs = _subscribe_many(subscriber, 2000)
+    ys = _subscribe_many(subscriber, 2000, "y == {i}")
+    quencher = connected(host)
+    quencher.feed(QnchAddRqst(3, ("x",)))
+    while host.jobs and not host.jobs[-1].step():
+        pass
+    quencher.feed()
+    quench_id = next(iter(host.quench.quenches))
+    out = quencher.feed(QnchModRqst(4, quench_id, ("y",), ("x",), True, EMPTY_KEYS,
+                                    EMPTY_KEYS))
+    job = host.jobs[-1]
+    job.step()
+    pending_x = next(i for i in job.quench.pending if i in set(xs))
+    subscriber.feed(SubModRqst(8, pending_x, "require(z)", True, EMPTY_KEYS, EMPTY_KEYS))
+    job.finish()
+    out += quencher.feed()
+    assert job.steps > 1
+    assert _kinds(out)[-1] == "QnchRply"
+    assert _kinds(out, pending_x) == ["SubDelNotify"]
+    assert sorted(p.term_id for p in out if type(p).__name__ == "SubDelNotify") == xs
+    assert sorted(p.term_id for p in out if type(p).__name__ == "SubAddNotify") == ys
+
+
+# -- issue 42: a wide expression is linked in (and out) in steps --
+
+WIDE_OR = " || ".join(f"n{i} == {i}" for i in range(3000))
+
+
+def _wide_subscriber(host):
+    channel = Channel(host)
+    channel.feed(ConnRqst(1, 4, 0, {"Subscription.Max-Length": 256 * 1024}))
+    return channel
+
+
+def test_a_wide_expression_is_linked_in_steps_before_its_subrply():
+    """An ``||`` of 3,000 names compiled on the worker was linked into the
+    index in one loop callback (10,000 names: 50 ms); now in steps, as the
+    session's job: no SubRply, and no delivery, until the last step."""
+    from elvin.protocol import NotifyEmit
+
+    host = Host()
+    channel = _wide_subscriber(host)
+    assert channel.feed(SubAddRqst(2, WIDE_OR), SubAddRqst(3, "require(after)")) == []
+    host.jobs[-1].finish()                  # the compile
+    assert channel.take() == []             # compiled, not linked yet
+    job = host.jobs[-1]
+    assert isinstance(job, Stepped)
+    job.step()
+    assert len(host.engine) == 0            # not matched before it is linked
+    producer = connected(host)
+    producer.feed(NotifyEmit({"n5": 5}))
+    job.finish()
+    out = channel.feed()
+    assert job.steps > 3
+    assert [type(p) for p in out] == [SubRply, SubRply]
+    assert len(host.engine) == 2
+    assert host.engine.match_owners({"n2999": 2999})
+
+
+def test_a_session_that_goes_while_its_wide_expression_is_linked_leaves_nothing():
+    host = Host()
+    channel = _wide_subscriber(host)
+    channel.feed(SubAddRqst(2, WIDE_OR))
+    host.jobs[-1].finish()
+    job = host.jobs[-1]
+    job.step()
+    channel.core.lost()                     # the client's connection went
+    assert job.cancelled
+    assert len(host.engine) == 0 and host.engine.predicate_count == 0
+    assert not host.engine._refs                            # names let go of
+    assert host.engine.index_stats()["predicates"] == 0
+    assert not host.engine.match_owners({"n7": 7})
+
+
+def test_a_wide_notification_is_decoded_off_the_loop_and_kept_in_order():
+    """Issue 42: 60,000 attributes took 90-170 ms to decode on the loop; a
+    NotifyEmit over ``WIDE_NOTIFICATION`` bytes is decoded on the worker, as
+    the producer's job: its next notification waits for it."""
+    from elvin.protocol import NotifyEmit
+    from elvin.router.session_core import WIDE_NOTIFICATION
+
+    host = Host()
+    producer = Channel(host)
+    producer.feed(ConnRqst(1, 4, 0, {"Attribute.Max-Count": 65536,
+                                     "Packet.Max-Length": 8 * 1024 * 1024}))
+    wide = {f"w{i}": i for i in range(30000)}
+    assert len(frame(NotifyEmit(wide))) > WIDE_NOTIFICATION
+    producer.feed(NotifyEmit(wide), NotifyEmit({"small": 1}))
+    assert host.delivered == []                 # nothing decoded on the loop, nothing overtook
+    job = host.jobs[-1]
+    assert isinstance(job, Call)
+    job.finish()
+    producer.feed()
+    assert [len(d) for d in host.delivered] == [30000, 1]
+
+
+def test_a_modification_to_a_wide_expression_is_linked_in_steps():
+    """SubModRqst to an ``||`` of 3,000 names: the old expression matches
+    until the last step, the new one from it on; the SubRply and the
+    quencher's one SubAddNotify come then."""
+    from elvin.keys import EMPTY_KEYS
+    from elvin.protocol import SubModRqst
+
+    host = Host()
+    channel = _wide_subscriber(host)
+    [reply] = channel.feed(SubAddRqst(2, "require(a)"))
+    sub_id = reply.subscription_id
+    quencher = connected(host)
+    quencher.feed(QnchAddRqst(3, ("n5",)))
+    assert channel.feed(SubModRqst(4, sub_id, WIDE_OR, True, EMPTY_KEYS, EMPTY_KEYS)) == []
+    host.jobs[-1].finish()                  # the compile
+    job = host.jobs[-1]
+    assert isinstance(job, Stepped)
+    job.step()
+    assert host.engine.match_owners({"a": 1}) and not host.engine.match_owners({"n7": 7})
+    assert quencher.take() == []
+    job.finish()
+    assert [type(p) for p in channel.feed()] == [SubRply]
+    assert not host.engine.match_owners({"a": 1}) and host.engine.match_owners({"n7": 7})
+    assert _kinds(quencher.take()) == ["SubAddNotify"]
+    assert host.engine.referring(["a"]) == {}          # its old name let go of
+
+
+def test_a_notification_with_very_many_candidates_is_matched_in_steps():
+    """Issue 42: a notification that thousands of subscriptions must be
+    evaluated against (40,000 regex() ones: 0.4-1.6 s) is matched a
+    millisecond at a time, the rest as the producer's job; its next
+    notification waits for it."""
+    from elvin.protocol import NotifyEmit
+
+    host = Host()
+    subscriber = _subscriber(host)
+    ids = _subscribe_many(subscriber, 3000, 'regex(x, "^a+b*{i}$") && y != {i}')
+    producer = connected(host)
+    producer.feed(NotifyEmit({"x": "a" * 30 + "7", "y": -1}), NotifyEmit({"z": 1}))
+    assert host.delivered == []
+    job = host.jobs[-1]
+    assert isinstance(job, Stepped)
+    job.finish()
+    producer.feed()
+    assert job.steps > 2
+    assert host.delivered == [{"x": "a" * 30 + "7", "y": -1}, {"z": 1}]
+    assert list(host.matched[0][subscriber]) == [ids[7]]
+
+
+def test_each_pattern_that_overruns_its_limit_ends_a_step():
+    """Five subscriptions whose patterns run out of their own time: each
+    overrun ends a step of the match (so one loop callback holds at most
+    about one such limit), and the cheap subscription still matches."""
+    from elvin.protocol import NotifyEmit
+
+    host = Host()
+    subscriber = _subscriber(host)
+    for k in range(5):
+        subscriber.feed(SubAddRqst(10 + k, f'regex(Message, "^(a|aa|a{{{k + 1}}})+$")'))
+    [cheap] = subscriber.feed(SubAddRqst(20, 'regex(Message, "b$")'))
+    producer = connected(host)
+    producer.feed(NotifyEmit({"Message": "a" * 40 + "b"}))
+    job = host.jobs[-1]
+    assert isinstance(job, Stepped)
+    job.finish()
+    assert job.steps >= 4                   # (the first step ran before the job)
+    assert list(host.matched[0][subscriber]) == [cheap.subscription_id]
+    assert host.engine.pattern_overruns == 5

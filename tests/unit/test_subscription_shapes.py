@@ -15,7 +15,6 @@ from elvin.subscription import compile as compile_one
 from elvin.subscription.checker import fold
 from elvin.subscription.conditions import EQ, RANGE, plan_of
 from elvin.subscription.parser import parse_tree
-from elvin.subscription.patterns import match_budget, regex_matcher
 from elvin.subscription.shapes import ShapeCompiler
 
 NAMES = ("A", "B", "C")
@@ -214,14 +213,6 @@ def test_the_shape_cache_is_bounded():
     for i in range(30):
         compiler.compile(f"A{i} == 1")
     assert len(compiler) == 10
-
-
-def test_a_spent_match_budget_makes_patterns_bottom():
-    matcher = regex_matcher(["b+"])
-    assert matcher("abbb") is True
-    with match_budget(0.0):
-        assert matcher("abbb") is None          # no time left: bottom, at once
-    assert matcher("abbb") is True
 
 
 def test_tokenise_refuses_text_with_characters_it_does_not_know():

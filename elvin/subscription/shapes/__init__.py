@@ -35,9 +35,14 @@ parser would reject, a shape the template cannot describe, a text longer than
 which also produces every error message. The result is the same either way;
 ``tests/unit/test_subscription_shapes.py`` checks it on random expressions.
 
-Caches are bounded: at most ``MAX_SHAPES`` shapes (least recently used
-dropped first), each with at most ``MAX_CODES`` code templates (one per
-combination of numeric value classes).
+Caches are bounded: at most ``MAX_SHAPES`` shapes and ``MAX_BYTES`` bytes
+(least recently used dropped first), each shape with at most ``MAX_CODES``
+code templates (one per combination of numeric value classes). The bytes are
+an estimate made when a shape or a code template is added
+(``shape_bytes``, ``code_bytes``: linear in the text's length, calibrated
+with ``tracemalloc`` and checked to be on the high side by
+``tests/unit/test_shape_cache_bytes.py``): a count alone let 4,096 shapes of
+2 KiB texts hold about a gigabyte (issue 42).
 """
 
 from __future__ import annotations
@@ -59,8 +64,8 @@ from elvin.subscription.shapes.spelling import Layout
 from elvin.subscription.shapes.template import Positions, Shape, learn
 from elvin.subscription.tokens import Unusual, tokenise
 
-__all__ = ["FAST_PATH_MAX", "LARGE", "MAX_CODES", "MAX_LITERALS", "MAX_SHAPES", "Registered", "ShapeCompiler",
-           "compile_text", "tokenise"]
+__all__ = ["FAST_PATH_MAX", "LARGE", "MAX_BYTES", "MAX_CODES", "MAX_LITERALS", "MAX_SHAPES",
+           "Registered", "ShapeCompiler", "code_bytes", "compile_text", "shape_bytes", "tokenise"]
 
 #: texts longer than this (characters) skip the shape cache: they are rare,
 #: and a shape is only worth learning if it comes back
@@ -74,6 +79,22 @@ MAX_LITERALS = 12
 MAX_SHAPES = 4096
 #: code templates per shape (numeric value classes seen)
 MAX_CODES = 16
+#: bytes the shapes and their code templates may hold in all (estimated:
+#: ``shape_bytes``, ``code_bytes``)
+MAX_BYTES = 64 * 1024 * 1024
+
+
+def shape_bytes(text: str) -> int:
+    """What learning the shape of ``text`` holds, on the high side: its key,
+    tree template, checks, plan analysis and layout (a compiled ``re``)."""
+    return 6 * 1024 + 192 * len(text)
+
+
+def code_bytes(text: str) -> int:
+    """What one code template of the shape of ``text`` holds, on the high
+    side: the generated factory's code objects and constants."""
+    return 6 * 1024 + 320 * len(text)
+
 #: expressions longer than this (characters) are evaluated by closures, not
 #: compiled to Python code (see ``compile_text``)
 LARGE = 1024
@@ -137,9 +158,14 @@ class ShapeCompiler:
     parse templates, analyses and code across subscriptions of one shape.
     Sans-IO, not thread-safe: use one per thread."""
 
-    def __init__(self, max_shapes: int = MAX_SHAPES) -> None:
+    def __init__(self, max_shapes: int = MAX_SHAPES, max_bytes: int = MAX_BYTES) -> None:
         self.max_shapes = max_shapes
+        self.max_bytes = max_bytes
         self._shapes: dict[tuple, Shape | None] = {}
+        #: key -> the bytes its shape holds (``shape_bytes`` + ``code_bytes`` each)
+        self._costs: dict[tuple, int] = {}
+        #: the estimated bytes all shapes hold (never above ``max_bytes``)
+        self.bytes = 0
         self._recent: list[Layout] = []
         self.fast = 0        # texts compiled from a known shape (statistics, tests)
         self.slow = 0        # texts compiled the ordinary way
@@ -155,6 +181,10 @@ class ShapeCompiler:
                 if match is not None:
                     if i:
                         recent.insert(0, recent.pop(i))
+                    shapes = self._shapes
+                    key = layout.shape.key
+                    if key in shapes:               # used: least recently used last
+                        shapes[key] = shapes.pop(key)
                     try:
                         return self._known(text, layout.shape, *layout.place(match.groups()))
                     except Unusual:
@@ -182,8 +212,12 @@ class ShapeCompiler:
                 shape = learn(tree, starts, texts, literals)
             except Unusual:
                 shape = None
-            if len(shapes) >= self.max_shapes:
-                del shapes[next(iter(shapes))]
+            cost = shape_bytes(text)
+            self._make_room(cost)
+            self._costs[key] = cost
+            self.bytes += cost
+            if shape is not None:
+                shape.key = key
         shapes[key] = shape             # (re)inserted last: least recently used first
         if shape is None:
             raise Unusual
@@ -196,6 +230,18 @@ class ShapeCompiler:
             self._recent.insert(0, shape.layout)
             del self._recent[_RECENT_LAYOUTS:]
         return self._known(text, shape, starts, texts)
+
+    def _make_room(self, cost: int, new: bool = True) -> None:
+        """Forget the least recently used shapes until ``cost`` more bytes
+        (and, if ``new``, one more shape) fit the bounds."""
+        shapes, costs = self._shapes, self._costs
+        while shapes and ((new and len(shapes) >= self.max_shapes)
+                          or self.bytes + cost > self.max_bytes):
+            key = next(iter(shapes))
+            gone = shapes.pop(key)
+            self.bytes -= costs.pop(key, 0)
+            if gone is not None and gone.layout is not None and gone.layout in self._recent:
+                self._recent.remove(gone.layout)    # nothing keeps a forgotten shape
 
     def _known(self, text: str, shape: Shape, starts: list[int],
                texts: list[str] | dict[int, str]) -> Registered:
@@ -215,7 +261,7 @@ class ShapeCompiler:
                         checker.string_predicate(node)  # type: ignore[union-attr]
             except SubscriptionError:
                 raise Unusual from None     # the ordinary way says it as the checker does
-            code = self._code(shape, leaves)
+            code = self._code(shape, leaves, text)
             if code is not None:
                 matches, evaluate = code.instantiate(leaves)
                 self.fast += 1
@@ -229,7 +275,7 @@ class ShapeCompiler:
         matches, evaluate, _source = build(fold(tree))
         return Registered(text, tree, matches, evaluate, shape.names)
 
-    def _code(self, shape: Shape, leaves: list[Node]) -> CodeTemplate | None:
+    def _code(self, shape: Shape, leaves: list[Node], text: str) -> CodeTemplate | None:
         classes = tuple(number_class(leaves[i].kind, leaves[i].value)
                         for i in shape.numeric_slots) if shape.numeric_slots else ()
         codes = shape.codes
@@ -238,6 +284,14 @@ class ShapeCompiler:
             return code
         if len(codes) >= MAX_CODES:
             return None
+        cost = code_bytes(text)
+        if self._shapes.get(shape.key, False) is not shape:
+            return None         # (cannot happen: a shape in use is in the cache)
+        self._make_room(cost, new=False)
+        if self._shapes.get(shape.key, False) is not shape:
+            return None         # too big for the cache alone: compiled by itself
         tree = shape.build(Positions(), leaves)
         code = codes[classes] = code_template(tree, leaves)
+        self._costs[shape.key] += cost
+        self.bytes += cost
         return code

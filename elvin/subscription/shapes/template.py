@@ -39,7 +39,7 @@ class Shape:
 
     __slots__ = ("template", "build", "slot_tokens", "negated", "simple", "checks", "codes",
                  "numeric_slots", "names", "slot_kinds", "raw_plan", "slot_of", "plan_maker",
-                 "layout")
+                 "layout", "key")
 
     def __init__(self) -> None:
         self.template: tuple = ()
@@ -60,6 +60,8 @@ class Shape:
         self.plan_maker: Callable[[list[Node]], tuple] | None = None
         #: the Layout of the first text compiled with this shape
         self.layout: Layout | None = None
+        #: the shape cache's key of this shape (``ShapeCompiler`` sets it)
+        self.key: tuple = ()
 
     def leaves(self, starts: list[int], texts: list[str] | dict[int, str]) -> list[Node]:
         """The literal leaves of a text of this shape (``texts``: at least

@@ -1,0 +1,104 @@
+"""Work written as generators, run a few milliseconds per loop turn.
+
+Linking a subscription of 10,000 names into the index, or unlinking it, takes
+50-100 ms (issue 42): the engine does it as a generator that yields between
+steps (``Engine.add_steps``, ``Engine.deferred``), and ``StepRunner`` runs the
+steps for at most ``BUDGET`` seconds per loop turn, the jobs in turn. A job
+with a future is a session's (its later packets wait for it: the SubRply
+goes once the subscription is linked); cancelling the future closes the
+generator, which then gives up what it did (or leaves that to the engine's
+deferred work).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Generator
+from typing import Any
+
+from elvin.router.turns import TurnLoop
+
+log = logging.getLogger("elvin.router")
+
+__all__ = ["BUDGET", "StepRunner"]
+
+#: seconds of steps per loop turn, all jobs together
+BUDGET = 0.002
+
+
+class StepRunner(TurnLoop):
+    """``run(generator)`` -> a future of its return value; ``background(generator)``:
+    no one waits for it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop, BUDGET)
+        self.jobs: deque[tuple[Generator, asyncio.Future | None]] = deque()
+        self.steps = 0          # steps run (statistics, tests)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def run(self, generator: Generator) -> asyncio.Future:
+        future = self.loop.create_future()
+        self.jobs.append((generator, future))
+        self._kick()
+        return future
+
+    def background(self, generator: Generator) -> None:
+        self.jobs.append((generator, None))
+        self._kick()
+
+    def finish(self) -> None:
+        """Run everything still queued to its end, now (the router is stopping)."""
+        while self.jobs:
+            generator, future = self.jobs.popleft()
+            self._step(generator, future, float("inf"))
+
+    def _step(self, generator: Generator, future: asyncio.Future | None,
+              deadline: float) -> bool:
+        """Steps of one job until ``deadline``; True once it is over."""
+        if future is not None and future.done():    # cancelled: give up
+            generator.close()
+            return True
+        clock = time.perf_counter
+        try:
+            while True:
+                next(generator)
+                self.steps += 1
+                if clock() > deadline:
+                    return False
+        except StopIteration as stop:
+            if future is not None:
+                future.set_result(stop.value)
+        except Exception as exc:   # noqa: BLE001 - one failure must not keep the rest
+            log.exception("a stepped job failed")
+            if future is not None:
+                future.set_exception(exc)
+        return True
+
+    # -- TurnLoop -------------------------------------------------------------------------
+    def _has_work(self) -> bool:
+        return bool(self.jobs)
+
+    def _turn(self, deadline: float) -> None:
+        jobs = self.jobs
+        while jobs:
+            generator, future = jobs[0]
+            if self._step(generator, future, deadline):
+                jobs.popleft()
+            else:
+                jobs.rotate(-1)
+            if time.perf_counter() > deadline:
+                break
+
+
+def drain(generator: Generator) -> Any:
+    """Run ``generator`` to its end now; its return value."""
+    try:
+        while True:
+            next(generator)
+    except StopIteration as stop:
+        return stop.value

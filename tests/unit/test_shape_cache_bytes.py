@@ -1,0 +1,72 @@
+"""Issue 42: the expression-shape cache is bounded in bytes, not only in
+shapes. 4,096 shapes of long texts once held about a gigabyte: a client that
+subscribed and at once unsubscribed 65,536 distinct texts left the router
++963 MiB with no subscription left."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import pytest
+
+from elvin.subscription.shapes import ShapeCompiler, code_bytes, shape_bytes
+
+
+def _long(i: int, terms: int) -> str:
+    return " && ".join(f"v{i}_N{j} > {j}" for j in range(terms)) + f' || v{i}_Z == "z"'
+
+
+def test_the_byte_account_never_exceeds_its_bound():
+    compiler = ShapeCompiler(max_bytes=2 * 1024 * 1024)
+    for i in range(300):
+        compiler.compile(_long(i, 12))
+        assert compiler.bytes <= compiler.max_bytes
+    assert len(compiler) < 300                     # shapes were forgotten for bytes
+    assert compiler.bytes == sum(compiler._costs.values())
+    assert set(compiler._costs) == set(compiler._shapes)
+    # a forgotten shape's text still compiles (the ordinary way, or learned again)
+    assert compiler.compile(_long(0, 12)).matches({"v0_Z": "z"}) is True
+
+
+@pytest.mark.parametrize("text", [
+    "v@_A == 1",
+    'v@_A == "x" && v@_B > 3',
+    'regex(v@_M, "ab+c") && v@_X == 3',
+    'begins-with(v@_A, "x") || v@_B == 2 || fold-case(v@_C) == "q"',
+    " && ".join(f"require(v@_N{j})" for j in range(40)) + " || v@_Z == 1",
+    " && ".join(f"v@_N{j} > {j}.5" for j in range(12)),
+])
+def test_the_estimate_is_on_the_high_side(text):
+    """What the account charges for learning a shape (and its code) is at
+    least what it really holds, as ``tracemalloc`` counts it."""
+    compiler = ShapeCompiler()
+    compiler.compile("require(warm_up)")
+    n = 20
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [compiler.compile(text.replace("@", str(i))) for i in range(n)]
+        del kept                        # the subscriptions go; the shapes stay
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    length = len(text.replace("@", "10"))
+    assert compiler.bytes >= held, (compiler.bytes, held)
+    assert compiler.bytes <= n * (shape_bytes("x" * length) + 2 * code_bytes("x" * length)) + \
+        shape_bytes("require(warm_up)") + code_bytes("require(warm_up)")
+
+
+def test_the_compiled_pattern_cache_is_bounded_in_bytes():
+    """1,024 long patterns once held ~170 MB in ``regex``'s compiled form."""
+    from elvin.subscription import patterns
+
+    for i in range(400):
+        text = "|".join(f"w{i}x{j}[[:alpha:]]+" for j in range(60))
+        patterns.compile_regex([text])
+        count, held = patterns.compiled_cache()
+        assert held <= patterns.COMPILED_BYTES
+    assert count < 400                              # forgotten for bytes, not count
+    assert patterns.regex_matcher(["w0x1[[:alpha:]]+"])("w0x1abc") is True
