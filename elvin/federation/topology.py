@@ -67,7 +67,7 @@ from elvin.errors import SubscriptionError
 from elvin.federation.config import STAMP_PREFIX, Filter
 from elvin.subscription.ast import Kind, Node, const, name, op
 
-__all__ = ["ANNOUNCEMENT_ATTR", "HISTORY", "STAMP_PREFIX", "Announcement", "BadAnnouncement",
+__all__ = ["AGREEMENT_TIMEOUT", "ANNOUNCEMENT_ATTR", "HISTORY", "STAMP_PREFIX", "Announcement", "BadAnnouncement",
            "Graph", "LinkState", "Route", "TopologyView", "compute_graph", "decode_announcement",
            "encode_announcement", "split_markers", "split_routing", "with_marker"]
 
@@ -95,7 +95,9 @@ class BadAnnouncement(ValueError):
 @dataclass(frozen=True, slots=True)
 class LinkState:
     peer: str
-    participant: bool             # the peer takes part (said so in its pull filter)
+    #: the peer takes part (said so in its pull filter); None (``set_links``
+    #: only, never announced): not known yet, the link is pending
+    participant: bool | None
     outgoing: FilterText = True   # this router's filter on what it sends to the peer
     incoming: FilterText = True   # ... and on what it accepts from the peer
 
@@ -257,6 +259,7 @@ class Graph:
     edges: tuple[_Edge, ...]
     digest: str = ""
     stamp: str = ""                   # the routing list entry naming this graph
+    node_set: frozenset[str] = frozenset()
     _out: dict[str, list[_Edge]] = field(default_factory=dict, repr=False)
     _filtered: tuple[_Edge, ...] = field(default=(), repr=False)
     _trees: dict[tuple[str, tuple[bool, ...]], dict[str, str]] = field(
@@ -270,6 +273,7 @@ class Graph:
                                        for e in self.edges)], separators=(",", ":"))
         self.digest = hashlib.sha1(canonical.encode()).hexdigest()[:16]
         self.stamp = STAMP_PREFIX + self.digest
+        self.node_set = frozenset(self.nodes)
         for edge in sorted(self.edges, key=lambda e: (e.source, e.target)):
             self._out.setdefault(edge.source, []).append(edge)
         self._filtered = tuple(e for e in sorted(self.edges, key=lambda e: (e.source, e.target))
@@ -416,9 +420,11 @@ def _edge_filters(outgoing: FilterText, incoming: FilterText) -> tuple[str, ...]
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """How one notification travels at this router. ``graph`` None: the
-    protocol's own rules (routing lists only), for an origin this router
-    cannot place in a confirmed graph."""
+    """How one notification travels at this router. ``graph`` None: it is
+    not this router's to take or pass on (no agreed graph places it, or it
+    names a graph this router does not hold): dropped, never flooded, since
+    flooding a cycle duplicates. A router that publishes with no agreed graph
+    holds its notifications until there is one (the federation service)."""
 
     graph: Graph | None
     origin: str
@@ -430,15 +436,51 @@ class Route:
         return self.graph.stamp if self.graph is not None else None
 
 
-class TopologyView:
-    """One router's announcements, graphs and the routes they give."""
+#: seconds a router that takes part has to answer: a link whose peer has not
+#: said whether it takes part, a peer that has not announced the link, a
+#: router in the graph that does not announce holding it (silent: stopped,
+#: hung) are waited for this long, then treated as not there for routing
+AGREEMENT_TIMEOUT = 2.0
 
-    def __init__(self, me: str, clock: Callable[[], float] = time.time) -> None:
+
+class TopologyView:
+    """One router's announcements, graphs and the routes they give.
+
+    Sans-IO: the federation service (or a simulation) feeds it links
+    (``set_links``), announcements (``receive``, ``refresh``) and the time
+    (``tick`` at ``next_deadline``), and sends ``own`` to the taking part
+    peers whenever a call says it changed.
+
+    Waiting, and its bound (``timeout``): a link is *pending* while its peer
+    has not yet said whether it takes part (``LinkState.participant`` None:
+    no pull filter yet, or this router's pull filters not yet acknowledged);
+    it is left out of the announcement, and after ``timeout`` announced as a
+    link to a router that does not take part. A router is *waited for* while
+    it is a taking part peer whose announcement does not list the link yet,
+    or a participant of the current graph that has not announced holding it;
+    after ``timeout`` without a newer announcement from it, it is *gone*:
+    left out of the graph until it announces again. So a graph is confirmed
+    within about ``timeout`` of a change, whatever the silent routers do.
+    While a pending or waited-for peer is within its bound, a graph whose
+    only participant is this router is not confirmed (it would be agreed by
+    this router alone, with neighbours it has not heard from)."""
+
+    def __init__(self, me: str, clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic,
+                 timeout: float = AGREEMENT_TIMEOUT) -> None:
         self.me = me
+        self.timeout = timeout
+        self._now = monotonic
         self.announcements: dict[str, Announcement] = {}
         self.graphs: OrderedDict[str, Graph] = OrderedDict()   # held, oldest first
         self._sequence = int(clock() * 1e6)
-        self._links: tuple[LinkState, ...] = ()
+        self._raw: tuple[LinkState, ...] = ()        # as set_links gave them
+        self._links: tuple[LinkState, ...] = ()      # as announced
+        self._pending: dict[str, float] = {}         # peer -> pending since
+        self._waits: dict[str, tuple[int, float]] = {}  # router -> (its seq, since)
+        self.gone: dict[str, int] = {}               # router -> its seq when it went
+        self._blocking = False
+        self._graph_key: tuple | None = None     # what ``current`` was computed from
         self.current = Graph((me,), frozenset({me}), ())
         self._confirmed: Graph | None = None
         self._dirty = self._reannounce = False
@@ -452,19 +494,36 @@ class TopologyView:
 
     def set_links(self, links: Iterable[LinkState]) -> bool:
         """This router's links changed (or not): True if its announcement did,
-        which then needs sending to the taking part peers."""
-        links = tuple(sorted(links, key=lambda s: s.peer))
+        which then needs sending to the taking part peers. A link whose
+        ``participant`` is None is pending (see the class docstring)."""
+        self._raw = tuple(sorted(links, key=lambda s: s.peer))
+        return self._apply_links(self._now(), recompute=False)
+
+    def _apply_links(self, now: float, recompute: bool) -> bool:
+        listed = []
+        pending = {}
+        for state in self._raw:
+            if state.participant is None:
+                since = pending[state.peer] = self._pending.get(state.peer, now)
+                if now < since + self.timeout:
+                    continue
+                state = LinkState(state.peer, False, state.outgoing, state.incoming)
+            listed.append(state)
+        self._pending = pending
+        links = tuple(listed)
         if self.me in self.announcements and links == self._links:
+            if recompute:
+                self._recompute(now)      # waits move with time
             return False
         self._links = links
-        self._announce()
+        self._announce(now)
         return True
 
-    def _announce(self) -> None:
+    def _announce(self, now: float) -> None:
         self._sequence += 1
         self.announcements[self.me] = Announcement(
             self.me, self._sequence, self._links, tuple(self.graphs))
-        self._recompute()
+        self._recompute(now)
 
     def receive(self, ann: Announcement) -> bool:
         """Take another router's announcement; True if it is newer than the
@@ -480,6 +539,10 @@ class TopologyView:
         if held is not None and held.sequence >= ann.sequence:
             return False
         self.announcements[ann.router] = ann
+        if held is None or held.links != ann.links:
+            self._graph_key = None
+        if self.gone.get(ann.router, ann.sequence) < ann.sequence:
+            del self.gone[ann.router]               # it answered: back in the graph
         self._dirty = True
         return True
 
@@ -491,29 +554,96 @@ class TopologyView:
         before = self.own
         if self._reannounce:
             self._reannounce = False
-            self._announce()
+            self._announce(self._now())
         else:
-            self._recompute()
+            self._recompute(self._now())
         return self.own is not before
 
+    def tick(self) -> bool:
+        """Let time pass (call it at ``next_deadline``): pending links and
+        waited-for routers past their bound. True if the own announcement
+        changed, to be sent to the peers."""
+        before = self.own
+        self._apply_links(self._now(), recompute=True)
+        return self.own is not before
+
+    def next_deadline(self) -> float | None:
+        """When ``tick`` next has something to do (the ``monotonic`` clock),
+        None if nothing is waited for."""
+        now = self._now()
+        times = [t for t in (since + self.timeout for since in self._pending.values())
+                 if t > now]
+        times.extend(since + self.timeout for _, since in self._waits.values())
+        return min(times) if times else None
+
     # -- graphs ------------------------------------------------------------------------
-    def _recompute(self) -> None:
+    def _recompute(self, now: float) -> None:
         self._dirty = False
-        graph = compute_graph(self.me, self.announcements)
-        if graph.digest != self.current.digest or not self.graphs:
-            self.current = self.graphs.pop(graph.digest, graph)
-            self.graphs[graph.digest] = self.current
-            while len(self.graphs) > HISTORY:
-                self.graphs.popitem(last=False)
-            self._stamped = {g.stamp: g for g in self.graphs.values()}
-            own = self.announcements[self.me]
-            self._sequence += 1
-            self.announcements[self.me] = Announcement(
-                self.me, self._sequence, own.links, tuple(self.graphs))
+        for _ in range(len(self.announcements) + 1):   # each pass may declare some gone
+            # the graph depends on the links announced, not on what is held
+            key = (self._links, tuple(sorted(self.gone.items())))
+            if key == self._graph_key:
+                graph = self.current
+            else:
+                graph = compute_graph(self.me, self._present())
+                self._graph_key = key
+            if graph.digest != self.current.digest or not self.graphs:
+                self.current = self.graphs.pop(graph.digest, graph)
+                self.graphs[graph.digest] = self.current
+                while len(self.graphs) > HISTORY:
+                    self.graphs.popitem(last=False)
+                self._stamped = {g.stamp: g for g in self.graphs.values()}
+                own = self.announcements[self.me]
+                self._sequence += 1
+                self.announcements[self.me] = Announcement(
+                    self.me, self._sequence, own.links, tuple(self.graphs))
+            if not self._wait(now):
+                break
+        self._confirm()
+
+    def _present(self) -> Mapping[str, Announcement]:
+        if not self.gone:
+            return self.announcements
+        return {r: a for r, a in self.announcements.items() if r not in self.gone}
+
+    def _wait(self, now: float) -> bool:
+        """Update who is waited for; True if some router just went (the
+        graph must be computed again without it)."""
+        waited: dict[str, int] = {}
+        for state in self._links:
+            if state.participant and state.peer not in self.gone:
+                ann = self.announcements.get(state.peer)
+                back = ann.link(self.me) if ann is not None else None
+                if back is None or not back.participant:
+                    waited[state.peer] = ann.sequence if ann is not None else -1
+        digest = self.current.digest
+        for router in self.current.participants:
+            if router != self.me and digest not in self.announcements[router].held:
+                waited[router] = self.announcements[router].sequence
+        waits = {}
+        went = False
+        for router, seq in waited.items():
+            old = self._waits.get(router)
+            since = old[1] if old is not None and old[0] == seq else now
+            if now >= since + self.timeout:
+                self.gone[router] = seq
+                went = True
+            else:
+                waits[router] = (seq, since)
+        self._waits = waits
+        links = {s.peer for s in self._links}
+        self._blocking = any(now < since + self.timeout for since in self._pending.values()) \
+            or any(r in links for r in waits)
+        return went
+
+    def _confirm(self) -> None:
         self._confirmed = None
+        present = self._present()
         for graph in reversed(self.graphs.values()):
-            if all(graph.digest in self.announcements[p].held for p in graph.participants
-                   if p in self.announcements):
+            if graph.participants == {self.me} and self._blocking:
+                continue          # agreed by this router alone, with peers unheard
+            if all(p in present and graph.digest in present[p].held
+                   for p in graph.participants if p != self.me):
                 self._confirmed = graph
                 break
 
@@ -525,18 +655,32 @@ class TopologyView:
     # -- routes ------------------------------------------------------------------------
     def route(self, routing: tuple[str, ...], attrs: Mapping[str, Any] | None) -> Route:
         """How a notification with ``routing`` (empty: published here) goes on:
-        by the graph its stamp names, else (unstamped, or a graph this
-        router no longer holds) by the confirmed one."""
+        by the graph its stamp names; unstamped (it entered the federation at
+        a router that does not take part) or stamped with a graph this
+        router does not hold, by the confirmed graph, rooted at the last
+        router of the routing list that the graph has. Anything else has no
+        route (``Route.graph`` None): dropped, never flooded."""
         if not routing:
             graph = self._confirmed
             if graph is None:
                 return Route(None, self.me)
             return graph.route(self.me, self.me, attrs)
-        graph = self._stamped.get(routing[-1])
-        if graph is not None and len(routing) >= 2:
-            return graph.route(routing[-2], self.me, attrs)
-        origin, _ = split_routing(routing)
+        last = routing[-1]
+        if last.startswith(STAMP_PREFIX):
+            routing = routing[:-1]
+            if not routing:
+                return Route(None, "")
+            graph = self._stamped.get(last)
+            if graph is not None:
+                return graph.route(routing[-1], self.me, attrs)
+            # a graph this router does not hold: it is not in it (it would
+            # hold it, the origin having agreed it), so the notification
+            # came round through routers that do not take part; or this
+            # router restarted since. Routed as an unstamped one.
         graph = self._confirmed
-        if origin is None or graph is None:
-            return Route(None, origin or "")
-        return graph.route(origin, self.me, attrs)
+        if graph is None:
+            return Route(None, routing[-1])
+        for domain in reversed(routing):
+            if domain in graph.node_set:
+                return graph.route(domain, self.me, attrs)
+        return Route(None, routing[-1])
