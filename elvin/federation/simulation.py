@@ -92,7 +92,7 @@ class Simulation:
     """One schedule: ``run()`` plays it (see the module docstring)."""
 
     def __init__(self, seed: int, max_routers: int = 32, rounds: int = 3,
-                 flood_share: float = 0.0, timeout: float = 1.0, keepalive: float = 3.0,
+                 flood_share: float = 0.0, timeout: float = 1.0, keepalive: float = 30.0,
                  trace: Callable[[str], None] | None = None) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
@@ -113,6 +113,8 @@ class Simulation:
         self.rounds = rounds
         self.trace = trace
         self.now = 0.0
+        self.round_end = 0.0
+        self.last_change = 0.0
         self.events: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
         self.epochs = itertools.count(1)
@@ -140,6 +142,9 @@ class Simulation:
         self.now = max(self.now, end)
 
     def note(self, text: str) -> None:
+        """Trace a fault or repair (the topology changes: the quiet part of a
+        round starts after the last one)."""
+        self.last_change = self.now
         if self.trace is not None:
             self.trace(f"{self.now:9.4f} {text}")
 
@@ -149,6 +154,7 @@ class Simulation:
     # -- routers -----------------------------------------------------------------------
     def start(self, name: str) -> None:
         r = self.routers[name]
+        self.note(f"start {name}")
         r.alive, r.silent, r.life = True, False, r.life + 1
         r.ends, r.held, r.backlog, r.tick_at, r.update_due = {}, [], [], None, False
         if not r.flood:
@@ -395,7 +401,8 @@ class Simulation:
             self.send(r.name, peer, ("notify", k, out))
 
     def violation(self, text: str) -> None:
-        self.note("VIOLATION " + text)
+        if self.trace is not None:
+            self.trace(f"{self.now:9.4f} VIOLATION {text}")
         if len(self.outcome.violations) < 20:
             self.outcome.violations.append(f"seed {self.seed} at t={self.now:.4f}: {text}")
 
@@ -416,6 +423,27 @@ class Simulation:
                         todo.append(peer)
         return seen
 
+    def expected(self, origin: str) -> set[str]:
+        """Where a notification published now at ``origin`` must arrive: every
+        router it is connected to, except those its tree reaches through a
+        silent router that was not detected (its links are still up and
+        nothing changed since that made the routers wait for it): what is
+        sent to a hung router is lost until the keepalive notices it."""
+        want = self.reachable(origin)
+        view = self.routers[origin].view
+        graph = view.confirmed if view is not None else None
+        if graph is None:
+            return want
+        tree = graph.tree(origin)
+        for name in sorted(want):
+            node = name
+            while node in tree and node != origin:
+                node = tree[node]
+                if self.routers[node].silent:
+                    want.discard(name)
+                    break
+        return want
+
     def fault(self) -> None:
         """One random fault (or repair)."""
         rng = self.rng
@@ -431,15 +459,15 @@ class Simulation:
             victim = rng.choice(alive)
             self.kill(victim)
             if rng.random() < 0.7:
-                self.at(self.now + rng.uniform(0.001, 2 * self.timeout),
+                self.at(self.now + rng.uniform(0.001, self.left()),
                         lambda: self.restart(victim))
         elif choice < 0.25 and dead:
             self.restart(rng.choice(dead))
         elif choice < 0.35 and len(alive) > 1:
             victim = rng.choice(alive)
             self.stop(victim)
-            if rng.random() < 0.6:
-                self.at(self.now + rng.uniform(0.001, 2 * self.keepalive),
+            if rng.random() < 0.5:
+                self.at(self.now + rng.uniform(0.001, self.left()),
                         lambda: self.resume(victim))
         elif choice < 0.42 and silent:
             self.resume(rng.choice(silent))
@@ -447,7 +475,7 @@ class Simulation:
             a, b = rng.choice(up)
             self.close(a, b)
             if rng.random() < 0.6:
-                self.at(self.now + rng.uniform(0.0, self.timeout),
+                self.at(self.now + rng.uniform(0.0, self.left()),
                         lambda: self.connect(a, b))
         elif choice < 0.72 and down:
             a, b = rng.choice(down)
@@ -464,7 +492,7 @@ class Simulation:
                     self.note("heal")
                     for a, b in cut:
                         self.connect(a, b)
-                self.at(self.now + rng.uniform(0.0, 2 * self.timeout), heal)
+                self.at(self.now + rng.uniform(0.0, self.left()), heal)
         elif choice < 0.9 and len(names) > 2:     # SIGHUP: a link added
             a, b = rng.sample(names, 2)
             link = frozenset((a, b))
@@ -478,13 +506,17 @@ class Simulation:
             self.config.discard(frozenset((a, b)))
             self.close(a, b)
 
-    def restart(self, name: str) -> None:
+    def left(self) -> float:
+        """What is left of this round's faulty part (repairs happen in it:
+        what is still broken at its end stays broken through the quiet part)."""
+        return max(0.001, self.round_end - self.now)
+
+    def restart(self, name: str, publish: bool = True) -> None:
         r = self.routers[name]
         if r.alive:
             return
-        self.note(f"restart {name}")
         self.start(name)
-        if self.rng.random() < 0.7:                # publish at once
+        if publish and self.rng.random() < 0.7:    # publish at once
             self.publish(name)
             self.at(self.now + self.max_delay * self.rng.random(),
                     lambda: self.publish(name))
@@ -498,24 +530,27 @@ class Simulation:
     def run(self) -> Outcome:
         rng = self.rng
         for name in self.names:
-            self.at(rng.uniform(0, 0.01), lambda n=name: self.start(n))
+            self.at(rng.uniform(0, 0.01), lambda n=name: self.restart(n, publish=False))
             self.routers[name].alive = False
         for _ in range(self.rounds):
             start = self.now
             span = rng.uniform(0.0, 4 * self.timeout)
+            self.round_end = start + span
             for _ in range(rng.randrange(0, 8)):
                 self.at(start + rng.uniform(0, span), self.fault)
             for _ in range(rng.randrange(0, 12)):
                 self.at(start + rng.uniform(0, span),
                         lambda: self.publish(rng.choice(self.names)))
             self.run_until(start + span)
-            # quiet: no fault from here on in this round
-            self.run_until(self.now + self.bound())
+            # quiet: no fault from here on in this round (repairs scheduled
+            # meanwhile, such as a restart, count as changes too)
+            while self.now < self.last_change + self.bound():
+                self.run_until(self.last_change + self.bound())
             checked = []
             for name in self.names:
                 k = self.publish(name)
                 if k is not None and not self.routers[name].flood:
-                    checked.append((k, self.reachable(name)))
+                    checked.append((k, self.expected(name)))
             self.run_until(self.now + 4 * len(self.names) * self.max_delay + 0.01)
             for k, want in checked:
                 self.outcome.checked += 1

@@ -108,6 +108,8 @@ class Announcement:
     sequence: int
     links: tuple[LinkState, ...] = ()
     held: tuple[str, ...] = ()
+    #: routers this one treats as gone: (router, its sequence number then)
+    gone: tuple[tuple[str, int], ...] = ()
 
     def link(self, peer: str) -> LinkState | None:
         for state in self.links:
@@ -118,8 +120,11 @@ class Announcement:
 
 def encode_announcement(a: Announcement) -> dict[str, Any]:
     """The FedNotify attributes of an announcement."""
-    body = {"v": 1, "router": a.router, "seq": a.sequence, "held": list(a.held),
-            "links": [[s.peer, s.participant, s.outgoing, s.incoming] for s in a.links]}
+    body: dict[str, Any] = {
+        "v": 1, "router": a.router, "seq": a.sequence, "held": list(a.held),
+        "links": [[s.peer, s.participant, s.outgoing, s.incoming] for s in a.links]}
+    if a.gone:                      # optional: older routers ignore it
+        body["gone"] = [[r, seq] for r, seq in a.gone]
     return {ANNOUNCEMENT_ATTR: json.dumps(body, separators=(",", ":"), sort_keys=True)}
 
 
@@ -152,7 +157,13 @@ def decode_announcement(attrs: Mapping[str, Any]) -> Announcement:
             raise BadAnnouncement(f"bad link entry {str(entry)[:80]}")
         states.append(LinkState(entry[0], entry[1], entry[2], entry[3]))
     states.sort(key=lambda s: s.peer)
-    return Announcement(router, seq, tuple(states), tuple(held))
+    gone = body.get("gone", [])
+    if not isinstance(gone, list) or len(gone) > MAX_LINKS or not all(
+            isinstance(g, list) and len(g) == 2 and isinstance(g[0], str) and g[0]
+            and isinstance(g[1], int) and not isinstance(g[1], bool) for g in gone):
+        raise BadAnnouncement("gone must be a list of [router, sequence]")
+    return Announcement(router, seq, tuple(states), tuple(held),
+                        tuple(sorted((g[0], g[1]) for g in gone)))
 
 
 def _filter_ok(f: Any) -> bool:
@@ -479,6 +490,7 @@ class TopologyView:
         self._pending: dict[str, float] = {}         # peer -> pending since
         self._waits: dict[str, tuple[int, float]] = {}  # router -> (its seq, since)
         self.gone: dict[str, int] = {}               # router -> its seq when it went
+        self._all_gone: dict[str, int] = {}          # ... with what the others say
         self._blocking = False
         self._graph_key: tuple | None = None     # what ``current`` was computed from
         self.current = Graph((me,), frozenset({me}), ())
@@ -522,7 +534,8 @@ class TopologyView:
     def _announce(self, now: float) -> None:
         self._sequence += 1
         self.announcements[self.me] = Announcement(
-            self.me, self._sequence, self._links, tuple(self.graphs))
+            self.me, self._sequence, self._links, tuple(self.graphs),
+            tuple(sorted(self.gone.items())))
         self._recompute(now)
 
     def receive(self, ann: Announcement) -> bool:
@@ -543,6 +556,8 @@ class TopologyView:
             self._graph_key = None
         if self.gone.get(ann.router, ann.sequence) < ann.sequence:
             del self.gone[ann.router]               # it answered: back in the graph
+        if any(router == self.me and seq >= self._sequence for router, seq in ann.gone):
+            self._reannounce = True                 # taken for gone: say it is not
         self._dirty = True
         return True
 
@@ -580,8 +595,9 @@ class TopologyView:
     def _recompute(self, now: float) -> None:
         self._dirty = False
         for _ in range(len(self.announcements) + 1):   # each pass may declare some gone
+            self._all_gone = self._gone_everywhere()
             # the graph depends on the links announced, not on what is held
-            key = (self._links, tuple(sorted(self.gone.items())))
+            key = (self._links, tuple(sorted(self._all_gone.items())))
             if key == self._graph_key:
                 graph = self.current
             else:
@@ -593,25 +609,43 @@ class TopologyView:
                 while len(self.graphs) > HISTORY:
                     self.graphs.popitem(last=False)
                 self._stamped = {g.stamp: g for g in self.graphs.values()}
-                own = self.announcements[self.me]
+            own = self.announcements[self.me]
+            gone = tuple(sorted(self.gone.items()))
+            if own.held != tuple(self.graphs) or own.gone != gone:
                 self._sequence += 1
                 self.announcements[self.me] = Announcement(
-                    self.me, self._sequence, own.links, tuple(self.graphs))
+                    self.me, self._sequence, own.links, tuple(self.graphs), gone)
             if not self._wait(now):
                 break
         self._confirm()
 
+    def _gone_everywhere(self) -> dict[str, int]:
+        """The routers this one takes for gone, and those that the others
+        it does not take for gone say are (unless they answered since): so
+        that one router's bound is everyone's, and they agree at once."""
+        gone = dict(self.gone)
+        for router, ann in self.announcements.items():
+            if router == self.me or router in self.gone or not ann.gone:
+                continue
+            for other, seq in ann.gone:
+                if other == self.me:
+                    continue
+                held = self.announcements.get(other)
+                if held is None or held.sequence <= seq:
+                    gone[other] = max(seq, gone.get(other, seq))
+        return gone
+
     def _present(self) -> Mapping[str, Announcement]:
-        if not self.gone:
+        if not self._all_gone:
             return self.announcements
-        return {r: a for r, a in self.announcements.items() if r not in self.gone}
+        return {r: a for r, a in self.announcements.items() if r not in self._all_gone}
 
     def _wait(self, now: float) -> bool:
         """Update who is waited for; True if some router just went (the
         graph must be computed again without it)."""
         waited: dict[str, int] = {}
         for state in self._links:
-            if state.participant and state.peer not in self.gone:
+            if state.participant and state.peer not in self._all_gone:
                 ann = self.announcements.get(state.peer)
                 back = ann.link(self.me) if ann is not None else None
                 if back is None or not back.participant:
