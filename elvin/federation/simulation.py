@@ -66,7 +66,7 @@ class _Router:
     name: str
     flood: bool = False               # routing = "flood": takes no part
     view: TopologyView | None = None  # None: dead (or a flooding router)
-    alive: bool = True
+    alive: bool = False               # until started
     silent: bool = False
     life: int = 0
     silence: int = 0
@@ -93,7 +93,8 @@ class Simulation:
 
     def __init__(self, seed: int, max_routers: int = 32, rounds: int = 3,
                  flood_share: float = 0.0, timeout: float = 1.0, keepalive: float = 30.0,
-                 trace: Callable[[str], None] | None = None) -> None:
+                 trace: Callable[[str], None] | None = None,
+                 links: list[tuple[int, int]] | None = None) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
         rng = self.rng
@@ -107,6 +108,10 @@ class Simulation:
             a, b = rng.sample(self.names, 2) if n > 1 else (self.names[0],) * 2
             if a != b:
                 self.config.add(frozenset((a, b)))
+        if links is not None:                      # a given graph (tests)
+            n = 1 + max(max(pair) for pair in links)
+            self.names = [f"r{i:02d}" for i in range(n)]
+            self.config = {frozenset((self.names[a], self.names[b])) for a, b in links}
         self.max_delay = rng.choice((0.0005, 0.002, 0.01, 0.05))
         self.timeout = timeout
         self.keepalive = keepalive
@@ -531,7 +536,6 @@ class Simulation:
         rng = self.rng
         for name in self.names:
             self.at(rng.uniform(0, 0.01), lambda n=name: self.restart(n, publish=False))
-            self.routers[name].alive = False
         for _ in range(self.rounds):
             start = self.now
             span = rng.uniform(0.0, 4 * self.timeout)

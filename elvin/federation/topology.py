@@ -521,6 +521,8 @@ class TopologyView:
                     continue
                 state = LinkState(state.peer, False, state.outgoing, state.incoming)
             listed.append(state)
+        if pending.keys() != self._pending.keys():
+            recompute = True              # who blocks agreeing alone changed
         self._pending = pending
         links = tuple(listed)
         if self.me in self.announcements and links == self._links:
