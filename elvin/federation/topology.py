@@ -708,7 +708,10 @@ class TopologyView:
                 return Route(None, "")
             graph = self._stamped.get(last)
             if graph is not None:
-                return graph.route(routing[-1], self.me, attrs)
+                for domain in reversed(routing):
+                    if domain in graph.node_set:
+                        return graph.route(domain, self.me, attrs)
+                return Route(None, routing[-1])
             # a graph this router does not hold: it is not in it (it would
             # hold it, the origin having agreed it), so the notification
             # came round through routers that do not take part; or this

@@ -30,8 +30,9 @@ class Federation:
     """Routers ``r0``..``r{n-1}``; ``links`` are (dialler, dialled); router
     ``process`` is an ``elvind`` child process, the others embedded."""
 
-    def __init__(self, tmp: Path, n: int, links: list[tuple[int, int]], process: int) -> None:
-        self.n, self.links, self.process = n, links, process
+    def __init__(self, tmp: Path, n: int, links: list[tuple[int, int]], process: int,
+                 flood: frozenset[int] = frozenset()) -> None:
+        self.n, self.links, self.process, self.flood = n, links, process, flood
         self.fed = [f"ewaf://127.0.0.1:{free_port()}" for _ in range(n)]
         self.client_port = free_port()
         self.config = tmp / f"r{process}.toml"
@@ -62,6 +63,7 @@ class Federation:
             router_domain=f"r{i}", listen=[self.fed[i]],
             connect=[ConnectSpec(self.fed[b], router=f"r{b}") for a, b in self.links if a == i],
             accept=[AcceptSpec(f"r{a}") for a, b in self.links if b == i],
+            routing="flood" if i in self.flood else "trees",
             **{**FAST, "reconnect_max": 0.2, "agreement_timeout": AGREEMENT})
         return EmbeddedRouter(config=RouterConfig(federation=fed, discovery=False)).start()
 
@@ -131,7 +133,8 @@ async def test_a_restarted_router_that_publishes_at_once_is_never_heard_twice(tm
             last = seq
             producer.notify({"Origin": "r1", "Seq": last})
             seq += 1
-            await until(lambda: all(("r1", last) in s.counts for s in subscribers.values()),
+            await until(lambda last=last: all(("r1", last) in s.counts
+                                              for s in subscribers.values()),
                         what="r1's notification after the rejoin everywhere")
             await producer.close()
         for s in subscribers.values():
@@ -175,6 +178,53 @@ async def test_a_hung_router_does_not_stop_the_others_routing_around_a_failure(t
                 assert got == [1] * 10, f"at {name} from {origin}: {got}"
         for producer in producers.values():
             await producer.close()
+    finally:
+        for s in subscribers.values():
+            await s.close()
+        fed.close()
+
+
+async def test_a_router_that_does_not_take_part_on_a_ring_loses_nothing_after_a_restart(
+        tmp_path):
+    """A ring r0 - r1 - r2 - r3 - r0 where r2 floods (routing = "flood") and
+    its neighbour r1 (a process) is killed and restarted, three times, while
+    r2 publishes: nothing twice at any time; and what r2 publishes once the
+    others agree again reaches every router, once."""
+    ring = [(1, 0), (2, 1), (3, 2), (3, 0)]
+    fed = Federation(tmp_path, 4, ring, process=1, flood=frozenset({2}))
+    subscribers: dict[str, Subscriber] = {}
+    try:
+        await fed.agreed({"r0", "r3"}, named(ring))
+        subscribers = await subscribers_at(fed)
+        producer = await RawClient.connected(fed.routers[2].port)
+        seq = 0
+        bursts = []
+        for _ in range(3):
+            fed.signal(signal.SIGKILL)
+            await fed.agreed({"r0", "r3"}, named(ring, without={1}))
+            await asyncio.get_running_loop().run_in_executor(None, fed.start_process)
+            for _ in range(20):                      # during the rejoin
+                producer.notify({"Origin": "r2", "Seq": seq})
+                seq += 1
+                await asyncio.sleep(0.005)
+            await fed.agreed({"r0", "r3"}, named(ring))
+            burst = range(seq, seq + 50)
+            for n in burst:
+                producer.notify({"Origin": "r2", "Seq": n})
+            seq += 50
+            bursts.append(burst)
+            await until(lambda end=seq - 1: all(("r2", end) in s.counts
+                                                for s in subscribers.values()),
+                        what="the burst everywhere")
+        for s in subscribers.values():
+            await s.round_trip()
+        for name, s in subscribers.items():
+            twice = {k: c for k, c in s.counts.items() if c > 1}
+            assert not twice, f"at {name}: {twice}"
+            for burst in bursts:
+                missing = [n for n in burst if s.counts[("r2", n)] != 1]
+                assert not missing, f"at {name}: burst lost {missing[:10]}"
+        await producer.close()
     finally:
         for s in subscribers.values():
             await s.close()
