@@ -80,7 +80,6 @@ from elvin.federation.subast import TRUE_FILTER_AST, PullFilter, encode_subast
 from elvin.federation.tlsaccept import Handshaking
 from elvin.federation.topology import (
     ANNOUNCEMENT_ATTR,
-    STAMP_PREFIX,
     Announcement,
     BadAnnouncement,
     LinkState,
@@ -609,11 +608,6 @@ class FederationService:
                 return 0
             if not routing:
                 routing = (route.stamp,)  # type: ignore[assignment]
-            elif not routing[-1].startswith(STAMP_PREFIX):
-                # it entered at a router that does not take part: the first
-                # that does names the graph, so that the rest of the way
-                # every router follows the same tree
-                routing = (*routing, route.stamp)  # type: ignore[assignment]
         keys: Keys | None = getattr(nkeys, "raw", None) if nkeys is not None else None
         if not deliver_insecure and not keys:
             return 0          # secure-only without keys: nobody anywhere can receive it

@@ -48,11 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from elvin.federation.topology import STAMP_PREFIX, Announcement, LinkState, TopologyView
-
-#: a notification that entered at a router that does not take part is
-#: stamped by the first router that does (as ``FederationService.forward``)
-STAMP_ENTRY = True
+from elvin.federation.topology import Announcement, LinkState, TopologyView
 
 __all__ = ["Outcome", "Simulation", "run"]
 
@@ -399,8 +395,6 @@ class Simulation:
             if route.graph is None or route.parent != sender:
                 return                 # off the tree (or no route): dropped
             targets = [p for p in route.children if p in r.ends and p not in routing]
-            if not routing[-1].startswith(STAMP_PREFIX) and STAMP_ENTRY:
-                routing = (*routing, route.graph.stamp)     # the first router that takes part
         got = self.counts[k].get(r.name, 0) + 1
         self.counts[k][r.name] = got
         self.outcome.deliveries += 1

