@@ -145,6 +145,9 @@ class FederationService:
         #: has not heard from every peer yet): sent, in order, once one is
         self._held: list[tuple[Mapping[str, Any], bytes | None, bool, Any]] = []
         self._held_dropped = 0
+        #: FedNotify from peers whose link the agreed topology does not have
+        #: yet (it just came up): taken or dropped once it does
+        self._held_in: list[tuple[Link, Any, bytes | None]] = []
         self._route_memo: tuple[Any, Any, Route | None] = ((), None, None)
         self._bad_announcers: set[str] = set()
         #: peers known to take part, announced as such once the pull filters
@@ -185,6 +188,7 @@ class FederationService:
             self._deadline.cancel()
             self._deadline = None
         self._held.clear()
+        self._held_in.clear()
         self.host.unwatch_subscriptions(self._local_changed)
         await self._close_servers()
         for transport in list(self._handshakes):
@@ -724,6 +728,33 @@ class FederationService:
                 self._held.extend(held[i + 1:])
                 return
 
+    def hold_from(self, link: Link, p: Any, block: bytes | None) -> bool:
+        """Whether to keep a FedNotify that has no route for now: one from a
+        peer that the agreed topology does not have yet (its link just came
+        up). Routed once the routers agree on a topology with it (every
+        router then takes it from the same one), instead of lost."""
+        view = self.topology
+        if view is None or len(self._held_in) >= MAX_HELD:
+            return False
+        graph = view.confirmed
+        if graph is not None and link.remote_domain in graph.node_set:
+            return False
+        if self._route(tuple(p.routing), p.attributes).graph is not None:
+            return False                 # off the tree: dropped
+        self._held_in.append((link, p, block))
+        return True
+
+    def _release_held_in(self) -> None:
+        held, self._held_in = self._held_in, []
+        for link, p, block in held:
+            if link.state != LINKED or self.linked.get(link.remote_domain) is not link:
+                continue
+            if self.on_tree(link, tuple(p.routing), p.attributes):
+                link.deliver_notify(p, block)
+            elif not self.hold_from(link, p, block):
+                link.stats.fed_notify_off_tree += 1
+                self.stats.fed_notify_off_tree += 1
+
     def _new_view(self, config: FederationConfig) -> TopologyView | None:
         if config.routing != "trees":
             return None
@@ -794,6 +825,8 @@ class FederationService:
         after = view.confirmed
         if after is not None and self._held:
             self._release_held()
+        if after is not None and self._held_in and after is not before:
+            self._release_held_in()
         if after is not before:
             if after is None:
                 log.info("federation: no topology agreed yet; holding what is published "

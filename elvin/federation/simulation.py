@@ -22,7 +22,9 @@ What is simulated, as the federation service does it (``service.py``):
   calls ``tick`` at ``next_deadline``;
 * notifications: published at a router (held while it has no confirmed
   graph, then sent in order), stamped, forwarded to the route's children,
-  taken only from the route's parent, as ``forward`` and ``on_tree`` do;
+  taken only from the route's parent, as ``forward`` and ``on_tree`` do
+  (one from a peer that the agreed graph does not have yet is held until a
+  graph is agreed, as ``hold_from`` does);
   a router that does not take part (``flood``) floods by routing lists;
 * faults: kills and restarts (a new life, links redialled), silences
   (SIGSTOP: messages wait, nothing is sent; after ``keepalive`` the
@@ -73,6 +75,8 @@ class _Router:
     backlog: list[tuple[str, int, tuple]] = field(default_factory=list)
     ends: dict[str, _End] = field(default_factory=dict)
     held: list[int] = field(default_factory=list)
+    held_in: list[tuple[str, int, tuple[str, ...]]] = field(default_factory=list)
+    agreed: Any = None                # the confirmed graph last seen
     tick_at: float | None = None
     update_due: bool = False
 
@@ -162,6 +166,7 @@ class Simulation:
         self.note(f"start {name}")
         r.alive, r.silent, r.life = True, False, r.life + 1
         r.ends, r.held, r.backlog, r.tick_at, r.update_due = {}, [], [], None, False
+        r.held_in, r.agreed = [], None
         if not r.flood:
             life_start = self.now
             r.view = TopologyView(name, clock=lambda: 1000.0 + life_start,
@@ -179,7 +184,7 @@ class Simulation:
         self.note(f"kill {name}")
         for peer in sorted(r.ends):
             self.close(name, peer)
-        r.alive, r.silent, r.view, r.held = False, False, None, []
+        r.alive, r.silent, r.view, r.held, r.held_in = False, False, None, [], []
 
     def stop(self, name: str) -> None:
         r = self.routers[name]
@@ -331,6 +336,14 @@ class Simulation:
 
     def after_change(self, r: _Router) -> None:
         self.release(r)
+        assert r.view is not None
+        if r.view.confirmed is not r.agreed:
+            r.agreed = r.view.confirmed
+            if r.agreed is not None and r.held_in:
+                held, r.held_in = r.held_in, []
+                for sender, k, routing in held:
+                    if sender in r.ends:
+                        self.take(r, sender, k, routing)
         self.schedule_tick(r)
 
     def schedule_tick(self, r: _Router) -> None:
@@ -392,8 +405,13 @@ class Simulation:
         else:
             assert r.view is not None
             route = r.view.route(routing, None)
-            if route.graph is None or route.parent != sender:
-                return                 # off the tree (or no route): dropped
+            if route.graph is None:
+                graph = r.view.confirmed
+                if graph is None or sender not in graph.node_set:
+                    r.held_in.append((sender, k, routing))   # its link is not agreed yet
+                return
+            if route.parent != sender:
+                return                 # off the tree: dropped
             targets = [p for p in route.children if p in r.ends and p not in routing]
         got = self.counts[k].get(r.name, 0) + 1
         self.counts[k][r.name] = got
