@@ -48,9 +48,16 @@ and stamps the digest into the routing list (``stamp``), and every router on
 the way routes by that same graph: when the topology changes (a router dies
 or comes back), each notification still follows exactly one tree that every
 router on it knows, so the switch to the new trees loses and duplicates
-nothing. The stamp is one extra routing list entry that no router domain has
-(``STAMP_PREFIX``): routers that do not take part carry it along like any
-domain, which the protocol allows (they only look for their own domain).
+nothing. Agreement has a bound (``TopologyView``, ``agreement_timeout``): a
+router that does not answer within it is treated as gone for routing
+(announced, so that everyone does at once) until it announces again, and a
+router never agrees a graph alone while a peer it is linked to is unheard.
+A notification that no graph held places is dropped, never flooded: on a
+cycle, flooding is what duplicates. The stamp is one extra routing list
+entry that no router domain has (``STAMP_PREFIX``): routers that do not take
+part carry it along like any domain, which the protocol allows (they only
+look for their own domain). ``elvin.federation.simulation`` plays random
+fault schedules on this code and checks both promises.
 """
 
 from __future__ import annotations
