@@ -76,7 +76,8 @@ def main() -> int:
     print(f"violations: {total_bad} failing schedules")
     for line in failed[:20]:
         print("  " + line + f"  (replay: bench/federation_sim.py --replay "
-              f"{line.split()[1].rstrip(':')})")
+              f"{line.split()[1].rstrip(':')} --max-routers {args.max_routers} "
+              f"--flood-share {args.flood_share})")
     return 1 if total_bad else 0
 
 

@@ -80,6 +80,7 @@ from elvin.federation.subast import TRUE_FILTER_AST, PullFilter, encode_subast
 from elvin.federation.tlsaccept import Handshaking
 from elvin.federation.topology import (
     ANNOUNCEMENT_ATTR,
+    STAMP_PREFIX,
     Announcement,
     BadAnnouncement,
     LinkState,
@@ -739,7 +740,10 @@ class FederationService:
         graph = view.confirmed
         if graph is not None and link.remote_domain in graph.node_set:
             return False
-        if self._route(tuple(p.routing), p.attributes).graph is not None:
+        routing = tuple(p.routing)
+        if routing[-1].startswith(STAMP_PREFIX):
+            return False                 # stamped: routed now or never (TopologyView.route)
+        if self._route(routing, p.attributes, link.remote_domain).graph is not None:
             return False                 # off the tree: dropped
         self._held_in.append((link, p, block))
         return True
@@ -851,13 +855,14 @@ class FederationService:
                     frame = self._announcement_frame(ann)
                 link.send_announcement(frame)
 
-    def _route(self, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> Route:
+    def _route(self, routing: tuple[str, ...], attrs: Mapping[str, Any],
+               sender: str | None = None) -> Route:
         """The route of one notification; asked twice for one that came over a
         link (may it come from there? where does it go?), computed once."""
         memo_routing, memo_attrs, route = self._route_memo
         if memo_attrs is attrs and memo_routing == routing and route is not None:
             return route
-        route = self.topology.route(routing, attrs)  # type: ignore[union-attr]
+        route = self.topology.route(routing, attrs, sender)  # type: ignore[union-attr]
         self._route_memo = (routing, attrs, route)
         return route
 
@@ -877,7 +882,7 @@ class FederationService:
             if self._topology_tick is not None:
                 self._topology_tick.cancel()
             self._topology_update()
-        route = self._route(routing, attrs)
+        route = self._route(routing, attrs, link.remote_domain)
         return route.graph is not None and route.parent == link.remote_domain
 
 

@@ -50,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from elvin.federation.topology import Announcement, LinkState, TopologyView
+from elvin.federation.topology import STAMP_PREFIX, Announcement, LinkState, TopologyView
 
 __all__ = ["Outcome", "Simulation", "run"]
 
@@ -404,10 +404,11 @@ class Simulation:
             targets = [p for p in sorted(r.ends) if p not in routing]
         else:
             assert r.view is not None
-            route = r.view.route(routing, None)
+            route = r.view.route(routing, None, sender)
             if route.graph is None:
                 graph = r.view.confirmed
-                if graph is None or sender not in graph.node_set:
+                if not routing[-1].startswith(STAMP_PREFIX) and (
+                        graph is None or sender not in graph.node_set):
                     r.held_in.append((sender, k, routing))   # its link is not agreed yet
                 return
             if route.parent != sender:

@@ -698,13 +698,15 @@ class TopologyView:
         return self._confirmed
 
     # -- routes ------------------------------------------------------------------------
-    def route(self, routing: tuple[str, ...], attrs: Mapping[str, Any] | None) -> Route:
+    def route(self, routing: tuple[str, ...], attrs: Mapping[str, Any] | None,
+              sender: str | None = None) -> Route:
         """How a notification with ``routing`` (empty: published here) goes on:
         by the graph its stamp names; unstamped (it entered the federation at
         a router that does not take part) or stamped with a graph this
         router does not hold, by the confirmed graph, rooted at the last
-        router of the routing list that the graph has. Anything else has no
-        route (``Route.graph`` None): dropped, never flooded."""
+        router of the routing list that the graph has (the latter only when
+        it comes from a ``sender`` that does not take part). Anything else
+        has no route (``Route.graph`` None): dropped, never flooded."""
         if not routing:
             graph = self._confirmed
             if graph is None:
@@ -721,10 +723,15 @@ class TopologyView:
                     if domain in graph.node_set:
                         return graph.route(domain, self.me, attrs)
                 return Route(None, routing[-1])
-            # a graph this router does not hold: it is not in it (it would
-            # hold it, the origin having agreed it), so the notification
-            # came round through routers that do not take part; or this
-            # router restarted since. Routed as an unstamped one.
+            # a graph this router does not hold. From a router that takes
+            # part (``sender``): the origin agreed it on announcements this
+            # router has moved on from (restarted, or churned it out of its
+            # history), and the others may route it by other trees: dropped.
+            # Else this router is not in it: it came round through routers
+            # that do not take part; routed as an unstamped one.
+            graph = self._confirmed
+            if graph is None or sender is None or sender in graph.participants:
+                return Route(None, routing[-1])
         graph = self._confirmed
         if graph is None:
             return Route(None, routing[-1])
