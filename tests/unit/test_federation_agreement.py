@@ -28,6 +28,16 @@ def test_random_fault_schedules_never_twice_nothing_lost_after_detection():
     assert checked > 1000 and faults > 1000        # the schedules did something
 
 
+def test_schedules_that_found_bugs():
+    """Seeds the long runs of bench/federation_sim.py failed on: a restarted
+    router agreeing a graph on announcements that others had moved on from
+    (its stamp then routed by other trees)."""
+    violations: list[str] = []
+    for seed in (202827, 206025, 211083):
+        violations.extend(run(seed, max_routers=8).violations[:1])
+    assert not violations, "\n".join(violations)
+
+
 def test_random_fault_schedules_on_larger_federations():
     violations: list[str] = []
     for seed in range(1000, 1012):
