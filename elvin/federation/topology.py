@@ -537,7 +537,9 @@ class TopologyView:
         links = tuple(listed)
         if self.me in self.announcements and links == self._links:
             if recompute:
+                before = self.own
                 self._recompute(now)      # waits move with time
+                return self.own is not before
             return False
         self._links = links
         self._announce(now)

@@ -31,9 +31,11 @@ def test_random_fault_schedules_never_twice_nothing_lost_after_detection():
 def test_schedules_that_found_bugs():
     """Seeds the long runs of bench/federation_sim.py failed on: a restarted
     router agreeing a graph on announcements that others had moved on from
-    (its stamp then routed by other trees)."""
+    (its stamp then routed by other trees); a router resuming from SIGSTOP
+    whose pending link had closed meanwhile, so that its new graph was not
+    announced."""
     violations: list[str] = []
-    for seed in (202827, 206025, 211083):
+    for seed in (202827, 206025, 211083, 414918, 424691):
         violations.extend(run(seed, max_routers=8).violations[:1])
     assert not violations, "\n".join(violations)
 
