@@ -211,6 +211,10 @@ class FederationConfig:
     keepalive: float = 60.0               # TestConn after this long without traffic
     request_timeout: float = 20.0         # handshake / FedSubReplace reply deadline
     request_retries: int = 1              # FedSubReplace resends before the link is closed
+    #: routing = "trees": how long a router that takes part is waited for (to
+    #: say it takes part, to announce a link, to hold a new graph) before it
+    #: is treated as gone for routing (``elvin.federation.topology``)
+    agreement_timeout: float = 2.0
     max_routing: int = 64                 # longer routing lists are a protocol violation
     max_disjuncts: int = 10000            # larger pull filters are sent as TRUE
     #: "trees": learn the topology, forward along shortest-path trees;
@@ -301,7 +305,7 @@ class FederationConfig:
         _check_hosts("federation", "accept_any_hosts", self.accept_any_hosts,
                      self.accept_any and self.authenticates(None))
         for name in ("debounce", "reconnect_min", "reconnect_max", "connect_timeout",
-                     "keepalive", "request_timeout"):
+                     "keepalive", "request_timeout", "agreement_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
                     or (value == 0 and name != "debounce"):
@@ -389,7 +393,7 @@ _TOP = {"router_domain": str, "listen": (str, list), "accept_any": bool,
         "debounce": (int, float), "reconnect_min": (int, float),
         "reconnect_max": (int, float), "connect_timeout": (int, float),
         "keepalive": (int, float), "request_timeout": (int, float),
-        "request_retries": int, "max_routing": int, "max_disjuncts": int, "tls_ca": str,
+        "agreement_timeout": (int, float), "request_retries": int, "max_routing": int, "max_disjuncts": int, "tls_ca": str,
         "routing": str, "accept_any_hosts": (str, list), "require_authenticated": bool}
 
 

@@ -159,6 +159,8 @@ class LinkOwner(Protocol):
 
     def announcement_received(self, link: Link, attrs: Mapping[str, Any]) -> None: ...
 
+    def hold_from(self, link: Link, p: FedNotify, block: bytes | None) -> bool: ...
+
     def on_tree(self, link: Link, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
         """Whether a notification from ``link`` came along its tree (else dropped)."""
 
@@ -739,9 +741,18 @@ class Link(asyncio.Protocol):
             service.stats.fed_notify_filtered += 1
             return
         if not service.on_tree(self, routing, attrs):
+            if service.hold_from(self, p, block):
+                return        # its link is not in the agreed topology yet: later
             self.stats.fed_notify_off_tree += 1
             service.stats.fed_notify_off_tree += 1
             return
+        self.deliver_notify(p, block)
+
+    def deliver_notify(self, p: FedNotify, block: bytes | None) -> None:
+        """Deliver (and so forward) a FedNotify this router takes."""
+        service = self.service
+        routing = p.routing
+        attrs = p.attributes
         try:
             service.host.deliver(attrs, block, p.deliver_insecure, p.keys, tuple(routing))
         except KeyRefused as exc:

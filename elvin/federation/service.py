@@ -25,9 +25,11 @@ only through ``elvin.federation.host.FederationHost``. It
   FedNotify between them, participation said by a term of the pull filter)
   and narrows both steps above to the notification's shortest-path tree: a
   FedNotify from anyone but this router's parent in the tree is dropped
-  (``on_tree``), and ``forward`` sends only to its children. Notifications
-  whose origin no agreed graph places are handled by routing lists alone,
-  as with ``"flood"``.
+  (``on_tree``), and ``forward`` sends only to its children. A
+  notification that no graph this router holds places is dropped, never
+  flooded (a cycle would duplicate it); one published here before any
+  graph is agreed is held until one is (at most about
+  ``agreement_timeout``: the view stops waiting for silent peers then).
 
 The protocol of one link, and what happens to peers that break it or go
 silent, is ``link.py``. A notification sent with ``deliver_insecure =
@@ -80,6 +82,7 @@ from elvin.federation.subtrees import BehindMatchers, compute_groups, subtrees, 
 from elvin.federation.tlsaccept import Handshaking
 from elvin.federation.topology import (
     ANNOUNCEMENT_ATTR,
+    STAMP_PREFIX,
     Announcement,
     BadAnnouncement,
     LinkState,
@@ -101,6 +104,9 @@ log = logging.getLogger("elvin.federation")
 #: (TLS handshakes and host-name checks included): a peer cannot hold more
 #: than this many of the router's sockets and lookups before it is admitted
 MAX_WAITING_PER_ADDRESS = 8
+#: notifications published while no topology is agreed that are held (sent
+#: once one is; it takes at most about ``agreement_timeout``)
+MAX_HELD = 10_000
 
 __all__ = ["FederationService", "FederationStats", "Link"]
 
@@ -140,13 +146,20 @@ class FederationService:
         self._everyone: tuple[tuple[Link, Any], ...] = ()
         self._routing_cache: dict[tuple[str, ...], bytes] = {}
         #: what this router knows of the federation's topology (None: "flood")
-        self.topology: TopologyView | None = (
-            TopologyView(self.domain) if config.routing == "trees" else None)
+        self.topology: TopologyView | None = self._new_view(config)
         self._topology_tick: asyncio.Handle | None = None
+        self._deadline: asyncio.TimerHandle | None = None     # the view's next tick
+        #: notifications published here while no graph is agreed (the view
+        #: has not heard from every peer yet): sent, in order, once one is
+        self._held: list[tuple[Mapping[str, Any], bytes | None, bool, Any]] = []
+        self._held_dropped = 0
+        #: FedNotify from peers whose link the agreed topology does not have
+        #: yet (it just came up): taken or dropped once it does
+        self._held_in: list[tuple[Link, Any, bytes | None]] = []
         self._route_memo: tuple[Any, Any, Route | None] = ((), None, None)
         #: routes that do not depend on the notification (no filtered link in
         #: their graph), by routing list: one dict lookup per hop on the hot path
-        self._routes: dict[tuple[str, ...], Route] = {}
+        self._routes: dict[tuple[tuple[str, ...], str | None], Route] = {}
         #: per route (by id, the route kept alive beside it): the links it goes
         #: on to and their matchers (``_targets``); cleared when links, pull
         #: filters or graphs change
@@ -155,6 +168,9 @@ class FederationService:
         #: peers known to take part, announced as such once the pull filters
         #: that the new link changes have reached every peer (``_check_ready``)
         self._unready: set[Link] = set()
+        #: links whose peer sent a FedNotify before any pull filter (it does
+        #: not take part)
+        self._plain: set[Link] = set()
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> FederationService:
@@ -183,6 +199,11 @@ class FederationService:
         if self._topology_tick is not None:
             self._topology_tick.cancel()
             self._topology_tick = None
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        self._held.clear()
+        self._held_in.clear()
         self.host.unwatch_subscriptions(self._local_changed)
         await self._close_servers()
         for transport in list(self._handshakes):
@@ -335,8 +356,9 @@ class FederationService:
                 log.info("federation: routing changes from %r to %r: relinking",
                          old.routing, config.routing)
                 relink = "routing changed"
-            self.topology = TopologyView(self.domain) if config.routing == "trees" else None
+            self.topology = self._new_view(config)
             self._routes_changed()
+            self._release_held()
             for link in list(self.links):
                 link.close(DisconnReason.SHUTDOWN, relink)
         if self._listen_settings(config) != self._listen_key:
@@ -511,6 +533,7 @@ class FederationService:
         self.unlink(link)
 
     def unlink(self, link: Link) -> None:
+        self._plain.discard(link)
         if link in self._unready:
             self._unready.discard(link)
         elif self._unready:
@@ -613,15 +636,21 @@ class FederationService:
             if ANNOUNCEMENT_ATTR in attrs:
                 return 0      # a client's: it would read as an announcement next door
             route = self._route(routing, attrs)
-            if route.graph is not None:
-                if not route.children:
-                    return 0
-                targets = self._targets(route, attrs)
-                if not targets:
-                    return 0
-                if not routing:
-                    routing = (route.stamp,)  # type: ignore[assignment]
-        if targets is None:
+            if route.graph is None:
+                if not routing:           # published here before any graph is agreed
+                    self._hold(attrs, block, deliver_insecure, nkeys)
+                return 0
+            if self._held and not routing:
+                self._hold(attrs, block, deliver_insecure, nkeys)    # after those, in order
+                return 0
+            if not route.children:
+                return 0
+            targets = self._targets(route, attrs)
+            if not targets:
+                return 0
+            if not routing:
+                routing = (route.stamp,)  # type: ignore[assignment]
+        if targets is None:               # routing = "flood": every forwarder
             targets = self._everyone
         keys: Keys | None = getattr(nkeys, "raw", None) if nkeys is not None else None
         if not deliver_insecure and not keys:
@@ -673,6 +702,8 @@ class FederationService:
                 link.remote_match = pull
         participant = link.remote_domain in domains
         if participant == link.participant:
+            if link.stats.sub_replace_received == 1:
+                self._topology_soon()      # its first: no longer pending (_participation)
             return
         link.participant = participant
         log.info("federation: %r %s in learning the topology", link.remote_domain,
@@ -681,6 +712,8 @@ class FederationService:
             for ann in list(self.topology.announcements.values()):
                 link.send_announcement(self._announcement_frame(ann))
             self._unready.add(link)
+            asyncio.get_running_loop().call_later(
+                self.config.agreement_timeout, self._ready_anyway, link)
             if self._flush is not None:
                 self._flush.cancel()
             self.flush_pull_filters()     # now, not after the debounce
@@ -705,11 +738,75 @@ class FederationService:
             self._unready.clear()
             self._topology_soon()
 
+    def _ready_anyway(self, link: Link) -> None:
+        """A peer that has not acknowledged the pull filters within the
+        agreement bound is not waited for: it is treated as gone for
+        routing by then (``TopologyView``), so the new link may be used."""
+        if link in self._unready:
+            self._unready.discard(link)
+            self._topology_soon()
+
+    def _hold(self, attrs: Mapping[str, Any], block: bytes | None, deliver_insecure: bool,
+              nkeys: Any) -> None:
+        if len(self._held) >= MAX_HELD:
+            self._held_dropped += 1
+            if self._held_dropped == 1:
+                log.warning("federation: no topology agreed and %d notifications held; "
+                            "dropping more until one is", MAX_HELD)
+            return
+        self._held.append((attrs, block, deliver_insecure, nkeys))
+
+    def _release_held(self) -> None:
+        held, self._held = self._held, []
+        self._held_dropped = 0
+        for i, (attrs, block, deliver_insecure, nkeys) in enumerate(held):
+            self.forward(attrs, block, deliver_insecure, nkeys)
+            if self._held:             # no graph again meanwhile: keep the rest, in order
+                self._held.extend(held[i + 1:])
+                return
+
+    def hold_from(self, link: Link, p: Any, block: bytes | None) -> bool:
+        """Whether to keep a FedNotify that has no route for now: one from a
+        peer that the agreed topology does not have yet (its link just came
+        up). Routed once the routers agree on a topology with it (every
+        router then takes it from the same one), instead of lost."""
+        view = self.topology
+        if view is None or len(self._held_in) >= MAX_HELD:
+            return False
+        graph = view.confirmed
+        if graph is not None and link.remote_domain in graph.node_set:
+            return False
+        routing = tuple(p.routing)
+        if routing[-1].startswith(STAMP_PREFIX):
+            return False                 # stamped: routed now or never (TopologyView.route)
+        if self._route(routing, p.attributes, link.remote_domain).graph is not None:
+            return False                 # off the tree: dropped
+        self._held_in.append((link, p, block))
+        return True
+
+    def _release_held_in(self) -> None:
+        held, self._held_in = self._held_in, []
+        for link, p, block in held:
+            if link.state != LINKED or self.linked.get(link.remote_domain) is not link:
+                continue
+            if self.on_tree(link, tuple(p.routing), p.attributes):
+                link.deliver_notify(p, block)
+            elif not self.hold_from(link, p, block):
+                link.stats.fed_notify_off_tree += 1
+                self.stats.fed_notify_off_tree += 1
+
+    def _new_view(self, config: FederationConfig) -> TopologyView | None:
+        if config.routing != "trees":
+            return None
+        return TopologyView(self.domain, timeout=config.agreement_timeout)
+
     def announcement_received(self, link: Link, attrs: Mapping[str, Any]) -> None:
         """A FedNotify carrying a topology announcement (never a notification:
         it reaches no client and goes on only as an announcement)."""
         view = self.topology
         if view is None or not link.participant:
+            if view is not None and _participation(link, False) is False:
+                self._topology_soon()      # its FedNotify says it does not take part
             return        # one of ours we cannot use, or a client's relayed by a peer
         try:
             ann = decode_announcement(attrs)
@@ -721,6 +818,7 @@ class FederationService:
             return
         if view.receive(ann):
             self._send_announcement(ann, exclude=link)
+        self._routes_changed()     # the graphs it holds may have changed: no stale route
         self._topology_soon()
 
     def _topology_soon(self) -> None:
@@ -734,17 +832,46 @@ class FederationService:
         if view is None or self.stopping:
             return
         before = view.confirmed
-        states = [LinkState(domain, link.participant and link not in self._unready,
+        states = [LinkState(domain, _participation(link, link in self._unready),
                             _filter_text(link.outgoing), _filter_text(link.incoming))
                   for domain, link in self.linked.items() if link.state == LINKED]
         changed = view.set_links(states)
         if view.refresh() or changed:
             self._send_announcement(view.own)
+        self._agreement_changed(before)
+
+    def _view_tick(self) -> None:
+        """The view's next deadline: a pending link or a router waited for
+        past the agreement bound."""
+        self._deadline = None
+        view = self.topology
+        if view is None or self.stopping:
+            return
+        before = view.confirmed
+        if view.tick():
+            self._send_announcement(view.own)
+        self._agreement_changed(before)
+
+    def _agreement_changed(self, before: Any) -> None:
+        view = self.topology
+        assert view is not None
         self._routes_changed()
+        deadline = view.next_deadline()
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        if deadline is not None:
+            self._deadline = asyncio.get_running_loop().call_later(
+                max(0.0, deadline - time.monotonic()), self._view_tick)
         after = view.confirmed
+        if after is not None and self._held:
+            self._release_held()
+        if after is not None and self._held_in and after is not before:
+            self._release_held_in()
         if after is not before:
             if after is None:
-                log.info("federation: no topology agreed; flooding (routing lists only)")
+                log.info("federation: no topology agreed yet; holding what is published "
+                         "here, dropping what no held topology routes")
             else:
                 # a new set of routers is news; a link coming or going, debug
                 news = before is None or before.nodes != after.nodes
@@ -765,22 +892,26 @@ class FederationService:
                     frame = self._announcement_frame(ann)
                 link.send_announcement(frame)
 
-    def _route(self, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> Route:
+    def _route(self, routing: tuple[str, ...], attrs: Mapping[str, Any],
+               sender: str | None = None) -> Route:
         """The route of one notification; asked twice for one that came over a
         link (may it come from there? where does it go?), computed once."""
-        route = self._routes.get(routing)
-        if route is not None:
-            return route
         memo_routing, memo_attrs, route = self._route_memo
         if memo_attrs is attrs and memo_routing == routing and route is not None:
-            return route
-        route = self.topology.route(routing, attrs)  # type: ignore[union-attr]
+            return route        # the same notification: as on_tree found it
+        # a route that does not depend on the notification is kept by routing
+        # list and sender (a stamp this router does not hold is dropped from a
+        # router that takes part, routed from one that does not)
+        key = (routing, sender)
+        route = self._routes.get(key)
+        if route is None:
+            route = self.topology.route(routing, attrs, sender)  # type: ignore[union-attr]
+            graph = route.graph
+            if graph is None or not getattr(graph, "_filtered", True):
+                if len(self._routes) > 4096:
+                    self._routes.clear()
+                self._routes[key] = route
         self._route_memo = (routing, attrs, route)
-        graph = route.graph
-        if graph is None or not getattr(graph, "_filtered", True):
-            if len(self._routes) > 4096:
-                self._routes.clear()
-            self._routes[routing] = route
         return route
 
     def _routes_changed(self) -> None:
@@ -819,12 +950,37 @@ class FederationService:
 
     def on_tree(self, link: Link, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
         """Whether a notification that came over ``link`` is this router's to
-        take: from its parent in the notification's tree, or (no tree known
-        for it) from anyone, as the protocol's routing lists allow."""
+        take: from its parent in the notification's tree. One that no graph
+        this router holds places is dropped: taking it from anyone and
+        flooding it would duplicate it on a cycle."""
         if self.topology is None:
             return True
-        route = self._route(routing, attrs)
-        return route.graph is None or route.parent == link.remote_domain
+        if not link.participant and link not in self._plain and \
+                not link.stats.sub_replace_received:
+            self._plain.add(link)
+            # its first FedNotify came before any pull filter: it does not take
+            # part (one that does sends its pull filter first); known now,
+            # not at the next turn, so that this notification has its route
+            if self._topology_tick is not None:
+                self._topology_tick.cancel()
+            self._topology_update()
+        route = self._route(routing, attrs, link.remote_domain)
+        return route.graph is not None and route.parent == link.remote_domain
+
+
+def _participation(link: Link, unready: bool) -> bool | None:
+    """Whether the peer of ``link`` takes part, as the topology view gets
+    it: None while that is not known yet or while this router's new pull
+    filters are not acknowledged. A router that takes part sends its pull
+    filter (with its marker) before anything else, so a pull filter without
+    the marker, or any FedNotify before a pull filter, says it does not."""
+    if link.participant:
+        return None if unready else True
+    stats = link.stats
+    if stats.sub_replace_received or stats.fed_notify_received or \
+            stats.announcements_received:
+        return False
+    return None
 
 
 def _filter_text(f: Filter) -> bool | str:

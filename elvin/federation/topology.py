@@ -48,9 +48,16 @@ and stamps the digest into the routing list (``stamp``), and every router on
 the way routes by that same graph: when the topology changes (a router dies
 or comes back), each notification still follows exactly one tree that every
 router on it knows, so the switch to the new trees loses and duplicates
-nothing. The stamp is one extra routing list entry that no router domain has
-(``STAMP_PREFIX``): routers that do not take part carry it along like any
-domain, which the protocol allows (they only look for their own domain).
+nothing. Agreement has a bound (``TopologyView``, ``agreement_timeout``): a
+router that does not answer within it is treated as gone for routing
+(announced, so that everyone does at once) until it announces again, and a
+router never agrees a graph alone while a peer it is linked to is unheard.
+A notification that no graph held places is dropped, never flooded: on a
+cycle, flooding is what duplicates. The stamp is one extra routing list
+entry that no router domain has (``STAMP_PREFIX``): routers that do not take
+part carry it along like any domain, which the protocol allows (they only
+look for their own domain). ``elvin.federation.simulation`` plays random
+fault schedules on this code and checks both promises.
 """
 
 from __future__ import annotations
@@ -67,7 +74,7 @@ from elvin.errors import SubscriptionError
 from elvin.federation.config import STAMP_PREFIX, Filter
 from elvin.subscription.ast import Kind, Node, const, name, op
 
-__all__ = ["ANNOUNCEMENT_ATTR", "HISTORY", "STAMP_PREFIX", "Announcement", "BadAnnouncement",
+__all__ = ["AGREEMENT_TIMEOUT", "ANNOUNCEMENT_ATTR", "HISTORY", "STAMP_PREFIX", "Announcement", "BadAnnouncement",
            "Graph", "LinkState", "Route", "TopologyView", "compute_graph", "decode_announcement",
            "encode_announcement", "split_markers", "split_routing", "with_marker"]
 
@@ -95,7 +102,9 @@ class BadAnnouncement(ValueError):
 @dataclass(frozen=True, slots=True)
 class LinkState:
     peer: str
-    participant: bool             # the peer takes part (said so in its pull filter)
+    #: the peer takes part (said so in its pull filter); None (``set_links``
+    #: only, never announced): not known yet, the link is pending
+    participant: bool | None
     outgoing: FilterText = True   # this router's filter on what it sends to the peer
     incoming: FilterText = True   # ... and on what it accepts from the peer
 
@@ -106,6 +115,8 @@ class Announcement:
     sequence: int
     links: tuple[LinkState, ...] = ()
     held: tuple[str, ...] = ()
+    #: routers this one treats as gone: (router, its sequence number then)
+    gone: tuple[tuple[str, int], ...] = ()
 
     def link(self, peer: str) -> LinkState | None:
         for state in self.links:
@@ -116,8 +127,11 @@ class Announcement:
 
 def encode_announcement(a: Announcement) -> dict[str, Any]:
     """The FedNotify attributes of an announcement."""
-    body = {"v": 1, "router": a.router, "seq": a.sequence, "held": list(a.held),
-            "links": [[s.peer, s.participant, s.outgoing, s.incoming] for s in a.links]}
+    body: dict[str, Any] = {
+        "v": 1, "router": a.router, "seq": a.sequence, "held": list(a.held),
+        "links": [[s.peer, s.participant, s.outgoing, s.incoming] for s in a.links]}
+    if a.gone:                      # optional: older routers ignore it
+        body["gone"] = [[r, seq] for r, seq in a.gone]
     return {ANNOUNCEMENT_ATTR: json.dumps(body, separators=(",", ":"), sort_keys=True)}
 
 
@@ -150,7 +164,13 @@ def decode_announcement(attrs: Mapping[str, Any]) -> Announcement:
             raise BadAnnouncement(f"bad link entry {str(entry)[:80]}")
         states.append(LinkState(entry[0], entry[1], entry[2], entry[3]))
     states.sort(key=lambda s: s.peer)
-    return Announcement(router, seq, tuple(states), tuple(held))
+    gone = body.get("gone", [])
+    if not isinstance(gone, list) or len(gone) > MAX_LINKS or not all(
+            isinstance(g, list) and len(g) == 2 and isinstance(g[0], str) and g[0]
+            and isinstance(g[1], int) and not isinstance(g[1], bool) for g in gone):
+        raise BadAnnouncement("gone must be a list of [router, sequence]")
+    return Announcement(router, seq, tuple(states), tuple(held),
+                        tuple(sorted((g[0], g[1]) for g in gone)))
 
 
 def _filter_ok(f: Any) -> bool:
@@ -257,6 +277,7 @@ class Graph:
     edges: tuple[_Edge, ...]
     digest: str = ""
     stamp: str = ""                   # the routing list entry naming this graph
+    node_set: frozenset[str] = frozenset()
     _out: dict[str, list[_Edge]] = field(default_factory=dict, repr=False)
     _filtered: tuple[_Edge, ...] = field(default=(), repr=False)
     _trees: dict[tuple[str, tuple[bool, ...]], dict[str, str]] = field(
@@ -270,6 +291,7 @@ class Graph:
                                        for e in self.edges)], separators=(",", ":"))
         self.digest = hashlib.sha1(canonical.encode()).hexdigest()[:16]
         self.stamp = STAMP_PREFIX + self.digest
+        self.node_set = frozenset(self.nodes)
         for edge in sorted(self.edges, key=lambda e: (e.source, e.target)):
             self._out.setdefault(edge.source, []).append(edge)
         self._filtered = tuple(e for e in sorted(self.edges, key=lambda e: (e.source, e.target))
@@ -416,9 +438,11 @@ def _edge_filters(outgoing: FilterText, incoming: FilterText) -> tuple[str, ...]
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """How one notification travels at this router. ``graph`` None: the
-    protocol's own rules (routing lists only), for an origin this router
-    cannot place in a confirmed graph."""
+    """How one notification travels at this router. ``graph`` None: it is
+    not this router's to take or pass on (no agreed graph places it, or it
+    names a graph this router does not hold): dropped, never flooded, since
+    flooding a cycle duplicates. A router that publishes with no agreed graph
+    holds its notifications until there is one (the federation service)."""
 
     graph: Graph | None
     origin: str
@@ -430,15 +454,53 @@ class Route:
         return self.graph.stamp if self.graph is not None else None
 
 
-class TopologyView:
-    """One router's announcements, graphs and the routes they give."""
+#: seconds a router that takes part has to answer: a link whose peer has not
+#: said whether it takes part, a peer that has not announced the link, a
+#: router in the graph that does not announce holding it (silent: stopped,
+#: hung) are waited for this long, then treated as not there for routing
+AGREEMENT_TIMEOUT = 2.0
 
-    def __init__(self, me: str, clock: Callable[[], float] = time.time) -> None:
+
+class TopologyView:
+    """One router's announcements, graphs and the routes they give.
+
+    Sans-IO: the federation service (or a simulation) feeds it links
+    (``set_links``), announcements (``receive``, ``refresh``) and the time
+    (``tick`` at ``next_deadline``), and sends ``own`` to the taking part
+    peers whenever a call says it changed.
+
+    Waiting, and its bound (``timeout``): a link is *pending* while its peer
+    has not yet said whether it takes part (``LinkState.participant`` None:
+    no pull filter yet, or this router's pull filters not yet acknowledged);
+    it is left out of the announcement, and after ``timeout`` announced as a
+    link to a router that does not take part. A router is *waited for* while
+    it is a taking part peer whose announcement does not list the link yet,
+    or a participant of the current graph that has not announced holding it;
+    after ``timeout`` without a newer announcement from it, it is *gone*:
+    left out of the graph until it announces again. So a graph is confirmed
+    within about ``timeout`` of a change, whatever the silent routers do.
+    While a pending or waited-for peer is within its bound, a graph whose
+    only participant is this router is not confirmed (it would be agreed by
+    this router alone, with neighbours it has not heard from)."""
+
+    def __init__(self, me: str, clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic,
+                 timeout: float = AGREEMENT_TIMEOUT) -> None:
         self.me = me
+        self.timeout = timeout
+        self._now = monotonic
         self.announcements: dict[str, Announcement] = {}
         self.graphs: OrderedDict[str, Graph] = OrderedDict()   # held, oldest first
         self._sequence = int(clock() * 1e6)
-        self._links: tuple[LinkState, ...] = ()
+        self._raw: tuple[LinkState, ...] = ()        # as set_links gave them
+        self._links: tuple[LinkState, ...] = ()      # as announced
+        self._pending: dict[str, float] = {}         # peer -> pending since
+        self._expired: set[str] = set()              # ... past the bound (announced)
+        self._waits: dict[str, tuple[int, float]] = {}  # router -> (its seq, since)
+        self.gone: dict[str, int] = {}               # router -> its seq when it went
+        self._all_gone: dict[str, int] = {}          # ... with what the others say
+        self._blocking = False
+        self._graph_key: tuple | None = None     # what ``current`` was computed from
         self.current = Graph((me,), frozenset({me}), ())
         self._confirmed: Graph | None = None
         self._dirty = self._reannounce = False
@@ -452,19 +514,43 @@ class TopologyView:
 
     def set_links(self, links: Iterable[LinkState]) -> bool:
         """This router's links changed (or not): True if its announcement did,
-        which then needs sending to the taking part peers."""
-        links = tuple(sorted(links, key=lambda s: s.peer))
+        which then needs sending to the taking part peers. A link whose
+        ``participant`` is None is pending (see the class docstring)."""
+        self._raw = tuple(sorted(links, key=lambda s: s.peer))
+        return self._apply_links(self._now(), recompute=False)
+
+    def _apply_links(self, now: float, recompute: bool) -> bool:
+        listed = []
+        pending = {}
+        self._expired = set()
+        for state in self._raw:
+            if state.participant is None:
+                since = pending[state.peer] = self._pending.get(state.peer, now)
+                if now < since + self.timeout:
+                    continue
+                self._expired.add(state.peer)
+                state = LinkState(state.peer, False, state.outgoing, state.incoming)
+            listed.append(state)
+        if pending.keys() != self._pending.keys():
+            recompute = True              # who blocks agreeing alone changed
+        self._pending = pending
+        links = tuple(listed)
         if self.me in self.announcements and links == self._links:
+            if recompute:
+                before = self.own
+                self._recompute(now)      # waits move with time
+                return self.own is not before
             return False
         self._links = links
-        self._announce()
+        self._announce(now)
         return True
 
-    def _announce(self) -> None:
+    def _announce(self, now: float) -> None:
         self._sequence += 1
         self.announcements[self.me] = Announcement(
-            self.me, self._sequence, self._links, tuple(self.graphs))
-        self._recompute()
+            self.me, self._sequence, self._links, tuple(self.graphs),
+            tuple(sorted(self.gone.items())))
+        self._recompute(now)
 
     def receive(self, ann: Announcement) -> bool:
         """Take another router's announcement; True if it is newer than the
@@ -480,6 +566,12 @@ class TopologyView:
         if held is not None and held.sequence >= ann.sequence:
             return False
         self.announcements[ann.router] = ann
+        if held is None or held.links != ann.links:
+            self._graph_key = None
+        if self.gone.get(ann.router, ann.sequence) < ann.sequence:
+            del self.gone[ann.router]               # it answered: back in the graph
+        if any(router == self.me and seq >= self._sequence for router, seq in ann.gone):
+            self._reannounce = True                 # taken for gone: say it is not
         self._dirty = True
         return True
 
@@ -491,29 +583,114 @@ class TopologyView:
         before = self.own
         if self._reannounce:
             self._reannounce = False
-            self._announce()
+            self._announce(self._now())
         else:
-            self._recompute()
+            self._recompute(self._now())
         return self.own is not before
 
+    def tick(self) -> bool:
+        """Let time pass (call it at ``next_deadline``): pending links and
+        waited-for routers past their bound. True if the own announcement
+        changed, to be sent to the peers."""
+        before = self.own
+        self._apply_links(self._now(), recompute=True)
+        return self.own is not before
+
+    def next_deadline(self) -> float | None:
+        """When ``tick`` next has something to do (the ``monotonic`` clock),
+        None if nothing is waited for."""
+        times = [since + self.timeout for peer, since in self._pending.items()
+                 if peer not in self._expired]
+        times.extend(since + self.timeout for _, since in self._waits.values())
+        return min(times) if times else None
+
     # -- graphs ------------------------------------------------------------------------
-    def _recompute(self) -> None:
+    def _recompute(self, now: float) -> None:
         self._dirty = False
-        graph = compute_graph(self.me, self.announcements)
-        if graph.digest != self.current.digest or not self.graphs:
-            self.current = self.graphs.pop(graph.digest, graph)
-            self.graphs[graph.digest] = self.current
-            while len(self.graphs) > HISTORY:
-                self.graphs.popitem(last=False)
-            self._stamped = {g.stamp: g for g in self.graphs.values()}
+        for _ in range(len(self.announcements) + 1):   # each pass may declare some gone
+            self._all_gone = self._gone_everywhere()
+            # the graph depends on the links announced, not on what is held
+            key = (self._links, tuple(sorted(self._all_gone.items())))
+            if key == self._graph_key:
+                graph = self.current
+            else:
+                graph = compute_graph(self.me, self._present())
+                self._graph_key = key
+            if graph.digest != self.current.digest or not self.graphs:
+                self.current = self.graphs.pop(graph.digest, graph)
+                self.graphs[graph.digest] = self.current
+                while len(self.graphs) > HISTORY:
+                    self.graphs.popitem(last=False)
+                self._stamped = {g.stamp: g for g in self.graphs.values()}
             own = self.announcements[self.me]
-            self._sequence += 1
-            self.announcements[self.me] = Announcement(
-                self.me, self._sequence, own.links, tuple(self.graphs))
+            gone = tuple(sorted(self.gone.items()))
+            if own.held != tuple(self.graphs) or own.gone != gone:
+                self._sequence += 1
+                self.announcements[self.me] = Announcement(
+                    self.me, self._sequence, own.links, tuple(self.graphs), gone)
+            if not self._wait(now):
+                break
+        self._confirm()
+
+    def _gone_everywhere(self) -> dict[str, int]:
+        """The routers this one takes for gone, and those that the others
+        it does not take for gone say are (unless they answered since): so
+        that one router's bound is everyone's, and they agree at once."""
+        gone = dict(self.gone)
+        for router, ann in self.announcements.items():
+            if router == self.me or router in self.gone or not ann.gone:
+                continue
+            for other, seq in ann.gone:
+                if other == self.me:
+                    continue
+                held = self.announcements.get(other)
+                if held is None or held.sequence <= seq:
+                    gone[other] = max(seq, gone.get(other, seq))
+        return gone
+
+    def _present(self) -> Mapping[str, Announcement]:
+        if not self._all_gone:
+            return self.announcements
+        return {r: a for r, a in self.announcements.items() if r not in self._all_gone}
+
+    def _wait(self, now: float) -> bool:
+        """Update who is waited for; True if some router just went (the
+        graph must be computed again without it)."""
+        waited: dict[str, int] = {}
+        for state in self._links:
+            if state.participant and state.peer not in self._all_gone:
+                ann = self.announcements.get(state.peer)
+                back = ann.link(self.me) if ann is not None else None
+                if back is None or not back.participant:
+                    waited[state.peer] = ann.sequence if ann is not None else -1
+        digest = self.current.digest
+        for router in self.current.participants:
+            if router != self.me and digest not in self.announcements[router].held:
+                waited[router] = self.announcements[router].sequence
+        waits = {}
+        went = False
+        for router, seq in waited.items():
+            old = self._waits.get(router)
+            since = old[1] if old is not None and old[0] == seq else now
+            if now >= since + self.timeout:
+                self.gone[router] = seq
+                went = True
+            else:
+                waits[router] = (seq, since)
+        self._waits = waits
+        links = {s.peer for s in self._links}
+        self._blocking = any(now < since + self.timeout for since in self._pending.values()) \
+            or any(r in links for r in waits)
+        return went
+
+    def _confirm(self) -> None:
         self._confirmed = None
+        present = self._present()
         for graph in reversed(self.graphs.values()):
-            if all(graph.digest in self.announcements[p].held for p in graph.participants
-                   if p in self.announcements):
+            if graph.participants == {self.me} and self._blocking:
+                continue          # agreed by this router alone, with peers unheard
+            if all(p in present and graph.digest in present[p].held
+                   for p in graph.participants if p != self.me):
                 self._confirmed = graph
                 break
 
@@ -523,20 +700,44 @@ class TopologyView:
         return self._confirmed
 
     # -- routes ------------------------------------------------------------------------
-    def route(self, routing: tuple[str, ...], attrs: Mapping[str, Any] | None) -> Route:
+    def route(self, routing: tuple[str, ...], attrs: Mapping[str, Any] | None,
+              sender: str | None = None) -> Route:
         """How a notification with ``routing`` (empty: published here) goes on:
-        by the graph its stamp names, else (unstamped, or a graph this
-        router no longer holds) by the confirmed one."""
+        by the graph its stamp names; unstamped (it entered the federation at
+        a router that does not take part) or stamped with a graph this
+        router does not hold, by the confirmed graph, rooted at the last
+        router of the routing list that the graph has (the latter only when
+        it comes from a ``sender`` that does not take part). Anything else
+        has no route (``Route.graph`` None): dropped, never flooded."""
         if not routing:
             graph = self._confirmed
             if graph is None:
                 return Route(None, self.me)
             return graph.route(self.me, self.me, attrs)
-        graph = self._stamped.get(routing[-1])
-        if graph is not None and len(routing) >= 2:
-            return graph.route(routing[-2], self.me, attrs)
-        origin, _ = split_routing(routing)
+        last = routing[-1]
+        if last.startswith(STAMP_PREFIX):
+            routing = routing[:-1]
+            if not routing:
+                return Route(None, "")
+            graph = self._stamped.get(last)
+            if graph is not None:
+                for domain in reversed(routing):
+                    if domain in graph.node_set:
+                        return graph.route(domain, self.me, attrs)
+                return Route(None, routing[-1])
+            # a graph this router does not hold. From a router that takes
+            # part (``sender``): the origin agreed it on announcements this
+            # router has moved on from (restarted, or churned it out of its
+            # history), and the others may route it by other trees: dropped.
+            # Else this router is not in it: it came round through routers
+            # that do not take part; routed as an unstamped one.
+            graph = self._confirmed
+            if graph is None or sender is None or sender in graph.participants:
+                return Route(None, routing[-1])
         graph = self._confirmed
-        if origin is None or graph is None:
-            return Route(None, origin or "")
-        return graph.route(origin, self.me, attrs)
+        if graph is None:
+            return Route(None, routing[-1])
+        for domain in reversed(routing):
+            if domain in graph.node_set:
+                return graph.route(domain, self.me, attrs)
+        return Route(None, routing[-1])

@@ -22,6 +22,7 @@ from tests.waiting import until
 
 from .federation_util import (
     RawFederator,
+    agreed_topology,
     fed_stats,
     federated_routers,
     linked_domains,
@@ -178,6 +179,11 @@ async def test_good_packets_before_a_bad_frame_header_are_delivered(pair):
     sub = await RawClient.connected(r0.port)
     await sub.subscribe("require(before_bad_header)")
     peer = await RawFederator.linked(r0.federation_urls[0], "peer")
+    # a FedNotify first (it says the peer does not take part), then the
+    # routers agree on its link: what it sends from then on has a route
+    peer.send(FedNotify({"warm_up": 1}, True, Keys(), ("peer",)))
+    await until(lambda: "peer" in str(agreed_topology(r0)),
+                what="the routers agreeing on the peer's link")
     good = frame_fed_packet(FedNotify({"before_bad_header": 1}, True, Keys(), ("peer",)))
     peer.send_raw(good + struct.pack(">I", 0x7FFFFFF0) + b"\0" * 16)   # one write
     assert disconn_reason(await peer.until_closed()) == 4

@@ -1,0 +1,591 @@
+"""A deterministic simulation of the topology agreement (issue 40), on the
+sans-IO ``TopologyView``: no sockets, no clock, one seed per schedule.
+
+Why: exactly-once routing on trees depends on how the routers agree on a
+graph while routers die, come back, hang and links come and go. Real
+processes find such bugs only by luck; a simulation can run thousands of
+random schedules a minute and replay a failing one from its seed.
+
+What is simulated, as the federation service does it (``service.py``):
+
+* routers ``r00``..: each a ``TopologyView`` on the simulated clock, with
+  the agreement bound ``timeout``;
+* links: messages in each direction arrive in order after a random delay
+  (one TCP connection); a closed link loses what is in flight. When a link
+  comes up each end sends its marker (the term of its pull filter saying it
+  takes part); the peer is *pending* (``LinkState.participant`` None) until
+  the marker has arrived and this router's pull filters are acknowledged
+  (a round trip later, or ``timeout`` later when a peer is silent);
+  on the marker, the router sends the peer every announcement it holds;
+* announcements: a newer one goes on to every other taking part peer, and
+  each router recomputes once per turn (``set_links`` then ``refresh``), and
+  calls ``tick`` at ``next_deadline``;
+* notifications: published at a router (held while it has no confirmed
+  graph, then sent in order), stamped, forwarded to the route's children,
+  taken only from the route's parent, as ``forward`` and ``on_tree`` do
+  (one from a peer that the agreed graph does not have yet is held until a
+  graph is agreed, as ``hold_from`` does);
+  a router that does not take part (``flood``) floods by routing lists;
+* faults: kills and restarts (a new life, links redialled), silences
+  (SIGSTOP: messages wait, nothing is sent; after ``keepalive`` the
+  neighbours close its links), link closes and heals, partitions, links
+  added and removed (SIGHUP), publishing right after a restart.
+
+Checked: **never twice** (every delivery, at every moment), and **nothing
+lost after detection**: in the quiet part of each round (no fault for
+``bound`` seconds), a notification from every live router that is not
+silent reaches every router it is connected to (through links that are up,
+routers alive and not silent), exactly once.
+
+``run(seed)`` plays one schedule and returns its ``Outcome``; the
+violations it lists name the seed, which replays it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from elvin.federation.topology import STAMP_PREFIX, Announcement, LinkState, TopologyView
+
+__all__ = ["Outcome", "Simulation", "run"]
+
+
+@dataclass
+class _End:
+    """One end of a link that is up, at one router."""
+    epoch: int
+    marker: bool = False              # the peer's marker arrived (it takes part)
+    participant: bool | None = None   # as set_links gets it (None: pending)
+
+
+@dataclass
+class _Router:
+    name: str
+    flood: bool = False               # routing = "flood": takes no part
+    view: TopologyView | None = None  # None: dead (or a flooding router)
+    alive: bool = False               # until started
+    silent: bool = False
+    life: int = 0
+    silence: int = 0
+    backlog: list[tuple[str, int, tuple]] = field(default_factory=list)
+    ends: dict[str, _End] = field(default_factory=dict)
+    held: list[int] = field(default_factory=list)
+    held_in: list[tuple[str, int, tuple[str, ...]]] = field(default_factory=list)
+    agreed: Any = None                # the confirmed graph last seen
+    tick_at: float | None = None
+    update_due: bool = False
+
+
+@dataclass
+class Outcome:
+    seed: int
+    routers: int
+    events: int = 0
+    published: int = 0
+    checked: int = 0                  # notifications held to "nothing lost"
+    deliveries: int = 0
+    violations: list[str] = field(default_factory=list)
+
+
+class Simulation:
+    """One schedule: ``run()`` plays it (see the module docstring)."""
+
+    def __init__(self, seed: int, max_routers: int = 32, rounds: int = 3,
+                 flood_share: float = 0.0, timeout: float = 1.0, keepalive: float = 30.0,
+                 trace: Callable[[str], None] | None = None,
+                 links: list[tuple[int, int]] | None = None) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        rng = self.rng
+        n = 2 + int((max_routers - 1) * rng.random() ** 3)
+        n = min(n, max_routers)
+        self.names = [f"r{i:02d}" for i in range(n)]
+        self.config: set[frozenset[str]] = set()
+        for i in range(1, n):                      # a spanning tree, then chords
+            self.config.add(frozenset((self.names[i], self.names[rng.randrange(i)])))
+        for _ in range(rng.randrange(0, n + 1)):
+            a, b = rng.sample(self.names, 2) if n > 1 else (self.names[0],) * 2
+            if a != b:
+                self.config.add(frozenset((a, b)))
+        if links is not None:                      # a given graph (tests)
+            n = 1 + max(max(pair) for pair in links)
+            self.names = [f"r{i:02d}" for i in range(n)]
+            self.config = {frozenset((self.names[a], self.names[b])) for a, b in links}
+        self.max_delay = rng.choice((0.0005, 0.002, 0.01, 0.05))
+        self.timeout = timeout
+        self.keepalive = keepalive
+        self.rounds = rounds
+        self.trace = trace
+        self.now = 0.0
+        self.round_end = 0.0
+        self.last_change = 0.0
+        self.events: list[tuple[float, int, Callable[[], None]]] = []
+        self._order = itertools.count()
+        self.epochs = itertools.count(1)
+        self.up: dict[frozenset[str], int] = {}    # link -> epoch
+        self.last: dict[tuple[str, str], float] = {}
+        self.routers = {name: _Router(name) for name in self.names}
+        if flood_share and n > 2:
+            for name in self.names:
+                if rng.random() < flood_share:
+                    self.routers[name].flood = True
+        self.outcome = Outcome(seed, n)
+        self.counts: dict[int, dict[str, int]] = {}
+        self.origin: dict[int, str] = {}
+        self.notifications = itertools.count()
+
+    # -- the event queue ---------------------------------------------------------------
+    def at(self, when: float, action: Callable[[], None]) -> None:
+        heapq.heappush(self.events, (when, next(self._order), action))
+
+    def run_until(self, end: float) -> None:
+        while self.events and self.events[0][0] <= end:
+            when, _, action = heapq.heappop(self.events)
+            self.now = when
+            action()
+        self.now = max(self.now, end)
+
+    def note(self, text: str) -> None:
+        """Trace a fault or repair (the topology changes: the quiet part of a
+        round starts after the last one)."""
+        self.last_change = self.now
+        if self.trace is not None:
+            self.trace(f"{self.now:9.4f} {text}")
+
+    def delay(self) -> float:
+        return self.rng.uniform(self.max_delay / 20, self.max_delay)
+
+    # -- routers -----------------------------------------------------------------------
+    def start(self, name: str) -> None:
+        r = self.routers[name]
+        self.note(f"start {name}")
+        r.alive, r.silent, r.life = True, False, r.life + 1
+        r.ends, r.held, r.backlog, r.tick_at, r.update_due = {}, [], [], None, False
+        r.held_in, r.agreed = [], None
+        if not r.flood:
+            life_start = self.now
+            r.view = TopologyView(name, clock=lambda: 1000.0 + life_start,
+                                  monotonic=lambda: self.now, timeout=self.timeout)
+        for link in sorted(self.config, key=sorted):
+            if name in link:
+                peer = next(iter(link - {name}))
+                self.at(self.now + self.delay(), lambda p=peer: self.connect(name, p))
+        self.update_soon(r)
+
+    def kill(self, name: str) -> None:
+        r = self.routers[name]
+        if not r.alive:
+            return
+        self.note(f"kill {name}")
+        for peer in sorted(r.ends):
+            self.close(name, peer)
+        r.alive, r.silent, r.view, r.held, r.held_in = False, False, None, [], []
+
+    def stop(self, name: str) -> None:
+        r = self.routers[name]
+        if not r.alive or r.silent:
+            return
+        self.note(f"SIGSTOP {name}")
+        r.silent = True
+        r.silence += 1
+        episode = r.silence
+        self.at(self.now + self.keepalive, lambda: self.keepalive_due(name, episode))
+
+    def keepalive_due(self, name: str, episode: int) -> None:
+        r = self.routers[name]
+        if r.alive and r.silent and r.silence == episode:
+            self.note(f"keepalive closes the links of silent {name}")
+            for peer in sorted(r.ends):
+                self.close(name, peer)
+
+    def resume(self, name: str) -> None:
+        r = self.routers[name]
+        if not r.alive or not r.silent:
+            return
+        self.note(f"SIGCONT {name}")
+        r.silent = False
+        backlog, r.backlog = r.backlog, []
+        for sender, epoch, message in backlog:
+            self.receive(name, sender, epoch, message)
+        for link in sorted(self.config, key=sorted):
+            if name in link:
+                peer = next(iter(link - {name}))
+                self.at(self.now + self.delay(), lambda p=peer: self.connect(name, p))
+        self.update_soon(r)
+        self.schedule_tick(r)
+
+    # -- links -------------------------------------------------------------------------
+    def connect(self, a: str, b: str) -> None:
+        link = frozenset((a, b))
+        ra, rb = self.routers[a], self.routers[b]
+        if link in self.up or link not in self.config or not (ra.alive and rb.alive) \
+                or ra.silent or rb.silent:
+            return
+        epoch = self.up[link] = next(self.epochs)
+        self.note(f"link {a}-{b} up")
+        for me, peer in ((ra, b), (rb, a)):
+            me.ends[peer] = _End(epoch, participant=False if me.flood else None)
+            if not me.flood:
+                self.send(me.name, peer, ("marker",))
+            self.update_soon(me)
+
+    def close(self, a: str, b: str) -> None:
+        link = frozenset((a, b))
+        if self.up.pop(link, None) is None:
+            return
+        self.note(f"link {a}-{b} down")
+        for me, peer in ((a, b), (b, a)):
+            r = self.routers[me]
+            r.ends.pop(peer, None)
+            self.update_soon(r)
+
+    def send(self, a: str, b: str, message: tuple) -> None:
+        epoch = self.up.get(frozenset((a, b)))
+        if epoch is None:
+            return
+        when = max(self.now + self.delay(), self.last.get((a, b), 0.0))
+        self.last[(a, b)] = when
+        self.at(when, lambda: self.arrive(b, a, epoch, message))
+
+    def arrive(self, to: str, sender: str, epoch: int, message: tuple) -> None:
+        if self.up.get(frozenset((to, sender))) != epoch:
+            return                     # the link closed: lost in flight
+        r = self.routers[to]
+        if r.silent:
+            r.backlog.append((sender, epoch, message))
+            return
+        self.receive(to, sender, epoch, message)
+
+    def receive(self, to: str, sender: str, epoch: int, message: tuple) -> None:
+        r = self.routers[to]
+        end = r.ends.get(sender)
+        if end is None or end.epoch != epoch or not r.alive:
+            return
+        kind = message[0]
+        if kind == "marker":
+            if r.flood:
+                return
+            end.marker = True
+            view = r.view
+            assert view is not None
+            for router in sorted(view.announcements):
+                self.send(to, sender, ("ann", view.announcements[router]))
+            # ready once this router's pull filters are acknowledged: a
+            # round trip, or the bound when a peer does not answer
+            others = [p for p in r.ends if p != sender]
+            wait = 2 * self.max_delay
+            if any(self.routers[p].silent for p in others):
+                wait = self.timeout
+            life = r.life
+            self.at(self.now + self.rng.uniform(0, wait),
+                    lambda: self.ready(to, sender, epoch, life))
+        elif kind == "ann":
+            if r.flood or not end.marker:
+                return
+            view = r.view
+            assert view is not None
+            ann: Announcement = message[1]
+            if view.receive(ann):
+                for peer in sorted(r.ends):
+                    if peer != sender and r.ends[peer].marker:
+                        self.send(to, peer, ("ann", ann))
+            self.update_soon(r)
+        elif kind == "notify":
+            self.take(r, sender, message[1], message[2])
+
+    def ready(self, name: str, peer: str, epoch: int, life: int) -> None:
+        r = self.routers[name]
+        end = r.ends.get(peer)
+        if r.life != life or end is None or end.epoch != epoch:
+            return
+        end.participant = True
+        self.update_soon(r)
+
+    # -- the service's turn ------------------------------------------------------------
+    def update_soon(self, r: _Router) -> None:
+        if r.flood or r.update_due:
+            return
+        r.update_due = True
+        life = r.life
+        self.at(self.now, lambda: self.update(r, life))
+
+    def update(self, r: _Router, life: int) -> None:
+        r.update_due = False
+        if r.life != life or not r.alive or r.view is None:
+            return
+        if r.silent:
+            return                     # resume() updates
+        view = r.view
+        states = [LinkState(peer, end.participant) for peer, end in sorted(r.ends.items())]
+        changed = view.set_links(states)
+        if view.refresh() or changed:
+            self.announce(r)
+        self.after_change(r)
+
+    def announce(self, r: _Router) -> None:
+        assert r.view is not None
+        own = r.view.own
+        for peer in sorted(r.ends):
+            if r.ends[peer].marker:
+                self.send(r.name, peer, ("ann", own))
+
+    def after_change(self, r: _Router) -> None:
+        self.release(r)
+        assert r.view is not None
+        if r.view.confirmed is not r.agreed:
+            r.agreed = r.view.confirmed
+            if r.agreed is not None and r.held_in:
+                held, r.held_in = r.held_in, []
+                for sender, k, routing in held:
+                    if sender in r.ends:
+                        self.take(r, sender, k, routing)
+        self.schedule_tick(r)
+
+    def schedule_tick(self, r: _Router) -> None:
+        if r.view is None:
+            return
+        deadline = r.view.next_deadline()
+        if deadline is None or (r.tick_at is not None and r.tick_at <= deadline
+                                and r.tick_at > self.now):
+            return
+        r.tick_at = max(deadline, self.now)
+        life = r.life
+        self.at(r.tick_at, lambda: self.tick(r, life))
+
+    def tick(self, r: _Router, life: int) -> None:
+        if r.life != life or not r.alive or r.silent or r.view is None:
+            return
+        if r.tick_at is not None and r.tick_at > self.now:
+            return
+        r.tick_at = None
+        if r.view.tick():
+            self.announce(r)
+        self.after_change(r)
+
+    # -- notifications -----------------------------------------------------------------
+    def publish(self, name: str) -> int | None:
+        r = self.routers[name]
+        if not r.alive or r.silent:
+            return None
+        k = next(self.notifications)
+        self.outcome.published += 1
+        self.origin[k] = name
+        self.counts[k] = {name: 1}
+        if r.flood:
+            for peer in sorted(r.ends):
+                self.send(name, peer, ("notify", k, (name,)))
+            return k
+        r.held.append(k)
+        self.release(r)
+        return k
+
+    def release(self, r: _Router) -> None:
+        """Send what was published with no agreed graph, in order, once there is one."""
+        if r.view is None or r.view.confirmed is None:
+            return
+        held, r.held = r.held, []
+        for k in held:
+            route = r.view.route((), None)
+            assert route.graph is not None
+            out = (r.name, route.graph.stamp)
+            for child in route.children:
+                if child in r.ends:
+                    self.send(r.name, child, ("notify", k, out))
+
+    def take(self, r: _Router, sender: str, k: int, routing: tuple[str, ...]) -> None:
+        if r.name in routing:
+            return
+        if r.flood:
+            targets = [p for p in sorted(r.ends) if p not in routing]
+        else:
+            assert r.view is not None
+            route = r.view.route(routing, None, sender)
+            if route.graph is None:
+                graph = r.view.confirmed
+                if not routing[-1].startswith(STAMP_PREFIX) and (
+                        graph is None or sender not in graph.node_set):
+                    r.held_in.append((sender, k, routing))   # its link is not agreed yet
+                return
+            if route.parent != sender:
+                return                 # off the tree: dropped
+            targets = [p for p in route.children if p in r.ends and p not in routing]
+        got = self.counts[k].get(r.name, 0) + 1
+        self.counts[k][r.name] = got
+        self.outcome.deliveries += 1
+        if got > 1:
+            self.violation(f"notification {k} from {self.origin[k]} reached {r.name} "
+                           f"{got} times (routing {list(routing)})")
+        out = (r.name, *routing)
+        for peer in targets:
+            self.send(r.name, peer, ("notify", k, out))
+
+    def violation(self, text: str) -> None:
+        if self.trace is not None:
+            self.trace(f"{self.now:9.4f} VIOLATION {text}")
+        if len(self.outcome.violations) < 20:
+            self.outcome.violations.append(f"seed {self.seed} at t={self.now:.4f}: {text}")
+
+    # -- the schedule ------------------------------------------------------------------
+    def reachable(self, origin: str) -> set[str]:
+        def usable(name: str) -> bool:
+            r = self.routers[name]
+            return r.alive and not r.silent
+        seen = {origin}
+        todo = [origin]
+        while todo:
+            node = todo.pop()
+            for link in self.up:
+                if node in link:
+                    peer = next(iter(link - {node}))
+                    if peer not in seen and usable(peer):
+                        seen.add(peer)
+                        todo.append(peer)
+        return seen
+
+    def expected(self, origin: str) -> set[str]:
+        """Where a notification published now at ``origin`` must arrive: every
+        router it is connected to, except those its tree reaches through a
+        silent router that was not detected (its links are still up and
+        nothing changed since that made the routers wait for it): what is
+        sent to a hung router is lost until the keepalive notices it."""
+        want = self.reachable(origin)
+        view = self.routers[origin].view
+        graph = view.confirmed if view is not None else None
+        if graph is None:
+            return want
+        tree = graph.tree(origin)
+        for name in sorted(want):
+            node = name
+            while node in tree and node != origin:
+                node = tree[node]
+                if self.routers[node].silent:
+                    want.discard(name)
+                    break
+        return want
+
+    def fault(self) -> None:
+        """One random fault (or repair)."""
+        rng = self.rng
+        names = self.names
+        alive = [n for n in names if self.routers[n].alive]
+        dead = [n for n in names if not self.routers[n].alive]
+        silent = [n for n in names if self.routers[n].silent]
+        down = sorted(sorted(link) for link in self.config if link not in self.up)
+        up = sorted(sorted(link) for link in self.up)
+        choice = rng.random()
+        self.outcome.events += 1
+        if choice < 0.15 and len(alive) > 1:
+            victim = rng.choice(alive)
+            self.kill(victim)
+            if rng.random() < 0.7:
+                self.at(self.now + rng.uniform(0.001, self.left()),
+                        lambda: self.restart(victim))
+        elif choice < 0.25 and dead:
+            self.restart(rng.choice(dead))
+        elif choice < 0.35 and len(alive) > 1:
+            victim = rng.choice(alive)
+            self.stop(victim)
+            if rng.random() < 0.5:
+                self.at(self.now + rng.uniform(0.001, self.left()),
+                        lambda: self.resume(victim))
+        elif choice < 0.42 and silent:
+            self.resume(rng.choice(silent))
+        elif choice < 0.6 and up:
+            a, b = rng.choice(up)
+            self.close(a, b)
+            if rng.random() < 0.6:
+                self.at(self.now + rng.uniform(0.0, self.left()),
+                        lambda: self.connect(a, b))
+        elif choice < 0.72 and down:
+            a, b = rng.choice(down)
+            self.connect(a, b)
+        elif choice < 0.8 and len(names) > 2:     # a partition, healed later or not
+            side = set(rng.sample(names, rng.randrange(1, len(names))))
+            cut = [sorted(link) for link in sorted(self.up, key=sorted)
+                   if len(link & side) == 1]
+            self.note(f"partition {sorted(side)}")
+            for a, b in cut:
+                self.close(a, b)
+            if rng.random() < 0.7:
+                def heal() -> None:
+                    self.note("heal")
+                    for a, b in cut:
+                        self.connect(a, b)
+                self.at(self.now + rng.uniform(0.0, self.left()), heal)
+        elif choice < 0.9 and len(names) > 2:     # SIGHUP: a link added
+            a, b = rng.sample(names, 2)
+            link = frozenset((a, b))
+            if link not in self.config:
+                self.note(f"link {a}-{b} added")
+                self.config.add(link)
+                self.at(self.now + self.delay(), lambda: self.connect(a, b))
+        elif self.config:                         # SIGHUP: a link removed
+            a, b = sorted(rng.choice(sorted(self.config, key=sorted)))
+            self.note(f"link {a}-{b} removed")
+            self.config.discard(frozenset((a, b)))
+            self.close(a, b)
+
+    def left(self) -> float:
+        """What is left of this round's faulty part (repairs happen in it:
+        what is still broken at its end stays broken through the quiet part)."""
+        return max(0.001, self.round_end - self.now)
+
+    def restart(self, name: str, publish: bool = True) -> None:
+        r = self.routers[name]
+        if r.alive:
+            return
+        self.start(name)
+        if publish and self.rng.random() < 0.7:    # publish at once
+            self.publish(name)
+            self.at(self.now + self.max_delay * self.rng.random(),
+                    lambda: self.publish(name))
+
+    def bound(self) -> float:
+        """How long after the last fault everything must work again: the
+        agreement bound twice (a pending link, then a router waited for),
+        and announcements across the federation and back a few times."""
+        return 3 * self.timeout + 8 * len(self.names) * self.max_delay
+
+    def run(self) -> Outcome:
+        rng = self.rng
+        for name in self.names:
+            self.at(rng.uniform(0, 0.01), lambda n=name: self.restart(n, publish=False))
+        for _ in range(self.rounds):
+            start = self.now
+            span = rng.uniform(0.0, 4 * self.timeout)
+            self.round_end = start + span
+            for _ in range(rng.randrange(0, 8)):
+                self.at(start + rng.uniform(0, span), self.fault)
+            for _ in range(rng.randrange(0, 12)):
+                self.at(start + rng.uniform(0, span),
+                        lambda: self.publish(rng.choice(self.names)))
+            self.run_until(start + span)
+            # quiet: no fault from here on in this round (repairs scheduled
+            # meanwhile, such as a restart, count as changes too)
+            while self.now < self.last_change + self.bound():
+                self.run_until(self.last_change + self.bound())
+            checked = []
+            for name in self.names:
+                k = self.publish(name)
+                if k is not None and not self.routers[name].flood:
+                    checked.append((k, self.expected(name)))
+            self.run_until(self.now + 4 * len(self.names) * self.max_delay + 0.01)
+            for k, want in checked:
+                self.outcome.checked += 1
+                got = {n for n, c in self.counts[k].items() if c}
+                if got != want and not any(self.routers[n].flood for n in want):
+                    missing = sorted(want - got)
+                    self.violation(f"notification {k} from {self.origin[k]}, published "
+                                   f"{self.bound():.2f}s after the last fault, missed "
+                                   f"{missing[:8]}")
+        return self.outcome
+
+
+def run(seed: int, **settings: Any) -> Outcome:
+    """Play the schedule of ``seed`` (see ``Simulation``)."""
+    return Simulation(seed, **settings).run()

@@ -1,0 +1,174 @@
+"""The topology agreement under faults (issue 40), on the sans-IO view and
+its simulation (``elvin.federation.simulation``): never twice, nothing lost
+after detection. A failing schedule names its seed; replay it with
+``bench/federation_sim.py --replay SEED --max-routers 8``.
+"""
+
+from __future__ import annotations
+
+from elvin.federation.simulation import Simulation, run
+from elvin.federation.topology import (
+    Announcement,
+    LinkState,
+    TopologyView,
+    decode_announcement,
+    encode_announcement,
+)
+
+
+def test_random_fault_schedules_never_twice_nothing_lost_after_detection():
+    violations: list[str] = []
+    checked = faults = 0
+    for seed in range(250):
+        outcome = run(seed, max_routers=8)
+        violations.extend(outcome.violations[:1])
+        checked += outcome.checked
+        faults += outcome.events
+    assert not violations, "\n".join(violations)
+    assert checked > 1000 and faults > 1000        # the schedules did something
+
+
+def test_schedules_that_found_bugs():
+    """Seeds the long runs of bench/federation_sim.py failed on: a restarted
+    router agreeing a graph on announcements that others had moved on from
+    (its stamp then routed by other trees); a router resuming from SIGSTOP
+    whose pending link had closed meanwhile, so that its new graph was not
+    announced."""
+    violations: list[str] = []
+    for seed in (202827, 206025, 211083, 414918, 424691):
+        violations.extend(run(seed, max_routers=8).violations[:1])
+    assert not violations, "\n".join(violations)
+
+
+def test_random_fault_schedules_on_larger_federations():
+    violations: list[str] = []
+    for seed in range(1000, 1012):
+        violations.extend(run(seed, max_routers=16).violations[:1])
+    assert not violations, "\n".join(violations)
+
+
+def view_at(clock: list[float], me: str = "r0") -> TopologyView:
+    return TopologyView(me, clock=lambda: 1000.0, monotonic=lambda: clock[0], timeout=2.0)
+
+
+def test_no_graph_is_agreed_alone_while_a_peer_is_not_heard_from():
+    """The restart-then-publish bug: a router whose first link is up before
+    it has its peer's announcement must not agree a graph of its own."""
+    clock = [0.0]
+    view = view_at(clock)
+    view.set_links([LinkState("p", None)])          # up; p has said nothing yet
+    assert view.confirmed is None
+    assert view.own.links == ()                     # a pending link is not announced
+    view.set_links([LinkState("p", True)])          # p takes part; no announcement yet
+    view.refresh()
+    assert view.confirmed is None
+    # p's announcement lists the link: the graph of both, agreed once p holds it
+    view.receive(Announcement("p", 5, (LinkState("r0", True),), ()))
+    view.refresh()
+    assert view.confirmed is None and set(view.current.participants) == {"r0", "p"}
+    view.receive(Announcement("p", 6, (LinkState("r0", True),), (view.current.digest,)))
+    view.refresh()
+    assert view.confirmed is view.current
+
+
+def test_a_peer_that_stays_silent_is_not_waited_for_past_the_bound():
+    clock = [0.0]
+    view = view_at(clock)
+    view.set_links([LinkState("p", True)])
+    assert view.confirmed is None and view.next_deadline() == 2.0
+    clock[0] = 2.0
+    view.tick()
+    assert view.confirmed is not None and view.confirmed.participants == {"r0"}
+    assert view.gone == {"p": -1}
+    # ... until it answers
+    view.receive(Announcement("p", 5, (LinkState("r0", True),), ()))
+    view.refresh()
+    assert "p" not in view.gone and "p" in view.current.participants
+
+
+def test_a_pending_link_is_announced_as_one_that_does_not_take_part_after_the_bound():
+    clock = [0.0]
+    view = view_at(clock)
+    view.set_links([LinkState("avis", None)])       # no pull filter, no FedNotify yet
+    clock[0] = 2.0
+    assert view.tick() is True
+    assert view.own.links == (LinkState("avis", False),)
+    assert view.confirmed is not None and "avis" in view.confirmed.nodes
+
+
+def test_a_router_taken_for_gone_says_it_is_not():
+    view = view_at([0.0], "r1")
+    view.set_links([LinkState("r0", True)])
+    mine = view.own.sequence
+    view.receive(Announcement("r0", 9, (LinkState("r1", True),), (), (("r1", mine),)))
+    assert view.refresh() is True
+    assert view.own.sequence > mine                 # a newer announcement lifts it
+
+
+def test_what_one_router_takes_for_gone_the_others_take_too():
+    view = view_at([0.0], "r1")
+    view.set_links([LinkState("r0", True), LinkState("s", True)])
+    view.receive(Announcement("s", 3, (LinkState("r1", True),), ()))
+    view.receive(Announcement("r0", 9, (LinkState("r1", True),), (), (("s", 3),)))
+    view.refresh()
+    assert "s" not in view.current.nodes
+    view.receive(Announcement("s", 4, (LinkState("r1", True),), ()))   # s answers
+    view.refresh()
+    assert "s" in view.current.participants
+
+
+def test_gone_travels_in_the_announcement():
+    ann = Announcement("r0", 7, (LinkState("r1", True),), ("ab",), (("r2", 5),))
+    assert decode_announcement(encode_announcement(ann)) == ann
+
+
+def ring_with_chord(seed: int) -> Simulation:
+    """r0 - r1 - r2 - r3 - r0 and r0 - r2, every router started and agreed."""
+    sim = Simulation(seed, links=[(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)])
+    for name in sim.names:
+        sim.restart(name, publish=False)
+    sim.run_until(sim.bound())
+    return sim
+
+
+def deliveries(sim: Simulation, origins: list[str]) -> dict[str, dict[str, int]]:
+    published = {origin: sim.publish(origin) for origin in origins}
+    sim.run_until(sim.now + 1.0)
+    return {origin: dict(sim.counts[k]) for origin, k in published.items()}  # type: ignore[index]
+
+
+def test_a_silent_router_and_a_second_failure():
+    """r1 hangs (its links stay up), then the unrelated link r2-r3 closes:
+    the survivors agree without r1 within the bound, and from then on reach
+    each other, once."""
+    for seed in range(20):
+        sim = ring_with_chord(seed)
+        sim.stop("r01")
+        sim.close("r02", "r03")
+        sim.run_until(sim.now + sim.bound())
+        got = deliveries(sim, ["r00", "r02", "r03"])
+        for origin, counts in got.items():
+            assert counts == {"r00": 1, "r02": 1, "r03": 1}, (seed, origin, counts)
+        assert not sim.outcome.violations
+
+
+def test_restart_then_publish_at_once_in_a_mesh():
+    """The restarted router publishes as soon as it runs: never twice, and
+    once the others agree again, everywhere."""
+    mesh = [(a, b) for a in range(5) for b in range(a)]
+    for seed in range(20):
+        sim = Simulation(seed, links=mesh)
+        for name in sim.names:
+            sim.restart(name, publish=False)
+        sim.run_until(sim.bound())
+        sim.kill("r02")
+        sim.run_until(sim.now + 0.01)
+        sim.restart("r02", publish=False)
+        sim.publish("r02")                          # no link up yet: reaches nobody else
+        while not sim.routers["r02"].ends:          # the first link comes up
+            sim.run_until(sim.events[0][0])
+        first = [sim.publish("r02") for _ in range(3)]
+        sim.run_until(sim.now + sim.bound())
+        assert not sim.outcome.violations, sim.outcome.violations
+        for k in first:                             # held, then sent on the agreed graph
+            assert sim.counts[k] == {f"r0{i}": 1 for i in range(5)}, (seed, sim.counts[k])
