@@ -451,20 +451,7 @@ class Engine:
         if owned is None:
             owned = self.by_owner[owner] = {}
         owned[sub.id] = sub
-        pred = self._preds.find(placement.tree_hash, ast)
-        if pred is None and fresh is None:      # its twin went meanwhile: file it now
-            fresh = Predicate(ast, evaluate, placement.tree_hash)
-            self.index.add(fresh, placement.plan)
-        if pred is None:
-            pred = fresh
-            self._preds.add(pred)  # type: ignore[arg-type]
-            if self.pred_listener is not None:
-                self.pred_listener(ast, True)
-        else:
-            if fresh is not None:               # a twin came meanwhile: ours goes
-                self._defer(self.index.remove_steps(fresh, LINK_STEP))
-            sub.ast = pred.ast
-        pred.add(sub)  # type: ignore[union-attr]
+        pred = self._join_predicate(sub, ast, evaluate, placement, fresh)
         pred.invalidate()  # type: ignore[union-attr]
         sub.pred = pred
         return sub
@@ -499,6 +486,21 @@ class Engine:
         old_names = sub.names
         sub.ast = ast
         sub.names = placement.names
+        pred = self._join_predicate(sub, ast, evaluate, placement, fresh)
+        sub.pred = pred
+        sub.accept_insecure = accept_insecure
+        sub.keys = keys
+        sub._rekey()
+        pred.invalidate()  # type: ignore[union-attr]
+        self._defer(self._remove_refs_steps(sub, old_names - sub.names))
+        return result
+
+    def _join_predicate(self, sub: Subscription, ast: Node, evaluate: Callable,
+                        placement: Placement, fresh: Predicate | None) -> Predicate:
+        """The last step of ``add_steps`` and ``modify_steps``: ``sub`` joins
+        the predicate of its tree. A twin filed while the steps ran wins (our
+        ``fresh`` one is let go of in deferred steps); if the twin went
+        meanwhile and nothing was filed, the predicate is filed now."""
         pred = self._preds.find(placement.tree_hash, ast)
         if pred is None and fresh is None:      # its twin went meanwhile: file it now
             fresh = Predicate(ast, evaluate, placement.tree_hash)
@@ -509,17 +511,11 @@ class Engine:
             if self.pred_listener is not None:
                 self.pred_listener(ast, True)
         else:
-            if fresh is not None:
+            if fresh is not None:               # a twin came meanwhile: ours goes
                 self._defer(self.index.remove_steps(fresh, LINK_STEP))
             sub.ast = pred.ast
         pred.add(sub)  # type: ignore[union-attr]
-        sub.pred = pred
-        sub.accept_insecure = accept_insecure
-        sub.keys = keys
-        sub._rekey()
-        pred.invalidate()  # type: ignore[union-attr]
-        self._defer(self._remove_refs_steps(sub, old_names - sub.names))
-        return result
+        return pred  # type: ignore[return-value]
 
     def _give_up(self, fresh: Predicate | None, sub: Subscription,
                  extra: frozenset[str]) -> None:
