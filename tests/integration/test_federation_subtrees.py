@@ -171,9 +171,14 @@ async def test_flood_router_in_the_ring_still_gets_what_is_behind_it():
         wait_linked(routers, RING4, timeout=60)
         subscriber = await Subscriber.at(routers[3].port)
         try:
+            # at the producer's router too: r1 sends a child only what a router
+            # at or below it wants, so until r3's subscription has reached r1
+            # through r0 and r2, r1 rightly sends nothing
             await until(lambda: pull_wants(routers[0], "r3", "Seq")
-                        and pull_wants(routers[2], "r3", "Seq"),
-                        what="r3's subscription at r0 and r2")
+                        and pull_wants(routers[2], "r3", "Seq")
+                        and pull_wants(routers[1], "r0", "Seq")
+                        and pull_wants(routers[1], "r2", "Seq"),
+                        what="r3's subscription at r0, r2 and the producer's r1")
             await publish_and_settle(routers, 1, subscriber, COUNT, "r1")
         finally:
             await subscriber.close()
