@@ -23,6 +23,12 @@ link``, whose peer sends pull filters). Their rules are the same:
   compile stops at its next checkpoint, or never starts: ``elvin.subscription.
   cancel``), forgets what is held, and ``finish`` then tells the job's
   completion that its result must be dropped, not linked in.
+* **What was accepted is still owed.** A peer that hangs up after sending a
+  notification has had it accepted: ``leave`` is ``release`` for that case.
+  It does not cancel a job started with ``keep`` (delivering a notification)
+  and gives back that job and the packets held behind it, which the owner
+  still acts on (its notifications, not its requests: nobody waits for a
+  reply).
 
 Sans-IO: a job is anything with ``cancel()`` (an ``asyncio.Future``); nothing
 here reads a socket or schedules a callback.
@@ -66,11 +72,12 @@ class Backlog:
     """Packets (bodies, or a final ``Violation``) not acted on yet, and the job
     they wait for."""
 
-    __slots__ = ("items", "job", "held", "released", "hold_limit")
+    __slots__ = ("items", "job", "keep", "held", "released", "hold_limit")
 
     def __init__(self, hold_limit: int = HOLD_LIMIT) -> None:
         self.items: deque[bytes | Violation] = deque()
         self.job: Job | None = None
+        self.keep = False               # the job is owed even if the peer goes
         self.held = 0                   # bytes in ``items``
         self.released = False
         self.hold_limit = hold_limit
@@ -119,14 +126,17 @@ class Backlog:
         self.held = 0
 
     # -- the job ------------------------------------------------------------------
-    def start(self, job: Job) -> None:
-        """``job`` runs now; what arrives meanwhile waits for it."""
+    def start(self, job: Job, keep: bool = False) -> None:
+        """``job`` runs now; what arrives meanwhile waits for it. ``keep``: it
+        finishes even if the peer goes (``leave``)."""
         if self.released:
-            job.cancel()
+            if not keep:
+                job.cancel()
             return
         if self.job is not None:
             raise RuntimeError("a peer has at most one job at a time")
         self.job = job
+        self.keep = keep
 
     def finish(self, job: Job) -> bool:
         """``job`` is done: True if its result is to be used (it is this
@@ -143,3 +153,18 @@ class Backlog:
         self.clear()
         if job is not None:
             job.cancel()
+
+    def leave(self) -> tuple[Job | None, list[bytes]]:
+        """The peer hung up: released as by ``release``, except that a job
+        started with ``keep`` goes on; that job (or None) and the packets held
+        (those before a ``Violation``), which are still owed."""
+        kept = self.job if self.keep else None
+        owed: list[bytes] = []
+        for item in self.items:
+            if type(item) is not bytes:
+                break
+            owed.append(item)
+        if kept is not None:
+            self.job = None             # forgotten, not cancelled
+        self.release()
+        return kept, owed

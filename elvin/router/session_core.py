@@ -51,6 +51,11 @@ in request order -- except TestConn, answered as it arrives (liveness never
 waits for work). The compile belongs to the session: ``lost`` (or any
 release) cancels it, and a result that comes anyway is dropped.
 
+Accepted is owed: a notification whose frame arrived whole is delivered even
+if its producer hangs up at once (``lost``): the one being matched in steps
+or decoded off the loop goes on, and those held behind it follow, in order
+(``_owed``). Requests held then are dropped: nobody waits for their replies.
+
 SecRqst (7.4.8): adding a key that is already registered, or removing one
 that is not, is a protocol error, answered with KEY_EXISTS / NO_SUCH_KEY
 and nothing is changed (the request is atomic). Avis silently ignores such
@@ -148,6 +153,7 @@ _CONF_CONN = frame(ConfConn())
 _ZERO4 = b"\0\0\0\0"
 _ONE4 = b"\0\0\0\1"
 _NOTIFY_EMIT = int(PacketId.NOTIFY_EMIT).to_bytes(4, "big")
+_UNOTIFY = int(PacketId.UNOTIFY).to_bytes(4, "big")
 #: SubRply for SubAddRqst, framed directly (the reply of a registration
 #: burst: no packet object, no generic encoder): length, id, xid, sub id
 _SUB_RPLY = struct.Struct(">IiIQ")
@@ -290,6 +296,8 @@ class SessionCore:
         #: packets not handled yet, and the compile they wait for
         self.backlog = Backlog()
         self._pending: _Pending | None = None
+        #: the wide NotifyEmit being decoded off the loop, and its body
+        self._wide: tuple[Any, bytes] | None = None
         #: called when a compile finished and packets wait again (the channel
         #: schedules its next turn); None: nobody to tell (tests drain directly)
         self.on_ready: Callable[[], None] | None = None
@@ -410,7 +418,10 @@ class SessionCore:
         """The channel is gone: release everything, and let go of the channel
         (it holds this core: the two would be a reference cycle, kept until
         a full collection)."""
+        state, producer = self.state, self.owner
         self.state = CLOSED
+        if not self.released and (state is CONNECTED or state is UNOTIFY):
+            self._owed(state, producer)
         self._release()
         self.io = _DETACHED
         self.owner = None
@@ -592,18 +603,23 @@ class SessionCore:
         if self.state is NEW:
             self.state = UNOTIFY
             self.io.started()
+        prepared = self._unotify_prepared(p)
+        if prepared is not None:
+            self.host.deliver(*prepared, producer=self.owner)
+
+    def _unotify_prepared(self, p: UNotify) -> tuple | None:
+        """An UNotify's arguments for ``deliver``, or None if it is discarded."""
         if p.client_major_version != 4 or p.client_minor_version > 0:
             log.debug("%s: UNotify version %d.%d discarded", self.peer,
                       p.client_major_version, p.client_minor_version)
-            return
+            return None
         try:
             check_keys(p.keys)
         except KeyRefused:
             log.debug("%s: UNotify with bad keys ignored", self.peer)
-            return
+            return None
         self.host.stats.notifications_in += 1
-        self.host.deliver(p.attributes, None, p.deliver_insecure,
-                          prepare_notification(p.keys), producer=self.owner)
+        return p.attributes, None, p.deliver_insecure, prepare_notification(p.keys)
 
     def _notify_emit(self, body: bytes) -> None:
         """NotifyEmit, hot path: the attributes are decoded once and their XDR
@@ -614,7 +630,8 @@ class SessionCore:
         if len(body) > WIDE_NOTIFICATION:
             job = self.host.run_off_loop(len(body), functools.partial(
                 _decode_notify_emit, body, self.limits))
-            self.backlog.start(job)     # cancelled if the session is released
+            self.backlog.start(job, keep=True)  # owed even if the client goes
+            self._wide = (job, body)
             job.add_done_callback(functools.partial(self._notify_emit_decoded, body))
             return
         try:
@@ -629,8 +646,9 @@ class SessionCore:
 
     def _notify_emit_decoded(self, body: bytes, job: Any) -> None:
         """(A wide NotifyEmit decoded, on the loop.)"""
+        self._wide = None
         if not self.backlog.finish(job):
-            return                      # released meanwhile
+            return                      # released meanwhile (``_owed_steps`` has it)
         exc = job.exception()
         if isinstance(exc, LimitError):
             log.debug("%s: NotifyEmit over the limits ignored: %s", self.peer, exc)
@@ -645,30 +663,87 @@ class SessionCore:
 
     def _emit(self, body: bytes, attrs: dict, end: int, deliver_insecure: bool,
               keys: Keys | None) -> None:
+        # matched a millisecond at a time (40,000 regex() subscriptions to
+        # evaluate: 0.4-1.6 s; a pattern that overruns its own limit ends a
+        # step): the first step now, the rest as this session's job, so its
+        # next notification waits for it
+        steps = self._emit_steps(body, attrs, end, deliver_insecure, keys, self.owner)
+        if steps is None:
+            return
+        try:
+            next(steps)
+        except StopIteration:
+            return
+        job = self.host.link_later(steps)
+        self.backlog.start(job, keep=True)  # owed even if the client goes
+        job.add_done_callback(self._emitted)
+
+    def _emit_steps(self, body: bytes, attrs: dict, end: int, deliver_insecure: bool,
+                    keys: Keys | None, producer: Any) -> Any:
+        """A decoded NotifyEmit's delivery as steps, or None if its keys are refused."""
         if keys:
             try:
                 check_keys(keys)
             except KeyRefused:
                 log.debug("%s: NotifyEmit with bad keys ignored", self.peer)
-                return
+                return None
             nkeys = prepare_notification(self.nfn_keys | keys)
         else:
             nkeys = self.nfn_prepared
         host = self.host
         host.stats.notifications_in += 1
-        # matched a millisecond at a time (40,000 regex() subscriptions to
-        # evaluate: 0.4-1.6 s; a pattern that overruns its own limit ends a
-        # step): the first step now, the rest as this session's job, so its
-        # next notification waits for it
-        steps = host.deliver_steps(attrs, body[4:end], deliver_insecure, nkeys,
-                                   producer=self.owner)
-        try:
-            next(steps)
-        except StopIteration:
-            return
-        job = host.link_later(steps)
-        self.backlog.start(job)         # cancelled if the session is released
-        job.add_done_callback(self._emitted)
+        return host.deliver_steps(attrs, body[4:end], deliver_insecure, nkeys,
+                                  producer=producer)
+
+    def _owed(self, state: str, producer: Any) -> None:
+        """The client hung up: what it sent before is delivered all the same
+        (it was accepted: a producer that writes its notifications and closes
+        its socket at once loses none), in order, a few milliseconds per turn
+        (``Backlog.leave``; its requests are dropped, nobody waits for them)."""
+        inflight, held = self.backlog.leave()
+        wide = self._wide if inflight is not None and self._wide is not None \
+            and self._wide[0] is inflight else None
+        owed = [body for body in held
+                if body[:4] == _UNOTIFY or (state is CONNECTED and body[:4] == _NOTIFY_EMIT)]
+        if inflight is not None or owed:
+            self.host.link_later(self._owed_steps(inflight, wide, owed, producer))
+
+    def _owed_steps(self, inflight: Any, wide: tuple[Any, bytes] | None,
+                    owed: list[bytes], producer: Any) -> Any:
+        """(The steps of ``_owed``: each waits for the one before.)"""
+        if inflight is not None:
+            yield inflight              # parked until it is matched, or decoded
+            decoded = _outcome(inflight) if wide is not None else None
+            steps = None if decoded is None else \
+                self._emit_steps(wide[1], *decoded, producer)
+            if steps is not None:
+                yield from steps
+        for body in owed:
+            yield
+            if body[:4] == _NOTIFY_EMIT:
+                if len(body) > WIDE_NOTIFICATION:
+                    job = self.host.run_off_loop(len(body), functools.partial(
+                        _decode_notify_emit, body, self.limits))
+                    yield job           # parked while it is decoded off the loop
+                    decoded = _outcome(job)
+                    if decoded is None:
+                        continue
+                else:
+                    try:
+                        decoded = _decode_notify_emit(body, self.limits)
+                    except ProtocolError:   # LimitError too: it was never accepted
+                        continue
+                steps = self._emit_steps(body, *decoded, producer)
+            else:
+                try:
+                    packet = decode_packet(body, self.limits)
+                except ProtocolError:
+                    continue
+                prepared = self._unotify_prepared(packet) if type(packet) is UNotify else None
+                steps = None if prepared is None else \
+                    self.host.deliver_steps(*prepared, producer=producer)
+            if steps is not None:
+                yield from steps
 
     def _emitted(self, job: Any) -> None:
         """(A notification matched in steps was delivered, on the loop.)"""
@@ -1037,6 +1112,17 @@ class SessionCore:
             return
         self.host.quench.remove(q)
         self.send(QnchRply(p.xid, q.id))
+
+
+def _outcome(job: Any) -> Any:
+    """A done job's result; None if it failed or was cancelled (a decode of
+    a NotifyEmit over the limits, or malformed: it was never accepted)."""
+    try:
+        if job.exception() is None:
+            return job.result()
+    except BaseException:   # noqa: BLE001 - CancelledError: the router is stopping
+        pass
+    return None
 
 
 def _decode_notify_emit(body: bytes, limits: Limits) -> tuple[dict, int, bool, Keys | None]:

@@ -8,6 +8,12 @@ with a future is a session's (its later packets wait for it: the SubRply
 goes once the subscription is linked); cancelling the future closes the
 generator, which then gives up what it did (or leaves that to the engine's
 deferred work).
+
+A step may yield a future (anything with ``done`` and ``add_done_callback``,
+as ``run_off_loop`` gives): the job is parked, costing no turns, until the
+future is done, and then goes on. That is how work that must keep an order
+waits for work done elsewhere (a gone producer's notifications wait for the
+one being matched and for a wide one decoded off the loop).
 """
 
 from __future__ import annotations
@@ -52,22 +58,27 @@ class StepRunner(TurnLoop):
         self._kick()
 
     def finish(self) -> None:
-        """Run everything still queued to its end, now (the router is stopping)."""
+        """Run everything still queued to its end, now (the router is stopping;
+        a job parked on a future still waits for it)."""
         while self.jobs:
-            generator, future = self.jobs.popleft()
-            self._step(generator, future, float("inf"))
+            self._step(*self.jobs.popleft(), float("inf"))
 
     def _step(self, generator: Generator, future: asyncio.Future | None,
-              deadline: float) -> bool:
-        """Steps of one job until ``deadline``; True once it is over."""
+              deadline: float) -> bool | None:
+        """Steps of one job until ``deadline``; True once it is over, None
+        when it parked on a future (``_park``)."""
         if future is not None and future.done():    # cancelled: give up
             generator.close()
             return True
         clock = time.perf_counter
         try:
             while True:
-                next(generator)
+                waits = next(generator)
                 self.steps += 1
+                if waits is not None and hasattr(waits, "add_done_callback"):
+                    if not waits.done():
+                        self._park(generator, future, waits)
+                        return None
                 if clock() > deadline:
                     return False
         except StopIteration as stop:
@@ -79,6 +90,14 @@ class StepRunner(TurnLoop):
                 future.set_exception(exc)
         return True
 
+    def _park(self, generator: Generator, future: asyncio.Future | None,
+              waits: Any) -> None:
+        """The job waits for ``waits`` out of the round, then rejoins it."""
+        def resume(_: Any) -> None:
+            self.jobs.append((generator, future))
+            self._kick()
+        waits.add_done_callback(resume)
+
     # -- TurnLoop -------------------------------------------------------------------------
     def _has_work(self) -> bool:
         return bool(self.jobs)
@@ -87,10 +106,11 @@ class StepRunner(TurnLoop):
         jobs = self.jobs
         while jobs:
             generator, future = jobs[0]
-            if self._step(generator, future, deadline):
-                jobs.popleft()
-            else:
+            over = self._step(generator, future, deadline)
+            if over is False:
                 jobs.rotate(-1)
+            else:               # over, or parked (it rejoins when its future is done)
+                jobs.popleft()
             if time.perf_counter() > deadline:
                 break
 
