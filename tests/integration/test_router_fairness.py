@@ -303,17 +303,17 @@ async def test_slow_regexes_cost_their_own_subscriptions_only(router, caplog):
     for i in range(30):
         loader.notify({"Message": "a" * 40 + "b", "Slow": i})
     await loader.drain()
-    first = await consumer.expect(NotifyDeliver, timeout=15)
+    first = await consumer.expect(NotifyDeliver, timeout=120)
     assert first.attributes["Slow"] == 0
     producer.notify({"Bystander": 1})
     seen = [first.attributes["Slow"]]
     while True:
-        packet = await consumer.expect(NotifyDeliver, timeout=15)
+        packet = await consumer.expect(NotifyDeliver, timeout=120)
         if "Bystander" in packet.attributes:
             break
         seen.append(packet.attributes["Slow"])
     while len(seen) < 30:            # none missed, the ones after the bystander too
-        seen.append((await consumer.expect(NotifyDeliver, timeout=15)).attributes["Slow"])
+        seen.append((await consumer.expect(NotifyDeliver, timeout=120)).attributes["Slow"])
     assert seen == list(range(30))
     overruns = router.call(lambda: router.router.stats.pattern_overruns)
     assert overruns >= 7             # every distinct slow expression was charged
