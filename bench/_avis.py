@@ -117,13 +117,13 @@ def start_avis_pair() -> Router:
     first = _start_avis_process([
         f"Listen=elvin://127.0.0.1:{ports[0]}", "Federation.Activated=yes",
         "Federation.Router-Name=avis-a", f"Federation.Listen=ewaf://127.0.0.1:{fed}",
-        "Federation.Subscribe[Peer]=TRUE", "Federation.Provide[Peer]=TRUE",
+        "Federation.Subscribe[Peer]=require(Seq)", "Federation.Provide[Peer]=TRUE",
         "Federation.Apply-Class[Peer]=@127.0.0.1 @localhost"], ports[0], deadline)
     try:
         second = _start_avis_process([
             f"Listen=elvin://127.0.0.1:{ports[1]}", "Federation.Activated=yes",
             "Federation.Router-Name=avis-b", f"Federation.Connect[Peer]=ewaf://127.0.0.1:{fed}",
-            "Federation.Subscribe[Peer]=TRUE", "Federation.Provide[Peer]=TRUE"],
+            "Federation.Subscribe[Peer]=require(Seq)", "Federation.Provide[Peer]=TRUE"],
             ports[1], deadline)
     except BaseException:
         stop_processes([first])

@@ -58,6 +58,9 @@ WORKLOADS: dict[str, Callable[[int], str]] = {
         f'fold-case(User) == "person{i}" || Host == "host{i}"',
         f'Price * 2 > {i} && Volume - 10 <= {i * 3}',
     )[i % 5],
+    # numeric windows and string prefixes (``bench/_scale.py``'s rangeprefix)
+    "rangeprefix": lambda i: (f"Seq >= {20 * (i // 2) + 10} && Seq < {20 * (i // 2) + 20}"
+                              if i % 2 == 0 else f'begins-with(Text, "p{i // 2}")'),
 }
 
 
