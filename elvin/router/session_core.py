@@ -80,6 +80,7 @@ from elvin.protocol import (
     DisconnReason,
     DisconnRply,
     DisconnRqst,
+    DropWarn,
     FrameDecoder,
     LimitError,
     Nack,
@@ -107,6 +108,7 @@ from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Job, Violation
 from elvin.protocol.limits import FIELD_OPTIONS, Limits
 from elvin.protocol.xdr import decode_sub_add_rqst
 from elvin.router.announcer import FIRST_STEP
+from elvin.router.clientstats import ClientCounters
 from elvin.router.engine import WIDE
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
@@ -145,6 +147,7 @@ INTERNAL_PEER = ("in-process", 0)
 OFF_LOOP_LENGTH = 256      # longer ones take 5-20 ms to compile: the worker does them
 
 _CONF_CONN = frame(ConfConn())
+_DROP_WARN = frame(DropWarn())
 _ZERO4 = b"\0\0\0\0"
 _ONE4 = b"\0\0\0\1"
 _NOTIFY_EMIT = int(PacketId.NOTIFY_EMIT).to_bytes(4, "big")
@@ -181,6 +184,8 @@ class SessionHost(Protocol):
     quench: Any
     stats: Any
     config: Any
+    #: the publish limit's buckets (elvin.router.clientstats.PublishLimit)
+    publish_limit: Any
     initial_options: SessionOptions
     initial_limits: Limits
 
@@ -287,6 +292,9 @@ class SessionCore:
         self.nfn_prepared = None
         self.errors = 0
         self.released = False
+        #: this channel's figures, and its publish limit's bucket (elvin.router.clientstats)
+        self.counters = ClientCounters()
+        self._bucket: Any = None
         #: packets not handled yet, and the compile they wait for
         self.backlog = Backlog()
         self._pending: _Pending | None = None
@@ -308,6 +316,7 @@ class SessionCore:
         violation after the good frames before it."""
         if self.state is CLOSING or self.state is CLOSED:
             return
+        self.counters.bytes_in += len(data)
         bad = None
         try:
             bodies = self.decoder.feed_frames(data)
@@ -602,6 +611,9 @@ class SessionCore:
             log.debug("%s: UNotify with bad keys ignored", self.peer)
             return
         self.host.stats.notifications_in += 1
+        self.counters.notifications_in += 1
+        if self.host.config.publish_rate and self._throttled():
+            return
         self.host.deliver(p.attributes, None, p.deliver_insecure,
                           prepare_notification(p.keys), producer=self.owner)
 
@@ -651,24 +663,55 @@ class SessionCore:
             except KeyRefused:
                 log.debug("%s: NotifyEmit with bad keys ignored", self.peer)
                 return
-            nkeys = prepare_notification(self.nfn_keys | keys)
-        else:
-            nkeys = self.nfn_prepared
         host = self.host
+        counters = self.counters
         host.stats.notifications_in += 1
+        counters.notifications_in += 1
+        if host.config.publish_rate and self._throttled():
+            return
+        nkeys = prepare_notification(self.nfn_keys | keys) if keys else self.nfn_prepared
         # matched a millisecond at a time (40,000 regex() subscriptions to
         # evaluate: 0.4-1.6 s; a pattern that overruns its own limit ends a
         # step): the first step now, the rest as this session's job, so its
         # next notification waits for it
+        clock = time.perf_counter
+        started = clock()
         steps = host.deliver_steps(attrs, body[4:end], deliver_insecure, nkeys,
                                    producer=self.owner)
         try:
             next(steps)
         except StopIteration:
+            counters.match_seconds += clock() - started
             return
-        job = host.link_later(steps)
+        counters.match_seconds += clock() - started
+        job = host.link_later(_timed(steps, counters))
         self.backlog.start(job)         # cancelled if the session is released
         job.add_done_callback(self._emitted)
+
+    def _throttled(self) -> bool:
+        """This notification is over the publish limit (``publish-rate``,
+        ``publish-burst``; elvin.router.clientstats): then it is dropped,
+        counted, and the publisher gets a DropWarn (at most one per
+        ``DROP_WARN_INTERVAL``; never on a session-less channel, which the
+        router sends nothing). The router's in-process clients are not limited."""
+        peer = self.peer
+        if peer == INTERNAL_PEER:
+            return False
+        config = self.host.config
+        rate = config.publish_rate
+        burst = config.publish_burst or max(rate, 1)
+        now = time.monotonic()
+        bucket = self._bucket
+        if bucket is None or bucket.rate != rate or bucket.burst != burst:
+            address = peer[0] if isinstance(peer, tuple) and peer else peer
+            bucket = self._bucket = self.host.publish_limit.bucket(address, rate, burst, now)
+        if bucket.take(now):
+            return False
+        self.counters.throttled += 1
+        self.host.stats.throttled += 1
+        if self.counters.drop_warn_due(now) and self.state is CONNECTED:
+            self.io.write(_DROP_WARN)
+        return True
 
     def _emitted(self, job: Any) -> None:
         """(A notification matched in steps was delivered, on the loop.)"""
@@ -1051,6 +1094,24 @@ def _decode_notify_emit(body: bytes, limits: Limits) -> tuple[dict, int, bool, K
     # keys (or something odd): the general decoder says which
     packet = decode_packet(body, limits)
     return attrs, end, packet.deliver_insecure, packet.keys  # type: ignore[attr-defined]
+
+
+def _timed(steps: Any, counters: ClientCounters) -> Any:
+    """The steps of a match, each timed into ``counters.match_seconds``
+    (a match long enough to be run over several loop turns)."""
+    clock = time.perf_counter
+    try:
+        while True:
+            started = clock()
+            try:
+                next(steps)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                counters.match_seconds += clock() - started
+            yield
+    finally:
+        steps.close()
 
 
 _HANDLERS: dict[type, Callable[[SessionCore, Any], None]] = {
