@@ -10,12 +10,12 @@ import asyncio
 import dataclasses
 import io
 
-from elvin.protocol import DropWarn, NotifyDeliver
+from elvin.protocol import DropWarn, NotifyDeliver, UNotify
 from elvin.router.clientstats import TOP_CLIENTS
 from elvin.router.metrics import exposition
 from elvin.router.reload import apply_config
 from elvin.router.status import format_status, router_status
-from tests.waiting import until
+from tests.waiting import until, wait_until
 
 from .rawclient import RawClient
 
@@ -104,6 +104,12 @@ async def test_a_publisher_over_its_limit_gets_dropwarn_and_others_are_unaffecte
     sibling.notify({"Seq": 100, "From": "sibling"})
     await until(lambda: rows_of(router)[name_of(sibling)]["throttled"] == 1,
                 what="the sibling's notification throttled")
+    # a session-less UNotify from there too: dropped and counted, never answered
+    unotify = await RawClient.open(router.port)
+    unotify.send(UNotify(4, 0, {"Seq": 200, "From": "unotify"}))
+    await until(lambda: rows_of(router).get(name_of(unotify), {}).get("throttled") == 1,
+                what="the UNotify throttled")
+    await unotify.nothing(0.2)
     # a publisher from another address has a bucket of its own: all of its
     # burst arrives, after what the router kept of the flooder's (handled before)
     other = await connected_from(router.port, "127.0.0.2")
@@ -117,9 +123,9 @@ async def test_a_publisher_over_its_limit_gets_dropwarn_and_others_are_unaffecte
     assert rows_of(router)[name_of(other)]["throttled"] == 0
     assert [p for p in other.held() if isinstance(p, DropWarn)] == []
     status = router.call(router_status, router.router)
-    assert status["counters"]["throttled"] == 18
+    assert status["counters"]["throttled"] == 19
     assert status["publish_limit"] == {"rate": 0.001, "burst": 3.0, "per": "address"}
-    assert "elvind_throttled_total 18" in exposition(status)
+    assert "elvind_throttled_total 19" in exposition(status)
 
     # a reload that lifts the limit applies to the next notification
     new = dataclasses.replace(router.router.config, publish_rate=0, publish_burst=0)
@@ -128,5 +134,50 @@ async def test_a_publisher_over_its_limit_gets_dropwarn_and_others_are_unaffecte
     assert ok and "publish-rate (0.001 -> 0)" in message
     flooder.notify({"Seq": 20, "From": "flooder"})
     assert (await consumer.expect(NotifyDeliver)).attributes["Seq"] == 20
-    for client in (consumer, flooder, sibling, other):
+    for client in (consumer, flooder, sibling, unotify, other):
         await client.close()
+
+
+def test_elvind_reads_the_limit_from_its_file_and_its_metrics_show_the_clients(tmp_path):
+    """The whole path in a real elvind: the file's settings, the limit, /metrics."""
+    import subprocess
+    import urllib.request
+
+    from .process_util import ELVIND, free_port, stop, wait_listening
+
+    port, metrics_port = free_port(), free_port()
+    config = tmp_path / "r.toml"
+    config.write_text(f'listen = "elvin://127.0.0.1:{port}"\n'
+                      f'status-file = "{tmp_path / "status.json"}"\n'
+                      f'metrics = "127.0.0.1:{metrics_port}"\n'
+                      "publish-rate = 0.001\npublish-burst = 2\n")
+    proc = subprocess.Popen([*ELVIND, "--config", str(config)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+    def scrape() -> str:
+        url = f"http://127.0.0.1:{metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            return reply.read().decode()
+
+    async def publish() -> str:
+        client = await RawClient.connected(port)
+        for seq in range(5):
+            client.notify({"Seq": seq})
+        await client.expect(DropWarn)
+        name = name_of(client)
+        await until(lambda: f'elvind_client_throttled{{client="{name}"}} 3' in scrape(),
+                    what="the client's 3 throttled notifications in /metrics")
+        await client.close()
+        return name
+
+    try:
+        wait_listening(port, proc)
+        wait_listening(metrics_port, proc)
+        name = asyncio.run(publish())
+        assert "elvind_throttled_total 3" in scrape()
+        # a client that went is shown no more (the router's total stays)
+        wait_until(lambda: f'client="{name}"' not in scrape(), what="the gone client unshown")
+        assert "elvind_throttled_total 3" in scrape()
+    finally:
+        stop(proc)
+        proc.communicate()
