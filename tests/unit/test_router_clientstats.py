@@ -114,3 +114,29 @@ def test_status_says_the_limit_and_the_busiest_clients():
     out = io.StringIO()
     format_status({"running": True, "counters": {}}, out)
     assert "publish limit: off (0 throttled)\n" in out.getvalue()
+
+
+def test_the_core_drops_counts_and_warns_except_for_in_process_clients():
+    """A SessionCore with the router's sans-IO parts (the session core's
+    test host): over the burst, no delivery and one DropWarn; the router's
+    in-process clients (its mobility proxy) are never limited."""
+    from elvin.protocol import ConnRqst, DropWarn, NotifyEmit
+    from elvin.router.session_core import INTERNAL_PEER
+    from tests.unit.test_router_session_core import Channel, Host
+
+    host = Host()
+    host.publish_limit = PublishLimit()
+    host.config.publish_rate, host.config.publish_burst = 0.001, 2
+    outside, inside = Channel(host), Channel(host)
+    inside.core.peer = INTERNAL_PEER
+    for channel in (outside, inside):
+        channel.feed(ConnRqst(1, 4, 0, {}))
+    out = outside.feed(*(NotifyEmit({"N": n}) for n in range(4)))
+    assert [d["N"] for d in host.delivered] == [0, 1]
+    assert [type(p) for p in out] == [DropWarn]          # one for the run of two
+    assert outside.core.counters.throttled == 2 == host.stats.throttled
+    assert outside.core.counters.notifications_in == 4
+    host.delivered.clear()
+    assert inside.feed(*(NotifyEmit({"N": n}) for n in range(4))) == []
+    assert [d["N"] for d in host.delivered] == [0, 1, 2, 3]
+    assert inside.core.counters.throttled == 0
