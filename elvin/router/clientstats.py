@@ -31,12 +31,13 @@ clock.
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["DROP_WARN_INTERVAL", "TOP_CLIENTS", "ClientCounters", "PublishLimit",
-           "TokenBucket", "client_name", "top_clients", "top_clients_text"]
+           "TokenBucket", "client_name", "timed_steps", "top_clients", "top_clients_text"]
 
 #: how many clients the status, the metrics and the statistics notification show
 TOP_CLIENTS = 10
@@ -50,7 +51,7 @@ class ClientCounters:
     deliveries (on the loop, all steps of a stepped match included)."""
 
     __slots__ = ("notifications_in", "bytes_in", "notifications_out", "bytes_out", "drops",
-                 "throttled", "match_seconds", "drop_warned_at")
+                 "throttled", "match_seconds", "drop_warned_at", "bucket")
 
     def __init__(self) -> None:
         self.notifications_in = 0
@@ -62,6 +63,8 @@ class ClientCounters:
         self.match_seconds = 0.0
         #: when the last DropWarn for the publish limit went (monotonic), None: never
         self.drop_warned_at: float | None = None
+        #: the channel's publish-limit bucket (its address's), once it published
+        self.bucket: TokenBucket | None = None
 
     def drop_warn_due(self, now: float) -> bool:
         """A notification was throttled at ``now``: True when a DropWarn is
@@ -114,6 +117,22 @@ class PublishLimit:
     def __len__(self) -> int:
         return len(self._buckets)
 
+    def admits(self, counters: ClientCounters, peer: Any, config: Any, now: float) -> bool:
+        """One notification of the channel ``counters`` belong to, from
+        ``peer``, at ``now``, under ``config``'s ``publish_rate`` and
+        ``publish_burst``: True if it goes, False (and counted) if over the
+        limit."""
+        rate = config.publish_rate
+        burst = config.publish_burst or max(rate, 1)
+        bucket = counters.bucket
+        if bucket is None or bucket.rate != rate or bucket.burst != burst:
+            address = peer[0] if isinstance(peer, tuple) and peer else peer
+            bucket = counters.bucket = self.bucket(address, rate, burst, now)
+        if bucket.take(now):
+            return True
+        counters.throttled += 1
+        return False
+
     def bucket(self, address: Any, rate: float, burst: float, now: float) -> TokenBucket:
         """The bucket of ``address`` for ``rate``/``burst`` (a new one when
         there is none with these figures; the old one's fill is kept, up
@@ -126,6 +145,25 @@ class PublishLimit:
             fresh.tokens = min(float(burst), bucket.tokens + (now - bucket.at) * bucket.rate)
         self._buckets[address] = fresh
         return fresh
+
+
+def timed_steps(steps: Any, counters: ClientCounters) -> Any:
+    """The steps of a match (``Router.deliver_steps``), each timed into
+    ``counters.match_seconds``: a match long enough to be run over several
+    loop turns. Closing it closes ``steps``."""
+    clock = time.perf_counter
+    try:
+        while True:
+            started = clock()
+            try:
+                next(steps)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                counters.match_seconds += clock() - started
+            yield
+    finally:
+        steps.close()
 
 
 def client_name(peer: Any) -> str:

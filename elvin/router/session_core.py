@@ -108,7 +108,7 @@ from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Job, Violation
 from elvin.protocol.limits import FIELD_OPTIONS, Limits
 from elvin.protocol.xdr import decode_sub_add_rqst
 from elvin.router.announcer import FIRST_STEP
-from elvin.router.clientstats import ClientCounters
+from elvin.router.clientstats import ClientCounters, timed_steps
 from elvin.router.engine import WIDE
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
@@ -294,7 +294,6 @@ class SessionCore:
         self.released = False
         #: this channel's figures, and its publish limit's bucket (elvin.router.clientstats)
         self.counters = ClientCounters()
-        self._bucket: Any = None
         #: packets not handled yet, and the compile they wait for
         self.backlog = Backlog()
         self._pending: _Pending | None = None
@@ -684,7 +683,7 @@ class SessionCore:
             counters.match_seconds += clock() - started
             return
         counters.match_seconds += clock() - started
-        job = host.link_later(_timed(steps, counters))
+        job = host.link_later(timed_steps(steps, counters))
         self.backlog.start(job)         # cancelled if the session is released
         job.add_done_callback(self._emitted)
 
@@ -694,21 +693,13 @@ class SessionCore:
         counted, and the publisher gets a DropWarn (at most one per
         ``DROP_WARN_INTERVAL``; never on a session-less channel, which the
         router sends nothing). The router's in-process clients are not limited."""
-        peer = self.peer
-        if peer == INTERNAL_PEER:
+        if self.peer == INTERNAL_PEER:
             return False
-        config = self.host.config
-        rate = config.publish_rate
-        burst = config.publish_burst or max(rate, 1)
+        host = self.host
         now = time.monotonic()
-        bucket = self._bucket
-        if bucket is None or bucket.rate != rate or bucket.burst != burst:
-            address = peer[0] if isinstance(peer, tuple) and peer else peer
-            bucket = self._bucket = self.host.publish_limit.bucket(address, rate, burst, now)
-        if bucket.take(now):
+        if host.publish_limit.admits(self.counters, self.peer, host.config, now):
             return False
-        self.counters.throttled += 1
-        self.host.stats.throttled += 1
+        host.stats.throttled += 1
         if self.counters.drop_warn_due(now) and self.state is CONNECTED:
             self.io.write(_DROP_WARN)
         return True
@@ -1094,24 +1085,6 @@ def _decode_notify_emit(body: bytes, limits: Limits) -> tuple[dict, int, bool, K
     # keys (or something odd): the general decoder says which
     packet = decode_packet(body, limits)
     return attrs, end, packet.deliver_insecure, packet.keys  # type: ignore[attr-defined]
-
-
-def _timed(steps: Any, counters: ClientCounters) -> Any:
-    """The steps of a match, each timed into ``counters.match_seconds``
-    (a match long enough to be run over several loop turns)."""
-    clock = time.perf_counter
-    try:
-        while True:
-            started = clock()
-            try:
-                next(steps)
-            except StopIteration as stop:
-                return stop.value
-            finally:
-                counters.match_seconds += clock() - started
-            yield
-    finally:
-        steps.close()
 
 
 _HANDLERS: dict[type, Callable[[SessionCore, Any], None]] = {

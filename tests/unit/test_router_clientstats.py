@@ -140,3 +140,30 @@ def test_the_core_drops_counts_and_warns_except_for_in_process_clients():
     assert inside.feed(*(NotifyEmit({"N": n}) for n in range(4))) == []
     assert [d["N"] for d in host.delivered] == [0, 1, 2, 3]
     assert inside.core.counters.throttled == 0
+
+
+def test_a_match_in_steps_is_timed_whole_and_keeps_its_result():
+    from elvin.router.clientstats import timed_steps
+    from elvin.router.steps import drain
+
+    def steps():
+        for _ in range(3):
+            sum(range(20_000))          # work the clock can see
+            yield
+        return 7
+
+    counters = ClientCounters()
+    assert drain(timed_steps(steps(), counters)) == 7 and counters.match_seconds > 0
+    closed = []
+
+    def endless():
+        try:
+            while True:
+                yield
+        finally:
+            closed.append(True)
+
+    stepped = timed_steps(endless(), counters)
+    next(stepped)
+    stepped.close()                     # a session released meanwhile: its match goes
+    assert closed == [True]
