@@ -337,18 +337,20 @@ class RouterConfig:
                 raise ConfigError(f"{source}{line_of(text, 'metrics')}: {exc}") from None
 
     def _check_publish_limit(self, source: str, text: str) -> None:
+        found = []            # each setting's problem, not only the first
         for key, value in (("publish-rate", self.publish_rate),
                            ("publish-burst", self.publish_burst)):
             if not 0 <= value < float("inf"):     # NaN and infinity too
-                raise ConfigError(f"{source}{line_of(text, key)}: {key} must be 0 (no "
-                                  f"limit) or a positive number of notifications, not "
-                                  f"{value!r}")
+                found.append(f"{source}{line_of(text, key)}: {key} must be 0 (no limit) or "
+                             f"a positive number of notifications, not {value!r}")
         if self.publish_burst and not self.publish_rate:
-            raise ConfigError(f"{source}{line_of(text, 'publish-burst')}: publish-burst "
-                              "needs publish-rate (a burst of what rate?)")
-        if 0 < self.publish_burst < 1:
-            raise ConfigError(f"{source}{line_of(text, 'publish-burst')}: publish-burst "
-                              f"must be at least 1 (a notification), not {self.publish_burst!r}")
+            found.append(f"{source}{line_of(text, 'publish-burst')}: publish-burst needs "
+                         "publish-rate (a burst of what rate?)")
+        elif 0 < self.publish_burst < 1:
+            found.append(f"{source}{line_of(text, 'publish-burst')}: publish-burst must be "
+                         f"at least 1 (a notification), not {self.publish_burst!r}")
+        if found:
+            raise ConfigError.of(found)
 
     def _check_state(self, source: str, text: str) -> None:
         if self.state_reset and self.state_dir is None:

@@ -167,3 +167,11 @@ def test_a_match_in_steps_is_timed_whole_and_keeps_its_result():
     next(stepped)
     stepped.close()                     # a session released meanwhile: its match goes
     assert closed == [True]
+
+
+def test_check_config_lists_both_settings_problems():
+    from elvin.router.config import RouterConfig
+
+    found = RouterConfig(publish_rate=-3, publish_burst=0.5).problems("r.toml")
+    assert any("publish-rate must be 0 (no limit)" in p for p in found)
+    assert any("publish-burst must be at least 1" in p for p in found)
