@@ -7,7 +7,9 @@ kept per ``Router-Id`` (federated routers may deliver each other's), and
 charted for the one chosen: notifications in and out per second,
 connections, subscriptions and quenches, and drops per interval (the
 counter is cumulative, so the chart shows its increase, with the total in
-the summary line).
+the summary line). Below the charts, the router's busiest clients with their
+figures (``Top-Clients``) and how many notifications its publish limit
+dropped (``Throttled``; elvin.router.clientstats).
 
 After a router restart (a new Router-Id: host, pid and start time) the pane
 follows the router it is connected to: the first Router-Id not seen before
@@ -55,6 +57,8 @@ class Sample:
     uptime: float
     notifications_in: int
     notifications_out: int
+    throttled: int = 0          # cumulative
+    top_clients: str = ""       # "HOST:PORT in N out N ...; ..." (elvin.router.clientstats)
 
     @classmethod
     def from_notification(cls, attrs, now: float) -> Sample:
@@ -65,7 +69,8 @@ class Sample:
                    number("Notifications-Out-Per-Second"), int(number("Connections")),
                    int(number("Subscriptions")), int(number("Quenches")), int(number("Drops")),
                    number("Uptime"), int(number("Notifications-In")),
-                   int(number("Notifications-Out")))
+                   int(number("Notifications-Out")), int(number("Throttled")),
+                   top if isinstance(top := attrs.get("Top-Clients"), str) else "")
 
 
 #: elvind's Router-Id: host, process id, start time (Unix seconds), sequence
@@ -102,6 +107,14 @@ def _duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m {secs}s"
     return f"{secs}s"
+
+
+def _clients_html(text: str) -> str:
+    """``Top-Clients`` (``HOST:PORT in N out N ...; ...``) as lines."""
+    rows = [row.strip() for row in text.split(";") if row.strip()]
+    if not rows:
+        return ""
+    return "<b>Busiest clients</b><br>" + "<br>".join(html.escape(row) for row in rows)
 
 
 class RouterViewPane(Pane):
@@ -160,10 +173,16 @@ class RouterViewPane(Pane):
         self.summary = QLabel()
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setWordWrap(True)
+        self.clients_label = QLabel()
+        self.clients_label.setTextFormat(Qt.TextFormat.RichText)
+        self.clients_label.setWordWrap(True)
+        self.clients_label.setToolTip("The router's busiest clients (notifications in and "
+                                      "out), from its statistics notification")
         layout = self.column(top)
         layout.addWidget(self.status_label)
         layout.addWidget(self.summary)
         layout.addLayout(grid, 1)
+        layout.addWidget(self.clients_label)
         self.set_status("Waiting for the router to connect.")
         self.summary.setText("")
         self.ready()
@@ -282,7 +301,12 @@ class RouterViewPane(Pane):
                 f"{last.connections} connections · {last.subscriptions} subscriptions · "
                 f"{last.quenches} quenches · "
                 + (f"<span style='color:#c62828'><b>{last.drops:,}</b> dropped</span>"
-                   if last.drops else "no drops"))
+                   if last.drops else "no drops")
+                + (f" · <span style='color:#c62828'><b>{last.throttled:,}</b> throttled "
+                   "(publish limit)</span>" if last.throttled else ""))
+            self.clients_label.setText(_clients_html(last.top_clients))
+        else:
+            self.clients_label.setText("")
 
     def to_spec(self) -> RouterViewSpec:
         return RouterViewSpec(title=self.title(), router=self.router_name, window=self.window())

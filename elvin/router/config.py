@@ -52,6 +52,10 @@ keys (``log-level`` or ``log_level``, both spellings work)::
     max-keys-per-subscription = 64        # a subscription's (or quench's) own keys
     max-key-bytes-per-subscription = 16384
 
+    # the publish limit, per client address (elvin.router.clientstats); 0 = none
+    publish-rate = 0              # notifications/s one address may publish (beyond:
+    publish-burst = 0             # dropped, counted, DropWarn); burst 0 = one second's
+
     [options]                     # connection options (spec 7.5): the default value,
     "Packet.Max-Length" = 1048576 # or a table with min/default/max
     "Subscription.Max-Count" = { min = 16, default = 1024, max = 4096 }
@@ -195,6 +199,11 @@ class RouterConfig:
     max_key_bytes_per_connection: int = 64 * 1024
     max_keys_per_subscription: int = 64
     max_key_bytes_per_subscription: int = 16 * 1024
+    #: the publish limit per client address (elvin.router.clientstats): a
+    #: token bucket of ``publish_rate`` notifications/s holding at most
+    #: ``publish_burst`` (0: one second's worth); a rate of 0 is no limit
+    publish_rate: float = 0.0
+    publish_burst: float = 0.0
 
     def validate(self, source: str = "configuration", text: str = "") -> RouterConfig:
         """Check every value; the first problem as a ``ConfigError`` naming
@@ -212,7 +221,7 @@ class RouterConfig:
         for check in (self._check_listen, self._check_logging, self._check_tls_files,
                       self._check_numbers, self._check_discovery, self._check_federation,
                       self._check_mobility, self._check_state, self._check_archive,
-                      self._check_metrics):
+                      self._check_metrics, self._check_publish_limit):
             if check == self._check_numbers:
                 found.extend(_every_number_problem(self, source, text))
                 continue
@@ -327,6 +336,22 @@ class RouterConfig:
             except ValueError as exc:
                 raise ConfigError(f"{source}{line_of(text, 'metrics')}: {exc}") from None
 
+    def _check_publish_limit(self, source: str, text: str) -> None:
+        found = []            # each setting's problem, not only the first
+        for key, value in (("publish-rate", self.publish_rate),
+                           ("publish-burst", self.publish_burst)):
+            if not 0 <= value < float("inf"):     # NaN and infinity too
+                found.append(f"{source}{line_of(text, key)}: {key} must be 0 (no limit) or "
+                             f"a positive number of notifications, not {value!r}")
+        if self.publish_burst and not self.publish_rate:
+            found.append(f"{source}{line_of(text, 'publish-burst')}: publish-burst needs "
+                         "publish-rate (a burst of what rate?)")
+        elif 0 < self.publish_burst < 1:
+            found.append(f"{source}{line_of(text, 'publish-burst')}: publish-burst must be "
+                         f"at least 1 (a notification), not {self.publish_burst!r}")
+        if found:
+            raise ConfigError.of(found)
+
     def _check_state(self, source: str, text: str) -> None:
         if self.state_reset and self.state_dir is None:
             raise ConfigError("--state-reset needs a state-dir (the state to move aside)")
@@ -369,6 +394,8 @@ _SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "state-dir": (str, "state_dir"),
     "pre-session-max-length": (int, "pre_session_max_length"),
     "frame-timeout": ((int, float), "frame_timeout"),
+    "publish-rate": ((int, float), "publish_rate"),
+    "publish-burst": ((int, float), "publish_burst"),
 }
 #: the counts and sizes of elvin.router.door and the key limits (0 = no limit)
 DOOR_LIMITS = ("max_connections_per_address", "max_pre_session",
@@ -573,7 +600,7 @@ RELOADABLE = frozenset({
     "log_level", "log_file", "stats_interval", "options", "federation", "archive",
     "connect_timeout", "close_timeout", "max_protocol_errors", "max_subscriptions",
     "max_connections", "redirect_to", "quench", "pre_session_max_length", "frame_timeout",
-    *DOOR_LIMITS})
+    "publish_rate", "publish_burst", *DOOR_LIMITS})
 
 #: how many files one configuration may include, in all (a loop stops here)
 MAX_INCLUDED = 256

@@ -143,6 +143,9 @@ def exposition(status: Mapping[str, Any], openmetrics: bool = False) -> str:
         value = counters.get("connections_total" if key == "connections" else key, 0)
         family(f"{key}" if key != "connections" else "connections_accepted", "counter",
                help_text).add(value)
+    family("throttled", "counter", "notifications dropped because their publisher was over "
+           "its publish limit (publish-rate)").add(counters.get("throttled", 0))
+    _clients(status, family)
     refused = family("refused", "counter",
                      "sockets, channels and requests refused by the router's limits, by kind")
     for kind, value in sorted((counters.get("refused") or {}).items()):
@@ -208,6 +211,31 @@ def exposition(status: Mapping[str, Any], openmetrics: bool = False) -> str:
         expiry.add(float(cert.get("not_after") or 0), what=str(cert.get("what")),
                    file=str(cert.get("file")))
     return _render(families, openmetrics)
+
+
+#: the figures shown for each of the busiest clients: (status key, help)
+_CLIENT_FIGURES = (
+    ("notifications_in", "notifications received from the client"),
+    ("bytes_in", "bytes received from the client"),
+    ("notifications_out", "NotifyDeliver packets queued to the client"),
+    ("bytes_out", "bytes queued to the client"),
+    ("drops", "packets dropped from the client's full send queue"),
+    ("throttled", "the client's notifications dropped by the publish limit"),
+    ("subscriptions", "the client's subscriptions now"),
+    ("match_seconds", "seconds spent matching the client's notifications"))
+
+
+def _clients(status: Mapping[str, Any], family: Callable[[str, str, str], _Family]) -> None:
+    """The busiest clients' figures, labelled ``client="HOST:PORT"``:
+    bounded (``elvin.router.clientstats.TOP_CLIENTS`` series a family, the
+    set changing as clients get busier), so gauges of the figures since each
+    client connected, not counters."""
+    rows = status.get("clients") or []
+    for key, help_text in _CLIENT_FIGURES:
+        f = family(f"client_{key}", "gauge",
+                   f"{help_text}, since it connected (the busiest clients only)")
+        for row in rows:
+            f.add(row.get(key, 0), client=str(row.get("client")))
 
 
 class MetricsServer:

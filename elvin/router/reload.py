@@ -10,7 +10,8 @@ setting that differs is either applied, or named as needing a restart:
   or re-filtered, client sessions untouched), ``archive`` (opened, closed or
   moved), and the limits and timeouts read per request (``connect-timeout``,
   ``close-timeout``, ``max-protocol-errors``, ``max-subscriptions``,
-  ``max-connections``, ``redirect-to``, ``quench``);
+  ``max-connections``, ``redirect-to``, ``quench``, ``publish-rate``,
+  ``publish-burst``: a channel takes the new limit at its next notification);
 * needing a restart: ``listen``, ``tls-cert``/``tls-key``, the discovery and
   mobility settings, ``status-file`` and ``metrics`` (the running router keeps
   its old values, and the reload's message lists them).

@@ -38,6 +38,7 @@ from elvin.protocol import (
 from elvin.ratelog import RateLimitedLog
 from elvin.router.announcer import QuenchAnnouncer
 from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
+from elvin.router.clientstats import PublishLimit, top_clients, top_clients_text
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
 from elvin.router.connlog import ConnectionLog
@@ -81,6 +82,8 @@ class Router:
         self.quench = QuenchManager(self.engine, self._send_quench_packet)
         self.stats = Stats()
         self.sessions: set[Session] = set()
+        #: the publish limit's buckets, per client address (elvin.router.clientstats)
+        self.publish_limit = PublishLimit()
         self.initial_options = initial_options(self.config.options)
         self.initial_limits = self.initial_options.limits()
         # host:pid:start time, and a sequence number: two routers started in one
@@ -782,4 +785,9 @@ class Router:
         return self.stats.notification(
             self.router_id, self.connection_count, len(self.engine), len(self.quench),
             federation_links=links,
-            redials_failed=self.federation.stats.redials_failed if self.federation else 0)
+            redials_failed=self.federation.stats.redials_failed if self.federation else 0,
+            top_clients=top_clients_text(self.top_clients()))
+
+    def top_clients(self) -> list[dict[str, Any]]:
+        """The busiest client channels' figures (elvin.router.clientstats)."""
+        return top_clients(self.sessions, self.engine, self.quench)

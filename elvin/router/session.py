@@ -117,7 +117,11 @@ class Session:
         """A delivery: nothing once released (its subscriptions may wait a
         turn or two to go, ``elvin.router.reaper``)."""
         queue = self.queue
-        if queue is not None and not self.core.released:
+        core = self.core
+        if queue is not None and not core.released:
+            counters = core.counters
+            counters.notifications_out += 1
+            counters.bytes_out += len(data)
             queue.push(data, droppable)
 
     # -- asyncio.Protocol --------------------------------------------------------------
@@ -247,6 +251,7 @@ class Session:
     def write(self, data: bytes, droppable: bool = False) -> None:
         queue = self.queue
         if queue is not None and self.core.state is not CLOSED:
+            self.core.counters.bytes_out += len(data)
             queue.push(data, droppable)
 
     def write_conf_conn(self, data: bytes) -> None:
@@ -310,6 +315,7 @@ class Session:
     # -- the send queue's reports --------------------------------------------------------
     def _dropped(self, count: int) -> None:
         self.router.stats.drops += count
+        self.core.counters.drops += count
 
     def _queue_overflow(self) -> None:
         notes = getattr(self.router, "session_notes", None)

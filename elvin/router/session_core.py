@@ -85,6 +85,7 @@ from elvin.protocol import (
     DisconnReason,
     DisconnRply,
     DisconnRqst,
+    DropWarn,
     FrameDecoder,
     LimitError,
     Nack,
@@ -112,6 +113,7 @@ from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Job, Violation
 from elvin.protocol.limits import FIELD_OPTIONS, Limits
 from elvin.protocol.xdr import decode_sub_add_rqst
 from elvin.router.announcer import FIRST_STEP
+from elvin.router.clientstats import ClientCounters, timed_steps
 from elvin.router.engine import WIDE
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
@@ -150,6 +152,7 @@ INTERNAL_PEER = ("in-process", 0)
 OFF_LOOP_LENGTH = 256      # longer ones take 5-20 ms to compile: the worker does them
 
 _CONF_CONN = frame(ConfConn())
+_DROP_WARN = frame(DropWarn())
 _ZERO4 = b"\0\0\0\0"
 _ONE4 = b"\0\0\0\1"
 _NOTIFY_EMIT = int(PacketId.NOTIFY_EMIT).to_bytes(4, "big")
@@ -187,6 +190,8 @@ class SessionHost(Protocol):
     quench: Any
     stats: Any
     config: Any
+    #: the publish limit's buckets (elvin.router.clientstats.PublishLimit)
+    publish_limit: Any
     initial_options: SessionOptions
     initial_limits: Limits
 
@@ -293,6 +298,8 @@ class SessionCore:
         self.nfn_prepared = None
         self.errors = 0
         self.released = False
+        #: this channel's figures, and its publish limit's bucket (elvin.router.clientstats)
+        self.counters = ClientCounters()
         #: packets not handled yet, and the compile they wait for
         self.backlog = Backlog()
         self._pending: _Pending | None = None
@@ -316,6 +323,7 @@ class SessionCore:
         violation after the good frames before it."""
         if self.state is CLOSING or self.state is CLOSED:
             return
+        self.counters.bytes_in += len(data)
         bad = None
         try:
             bodies = self.decoder.feed_frames(data)
@@ -619,6 +627,9 @@ class SessionCore:
             log.debug("%s: UNotify with bad keys ignored", self.peer)
             return None
         self.host.stats.notifications_in += 1
+        self.counters.notifications_in += 1
+        if self.host.config.publish_rate and self._throttled():
+            return None
         return p.attributes, None, p.deliver_insecure, prepare_notification(p.keys)
 
     def _notify_emit(self, body: bytes) -> None:
@@ -667,14 +678,19 @@ class SessionCore:
         # evaluate: 0.4-1.6 s; a pattern that overruns its own limit ends a
         # step): the first step now, the rest as this session's job, so its
         # next notification waits for it
+        counters = self.counters
+        clock = time.perf_counter
+        started = clock()
         steps = self._emit_steps(body, attrs, end, deliver_insecure, keys, self.owner)
         if steps is None:
             return
         try:
             next(steps)
         except StopIteration:
+            counters.match_seconds += clock() - started
             return
-        job = self.host.link_later(steps)
+        counters.match_seconds += clock() - started
+        job = self.host.link_later(timed_steps(steps, counters))
         self.backlog.start(job, keep=True)  # owed even if the client goes
         job.add_done_callback(self._emitted)
 
@@ -687,11 +703,13 @@ class SessionCore:
             except KeyRefused:
                 log.debug("%s: NotifyEmit with bad keys ignored", self.peer)
                 return None
-            nkeys = prepare_notification(self.nfn_keys | keys)
-        else:
-            nkeys = self.nfn_prepared
         host = self.host
+        counters = self.counters
         host.stats.notifications_in += 1
+        counters.notifications_in += 1
+        if host.config.publish_rate and self._throttled():
+            return None
+        nkeys = prepare_notification(self.nfn_keys | keys) if keys else self.nfn_prepared
         return host.deliver_steps(attrs, body[4:end], deliver_insecure, nkeys,
                                   producer=producer)
 
@@ -744,6 +762,23 @@ class SessionCore:
                     self.host.deliver_steps(*prepared, producer=producer)
             if steps is not None:
                 yield from steps
+
+    def _throttled(self) -> bool:
+        """This notification is over the publish limit (``publish-rate``,
+        ``publish-burst``; elvin.router.clientstats): then it is dropped,
+        counted, and the publisher gets a DropWarn (at most one per
+        ``DROP_WARN_INTERVAL``; never on a session-less channel, which the
+        router sends nothing). The router's in-process clients are not limited."""
+        if self.peer == INTERNAL_PEER:
+            return False
+        host = self.host
+        now = time.monotonic()
+        if host.publish_limit.admits(self.counters, self.peer, host.config, now):
+            return False
+        host.stats.throttled += 1
+        if self.counters.drop_warn_due(now) and self.state is CONNECTED:
+            self.io.write(_DROP_WARN)
+        return True
 
     def _emitted(self, job: Any) -> None:
         """(A notification matched in steps was delivered, on the loop.)"""

@@ -36,6 +36,12 @@ Refused-Kinds                   string     the same by kind,
 Pattern-Overruns                int64      regex()/wildcard() matches that ran out of
                                            their own time limit since start (each
                                            makes only its own subscription bottom)
+Throttled                       int64      notifications dropped since start because
+                                           their publisher was over its publish limit
+                                           (``publish-rate``; elvin.router.clientstats)
+Top-Clients                     string     the busiest clients (at most 10), busiest
+                                           first: ``HOST:PORT in N out N drops N
+                                           throttled N subs N; ...``
 ==============================  =========  ===========================================
 
 The statistics notification itself is not counted (neither in
@@ -56,6 +62,7 @@ STATS_ATTRIBUTE = "Elvin-Router-Stats"
 class Stats:
     __slots__ = ("started", "notifications_in", "notifications_out", "drops",
                  "protocol_errors", "connections_total", "refused", "pattern_overruns",
+                 "throttled",
                  "_last_time", "_last_in", "_last_out")
 
     def __init__(self) -> None:
@@ -68,6 +75,8 @@ class Stats:
         #: refusals by kind (elvin.router.door.REFUSALS)
         self.refused: dict[str, int] = {}
         self.pattern_overruns = 0
+        #: notifications dropped by the publish limit (elvin.router.clientstats)
+        self.throttled = 0
         self._last_time = self.started
         self._last_in = 0
         self._last_out = 0
@@ -93,7 +102,7 @@ class Stats:
 
     def notification(self, router_id: str, connections: int, subscriptions: int,
                      quenches: int, *, federation_links: Sequence[Mapping[str, Any]] = (),
-                     redials_failed: int = 0) -> dict[str, object]:
+                     redials_failed: int = 0, top_clients: str = "") -> dict[str, object]:
         rate_in, rate_out = self.rates()
         down = [f"{link.get('peer') or link.get('url')}: "
                 f"{link.get('last_error') or link.get('state')}"
@@ -118,4 +127,6 @@ class Stats:
             "Refused-Kinds": ", ".join(f"{kind}={count}"
                                        for kind, count in sorted(self.refused.items())),
             "Pattern-Overruns": Int64(self.pattern_overruns),
+            "Throttled": Int64(self.throttled),
+            "Top-Clients": top_clients,
         }

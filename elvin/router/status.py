@@ -20,7 +20,13 @@ readable by any user the admin lets read it, and left for a post-mortem; the
      "subscriptions": 12, "quenches": 1,
      "counters": {"notifications_in": 10, "notifications_out": 30, "drops": 0,
                   "protocol_errors": 0, "connections_total": 5,
+                  "throttled": 0,
                   "refused": {"connections-per-address": 2, "keys": 1}},
+     "publish_limit": {"rate": 100.0, "burst": 100.0, "per": "address"} or null,
+     "clients": [{"client": "127.0.0.1:40112", "state": "connected",
+                  "notifications_in": 10, "bytes_in": 900, "notifications_out": 0,
+                  "bytes_out": 40, "drops": 0, "throttled": 0, "match_seconds": 0.001,
+                  "subscriptions": 0, "quenches": 0}],
      "door": {"pre_session": 0, "partial_bytes": 0, "descriptors": 40,
               "descriptor_limit": 65536},
      "federation": {"domain": "hub", "listen": ["ewaf://..."],
@@ -38,6 +44,9 @@ readable by any user the admin lets read it, and left for a post-mortem; the
 
 ``elvind status`` warns about a certificate that expires within 30 days
 (``elvin.certcheck``), as the router's log did at start.
+
+``clients`` is bounded: the ``TOP_CLIENTS`` busiest channels
+(``elvin.router.clientstats``), never one entry per client.
 """
 
 from __future__ import annotations
@@ -160,12 +169,24 @@ def router_status(router: Any, *, version: str = "", config_path: str | None = N
                      "protocol_errors": stats.protocol_errors,
                      "connections_total": stats.connections_total,
                      "pattern_overruns": stats.pattern_overruns,
+                     "throttled": stats.throttled,
                      "refused": dict(sorted(stats.refused.items()))},
+        "publish_limit": _publish_limit(router.config),
+        "clients": router.top_clients(),
         "door": _door(router),
         "federation": federation, "mobility": mobility, "archive": archive,
         "reload": dict(reload) if reload is not None else None,
         "certificates": [dict(c) for c in certificates or ()],
     }
+
+
+def _publish_limit(config: Any) -> dict[str, Any] | None:
+    """The publish limit in force (``publish-rate``), or None when there is none."""
+    rate = config.publish_rate
+    if not rate:
+        return None
+    return {"rate": float(rate), "burst": float(config.publish_burst or max(rate, 1)),
+            "per": "address"}
 
 
 def _door(router: Any) -> dict[str, Any]:
@@ -318,6 +339,7 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
               f"{counters.get('drops', 0)} dropped; "
               f"protocol errors: {counters.get('protocol_errors', 0)}; "
               f"pattern overruns: {counters.get('pattern_overruns', 0)}\n")
+    _clients(out, data, counters)
     refused = counters.get("refused") or {}
     door = data.get("door") or {}
     if refused or door:
@@ -363,6 +385,29 @@ def format_status(data: Mapping[str, Any], out: TextIO, now: float | None = None
         at = float(reload.get("at") or now)
         out.write(f"last reload: {verdict} {duration(max(0.0, now - at))} ago: "
                   f"{reload.get('message')}\n")
+
+
+def _clients(out: TextIO, data: Mapping[str, Any], counters: Mapping[str, Any]) -> None:
+    """The publish limit, and the busiest clients' table."""
+    limit = data.get("publish_limit")
+    if limit:
+        out.write(f"publish limit: {limit.get('rate'):g}/s, burst {limit.get('burst'):g}, "
+                  f"per {limit.get('per', 'address')}; {counters.get('throttled', 0)} "
+                  "notification(s) throttled\n")
+    else:
+        out.write(f"publish limit: off ({counters.get('throttled', 0)} throttled)\n")
+    rows = data.get("clients") or []
+    if not rows:
+        return
+    out.write(f"busiest clients ({len(rows)}):\n")
+    out.write(f"  {'client':<24} {'in':>9} {'bytes in':>11} {'out':>9} {'bytes out':>11} "
+              f"{'drops':>7} {'throttled':>9} {'subs':>5} {'match s':>8}\n")
+    for row in rows:
+        out.write(f"  {str(row.get('client')):<24} {row.get('notifications_in', 0):>9} "
+                  f"{row.get('bytes_in', 0):>11} {row.get('notifications_out', 0):>9} "
+                  f"{row.get('bytes_out', 0):>11} {row.get('drops', 0):>7} "
+                  f"{row.get('throttled', 0):>9} {row.get('subscriptions', 0):>5} "
+                  f"{float(row.get('match_seconds', 0)):>8.3f}\n")
 
 
 def _mobility_storage(storage: Mapping[str, Any] | None) -> str:

@@ -670,6 +670,10 @@ def test_router_view_receives_stats(qt_loop, qtbot, router):
             before = view.received
             await until(lambda: view.received >= before + 3)
         assert max(s.notifications_in for s in view.current_samples()) >= 200
+        # the busiest clients, from the statistics' Top-Clients (issue 49)
+        await until(lambda: " in 200 out " in view.clients_label.text(),
+                    what="the producer among the busiest clients")
+        assert view.clients_label.text().startswith("<b>Busiest clients</b>")
         view.window_combo.setCurrentIndex(0)
         assert view.rate_chart.window == 60
 
