@@ -2,7 +2,8 @@
 
 Sphinx rather than MkDocs: autodoc imports the real modules, so the API
 reference is what the code says (signatures, type hints, docstrings) and a
-broken reference fails the build (``-W``); MyST lets the guides stay Markdown adapted from the README; and an
+broken reference fails the build (``-W``); MyST lets the guides (which hold
+what the README held before it became a front page) stay Markdown; and an
 extension (``_ext/configref.py``) renders the configuration reference from
 the tools' declarations at build time.
 """
@@ -38,9 +39,9 @@ exclude_patterns = ["_build", "screenshots/README*"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 
-# The guides are adapted from the README, which names source files (`elvin/...py`,
-# `packaging/...`) as links relative to the repository; those are not pages here.
-suppress_warnings = ["myst.xref_missing"]
+# No warning is suppressed: a link to a page or heading that does not exist
+# (`[text](page.md#heading)`) fails the build. Source files are named in
+# backquotes, not linked: they are not pages here.
 
 # -- API reference ------------------------------------------------------------
 autodoc_default_options = {
