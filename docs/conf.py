@@ -19,6 +19,8 @@ sys.path.insert(0, str(HERE / "_ext"))
 sys.path.insert(0, str(HERE.parent))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from sphinx.util.docstrings import prepare_docstring  # noqa: E402
+
 from elvin._version import __version__  # noqa: E402
 
 project = "Elvin suite"
@@ -51,8 +53,12 @@ autodoc_default_options = {
     "show-inheritance": True,
     "member-order": "bysource",
 }
-autodoc_typehints = "description"
+# Types in the signature, a parameter a line once it is long: a "Parameters"
+# list of names and types alone (what "description" gives for parameters the
+# docstring does not describe) said nothing the signature did not.
+autodoc_typehints = "signature"
 autodoc_typehints_format = "short"
+python_maximum_signature_line_length = 88
 autodoc_preserve_defaults = True
 # The docstrings refer to names in prose with ``double backquotes`` and
 # :class: roles; an unresolved one is not an error (nitpicky stays off).
@@ -62,5 +68,35 @@ napoleon_numpy_docstring = False
 # -- HTML ---------------------------------------------------------------------
 html_theme = "furo"
 html_title = f"Elvin suite {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+# tables: a key or a flag in code is not broken at its hyphens
+html_css_files = ["elvin.css"]
 html_show_sourcelink = False
+# Quotes and ellipses become typographic, but not "--": a flag quoted in prose
+# or in a parser's help (`only clients asking for --discovery-scope`) must stay
+# two hyphens, not an en dash.
+smartquotes_action = "qe"
+
+
+def _drop_object_base(app, name, obj, options, bases: list) -> None:
+    """"Bases: object" under every plain class says nothing; the bases that
+    matter (an error's ``NackError``, an enum's ``IntEnum``) stay."""
+    bases[:] = [base for base in bases if base is not object]
+
+
+def _drop_type_docstring(app, what, name, obj, options, lines: list) -> None:
+    """A constant has no docstring of its own, so autodoc shows its type's:
+    ``str``'s "Create a new string object..." under ``DEFAULT_URL``, "Represent
+    a PEP 604 union type" under ``QuenchEvent``. Only the text the page (or a
+    ``#:`` comment) gives it is kept."""
+    if what not in ("data", "attribute"):
+        return
+    own = type(obj).__doc__
+    if own and [ln.rstrip() for ln in lines if ln.strip()] == \
+            [ln.rstrip() for ln in prepare_docstring(own) if ln.strip()]:
+        lines.clear()
+
+
+def setup(app):
+    app.connect("autodoc-process-bases", _drop_object_base)
+    app.connect("autodoc-process-docstring", _drop_type_docstring)
