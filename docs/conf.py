@@ -72,10 +72,11 @@ html_static_path = ["_static"]
 # tables: a key or a flag in code is not broken at its hyphens
 html_css_files = ["elvin.css"]
 html_show_sourcelink = False
-# Quotes and ellipses become typographic, but not "--": a flag quoted in prose
-# or in a parser's help (`only clients asking for --discovery-scope`) must stay
-# two hyphens, not an en dash.
-smartquotes_action = "qe"
+# No typographic quotes or dashes: the pages quote what the tools print and
+# take ("... and 994 more", `only clients asking for --discovery-scope` in a
+# parser's help), which must read as typed; docutils turned "--" into an en
+# dash and the opening quote of ("... into a closing one.
+smartquotes = False
 
 
 def _drop_object_base(app, name, obj, options, bases: list) -> None:

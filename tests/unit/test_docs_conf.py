@@ -47,7 +47,7 @@ def test_object_is_no_base_worth_naming(conf):
     assert bases == [ValueError]
 
 
-def test_flags_keep_their_two_hyphens(conf):
-    # "q" and "e" (quotes, ellipses), not "D"/"d" (dashes): --discovery-scope
-    # in a parser's help stays a flag, not an en dash
-    assert "d" not in conf.smartquotes_action.lower()
+def test_quoted_output_and_flags_read_as_typed(conf):
+    # --discovery-scope in a parser's help stays a flag, not an en dash, and
+    # ("... and 994 more ...") keeps its quotes as the log writes them
+    assert conf.smartquotes is False
