@@ -16,11 +16,15 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 
 setup: $(STAMP) $(MANSTAMP)
 
+# the suite with every extra a user can have (.[all]), and the dependency group
+# `dev` (pyproject.toml: the test runner, ruff, Sphinx, build and twine), which
+# `pip install --group` reads from pyproject.toml: pip 25.1 or newer, so pip is
+# upgraded first (a fresh venv comes with the pip of the system's Python)
 $(STAMP): pyproject.toml setup.py scripts/ensure-system-packages.sh
 	bash scripts/ensure-system-packages.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[all,test,lint,docs,packaging]'
+	$(BIN)/python -m pip install --quiet --upgrade 'pip>=25.1'
+	$(BIN)/python -m pip install --quiet -e '.[all]' --group dev
 	touch $(STAMP)
 
 $(MANSTAMP): $(STAMP) $(MANSOURCES)

@@ -1,4 +1,4 @@
-"""Screenshots of the apps for the README: ``make screenshots``.
+"""Screenshots of the apps for the README and the docs: ``make screenshots``.
 
 Starts a real ``elvind`` on a free loopback port, sends realistic traffic
 through it (chat from several people in three groups with a reply, a link

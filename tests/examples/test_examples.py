@@ -99,3 +99,20 @@ def test_quench_sends_only_what_a_subscriber_wants(run):
 
 def test_sync_api(run):
     assert run("sync_api.py").finish() == ["got Greeting=hi Count=2", "got Greeting=hi Count=3"]
+
+
+def test_the_readme_example_runs_as_written(router_url, tmp_path):
+    """The front page's ten-line example, run as a reader would paste it (only
+    its router URL pointed at the test's router): it prints the message it sent
+    to itself."""
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(code.strip().splitlines()) <= 12, "the front page promises about ten lines"
+    assert code.count('"elvin://127.0.0.1:2917"') == 1
+    script = tmp_path / "readme_example.py"
+    script.write_text(code.replace('"elvin://127.0.0.1:2917"', repr(router_url)))
+    env = {k: v for k, v in os.environ.items() if k != "ELVIN_URL"}
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=TIMEOUT, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "me says hello\n"

@@ -190,7 +190,7 @@ async def test_a_router_that_does_not_take_part_on_a_ring_loses_nothing_after_a_
     its neighbour r1 (a process) is killed and restarted, three times, while
     r2 publishes: what r2 publishes once the others agree again reaches
     every router, once. (While they switch, r2's notifications carry no
-    stamp and may arrive twice: see the README.)"""
+    stamp and may arrive twice: see docs/admins/federation.md.)"""
     ring = [(1, 0), (2, 1), (3, 2), (3, 0)]
     fed = Federation(tmp_path, 4, ring, process=1, flood=frozenset({2}))
     subscribers: dict[str, Subscriber] = {}

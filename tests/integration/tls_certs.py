@@ -2,7 +2,7 @@
 temporary directory: a private CA and certificates it signs, each valid
 for TLS servers and clients (as a federated router's certificate is both:
 it serves its listener and is shown when it dials), with the
-subjectAltName entries a test needs. The README's "Securing federation"
+subjectAltName entries a test needs. The admins' guide's "Securing federation"
 section gives the same commands.
 
 EC keys (P-256): quick to make, so that each test module can have its own.

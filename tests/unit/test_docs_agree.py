@@ -1,5 +1,7 @@
 """What the docs say is what the tools do (issue 44): the include folder of
-elvind's fragments, the newswatcher's wording of a wrong feed setting."""
+elvind's fragments, the newswatcher's wording of a wrong feed setting. The
+admins' guide (docs/admins/) holds what the README held before it became a
+front page (issue 47)."""
 
 from __future__ import annotations
 
@@ -32,16 +34,19 @@ ROOT = Path(__file__).resolve().parents[2]
 INCLUDE = "/etc/elvin/elvind.d/*.toml"
 
 
-def test_one_include_folder_for_the_readme_the_unit_and_elvin_domain(tmp_path, capsys):
-    readme = (ROOT / "README.md").read_text()
+def test_one_include_folder_for_the_guide_the_unit_and_elvin_domain(tmp_path, capsys):
+    # the operating page says how fragments are read, the event-domain page how
+    # elvin-domain's are installed
+    guides = [(ROOT / "docs" / "admins" / page).read_text()
+              for page in ("service.md", "event-domains.md")]
     unit = (ROOT / "packaging" / "systemd" / "elvind.service").read_text()
-    assert INCLUDE in readme and INCLUDE in unit
+    assert all(INCLUDE in guide for guide in guides) and INCLUDE in unit
     config_doc = (ROOT / "elvin" / "router" / "config.py").read_text()
     good = tmp_path / "acme.toml"
     good.write_text(GOOD)
     assert domain_main(["apply", str(good), "--out", str(tmp_path / "out")]) == 0
     said = capsys.readouterr().out
-    for text in (readme, unit, said, config_doc):
+    for text in (*guides, unit, said, config_doc):
         folders = set(re.findall(r'include =[\s#]*\[\\?"([^"\\]+)\\?"\]', text))
         assert folders == {INCLUDE}, folders
 

@@ -88,7 +88,7 @@ def test_check_a_good_file(good, capsys):
     assert "cycles forbidden: a link that closes a loop is refused" in out
     assert "dead router or link cuts the domain in two" in out
     # numbered as the errors number them (routers #1), the include folder the
-    # README and the unit name
+    # admins' guide and the unit name
     assert "  #1   hub  ewaf://hub.example.com:2916" in out
     assert "  #3   edge2  " in out
     assert "[default supplier, default consumer]" in out
