@@ -192,13 +192,19 @@ async def _clients_row(router: Router, clients: int, each: int) -> dict[str, flo
         peer.on_deliver = on_deliver
     producer = await open_peer(router.port)
     start = clock()
+    cpu = sum(map(process_cpu, router.pids))
+    client_cpu = time.process_time()
     producer.transport.write(b"".join(frame(NotifyEmit({**BASE, "Seq": i})) for i in range(each)))
     await asyncio.wait_for(done.wait(), 600)
     delivered = clock() - start
+    cpu = sum(map(process_cpu, router.pids)) - cpu
+    client_cpu = time.process_time() - client_cpu
     for peer in [*peers, producer]:
         peer.transport.close()
     return {f"{clients:,} clients: connect, s": connected,
-            f"{clients:,} clients: deliver {each} each, s": delivered}
+            f"{clients:,} clients: deliver {each} each, s": delivered,
+            f"{clients:,} clients: router CPU us/delivered": cpu / want * 1e6,
+            f"{clients:,} clients: (the load generator's CPU, s)": client_cpu}
 
 
 async def _matching_row(router: Router, n: int, seconds: float) -> dict[str, float]:
