@@ -3,7 +3,13 @@
 Two directives, used by docs/reference/*.rst:
 
 ``.. elvin-settings:: module:Class``
-    A table of a config dataclass's settings: the TOML key, its type, its
+    A table of a config dataclass's settings. A class whose fields are
+    declared with ``elvin.settings.setting`` says everything itself (key,
+    type, default, bounds or choices, flag, help, reload); name its
+    ``elvin.settings.SettingsTable`` (``module:SETTINGS``) for one part per
+    section under a rubric, or add ``:section: NAME`` for one section only
+    (``""`` the general).
+    For the classes not declared so yet: the TOML key, its type, its
     default (the dataclass default, or ``default_factory()`` for a lambda), the
     allowed range (the field's ``number()`` metadata, or a module's table of
     ranges), the command-line flag that overrides it (from the tool's argparse
@@ -140,6 +146,7 @@ class Setting:
     flag: str
     description: str
     reloadable: bool | None = None
+    section: str = ""
 
 
 def _default(f: dataclasses.Field) -> str:
@@ -181,6 +188,28 @@ def _toml(value: Any) -> str:
 def _type(f: dataclasses.Field) -> str:
     t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
     return t.replace("typing.", "")
+
+
+def declared(table: Any, section: str | None = None) -> list[Setting]:
+    """The rows of a ``SettingsTable`` (or of a class declared with
+    ``elvin.settings.setting``; empty when it is not), of one ``section`` or
+    of all."""
+    from elvin.settings import SettingsTable
+    if not isinstance(table, SettingsTable):
+        table = SettingsTable(table)
+    return [Setting(key=s.key, type=s.type_name, default=_toml_default(s.default),
+                    range=str(s.bounds) if s.bounds else
+                    ("one of " + ", ".join(s.choices) if s.choices else ""),
+                    flag=s.flag or "", description=table.help(s),
+                    reloadable=s.reloadable, section=s.section)
+            for s in table if s.in_file and (section is None or s.section == section)]
+
+
+def _toml_default(value: Any) -> str:
+    from elvin.settings import shown
+    if dataclasses.is_dataclass(value):
+        return f"{type(value).__name__} defaults"
+    return shown(value)
 
 
 def settings(cls: type, *, keys: Any = None, flags: Any = None, dashed: bool = False,
@@ -333,6 +362,7 @@ class SettingsDirective(SphinxDirective):
         "extra": directives.unchanged, "parser": directives.unchanged,
         "ranges": directives.unchanged, "reloadable": directives.unchanged,
         "example": directives.unchanged, "table": directives.unchanged,
+        "section": directives.unchanged,
     }
 
     def run(self) -> list[nodes.Node]:
@@ -342,6 +372,11 @@ class SettingsDirective(SphinxDirective):
             return frozenset(n.strip() for n in opt.get(key, "").split(",") if n.strip())
 
         cls = _resolve(self.arguments[0])
+        if "section" not in opt and hasattr(cls, "sections"):
+            return _sectioned(cls)
+        table = declared(cls, opt["section"].strip('"') if "section" in opt else None)
+        if table:
+            return [_settings_list(table)]
         parser = _resolve(opt["parser"])() if "parser" in opt else None
         rows = settings(
             cls, keys=_resolve(opt["keys"]) if "keys" in opt else None,
@@ -354,6 +389,22 @@ class SettingsDirective(SphinxDirective):
         if not rows:
             raise self.error(f"{self.arguments[0]}: no settings found")
         return [_settings_list(rows)]
+
+
+def _sectioned(table: Any) -> list[nodes.Node]:
+    """A ``SettingsTable``'s rows, section by section (the general first),
+    each under a rubric with the section's description."""
+    rows = declared(table)
+    out: list[nodes.Node] = []
+    for section in dict.fromkeys(r.section for r in rows):
+        if section:
+            out.append(nodes.rubric(section, section[:1].upper() + section[1:]))
+            if table.sections.get(section):
+                para = nodes.paragraph()
+                para.extend(_inline(table.sections[section]))
+                out.append(para)
+        out.append(_settings_list([r for r in rows if r.section == section]))
+    return out
 
 
 class OptionsDirective(SphinxDirective):

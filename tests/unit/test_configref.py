@@ -56,13 +56,19 @@ def test_a_key_table_restricts_and_maps():
 
 
 def test_every_router_key_is_in_the_reference():
+    """The router's reference is its settings table: every key the file
+    accepts, with its flag, bounds and whether SIGHUP applies it."""
     from elvin.router import config
-    from elvin.router.arguments import build_parser
-    rows = configref.settings(config.RouterConfig, keys=config._SCALARS, flags=config._FLAGS,
-                              extra=frozenset({"listen", "options", "federation"}), dashed=True,
-                              reloadable=config.RELOADABLE, parser=build_parser())
-    keys = {r.key for r in rows}
-    assert set(config._SCALARS) | set(config._FLAGS) | {"listen", "options", "federation"} == keys
-    assert {r.key for r in rows if r.reloadable} >= {"log-level", "stats-interval"}
-    listen = next(r for r in rows if r.key == "listen")
-    assert listen.flag == "--listen" and listen.description     # from the parser's help
+    rows = {r.key: r for r in configref.declared(config.SETTINGS)}
+    assert set(rows) == {s.key for s in config.SETTINGS if s.in_file}
+    assert {"listen", "options", "federation", "log-level", "max-partial-bytes"} <= set(rows)
+    assert "state-reset" not in rows                # a flag only, refused in the file
+    assert {k for k, r in rows.items() if r.reloadable} == {
+        s.key for s in config.SETTINGS if s.name in config.RELOADABLE}
+    assert rows["stats-interval"].flag == "--stats-interval"
+    assert rows["stats-interval"].range == "positive"
+    assert rows["max-partial-bytes"].range == "0 (no limit) or more"
+    assert rows["discovery-port"].range == "from 0 to 65535"
+    assert rows["log-level"].range.startswith("one of debug")
+    assert "(default 5)" in rows["stats-interval"].description
+    assert all(r.description for r in rows.values())

@@ -1,0 +1,287 @@
+"""One declaration per setting: a config dataclass's fields say everything.
+
+A tool's settings are the fields of its config dataclass, each declared once
+with ``setting()``: its default beside its help, bounds or choices, whether a
+reload applies it, its command-line flag and the section it belongs to::
+
+    @dataclass
+    class RouterConfig:
+        stats_interval: float = setting(
+            5.0, above=0, reloadable=True, flag="--stats-interval", metavar="SECONDS",
+            help="seconds between Elvin-Router-Stats notifications (default {default})")
+
+``SettingsTable(RouterConfig)`` reads the declarations back, and from them
+come the rest: the TOML keys and their type checks (``apply``), the bounds
+and choices (``problems``), the argparse flags (``add_arguments``) and what
+they set (``apply_args``), the reloadable set, and the configuration
+reference (``docs/_ext/configref.py`` renders ``rows``). A setting added is
+in all of them at once; none of them can forget it.
+
+What one field cannot say in a line (a list of URIs, a table of connection
+options, a file that must be readable) is marked ``by_hand``: declared here
+for the reference and the flags, parsed and checked by the tool's module.
+
+Sans-IO: nothing here reads a file; the messages are built from ``where``
+strings the caller makes (file and line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Bounds", "Setting", "SettingsTable", "setting", "shown"]
+
+#: the dataclass field metadata key under which a ``Setting`` is kept
+_KEY = "elvin.setting"
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """The numbers a setting may take, and how a value outside is said.
+
+    ``above``: the value must be more than this (``above=0``: positive);
+    ``low``/``high``: inclusive; ``zero``: what 0 means when it is the low
+    end (``"no limit"``), said in the message."""
+
+    low: float | None = None
+    high: float | None = None
+    above: float | None = None
+    zero: str | None = None
+
+    def problem(self, key: str, value: float) -> str | None:
+        """What is wrong with ``value`` (``KEY must be positive``), or None."""
+        if self.above is not None and not value > self.above:
+            return (f"{key} must be positive" if self.above == 0
+                    else f"{key} must be more than {self.above:g}")
+        if (self.low is not None and value < self.low) or \
+                (self.high is not None and value > self.high):
+            if self.high is not None:
+                return f"{key} {value!r} is out of range ({self})"
+            if self.zero is not None and self.low == 0:
+                return f"{key} must be 0 ({self.zero}) or more"
+            return f"{key} must be at least {self.low:g}"
+        return None
+
+    def __str__(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"from {self.low:g} to {self.high:g}"
+        if self.low is not None:
+            return (f"0 ({self.zero}) or more" if self.zero is not None and self.low == 0
+                    else f"at least {self.low:g}")
+        if self.above is not None:
+            return "positive" if self.above == 0 else f"more than {self.above:g}"
+        return f"at most {self.high:g}" if self.high is not None else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """What a field declares about itself (``setting()``'s arguments); the
+    ``name``, ``kind``, ``optional`` and ``default`` are filled in by
+    ``SettingsTable`` from the field."""
+
+    help: str
+    reloadable: bool = False
+    flag: str | None = None
+    metavar: str | None = None
+    section: str = ""
+    choices: tuple[str, ...] = ()
+    bounds: Bounds | None = None
+    by_hand: bool = False
+    in_file: bool = True
+    name: str = ""
+    kind: type = str
+    optional: bool = False
+    default: Any = None
+
+    @property
+    def key(self) -> str:
+        """The TOML key (and the name messages use): the field, dashed."""
+        return self.name.replace("_", "-")
+
+    @property
+    def type_name(self) -> str:
+        """The type as the reference says it: ``number``, ``string``..."""
+        names = {str: "string", int: "integer", float: "number", bool: "boolean"}
+        name = names.get(self.kind, getattr(self.kind, "__name__", str(self.kind)))
+        return f"{name} or none" if self.optional else name
+
+
+def setting(default: Any = dataclasses.MISSING, *, help: str,
+            default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
+            reloadable: bool = False, flag: str | None = None, metavar: str | None = None,
+            section: str = "", choices: tuple[str, ...] = (), low: float | None = None,
+            high: float | None = None, above: float | None = None, zero: str | None = None,
+            by_hand: bool = False, in_file: bool = True) -> Any:
+    """A dataclass field declaring a setting (see the module docstring).
+
+    ``help`` may say ``{default}``: the declared default, as TOML writes it.
+    ``flag``: ``--name`` (takes a value; ``store_true`` for a boolean) or
+    ``--no-name`` (a boolean that the flag turns off). ``in_file`` False: a
+    flag only (``--state-reset``), not a key of the file."""
+    bounds = Bounds(low, high, above, zero) if (low, high, above) != (None, None, None) \
+        else None
+    declared = Setting(help=help, reloadable=reloadable, flag=flag, metavar=metavar,
+                       section=section, choices=tuple(choices), bounds=bounds,
+                       by_hand=by_hand, in_file=in_file)
+    return dataclasses.field(default=default, default_factory=default_factory,
+                             metadata={_KEY: declared})
+
+
+def shown(value: Any) -> str:
+    """A value as TOML writes it (``5``, ``"info"``, ``true``, ``none``)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(shown(v) for v in value) + "]"
+    return str(value)
+
+
+def _kind(hint: Any) -> tuple[type, bool]:
+    """(the base type, whether None is allowed) of a field's type hint."""
+    optional = False
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(hint))
+        hint = args[0] if len(args) == 1 else object
+    origin = typing.get_origin(hint)
+    return (origin if origin is not None else hint), optional
+
+
+class SettingsTable:
+    """The settings a config dataclass declares, in declaration order."""
+
+    def __init__(self, cls: type, sections: dict[str, str] | None = None) -> None:
+        self.cls = cls
+        #: argparse groups (and reference sections): title -> description
+        self.sections = dict(sections or {})
+        hints = typing.get_type_hints(cls)
+        found: list[Setting] = []
+        for f in dataclasses.fields(cls):
+            declared = f.metadata.get(_KEY)
+            if declared is None:
+                continue
+            kind, optional = _kind(hints[f.name])
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING \
+                else f.default
+            found.append(dataclasses.replace(declared, name=f.name, kind=kind,
+                                             optional=optional, default=default))
+        self.settings: tuple[Setting, ...] = tuple(found)
+        self._by_key = {s.key: s for s in self.settings if s.in_file}
+
+    def __iter__(self) -> Iterator[Setting]:
+        return iter(self.settings)
+
+    def __getitem__(self, name: str) -> Setting:
+        for s in self.settings:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every declared field."""
+        return frozenset(s.name for s in self.settings)
+
+    @property
+    def reloadable(self) -> frozenset[str]:
+        """The fields a reload applies to a running program."""
+        return frozenset(s.name for s in self.settings if s.reloadable)
+
+    def find(self, key: str) -> Setting | None:
+        """The setting a file's key names (``log-level`` or ``log_level``)."""
+        return self._by_key.get(key.replace("_", "-"))
+
+    def help(self, s: Setting) -> str:
+        return s.help.replace("{default}", shown(s.default).strip('"'))
+
+    # -- the file -------------------------------------------------------------
+
+    def apply(self, config: Any, raw_key: str, value: Any, where: str) -> bool:
+        """Set ``config``'s setting that ``raw_key`` names to ``value``,
+        after checking its type (``ConfigError``: ``WHERE: 'KEY' must be a
+        number, not 'x'``). False when the table does not parse that key
+        (unknown, or parsed by hand): the caller's to handle."""
+        from elvin.config_file import ConfigError
+
+        s = self.find(raw_key)
+        if s is None or s.by_hand:
+            return False
+        if s.kind is bool:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: {raw_key!r} must be true or false, not "
+                                  f"{value!r}")
+        else:
+            kinds: tuple[type, ...] = (int, float) if s.kind is float else (s.kind,)
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                expected = "a string" if s.kind is str else "a number"
+                raise ConfigError(f"{where}: {raw_key!r} must be {expected}, not {value!r}")
+        setattr(config, s.name, value)
+        return True
+
+    def problems(self, config: Any, where: Callable[[str], str]) -> list[str]:
+        """Every value of ``config`` out of its bounds or choices, each
+        ``WHERE(key): KEY must be ...``."""
+        found = []
+        for s in self.settings:
+            value = getattr(config, s.name)
+            if value is None or s.by_hand:
+                continue
+            problem = None
+            if s.bounds is not None and isinstance(value, (int, float)) \
+                    and not (isinstance(value, float) and math.isnan(value)):
+                problem = s.bounds.problem(s.key, value)
+            elif s.choices and str(value).lower() not in s.choices:   # any case, as the flag
+                problem = f"{s.key} {value!r} is not one of {', '.join(s.choices)}"
+            if problem:
+                found.append(f"{where(s.key)}: {problem}")
+        return found
+
+    # -- the command line -----------------------------------------------------
+
+    def add_arguments(self, parser: argparse.ArgumentParser, section: str = ""
+                      ) -> argparse._ActionsContainer:
+        """Add the flags of ``section``'s settings to ``parser`` (in an
+        argument group for a named section); the group (or the parser), so
+        that a caller can add flags of its own beside them. Every flag's
+        default is None: what is not given leaves the file's value."""
+        target: argparse._ActionsContainer = parser
+        if section:
+            target = parser.add_argument_group(section, self.sections.get(section))
+        for s in self.settings:
+            if s.flag is None or s.section != section:
+                continue
+            kwargs: dict[str, Any] = {"dest": s.name, "default": None, "help": self.help(s)}
+            if s.kind is bool:
+                kwargs["action"] = "store_false" if s.flag.startswith("--no-") \
+                    else "store_true"
+            else:
+                kwargs["metavar"] = s.metavar
+                if s.kind is list:
+                    kwargs["action"] = "append"
+                elif s.kind in (int, float):
+                    kwargs["type"] = s.kind
+                elif s.choices:
+                    kwargs.update(choices=s.choices, type=str.lower)
+            target.add_argument(s.flag, **kwargs)
+        return target
+
+    def apply_args(self, config: Any, args: argparse.Namespace) -> Any:
+        """Lay the flags given in ``args`` over ``config``."""
+        for s in self.settings:
+            value = getattr(args, s.name, None) if s.flag else None
+            if value is not None:
+                setattr(config, s.name, list(value) if s.kind is list else value)
+        return config
