@@ -36,7 +36,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Bounds", "Setting", "SettingsTable", "setting", "shown"]
+__all__ = ["APP_WORDING", "ROUTER_WORDING", "Bounds", "Setting", "SettingsTable", "Wording",
+           "setting", "shown"]
 
 #: the dataclass field metadata key under which a ``Setting`` is kept
 _KEY = "elvin.setting"
@@ -55,13 +56,19 @@ class Bounds:
     above: float | None = None
     zero: str | None = None
 
-    def problem(self, key: str, value: float) -> str | None:
-        """What is wrong with ``value`` (``KEY must be positive``), or None."""
+    def problem(self, key: str, value: float, between: bool = False) -> str | None:
+        """What is wrong with ``value`` (``KEY must be positive``), or None;
+        ``between``: a range said ``KEY must be between LOW and HIGH, not
+        VALUE`` rather than ``KEY VALUE is out of range (from LOW to HIGH)``."""
+        if math.isnan(value):
+            return f"{key} must be a number, not nan"
         if self.above is not None and not value > self.above:
             return (f"{key} must be positive" if self.above == 0
                     else f"{key} must be more than {self.above:g}")
         if (self.low is not None and value < self.low) or \
                 (self.high is not None and value > self.high):
+            if self.high is not None and self.low is not None and between:
+                return f"{key} must be between {self.low:g} and {self.high:g}, not {value!r}"
             if self.high is not None:
                 return f"{key} {value!r} is out of range ({self})"
             if self.zero is not None and self.low == 0:
@@ -78,6 +85,31 @@ class Bounds:
         if self.above is not None:
             return "positive" if self.above == 0 else f"more than {self.above:g}"
         return f"at most {self.high:g}" if self.high is not None else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Wording:
+    """How a tool's messages say a key and what it expected: the router and
+    the apps have said it differently for years, and scripts and tests
+    match on it, so each keeps its wording while sharing the checks."""
+
+    #: the key quoted (``'quench' must be true or false``) or bare
+    quoted: bool = False
+    #: the word for a whole number expected (the router says "a number")
+    integer: str = "an integer"
+    #: how an unknown key is said (``unknown setting 'x'``)
+    unknown: str = "unknown setting"
+    #: ``(known: a, b)`` after an unknown key
+    known: bool = True
+    #: ranges said ``KEY must be between LOW and HIGH, not VALUE``
+    between: bool = True
+    #: file keys dashed (``log-level``, either spelling read) or as the fields
+    dashed: bool = False
+
+
+ROUTER_WORDING = Wording(quoted=True, integer="a number", known=False, between=False,
+                         dashed=True)
+APP_WORDING = Wording()
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +132,7 @@ class Setting:
     optional: bool = False
     default: Any = None
 
-    @property
-    def key(self) -> str:
-        """The TOML key (and the name messages use): the field, dashed."""
-        return self.name.replace("_", "-")
+    key: str = ""
 
     @property
     def type_name(self) -> str:
@@ -163,8 +192,10 @@ def _kind(hint: Any) -> tuple[type, bool]:
 class SettingsTable:
     """The settings a config dataclass declares, in declaration order."""
 
-    def __init__(self, cls: type, sections: dict[str, str] | None = None) -> None:
+    def __init__(self, cls: type, sections: dict[str, str] | None = None,
+                 wording: Wording = APP_WORDING) -> None:
         self.cls = cls
+        self.wording = wording
         #: argparse groups (and reference sections): title -> description
         self.sections = dict(sections or {})
         hints = typing.get_type_hints(cls)
@@ -176,7 +207,8 @@ class SettingsTable:
             kind, optional = _kind(hints[f.name])
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING \
                 else f.default
-            found.append(dataclasses.replace(declared, name=f.name, kind=kind,
+            key = f.name.replace("_", "-") if wording.dashed else f.name
+            found.append(dataclasses.replace(declared, name=f.name, key=key, kind=kind,
                                              optional=optional, default=default))
         self.settings: tuple[Setting, ...] = tuple(found)
         self._by_key = {s.key: s for s in self.settings if s.in_file}
@@ -200,9 +232,15 @@ class SettingsTable:
         """The fields a reload applies to a running program."""
         return frozenset(s.name for s in self.settings if s.reloadable)
 
+    @property
+    def keys(self) -> list[str]:
+        """The file's keys, in declaration order."""
+        return list(self._by_key)
+
     def find(self, key: str) -> Setting | None:
-        """The setting a file's key names (``log-level`` or ``log_level``)."""
-        return self._by_key.get(key.replace("_", "-"))
+        """The setting a file's key names (dashed: ``log-level`` or
+        ``log_level``)."""
+        return self._by_key.get(key.replace("_", "-") if self.wording.dashed else key)
 
     def help(self, s: Setting) -> str:
         return s.help.replace("{default}", shown(s.default).strip('"'))
@@ -214,22 +252,60 @@ class SettingsTable:
         after checking its type (``ConfigError``: ``WHERE: 'KEY' must be a
         number, not 'x'``). False when the table does not parse that key
         (unknown, or parsed by hand): the caller's to handle."""
-        from elvin.config_file import ConfigError
 
         s = self.find(raw_key)
         if s is None or s.by_hand:
             return False
-        if s.kind is bool:
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where}: {raw_key!r} must be true or false, not "
-                                  f"{value!r}")
-        else:
-            kinds: tuple[type, ...] = (int, float) if s.kind is float else (s.kind,)
-            if isinstance(value, bool) or not isinstance(value, kinds):
-                expected = "a string" if s.kind is str else "a number"
-                raise ConfigError(f"{where}: {raw_key!r} must be {expected}, not {value!r}")
+        if not (value is None and s.optional):     # (TOML has no None: from a mapping)
+            self._check_type(s, raw_key, value, where)
+        if s.kind is float and value is not None:
+            value = float(value)
+        elif s.choices and isinstance(value, str):
+            value = value.lower()                   # any case, as the flag
         setattr(config, s.name, value)
         return True
+
+    def _check_type(self, s: Setting, raw_key: str, value: Any, where: str) -> None:
+        from elvin.config_file import ConfigError
+
+        words = {str: "a string", int: self.wording.integer, float: "a number",
+                 bool: "true or false"}
+        kinds: tuple[type, ...] = (int, float) if s.kind is float else (s.kind,)
+        if isinstance(value, bool) != (s.kind is bool) or not isinstance(value, kinds):
+            key = repr(raw_key) if self.wording.quoted else raw_key
+            expected = words.get(s.kind, f"a {getattr(s.kind, '__name__', s.kind)}")
+            raise ConfigError(f"{where}: {key} must be {expected}, not {value!r}")
+
+    def unknown(self, raw_key: str, where: str, more: tuple[str, ...] = ()) -> str:
+        """The message for a key no setting has (``more``: the keys the
+        caller reads by hand, for the list of the known ones)."""
+        said = f"{where}: {self.wording.unknown} {raw_key!r}"
+        if self.wording.known:
+            said += f" (known: {', '.join(sorted({*self.keys, *more}))})"
+        return said
+
+    def load(self, config: Any, data: dict[str, Any], where: Callable[[str], str],
+             problems: list[str] | None = None,
+             by_hand: dict[str, Callable[[Any, Any, str], None]] | None = None) -> Any:
+        """Every key of ``data`` (a file's table) set on ``config``, then its
+        bounds checked: the first problem a ``ConfigError``, or, with a
+        ``problems`` list, each appended there. ``by_hand``: per key the
+        table does not parse, ``parse(config, value, where)``."""
+        from elvin.config_file import ConfigError, collecting_problems
+
+        hand = by_hand or {}
+        for raw_key, value in data.items():
+            with collecting_problems(problems):
+                if raw_key in hand:
+                    hand[raw_key](config, value, where(raw_key))
+                elif not self.apply(config, raw_key, value, where(raw_key)):
+                    raise ConfigError(self.unknown(raw_key, where(raw_key), tuple(hand)))
+        found = self.problems(config, where)
+        if found and problems is None:
+            raise ConfigError.of(found)
+        if problems is not None:
+            problems.extend(found)
+        return config
 
     def problems(self, config: Any, where: Callable[[str], str]) -> list[str]:
         """Every value of ``config`` out of its bounds or choices, each
@@ -240,11 +316,10 @@ class SettingsTable:
             if value is None or s.by_hand:
                 continue
             problem = None
-            if s.bounds is not None and isinstance(value, (int, float)) \
-                    and not (isinstance(value, float) and math.isnan(value)):
-                problem = s.bounds.problem(s.key, value)
+            if s.bounds is not None and isinstance(value, (int, float)):
+                problem = s.bounds.problem(s.key, value, self.wording.between)
             elif s.choices and str(value).lower() not in s.choices:   # any case, as the flag
-                problem = f"{s.key} {value!r} is not one of {', '.join(s.choices)}"
+                problem = f"{s.key} must be one of {', '.join(s.choices)}, not {value!r}"
             if problem:
                 found.append(f"{where(s.key)}: {problem}")
         return found

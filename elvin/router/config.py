@@ -62,7 +62,7 @@ from elvin.federation.config import (
 from elvin.fileutil import file_problem
 from elvin.protocol import ElvinURI, URIError, parse_uri
 from elvin.router.options import DROP_POLICIES, INT_OPTIONS, OPTION_BOUNDS, OptionRanges
-from elvin.settings import SettingsTable, setting
+from elvin.settings import ROUTER_WORDING, SettingsTable, setting
 
 __all__ = ["DEFAULT_LISTEN", "LOG_LEVELS", "RELOADABLE", "SETTINGS", "ConfigError",
            "RouterConfig", "config_from_dict", "load_config", "parse_listen_uri"]
@@ -497,7 +497,7 @@ def _set_aside(federation: FederationConfig, key: str) -> bool:
 
 
 #: the router's settings, as RouterConfig declares them
-SETTINGS = SettingsTable(RouterConfig, SECTIONS)
+SETTINGS = SettingsTable(RouterConfig, SECTIONS, ROUTER_WORDING)
 #: the settings SIGHUP applies to a running router (elvin.router.reload)
 RELOADABLE = SETTINGS.reloadable
 #: the counts and sizes of elvin.router.door and the key limits (0 = no limit)
