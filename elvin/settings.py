@@ -97,6 +97,8 @@ class Wording:
     quoted: bool = False
     #: the word for a whole number expected (the router says "a number")
     integer: str = "an integer"
+    #: the words for a boolean expected (the tickertape says "true/false")
+    boolean: str = "true or false"
     #: how an unknown key is said (``unknown setting 'x'``)
     unknown: str = "unknown setting"
     #: ``(known: a, b)`` after an unknown key
@@ -127,6 +129,10 @@ class Setting:
     bounds: Bounds | None = None
     by_hand: bool = False
     in_file: bool = True
+    #: after the type check: the value as kept (``ValueError(why)`` if it is wrong)
+    convert: Callable[[Any], Any] | None = None
+    #: the default as the reference says it, where it is computed (``user@host``)
+    shown_default: str | None = None
     name: str = ""
     kind: type = str
     optional: bool = False
@@ -147,18 +153,23 @@ def setting(default: Any = dataclasses.MISSING, *, help: str,
             reloadable: bool = False, flag: str | None = None, metavar: str | None = None,
             section: str = "", choices: tuple[str, ...] = (), low: float | None = None,
             high: float | None = None, above: float | None = None, zero: str | None = None,
-            by_hand: bool = False, in_file: bool = True) -> Any:
+            by_hand: bool = False, in_file: bool = True,
+            convert: Callable[[Any], Any] | None = None,
+            shown_default: str | None = None) -> Any:
     """A dataclass field declaring a setting (see the module docstring).
 
     ``help`` may say ``{default}``: the declared default, as TOML writes it.
     ``flag``: ``--name`` (takes a value; ``store_true`` for a boolean) or
     ``--no-name`` (a boolean that the flag turns off). ``in_file`` False: a
-    flag only (``--state-reset``), not a key of the file."""
+    flag only (``--state-reset``), not a key of the file. ``convert``: a
+    check and normalisation beyond the type (``ValueError("must look like
+    #1d1f21")``: the message says ``WHERE: KEY must look like #1d1f21``)."""
     bounds = Bounds(low, high, above, zero) if (low, high, above) != (None, None, None) \
         else None
     declared = Setting(help=help, reloadable=reloadable, flag=flag, metavar=metavar,
                        section=section, choices=tuple(choices), bounds=bounds,
-                       by_hand=by_hand, in_file=in_file)
+                       by_hand=by_hand, in_file=in_file, convert=convert,
+                       shown_default=shown_default)
     return dataclasses.field(default=default, default_factory=default_factory,
                              metadata={_KEY: declared})
 
@@ -243,7 +254,13 @@ class SettingsTable:
         return self._by_key.get(key.replace("_", "-") if self.wording.dashed else key)
 
     def help(self, s: Setting) -> str:
-        return s.help.replace("{default}", shown(s.default).strip('"'))
+        """The setting's help, its ``{default}`` filled in."""
+        return s.help.replace("{default}", self.default_text(s).strip('"'))
+
+    @staticmethod
+    def default_text(s: Setting) -> str:
+        """The default as TOML writes it (or as declared, where computed)."""
+        return s.shown_default if s.shown_default is not None else shown(s.default)
 
     # -- the file -------------------------------------------------------------
 
@@ -258,7 +275,13 @@ class SettingsTable:
             return False
         if not (value is None and s.optional):     # (TOML has no None: from a mapping)
             self._check_type(s, raw_key, value, where)
-        if s.kind is float and value is not None:
+        if s.convert is not None:
+            try:
+                value = s.convert(value)
+            except ValueError as exc:
+                from elvin.config_file import ConfigError
+                raise ConfigError(f"{where}: {raw_key} {exc}") from None
+        elif s.kind is float and value is not None:
             value = float(value)
         elif s.choices and isinstance(value, str):
             value = value.lower()                   # any case, as the flag
@@ -269,7 +292,7 @@ class SettingsTable:
         from elvin.config_file import ConfigError
 
         words = {str: "a string", int: self.wording.integer, float: "a number",
-                 bool: "true or false"}
+                 bool: self.wording.boolean}
         kinds: tuple[type, ...] = (int, float) if s.kind is float else (s.kind,)
         if isinstance(value, bool) != (s.kind is bool) or not isinstance(value, kinds):
             key = repr(raw_key) if self.wording.quoted else raw_key
