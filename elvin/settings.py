@@ -131,8 +131,9 @@ class Setting:
     in_file: bool = True
     #: after the type check: the value as kept (``ValueError(why)`` if it is wrong)
     convert: Callable[[Any], Any] | None = None
-    #: the default as the reference says it, where it is computed (``user@host``)
-    shown_default: str | None = None
+    #: the default as the reference says it, where it is computed (``user@host``),
+    #: or the function that says it
+    shown_default: str | Callable[[], str] | None = None
     name: str = ""
     kind: type = str
     optional: bool = False
@@ -155,7 +156,7 @@ def setting(default: Any = dataclasses.MISSING, *, help: str,
             high: float | None = None, above: float | None = None, zero: str | None = None,
             by_hand: bool = False, in_file: bool = True,
             convert: Callable[[Any], Any] | None = None,
-            shown_default: str | None = None) -> Any:
+            shown_default: str | Callable[[], str] | None = None) -> Any:
     """A dataclass field declaring a setting (see the module docstring).
 
     ``help`` may say ``{default}``: the declared default, as TOML writes it.
@@ -260,6 +261,8 @@ class SettingsTable:
     @staticmethod
     def default_text(s: Setting) -> str:
         """The default as TOML writes it (or as declared, where computed)."""
+        if callable(s.shown_default):
+            return s.shown_default()
         return s.shown_default if s.shown_default is not None else shown(s.default)
 
     # -- the file -------------------------------------------------------------
@@ -376,10 +379,17 @@ class SettingsTable:
             target.add_argument(s.flag, **kwargs)
         return target
 
-    def apply_args(self, config: Any, args: argparse.Namespace) -> Any:
-        """Lay the flags given in ``args`` over ``config``."""
+    def given(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The settings whose flags ``args`` gives: name -> value."""
+        found = {}
         for s in self.settings:
             value = getattr(args, s.name, None) if s.flag else None
             if value is not None:
-                setattr(config, s.name, list(value) if s.kind is list else value)
+                found[s.name] = list(value) if s.kind is list else value
+        return found
+
+    def apply_args(self, config: Any, args: argparse.Namespace) -> Any:
+        """Lay the flags given in ``args`` over ``config``."""
+        for name, value in self.given(args).items():
+            setattr(config, name, value)
         return config

@@ -198,7 +198,8 @@ def declared(table: Any, section: str | None = None) -> list[Setting]:
     if not isinstance(table, SettingsTable):
         table = SettingsTable(table)
     return [Setting(key=s.key, type=s.type_name,
-                    default=s.shown_default or _toml_default(s.default),
+                    default=(table.default_text(s) if s.shown_default is not None
+                             else _toml_default(s.default)),
                     range=str(s.bounds) if s.bounds else
                     ("one of " + ", ".join(s.choices) if s.choices else ""),
                     flag=s.flag or "", description=table.help(s),
