@@ -56,24 +56,24 @@ class Bounds:
     above: float | None = None
     zero: str | None = None
 
-    def problem(self, key: str, value: float, between: bool = False) -> str | None:
-        """What is wrong with ``value`` (``KEY must be positive``), or None;
-        ``between``: a range said ``KEY must be between LOW and HIGH, not
-        VALUE`` rather than ``KEY VALUE is out of range (from LOW to HIGH)``."""
+    def problem(self, value: float, between: bool = False) -> str | None:
+        """What is wrong with ``value``, to follow the key (``must be
+        positive``), or None; ``between``: a range said ``must be between
+        LOW and HIGH, not VALUE`` rather than ``VALUE is out of range (from
+        LOW to HIGH)``."""
         if math.isnan(value):
-            return f"{key} must be a number, not nan"
+            return "must be a number, not nan"
         if self.above is not None and not value > self.above:
-            return (f"{key} must be positive" if self.above == 0
-                    else f"{key} must be more than {self.above:g}")
+            return "must be positive" if self.above == 0 else f"must be more than {self.above:g}"
         if (self.low is not None and value < self.low) or \
                 (self.high is not None and value > self.high):
             if self.high is not None and self.low is not None and between:
-                return f"{key} must be between {self.low:g} and {self.high:g}, not {value!r}"
+                return f"must be between {self.low:g} and {self.high:g}, not {shown(value)}"
             if self.high is not None:
-                return f"{key} {value!r} is out of range ({self})"
+                return f"{shown(value)} is out of range ({self})"
             if self.zero is not None and self.low == 0:
-                return f"{key} must be 0 ({self.zero}) or more"
-            return f"{key} must be at least {self.low:g}"
+                return f"must be 0 ({self.zero}) or more"
+            return f"must be at least {self.low:g}"
         return None
 
     def __str__(self) -> str:
@@ -107,6 +107,15 @@ class Wording:
     between: bool = True
     #: file keys dashed (``log-level``, either spelling read) or as the fields
     dashed: bool = False
+    #: the key then a colon (``http.timeout: must be a number``), as
+    #: ``elvin.config_file.check_number`` says it
+    colon: bool = False
+    #: what comes before a key in a message: the table it is in (``http.``)
+    prefix: str = ""
+
+    def say(self, key: str, rest: str) -> str:
+        """``KEY REST`` (or ``PREFIX.KEY: REST``) as this tool says it."""
+        return f"{self.prefix}{key}: {rest}" if self.colon else f"{self.prefix}{key} {rest}"
 
 
 ROUTER_WORDING = Wording(quoted=True, integer="a number", known=False, between=False,
@@ -283,7 +292,7 @@ class SettingsTable:
                 value = s.convert(value)
             except ValueError as exc:
                 from elvin.config_file import ConfigError
-                raise ConfigError(f"{where}: {raw_key} {exc}") from None
+                raise ConfigError(f"{where}: {self.wording.say(raw_key, str(exc))}") from None
         elif s.kind is float and value is not None:
             value = float(value)
         elif s.choices and isinstance(value, str):
@@ -300,12 +309,14 @@ class SettingsTable:
         if isinstance(value, bool) != (s.kind is bool) or not isinstance(value, kinds):
             key = repr(raw_key) if self.wording.quoted else raw_key
             expected = words.get(s.kind, f"a {getattr(s.kind, '__name__', s.kind)}")
-            raise ConfigError(f"{where}: {key} must be {expected}, not {value!r}")
+            raise ConfigError(f"{where}: "
+                              + self.wording.say(key, f"must be {expected}, not {value!r}"))
 
     def unknown(self, raw_key: str, where: str, more: tuple[str, ...] = ()) -> str:
         """The message for a key no setting has (``more``: the keys the
         caller reads by hand, for the list of the known ones)."""
-        said = f"{where}: {self.wording.unknown} {raw_key!r}"
+        said = (f"{where}: {self.wording.say(raw_key, self.wording.unknown)}"
+                if self.wording.colon else f"{where}: {self.wording.unknown} {raw_key!r}")
         if self.wording.known:
             said += f" (known: {', '.join(sorted({*self.keys, *more}))})"
         return said
@@ -320,12 +331,16 @@ class SettingsTable:
         from elvin.config_file import ConfigError, collecting_problems
 
         hand = by_hand or {}
+        frozen = self.cls.__dataclass_params__.frozen    # type: ignore[attr-defined]
+        target = types.SimpleNamespace() if frozen else config
         for raw_key, value in data.items():
             with collecting_problems(problems):
                 if raw_key in hand:
-                    hand[raw_key](config, value, where(raw_key))
-                elif not self.apply(config, raw_key, value, where(raw_key)):
+                    hand[raw_key](target, value, where(raw_key))
+                elif not self.apply(target, raw_key, value, where(raw_key)):
                     raise ConfigError(self.unknown(raw_key, where(raw_key), tuple(hand)))
+        if frozen:
+            config = dataclasses.replace(config, **vars(target))
         found = self.problems(config, where)
         if found and problems is None:
             raise ConfigError.of(found)
@@ -343,11 +358,11 @@ class SettingsTable:
                 continue
             problem = None
             if s.bounds is not None and isinstance(value, (int, float)):
-                problem = s.bounds.problem(s.key, value, self.wording.between)
+                problem = s.bounds.problem(value, self.wording.between)
             elif s.choices and str(value).lower() not in s.choices:   # any case, as the flag
-                problem = f"{s.key} must be one of {', '.join(s.choices)}, not {value!r}"
+                problem = f"must be one of {', '.join(s.choices)}, not {value!r}"
             if problem:
-                found.append(f"{where(s.key)}: {problem}")
+                found.append(f"{where(s.key)}: {self.wording.say(s.key, problem)}")
         return found
 
     # -- the command line -----------------------------------------------------
