@@ -40,7 +40,8 @@ Two directives, used by docs/reference/*.rst:
 
 ``.. elvin-connection-options::``
     The router's connection options with their minimum, default and maximum
-    (``elvin.router.options.OptionRanges``).
+    and what enforces each (``elvin.router.options.OPTIONS``, the ranges as
+    ``OptionRanges`` starts from them).
 
 Nothing here is written by hand about a setting: a setting added to a
 dataclass, a key table or a parser is in the reference at the next build.
@@ -467,17 +468,21 @@ class ConnectionOptionsDirective(SphinxDirective):
     """``.. elvin-connection-options::``: the negotiable options' ranges."""
 
     def run(self) -> list[nodes.Node]:
-        from elvin.router.options import DROP_POLICIES, OptionRanges
+        from elvin.router.options import DROP_POLICIES, OPTIONS, OptionRanges
         ranges = OptionRanges()
-        body: list[list[Any]] = [[_code(name), str(low), str(default), str(high)]
-                                 for name, (low, default, high) in sorted(ranges.ints.items())]
-        policies = ", ".join(DROP_POLICIES)
-        body.append([_code("Send-Queue.Drop-Policy"), "", _code(ranges.send_drop_policy),
-                     policies])
-        body.append([_code("Receive-Queue.Drop-Policy"), "", _code(ranges.receive_drop_policy),
-                     policies])
-        return [_table(["Option", "Minimum", "Default", "Maximum / values"], body,
-                       [40, 15, 15, 30])]
+        policies = {"Send-Queue.Drop-Policy": ranges.send_drop_policy,
+                    "Receive-Queue.Drop-Policy": ranges.receive_drop_policy}
+        body: list[list[Any]] = []
+        for option in sorted(OPTIONS, key=lambda o: o.name):
+            if option.type == "int32":
+                low, default, high = ranges.ints[option.name]
+                body.append([_code(option.name), str(low), str(default), str(high),
+                             option.enforced_by])
+            elif option.name in policies:
+                body.append([_code(option.name), "", _code(policies[option.name]),
+                             ", ".join(DROP_POLICIES), option.enforced_by])
+        return [_table(["Option", "Minimum", "Default", "Maximum / values", "Enforced by"],
+                       body, [30, 12, 12, 22, 24])]
 
 
 def setup(app) -> dict[str, Any]:

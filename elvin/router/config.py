@@ -61,7 +61,13 @@ from elvin.federation.config import (
 )
 from elvin.fileutil import file_problem
 from elvin.protocol import ElvinURI, URIError, parse_uri
-from elvin.router.options import DROP_POLICIES, INT_OPTIONS, OPTION_BOUNDS, OptionRanges
+from elvin.router.options import (
+    DROP_POLICIES,
+    INT_OPTIONS,
+    OPTION_BOUNDS,
+    POLICY_OPTIONS,
+    OptionRanges,
+)
 from elvin.settings import ROUTER_WORDING, SettingsTable, setting
 
 __all__ = ["DEFAULT_LISTEN", "LOG_LEVELS", "RELOADABLE", "SETTINGS", "ConfigError",
@@ -668,7 +674,7 @@ def _options(table: dict[str, Any], base: OptionRanges, where) -> OptionRanges:
     found: list[str] = []     # every bad option, not only the first
     for name, value in table.items():
         with collecting_problems(found):
-            if name in ("Send-Queue.Drop-Policy", "Receive-Queue.Drop-Policy"):
+            if name in POLICY_OPTIONS:
                 if value not in DROP_POLICIES:
                     raise ConfigError(f"{where(name)}: {name} must be one of "
                                       f"{', '.join(DROP_POLICIES[:4])}, not {value!r}")
