@@ -14,8 +14,11 @@ reload applies it, its command-line flag and the section it belongs to::
 come the rest: the TOML keys and their type checks (``apply``), the bounds
 and choices (``problems``), the argparse flags (``add_arguments``) and what
 they set (``apply_args``), the reloadable set, and the configuration
-reference (``docs/_ext/configref.py`` renders ``rows``). A setting added is
-in all of them at once; none of them can forget it.
+reference (``docs/_ext/configref.py`` renders the table). A setting added
+is in all of them at once; none of them can forget it.
+
+Each tool keeps the wording its messages have always had (``Wording``:
+scripts and tests match on it), while the checks are one.
 
 What one field cannot say in a line (a list of URIs, a table of connection
 options, a file that must be readable) is marked ``by_hand``: declared here
@@ -35,6 +38,8 @@ import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from elvin.config_file import ConfigError, collecting_problems
 
 __all__ = ["APP_WORDING", "ROUTER_WORDING", "Bounds", "Setting", "SettingsTable", "Wording",
            "setting", "shown"]
@@ -244,11 +249,6 @@ class SettingsTable:
         raise KeyError(name)
 
     @property
-    def names(self) -> frozenset[str]:
-        """Every declared field."""
-        return frozenset(s.name for s in self.settings)
-
-    @property
     def reloadable(self) -> frozenset[str]:
         """The fields a reload applies to a running program."""
         return frozenset(s.name for s in self.settings if s.reloadable)
@@ -281,7 +281,6 @@ class SettingsTable:
         after checking its type (``ConfigError``: ``WHERE: 'KEY' must be a
         number, not 'x'``). False when the table does not parse that key
         (unknown, or parsed by hand): the caller's to handle."""
-
         s = self.find(raw_key)
         if s is None or s.by_hand:
             return False
@@ -291,7 +290,6 @@ class SettingsTable:
             try:
                 value = s.convert(value)
             except ValueError as exc:
-                from elvin.config_file import ConfigError
                 raise ConfigError(f"{where}: {self.wording.say(raw_key, str(exc))}") from None
         elif s.kind is float and value is not None:
             value = float(value)
@@ -301,8 +299,6 @@ class SettingsTable:
         return True
 
     def _check_type(self, s: Setting, raw_key: str, value: Any, where: str) -> None:
-        from elvin.config_file import ConfigError
-
         words = {str: "a string", int: self.wording.integer, float: "a number",
                  bool: self.wording.boolean}
         kinds: tuple[type, ...] = (int, float) if s.kind is float else (s.kind,)
@@ -327,10 +323,10 @@ class SettingsTable:
         """Every key of ``data`` (a file's table) set on ``config``, then its
         bounds checked: the first problem a ``ConfigError``, or, with a
         ``problems`` list, each appended there. ``by_hand``: per key the
-        table does not parse, ``parse(config, value, where)``."""
-        from elvin.config_file import ConfigError, collecting_problems
-
+        table does not parse, ``parse(config, value, where)``. A frozen
+        dataclass is returned anew (``dataclasses.replace``)."""
         hand = by_hand or {}
+        # __dataclass_params__ is the dataclass machinery's own record, not in the stubs
         frozen = self.cls.__dataclass_params__.frozen    # type: ignore[attr-defined]
         target = types.SimpleNamespace() if frozen else config
         for raw_key, value in data.items():
