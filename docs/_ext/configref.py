@@ -204,7 +204,9 @@ def declared(table: Any, section: str | None = None) -> list[Setting]:
                     range=str(s.bounds) if s.bounds else
                     ("one of " + ", ".join(s.choices) if s.choices else ""),
                     flag=s.flag or "", description=table.help(s),
-                    reloadable=s.reloadable, section=s.section)
+                    # a tool with no reload has no reload column
+                    reloadable=s.reloadable if table.reloadable else None,
+                    section=s.section)
             for s in table if s.in_file and (section is None or s.section == section)]
 
 

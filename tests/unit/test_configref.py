@@ -72,3 +72,13 @@ def test_every_router_key_is_in_the_reference():
     assert rows["log-level"].range.startswith("one of debug")
     assert "(default 5)" in rows["stats-interval"].description
     assert all(r.description for r in rows.values())
+
+
+def test_a_tool_without_reload_has_no_reload_column():
+    """The desktop apps reload nothing: their rows say neither "applied on
+    reload" nor "needs a restart"; the filewatcher's say which."""
+    from elvin_apps.biff.config import SETTINGS as BIFF
+    from elvin_apps.filewatcher.config import SETTINGS as FILEWATCHER
+    assert {r.reloadable for r in configref.declared(BIFF)} == {None}
+    rows = {r.key: r for r in configref.declared(FILEWATCHER)}
+    assert rows["debounce"].reloadable and rows["elvin"].reloadable is False
