@@ -54,12 +54,6 @@ def _hex_colour(value: str) -> str:
     return value.strip().lower()
 
 
-def _dock(value: str) -> str:
-    if value not in DOCK_CHOICES:
-        raise ValueError(f"must be one of {', '.join(DOCK_CHOICES)}, not {value!r}")
-    return value
-
-
 @dataclass
 class Config:
     """Every setting, with the defaults used when the file does not say;
@@ -78,7 +72,7 @@ class Config:
     background: str = setting("#1d1f21", convert=_hex_colour, help="the strip's colour")
     text_colour: str = setting("#e6e6e6", convert=_hex_colour,
                                help="the messages' text (groups have their own colours)")
-    dock: str = setting("top", convert=_dock,
+    dock: str = setting("top", choices=DOCK_CHOICES,
                         help="top, bottom (a docked bar) or window")
     always_on_top: bool = setting(True, help="as a window")
     frameless: bool = setting(False, help="as a window: without the title bar")
