@@ -1,7 +1,9 @@
 """The coffee biff's TOML configuration (``~/.config/elvin/biff.toml``).
 
 Every key is optional and defaults work with no file; flags and
-``ELVIN_URL`` override the file. Wrong types and unknown keys are errors
+``ELVIN_URL`` override the file. Each setting is declared once, in
+``BiffConfig`` (``elvin.settings``): the checks and the configuration
+reference come from there. Wrong types and unknown keys are errors
 that name the file and the key, so a typo is not silently ignored::
 
     elvin = "elvin://router.example.org"
@@ -16,42 +18,48 @@ that name the file and the key, so a typo is not silently ignored::
 
 from __future__ import annotations
 
-import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from elvin.config_file import ConfigError, default_config_path, read_toml
+from elvin.config_file import ConfigError, default_config_path, line_of, read_toml
+from elvin.settings import SettingsTable, Wording, setting
 
-__all__ = ["BiffConfig", "ConfigError", "load"]
+__all__ = ["SETTINGS", "BiffConfig", "ConfigError", "load"]
 
 CONFIG_NAME = "biff.toml"
 
 
 @dataclass
 class BiffConfig:
-    elvin: str | None = None
-    user: str | None = None
-    heartbeat: float = 30.0
-    coffee_minutes: float = 15.0
-    text: str = ""
-    notify: bool = True     # a desktop notification when someone starts a coffee
-    sound: bool = False     # ... with a sound
-    colleagues: list[str] = field(default_factory=list)   # listed even when away
+    elvin: str | None = setting(None, help="the router's URL (``--elvin`` and "
+                                           "``ELVIN_URL`` override it)")
+    user: str | None = setting(None, help="your name (default user@host; ``--user`` "
+                                          "overrides it)")
+    heartbeat: float = setting(30.0, low=0.1, high=3600.0,
+                               help="seconds between refreshes")
+    coffee_minutes: float = setting(15.0, low=0.1, high=24 * 60.0,
+                                    help="a coffee ends by itself after this long")
+    text: str = setting("", help='pre-filled "where/when" text')
+    notify: bool = setting(True, help="a desktop notification when someone starts a coffee")
+    sound: bool = setting(False, help="... with a sound")
+    colleagues: list[str] = setting(
+        default_factory=list, by_hand=True,
+        help='user names always in the list, here or not (``["alice@office"]``)')
     path: Path | None = None
 
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "elvin": (str,),
-    "user": (str,),
-    "heartbeat": (int, float),
-    "coffee_minutes": (int, float),
-    "text": (str,),
-    "notify": (bool,),
-    "sound": (bool,),
-    "colleagues": (list,),
-}
-_LIMITS = {"heartbeat": (0.1, 3600.0), "coffee_minutes": (0.1, 24 * 60.0)}
+#: the biff's settings, as BiffConfig declares them
+SETTINGS = SettingsTable(BiffConfig, wording=Wording(unknown="unknown key"))
+
+
+def _colleagues(config: BiffConfig, value: Any, where: str) -> None:
+    if not isinstance(value, list) or not all(
+            isinstance(v, str) and v.strip() and v.isprintable() for v in value):
+        raise ConfigError(f"{where}: colleagues must be a list of user names, e.g. "
+                          f'["alice@office"], not {value!r}')
+    config.colleagues = [v.strip() for v in value]
 
 
 def load(path: str | os.PathLike | None = None, *, must_exist: bool = False) -> BiffConfig:
@@ -62,29 +70,6 @@ def load(path: str | os.PathLike | None = None, *, must_exist: bool = False) -> 
                      must_exist=must_exist)
     if toml is None:
         return BiffConfig()
-    file = toml.path
-    config = BiffConfig(path=file)
-    for key, value in toml.data.items():
-        kinds = _TYPES.get(key)
-        if kinds is None:
-            raise ConfigError(f"{file}: unknown key {key!r} (known: {', '.join(_TYPES)})")
-        if key == "colleagues":
-            if not isinstance(value, list) or not all(
-                    isinstance(v, str) and v.strip() and v.isprintable() for v in value):
-                raise ConfigError(f"{file}: colleagues must be a list of user names, e.g. "
-                                  f'["alice@office"], not {value!r}')
-            config.colleagues = [v.strip() for v in value]
-            continue
-        if isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds):
-            wanted = " or ".join("number" if k in (int, float) else
-                                 "true or false" if k is bool else "string" for k in kinds)
-            raise ConfigError(f"{file}: {key} must be a {wanted.split(' or ')[0]}, "
-                              f"not {type(value).__name__} {value!r}")
-        if key in _LIMITS:
-            low, high = _LIMITS[key]
-            if not (math.isfinite(value) and low <= value <= high):
-                raise ConfigError(f"{file}: {key} must be between {low:g} and {high:g}, "
-                                  f"not {value!r}")
-            value = float(value)
-        setattr(config, key, value)
-    return config
+    return SETTINGS.load(BiffConfig(path=toml.path), toml.data,
+                         lambda key: f"{toml.path}{line_of(toml.text, key)}",
+                         by_hand={"colleagues": _colleagues})

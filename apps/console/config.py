@@ -8,29 +8,47 @@ work. It holds only what is not part of a workspace::
     workspace = "~/elvin/console.json"      # opened at startup
     buffer = 10000                           # rows kept by a new consumer pane
 
-Wrong types are rejected with a message naming the file and the key.
+Wrong types are rejected with a message naming the file and the key. Each
+setting is declared once, in ``Config`` (``elvin.settings``): the checks and
+the configuration reference come from there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from elvin_apps.console.workspace import DEFAULT_BUFFER, MAX_BUFFER, MIN_BUFFER
 
-from elvin.config_file import ConfigError, default_config_path, read_toml
+from elvin.config_file import ConfigError, default_config_path, line_of, read_toml
+from elvin.settings import SettingsTable, setting
 
-__all__ = ["Config", "ConfigError", "load"]
+__all__ = ["SETTINGS", "Config", "ConfigError", "load"]
 
 CONFIG_NAME = "console.toml"
 
 
 @dataclass
 class Config:
-    elvin: str | None = None
-    workspace: str | None = None
-    buffer: int = DEFAULT_BUFFER
+    elvin: str | None = setting(None, by_hand=True, help="the default router's URL")
+    workspace: str | None = setting(None, by_hand=True, help="a workspace opened at startup")
+    buffer: int = setting(DEFAULT_BUFFER, low=MIN_BUFFER, high=MAX_BUFFER,
+                          help="rows kept by a new consumer pane")
     path: Path | None = None
+
+
+#: the console's settings, as Config declares them
+SETTINGS = SettingsTable(Config)
+
+
+def _text(name: str) -> Any:
+    """The parser of a setting that must be non-empty text."""
+    def parse(config: Config, value: Any, where: str) -> None:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}: {name} must be non-empty text, not {value!r}")
+        setattr(config, name, value.strip())
+    return parse
 
 
 def load(path: str | Path | None = None, must_exist: bool = False) -> Config:
@@ -40,26 +58,9 @@ def load(path: str | Path | None = None, must_exist: bool = False) -> Config:
     toml = read_toml(path or default_config_path(CONFIG_NAME), must_exist=must_exist)
     if toml is None:
         return Config()
-    target, data = toml.path, toml.data
-    config = Config(path=target)
-    known = {"elvin", "workspace", "buffer"}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"{target}: unknown setting {unknown[0]!r} "
-                          f"(known: {', '.join(sorted(known))})")
-    for key in ("elvin", "workspace"):
-        if key in data:
-            if not isinstance(data[key], str) or not data[key].strip():
-                raise ConfigError(f"{target}: {key} must be non-empty text, "
-                                  f"not {data[key]!r}")
-            setattr(config, key, data[key].strip())
+    config = SETTINGS.load(Config(path=toml.path), toml.data,
+                           lambda key: f"{toml.path}{line_of(toml.text, key)}",
+                           by_hand={"elvin": _text("elvin"), "workspace": _text("workspace")})
     if config.workspace:
         config.workspace = str(Path(config.workspace).expanduser())
-    if "buffer" in data:
-        value = data["buffer"]
-        if isinstance(value, bool) or not isinstance(value, int) or \
-                not MIN_BUFFER <= value <= MAX_BUFFER:
-            raise ConfigError(f"{target}: buffer must be a whole number from {MIN_BUFFER} "
-                              f"to {MAX_BUFFER}, not {value!r}")
-        config.buffer = value
     return config

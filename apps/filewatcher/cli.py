@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 from elvin_apps.filewatcher import __version__
 from elvin_apps.filewatcher.config import (
-    UNBOUNDED_POLICIES,
+    SETTINGS,
     Config,
     ConfigError,
     apply_overrides,
@@ -79,19 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                "Settings: --config FILE (TOML; keys as the flags: roots, elvin, unbounded, "
                "debounce, max-delay, poll-interval, max-watches, status-file, log-level, "
                "log-file, ...); flags override it.")
-    parser.add_argument("--root", metavar="DIR", action="append", dest="roots",
-                        help="a directory subscribers may watch (repeatable; replaces the "
-                             "config file's roots)")
-    parser.add_argument("--unbounded", choices=UNBOUNDED_POLICIES,
-                        help="what to do with subscriptions whose paths cannot be bounded: "
-                             "ignore them (default, with a warning) or watch the roots")
-    parser.add_argument("--debounce", metavar="SECONDS", type=float,
-                        help="quiet time before a burst of changes is reported (default 0.1)")
-    parser.add_argument("--status-file", metavar="FILE",
-                        help=f"where to write the status (default {default_status_file()})")
+    SETTINGS.add_arguments(parser)
     parser.add_argument("--foreground", action="store_true",
                         help="run in the foreground (always the case; for systemd and habit)")
-    parser.add_argument("--log-file", metavar="FILE", help="log here instead of stderr")
     return parser
 
 
@@ -112,9 +102,7 @@ def make_config(args: argparse.Namespace, problems: list[str] | None = None) -> 
     """The file's settings with the flags over them, validated; with a
     ``problems`` list, the file's wrong keys go there (``check``)."""
     config = load_config(args.config, problems)
-    config = apply_overrides(config, roots=args.roots, unbounded=args.unbounded,
-                             debounce=args.debounce, status_file=args.status_file,
-                             log_level=args.log_level, log_file=args.log_file)
+    config = apply_overrides(config, **SETTINGS.given(args), log_level=args.log_level)
     return config.validate()
 
 

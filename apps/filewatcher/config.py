@@ -22,6 +22,10 @@ A TOML file (``filewatcher --config FILE``) uses the flag names as keys, with
     log-level = "info"
     log-file = "/var/log/elvin-filewatcher.log"
 
+Each setting is declared once, in ``Config`` (``elvin.settings``): the
+file's checks, the flags that override it, what SIGHUP applies and the
+configuration reference come from there.
+
 Precedence: command-line flag, then (for the router URL) ``ELVIN_URL``, then
 the file, then the default (the router URL's rule is the suite's,
 ``elvin.router_url``).
@@ -36,19 +40,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elvin.cli_common import LOG_LEVELS
-from elvin.config_file import (
-    ConfigError,
-    check_numbers,
-    collecting_problems,
-    line_of,
-    number,
-    read_toml,
-)
+from elvin.config_file import ConfigError, collecting_problems, line_of, read_toml
 from elvin.fileutil import runtime_file
 from elvin.router_url import RouterURLError, check_router_url
+from elvin.settings import SettingsTable, Wording, setting
 
-__all__ = ["Config", "ConfigError", "LOG_LEVELS", "UNBOUNDED_POLICIES", "default_status_file",
-           "load_config"]
+__all__ = ["SETTINGS", "Config", "ConfigError", "LOG_LEVELS", "UNBOUNDED_POLICIES",
+           "default_status_file", "load_config"]
 
 UNBOUNDED_POLICIES = ("ignore", "roots")
 
@@ -61,25 +59,44 @@ def default_status_file() -> str:
     return runtime_file("elvin-filewatcher")
 
 
+def _reload(default: Any, **declared: Any) -> Any:
+    """A setting SIGHUP applies to the running daemon."""
+    return setting(default, reloadable=True, **declared)
+
+
 @dataclass
 class Config:
-    elvin: str | None = None
-    roots: list[str] = field(default_factory=list)
-    unbounded: str = "ignore"
-    # seconds
-    debounce: float = number(0.1, 0.0, 60.0)
-    max_delay: float = number(1.0, 0.0, 3600.0)
-    poll_interval: float = number(2.0, 0.05, 3600.0)
-    reconnect_grace: float = number(10.0, 0.0, 3600.0)
-    # counts
-    max_watches: int = number(256, 1, integer=True)
-    #: a subscription naming more paths than this is treated as unbounded
-    #: (the ``unbounded`` policy applies to it)
-    max_paths_per_subscription: int = number(10_000, 1, integer=True)
-    status_file: str = ""
-    host: str = ""
-    log_level: str = "info"
-    log_file: str = ""
+    elvin: str | None = setting(None, help="the router's URL (``--elvin`` and ``ELVIN_URL`` "
+                                           "override it)")
+    roots: list[str] = setting(
+        default_factory=list, by_hand=True, reloadable=True, flag="--root", metavar="DIR",
+        help="a directory subscribers may watch (repeatable; replaces the config file's "
+             "roots)")
+    unbounded: str = _reload("ignore", choices=UNBOUNDED_POLICIES, flag="--unbounded",
+                             help="what to do with subscriptions whose paths cannot be "
+                                  "bounded: ignore them (default, with a warning) or watch "
+                                  "the roots")
+    debounce: float = _reload(0.1, low=0.0, high=60.0, flag="--debounce", metavar="SECONDS",
+                              help="quiet time before a burst of changes is reported "
+                                   "(default {default})")
+    max_delay: float = _reload(1.0, low=0.0, high=3600.0,
+                               help="report a busy file at least this often (seconds)")
+    poll_interval: float = _reload(2.0, low=0.05, high=3600.0,
+                                   help="seconds, for watches that fell back to polling")
+    reconnect_grace: float = _reload(10.0, low=0.0, high=3600.0,
+                                     help="keep watches this long after a reconnection "
+                                          "(seconds)")
+    max_watches: int = _reload(256, low=1, help="OS watches (directories) at most")
+    max_paths_per_subscription: int = _reload(
+        10_000, low=1, help="a subscription naming more paths than this is treated as "
+                            "unbounded (the ``unbounded`` policy applies to it)")
+    status_file: str = setting("", flag="--status-file", metavar="FILE",
+                               shown_default=default_status_file,
+                               help="where to write the status (default {default})")
+    host: str = _reload("", help="File-Host (default: this machine's host name)")
+    log_level: str = _reload("info", choices=LOG_LEVELS, help="log level")
+    log_file: str = _reload("", flag="--log-file", metavar="FILE",
+                            help="log here instead of stderr")
     source: str = "defaults"
     #: the config file's text, to point at a key's line (not a setting)
     text: str = field(default="", repr=False, compare=False)
@@ -119,16 +136,9 @@ class Config:
         # a root inside another root adds nothing: keep the outer one
         self.roots = [r for r in resolved
                       if not any(r != o and r.startswith(o + os.sep) for o in resolved)]
-        if self.unbounded not in UNBOUNDED_POLICIES:
-            found.append(f"{self.where('unbounded')}: unbounded: must be one of "
-                         f"{', '.join(UNBOUNDED_POLICIES)}, not {self.unbounded!r}")
-        with collecting_problems(found):
-            check_numbers(self, src, lambda name: name.replace("_", "-"))
+        found.extend(SETTINGS.problems(self, self.where))
         if self.max_delay < self.debounce:
             self.max_delay = self.debounce
-        if self.log_level not in LOG_LEVELS:
-            found.append(f"{self.where('log-level')}: log-level: must be one of "
-                         f"{', '.join(LOG_LEVELS)}, not {self.log_level!r}")
         if found:
             raise ConfigError.of(found)
         if not self.host:
@@ -155,25 +165,8 @@ def _root(root: Any, where: str) -> str:
     return real
 
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "elvin": (str,),
-    "roots": (list,),
-    "unbounded": (str,),
-    "debounce": (int, float),
-    "max_delay": (int, float),
-    "poll_interval": (int, float),
-    "max_watches": (int,),
-    "max_paths_per_subscription": (int,),
-    "reconnect_grace": (int, float),
-    "status_file": (str,),
-    "host": (str,),
-    "log_level": (str,),
-    "log_file": (str,),
-}
-
-
-_KIND = {(str,): "a string", (list,): "a list of directory paths", (int,): "an integer",
-         (int, float): "a number"}
+#: the filewatcher's settings, as Config declares them
+SETTINGS = SettingsTable(Config, wording=Wording(dashed=True))
 
 
 def load_config(path: str | os.PathLike | None,
@@ -194,25 +187,20 @@ def load_config(path: str | os.PathLike | None,
 def config_from_dict(data: dict[str, Any], source: str = "configuration",
                      text: str = "", problems: list[str] | None = None) -> Config:
     config = Config(source=source, text=text)
-    for raw_key, value in data.items():
+    for raw_key, value in data.items():     # the bounds are validate()'s, after the flags
+        where = f"{source}{line_of(text, raw_key)}"
         with collecting_problems(problems):
-            _set(config, raw_key, value, f"{source}{line_of(text, raw_key)}")
+            if raw_key == "roots":
+                _roots(config, value, where)
+            elif not SETTINGS.apply(config, raw_key, value, where):
+                raise ConfigError(SETTINGS.unknown(raw_key, where))
     return config
 
 
-def _set(config: Config, raw_key: str, value: Any, where: str) -> None:
-    key = raw_key.replace("-", "_")
-    if key not in _TYPES:
-        known = ", ".join(k.replace("_", "-") for k in _TYPES)
-        raise ConfigError(f"{where}: unknown setting {raw_key!r} (known: {known})")
-    types = _TYPES[key]
-    if isinstance(value, bool) or not isinstance(value, types):
-        raise ConfigError(f"{where}: {raw_key} must be {_KIND[types]}, not {value!r}")
-    if key == "roots" and not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: roots must be a list of directory paths")
-    if key == "log_level":
-        value = value.lower()
-    setattr(config, key, list(value) if key == "roots" else value)
+def _roots(config: Config, value: Any, where: str) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: roots must be a list of directory paths, not {value!r}")
+    config.roots = list(value)
 
 
 def apply_overrides(config: Config, **flags: Any) -> Config:

@@ -45,7 +45,7 @@ from typing import Any
 
 from elvin_apps.filewatcher import __version__
 from elvin_apps.filewatcher.chores import Chores
-from elvin_apps.filewatcher.config import Config
+from elvin_apps.filewatcher.config import SETTINGS, Config
 from elvin_apps.filewatcher.grace import ReconnectGrace
 from elvin_apps.filewatcher.intake import Intake
 from elvin_apps.filewatcher.link import RouterLink
@@ -64,10 +64,8 @@ __all__ = ["FileWatcher"]
 
 log = logging.getLogger("elvin_apps.filewatcher")
 STOP_TIMEOUT = 10.0          # a task that outlives its cancellation this long is left
-#: Config fields that are bookkeeping, or the command line's (logging), not
-#: settings the daemon applies
-_NOT_SETTINGS = frozenset({"source", "text", "flags", "log_level", "log_file", "elvin",
-                           "status_file"})
+#: reloadable settings the command line applies (reload_logging), not the daemon
+_LOGGING = ("log_level", "log_file")
 DRAIN_TIMEOUT = 1.0          # at shutdown, for what is still in the outbox
 
 
@@ -151,16 +149,12 @@ class FileWatcher:
         from elvin.daemon_control import change
 
         old = self.config
-        restart = [name for name in ("elvin", "status_file")
-                   if getattr(config, name) != getattr(old, name)]
+        changed = [s for s in SETTINGS if getattr(old, s.name) != getattr(config, s.name)]
+        restart = [s.name for s in changed if not s.reloadable]
         if restart:
-            config = dataclasses.replace(config, elvin=old.elvin,
-                                         status_file=old.status_file)
-        applied = [change(f.name.replace("_", "-"), getattr(old, f.name),
-                          getattr(config, f.name))
-                   for f in dataclasses.fields(Config)
-                   if f.name not in _NOT_SETTINGS
-                   and getattr(old, f.name) != getattr(config, f.name)]
+            config = dataclasses.replace(config, **{name: getattr(old, name) for name in restart})
+        applied = [change(s.key, getattr(old, s.name), getattr(config, s.name))
+                   for s in changed if s.reloadable and s.name not in _LOGGING]
         self.config = config
         self.reconciler.reconfigure(config)
         self.intake.host = config.host

@@ -14,10 +14,11 @@ variables rather than ``QStandardPaths``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -32,9 +33,9 @@ from elvin.config_file import (
     collecting_problems,
     default_config_path,
     list_item,
-    number,
     read_toml,
 )
+from elvin.settings import SettingsTable, Wording, setting
 
 CONFIG_NAME = "newswatcher.toml"
 DEFAULT_GROUP = "news"
@@ -66,30 +67,56 @@ class FeedConfig:
 class HttpSettings:
     """Fetching limits. The politeness pair (``min_host_interval`` between
     request starts to one host, ``max_per_host`` in flight to it) protects
-    sites that host many feeds; ``max_concurrent`` bounds the whole daemon."""
+    sites that host many feeds; ``max_concurrent`` bounds the whole daemon.
+    Each declared once (``elvin.settings``): ``[http]``'s checks and its
+    reference come from here."""
 
-    timeout: float = number(20.0, 0.05, 600)   # whole request, connect to last byte
-    max_bytes: int = number(5 * 1024 * 1024, 1024, 1 << 30, integer=True)
-    user_agent: str = USER_AGENT     # the User-Agent header of every request
-    min_host_interval: float = number(1.0, 0, 3600)
-    max_per_host: int = number(2, 1, 100, integer=True)
-    max_concurrent: int = number(10, 1, 1000, integer=True)
-    backoff_initial: float = number(60.0, 0.05, 86400)
-    backoff_max: float = number(3600.0, 0.05, 7 * 86400)
-    max_redirects: int = number(5, 0, 20, integer=True)   # HTTP redirects followed per request
+    timeout: float = setting(20.0, low=0.05, high=600,
+                             help="seconds for a whole request, connect to last byte")
+    max_bytes: int = setting(5 * 1024 * 1024, low=1024, high=1 << 30,
+                             help="response size cap (also after gzip inflation)")
+    user_agent: str = setting(USER_AGENT, help="the User-Agent header of every request")
+    min_host_interval: float = setting(1.0, low=0, high=3600,
+                                       help="seconds between request starts to one host")
+    max_per_host: int = setting(2, low=1, high=100, help="requests in flight to one host")
+    max_concurrent: int = setting(10, low=1, high=1000, help="requests in flight in all")
+    backoff_initial: float = setting(60.0, low=0.05, high=86400,
+                                     help="after an error: max(interval, this) x "
+                                          "2^(errors-1) seconds ...")
+    backoff_max: float = setting(3600.0, low=0.05, high=7 * 86400,
+                                 help="... capped here (or at the interval if longer), "
+                                      "+-10 % jitter")
+    max_redirects: int = setting(5, low=0, high=20, help="HTTP redirects followed per request")
+
+
+#: how the newswatcher says a wrong key: ``http.timeout: 0 is out of range (...)``
+_WORDING = Wording(colon=True, unknown="unknown key", between=False)
+#: the ``[http]`` table's settings, as HttpSettings declares them
+HTTP = SettingsTable(HttpSettings, wording=dataclasses.replace(_WORDING, prefix="http."))
 
 
 @dataclass
 class Config:
-    elvin: str | None = None
-    data_dir: Path | None = None
-    scoop: bool = False
+    elvin: str | None = setting(None, by_hand=True,
+                                help="the router's URL (``--elvin`` and ``ELVIN_URL`` "
+                                     "override it)")
+    data_dir: Path | None = setting(None, by_hand=True,
+                                    shown_default="$XDG_STATE_HOME/elvin/newswatcher",
+                                    help="where state.json and status.json live (relative: "
+                                         "to the config file's directory)")
+    scoop: bool = setting(False, help="poll and publish every feed whatever the subscriptions "
+                                        "(volume testing)")
     #: the feeds to watch (``[[feeds]]`` entries)
-    feeds: list[FeedConfig] = field(default_factory=list)
+    feeds: list[FeedConfig] = setting(default_factory=list, by_hand=True,
+                                      help="the feeds to watch (``[[feeds]]``, below)")
     #: fetching limits (the ``[http]`` table)
-    http: HttpSettings = field(default_factory=HttpSettings)
+    http: HttpSettings = setting(default_factory=HttpSettings, by_hand=True,
+                                 help="fetching limits (``[http]``, below)")
     #: what a feed that does not say takes (the ``[defaults]`` table)
-    defaults: FeedConfig = field(default_factory=lambda: FeedConfig("", ""))
+    defaults: FeedConfig = setting(default_factory=lambda: FeedConfig("", ""), by_hand=True,
+                                   help="what a feed that does not say takes "
+                                        "(``[defaults]``: the keys of ``[[feeds]]`` but "
+                                        "name and url)")
     path: Path | None = None
 
     def feed(self, name: str) -> FeedConfig | None:
@@ -128,7 +155,9 @@ def load(path: str | os.PathLike | None = None, *, must_exist: bool = False) -> 
     return config
 
 
-_TOP = {"elvin", "data_dir", "scoop", "defaults", "http", "feeds"}
+#: the newswatcher's top-level settings, as Config declares them
+SETTINGS = SettingsTable(Config, wording=_WORDING)
+_TOP = set(SETTINGS.keys)
 _FEED_KEYS = {"name", "url", "interval", "groups", "from", "timeout", "initial_items"}
 _DEFAULT_KEYS = {"interval", "groups", "from", "timeout", "initial_items"}
 
@@ -160,7 +189,7 @@ def from_mapping(data: Mapping[str, Any], *, where: str = "config",
             config.data_dir = path
     if "scoop" in data:
         with collecting_problems(found):
-            config.scoop = _bool(data, "scoop", where, "")
+            SETTINGS.apply(config, "scoop", data["scoop"], where)
     with collecting_problems(found):
         config.http = _http(_table(data, "http", where), where)
     with collecting_problems(found):
@@ -227,17 +256,7 @@ def _feed_fields(feed: FeedConfig, raw: Mapping[str, Any], where: str,
 
 
 def _http(raw: Mapping[str, Any], where: str) -> HttpSettings:
-    p = "http."
-    _unknown(raw, {f.name for f in fields(HttpSettings)}, where, p)
-    changes: dict[str, Any] = {}
-    for f in fields(HttpSettings):
-        allowed = f.metadata.get("range")
-        if allowed is not None and f.name in raw:
-            value = check_number(raw[f.name], _where(where, p, f.name), allowed)
-            changes[f.name] = int(value) if allowed.integer else float(value)
-    if "user_agent" in raw:
-        changes["user_agent"] = _string(raw, "user_agent", where, p)
-    settings = HttpSettings(**changes)
+    settings: HttpSettings = HTTP.load(HttpSettings(), dict(raw), lambda key: where)
     if settings.backoff_max < settings.backoff_initial:
         raise ConfigError(f"{where}: http.backoff_max ({settings.backoff_max}) is less than "
                           f"http.backoff_initial ({settings.backoff_initial})")
@@ -333,13 +352,6 @@ def _string(raw: Mapping[str, Any], key: str, where: str, prefix: str) -> str:
     if not isinstance(value, str):
         raise ConfigError(f"{_where(where, prefix, key)}: must be a string, not "
                           f"{type(value).__name__} {value!r}")
-    return value
-
-
-def _bool(raw: Mapping[str, Any], key: str, where: str, prefix: str) -> bool:
-    value = raw[key]
-    if not isinstance(value, bool):
-        raise ConfigError(f"{_where(where, prefix, key)}: must be true or false")
     return value
 
 

@@ -14,13 +14,14 @@ import getpass
 import math
 import os
 import socket
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from elvin_apps.tickertape.groups import Group, GroupError, GroupList, is_hex_colour
 
 from elvin.config_file import APP_DIR, ConfigError, read_toml
 from elvin.fileutil import atomic_write
+from elvin.settings import SettingsTable, Wording, setting
 from elvin.tomlwrite import edit, toml_value
 
 CONFIG_NAME = "tickertape.toml"
@@ -46,30 +47,46 @@ def default_groups(user: str) -> list[Group]:
     return [Group("Chat"), Group(local)]
 
 
+def _hex_colour(value: str) -> str:
+    """A ``#rrggbb`` colour, as kept (lower case)."""
+    if not is_hex_colour(value.strip()):
+        raise ValueError(f"must look like #1d1f21, not {value!r}")
+    return value.strip().lower()
+
+
 @dataclass
 class Config:
-    """Every setting, with the defaults used when the file does not say."""
+    """Every setting, with the defaults used when the file does not say;
+    each declared once (``elvin.settings``): the checks, what a save writes
+    and the configuration reference come from here."""
 
-    elvin: str | None = None
-    user: str = field(default_factory=default_user)
-    speed: float = 80.0            # pixels per second
-    default_timeout: int = 600     # seconds, when a message suggests none
-    font_family: str = ""          # empty: the desktop's font
-    font_size: float = 11.0        # points
-    background: str = "#1d1f21"    # the strip's colour
-    text_colour: str = "#e6e6e6"   # the messages' text (groups have their own colours)
-    dock: str = "top"              # top, bottom (a docked bar) or window
-    always_on_top: bool = True     # as a window
-    frameless: bool = False        # as a window: without the title bar
-    legacy: bool = True            # also send/subscribe the pre-v3 attribute names
-    #: an expression whose matches are shown too, beside the groups' messages
-    extra_subscription: str = ""
-    #: a desktop notification when a message mentions you
-    notify_mentions: bool = True
-    #: how many messages the history keeps (the oldest are forgotten)
-    history_max: int = 50_000
-    history_file: str = ""         # empty: the platform data dir
-    groups: list[Group] = field(default_factory=list)
+    elvin: str | None = setting(None, help="the router's URL (``--elvin`` and "
+                                           "``ELVIN_URL`` override it)")
+    user: str = setting(default_factory=default_user, shown_default="user@host",
+                        help="your name on the messages you send")
+    speed: float = setting(80.0, low=1, high=2000, help="pixels per second")
+    default_timeout: int = setting(600, low=0, high=7 * 86400,
+                                   help="seconds, when a message suggests none")
+    font_family: str = setting("", help="empty: the desktop's font")
+    font_size: float = setting(11.0, low=5, high=72, help="points")
+    background: str = setting("#1d1f21", convert=_hex_colour, help="the strip's colour")
+    text_colour: str = setting("#e6e6e6", convert=_hex_colour,
+                               help="the messages' text (groups have their own colours)")
+    dock: str = setting("top", choices=DOCK_CHOICES,
+                        help="top, bottom (a docked bar) or window")
+    always_on_top: bool = setting(True, help="as a window")
+    frameless: bool = setting(False, help="as a window: without the title bar")
+    legacy: bool = setting(True, help="also send/subscribe the pre-v3 attribute names")
+    extra_subscription: str = setting(
+        "", help="an expression whose matches are shown too, beside the groups' messages")
+    notify_mentions: bool = setting(True,
+                                    help="a desktop notification when a message mentions you")
+    history_max: int = setting(50_000, low=0, high=10_000_000,
+                               help="how many messages the history keeps (the oldest are "
+                                    "forgotten)")
+    history_file: str = setting("", help="empty: the platform data dir")
+    groups: list[Group] = setting(default_factory=list, by_hand=True,
+                                  help="the groups (``[[groups]]``, below)")
     path: Path | None = None       # where it was read from / is saved to
     #: the values the file had for settings the command line overrides
     #: (``--dock``, ``--user``): what a save writes for them, so that an
@@ -101,30 +118,10 @@ class Config:
         return GroupList(list(self.groups))
 
 
-_SCALARS = {
-    "elvin": (str,),
-    "user": (str,),
-    "speed": (int, float),
-    "default_timeout": (int,),
-    "font_family": (str,),
-    "font_size": (int, float),
-    "background": (str,),
-    "text_colour": (str,),
-    "dock": (str,),
-    "always_on_top": (bool,),
-    "frameless": (bool,),
-    "legacy": (bool,),
-    "extra_subscription": (str,),
-    "notify_mentions": (bool,),
-    "history_max": (int,),
-    "history_file": (str,),
-}
 _GROUP_KEYS = {
     "name": (str,), "subscribe": (bool,), "min_time": (int,), "max_time": (int,),
     "key": (str,), "colour": (str,), "color": (str,),
 }
-_RANGES = {"speed": (1, 2000), "default_timeout": (0, 7 * 86400), "font_size": (5, 72),
-           "history_max": (0, 10_000_000)}
 
 
 def default_config_path() -> Path:
@@ -163,62 +160,38 @@ def _check(where: str, key: str, value: object, types: tuple[type, ...]) -> obje
 
 def from_mapping(data: dict, where: str = "config") -> Config:
     """A Config from parsed TOML; raises ConfigError naming the bad key."""
-    values: dict[str, object] = {}
-    for key, value in data.items():
-        if key == "groups":
-            continue
-        if key not in _SCALARS:
-            raise ConfigError(f"{where}: unknown setting {key!r} (known: "
-                              f"{', '.join(sorted([*_SCALARS, 'groups']))})")
-        values[key] = _check(where, key, value, _SCALARS[key])
-        if key in _RANGES:
-            low, high = _RANGES[key]
-            if not low <= value <= high:  # type: ignore[operator]
-                raise ConfigError(f"{where}: {key} must be between {low} and {high}, "
-                                  f"not {value}")
-    for key in ("background", "text_colour"):
-        if key in values and not is_hex_colour(str(values[key]).strip()):
-            raise ConfigError(f"{where}: {key} must look like #1d1f21, not {values[key]!r}")
-        if key in values:
-            values[key] = str(values[key]).strip().lower()
-    if "dock" in values and values["dock"] not in DOCK_CHOICES:
-        raise ConfigError(f"{where}: dock must be one of {', '.join(DOCK_CHOICES)}, "
-                          f"not {values['dock']!r}")
-    if "speed" in values:
-        values["speed"] = float(values["speed"])  # type: ignore[arg-type]
-    if "font_size" in values:
-        values["font_size"] = float(values["font_size"])  # type: ignore[arg-type]
-    groups = data.get("groups")
-    if groups is not None:
-        if not isinstance(groups, list):
-            raise ConfigError(f"{where}: groups must be an array of tables ([[groups]])")
-        parsed = []
-        for i, table in enumerate(groups, 1):
-            here = f"{where}: groups #{i}"
-            if not isinstance(table, dict):
-                raise ConfigError(f"{here}: must be a table with at least name = \"...\"")
-            for key, value in table.items():
-                if key not in _GROUP_KEYS:
-                    raise ConfigError(f"{here}: unknown key {key!r} (known: "
-                                      f"{', '.join(k for k in _GROUP_KEYS if k != 'color')})")
-                _check(here, key, value, _GROUP_KEYS[key])
-            if "name" not in table:
-                raise ConfigError(f"{here}: needs a name")
-            try:
-                parsed.append(Group(
-                    name=table["name"], subscribe=table.get("subscribe", True),
-                    min_time=table.get("min_time", Group.min_time),
-                    max_time=table.get("max_time", Group.max_time),
-                    key=table.get("key"), colour=table.get("colour", table.get("color"))))
-            except GroupError as exc:
-                raise ConfigError(f"{here}: {exc}") from None
-        values["groups"] = parsed
-        if not parsed:
-            values["groups"] = []
-    config = Config(**values)  # type: ignore[arg-type]
-    if groups is not None and not groups:
-        config.groups = []  # an explicit empty list stays empty
+    config = SETTINGS.load(Config(), data, lambda key: where,
+                           by_hand={"groups": _read_groups})
+    if "groups" not in data:
+        config.groups = default_groups(config.user)   # the file's user, not the default
     return config
+
+
+def _read_groups(config: Config, groups: object, where: str) -> None:
+    """``[[groups]]`` into ``config.groups`` (an explicit empty list stays empty)."""
+    if not isinstance(groups, list):
+        raise ConfigError(f"{where}: groups must be an array of tables ([[groups]])")
+    parsed = []
+    for i, table in enumerate(groups, 1):
+        here = f"{where}: groups #{i}"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{here}: must be a table with at least name = \"...\"")
+        for key, value in table.items():
+            if key not in _GROUP_KEYS:
+                raise ConfigError(f"{here}: unknown key {key!r} (known: "
+                                  f"{', '.join(k for k in _GROUP_KEYS if k != 'color')})")
+            _check(here, key, value, _GROUP_KEYS[key])
+        if "name" not in table:
+            raise ConfigError(f"{here}: needs a name")
+        try:
+            parsed.append(Group(
+                name=table["name"], subscribe=table.get("subscribe", True),
+                min_time=table.get("min_time", Group.min_time),
+                max_time=table.get("max_time", Group.max_time),
+                key=table.get("key"), colour=table.get("colour", table.get("color"))))
+        except GroupError as exc:
+            raise ConfigError(f"{here}: {exc}") from None
+    config.groups = parsed
 
 
 def load(path: Path | str | None = None, *, must_exist: bool = False) -> Config:
@@ -231,15 +204,16 @@ def load(path: Path | str | None = None, *, must_exist: bool = False) -> Config:
     return config
 
 
-#: Config fields that are not top-level settings of the file
-_NOT_SETTINGS = ("groups", "path", "file_values")
+#: the tickertape's settings, as Config declares them
+SETTINGS = SettingsTable(Config, wording=Wording(boolean="true/false"))
+#: the top-level settings of the file (the groups are its tables)
+_SCALARS = tuple(s.name for s in SETTINGS if not s.by_hand)
 
 
 def _settings(config: Config) -> dict[str, object]:
     """The file's top-level settings as they are to be saved (None: not
     written); command-line overrides are left out."""
-    return {f.name: _as_written(config.saved_value(f.name)) for f in fields(Config)
-            if f.name not in _NOT_SETTINGS}
+    return {name: _as_written(config.saved_value(name)) for name in _SCALARS}
 
 
 def _as_written(value: object) -> object:
@@ -274,15 +248,13 @@ def dumps(config: Config) -> str:
     lines = ["# Tickertape settings (elvin suite). The app writes what you change in it",
              "# (Settings, Groups) back here and keeps your comments.", ""]
     defaults = Config(user=config.saved_value("user"))
-    for f in fields(Config):
-        if f.name in _NOT_SETTINGS:
-            continue
-        value = _as_written(config.saved_value(f.name))
+    for name in _SCALARS:
+        value = _as_written(config.saved_value(name))
         if value is None:
             continue
-        if value == getattr(defaults, f.name) and f.name not in ("user", "speed"):
+        if value == getattr(defaults, name) and name not in ("user", "speed"):
             continue
-        lines.append(f"{f.name} = {toml_value(value)}")
+        lines.append(f"{name} = {toml_value(value)}")
     if not config.groups:
         lines.append("groups = []")
     for row in _group_rows(config):

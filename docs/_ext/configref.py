@@ -3,24 +3,23 @@
 Two directives, used by docs/reference/*.rst:
 
 ``.. elvin-settings:: module:Class``
-    A table of a config dataclass's settings: the TOML key, its type, its
-    default (the dataclass default, or ``default_factory()`` for a lambda), the
-    allowed range (the field's ``number()`` metadata, or a module's table of
-    ranges), the command-line flag that overrides it (from the tool's argparse
-    parser) and what it means (the ``#:`` comment above the field or the comment
-    after it, else the flag's help). Options:
+    A table of a config dataclass's settings. A class whose fields are
+    declared with ``elvin.settings.setting`` says everything itself (key,
+    type, default, bounds or choices, flag, help, reload); name its
+    ``elvin.settings.SettingsTable`` (``module:SETTINGS``) for one part per
+    section under a rubric, or add ``:section: NAME`` for one section only
+    (``""`` the general).
+    For the classes not declared so yet (the federation's tables, the
+    newswatcher's feeds, the tickertape's groups): the TOML key (the field),
+    its type, its default (the dataclass default, or ``default_factory()``
+    for a lambda), the allowed range (the field's ``number()`` metadata) and
+    what it means (the ``#:`` comment above the field or the comment after
+    it, else the example's). Options:
 
     ``:keys: module:NAME``
-        the validation table naming the accepted keys (a dict or a set): only
-        those fields are listed; a dict whose values are ``(type, field)``
-        tuples maps a key to its field (``elvin.router.config._SCALARS``)
-    ``:flags: module:NAME`` another such table of boolean keys
-    ``:dashed:`` keys are written with dashes (``log-level``)
-    ``:skip: a, b`` fields that are not settings (``path``, ``sources``)
-    ``:extra: a, b`` settings read by hand that the key tables do not list
-    ``:parser: module:function`` the tool's parser, for the flag column
-    ``:ranges: module:NAME`` a dict ``field -> (low, high)``
-    ``:reloadable: module:NAME`` the fields SIGHUP applies
+        the validation table naming the accepted keys (a set): only those
+        fields are listed
+    ``:extra: a, b`` settings read by hand that the key table does not list
     ``:example: PATH`` a file (relative to the repository) whose TOML example's
     comments say what a setting means when nothing else does (default: the
     class's module docstring)
@@ -34,10 +33,11 @@ Two directives, used by docs/reference/*.rst:
 
 ``.. elvin-connection-options::``
     The router's connection options with their minimum, default and maximum
-    (``elvin.router.options.OptionRanges``).
+    and what enforces each (``elvin.router.options.OPTIONS``, the ranges as
+    ``OptionRanges`` starts from them).
 
 Nothing here is written by hand about a setting: a setting added to a
-dataclass, a key table or a parser is in the reference at the next build.
+dataclass (or a table) is in the reference at the next build.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-__all__ = ["Setting", "example_comments", "field_comments", "parser_flags", "settings", "setup"]
+__all__ = ["Setting", "declared", "example_comments", "field_comments", "settings", "setup"]
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,16 +119,6 @@ def example_comments(text: str) -> dict[tuple[str, str], str]:
     return out
 
 
-def parser_flags(parser: argparse.ArgumentParser) -> dict[str, tuple[str, str]]:
-    """``dest -> (longest option string, help)`` of a parser's options."""
-    from elvin.manpage import documented_actions, help_text
-    out = {}
-    for action in documented_actions(parser):
-        if action.option_strings and action.dest not in out:
-            out[action.dest] = (max(action.option_strings, key=len), help_text(parser, action))
-    return out
-
-
 @dataclasses.dataclass
 class Setting:
     """One row of a settings table."""
@@ -140,6 +130,7 @@ class Setting:
     flag: str
     description: str
     reloadable: bool | None = None
+    section: str = ""
 
 
 def _default(f: dataclasses.Field) -> str:
@@ -157,25 +148,7 @@ def _default(f: dataclasses.Field) -> str:
             return f"computed ({factory.__name__})"
     else:
         return "required"
-    if dataclasses.is_dataclass(value):
-        return f"{type(value).__name__} defaults"
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return _toml(value)
-
-
-def _toml(value: Any) -> str:
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value)) if abs(value) < 1e15 else repr(value)
-    return str(value)
+    return _toml_default(sorted(value) if isinstance(value, (set, frozenset)) else value)
 
 
 def _type(f: dataclasses.Field) -> str:
@@ -183,51 +156,56 @@ def _type(f: dataclasses.Field) -> str:
     return t.replace("typing.", "")
 
 
-def settings(cls: type, *, keys: Any = None, flags: Any = None, dashed: bool = False,
-             skip: frozenset[str] = frozenset(), extra: frozenset[str] = frozenset(),
-             parser: argparse.ArgumentParser | None = None,
-             ranges: dict | None = None, reloadable: frozenset[str] | None = None,
+def declared(table: Any, section: str | None = None) -> list[Setting]:
+    """The rows of a ``SettingsTable`` (or of a class declared with
+    ``elvin.settings.setting``; empty when it is not), of one ``section`` or
+    of all."""
+    from elvin.settings import SettingsTable
+    if not isinstance(table, SettingsTable):
+        table = SettingsTable(table)
+    return [Setting(key=s.key, type=s.type_name,
+                    default=(table.default_text(s) if s.shown_default is not None
+                             else _toml_default(s.default)),
+                    range=str(s.bounds) if s.bounds else
+                    ("one of " + ", ".join(s.choices) if s.choices else ""),
+                    flag=s.flag or "", description=table.help(s),
+                    # a tool with no reload has no reload column
+                    reloadable=s.reloadable if table.reloadable else None,
+                    section=s.section)
+            for s in table if s.in_file and (section is None or s.section == section)]
+
+
+def _toml_default(value: Any) -> str:
+    """A default as TOML writes it (a dataclass: its own defaults)."""
+    from elvin.settings import shown
+    if dataclasses.is_dataclass(value):
+        return f"{type(value).__name__} defaults"
+    return shown(value)
+
+
+def settings(cls: type, *, keys: Any = None, extra: frozenset[str] = frozenset(),
              example: str | None = None, example_table: str = "") -> list[Setting]:
-    """The rows of ``cls``'s settings table, in declaration order."""
-    key_of: dict[str, str] = {}          # field -> key
-    for table in (keys, flags):
-        if table is None:
-            continue
-        items = table.items() if isinstance(table, dict) else ((k, None) for k in table)
-        for key, value in items:
-            if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
-                key_of[value[1]] = key
-            elif isinstance(value, str):
-                key_of[value] = key
-            else:
-                key_of[key.replace("-", "_")] = key
-    restrict = keys is not None or flags is not None
+    """The rows of a config dataclass not declared with
+    ``elvin.settings.setting`` (its fields' defaults and ``number()``
+    ranges, the comments beside them or in the example), in declaration
+    order; with ``keys``, only the fields it names (and ``extra``)."""
     comments = field_comments(cls)
     tables = [t.strip() for t in example_table.split(",")]
     examples = example_comments(example if example is not None
                                 else inspect.getmodule(cls).__doc__ or "")
-    from_parser = parser_flags(parser) if parser is not None else {}
     rows = []
     for f in dataclasses.fields(cls):
         name = f.name
-        if name in skip or name.startswith("_"):
+        if name.startswith("_") or (keys is not None and name not in keys
+                                    and name not in extra):
             continue
-        if restrict and name not in key_of and name not in extra:
-            continue
-        key = key_of.get(name, name)
-        key = key.replace("_", "-") if dashed else key.replace("-", "_")
         declared = f.metadata.get("range")
         allowed = str(declared) if declared is not None else ""
-        if not allowed and ranges and name in ranges:
-            low, high = ranges[name]
-            allowed = f"from {low:g} to {high:g}"
-        flag, flag_help = from_parser.get(name, ("", ""))
-        description = comments.get(name) or flag_help or next(
+        description = comments.get(name) or next(
             (examples[(t, name)] for t in tables if (t, name) in examples), "")
-        rows.append(Setting(
-            key=key, type=_type(f), default=_default(f), range="" if allowed == "any" else allowed,
-            flag=flag, description=description,
-            reloadable=None if reloadable is None else name in reloadable))
+        rows.append(Setting(key=name, type=_type(f), default=_default(f),
+                            range="" if allowed == "any" else allowed, flag="",
+                            description=description))
     return rows
 
 
@@ -328,32 +306,43 @@ class SettingsDirective(SphinxDirective):
 
     required_arguments = 1
     option_spec = {
-        "keys": directives.unchanged, "flags": directives.unchanged,
-        "dashed": directives.flag, "skip": directives.unchanged,
-        "extra": directives.unchanged, "parser": directives.unchanged,
-        "ranges": directives.unchanged, "reloadable": directives.unchanged,
+        "keys": directives.unchanged, "extra": directives.unchanged,
         "example": directives.unchanged, "table": directives.unchanged,
+        "section": directives.unchanged,
     }
 
     def run(self) -> list[nodes.Node]:
         opt = self.options
-
-        def names(key: str) -> frozenset[str]:
-            return frozenset(n.strip() for n in opt.get(key, "").split(",") if n.strip())
-
         cls = _resolve(self.arguments[0])
-        parser = _resolve(opt["parser"])() if "parser" in opt else None
+        if "section" not in opt and hasattr(cls, "sections"):
+            return _sectioned(cls)
+        table = declared(cls, opt["section"].strip('"') if "section" in opt else None)
+        if table:
+            return [_settings_list(table)]
+        extra = frozenset(n.strip() for n in opt.get("extra", "").split(",") if n.strip())
         rows = settings(
-            cls, keys=_resolve(opt["keys"]) if "keys" in opt else None,
-            flags=_resolve(opt["flags"]) if "flags" in opt else None,
-            dashed="dashed" in opt, skip=names("skip"), extra=names("extra"), parser=parser,
-            ranges=_resolve(opt["ranges"]) if "ranges" in opt else None,
-            reloadable=frozenset(_resolve(opt["reloadable"])) if "reloadable" in opt else None,
+            cls, keys=_resolve(opt["keys"]) if "keys" in opt else None, extra=extra,
             example=(ROOT / opt["example"]).read_text(encoding="utf-8") if "example" in opt
             else None, example_table=opt.get("table", ""))
         if not rows:
             raise self.error(f"{self.arguments[0]}: no settings found")
         return [_settings_list(rows)]
+
+
+def _sectioned(table: Any) -> list[nodes.Node]:
+    """A ``SettingsTable``'s rows, section by section (the general first),
+    each under a rubric with the section's description."""
+    rows = declared(table)
+    out: list[nodes.Node] = []
+    for section in dict.fromkeys(r.section for r in rows):
+        if section:
+            out.append(nodes.rubric(section, section[:1].upper() + section[1:]))
+            if table.sections.get(section):
+                para = nodes.paragraph()
+                para.extend(_inline(table.sections[section]))
+                out.append(para)
+        out.append(_settings_list([r for r in rows if r.section == section]))
+    return out
 
 
 class OptionsDirective(SphinxDirective):
@@ -414,17 +403,21 @@ class ConnectionOptionsDirective(SphinxDirective):
     """``.. elvin-connection-options::``: the negotiable options' ranges."""
 
     def run(self) -> list[nodes.Node]:
-        from elvin.router.options import DROP_POLICIES, OptionRanges
+        from elvin.router.options import DROP_POLICIES, OPTIONS, OptionRanges
         ranges = OptionRanges()
-        body: list[list[Any]] = [[_code(name), str(low), str(default), str(high)]
-                                 for name, (low, default, high) in sorted(ranges.ints.items())]
-        policies = ", ".join(DROP_POLICIES)
-        body.append([_code("Send-Queue.Drop-Policy"), "", _code(ranges.send_drop_policy),
-                     policies])
-        body.append([_code("Receive-Queue.Drop-Policy"), "", _code(ranges.receive_drop_policy),
-                     policies])
-        return [_table(["Option", "Minimum", "Default", "Maximum / values"], body,
-                       [40, 15, 15, 30])]
+        policies = {"Send-Queue.Drop-Policy": ranges.send_drop_policy,
+                    "Receive-Queue.Drop-Policy": ranges.receive_drop_policy}
+        body: list[list[Any]] = []
+        for option in sorted(OPTIONS, key=lambda o: o.name):
+            if option.type == "int32":
+                low, default, high = ranges.ints[option.name]
+                body.append([_code(option.name), str(low), str(default), str(high),
+                             option.enforced_by])
+            elif option.name in policies:
+                body.append([_code(option.name), "", _code(policies[option.name]),
+                             ", ".join(DROP_POLICIES), option.enforced_by])
+        return [_table(["Option", "Minimum", "Default", "Maximum / values", "Enforced by"],
+                       body, [30, 12, 12, 22, 24])]
 
 
 def setup(app) -> dict[str, Any]:

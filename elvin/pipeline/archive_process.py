@@ -21,7 +21,8 @@ Router side (``ArchiveProcess``, event loop thread only)::
 
     archive = ArchiveProcess(directory)     # checks the directory (ArchiveProcessError)
     archive.start(loop)                     # spawns the child
-    archive.append((time.time(), producer, subscriptions, clients, secure, private, block))
+    archive.append(time=time.time(), producer=producer, subscriptions=subscriptions,
+                   clients=clients, secure=secure, private=private, block=block)
     summary = await archive.close()         # sends the rest, waits for the child
 
 ``block`` is the notification's XDR attribute block (``bytes``), or, only if
@@ -35,7 +36,9 @@ and beyond ``max_pending_rows`` waiting rows new ones are dropped with a
 warning. If the child dies the router logs one error and goes on routing;
 rows from then on are counted as lost.
 
-Pipe frames: a 4-byte big-endian length and a pickled list of row tuples; a
+Pipe frames: a 4-byte big-endian length and a pickled list of rows, each a
+plain tuple in ``ArchiveRow``'s order (a named tuple would cost the router a
+Python call per row to build and another to pickle), read back by name; a
 zero length asks the child to close (end of file does too). The child
 ignores SIGINT and SIGTERM (a Ctrl-C or a process-group signal must not cost
 the rows the router still has to send; it also runs in its own session) and
@@ -60,18 +63,33 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from elvin.fileutil import make_directory
 from elvin.pipeline.archive_modes import PRIVATE_DIRECTORY
 
 log = logging.getLogger("elvin.router.archive")
 
-__all__ = ["ArchiveProcess", "ArchiveProcessError", "ArchiveSummary"]
+__all__ = ["ArchiveProcess", "ArchiveProcessError", "ArchiveRow", "ArchiveSummary"]
 
 _HEADER = struct.Struct(">I")
 _CLOSE = _HEADER.pack(0)
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+
+
+class ArchiveRow(NamedTuple):
+    """One routed notification as the router hands it to the child, the
+    pipe's row in this order (``ArchiveProcess.append`` builds it, the child
+    names it back with ``ArchiveRow._make``)."""
+
+    time: float
+    producer: str | None
+    subscriptions: int
+    clients: int
+    secure: bool
+    private: bool
+    #: the XDR attribute block; its size only (withheld); or the dict itself
+    block: bytes | int | dict
 
 
 class ArchiveProcessError(Exception):
@@ -186,9 +204,11 @@ class ArchiveProcess:
         # pipe turning readable (end of file) before that means it died
         loop.add_reader(result_r, self._child_exited)
 
-    def append(self, row: tuple) -> bool:
-        """Queue ``(time, producer, subscriptions, clients, secure, private, block)``;
-        ``False`` if the row is dropped (too many waiting, or no child)."""
+    def append(self, *, time: float, producer: str | None, subscriptions: int,
+               clients: int, secure: bool, private: bool, block: bytes | int | dict) -> bool:
+        """Queue an ``ArchiveRow`` (its fields by name: the order is this
+        method's); ``False`` if the row is dropped (too many waiting, or no
+        child)."""
         self.received_rows += 1
         if self.dead or self._closing:
             self.lost_rows += 1
@@ -201,7 +221,7 @@ class ArchiveProcess:
                             "so far", self.directory, dropped)
             return False
         buf = self._buf
-        buf.append(row)
+        buf.append((time, producer, subscriptions, clients, secure, private, block))
         self._pending += 1
         if len(buf) >= self.batch_rows:
             self._send()
@@ -445,7 +465,8 @@ def _child_main(data_fd: int, result_fd: int, directory: str, writer_options: di
                 # pipe fills and the router buffers (and drops past its bound)
                 while writer.pending_rows + len(rows) > writer.max_pending_rows:
                     writer.flush(0.05)
-                for t, producer, subscriptions, clients, secure, private, block in rows:
+                for row in map(ArchiveRow._make, rows):
+                    block = row.block
                     if type(block) is int:          # withheld: its size only
                         attrs, size = {}, block
                     elif type(block) is bytes:
@@ -457,8 +478,10 @@ def _child_main(data_fd: int, result_fd: int, directory: str, writer_options: di
                         size = len(block)
                     else:
                         attrs, size = block, None
-                    append(ArchiveRecord(attrs, producer, subscriptions, clients, secure,
-                                         size, t, private))
+                    append(ArchiveRecord(
+                        attributes=attrs, producer=row.producer,
+                        subscriptions=row.subscriptions, clients=row.clients,
+                        secure=row.secure, size=size, time=row.time, private=row.private))
     finally:
         try:
             writer.close()

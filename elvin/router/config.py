@@ -1,56 +1,22 @@
-"""Router configuration: defaults, the TOML file, and validation.
+"""Router configuration: the settings, the TOML file, and validation.
+
+Every setting is declared once, as a field of ``RouterConfig`` (with
+``elvin.settings.setting``: default, help, bounds, flag, whether SIGHUP
+applies it); ``SETTINGS`` reads the declarations back, and the file's keys
+and their checks, ``elvind``'s flags (``elvin.router.arguments``), the
+reloadable set and the configuration reference (docs/reference/config.rst)
+all come from it.
 
 A TOML file (``elvind --config FILE``) uses the command-line flag names as
-keys (``log-level`` or ``log_level``, both spellings work)::
+keys (``log-level`` or ``log_level``, both spellings work); every key, its
+default and bounds are in the configuration reference::
 
     listen = ["elvin://0.0.0.0:2917", "elvin:4.0/ssl,none,xdr/0.0.0.0:2918"]
-    log-level = "info"            # debug, info, warning, error
-    log-file = "/var/log/elvind.log"
+    log-level = "info"
     tls-cert = "/etc/elvind/cert.pem"
     tls-key = "/etc/elvind/key.pem"
-    stats-interval = 5            # seconds between Elvin-Router-Stats notifications
-    connect-timeout = 10          # seconds a new channel has to send ConnRqst/UNotify
-    max-protocol-errors = 16      # then Disconn (reason 4) and close
-    max-subscriptions = 1000000   # router-wide (IMPL_LIMIT beyond)
-    mobility = true               # run a mobility proxy in the router (elvin.mobility)
-    mobility-quota = 10000        # notifications buffered per moved-out client
-    mobility-expiry = 3600        # seconds an unclaimed buffer is kept
-    mobility-key-file = "/etc/elvind/mobility.key"  # proxy's raw private key (pinnable)
-    state-dir = "/var/lib/elvind"  # what must outlive the router (mobility buffers)
-    archive = "/var/lib/elvind/archive"  # traffic archive (Parquet), off by default
-    archive-private = false       # also archive the attributes of notifications sent
-                                  # for key holders only (deliver_insecure false)
-    discovery = true              # answer router discovery (SvrRqst) on UDP
-    discovery-scope = ""          # scope name advertised (no ':')
-    discovery-default = true      # advertise as a default router (clients with no scope)
-    discovery-address = "224.4.0.1"  # ERDP multicast group, or a unicast address
-    discovery-port = 2917
-    discovery-interface = ""      # local IPv4 address to multicast on ("" = system's)
-    max-connections = 0           # 0 = no limit; beyond it, redirect-to or refuse
-    redirect-to = "elvin://other:2917"  # where clients beyond max-connections go
-    quench = false                # emulate a router without quench (subset C), as Avis
-    status-file = "/run/elvind/status-2917.json"  # what `elvind status` reads (default:
-                                  # status-PORT.json, PORT the first listen port)
-    metrics = "127.0.0.1:9917"    # Prometheus text format at http://HOST:PORT/metrics
     include = ["/etc/elvin/elvind.d/*.toml"]  # more files (glob patterns), read in order
-    attribute-names = false       # do not publish the names seen (Elvin-Router-Attributes)
-
-    # what outsiders may hold (elvin.router.door); 0 = no limit where a count
-    max-connections-per-address = 1024  # sockets from one IP address, in any state
-    max-pre-session = 4096        # sockets that have not sent ConnRqst/UNotify yet, in all
-    max-pre-session-per-address = 256   # ... and from one IP address
-    pre-session-max-length = 16384  # bytes of a frame before ConnRqst (UNotify: the
-                                  # Packet.Max-Length default)
-    frame-timeout = 10            # seconds of grace for a frame to arrive whole, plus
-    frame-min-rate = 65536        # bytes/s of its announced size: slower is closed
-    max-partial-bytes = 67108864  # bytes in unfinished frames, router-wide; past it the
-                                  # largest holders are closed first
-    descriptor-reserve = 64       # open files kept for the router's own (log, status,
-                                  # state, archive, federation): sockets past it refused
-    max-keys-per-connection = 256 # connection keys (ConnRqst, SecRqst), notification and
-    max-key-bytes-per-connection = 65536  # subscription keys together: count, bytes
-    max-keys-per-subscription = 64        # a subscription's (or quench's) own keys
-    max-key-bytes-per-subscription = 16384
+    max-connections-per-address = 1024       # what outsiders may hold (0 = no limit)
 
     # the publish limit, per client address (elvin.router.clientstats); 0 = none
     publish-rate = 0              # notifications/s one address may publish (beyond:
@@ -99,12 +65,41 @@ from elvin.federation.config import (
 )
 from elvin.fileutil import file_problem
 from elvin.protocol import ElvinURI, URIError, parse_uri
-from elvin.router.options import DROP_POLICIES, INT_OPTIONS, OPTION_BOUNDS, OptionRanges
+from elvin.router.options import (
+    DROP_POLICIES,
+    INT_OPTIONS,
+    OPTION_BOUNDS,
+    POLICY_OPTIONS,
+    OptionRanges,
+)
+from elvin.settings import ROUTER_WORDING, SettingsTable, setting
 
-__all__ = ["DEFAULT_LISTEN", "LOG_LEVELS", "RELOADABLE", "ConfigError", "RouterConfig",
-           "config_from_dict", "load_config", "parse_listen_uri"]
+__all__ = ["DEFAULT_LISTEN", "LOG_LEVELS", "RELOADABLE", "SETTINGS", "ConfigError",
+           "RouterConfig", "config_from_dict", "load_config", "parse_listen_uri"]
 
 DEFAULT_LISTEN = "elvin://127.0.0.1:2917"
+
+#: the argparse groups (and the reference's sections) of the settings
+DISCOVERY = "discovery and redirection"
+MOBILITY = "mobility"
+STATE = "state"
+FEDERATION = "federation"
+DOOR = "what outsiders may hold"
+SECTIONS = {
+    DISCOVERY: "Router discovery (SvrRqst/SvrAdvt over UDP, on by default) advertises the "
+               "listen URIs; clients beyond --max-connections are redirected (Disconn "
+               "reason 2).",
+    MOBILITY: "A mobility proxy (elvin.mobility) buffers for clients that move out and "
+              "hands the buffer over when they move in, here or at another router.",
+    STATE: "What must outlive the router (a restart, a crash): the mobility proxy's "
+           "tickets, subscriptions and buffers, in SQLite.",
+    FEDERATION: "Links to other routers (Elvin Federation Protocol, ewaf://host:port, "
+                "default port 2916); the [federation] table of --config (as written by "
+                "elvin-domain apply) sets filters per link. SIGHUP applies a changed table.",
+    DOOR: "Counts, sizes and times that bound what a client, or one address, can make "
+          "the router hold (elvin.router.door, elvin.router.session_core); 0 = no limit "
+          "where a count.",
+}
 
 
 def parse_listen_uri(text: str) -> ElvinURI:
@@ -120,90 +115,164 @@ def parse_listen_uri(text: str) -> ElvinURI:
         return dataclasses.replace(parse_uri(f"{head}:1{tail}"), port=0)
 
 
+def _limit(default: int, help: str) -> Any:
+    """A count or size of the door: 0 or more (0 = no limit), reloadable."""
+    return setting(default, low=0, zero="no limit", reloadable=True, section=DOOR, help=help)
+
+
 @dataclass
 class RouterConfig:
-    listen: list[str] = field(default_factory=lambda: [DEFAULT_LISTEN])
-    log_level: str = "info"
-    log_file: str | None = None
-    tls_cert: str | None = None
-    tls_key: str | None = None
-    stats_interval: float = 5.0
-    connect_timeout: float = 10.0
-    #: seconds a closing connection (or the router, at shutdown) waits for a
-    #: client that stops reading to take its last packets, before it is cut off
-    close_timeout: float = 5.0
-    max_protocol_errors: int = 16
-    max_subscriptions: int = 1_000_000
-    #: the connection options clients may negotiate (``[options]``: a default,
-    #: or a table ``{ min, default, max }``)
-    options: OptionRanges = field(default_factory=OptionRanges)
+    listen: list[str] = setting(
+        default_factory=lambda: [DEFAULT_LISTEN], by_hand=True, flag="--listen",
+        metavar="URI",
+        help="listen on this Elvin URI (repeatable; default elvin://127.0.0.1:2917), e.g. "
+             "elvin://0.0.0.0:2917 or elvin:4.0/ssl,none,xdr/0.0.0.0:2918")
+    log_level: str = setting("info", choices=LOG_LEVELS, reloadable=True, flag="--log-level",
+                             help="log level (default {default})")
+    log_file: str | None = setting(None, reloadable=True, flag="--log-file", metavar="FILE",
+                                   help="log here instead of stderr")
+    tls_cert: str | None = setting(None, flag="--tls-cert", metavar="FILE",
+                                   help="PEM certificate (chain) for ssl listen URIs")
+    tls_key: str | None = setting(None, flag="--tls-key", metavar="FILE",
+                                  help="PEM private key for ssl URIs")
+    stats_interval: float = setting(
+        5.0, above=0, reloadable=True, flag="--stats-interval", metavar="SECONDS",
+        help="seconds between Elvin-Router-Stats notifications (default {default})")
+    connect_timeout: float = setting(10.0, above=0, reloadable=True, help="seconds a new "
+                                     "channel has to send ConnRqst/UNotify")
+    close_timeout: float = setting(5.0, above=0, reloadable=True, help=(
+        "seconds a closing connection (or the router, at shutdown) waits for a client "
+        "that stops reading to take its last packets, before it is cut off"))
+    max_protocol_errors: int = setting(16, low=1, reloadable=True, help="protocol errors "
+                                       "a client may make; then Disconn (reason 4) and close")
+    max_subscriptions: int = setting(
+        1_000_000, low=1, reloadable=True,
+        help="subscriptions router-wide (IMPL_LIMIT beyond); a session's own limit is the "
+             "Subscription.Max-Count connection option")
+    options: OptionRanges = setting(
+        default_factory=OptionRanges, by_hand=True, reloadable=True,
+        help="the connection options clients may negotiate (spec 7.5): per option a "
+             "default, or a table ``{ min, default, max }`` (see below)")
+    #: run with uvloop when it is installed (not a setting: embedding tests turn it off)
     use_uvloop: bool = True
-    #: directory of the traffic archive (elvin.pipeline.archive), None = off
-    archive: str | None = None
-    #: archive the attributes of notifications sent for key holders only too
-    #: (by default their rows have none: elvin.pipeline.archive)
-    archive_private: bool = False
-    #: router discovery (elvin.discovery): answer SvrRqst, advertise listen URLs
-    discovery: bool = True
-    discovery_scope: str = ""
-    discovery_default: bool = True
-    discovery_address: str = "224.4.0.1"
-    discovery_port: int = 2917
-    discovery_interface: str = ""
-    #: connections beyond this (0 = unlimited) are redirected to ``redirect_to``
-    #: (Disconn reason 2 in answer to ConnRqst) or, without it, refused (Nack)
-    max_connections: int = 0
-    redirect_to: str | None = None
-    #: run a mobility proxy (elvin.mobility) inside the router, as a client
-    #: of it over loopback; quota = most notifications buffered per client,
-    #: expiry = seconds an unclaimed buffer is kept; key file = the proxy's
-    #: raw private key (the file's bytes, as ``elvin-mobility-proxy
-    #: --key-file``), so that clients can pin its public key (default: random)
-    mobility: bool = False
-    mobility_quota: int = 10_000
-    mobility_expiry: float = 3600.0
-    mobility_key_file: str | None = None
-    #: where the router keeps what must outlive it (elvin.statedir): the
-    #: mobility proxy's tickets, subscriptions and buffers; None = in memory
-    state_dir: str | None = None
-    #: move the state found in ``state_dir`` aside at start (never deleted)
-    state_reset: bool = False
-    #: router federation (elvin.federation.config), None = off
-    federation: FederationConfig | None = None
-    #: quench (protocol subset C). False emulates routers without it (Avis):
-    #: QnchAddRqst/QnchModRqst/QnchDelRqst are answered with Nack NOT_IMPL
-    #: (2007) "Quench not supported", so that clients' fallbacks can be tested
-    quench: bool = True
-    #: where ``elvind status`` finds the router (None: elvin.router.status's default)
-    status_file: str | None = None
-    #: ``HOST:PORT`` of the Prometheus metrics endpoint (elvin.router.metrics), None = off
-    metrics: str | None = None
+    archive: str | None = setting(
+        None, reloadable=True, flag="--archive", metavar="DIR",
+        help="write every routed notification to a traffic archive (Parquet, partitioned "
+             "by hour) in DIR, for elvin-pipeline; notifications sent for key holders only "
+             "are archived without their attributes")
+    archive_private: bool = setting(
+        False, flag="--archive-private",
+        help="archive the attributes of notifications sent for key holders only too "
+             "(deliver_insecure false): whoever can read DIR reads them")
+    discovery: bool = setting(True, flag="--no-discovery", section=DISCOVERY,
+                              help="do not answer router discovery")
+    discovery_scope: str = setting("", flag="--discovery-scope", metavar="NAME",
+                                   section=DISCOVERY,
+                                   help="scope name to advertise (default: none)")
+    discovery_default: bool = setting(
+        True, flag="--no-discovery-default", section=DISCOVERY,
+        help="do not advertise as a default router (only clients asking for "
+             "--discovery-scope find it)")
+    discovery_address: str = setting(
+        "224.4.0.1", flag="--discovery-address", metavar="ADDRESS", section=DISCOVERY,
+        help="multicast group, or a unicast address to answer on (default {default})")
+    discovery_port: int = setting(2917, low=0, high=65535, flag="--discovery-port",
+                                  metavar="PORT", section=DISCOVERY,
+                                  help="UDP port (default {default})")
+    discovery_interface: str = setting(
+        "", flag="--discovery-interface", metavar="ADDRESS", section=DISCOVERY,
+        help="local IPv4 address to multicast on (default: the system's)")
+    max_connections: int = setting(
+        0, low=0, zero="no limit", reloadable=True, flag="--max-connections", metavar="N",
+        section=DISCOVERY,
+        help="connected clients beyond N are redirected to --redirect-to, or refused "
+             "without it (default 0: no limit)")
+    redirect_to: str | None = setting(None, reloadable=True, flag="--redirect-to",
+                                      metavar="URI", section=DISCOVERY,
+                                      help="where clients beyond --max-connections are sent")
+    mobility: bool = setting(False, flag="--mobility", section=MOBILITY,
+                             help="run a mobility proxy inside the router")
+    mobility_quota: int = setting(10_000, low=1, flag="--mobility-quota", metavar="N",
+                                  section=MOBILITY,
+                                  help="most notifications buffered per client (default "
+                                       "{default})")
+    mobility_expiry: float = setting(3600.0, above=0, flag="--mobility-expiry",
+                                     metavar="SECONDS", section=MOBILITY,
+                                     help="seconds an unclaimed buffer is kept (default "
+                                          "{default})")
+    mobility_key_file: str | None = setting(
+        None, flag="--mobility-key-file", metavar="FILE", section=MOBILITY,
+        help="the proxy's raw private key (the file's bytes, as elvin-mobility-proxy "
+             "--key-file): a stable public key that clients can pin (default: a new random "
+             "key at each start)")
+    state_dir: str | None = setting(
+        None, flag="--state-dir", metavar="DIR", section=STATE,
+        help="keep the router's state in DIR (created, mode 0700; one router per DIR); "
+             "without it mobility buffers are in memory only")
+    state_reset: bool = setting(
+        False, flag="--state-reset", section=STATE, in_file=False,
+        help="move the state found in --state-dir aside (renamed, never deleted) and start "
+             "with none: for a state file that cannot be read")
+    federation: FederationConfig | None = setting(
+        None, by_hand=True, reloadable=True, section=FEDERATION,
+        help="router federation (``[federation]``, see below); none = off")
+    quench: bool = setting(
+        True, reloadable=True, flag="--no-quench",
+        help="emulate a router without quench (protocol subset C), as Avis is: quench "
+             "requests get Nack NOT_IMPL (2007) \"Quench not supported\"; for testing "
+             "clients' fallbacks")
+    status_file: str | None = setting(
+        None, flag="--status-file", metavar="FILE",
+        help="where to keep the status 'elvind status' reads (default "
+             "/run/elvind/status-PORT.json for root and the systemd unit, else "
+             "$XDG_RUNTIME_DIR/elvind/status-PORT.json; PORT is the first listen port, so "
+             "two routers never share it)")
+    metrics: str | None = setting(
+        None, flag="--metrics", metavar="HOST:PORT",
+        help="serve the router's figures at http://HOST:PORT/metrics in the Prometheus "
+             "text format, e.g. 127.0.0.1:9917")
     #: the files this configuration was read from, in order (main file first)
     sources: list[str] = field(default_factory=list)
-    #: publish the attribute names seen recently (elvin.router.census), for
-    #: browsers, while someone subscribes to Elvin-Router-Attributes
-    attribute_names: bool = True
-    #: what outsiders may hold (elvin.router.door, elvin.router.session_core);
-    #: a count of 0 is no limit
-    max_connections_per_address: int = 1024
-    max_pre_session: int = 4096
-    #: room for a burst of clients reconnecting at once from behind one NAT
-    #: address (200 concurrent connects from one address are ordinary)
-    max_pre_session_per_address: int = 256
-    pre_session_max_length: int = 16 * 1024
-    frame_timeout: float = 10.0
-    frame_min_rate: int = 64 * 1024
-    max_partial_bytes: int = 64 * 1024 * 1024
-    descriptor_reserve: int = 64
-    max_keys_per_connection: int = 256
-    max_key_bytes_per_connection: int = 64 * 1024
-    max_keys_per_subscription: int = 64
-    max_key_bytes_per_subscription: int = 16 * 1024
-    #: the publish limit per client address (elvin.router.clientstats): a
-    #: token bucket of ``publish_rate`` notifications/s holding at most
-    #: ``publish_burst`` (0: one second's worth); a rate of 0 is no limit
-    publish_rate: float = 0.0
-    publish_burst: float = 0.0
+    attribute_names: bool = setting(
+        True, help="publish the attribute names seen recently (elvin.router.census), for "
+                   "browsers, while someone subscribes to Elvin-Router-Attributes")
+    max_connections_per_address: int = _limit(1024, "sockets from one IP address, in any "
+                                                    "state")
+    max_pre_session: int = _limit(4096, "sockets that have not sent ConnRqst/UNotify yet, "
+                                        "in all")
+    max_pre_session_per_address: int = _limit(
+        256, "sockets that have not sent ConnRqst/UNotify yet, from one IP address: room "
+             "for a burst of clients reconnecting at once from behind one NAT address (200 "
+             "concurrent connects from one address are ordinary)")
+    pre_session_max_length: int = setting(
+        16 * 1024, above=0, reloadable=True, section=DOOR,
+        help="bytes of a frame before ConnRqst (UNotify: the Packet.Max-Length default)")
+    frame_timeout: float = setting(
+        10.0, above=0, reloadable=True, section=DOOR,
+        help="seconds of grace for a frame to arrive whole, plus its announced size at "
+             "frame-min-rate: slower is closed")
+    frame_min_rate: int = _limit(64 * 1024, "bytes/s a frame must arrive at, past "
+                                            "frame-timeout")
+    max_partial_bytes: int = _limit(64 * 1024 * 1024, "bytes in unfinished frames, "
+                                    "router-wide; past it the largest holders are closed "
+                                    "first")
+    descriptor_reserve: int = _limit(64, "open files kept for the router's own (log, "
+                                         "status, state, archive, federation): sockets "
+                                         "past it refused")
+    max_keys_per_connection: int = _limit(256, "connection keys (ConnRqst, SecRqst), "
+                                               "notification and subscription keys "
+                                               "together: count")
+    max_key_bytes_per_connection: int = _limit(64 * 1024, "... and their bytes")
+    max_keys_per_subscription: int = _limit(64, "a subscription's (or quench's) own keys")
+    max_key_bytes_per_subscription: int = _limit(16 * 1024, "... and their bytes")
+    publish_rate: float = setting(
+        0.0, reloadable=True, section=DOOR,
+        help="notifications/s one client address may publish, a token bucket "
+             "(elvin.router.clientstats); 0: no limit")
+    publish_burst: float = setting(
+        0.0, reloadable=True, section=DOOR,
+        help="notifications one client address may publish at once above publish-rate "
+             "(0: one second's worth)")
 
     def validate(self, source: str = "configuration", text: str = "") -> RouterConfig:
         """Check every value; the first problem as a ``ConfigError`` naming
@@ -217,14 +286,13 @@ class RouterConfig:
     def problems(self, source: str = "configuration", text: str = "") -> list[str]:
         """Every problem, for ``--check-config`` (each of a section's where it
         checks its items one by one: listen URIs, TLS files, [options])."""
-        found = []
-        for check in (self._check_listen, self._check_logging, self._check_tls_files,
-                      self._check_numbers, self._check_discovery, self._check_federation,
+        found: list[str] = []
+        with collecting_problems(found):
+            self._check_listen(source, text)
+        found.extend(SETTINGS.problems(self, lambda key: f"{source}{line_of(text, key)}"))
+        for check in (self._check_tls_files, self._check_discovery, self._check_federation,
                       self._check_mobility, self._check_state, self._check_archive,
                       self._check_metrics, self._check_publish_limit):
-            if check == self._check_numbers:
-                found.extend(_every_number_problem(self, source, text))
-                continue
             with collecting_problems(found):
                 check(source, text)
         return found
@@ -247,11 +315,6 @@ class RouterConfig:
         if found:
             raise ConfigError.of(found)
 
-    def _check_logging(self, source: str, text: str) -> None:
-        if self.log_level.lower() not in LOG_LEVELS:
-            raise ConfigError(f"{source}{line_of(text, 'log-level')}: log-level "
-                              f"{self.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
-
     def _check_tls_files(self, source: str, text: str) -> None:
         found: list[str] = []     # the key's problem as well as the certificate's
         for name in ("tls_cert", "tls_key"):
@@ -262,25 +325,6 @@ class RouterConfig:
                                                f"{name.replace('_', '-')} {path!r}")
         if found:
             raise ConfigError.of(found)
-
-    def _check_numbers(self, source: str, text: str) -> None:
-        for name in ("stats_interval", "connect_timeout", "close_timeout"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{source}{line_of(text, name)}: "
-                                  f"{name.replace('_', '-')} must be positive")
-        for name in ("max_protocol_errors", "max_subscriptions"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{source}{line_of(text, name)}: "
-                                  f"{name.replace('_', '-')} must be at least 1")
-        for name in DOOR_LIMITS:
-            key = name.replace("_", "-")
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{source}{line_of(text, key)}: {key} must be 0 (no "
-                                  "limit) or more")
-        for name in ("frame_timeout", "pre_session_max_length"):
-            if getattr(self, name) <= 0:
-                key = name.replace("_", "-")
-                raise ConfigError(f"{source}{line_of(text, key)}: {key} must be positive")
 
     def _check_discovery(self, source: str, _text: str) -> None:
         _validate_discovery(self, source)
@@ -298,9 +342,6 @@ class RouterConfig:
                                   "uses TLS (ssl): give the router's --tls-cert and --tls-key")
 
     def _check_mobility(self, source: str, text: str) -> None:
-        if self.mobility_quota < 1 or self.mobility_expiry <= 0:
-            raise ConfigError(f"{source}: mobility-quota must be at least 1 and "
-                              "mobility-expiry positive")
         if self.mobility_key_file is not None:
             from elvin.mobility.proxy import load_key_file
             try:
@@ -367,70 +408,6 @@ class RouterConfig:
             is_file = False
         if is_file:
             raise ConfigError(f"{where}: state-dir {self.state_dir!r} is not a directory")
-
-
-_SCALARS: dict[str, tuple[type | tuple[type, ...], str]] = {
-    "log-level": (str, "log_level"),
-    "log-file": (str, "log_file"),
-    "tls-cert": (str, "tls_cert"),
-    "tls-key": (str, "tls_key"),
-    "stats-interval": ((int, float), "stats_interval"),
-    "connect-timeout": ((int, float), "connect_timeout"),
-    "close-timeout": ((int, float), "close_timeout"),
-    "max-protocol-errors": (int, "max_protocol_errors"),
-    "max-subscriptions": (int, "max_subscriptions"),
-    "archive": (str, "archive"),
-    "discovery-scope": (str, "discovery_scope"),
-    "discovery-address": (str, "discovery_address"),
-    "discovery-port": (int, "discovery_port"),
-    "discovery-interface": (str, "discovery_interface"),
-    "max-connections": (int, "max_connections"),
-    "redirect-to": (str, "redirect_to"),
-    "mobility-quota": (int, "mobility_quota"),
-    "mobility-expiry": ((int, float), "mobility_expiry"),
-    "mobility-key-file": (str, "mobility_key_file"),
-    "status-file": (str, "status_file"),
-    "metrics": (str, "metrics"),
-    "state-dir": (str, "state_dir"),
-    "pre-session-max-length": (int, "pre_session_max_length"),
-    "frame-timeout": ((int, float), "frame_timeout"),
-    "publish-rate": ((int, float), "publish_rate"),
-    "publish-burst": ((int, float), "publish_burst"),
-}
-#: the counts and sizes of elvin.router.door and the key limits (0 = no limit)
-DOOR_LIMITS = ("max_connections_per_address", "max_pre_session",
-               "max_pre_session_per_address", "frame_min_rate", "max_partial_bytes",
-               "descriptor_reserve", "max_keys_per_connection",
-               "max_key_bytes_per_connection", "max_keys_per_subscription",
-               "max_key_bytes_per_subscription")
-for _name in DOOR_LIMITS:
-    _SCALARS[_name.replace("_", "-")] = (int, _name)
-_FLAGS = {"discovery": "discovery", "discovery-default": "discovery_default",
-          "mobility": "mobility", "quench": "quench",
-          "archive-private": "archive_private", "attribute-names": "attribute_names"}
-
-
-def _every_number_problem(config: RouterConfig, source: str, text: str) -> list[str]:
-    """Every problem ``_check_numbers`` finds, not only the first: the
-    setting each names (``NAME must be ...``) is put back to its default on
-    a copy and the copy checked again, until it passes."""
-    found: list[str] = []
-    trial = dataclasses.replace(config)
-    defaults = {f.name.replace("_", "-"): f for f in dataclasses.fields(RouterConfig)}
-    for _ in range(MAX_FEDERATION_PROBLEMS):
-        try:
-            trial._check_numbers(source, text)
-            break
-        except ConfigError as exc:
-            said = str(exc)
-            if said in found:
-                break
-            found.append(said)
-            named = [f for key, f in defaults.items() if f": {key} must " in said]
-            if not named or named[0].default is dataclasses.MISSING:
-                break
-            setattr(trial, named[0].name, named[0].default)
-    return found
 
 
 #: how many problems of [federation] are looked for (each costs a validation)
@@ -553,6 +530,15 @@ def _set_aside(federation: FederationConfig, key: str) -> bool:
     return True
 
 
+#: the router's settings, as RouterConfig declares them
+SETTINGS = SettingsTable(RouterConfig, SECTIONS, ROUTER_WORDING)
+#: the settings SIGHUP applies to a running router (elvin.router.reload)
+RELOADABLE = SETTINGS.reloadable
+#: the counts and sizes of elvin.router.door and the key limits (0 = no limit)
+DOOR_LIMITS = tuple(s.name for s in SETTINGS if s.section == DOOR and s.bounds
+                    and s.bounds.zero)
+
+
 def _check_readable_file(path: str, where: str) -> None:
     """``ConfigError`` (``WHERE: no such file``, ``WHERE: cannot read:
     Permission denied``) unless ``path`` is a file this process can read:
@@ -565,8 +551,8 @@ def _check_readable_file(path: str, where: str) -> None:
 
 
 def _validate_discovery(config: RouterConfig, source: str) -> None:
-    """Discovery and redirect settings (kept apart from ``validate`` so that
-    the other sections stay easy to merge)."""
+    """What the discovery and redirect settings' declarations cannot say:
+    addresses and a URI that must parse."""
     import ipaddress
     import socket
 
@@ -584,10 +570,6 @@ def _validate_discovery(config: RouterConfig, source: str) -> None:
         except OSError:
             raise ConfigError(f"{source}: discovery-interface "
                               f"{config.discovery_interface!r} is not an IPv4 address") from None
-    if not 0 <= config.discovery_port <= 65535:
-        raise ConfigError(f"{source}: discovery-port {config.discovery_port} is out of range")
-    if config.max_connections < 0:
-        raise ConfigError(f"{source}: max-connections must be 0 (no limit) or more")
     if config.redirect_to is not None:
         try:
             parse_uri(config.redirect_to)
@@ -595,12 +577,6 @@ def _validate_discovery(config: RouterConfig, source: str) -> None:
             raise ConfigError(f"{source}: bad redirect-to URI: {exc}") from None
 
 
-#: the settings SIGHUP applies to a running router (elvin.router.reload)
-RELOADABLE = frozenset({
-    "log_level", "log_file", "stats_interval", "options", "federation", "archive",
-    "connect_timeout", "close_timeout", "max_protocol_errors", "max_subscriptions",
-    "max_connections", "redirect_to", "quench", "pre_session_max_length", "frame_timeout",
-    "publish_rate", "publish_burst", *DOOR_LIMITS})
 
 #: how many files one configuration may include, in all (a loop stops here)
 MAX_INCLUDED = 256
@@ -697,23 +673,13 @@ def _apply_key(config: RouterConfig, raw_key: str, value: Any, source: str,
             raise ConfigError(f"{where(raw_key)}: 'listen' must be a URI or a list of "
                               "URIs")
         config.listen = list(value)
-    elif key in _SCALARS:
-        types, attr = _SCALARS[key]
-        if isinstance(value, bool) or not isinstance(value, types):
-            expected = "a string" if types is str else "a number"
-            raise ConfigError(f"{where(raw_key)}: {raw_key!r} must be {expected}, not "
-                              f"{value!r}")
-        setattr(config, attr, value)
     elif key == "state-reset":
         # a one-off, not a setting: left in the file, it would move the
         # state aside at every restart, the crashes ``state-dir`` is for included
         raise ConfigError(f"{where(raw_key)}: state-reset is not a setting: to move the "
                           "state aside once, run elvind --state-reset")
-    elif key in _FLAGS:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where(raw_key)}: {raw_key!r} must be true or false, not "
-                              f"{value!r}")
-        setattr(config, _FLAGS[key], value)
+    elif SETTINGS.apply(config, raw_key, value, where(raw_key)):
+        pass
     elif key == "federation":
         try:
             config.federation = federation_from_dict(value, config.federation)
@@ -736,7 +702,7 @@ def _options(table: dict[str, Any], base: OptionRanges, where) -> OptionRanges:
     found: list[str] = []     # every bad option, not only the first
     for name, value in table.items():
         with collecting_problems(found):
-            if name in ("Send-Queue.Drop-Policy", "Receive-Queue.Drop-Policy"):
+            if name in POLICY_OPTIONS:
                 if value not in DROP_POLICIES:
                     raise ConfigError(f"{where(name)}: {name} must be one of "
                                       f"{', '.join(DROP_POLICIES[:4])}, not {value!r}")

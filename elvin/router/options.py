@@ -16,25 +16,10 @@ its standard spelling (7.4.4: an option with a non-default value MUST be sent,
 and the spec defines no defaults), ``Vendor-Identification`` and
 ``Supported-Key-Schemes`` ("SHA-1", as Avis answers).
 
-Option table (min / default / max are the router's defaults; ``OptionRanges``
-lets the configuration change them):
-
-===========================  ======  =======  ========  =========  ======================
-option                       type    min      default   max        enforced by
-===========================  ======  =======  ========  =========  ======================
-Attribute.Max-Count          int32   16       1024      65536      codec Limits
-Attribute.Name.Max-Length    int32   64       64 KiB    1 MiB      codec Limits
-Attribute.Opaque.Max-Length  int32   1 KiB    1 MiB     10 MiB     codec Limits
-Attribute.String.Max-Length  int32   1 KiB    1 MiB     10 MiB     codec Limits
-Packet.Max-Length            int32   1 KiB    2 MiB     10 MiB     frame decoder
-Receive-Queue.Drop-Policy    string  oldest newest largest none    (accepted, see below)
-Receive-Queue.Max-Length     int32   1        1 MiB     2**31-1    (accepted, see below)
-Send-Queue.Drop-Policy       string  oldest newest largest none    send queue
-Send-Queue.Max-Length        int32   1 KiB    2 MiB     64 MiB     send queue (bytes)
-Subscription.Max-Count       int32   16       2048      65536      session
-Subscription.Max-Length      int32   1 KiB    8 KiB     256 KiB    session (UTF-8 bytes)
-TCP.Send-Immediately         int32   0        1         1          TCP_NODELAY
-===========================  ======  =======  ========  =========  ======================
+The options are declared once, in ``OPTIONS`` (type, the router's min /
+default / max, who enforces it): the names the negotiation understands, the
+ranges ``OptionRanges`` starts from, the bounds the configuration may set and
+the configuration reference (docs/reference/config.rst) all come from it.
 
 A client asking for more than the maximum is granted the maximum (rule b).
 The maxima bound what one client can make the router do: the longest
@@ -78,39 +63,54 @@ LEGACY_NAMES: dict[str, str] = {
 }
 STANDARD_NAMES: dict[str, str] = {legacy: std for std, legacy in LEGACY_NAMES.items()}
 
-READ_ONLY = ("Vendor-Identification", "Supported-Key-Schemes")
+@dataclass(frozen=True, slots=True)
+class ConnectionOption:
+    """One connection option the router understands: an int32 with the
+    router's (min, default, max), a drop policy, or a read-only string it
+    announces; and what enforces it."""
 
-INT_OPTIONS = (
-    "Attribute.Max-Count",
-    "Attribute.Name.Max-Length",
-    "Attribute.Opaque.Max-Length",
-    "Attribute.String.Max-Length",
-    "Packet.Max-Length",
-    "Receive-Queue.Max-Length",
-    "Send-Queue.Max-Length",
-    "Subscription.Max-Count",
-    "Subscription.Max-Length",
-    "TCP.Send-Immediately",
+    name: str
+    type: str                 # "int32", "string" (a drop policy), "read-only"
+    enforced_by: str
+    low: int = 0
+    default: int = 0
+    high: int = 0
+
+
+def _int32(name: str, low: int, default: int, high: int, enforced_by: str) -> ConnectionOption:
+    return ConnectionOption(name, "int32", enforced_by, low, default, high)
+
+
+#: every option the router understands, in the reply's order
+OPTIONS: tuple[ConnectionOption, ...] = (
+    _int32("Attribute.Max-Count", 16, 1024, 65536, "codec Limits"),
+    _int32("Attribute.Name.Max-Length", 64, 64 * KiB, MiB, "codec Limits"),
+    _int32("Attribute.Opaque.Max-Length", KiB, MiB, 10 * MiB, "codec Limits"),
+    _int32("Attribute.String.Max-Length", KiB, MiB, 10 * MiB, "codec Limits"),
+    _int32("Packet.Max-Length", KiB, 2 * MiB, 10 * MiB, "frame decoder"),
+    _int32("Receive-Queue.Max-Length", 1, MiB, 2**31 - 1,
+           "accepted (the router has no receive queue: spec 7.5.1)"),
+    _int32("Send-Queue.Max-Length", KiB, 2 * MiB, 64 * MiB, "send queue (bytes)"),
+    _int32("Subscription.Max-Count", 16, 2048, 65536, "session"),
+    # 256 KiB: an OR of ~10,000 terms; it compiles off the loop in well
+    # under a second (the longest compile a client can make the router do)
+    _int32("Subscription.Max-Length", KiB, 8 * KiB, 256 * KiB, "session (UTF-8 bytes)"),
+    _int32("TCP.Send-Immediately", 0, 1, 1, "TCP_NODELAY"),
+    ConnectionOption("Receive-Queue.Drop-Policy", "string",
+                     "accepted (the router has no receive queue: spec 7.5.1)"),
+    ConnectionOption("Send-Queue.Drop-Policy", "string", "send queue"),
+    ConnectionOption("Vendor-Identification", "read-only", "announced"),
+    ConnectionOption("Supported-Key-Schemes", "read-only", "announced"),
 )
-POLICY_OPTIONS = ("Receive-Queue.Drop-Policy", "Send-Queue.Drop-Policy")
+
+INT_OPTIONS = tuple(o.name for o in OPTIONS if o.type == "int32")
+POLICY_OPTIONS = tuple(o.name for o in OPTIONS if o.type == "string")
+READ_ONLY = tuple(o.name for o in OPTIONS if o.type == "read-only")
 ALL_OPTIONS = INT_OPTIONS + POLICY_OPTIONS + READ_ONLY
 
 
 def _default_ranges() -> dict[str, tuple[int, int, int]]:
-    return {
-        "Attribute.Max-Count": (16, 1024, 65536),
-        "Attribute.Name.Max-Length": (64, 64 * KiB, MiB),
-        "Attribute.Opaque.Max-Length": (KiB, MiB, 10 * MiB),
-        "Attribute.String.Max-Length": (KiB, MiB, 10 * MiB),
-        "Packet.Max-Length": (KiB, 2 * MiB, 10 * MiB),
-        "Receive-Queue.Max-Length": (1, MiB, 2**31 - 1),
-        "Send-Queue.Max-Length": (KiB, 2 * MiB, 64 * MiB),
-        "Subscription.Max-Count": (16, 2048, 65536),
-        # 256 KiB: an OR of ~10,000 terms; it compiles off the loop in well
-        # under a second (the longest compile a client can make the router do)
-        "Subscription.Max-Length": (KiB, 8 * KiB, 256 * KiB),
-        "TCP.Send-Immediately": (0, 1, 1),
-    }
+    return {o.name: (o.low, o.default, o.high) for o in OPTIONS if o.type == "int32"}
 
 
 #: what the configuration may set each int32 option to: from the router's

@@ -4,17 +4,16 @@ The new configuration is read and validated whole first (a file with an
 error changes nothing: the reload is refused and says why). Then each
 setting that differs is either applied, or named as needing a restart:
 
-* applied at once: ``log-level``, ``log-file`` (reopened), ``stats-interval``,
+* applied at once: the settings declared ``reloadable`` (``RELOADABLE``,
+  from ``RouterConfig``'s declarations; the configuration reference marks
+  them "applied on reload"): the log (its file reopened), ``stats-interval``,
   the ``[options]`` limits (for connections made from now on; a connected
   client keeps what it negotiated), ``[federation]`` (links dialled, closed
   or re-filtered, client sessions untouched), ``archive`` (opened, closed or
-  moved), and the limits and timeouts read per request (``connect-timeout``,
-  ``close-timeout``, ``max-protocol-errors``, ``max-subscriptions``,
-  ``max-connections``, ``redirect-to``, ``quench``, ``publish-rate``,
-  ``publish-burst``: a channel takes the new limit at its next notification);
-* needing a restart: ``listen``, ``tls-cert``/``tls-key``, the discovery and
-  mobility settings, ``status-file`` and ``metrics`` (the running router keeps
-  its old values, and the reload's message lists them).
+  moved), and the limits and timeouts read per request;
+* needing a restart: the others (``listen``, the TLS files, discovery,
+  mobility...): the running router keeps its old values, and the reload's
+  message lists them.
 
 The verdict is one line naming what changed, down to the option and the
 federation entry, e.g. ``applied log-level (info -> debug), [options]
@@ -31,15 +30,11 @@ from collections.abc import Callable
 from typing import Any
 
 from elvin.daemon_control import change, reload_verdict
-from elvin.router.config import RELOADABLE, RouterConfig
+from elvin.router.config import RELOADABLE, SETTINGS, RouterConfig
 
 __all__ = ["apply_config", "changed_settings", "federation_changes", "option_changes"]
 
 log = logging.getLogger("elvin.router")
-
-#: settings that are not compared: bookkeeping, not configuration
-_IGNORED = {"sources", "use_uvloop"}
-
 
 def _shown(name: str) -> str:
     return {"options": "[options]", "federation": "[federation]"}.get(
@@ -48,8 +43,7 @@ def _shown(name: str) -> str:
 
 def changed_settings(old: RouterConfig, new: RouterConfig) -> list[str]:
     """The names of the settings that differ, in declaration order."""
-    return [f.name for f in dataclasses.fields(RouterConfig)
-            if f.name not in _IGNORED and getattr(old, f.name) != getattr(new, f.name)]
+    return [s.name for s in SETTINGS if getattr(old, s.name) != getattr(new, s.name)]
 
 
 def option_changes(old: Any, new: Any) -> list[str]:

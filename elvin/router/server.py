@@ -736,8 +736,8 @@ class Router:
             producer = None
             # withheld: the size's class only (elvin.pipeline.withheld)
             block = withheld_size(len(block) if type(block) is bytes else 0)
-        self.archive.append((time.time(), producer, subscriptions, clients, bool(secure),
-                             private, block))
+        self.archive.append(time=time.time(), producer=producer, subscriptions=subscriptions,
+                            clients=clients, secure=bool(secure), private=private, block=block)
 
     def _producer_id(self, session: Any) -> str:
         """``N/host:port``: N numbers the producing channels of this router run
