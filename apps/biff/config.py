@@ -4,7 +4,8 @@ Every key is optional and defaults work with no file; flags and
 ``ELVIN_URL`` override the file. Wrong types and unknown keys are errors
 that name the file and the key, so a typo is not silently ignored::
 
-    elvin = "elvin://router.example.org"
+    elvin = "elvin://router.example.org"   # or a list of routers: failover
+    scope = "office"        # with no router named: every router of this discovery scope
     user = "alice@office"
     heartbeat = 30          # seconds between refreshes
     coffee_minutes = 15     # a coffee ends by itself after this long
@@ -21,7 +22,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elvin.config_file import ConfigError, default_config_path, read_toml
+from elvin.config_file import (
+    ConfigError,
+    check_routers,
+    check_scope_setting,
+    default_config_path,
+    read_toml,
+)
 
 __all__ = ["BiffConfig", "ConfigError", "load"]
 
@@ -30,7 +37,8 @@ CONFIG_NAME = "biff.toml"
 
 @dataclass
 class BiffConfig:
-    elvin: str | None = None
+    elvin: str | list[str] | None = None   # a list: routers to fail over among, in order
+    scope: str = ""                         # discovery scope (no router named: all found)
     user: str | None = None
     heartbeat: float = 30.0
     coffee_minutes: float = 15.0
@@ -42,7 +50,8 @@ class BiffConfig:
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
-    "elvin": (str,),
+    "elvin": (str, list),
+    "scope": (str,),
     "user": (str,),
     "heartbeat": (int, float),
     "coffee_minutes": (int, float),
@@ -74,6 +83,12 @@ def load(path: str | os.PathLike | None = None, *, must_exist: bool = False) -> 
                 raise ConfigError(f"{file}: colleagues must be a list of user names, e.g. "
                                   f'["alice@office"], not {value!r}')
             config.colleagues = [v.strip() for v in value]
+            continue
+        if key == "elvin":
+            config.elvin = check_routers(value, f"{file}: elvin")
+            continue
+        if key == "scope":
+            config.scope = check_scope_setting(value, f"{file}: scope")
             continue
         if isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds):
             wanted = " or ".join("number" if k in (int, float) else

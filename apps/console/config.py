@@ -4,7 +4,8 @@ One file per tool in the platform config dir (``~/.config/elvin/console.toml``
 on Linux), overridable by flags and ``ELVIN_URL``; with no file the defaults
 work. It holds only what is not part of a workspace::
 
-    elvin = "elvin://router.example:2917"   # the default router's URL
+    elvin = "elvin://router.example:2917"   # the default router's URL (a list: failover)
+    scope = "office"                        # no router named: every router of this scope
     workspace = "~/elvin/console.json"      # opened at startup
     buffer = 10000                           # rows kept by a new consumer pane
 
@@ -18,7 +19,13 @@ from pathlib import Path
 
 from elvin_apps.console.workspace import DEFAULT_BUFFER, MAX_BUFFER, MIN_BUFFER
 
-from elvin.config_file import ConfigError, default_config_path, read_toml
+from elvin.config_file import (
+    ConfigError,
+    check_routers,
+    check_scope_setting,
+    default_config_path,
+    read_toml,
+)
 
 __all__ = ["Config", "ConfigError", "load"]
 
@@ -27,7 +34,8 @@ CONFIG_NAME = "console.toml"
 
 @dataclass
 class Config:
-    elvin: str | None = None
+    elvin: str | list[str] | None = None   # a list: routers to fail over among, in order
+    scope: str = ""                         # discovery scope (no router named: all found)
     workspace: str | None = None
     buffer: int = DEFAULT_BUFFER
     path: Path | None = None
@@ -42,12 +50,16 @@ def load(path: str | Path | None = None, must_exist: bool = False) -> Config:
         return Config()
     target, data = toml.path, toml.data
     config = Config(path=target)
-    known = {"elvin", "workspace", "buffer"}
+    known = {"elvin", "scope", "workspace", "buffer"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"{target}: unknown setting {unknown[0]!r} "
                           f"(known: {', '.join(sorted(known))})")
-    for key in ("elvin", "workspace"):
+    if "elvin" in data:
+        config.elvin = check_routers(data["elvin"], f"{target}: elvin")
+    if "scope" in data:
+        config.scope = check_scope_setting(data["scope"], f"{target}: scope")
+    for key in ("workspace",):
         if key in data:
             if not isinstance(data[key], str) or not data[key].strip():
                 raise ConfigError(f"{target}: {key} must be non-empty text, "

@@ -8,7 +8,8 @@ that the whole file system is never watched.
 A TOML file (``filewatcher --config FILE``) uses the flag names as keys, with
 ``-`` or ``_``::
 
-    elvin = "elvin://127.0.0.1:2917"
+    elvin = "elvin://127.0.0.1:2917"   # or a list of routers to fail over among, in order
+    scope = "office"              # no router named: every router of this discovery scope
     roots = ["/srv/www", "/home/shared"]
     unbounded = "ignore"          # or "roots": watch every root for such subscriptions
     debounce = 0.1                # seconds of quiet before a burst is reported
@@ -39,13 +40,15 @@ from elvin.cli_common import LOG_LEVELS
 from elvin.config_file import (
     ConfigError,
     check_numbers,
+    check_routers,
+    check_scope_setting,
     collecting_problems,
     line_of,
     number,
     read_toml,
 )
 from elvin.fileutil import runtime_file
-from elvin.router_url import RouterURLError, check_router_url
+from elvin.router_url import RouterURLError, check_router_url, split_router_urls
 
 __all__ = ["Config", "ConfigError", "LOG_LEVELS", "UNBOUNDED_POLICIES", "default_status_file",
            "load_config"]
@@ -63,7 +66,8 @@ def default_status_file() -> str:
 
 @dataclass
 class Config:
-    elvin: str | None = None
+    elvin: str | list[str] | None = None   # a list: routers to fail over among, in order
+    scope: str = ""                         # discovery scope (no router named: all found)
     roots: list[str] = field(default_factory=list)
     unbounded: str = "ignore"
     # seconds
@@ -103,7 +107,8 @@ class Config:
         found: list[str] = []
         if self.elvin is not None:
             try:
-                check_router_url(self.elvin, what="router URL")
+                for url in split_router_urls(self.elvin):
+                    check_router_url(url, what="router URL")
             except RouterURLError as exc:
                 found.append(f"{self.where('elvin')}: elvin: {exc}")
         if not self.roots:
@@ -156,7 +161,8 @@ def _root(root: Any, where: str) -> str:
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
-    "elvin": (str,),
+    "elvin": (str, list),
+    "scope": (str,),
     "roots": (list,),
     "unbounded": (str,),
     "debounce": (int, float),
@@ -172,7 +178,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-_KIND = {(str,): "a string", (list,): "a list of directory paths", (int,): "an integer",
+_KIND = {(str,): "a string", (str, list): "a router URL or a list of them", (list,): "a list of directory paths", (int,): "an integer",
          (int, float): "a number"}
 
 
@@ -210,6 +216,10 @@ def _set(config: Config, raw_key: str, value: Any, where: str) -> None:
         raise ConfigError(f"{where}: {raw_key} must be {_KIND[types]}, not {value!r}")
     if key == "roots" and not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: roots must be a list of directory paths")
+    if key == "elvin":
+        value = check_routers(value, f"{where}: elvin")
+    if key == "scope":
+        value = check_scope_setting(value, f"{where}: scope")
     if key == "log_level":
         value = value.lower()
     setattr(config, key, list(value) if key == "roots" else value)

@@ -29,6 +29,8 @@ from elvin.config_file import (
     ConfigError,
     NumberRange,
     check_number,
+    check_routers,
+    check_scope_setting,
     collecting_problems,
     default_config_path,
     list_item,
@@ -81,7 +83,8 @@ class HttpSettings:
 
 @dataclass
 class Config:
-    elvin: str | None = None
+    elvin: str | list[str] | None = None   # a list: routers to fail over among, in order
+    scope: str = ""                         # discovery scope (no router named: all found)
     data_dir: Path | None = None
     scoop: bool = False
     #: the feeds to watch (``[[feeds]]`` entries)
@@ -128,7 +131,7 @@ def load(path: str | os.PathLike | None = None, *, must_exist: bool = False) -> 
     return config
 
 
-_TOP = {"elvin", "data_dir", "scoop", "defaults", "http", "feeds"}
+_TOP = {"elvin", "scope", "data_dir", "scoop", "defaults", "http", "feeds"}
 _FEED_KEYS = {"name", "url", "interval", "groups", "from", "timeout", "initial_items"}
 _DEFAULT_KEYS = {"interval", "groups", "from", "timeout", "initial_items"}
 
@@ -145,12 +148,16 @@ def from_mapping(data: Mapping[str, Any], *, where: str = "config",
     config = Config()
     if "elvin" in data:
         with collecting_problems(found):
-            config.elvin = _string(data, "elvin", where, "")
-            from elvin.router_url import RouterURLError, check_router_url
+            config.elvin = check_routers(data["elvin"], f"{where}: elvin")
+            from elvin.router_url import RouterURLError, check_router_url, split_router_urls
             try:
-                check_router_url(config.elvin)
+                for url in split_router_urls(config.elvin):
+                    check_router_url(url)
             except RouterURLError as exc:
                 raise ConfigError(f"{where}: elvin: {exc}") from None
+    if "scope" in data:
+        with collecting_problems(found):
+            config.scope = check_scope_setting(data["scope"], f"{where}: scope")
     if "data_dir" in data:
         with collecting_problems(found):
             raw = _string(data, "data_dir", where, "")

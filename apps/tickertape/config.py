@@ -19,7 +19,13 @@ from pathlib import Path
 
 from elvin_apps.tickertape.groups import Group, GroupError, GroupList, is_hex_colour
 
-from elvin.config_file import APP_DIR, ConfigError, read_toml
+from elvin.config_file import (
+    APP_DIR,
+    ConfigError,
+    check_routers,
+    check_scope_setting,
+    read_toml,
+)
 from elvin.fileutil import atomic_write
 from elvin.tomlwrite import edit, toml_value
 
@@ -50,7 +56,10 @@ def default_groups(user: str) -> list[Group]:
 class Config:
     """Every setting, with the defaults used when the file does not say."""
 
-    elvin: str | None = None
+    #: the router, or a list of routers to fail over among, in order
+    elvin: str | list[str] | None = None
+    #: a discovery scope: with no router named, every router found for it
+    scope: str = ""
     user: str = field(default_factory=default_user)
     speed: float = 80.0            # pixels per second
     default_timeout: int = 600     # seconds, when a message suggests none
@@ -102,7 +111,8 @@ class Config:
 
 
 _SCALARS = {
-    "elvin": (str,),
+    "elvin": (str, list),
+    "scope": (str,),
     "user": (str,),
     "speed": (int, float),
     "default_timeout": (int,),
@@ -148,7 +158,8 @@ def default_data_dir() -> Path:
 def _type_name(types: tuple[type, ...]) -> str:
     if set(types) == {int, float}:
         return "a number"
-    names = {bool: "true/false", int: "an integer", float: "a number", str: "a string"}
+    names = {bool: "true/false", int: "an integer", float: "a number", str: "a string",
+             list: "a list"}
     return " or ".join(names[t] for t in types)
 
 
@@ -176,6 +187,10 @@ def from_mapping(data: dict, where: str = "config") -> Config:
             if not low <= value <= high:  # type: ignore[operator]
                 raise ConfigError(f"{where}: {key} must be between {low} and {high}, "
                                   f"not {value}")
+    if "elvin" in values:
+        values["elvin"] = check_routers(values["elvin"], f"{where}: elvin")
+    if "scope" in values:
+        values["scope"] = check_scope_setting(values["scope"], f"{where}: scope")
     for key in ("background", "text_colour"):
         if key in values and not is_hex_colour(str(values[key]).strip()):
             raise ConfigError(f"{where}: {key} must look like #1d1f21, not {values[key]!r}")
