@@ -54,6 +54,11 @@ SLEEP_GAP = 30.0
 #: seconds the router's mobility proxy has to answer the hello that tells
 #: whether there is one
 PROBE_TIMEOUT = 3.0
+#: how often a buffer left at a router that could not be reached (it died,
+#: the ticker failed over) is asked for again, until it comes or expires
+COLLECT_MS = 10_000
+#: the mobility errors after which asking again cannot help
+FINAL_CODES = frozenset({"bad-secret", "unknown-client", "insecure", "malformed"})
 
 
 class TickerMobility(QObject):
@@ -73,7 +78,8 @@ class TickerMobility(QObject):
 
     def __init__(self, controller: Any, manager: Any, *, clock: Callable[[], float] = time.time,
                  tick_ms: int = TICK_MS, sleep_gap: float = SLEEP_GAP,
-                 watch_system: bool = True, parent: QObject | None = None) -> None:
+                 watch_system: bool = True, collect_ms: int = COLLECT_MS,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
         self.manager = manager
@@ -101,8 +107,16 @@ class TickerMobility(QObject):
         self.proxy_available: bool | None = None
         self._proxy_key: bytes | None = None
         self._probe_task: asyncio.Task | None = None
+        #: a move-in whose buffer could not be fetched (its router away):
+        #: tried again on this timer, and at once after each failover
+        self.pending: Ticket | None = None
+        self._collect_timer = QTimer(self)
+        self._collect_timer.setInterval(collect_ms)
+        self._collect_timer.timeout.connect(self.request_collect)
         if manager is not None:
             manager.connected.connect(self._probe)
+            if hasattr(manager, "routerChanged"):
+                manager.routerChanged.connect(lambda _url: self.request_collect())
         if watch_system:
             self._watch_network()
             self._watch_logind()
@@ -210,9 +224,12 @@ class TickerMobility(QObject):
         return specs, private
 
     async def move_in(self, url: str | None = None, timeout: float = 30.0) -> int:
-        """Reconnect (to ``url`` or the same router), restore the
-        subscriptions, and show what was buffered. Returns how many messages
-        were caught up."""
+        """Reconnect (to ``url`` or the same router, or, given several, the
+        first that answers), restore the subscriptions, and show what was
+        buffered. Returns how many messages were caught up. When the buffer's
+        router cannot be reached (it died: the ticker failed over) the ticker
+        carries on here and collects the buffer once that router is back
+        (``pending``; a restarted ``elvind --state-dir`` still has it)."""
         if self.state != "moved-out" or self.ticket is None:
             return 0
         self.state = "moving-in"
@@ -225,12 +242,42 @@ class TickerMobility(QObject):
             # the controller resubscribes on "connected": wait for it, so that
             # anything sent from now on arrives live (the paper's step 2)
             await self.controller.wait_synced(timeout)
-            entries, reply = await request_move_in(conn, self.ticket, timeout=timeout)
         except BaseException:
             self.state = "moved-out" if self.manager.connection is None else "connected"
             raise
-        self.ticket = None
+        ticket, self.ticket = self.ticket, None
         self.state = "connected"
+        return await self._collect(conn, ticket, timeout)
+
+    def request_collect(self) -> asyncio.Future | None:
+        """Ask again for a buffer a move-in could not fetch (``pending``)."""
+        if self.pending is None or self.state != "connected":
+            return None
+        conn = self.manager.connection if self.manager is not None else None
+        if conn is None:
+            return None
+        ticket, self.pending = self.pending, None
+        return self._run(self._collect(conn, ticket, 30.0))
+
+    async def _collect(self, conn: Any, ticket: Ticket, timeout: float) -> int:
+        """Fetch ``ticket``'s buffer through the proxy at ``conn``'s router
+        and show it (what also came live is shown once). A router that
+        cannot be reached leaves it ``pending``: asked again later."""
+        try:
+            entries, reply = await request_move_in(conn, ticket, timeout=timeout)
+        except (MobilityError, ElvinError, OSError, TimeoutError) as exc:
+            code = getattr(exc, "code", "")
+            if code in FINAL_CODES:
+                self._collect_timer.stop()
+                self._set_status(f"The messages kept at {ticket.router_url} are lost: {exc}")
+                raise
+            self.pending = ticket
+            self._collect_timer.start()
+            log.info("mobility: buffer at %s not collected yet: %s", ticket.router_url, exc)
+            self._set_status(f"Messages kept at {ticket.router_url} will come when it is "
+                             "back (it cannot be reached)")
+            return 0
+        self._collect_timer.stop()
         shown = 0
         for attributes, ids in entries:
             message_id = attributes.get("Message-Id")
@@ -314,6 +361,7 @@ class TickerMobility(QObject):
 
     def close(self) -> None:
         self._timer.stop()
+        self._collect_timer.stop()
         if self._probe_task is not None:
             self._probe_task.cancel()
 
