@@ -385,9 +385,8 @@ class TickerWindow(QWidget):
         """Failed over: say where the ticker is now (and in the title, which
         a window's task bar shows); what was typed meanwhile goes from here."""
         left = getattr(self.controller.manager, "previous_url", "")
-        self.show_notice(f"Now at {router_name(url)}" +
-                         (f" ({router_name(left)} went away)" if left else ""),
-                         detail=url)
+        self.show_notice(f"Now at {router_name(url)}",
+                         detail=url + (f"\n(failed over: {left} went away)" if left else ""))
         self.setWindowTitle(f"Tickertape — {router_name(url)}")
         if self.status is not None:
             self.state_label.setToolTip(self.status.toolTip())
