@@ -271,6 +271,13 @@ class TickerMobility(QObject):
                 self._collect_timer.stop()
                 self._set_status(f"The messages kept at {ticket.router_url} are lost: {exc}")
                 raise
+            if ticket.expiry > 0 and time.time() > ticket.moved_out_at + ticket.expiry:
+                # the proxy lets an unclaimed buffer go after its expiry: a
+                # router that comes back later no longer has it
+                self._collect_timer.stop()
+                self._set_status(f"The messages kept at {ticket.router_url} are lost: it "
+                                 f"was not back within {ticket.expiry:g} s")
+                return 0
             self.pending = ticket
             self._collect_timer.start()
             log.info("mobility: buffer at %s not collected yet: %s", ticket.router_url, exc)

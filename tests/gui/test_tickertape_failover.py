@@ -13,6 +13,7 @@ is back (its state directory keeps it across the kill).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import subprocess
@@ -226,3 +227,32 @@ def test_buffer_left_at_a_killed_router_comes_once_it_is_back(qtbot, qt_loop, el
         await manager.stop()
 
     run(qt_loop, scenario(), 90)
+
+
+def test_a_router_not_back_before_the_buffer_expires_is_said_lost(qtbot, qt_loop, elvinds,
+                                                                tmp_path):
+    """The old router stays dead past the expiry the proxy granted: the
+    ticker stops asking and says the messages kept there are lost."""
+    a, b = elvinds("A", mobility=True), elvinds("B", mobility=True)
+    manager, controller, window = ticker([a.url, b.url], tmp_path)
+    mobility = TickerMobility(controller, manager, watch_system=False, collect_ms=100)
+    qtbot.addWidget(window)
+
+    async def scenario():
+        manager.start()
+        await manager.wait_connected(15)
+        await controller.wait_synced(15)
+        await until(lambda: mobility.proxy_available, what="A's proxy")
+        ticket = await mobility.move_out()
+        a.kill()
+        # as if the proxy had granted half a second
+        mobility.ticket = dataclasses.replace(ticket, expiry=0.5)
+        await mobility.move_in(timeout=20)
+        await until(lambda: "are lost" in mobility.status, what="the buffer said lost")
+        assert "not back within 0.5 s" in mobility.status
+        assert mobility.pending is None and not mobility._collect_timer.isActive()
+        mobility.close()
+        await controller.close()
+        await manager.stop()
+
+    run(qt_loop, scenario(), 60)
