@@ -210,7 +210,7 @@ def test_buffer_left_at_a_killed_router_comes_once_it_is_back(qtbot, qt_loop, el
         a.kill()
 
         assert await mobility.move_in(timeout=20) == 0     # A cannot be reached
-        assert manager.url == b.canonical and mobility.pending is not None
+        assert manager.url == b.canonical and len(mobility.pending) == 1
         assert "will come when it is back" in mobility.status
         async with connect(b.url) as producer_b:           # live at B meanwhile
             await producer_b.send(chat("live at B"))
@@ -219,7 +219,7 @@ def test_buffer_left_at_a_killed_router_comes_once_it_is_back(qtbot, qt_loop, el
         a.start()                                           # same port, same state
         await until(lambda: all(f"away{i}" in texts(controller) for i in range(3)),
                     timeout=40, what="A's buffer, once A is back")
-        assert mobility.pending is None and mobility.status == "Caught up 3 messages"
+        assert not mobility.pending and mobility.status == "Caught up 3 messages"
         shown = Counter(texts(controller))
         assert max(shown.values()) == 1
         mobility.close()
@@ -250,9 +250,55 @@ def test_a_router_not_back_before_the_buffer_expires_is_said_lost(qtbot, qt_loop
         await mobility.move_in(timeout=20)
         await until(lambda: "are lost" in mobility.status, what="the buffer said lost")
         assert "not back within 0.5 s" in mobility.status
-        assert mobility.pending is None and not mobility._collect_timer.isActive()
+        assert not mobility.pending and not mobility._collect_timer.isActive()
         mobility.close()
         await controller.close()
         await manager.stop()
 
     run(qt_loop, scenario(), 60)
+
+
+def test_what_the_old_router_routed_after_the_failover_comes_from_its_proxy(
+        qtbot, qt_loop, elvinds, tmp_path):
+    """No move-out: the ticker, given two routers, keeps a standby buffer at
+    the proxy of the router it is on. A is killed; at B the ticker collects
+    that buffer once A is back: what A routed for it meanwhile comes once,
+    and what it had shown already is not shown again."""
+    a, b = elvinds("A", mobility=True), elvinds("B", mobility=True)
+    manager, controller, window = ticker([a.url, b.url], tmp_path)
+    mobility = TickerMobility(controller, manager, watch_system=False, collect_ms=60_000)
+    qtbot.addWidget(window)
+
+    async def scenario():
+        manager.start()
+        await manager.wait_connected(15)
+        await controller.wait_synced(15)
+        await until(lambda: mobility.standby is not None, what="the standby buffer at A")
+        assert mobility.standby.router_url == a.canonical
+        async with connect(a.url) as producer_a:
+            await producer_a.send(chat("live at A"))
+            await until(lambda: "live at A" in texts(controller))
+        a.kill()
+        await until(lambda: manager.url == b.canonical and mobility.pending
+                    and mobility._task is not None and mobility._task.done(),
+                    what="at B, A's buffer waiting")
+        await until(lambda: mobility.standby is not None
+                    and mobility.standby.router_url == b.canonical,
+                    what="a standby buffer at B")
+        assert "will come when it is back" in mobility.status
+
+        a.start()                      # its proxy is back with the buffer, subscribed
+        async with connect(a.url) as producer_a:
+            await producer_a.send(chat("routed to A while away"))
+            await producer_a.set_keys()           # a round trip: A's proxy has it
+        mobility.request_collect()
+        await until(lambda: "routed to A while away" in texts(controller),
+                    what="what A routed meanwhile, from its proxy")
+        assert mobility.status == "Caught up 1 message" and not mobility.pending
+        shown = Counter(texts(controller))
+        assert shown["live at A"] == 1 and shown["routed to A while away"] == 1
+        mobility.close()
+        await controller.close()
+        await manager.stop()
+
+    run(qt_loop, scenario(), 90)
