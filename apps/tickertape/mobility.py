@@ -101,6 +101,8 @@ class TickerMobility(QObject):
         #: a buffered message that matched one of them matched securely
         self._private_ids: set[int] = set()
         controller.messageReceived.connect(self._remember)
+        if hasattr(controller, "subscriptionsChanged"):
+            controller.subscriptionsChanged.connect(self._subscriptions_changed)
         self._last_tick = clock()
         self._timer = QTimer(self)
         self._timer.setInterval(tick_ms)
@@ -125,6 +127,8 @@ class TickerMobility(QObject):
         self.standby: Ticket | None = None
         self._standby_ids: set[str] = set()
         self._standby_task: asyncio.Task | None = None
+        #: the subscriptions the standby buffer was made with
+        self._standby_expressions: dict[str, str] = {}
         if manager is not None:
             manager.connected.connect(self._probe)
             if hasattr(manager, "routerChanged"):
@@ -191,6 +195,7 @@ class TickerMobility(QObject):
     async def _start_standby(self) -> None:
         conn = self.manager.connection
         specs, private = self._specs()
+        expressions = dict(self.controller.active_expressions)
         if conn is None or not specs:
             return
         old = self.standby
@@ -212,6 +217,16 @@ class TickerMobility(QObject):
             self.request_collect()
             return
         self.standby, self._private_ids = ticket, private
+        self._standby_expressions = expressions
+        if expressions != self.controller.active_expressions:
+            # changed while it was being made: again, once this task is done
+            asyncio.get_running_loop().call_soon(self._keep_standby)
+
+    def _subscriptions_changed(self) -> None:
+        """Groups changed: the standby buffer is begun again with them."""
+        if self.standby is not None and \
+                self.controller.active_expressions != self._standby_expressions:
+            self._keep_standby()
 
     def _failed_over(self, _url: str) -> None:
         """At another router: the standby buffer left behind holds what the

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 from elvin_apps.tickertape.config import Config
-from elvin_apps.tickertape.controller import TickerController
-from elvin_apps.tickertape.groups import Group
+from elvin_apps.tickertape.controller import TickerController, notification_keys
+from elvin_apps.tickertape.groups import Group, GroupList
 from elvin_apps.tickertape.mobility import TickerMobility
 from elvin_apps.tickertape.model import ScrollerModel
 from elvin_apps.tickertape.outgoing import Draft
@@ -278,6 +278,11 @@ def test_what_the_old_router_routed_after_the_failover_comes_from_its_proxy(
         async with connect(a.url) as producer_a:
             await producer_a.send(chat("live at A"))
             await until(lambda: "live at A" in texts(controller))
+        # a private group joined: the standby buffer is made again with it
+        first = mobility.standby
+        controller.set_groups(GroupList([Group("Chat"), Group("ops", key="s3cret")]))
+        await until(lambda: mobility.standby is not first
+                    and "ops" in mobility._standby_expressions, what="the standby with ops")
         a.kill()
         await until(lambda: manager.url == b.canonical and mobility.pending
                     and mobility._task is not None and mobility._task.done(),
@@ -290,11 +295,14 @@ def test_what_the_old_router_routed_after_the_failover_comes_from_its_proxy(
         a.start()                      # its proxy is back with the buffer, subscribed
         async with connect(a.url) as producer_a:
             await producer_a.send(chat("routed to A while away"))
-            await producer_a.set_keys()           # a round trip: A's proxy has it
+            await producer_a.send(dict(chat("private, to ops"), Group="ops"),
+                                  keys=notification_keys("s3cret"), deliver_insecure=False)
+            await producer_a.set_keys()           # a round trip: A's proxy has them
         mobility.request_collect()
-        await until(lambda: "routed to A while away" in texts(controller),
+        await until(lambda: "private, to ops" in texts(controller),
                     what="what A routed meanwhile, from its proxy")
-        assert mobility.status == "Caught up 1 message" and not mobility.pending
+        assert "routed to A while away" in texts(controller)
+        assert mobility.status == "Caught up 2 messages" and not mobility.pending
         shown = Counter(texts(controller))
         assert shown["live at A"] == 1 and shown["routed to A while away"] == 1
         mobility.close()
