@@ -397,6 +397,10 @@ class TickerWindow(QWidget):
         self.state_label.setVisible(bool(words))
         if self.status is not None:
             self.state_label.setToolTip(self.status.toolTip())
+        manager = self.controller.manager
+        if state == "connected" and len(getattr(manager, "urls", ())) > 1:
+            # one of several routers: the title says which
+            self.setWindowTitle(f"Tickertape — {router_name(manager.url)}")
 
     # -- dialogs ----------------------------------------------------------------
     def group_names_for_compose(self) -> list[str]:

@@ -130,6 +130,7 @@ def test_killed_router_the_ticker_carries_on_at_the_other(qtbot, qt_loop, elvind
         await manager.wait_connected(15)
         await controller.wait_synced(15)
         assert manager.url == a.canonical
+        assert window.windowTitle() == f"Tickertape — {router_name(a.canonical)}"
         at_b: list[str] = []
         async with connect(b.url) as listener, connect(b.url) as producer:
             await listener.subscribe(CHAT, listener=lambda n: at_b.append(n["Message"]))
