@@ -74,7 +74,7 @@ def configured_router(load: Callable[..., C], args: argparse.Namespace, *,
     config = load_named(load, args.config)
     choice = choose_router_url(args.elvin, config.elvin, config_file=config.path,
                                discover=discover(config) if callable(discover) else discover,
-                               scope=getattr(config, "scope", None) or None)
+                               scope=getattr(config, "scope", None) or None, several=True)
     return config, choice
 
 

@@ -95,13 +95,17 @@ def split_router_urls(value: str | Sequence[str] | None) -> list[str]:
 def choose_router_url(flag: str | None = None, config_url: str | Sequence[str] | None = None, *,
                       config_file: str | os.PathLike | None = None, discover: bool = False,
                       timeout: float | None = None, environ: Mapping[str, str] | None = None,
-                      what: str = "Elvin URL", scope: str | None = None) -> RouterChoice:
+                      what: str = "Elvin URL", scope: str | None = None,
+                      several: bool = False) -> RouterChoice:
     """The router(s) by the suite's rule (this module's docstring), checked.
 
     ``config_file`` names the file ``config_url`` was read from, for the
     error message; ``discover`` asks router discovery (within ``timeout``,
     default ``elvin.discovery.APP_TIMEOUT``) when nothing else names a router,
     and so does a ``scope`` (an app's config: every router of that scope).
+    ``several``: the caller fails over among a list (the apps); otherwise a
+    list on the command line is a usage error, and a list from anywhere else
+    (``$ELVIN_URL`` set for the apps, discovery) gives its first router.
     """
     env = os.environ if environ is None else environ
     named = [(split_router_urls(flag), FLAG, "from --elvin"),
@@ -116,6 +120,11 @@ def choose_router_url(flag: str | None = None, config_url: str | Sequence[str] |
             where = "found by router discovery" + (f" (scope {scope!r})" if scope else "")
         else:
             urls = [DEFAULT_URL]
+    if len(urls) > 1 and not several:
+        if source == FLAG:
+            raise RouterURLError(f"bad {what} {' '.join(urls)!r} ({where}): it names "
+                                 f"{len(urls)} routers; this command takes one")
+        urls = urls[:1]      # $ELVIN_URL set for the apps' failover: its first router
     for url in urls:
         check_router_url(url, where, what=what)
     return RouterChoice(urls[0], source, where, tuple(urls))

@@ -292,7 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = make_config(args)
         url = choose_router_url(args.elvin, config.elvin, config_file=args.config,
                                 discover=True, what="router URL",
-                                scope=config.scope or None).routers   # a list: failover
+                                scope=config.scope or None,
+                                several=True).routers   # a list: failover
     except ConfigError as exc:
         print(f"filewatcher: {exc}", file=sys.stderr)
         return EXIT_USAGE

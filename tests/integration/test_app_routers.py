@@ -18,19 +18,26 @@ A, B = "elvin://a.example:2917", "elvin://b.example:2918"
 
 
 def test_several_urls_on_the_command_line_in_the_environment_and_in_the_file():
-    flag = choose_router_url(f"{A} {B}", environ={})
+    flag = choose_router_url(f"{A} {B}", environ={}, several=True)
     assert (flag.source, flag.url, flag.urls, flag.routers) == (FLAG, A, (A, B), [A, B])
-    env = choose_router_url(None, environ={"ELVIN_URL": f" {B}\t{A} "})
+    env = choose_router_url(None, environ={"ELVIN_URL": f" {B}\t{A} "}, several=True)
     assert (env.source, env.routers) == (ENV, [B, A])
-    file = choose_router_url(None, [A, B], environ={})
+    file = choose_router_url(None, [A, B], environ={}, several=True)
     assert (file.source, file.routers) == (CONFIG, [A, B])
-    one = choose_router_url(A, environ={})
+    one = choose_router_url(A, environ={}, several=True)
     assert one.routers == A                      # one router: a str, as before
+
+
+def test_a_command_that_takes_one_router_says_so():
+    with pytest.raises(RouterURLError, match="names 2 routers; this command takes one"):
+        choose_router_url(f"{A} {B}", environ={}, what="Elvin URI")
+    # $ELVIN_URL set for the apps' failover: such a command takes the first
+    assert choose_router_url(None, environ={"ELVIN_URL": f"{A} {B}"}).routers == A
 
 
 def test_a_bad_url_in_a_list_is_named_with_where_it_came_from():
     with pytest.raises(RouterURLError, match=r"'http://b' \(from \$ELVIN_URL\)"):
-        choose_router_url(None, environ={"ELVIN_URL": f"{A} http://b"})
+        choose_router_url(None, environ={"ELVIN_URL": f"{A} http://b"}, several=True)
 
 
 @pytest.mark.parametrize("app", ["tickertape", "biff", "console", "newswatcher",
