@@ -115,9 +115,10 @@ class TickerMobility(QObject):
         self._proxy_key: bytes | None = None
         self._probe_task: asyncio.Task | None = None
         #: buffers not fetched yet (their router away), each with the
-        #: Message-Ids already shown of what it holds: tried again on this
-        #: timer, and at once after each failover
-        self.pending: list[tuple[Ticket, frozenset[str]]] = []
+        #: Message-Ids already shown of what it holds and its private
+        #: groups' subscription ids: tried again on this timer, and at once
+        #: after each failover
+        self.pending: list[tuple[Ticket, frozenset[str], frozenset[int]]] = []
         self._collect_timer = QTimer(self)
         self._collect_timer.setInterval(collect_ms)
         self._collect_timer.timeout.connect(self.request_collect)
@@ -213,7 +214,7 @@ class TickerMobility(QObject):
         if self.manager.connection is not conn or conn.url != ticket.router_url \
                 or self.state != "connected":
             # failed over (or moved out) meanwhile: it is one more buffer to fetch
-            self.pending.append((ticket, frozenset(self._standby_ids)))
+            self.pending.append((ticket, frozenset(self._standby_ids), frozenset(private)))
             self.request_collect()
             return
         self.standby, self._private_ids = ticket, private
@@ -234,7 +235,8 @@ class TickerMobility(QObject):
         shown from it already is skipped)."""
         standby, self.standby = self.standby, None
         if standby is not None:
-            self.pending.append((standby, frozenset(self._standby_ids)))
+            self.pending.append((standby, frozenset(self._standby_ids),
+                                 frozenset(self._private_ids)))
         self.request_collect()
 
     # -- moving -------------------------------------------------------------------------
@@ -344,18 +346,21 @@ class TickerMobility(QObject):
     async def _collect_pending(self) -> None:
         conn = self.manager.connection if self.manager is not None else None
         waiting, self.pending = self.pending, []
-        for ticket, shown in waiting:
+        for ticket, shown, private in waiting:
             if conn is None:
-                self.pending.append((ticket, shown))
+                self.pending.append((ticket, shown, private))
             else:
-                await self._collect(conn, ticket, 30.0, shown)
+                await self._collect(conn, ticket, 30.0, shown, private)
 
     async def _collect(self, conn: Any, ticket: Ticket, timeout: float,
-                       shown_ids: frozenset[str] = frozenset()) -> int:
+                       shown_ids: frozenset[str] = frozenset(),
+                       private: frozenset[int] | None = None) -> int:
         """Fetch ``ticket``'s buffer through the proxy at ``conn``'s router
         and show it (what also came live, or was shown from it before,
-        ``shown_ids``, is shown once). A router that cannot be reached
-        leaves it ``pending``: asked again later."""
+        ``shown_ids``, is shown once; ``private``: the ids of its private
+        groups' subscriptions, default the last move-out's). A router that
+        cannot be reached leaves it ``pending``: asked again later."""
+        private = frozenset(self._private_ids) if private is None else private
         try:
             entries, reply = await request_move_in(conn, ticket, timeout=timeout)
         except (MobilityError, ElvinError, OSError, TimeoutError) as exc:
@@ -371,7 +376,7 @@ class TickerMobility(QObject):
                 self._set_status(f"The messages kept at {ticket.router_url} are lost: it "
                                  f"was not back within {ticket.expiry:g} s")
                 return 0
-            self.pending.append((ticket, shown_ids))
+            self.pending.append((ticket, shown_ids, private))
             self._collect_timer.start()
             log.info("mobility: buffer at %s not collected yet: %s", ticket.router_url, exc)
             self._set_status(f"Messages kept at {ticket.router_url} will come when it is "
@@ -387,7 +392,7 @@ class TickerMobility(QObject):
                 continue    # it also came live (or was shown from here before)
             # a private group's subscription at the proxy took secure matches
             # only, so what it buffered came with the group's key
-            secure = not self._private_ids.isdisjoint(ids)
+            secure = not private.isdisjoint(ids)
             if self.controller.handle(attributes, secure) is not None:
                 shown += 1
         self.caught_up = shown
