@@ -1,5 +1,6 @@
-"""A real tickertape on two real routers (``elvind`` processes): SIGKILL the
-one it is on and it carries on at the other (issue 49, point 1).
+"""A real tickertape on two real routers (``elvind`` processes, federated or
+not): SIGKILL the one it is on and it carries on at the other (issue 49,
+point 1).
 
 What is checked is what the ticker promises (docs/users/mobility.md,
 "Failover"): it shows where it is now; what was typed while it switched
@@ -43,13 +44,17 @@ class Elvind:
     """One ``elvind`` process, killed with SIGKILL and started again on the
     same port with the same arguments (and state directory) at will."""
 
-    def __init__(self, tmp: Path, name: str, mobility: bool) -> None:
+    def __init__(self, tmp: Path, name: str, mobility: bool, config: str = "") -> None:
         self.port = free_port()
         self.url = f"elvin://127.0.0.1:{self.port}"
         self.log = tmp / f"elvind-{name}.log"
         self.args = [*ELVIND, "--listen", self.url, "--log-level", "info"]
         if mobility:
             self.args += ["--mobility", "--state-dir", str(tmp / f"state-{name}")]
+        if config:
+            path = tmp / f"{name}.toml"
+            path.write_text(config)
+            self.args += ["--config", str(path)]
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -77,8 +82,8 @@ class Elvind:
 def elvinds(tmp_path):
     made: list[Elvind] = []
 
-    def make(name: str, mobility: bool = False) -> Elvind:
-        router = Elvind(tmp_path, name, mobility).start()
+    def make(name: str, mobility: bool = False, config: str = "") -> Elvind:
+        router = Elvind(tmp_path, name, mobility, config).start()
         made.append(router)
         return router
 
@@ -181,6 +186,65 @@ def test_killed_router_the_ticker_carries_on_at_the_other(qtbot, qt_loop, elvind
         if shot:          # once the layout has made room for the notice
             await until(lambda: window.notice.width() >= window.notice.sizeHint().width())
             window.grab().save(shot)
+        await controller.close()
+        await manager.stop()
+
+    run(qt_loop, scenario())
+
+
+def federation(name: str, listen: int, *, accept: str = "", connect: tuple[str, int] | None = None
+               ) -> str:
+    """An elvind config's [federation] section (fast reconnection)."""
+    lines = ["[federation]", f'router_domain = "{name}"',
+             f'listen = "ewaf://127.0.0.1:{listen}"', "debounce = 0.01",
+             "reconnect_min = 0.05", "reconnect_max = 0.2"]
+    if accept:
+        lines += ["[[federation.accept]]", f'router = "{accept}"']
+    if connect:
+        lines += ["[[federation.connect]]", f'router = "{connect[0]}"',
+                  f'url = "ewaf://127.0.0.1:{connect[1]}"']
+    return "\n".join(lines) + "\n"
+
+
+def test_federated_routers_killed_one_each_message_arrives_once(qtbot, qt_loop, elvinds,
+                                                               tmp_path):
+    """A and B federated; the ticker on A reads a producer at B through the
+    federation; A is SIGKILLed: the ticker carries on at B, every message
+    published once its subscriptions are back at B arrives, and none twice
+    (each was routed either through A, before, or to the ticker at B)."""
+    fed_a, fed_b = free_port(), free_port()
+    a = elvinds("A", config=federation("A", fed_a, accept="B"))
+    b = elvinds("B", config=federation("B", fed_b, connect=("A", fed_a)))
+    manager, controller, window = ticker([a.url, b.url], tmp_path)
+    qtbot.addWidget(window)
+
+    async def scenario():
+        manager.start()
+        await manager.wait_connected(15)
+        await controller.wait_synced(15)
+        async with connect(b.url) as producer:
+            n = 0
+            # until the link has carried the ticker's subscription to B and a
+            # message back through A (a round trip at B after each)
+            while not any(t.startswith("m") for t in texts(controller)):
+                await producer.send(chat(f"m{n}"))
+                await producer.set_keys()
+                n += 1
+            before = n
+            a.kill()
+            must: list[str] = []
+            while len(must) < 5:
+                back = manager.state == "connected" and manager.url == b.canonical
+                await producer.send(chat(f"m{n}"))
+                await producer.set_keys()
+                if back:
+                    must.append(f"m{n}")
+                n += 1
+            await until(lambda: all(t in texts(controller) for t in must),
+                        what="every message published at B once the ticker was back")
+        shown = Counter(texts(controller))
+        assert max(shown.values()) == 1, [t for t, c in shown.items() if c > 1]
+        assert before >= 1 and manager.url == b.canonical
         await controller.close()
         await manager.stop()
 
