@@ -2,13 +2,15 @@
 not): SIGKILL the one it is on and it carries on at the other (issue 49,
 point 1).
 
-What is checked is what the ticker promises (docs/users/mobility.md,
-"Failover"): it shows where it is now; what was typed while it switched
-waits in the outbox and is sent once it is connected, once; what is
-published at the new router from the moment its subscriptions are back
-there arrives, and nothing arrives twice. With mobility proxies and a
-move-out before the router died, the buffer that router kept comes once it
-is back (its state directory keeps it across the kill).
+What is checked is what the ticker promises (docs/users/tickertape.md,
+"Several routers"; docs/admins/mobility.md, "Failover with mobility
+proxies"): it shows where it is now; what was typed while it switched waits
+in the outbox and is sent once it is connected, once; what is published at
+the new router from the moment its subscriptions are back there arrives,
+and nothing arrives twice. With mobility proxies: a buffer left at a killed
+router (after a move-out, or the standby buffer the ticker keeps while it is
+there) comes once that router is back on its state directory, and is said
+lost when it is not back within the expiry.
 """
 
 from __future__ import annotations
