@@ -200,22 +200,29 @@ class TickerMobility(QObject):
         if conn is None or not specs:
             return
         old = self.standby
-        same = old is not None and canonical(old.proxy) == canonical(conn.url)
+        # made again at the same proxy: with the same secret, so that the
+        # ticket held meanwhile fetches the buffer whether or not this
+        # request got there before a failover
+        secret = old.secret if old is not None and \
+            canonical(old.proxy) == canonical(conn.url) else None
         # shown from now on: the new buffer starts at its reply, a little later
         self._standby_ids = set()
         try:
             ticket = await request_move_out(
                 conn, specs, client_id=self.client_id, timeout=5.0,
-                proxy_key=self._proxy_key, secret=secrets.token_hex(16),
-                previous_secret=old.secret if same and old is not None else None)
+                proxy_key=self._proxy_key, secret=secret or secrets.token_hex(16),
+                previous_secret=secret)
         except (MobilityError, ElvinError, OSError, TimeoutError) as exc:
             log.info("mobility: no standby buffer at %s: %s", conn.url, exc)
             return
         if self.manager.connection is not conn or conn.url != ticket.router_url \
                 or self.state != "connected":
-            # failed over (or moved out) meanwhile: it is one more buffer to fetch
-            self.pending.append((ticket, frozenset(self._standby_ids), frozenset(private)))
-            self.request_collect()
+            # failed over (or moved out) meanwhile: one more buffer to fetch,
+            # unless the old ticket (same secret) is already waiting for it
+            if secret is None:
+                self.pending.append((ticket, frozenset(self._standby_ids),
+                                     frozenset(private)))
+                self.request_collect()
             return
         self.standby, self._private_ids = ticket, private
         self._standby_expressions = expressions
