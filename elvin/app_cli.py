@@ -38,7 +38,7 @@ def app_parser(prog: str, version: str, description: str, *, config_default: str
     ``shown_log_level``), ``--version``, and for a desktop app
     (``screenshot``) ``--screenshot FILE``. Usage errors exit 1."""
     parser = ToolParser(prog=prog, description=description, **kwargs)
-    add_router_argument(parser, config=True, discover=discover)
+    add_router_argument(parser, config=True, discover=discover, several=True)
     add_config_argument(parser, config_default)
     if screenshot:
         parser.add_argument("--screenshot", metavar="FILE",
@@ -52,9 +52,10 @@ def app_parser(prog: str, version: str, description: str, *, config_default: str
 
 
 class _Configured(Protocol):
-    """What an app's config object has: the file's ``elvin`` and the file."""
+    """What an app's config object has: the file's ``elvin`` (one router
+    URL, or a list: failover) and the file; maybe a discovery ``scope``."""
 
-    elvin: str | None
+    elvin: str | list[str] | None
     path: Path | None
 
 
@@ -66,11 +67,14 @@ def configured_router(load: Callable[..., C], args: argparse.Namespace, *,
     """What an app reads first: its config file (``args.config``, which must
     exist if named; ``load(path, must_exist=...)``) and its router
     (``args.elvin`` by the rule, the file's ``elvin`` in its place, discovery
-    when ``discover`` -- or ``discover(config)`` -- and nothing names one).
-    ``ToolError`` (usage) naming the file, or the bad URL and its source."""
+    when ``discover`` -- or ``discover(config)`` -- or the file's ``scope``
+    and nothing names one; ``choice.routers`` is one URL or the failover
+    list). ``ToolError`` (usage) naming the file, or the bad URL and its
+    source."""
     config = load_named(load, args.config)
     choice = choose_router_url(args.elvin, config.elvin, config_file=config.path,
-                               discover=discover(config) if callable(discover) else discover)
+                               discover=discover(config) if callable(discover) else discover,
+                               scope=getattr(config, "scope", None) or None, several=True)
     return config, choice
 
 

@@ -21,7 +21,7 @@ from typing import Any, Literal, TypeVar, overload
 
 from elvin.cli_common import ToolError
 
-__all__ = ["ConfigError", "NumberRange", "TomlFile", "check_number", "check_numbers",
+__all__ = ["ConfigError", "NumberRange", "TomlFile", "check_number", "check_numbers", "check_routers", "check_scope_setting",
            "collecting_problems", "default_config_path", "list_item", "line_of", "load_named", "number",
            "raw_setting", "read_toml"]
 
@@ -225,3 +225,48 @@ def check_numbers(settings: Any, where: str, name: Callable[[str], str] = str) -
                 check_number(getattr(settings, f.name), f"{where}: {name(f.name)}", allowed)
     if found:
         raise ConfigError.of(found)
+
+
+def check_routers(value: object, where: str) -> str | list[str]:
+    """An app's ``elvin`` setting: one router URL, or a list of them (the
+    failover list, in order; ``elvin.router_url`` checks each URL), else
+    ``ConfigError`` naming ``where`` (``FILE: elvin``)."""
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, list) and value and all(isinstance(v, str) and v.strip()
+                                                 for v in value):
+        return [v.strip() for v in value]
+    raise ConfigError(f"{where} must be a router URL or a list of them (failover), "
+                      f"e.g. [\"elvin://a.example\", \"elvin://b.example\"], not {value!r}")
+
+
+def check_scope_setting(value: object, where: str) -> str:
+    """An app's ``scope`` setting: a discovery scope name (the routers that
+    advertise it are the failover list when no URL is named), else
+    ``ConfigError`` naming ``where``."""
+    from elvin.discovery.codec import check_scope
+
+    if not isinstance(value, str):
+        raise ConfigError(f"{where} must be a discovery scope name (text), not {value!r}")
+    try:
+        return check_scope(value.strip())
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _routers_by_hand(config: Any, value: object, where: str) -> None:
+    config.elvin = check_routers(value, f"{where}: elvin")
+
+
+def _scope_by_hand(config: Any, value: object, where: str) -> None:
+    config.scope = check_scope_setting(value, f"{where}: scope")
+
+
+#: the parsers of every app's ``elvin`` and ``scope`` settings, for
+#: ``SettingsTable.load(..., by_hand=...)`` (the apps declare them ``by_hand``)
+ROUTER_SETTINGS = {"elvin": _routers_by_hand, "scope": _scope_by_hand}
+#: their help, the same in every app's reference
+ROUTERS_HELP = ("the router's URL, or a list of them to fail over among, in order "
+                "(``--elvin`` and ``ELVIN_URL`` override it)")
+SCOPE_HELP = "a discovery scope: with no router named, every router found for it"
+

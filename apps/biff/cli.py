@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         config, router = start_app(args, load)
     except ToolError as exc:
         return exc.report(PROG)
-    url = router.url
+    url = router.routers          # a list: routers to fail over among
     from elvin_apps.biff.coffee import CoffeeBiff
     try:
         biff = CoffeeBiff(args.user or config.user, heartbeat=config.heartbeat,
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     return run_app_cli(app_main)
 
 
-async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
+async def run(biff, url: str | list[str], default_text: str, screenshot: Path | None, *,
               notify: bool = True, sound: bool = False, colleagues: list[str] = (),
               new_instance: bool = False) -> int:
     """Connect, build the window, run until it closes (or take the
@@ -109,7 +109,7 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
 
     from elvin.qt.single import bring_forward, single_instance
     # one biff per person and router: a second would announce them twice
-    instance, status = single_instance(PROG, (url, biff.user), parent=app,
+    instance, status = single_instance(PROG, (url if isinstance(url, str) else url[0], biff.user), parent=app,
                                        new_instance=new_instance or screenshot is not None)
     if status is not None:
         return status
@@ -123,7 +123,8 @@ async def run(biff, url: str, default_text: str, screenshot: Path | None, *,
         error = manager.last_error or f"no answer within {CONNECT_TIMEOUT:g} s"
         with contextlib.suppress(Exception):
             await manager.stop()
-        return _fail(f"cannot reach the Elvin router at {url}: {error}", EXIT_UNREACHABLE)
+        where = url if isinstance(url, str) else " or ".join(url)
+        return _fail(f"cannot reach the Elvin router at {where}: {error}", EXIT_UNREACHABLE)
 
     qbiff = QtBiff(biff, manager)
     notifier = CoffeeNotifier(enabled=notify and screenshot is None, sound=sound)

@@ -6,7 +6,8 @@ Every key is optional and defaults work with no file; flags and
 reference come from there. Wrong types and unknown keys are errors
 that name the file and the key, so a typo is not silently ignored::
 
-    elvin = "elvin://router.example.org"
+    elvin = "elvin://router.example.org"   # or a list of routers: failover
+    scope = "office"        # with no router named: every router of this discovery scope
     user = "alice@office"
     heartbeat = 30          # seconds between refreshes
     coffee_minutes = 15     # a coffee ends by itself after this long
@@ -23,7 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from elvin.config_file import ConfigError, default_config_path, line_of, read_toml
+from elvin.config_file import (
+    ROUTER_SETTINGS,
+    ROUTERS_HELP,
+    SCOPE_HELP,
+    ConfigError,
+    default_config_path,
+    line_of,
+    read_toml,
+)
 from elvin.settings import SettingsTable, Wording, setting
 
 __all__ = ["SETTINGS", "BiffConfig", "ConfigError", "load"]
@@ -33,8 +42,8 @@ CONFIG_NAME = "biff.toml"
 
 @dataclass
 class BiffConfig:
-    elvin: str | None = setting(None, help="the router's URL (``--elvin`` and "
-                                           "``ELVIN_URL`` override it)")
+    elvin: str | list[str] | None = setting(None, by_hand=True, help=ROUTERS_HELP)
+    scope: str = setting("", by_hand=True, help=SCOPE_HELP)
     user: str | None = setting(None, help="your name (default user@host; ``--user`` "
                                           "overrides it)")
     heartbeat: float = setting(30.0, low=0.1, high=3600.0,
@@ -72,4 +81,4 @@ def load(path: str | os.PathLike | None = None, *, must_exist: bool = False) -> 
         return BiffConfig()
     return SETTINGS.load(BiffConfig(path=toml.path), toml.data,
                          lambda key: f"{toml.path}{line_of(toml.text, key)}",
-                         by_hand={"colleagues": _colleagues})
+                         by_hand={**ROUTER_SETTINGS, "colleagues": _colleagues})

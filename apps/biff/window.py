@@ -32,6 +32,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from elvin.qt.status import router_name
+
 __all__ = ["CoffeeWindow"]
 
 IDLE_TEXT = "I'm having a coffee"
@@ -175,6 +177,10 @@ class CoffeeWindow(QWidget):
         if manager is not None:
             manager.stateChanged.connect(self._connection_state)
             self._connection_state(manager.state)
+        if manager is not None and hasattr(manager, "routerChanged"):
+            # failed over: the title says which router the room is seen from now
+            manager.routerChanged.connect(lambda url: self.setWindowTitle(
+                f"Coffee biff — {qbiff.biff.user} at {router_name(url)}"))
         self.resize(460, 400)
         self.refresh()
 

@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     except ToolError as exc:
         return exc.report(PROG)
     workspace_path = args.workspace or config.workspace
-    url, explicit = router.url, router.explicit
+    # several routers (failover) are kept in a saved router's URL apart by spaces
+    url, explicit = " ".join(router.urls), router.explicit
     buffer = args.buffer if args.buffer is not None else config.buffer
     if not MIN_BUFFER <= buffer <= MAX_BUFFER:
         return _fail(f"--buffer must be from {MIN_BUFFER} to {MAX_BUFFER}, not {buffer}",
@@ -139,7 +140,7 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
     router = None
     if args.embedded_router and workspace.routers:
         from elvin.router.bundled import start_where_silent
-        router = await start_where_silent(workspace.routers[0].url)
+        router = await start_where_silent(workspace.routers[0].url.split()[0])
     registry = RouterRegistry()
     window = MainWindow(registry, buffer)
     if instance is not None:

@@ -4,7 +4,8 @@ One file per tool in the platform config dir (``~/.config/elvin/console.toml``
 on Linux), overridable by flags and ``ELVIN_URL``; with no file the defaults
 work. It holds only what is not part of a workspace::
 
-    elvin = "elvin://router.example:2917"   # the default router's URL
+    elvin = "elvin://router.example:2917"   # the default router's URL (a list: failover)
+    scope = "office"                        # no router named: every router of this scope
     workspace = "~/elvin/console.json"      # opened at startup
     buffer = 10000                           # rows kept by a new consumer pane
 
@@ -21,7 +22,15 @@ from typing import Any
 
 from elvin_apps.console.workspace import DEFAULT_BUFFER, MAX_BUFFER, MIN_BUFFER
 
-from elvin.config_file import ConfigError, default_config_path, line_of, read_toml
+from elvin.config_file import (
+    ROUTER_SETTINGS,
+    ROUTERS_HELP,
+    SCOPE_HELP,
+    ConfigError,
+    default_config_path,
+    line_of,
+    read_toml,
+)
 from elvin.settings import SettingsTable, setting
 
 __all__ = ["SETTINGS", "Config", "ConfigError", "load"]
@@ -31,7 +40,8 @@ CONFIG_NAME = "console.toml"
 
 @dataclass
 class Config:
-    elvin: str | None = setting(None, by_hand=True, help="the default router's URL")
+    elvin: str | list[str] | None = setting(None, by_hand=True, help=ROUTERS_HELP)
+    scope: str = setting("", by_hand=True, help=SCOPE_HELP)
     workspace: str | None = setting(None, by_hand=True, help="a workspace opened at startup")
     buffer: int = setting(DEFAULT_BUFFER, low=MIN_BUFFER, high=MAX_BUFFER,
                           help="rows kept by a new consumer pane")
@@ -60,7 +70,7 @@ def load(path: str | Path | None = None, must_exist: bool = False) -> Config:
         return Config()
     config = SETTINGS.load(Config(path=toml.path), toml.data,
                            lambda key: f"{toml.path}{line_of(toml.text, key)}",
-                           by_hand={"elvin": _text("elvin"), "workspace": _text("workspace")})
+                           by_hand={**ROUTER_SETTINGS, "workspace": _text("workspace")})
     if config.workspace:
         config.workspace = str(Path(config.workspace).expanduser())
     return config

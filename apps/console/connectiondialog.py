@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from elvin.protocol import URIError, parse_uri
 from elvin.qt import dialog_buttons, monospace_font
+from elvin.router_url import split_router_urls
 from elvin.text import TextFormatError, format_notification, parse_notifications
 
 __all__ = ["ConnectionDialog", "parse_options"]
@@ -55,7 +56,8 @@ class ConnectionDialog(QDialog):
         self.name_edit = QLineEdit(spec.name)
         self.name_edit.setPlaceholderText("e.g. local, staging")
         self.url_edit = QLineEdit(spec.url)
-        self.url_edit.setPlaceholderText("elvin://host:2917 or elvin:4.0/tcp,none,xdr/host:2917")
+        self.url_edit.setPlaceholderText("elvin://host:2917 or elvin:4.0/tcp,none,xdr/host:2917 "
+                                         "(several apart by spaces: failover)")
         self.options_edit = QPlainTextEdit(format_notification(spec.options)
                                            if spec.options else "")
         self.options_edit.setPlaceholderText('e.g.\nSubscription.Max-Count: 100\n'
@@ -91,9 +93,12 @@ class ConnectionDialog(QDialog):
             return "The router needs a name."
         if self._taken(name):
             return f"There is already a router named {name!r}."
-        url = self.url_edit.text().strip()
+        urls = split_router_urls(self.url_edit.text())
+        if not urls:
+            return "The router needs a URL."
         try:
-            parse_uri(url)
+            for url in urls:            # several apart by spaces: failover
+                parse_uri(url)
         except URIError as exc:
             return f"URL: {exc}"
         try:

@@ -20,6 +20,7 @@ from elvin_apps.console.workspace import RouterSpec
 from PySide6.QtCore import QObject, Signal
 
 from elvin.qt import ConnectionManager
+from elvin.router_url import split_router_urls
 
 __all__ = ["RouterEntry", "RouterRegistry", "RouterError"]
 
@@ -28,6 +29,13 @@ log = logging.getLogger("elvin_apps.console")
 
 class RouterError(ValueError):
     """A router definition that cannot be used (name taken, bad keys...)."""
+
+
+def routers(url: str) -> str | list[str]:
+    """A saved router's URL as the connection takes it: several URLs apart
+    by spaces are routers to fail over among, in order."""
+    urls = split_router_urls(url)
+    return urls if len(urls) > 1 else url.strip()
 
 
 def connect_kwargs(spec: RouterSpec) -> dict:
@@ -56,7 +64,7 @@ class RouterEntry(QObject):
     def __init__(self, spec: RouterSpec, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.spec = spec
-        self.manager = ConnectionManager(spec.url, self, retry_delay=0.5, max_retry_delay=10.0,
+        self.manager = ConnectionManager(routers(spec.url), self, retry_delay=0.5, max_retry_delay=10.0,
                                          **connect_kwargs(spec))
 
     @property
@@ -73,11 +81,11 @@ class RouterEntry(QObject):
         kwargs = connect_kwargs(spec)
         self.spec = spec
         self.manager.connect_kwargs = kwargs
-        await self.manager.set_url(spec.url)
+        await self.manager.set_url(routers(spec.url))
         self.changed.emit()
 
     async def reconnect(self) -> None:
-        await self.manager.set_url(self.spec.url)
+        await self.manager.set_url(routers(self.spec.url))
 
 
 class RouterRegistry(QObject):

@@ -132,6 +132,9 @@ class RouterViewPane(Pane):
         #: before the last (re)connection (the next new one is the router's)
         self.own_id: str | None = None
         self._seen_before: set[str] | None = set()
+        #: the router of the last connection, and the one a failover left
+        self._connected_url: str | None = None
+        self._moved_from: str | None = None
 
         self.id_combo = QComboBox()
         self.id_combo.setToolTip("Routers whose statistics arrive here (federated routers "
@@ -202,6 +205,9 @@ class RouterViewPane(Pane):
 
     def on_connected(self, conn: Connection) -> None:
         self._seen_before = set(self.samples)
+        # a reconnection at another router (failover) is said as such
+        previous, self._connected_url = self._connected_url, conn.url
+        self._moved_from = previous if previous not in (None, conn.url) else None
         sub = self.sub
         if sub is None or sub.closed or sub.connection is not conn:
             spawn(self._subscribe(), "router statistics",
@@ -267,7 +273,10 @@ class RouterViewPane(Pane):
         previous, self.own_id = self.own_id, router_id
         if previous is not None and self.current_id() == previous:
             self.id_combo.setCurrentIndex(self.id_combo.findData(router_id))
-            self.set_status(f"The router restarted: now showing "
+            why = f"Failed over from {self._moved_from} to {self._connected_url}" \
+                if self._moved_from \
+                else "The router restarted"
+            self.set_status(f"{why}: now showing "
                             f"{describe_router_id(router_id)} "
                             f"(was {describe_router_id(previous)}).")
 

@@ -275,8 +275,10 @@ def _router(table: Any, where: str) -> RouterSpec:
     if not url:
         raise WorkspaceError(f"{where}.url: router {name!r} needs a URL")
     from elvin.protocol import URIError, parse_uri
+    from elvin.router_url import split_router_urls
     try:
-        parse_uri(url)
+        for one in split_router_urls(url):     # several apart by spaces: failover
+            parse_uri(one)
     except URIError as exc:
         raise WorkspaceError(f"{where}.url: {exc}") from None
     producer, consumer = _keys(table, where)

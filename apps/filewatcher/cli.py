@@ -134,7 +134,7 @@ def root_warnings(config: Config) -> list[str]:
             "watched" for root, problem in unreadable_roots(config.roots).items()]
 
 
-async def run(config: Config, url: str, args: argparse.Namespace | None = None) -> int:
+async def run(config: Config, url: str | list[str], args: argparse.Namespace | None = None) -> int:
     from elvin_apps.filewatcher.daemon import FileWatcher
 
     for warning in root_warnings(config):
@@ -279,7 +279,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = make_config(args)
         url = choose_router_url(args.elvin, config.elvin, config_file=args.config,
-                                discover=True, what="router URL").url
+                                discover=True, what="router URL",
+                                scope=config.scope or None,
+                                several=True).routers   # a list: failover
     except ConfigError as exc:
         print(f"filewatcher: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -8,7 +8,8 @@ that the whole file system is never watched.
 A TOML file (``filewatcher --config FILE``) uses the flag names as keys, with
 ``-`` or ``_``::
 
-    elvin = "elvin://127.0.0.1:2917"
+    elvin = "elvin://127.0.0.1:2917"   # or a list of routers to fail over among, in order
+    scope = "office"              # no router named: every router of this discovery scope
     roots = ["/srv/www", "/home/shared"]
     unbounded = "ignore"          # or "roots": watch every root for such subscriptions
     debounce = 0.1                # seconds of quiet before a burst is reported
@@ -40,9 +41,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elvin.cli_common import LOG_LEVELS
-from elvin.config_file import ConfigError, collecting_problems, line_of, read_toml
+from elvin.config_file import (
+    ROUTER_SETTINGS,
+    ROUTERS_HELP,
+    SCOPE_HELP,
+    ConfigError,
+    collecting_problems,
+    line_of,
+    read_toml,
+)
 from elvin.fileutil import runtime_file
-from elvin.router_url import RouterURLError, check_router_url
+from elvin.router_url import RouterURLError, check_router_url, split_router_urls
 from elvin.settings import SettingsTable, Wording, setting
 
 __all__ = ["SETTINGS", "Config", "ConfigError", "LOG_LEVELS", "UNBOUNDED_POLICIES",
@@ -66,8 +75,8 @@ def _reload(default: Any, **declared: Any) -> Any:
 
 @dataclass
 class Config:
-    elvin: str | None = setting(None, help="the router's URL (``--elvin`` and ``ELVIN_URL`` "
-                                           "override it)")
+    elvin: str | list[str] | None = setting(None, by_hand=True, help=ROUTERS_HELP)
+    scope: str = setting("", by_hand=True, help=SCOPE_HELP)
     roots: list[str] = setting(
         default_factory=list, by_hand=True, reloadable=True, flag="--root", metavar="DIR",
         help="a directory subscribers may watch (repeatable; replaces the config file's "
@@ -120,7 +129,8 @@ class Config:
         found: list[str] = []
         if self.elvin is not None:
             try:
-                check_router_url(self.elvin, what="router URL")
+                for url in split_router_urls(self.elvin):
+                    check_router_url(url, what="router URL")
             except RouterURLError as exc:
                 found.append(f"{self.where('elvin')}: elvin: {exc}")
         if not self.roots:
@@ -192,6 +202,8 @@ def config_from_dict(data: dict[str, Any], source: str = "configuration",
         with collecting_problems(problems):
             if raw_key == "roots":
                 _roots(config, value, where)
+            elif raw_key in ROUTER_SETTINGS:
+                ROUTER_SETTINGS[raw_key](config, value, where)
             elif not SETTINGS.apply(config, raw_key, value, where):
                 raise ConfigError(SETTINGS.unknown(raw_key, where))
     return config

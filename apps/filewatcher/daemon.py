@@ -81,7 +81,7 @@ class FileWatcher:
     """One daemon instance. ``await start()``, then ``await wait_stopped()``
     (or use ``async with``); ``request_stop()`` from a signal handler."""
 
-    def __init__(self, config: Config, url: str, *, reconcile_delay: float = 0.02,
+    def __init__(self, config: Config, url: str | list[str], *, reconcile_delay: float = 0.02,
                  status_interval: float = 5.0, inotify_factory: Any = None,
                  connect_options: dict[str, Any] | None = None) -> None:
         self.config = config

@@ -43,7 +43,7 @@ class RouterLink:
     * ``on_gone(reason)``: it is closed for good, not by :meth:`close`
     """
 
-    def __init__(self, url: str, options: dict[str, Any] | None = None, *,
+    def __init__(self, url: str | list[str], options: dict[str, Any] | None = None, *,
                  on_wanted: Callable[[], None], on_lost: Callable[[], None],
                  on_back: Callable[[], None], on_gone: Callable[[object], None]) -> None:
         self.url = url
@@ -97,8 +97,11 @@ class RouterLink:
 
     @property
     def shown_url(self) -> str:
-        """The router's URL as connected (after redirection), else as given."""
-        return self.conn.url if self.conn is not None else self.url
+        """The router's URL as connected (after redirection or failover),
+        else as given (several: apart by spaces)."""
+        if self.conn is not None:
+            return self.conn.url
+        return self.url if isinstance(self.url, str) else " ".join(self.url)
 
     def connection_state(self) -> str:
         if self.conn is None:

@@ -289,7 +289,7 @@ def run_command(args: argparse.Namespace) -> int:
         return exc.report(PROG)
     data_dir = _data_dir(args, config)
     try:
-        return asyncio.run(serve(config, router.url, data_dir, extra, args.scoop or None,
+        return asyncio.run(serve(config, router.routers, data_dir, extra, args.scoop or None,
                                  args.config))
     except KeyboardInterrupt:
         return EXIT_OK
@@ -326,7 +326,7 @@ def _lock(data_dir: Path):
         fh.close()
 
 
-async def serve(config, url: str, data_dir: Path, extra_feeds: list, scoop: bool | None,
+async def serve(config, url: str | list[str], data_dir: Path, extra_feeds: list, scoop: bool | None,
                 config_arg: str | None) -> int:
     """Run the daemon until SIGTERM/SIGINT; SIGHUP reloads the config."""
     from elvin_apps.newswatcher.config import ConfigError, load

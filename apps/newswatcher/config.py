@@ -27,9 +27,13 @@ from elvin_apps.newswatcher import USER_AGENT
 
 from elvin.config_file import (
     APP_DIR,
+    ROUTERS_HELP,
+    SCOPE_HELP,
     ConfigError,
     NumberRange,
     check_number,
+    check_routers,
+    check_scope_setting,
     collecting_problems,
     default_config_path,
     list_item,
@@ -97,9 +101,8 @@ HTTP = SettingsTable(HttpSettings, wording=dataclasses.replace(_WORDING, prefix=
 
 @dataclass
 class Config:
-    elvin: str | None = setting(None, by_hand=True,
-                                help="the router's URL (``--elvin`` and ``ELVIN_URL`` "
-                                     "override it)")
+    elvin: str | list[str] | None = setting(None, by_hand=True, help=ROUTERS_HELP)
+    scope: str = setting("", by_hand=True, help=SCOPE_HELP)
     data_dir: Path | None = setting(None, by_hand=True,
                                     shown_default="$XDG_STATE_HOME/elvin/newswatcher",
                                     help="where state.json and status.json live (relative: "
@@ -174,12 +177,16 @@ def from_mapping(data: Mapping[str, Any], *, where: str = "config",
     config = Config()
     if "elvin" in data:
         with collecting_problems(found):
-            config.elvin = _string(data, "elvin", where, "")
-            from elvin.router_url import RouterURLError, check_router_url
+            config.elvin = check_routers(data["elvin"], f"{where}: elvin")
+            from elvin.router_url import RouterURLError, check_router_url, split_router_urls
             try:
-                check_router_url(config.elvin)
+                for url in split_router_urls(config.elvin):
+                    check_router_url(url)
             except RouterURLError as exc:
                 raise ConfigError(f"{where}: elvin: {exc}") from None
+    if "scope" in data:
+        with collecting_problems(found):
+            config.scope = check_scope_setting(data["scope"], f"{where}: scope")
     if "data_dir" in data:
         with collecting_problems(found):
             raw = _string(data, "data_dir", where, "")

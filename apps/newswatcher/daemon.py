@@ -221,7 +221,7 @@ class NewsWatcher:
     reloads of the config file.
     """
 
-    def __init__(self, config: Config, *, url: str, data_dir: Path,
+    def __init__(self, config: Config, *, url: str | list[str], data_dir: Path,
                  scoop: bool | None = None, extra_feeds: list[FeedConfig] | None = None,
                  status_interval: float = 0.5, state_interval: float = 1.0,
                  connect_timeout: float = 10.0) -> None:

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         config.override("user", args.user)
     if args.dock:
         config.override("dock", args.dock)
-    url, chosen = router.url, router.chosen
+    url, chosen = router.routers, router.chosen     # a list: routers to fail over among
     if args.screenshot and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no screen: render offscreen
 
@@ -78,9 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     return run_app_cli(app_main)
 
 
-async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
+async def run(args: argparse.Namespace, config, url: str | list[str], chosen: bool) -> int:
     """Build the app on the running qasync loop; returns the exit status
-    when the window closes (or right after ``--screenshot``)."""
+    when the window closes (or right after ``--screenshot``). ``url``: the
+    router, or the routers to fail over among (the first is the ticker's
+    identity for "one per user and router")."""
+    first = url if isinstance(url, str) else url[0]
     from elvin_apps.tickertape.config import default_data_dir
     from elvin_apps.tickertape.controller import TickerController
     from elvin_apps.tickertape.history import History
@@ -99,7 +102,7 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
 
     from elvin.qt.single import bring_forward, single_instance
     # one ticker per user and router: another launch brings this one forward
-    instance, status = single_instance(PROG, (url, config.user), parent=app,
+    instance, status = single_instance(PROG, (first, config.user), parent=app,
                                        new_instance=args.new_instance or bool(args.screenshot))
     if status is not None:
         return status
@@ -108,7 +111,7 @@ async def run(args: argparse.Namespace, config, url: str, chosen: bool) -> int:
     if not chosen and not args.no_embedded_router:
         from elvin.router.bundled import start_where_silent
         # with a mobility proxy, so that the menu's Move out / Move in work
-        router = await start_where_silent(url, mobility=True)
+        router = await start_where_silent(first, mobility=True)
 
     history = None
     if not args.no_history:

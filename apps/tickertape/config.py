@@ -19,7 +19,14 @@ from pathlib import Path
 
 from elvin_apps.tickertape.groups import Group, GroupError, GroupList, is_hex_colour
 
-from elvin.config_file import APP_DIR, ConfigError, read_toml
+from elvin.config_file import (
+    APP_DIR,
+    ROUTER_SETTINGS,
+    ROUTERS_HELP,
+    SCOPE_HELP,
+    ConfigError,
+    read_toml,
+)
 from elvin.fileutil import atomic_write
 from elvin.settings import SettingsTable, Wording, setting
 from elvin.tomlwrite import edit, toml_value
@@ -60,8 +67,8 @@ class Config:
     each declared once (``elvin.settings``): the checks, what a save writes
     and the configuration reference come from here."""
 
-    elvin: str | None = setting(None, help="the router's URL (``--elvin`` and "
-                                           "``ELVIN_URL`` override it)")
+    elvin: str | list[str] | None = setting(None, by_hand=True, help=ROUTERS_HELP)
+    scope: str = setting("", by_hand=True, help=SCOPE_HELP)
     user: str = setting(default_factory=default_user, shown_default="user@host",
                         help="your name on the messages you send")
     speed: float = setting(80.0, low=1, high=2000, help="pixels per second")
@@ -145,7 +152,8 @@ def default_data_dir() -> Path:
 def _type_name(types: tuple[type, ...]) -> str:
     if set(types) == {int, float}:
         return "a number"
-    names = {bool: "true/false", int: "an integer", float: "a number", str: "a string"}
+    names = {bool: "true/false", int: "an integer", float: "a number", str: "a string",
+             list: "a list"}
     return " or ".join(names[t] for t in types)
 
 
@@ -161,7 +169,7 @@ def _check(where: str, key: str, value: object, types: tuple[type, ...]) -> obje
 def from_mapping(data: dict, where: str = "config") -> Config:
     """A Config from parsed TOML; raises ConfigError naming the bad key."""
     config = SETTINGS.load(Config(), data, lambda key: where,
-                           by_hand={"groups": _read_groups})
+                           by_hand={**ROUTER_SETTINGS, "groups": _read_groups})
     if "groups" not in data:
         config.groups = default_groups(config.user)   # the file's user, not the default
     return config

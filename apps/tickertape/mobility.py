@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import time
 import uuid
 from collections import deque
@@ -43,6 +44,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from elvin.errors import ElvinError
 from elvin.mobility import MobilityError, SubscriptionSpec, Ticket
 from elvin.mobility.client import hello, request_move_in, request_move_out
+from elvin.mobility.proxy import canonical
 
 log = logging.getLogger("elvin_apps.tickertape")
 
@@ -54,6 +56,14 @@ SLEEP_GAP = 30.0
 #: seconds the router's mobility proxy has to answer the hello that tells
 #: whether there is one
 PROBE_TIMEOUT = 3.0
+#: how often a buffer left at a router that could not be reached (it died,
+#: the ticker failed over) is asked for again, until it comes or expires
+COLLECT_MS = 10_000
+#: Message-Ids shown since the standby buffer began, at most: then it is
+#: begun again (a move-out that replaces it), so that it stays small
+STANDBY_RENEW = 1000
+#: the mobility errors after which asking again cannot help
+FINAL_CODES = frozenset({"bad-secret", "unknown-client", "insecure", "malformed"})
 
 
 class TickerMobility(QObject):
@@ -73,7 +83,8 @@ class TickerMobility(QObject):
 
     def __init__(self, controller: Any, manager: Any, *, clock: Callable[[], float] = time.time,
                  tick_ms: int = TICK_MS, sleep_gap: float = SLEEP_GAP,
-                 watch_system: bool = True, parent: QObject | None = None) -> None:
+                 watch_system: bool = True, collect_ms: int = COLLECT_MS,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
         self.manager = manager
@@ -90,6 +101,8 @@ class TickerMobility(QObject):
         #: a buffered message that matched one of them matched securely
         self._private_ids: set[int] = set()
         controller.messageReceived.connect(self._remember)
+        if hasattr(controller, "subscriptionsChanged"):
+            controller.subscriptionsChanged.connect(self._subscriptions_changed)
         self._last_tick = clock()
         self._timer = QTimer(self)
         self._timer.setInterval(tick_ms)
@@ -101,8 +114,26 @@ class TickerMobility(QObject):
         self.proxy_available: bool | None = None
         self._proxy_key: bytes | None = None
         self._probe_task: asyncio.Task | None = None
+        #: buffers not fetched yet (their router away), each with the
+        #: Message-Ids already shown of what it holds and its private
+        #: groups' subscription ids: tried again on this timer, and at once
+        #: after each failover
+        self.pending: list[tuple[Ticket, frozenset[str], frozenset[int]]] = []
+        self._collect_timer = QTimer(self)
+        self._collect_timer.setInterval(collect_ms)
+        self._collect_timer.timeout.connect(self.request_collect)
+        #: with several routers: a buffer the proxy here keeps while the
+        #: ticker is here, collected after a failover (what this router
+        #: routed that the ticker never got: ``docs/admins/mobility.md``)
+        self.standby: Ticket | None = None
+        self._standby_ids: set[str] = set()
+        self._standby_task: asyncio.Task | None = None
+        #: the subscriptions the standby buffer was made with
+        self._standby_expressions: dict[str, str] = {}
         if manager is not None:
             manager.connected.connect(self._probe)
+            if hasattr(manager, "routerChanged"):
+                manager.routerChanged.connect(self._failed_over)
         if watch_system:
             self._watch_network()
             self._watch_logind()
@@ -116,6 +147,10 @@ class TickerMobility(QObject):
         message_id = getattr(message, "message_id", None)
         if message_id:
             self._recent_ids.append(message_id)
+            if self.standby is not None:
+                self._standby_ids.add(message_id)
+                if len(self._standby_ids) > STANDBY_RENEW:
+                    self._keep_standby()
 
     # -- is there a proxy? -------------------------------------------------------------
     def _probe(self, *_args: object) -> None:
@@ -142,6 +177,74 @@ class TickerMobility(QObject):
             available = False
         self.proxy_available = available
         emit(self.proxyChecked, available)
+        if available:
+            self._keep_standby()
+
+    # -- the standby buffer (failover) -------------------------------------------------
+    def _keep_standby(self) -> None:
+        """Given several routers, (re)start the standby buffer at the proxy
+        of the router the ticker is on."""
+        urls = getattr(self.manager, "urls", ())
+        if self.state != "connected" or len(urls) < 2 or not self.proxy_available or \
+                (self._standby_task is not None and not self._standby_task.done()):
+            return
+        try:
+            self._standby_task = asyncio.ensure_future(self._start_standby())
+        except RuntimeError:             # no event loop
+            self._standby_task = None
+
+    async def _start_standby(self) -> None:
+        conn = self.manager.connection
+        specs, private = self._specs()
+        expressions = dict(self.controller.active_expressions)
+        if conn is None or not specs:
+            return
+        old = self.standby
+        # made again at the same proxy: with the same secret, so that the
+        # ticket held meanwhile fetches the buffer whether or not this
+        # request got there before a failover
+        secret = old.secret if old is not None and \
+            canonical(old.proxy) == canonical(conn.url) else None
+        # shown from now on: the new buffer starts at its reply, a little later
+        self._standby_ids = set()
+        try:
+            ticket = await request_move_out(
+                conn, specs, client_id=self.client_id, timeout=5.0,
+                proxy_key=self._proxy_key, secret=secret or secrets.token_hex(16),
+                previous_secret=secret)
+        except (MobilityError, ElvinError, OSError, TimeoutError) as exc:
+            log.info("mobility: no standby buffer at %s: %s", conn.url, exc)
+            return
+        if self.manager.connection is not conn or conn.url != ticket.router_url \
+                or self.state != "connected":
+            # failed over (or moved out) meanwhile: one more buffer to fetch,
+            # unless the old ticket (same secret) is already waiting for it
+            if secret is None:
+                self.pending.append((ticket, frozenset(self._standby_ids),
+                                     frozenset(private)))
+                self.request_collect()
+            return
+        self.standby, self._private_ids = ticket, private
+        self._standby_expressions = expressions
+        if expressions != self.controller.active_expressions:
+            # changed while it was being made: again, once this task is done
+            asyncio.get_running_loop().call_soon(self._keep_standby)
+
+    def _subscriptions_changed(self) -> None:
+        """Groups changed: the standby buffer is begun again with them."""
+        if self.standby is not None and \
+                self.controller.active_expressions != self._standby_expressions:
+            self._keep_standby()
+
+    def _failed_over(self, _url: str) -> None:
+        """At another router: the standby buffer left behind holds what the
+        old router routed after the ticker lost it; fetch it (what was
+        shown from it already is skipped)."""
+        standby, self.standby = self.standby, None
+        if standby is not None:
+            self.pending.append((standby, frozenset(self._standby_ids),
+                                 frozenset(self._private_ids)))
+        self.request_collect()
 
     # -- moving -------------------------------------------------------------------------
     def _run(self, coro) -> asyncio.Future | None:
@@ -178,11 +281,17 @@ class TickerMobility(QObject):
         if conn is None:
             self._set_status("Not moved out: not connected")
             return None
+        if self._standby_task is not None and not self._standby_task.done():
+            with contextlib.suppress(Exception):
+                await self._standby_task     # one request at a time for our id there
         specs, self._private_ids = self._specs()
         self.state = "moving-out"
+        standby, self.standby = self.standby, None      # the move-out replaces it
         try:
-            self.ticket = await request_move_out(conn, specs, client_id=self.client_id,
-                                                 timeout=5.0, proxy_key=self._proxy_key)
+            self.ticket = await request_move_out(
+                conn, specs, client_id=self.client_id, timeout=5.0,
+                proxy_key=self._proxy_key,
+                previous_secret=standby.secret if standby is not None else None)
         except BaseException:
             self.state = "connected"
             raise
@@ -210,9 +319,12 @@ class TickerMobility(QObject):
         return specs, private
 
     async def move_in(self, url: str | None = None, timeout: float = 30.0) -> int:
-        """Reconnect (to ``url`` or the same router), restore the
-        subscriptions, and show what was buffered. Returns how many messages
-        were caught up."""
+        """Reconnect (to ``url`` or the same router, or, given several, the
+        first that answers), restore the subscriptions, and show what was
+        buffered. Returns how many messages were caught up. When the buffer's
+        router cannot be reached (it died: the ticker failed over) the ticker
+        carries on here and collects the buffer once that router is back
+        (``pending``; a restarted ``elvind --state-dir`` still has it)."""
         if self.state != "moved-out" or self.ticket is None:
             return 0
         self.state = "moving-in"
@@ -225,20 +337,69 @@ class TickerMobility(QObject):
             # the controller resubscribes on "connected": wait for it, so that
             # anything sent from now on arrives live (the paper's step 2)
             await self.controller.wait_synced(timeout)
-            entries, reply = await request_move_in(conn, self.ticket, timeout=timeout)
         except BaseException:
             self.state = "moved-out" if self.manager.connection is None else "connected"
             raise
-        self.ticket = None
+        ticket, self.ticket = self.ticket, None
         self.state = "connected"
+        return await self._collect(conn, ticket, timeout)
+
+    def request_collect(self) -> asyncio.Future | None:
+        """Ask again for the buffers not fetched yet (``pending``)."""
+        if not self.pending or self.state != "connected":
+            return None
+        return self._run(self._collect_pending())
+
+    async def _collect_pending(self) -> None:
+        conn = self.manager.connection if self.manager is not None else None
+        waiting, self.pending = self.pending, []
+        for ticket, shown, private in waiting:
+            if conn is None:
+                self.pending.append((ticket, shown, private))
+            else:
+                await self._collect(conn, ticket, 30.0, shown, private)
+
+    async def _collect(self, conn: Any, ticket: Ticket, timeout: float,
+                       shown_ids: frozenset[str] = frozenset(),
+                       private: frozenset[int] | None = None) -> int:
+        """Fetch ``ticket``'s buffer through the proxy at ``conn``'s router
+        and show it (what also came live, or was shown from it before,
+        ``shown_ids``, is shown once; ``private``: the ids of its private
+        groups' subscriptions, default the last move-out's). A router that
+        cannot be reached leaves it ``pending``: asked again later."""
+        private = frozenset(self._private_ids) if private is None else private
+        try:
+            entries, reply = await request_move_in(conn, ticket, timeout=timeout)
+        except (MobilityError, ElvinError, OSError, TimeoutError) as exc:
+            code = getattr(exc, "code", "")
+            if code in FINAL_CODES:
+                self._collect_timer.stop()
+                self._set_status(f"The messages kept at {ticket.router_url} are lost: {exc}")
+                return 0
+            if ticket.expiry > 0 and time.time() > ticket.moved_out_at + ticket.expiry:
+                # the proxy lets an unclaimed buffer go after its expiry: a
+                # router that comes back later no longer has it
+                self._collect_timer.stop()
+                self._set_status(f"The messages kept at {ticket.router_url} are lost: it "
+                                 f"was not back within {ticket.expiry:g} s")
+                return 0
+            self.pending.append((ticket, shown_ids, private))
+            self._collect_timer.start()
+            log.info("mobility: buffer at %s not collected yet: %s", ticket.router_url, exc)
+            self._set_status(f"Messages kept at {ticket.router_url} will come when it is "
+                             "back (it cannot be reached)")
+            return 0
+        if not self.pending:
+            self._collect_timer.stop()
         shown = 0
         for attributes, ids in entries:
             message_id = attributes.get("Message-Id")
-            if isinstance(message_id, str) and message_id in self._recent_ids:
-                continue    # it also came live after the resubscription
+            if isinstance(message_id, str) and (message_id in self._recent_ids
+                                                or message_id in shown_ids):
+                continue    # it also came live (or was shown from here before)
             # a private group's subscription at the proxy took secure matches
             # only, so what it buffered came with the group's key
-            secure = not self._private_ids.isdisjoint(ids)
+            secure = not private.isdisjoint(ids)
             if self.controller.handle(attributes, secure) is not None:
                 shown += 1
         self.caught_up = shown
@@ -314,6 +475,7 @@ class TickerMobility(QObject):
 
     def close(self) -> None:
         self._timer.stop()
+        self._collect_timer.stop()
         if self._probe_task is not None:
             self._probe_task.cancel()
 

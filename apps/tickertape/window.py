@@ -46,6 +46,8 @@ from PySide6.QtWidgets import (
 
 from elvin.qt.dock import EdgeDock
 from elvin.qt.geometry import WindowMemory, keep_on_screen, place_clear_of
+from elvin.qt.status import router_name
+from elvin.router_url import split_router_urls
 
 log = logging.getLogger("elvin_apps.tickertape")
 
@@ -174,6 +176,8 @@ class TickerWindow(QWidget):
         if manager is not None and hasattr(manager, "stateChanged"):
             manager.stateChanged.connect(self._state_changed)
             self._state_changed(manager.state)
+        if manager is not None and hasattr(manager, "routerChanged"):
+            manager.routerChanged.connect(self._router_changed)
 
     # -- menu and shortcuts ----------------------------------------------------
     def _action(self, text: str, slot: Callable[[], object], shortcut: str | None = None) -> QAction:
@@ -230,7 +234,7 @@ class TickerWindow(QWidget):
         """The router this ticker uses (the others are started on it)."""
         conn = self.controller.connection
         return getattr(conn, "url", None) or getattr(self.controller.manager, "url", None) \
-            or self.config.elvin
+            or (split_router_urls(self.config.elvin) or [None])[0]
 
     def _toggle_pause(self) -> None:
         self.scroller.user_paused = self.pause_action.isChecked()
@@ -299,7 +303,8 @@ class TickerWindow(QWidget):
 
     def _about(self) -> None:
         conn = self.controller.connection
-        url = getattr(conn, "url", None) or self.config.elvin or "not connected"
+        url = getattr(conn, "url", None) or " ".join(split_router_urls(self.config.elvin)) \
+            or "not connected"
         QMessageBox.about(self, "Tickertape",
                           f"<b>Tickertape {__version__}</b><br>Elvin suite chat ticker "
                           f"(Tickertape Chat Protocol 3001).<br>Router: {url}<br>"
@@ -376,12 +381,26 @@ class TickerWindow(QWidget):
         elif not self._notice_timer.isActive():
             self.notice.hide()
 
+    def _router_changed(self, url: str) -> None:
+        """Failed over: say where the ticker is now (and in the title, which
+        a window's task bar shows); what was typed meanwhile goes from here."""
+        left = getattr(self.controller.manager, "previous_url", "")
+        self.show_notice(f"Now at {router_name(url)}",
+                         detail=url + (f"\n(failed over: {left} went away)" if left else ""))
+        self.setWindowTitle(f"Tickertape — {router_name(url)}")
+        if self.status is not None:
+            self.state_label.setToolTip(self.status.toolTip())
+
     def _state_changed(self, state: str) -> None:
         words = STATE_WORDS.get(state, "")
         self.state_label.setText(words)
         self.state_label.setVisible(bool(words))
         if self.status is not None:
             self.state_label.setToolTip(self.status.toolTip())
+        manager = self.controller.manager
+        if state == "connected" and len(getattr(manager, "urls", ())) > 1:
+            # one of several routers: the title says which
+            self.setWindowTitle(f"Tickertape — {router_name(manager.url)}")
 
     # -- dialogs ----------------------------------------------------------------
     def group_names_for_compose(self) -> list[str]:

@@ -58,6 +58,7 @@ __all__ = [
     "SCHEDULE",
     "discover",
     "discover_adverts",
+    "discover_router_urls",
     "discover_sync",
     "discover_url",
     "settings_from_env",
@@ -312,19 +313,42 @@ def discover_url(timeout: float = APP_TIMEOUT,
     """For applications with no router URL configured: the first usable URL
     discovery finds (settings from :func:`settings_from_env`), or ``None``
     when discovery is off, finds nothing, or cannot run (no network)."""
+    urls = discover_router_urls(timeout, environ)
+    return urls[0] if urls else None
+
+
+def discover_router_urls(timeout: float = APP_TIMEOUT,
+                         environ: Mapping[str, str] | None = None, *,
+                         scope: str | None = None) -> list[str]:
+    """Every router discovery finds, one usable URL each, nearest first: an
+    application's failover list (``elvin.connect`` takes it). ``scope``
+    (an app's config) in place of ``$ELVIN_SCOPE``; ``[]`` when discovery is
+    off, finds nothing, or cannot run (no network)."""
     try:
         settings = settings_from_env(environ)
+        if settings is not None and scope is not None:
+            settings["scope"] = check_scope(scope)
     except ValueError as exc:
         log.warning("discovery: %s", exc)
-        return None
+        return []
     if settings is None:
-        return None
+        return []
+
+    async def search() -> list[SvrAdvt]:
+        return await discover_adverts(timeout=timeout, **settings)
     try:
-        urls = discover_sync(timeout=timeout, **settings)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            adverts = asyncio.run(search())
+        else:
+            with concurrent.futures.ThreadPoolExecutor(
+                    1, thread_name_prefix="elvin-discover") as pool:
+                adverts = pool.submit(asyncio.run, search()).result()
     except OSError as exc:
         log.info("discovery: cannot search (%s)", exc)
-        return None
-    url = _first_usable(urls)
-    if url:
-        log.info("discovery: found a router at %s", url)
-    return url
+        return []
+    urls = [url for url in (_first_usable(list(advert.uris)) for advert in adverts) if url]
+    if urls:
+        log.info("discovery: found %s", ", ".join(urls))
+    return urls

@@ -67,6 +67,8 @@ class ConnectionManager(QObject):
         self._opened: Connection | None = None
         self._wanted: list[tuple[str, dict]] = []
         self.last_error: str = ""
+        #: the router the last failover left (lost), "" before any
+        self.previous_url: str = ""
 
     # -- properties ------------------------------------------------------------
     @property
@@ -75,6 +77,14 @@ class ConnectionManager(QObject):
         if self._connection is not None:
             return self._connection.url
         return self._url if isinstance(self._url, str) else str(next(iter(self._url), ""))
+
+    @property
+    def urls(self) -> list[str]:
+        """Every router this manager may use, in failover order (one, unless
+        it was given a list)."""
+        if self._connection is not None:
+            return self._connection.urls
+        return [self._url] if isinstance(self._url, str) else [str(u) for u in self._url]
 
     @property
     def state(self) -> str:
@@ -198,6 +208,7 @@ class ConnectionManager(QObject):
         self.disconnected.emit(str(reason))
 
     def _on_failover(self, conn: Connection, previous: str) -> None:
+        self.previous_url = previous
         self.routerChanged.emit(conn.url)
 
     def _on_reconnected(self, conn: Connection) -> None:

@@ -6,9 +6,10 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QPainter
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
+from elvin.protocol import URIError, parse_uri
 from elvin.qt.manager import ConnectionManager
 
-__all__ = ["StatusWidget", "STATE_COLOURS"]
+__all__ = ["STATE_COLOURS", "StatusWidget", "failover_lines", "router_name"]
 
 STATE_COLOURS = {
     "connected": "#2e9d3a",      # green
@@ -42,7 +43,9 @@ class StatusWidget(QWidget):
     connected, amber while connecting or reconnecting, red when
     disconnected, with the router URL and the last error as text/tooltip.
     ``show_url=False`` keeps the URL (a detail most users need not read) to
-    the tooltip: the text is then just the state in words."""
+    the tooltip: the text is then just the state in words. With several
+    routers (failover) the tooltip names the others, and after a failover
+    the router that was left."""
 
     def __init__(self, manager: ConnectionManager, parent: QWidget | None = None, *,
                  show_url: bool = True) -> None:
@@ -57,6 +60,7 @@ class StatusWidget(QWidget):
         layout.addWidget(self.label, 1)
         manager.stateChanged.connect(self._update)
         manager.error.connect(lambda _message: self._update(manager.state))
+        manager.routerChanged.connect(lambda _url: self._update(manager.state))
         self._update(manager.state)
 
     def state(self) -> str:
@@ -88,4 +92,28 @@ class StatusWidget(QWidget):
         self.label.setText(shown)
         self.dot.set_colour(STATE_COLOURS.get(state, "#808080"))
         error = self.manager.last_error
-        self.setToolTip(f"{text}\n{error}" if error and state != "connected" else text)
+        tip = [text]
+        if error and state != "connected":
+            tip.append(error)
+        tip += failover_lines(self.manager)
+        self.setToolTip("\n".join(tip))
+
+
+def failover_lines(manager: ConnectionManager) -> list[str]:
+    """What a tooltip adds for a manager with several routers: the others
+    it may move to, and the one it last moved from."""
+    others = [url for url in manager.urls if url != manager.url]
+    lines = [f"Fails over to: {', '.join(others)}"] if others else []
+    if manager.previous_url:
+        lines.append(f"Moved here from {manager.previous_url}")
+    return lines
+
+
+def router_name(url: str) -> str:
+    """A router as a window title or a notice names it: ``host:port`` (the
+    whole URL if it does not parse)."""
+    try:
+        uri = parse_uri(url)
+    except URIError:
+        return url
+    return f"{uri.host}:{uri.port}"

@@ -336,3 +336,34 @@ def test_odd_names_reach_the_notification_service_as_text(qtbot, session_bus,
     # destructor (a crash here, or in the next test, in about 1 run in 10)
     del notifier
     QApplication.processEvents()
+
+
+def test_a_biff_on_two_routers_fails_over_and_says_where(qtbot, qt_loop, make_router):
+    """Given two routers, the biff carries on at the second when the first
+    stops: its title and its status tooltip name the router it is on, and
+    a coffee started there reaches a colleague at that router."""
+    from elvin.client.session import client_uri
+    from elvin.qt.status import router_name
+
+    first, second = make_router(), make_router()
+    there = str(client_uri(second.url))
+    alice = Desk(qtbot, [first.url, second.url], "alice")
+    bob = Desk(qtbot, second.url, "bob")
+
+    async def scenario():
+        await alice.start()
+        await bob.start()
+        await asyncio.get_running_loop().run_in_executor(None, first.stop)
+        await until(lambda: alice.manager.url == there and alice.manager.state == "connected",
+                    what="alice at the second router")
+        assert alice.window.windowTitle() == f"Coffee biff — alice at {router_name(there)}"
+        status = alice.window.findChild(StatusWidget)
+        assert status.toolTip().startswith(f"Connected to {there}")
+        assert f"Moved here from {client_uri(first.url)}" in status.toolTip()
+        alice.window.cup.click()
+        await until(lambda: any(m.user == "alice" for m in bob.biff.active_members),
+                    what="bob sees alice's coffee")
+        await alice.close()
+        await bob.close()
+
+    qt_loop.run_until_complete(asyncio.wait_for(scenario(), 40))

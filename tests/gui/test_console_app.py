@@ -830,3 +830,28 @@ def test_quench_view_shows_the_values_subscribers_want(qt_loop, qtbot, router):
             quench.grab().save("/tmp/quench-wanted.png")
 
     run(qt_loop, qtbot, scenario)
+
+
+def test_router_view_says_a_failover(qt_loop, qtbot, make_router):
+    """A saved router naming two routers (apart by a space): the first
+    stops, the connection fails over, and the router pane says so and
+    charts the second router; the routers panel's status names it."""
+    from elvin.client.session import client_uri
+
+    first, second = make_router(), make_router()
+
+    async def scenario(console: Console):
+        window = await console.open(basic(f"{first.url} {second.url}",
+                                          RouterViewSpec(title="R", router="local")))
+        view = window.panes_of("router")[0]
+        await until(lambda: len(view.current_samples()) >= 2)
+        old = view.current_id()
+        await asyncio.get_running_loop().run_in_executor(None, first.stop)
+        await until(lambda: view.current_id() != old, 20, "the pane follows the failover")
+        there = str(client_uri(second.url))
+        assert f"Failed over from {client_uri(first.url)} to {there}" in \
+            view.status_label.text()
+        entry = window.registry.get("local")
+        assert entry.manager.url == there and entry.manager.urls[-1] == there
+
+    run(qt_loop, qtbot, scenario)
