@@ -36,6 +36,16 @@ and a change *settles* it (drops it from ``pending``: the change itself tells
 the quencher the difference), so nothing is told twice or out of order. A
 modified quench stays filed under its old names too until it is told.
 
+**Fan-out is sliced too.** One subscription change concerns every session
+quenching on its names: with 500 of them a SubAddRqst sent 500 packets in
+its handler (4-24 ms, issue 42). ``_send`` sends for at most ``FANOUT_STEP``
+seconds per change (``begin``); after that, and while anything waits, packets
+go to ``outbox``, in order, and ``flush(deadline)`` sends them (the
+announcer's turns; ``on_outbox`` asks for one). Everything the manager sends
+goes through that one queue, so a quencher gets its packets in the order of
+the changes; ``queued`` and ``flushed`` count them, so that a QnchRply can
+wait until what its announcement queued is out (``QuenchAnnouncer``).
+
 The manager is sans-IO: ``send(owner, packet)`` is supplied by the router.
 """
 
@@ -44,6 +54,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 
 from elvin.keys import EMPTY_KEYS, Keys
@@ -53,7 +64,7 @@ from elvin.router.security import NotificationKeys, prepare_notification, prepar
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Quench", "QuenchManager"]
+__all__ = ["FANOUT_STEP", "Quench", "QuenchManager"]
 
 SECURE = 1
 INSECURE = 2
@@ -61,6 +72,9 @@ INSECURE = 2
 
 #: subscriptions looked at between two looks at the clock while telling a quench
 _CLOCK_EVERY = 4
+#: seconds of sending one subscription change may take at once; the rest of
+#: its fan-out waits in ``outbox``
+FANOUT_STEP = 0.001
 
 
 def _status(prepared: NotificationKeys | None, deliver_insecure: bool,
@@ -137,6 +151,13 @@ class QuenchManager:
         self.notifications_sent = 0
         #: quenches being told (``pending``), by id
         self.announcing: dict[int, Quench] = {}
+        #: (owner, packet) not sent yet, in order (see the module's docstring)
+        self.outbox: deque[tuple[Hashable, object]] = deque()
+        self.queued = 0         # packets ever put in the outbox
+        self.flushed = 0        # ... and ever sent from it
+        #: called when the outbox gets its first packet (the router's announcer)
+        self.on_outbox: Callable[[], None] | None = None
+        self._until = float("inf")      # when sending at once ends (``begin``)
 
     def __len__(self) -> int:
         return len(self.quenches)
@@ -206,18 +227,46 @@ class QuenchManager:
             if mod_s or mod_i:
                 self._send(owner, SubModNotify(tuple(mod_s), tuple(mod_i), sub.id, sub.ast))
 
+    def _begin(self) -> None:
+        """A change's fan-out starts: it may send for ``FANOUT_STEP`` at once."""
+        self._until = time.perf_counter() + FANOUT_STEP
+
     def _send(self, owner: Hashable, packet: object) -> None:
+        outbox = self.outbox
+        if outbox or time.perf_counter() > self._until:
+            outbox.append((owner, packet))
+            self.queued += 1
+            if len(outbox) == 1 and self.on_outbox is not None:
+                self.on_outbox()
+            return
+        self._deliver(owner, packet)
+
+    def _deliver(self, owner: Hashable, packet: object) -> None:
         self.notifications_sent += 1
         try:
             self.send(owner, packet)
         except Exception:
             log.exception("sending %s to a quencher failed", type(packet).__name__)
 
+    def flush(self, deadline: float) -> bool:
+        """Send from the outbox until the clock passes ``deadline``; True
+        once it is empty."""
+        outbox = self.outbox
+        clock = time.perf_counter
+        while outbox:
+            owner, packet = outbox.popleft()
+            self.flushed += 1
+            self._deliver(owner, packet)
+            if clock() > deadline:
+                break
+        return not outbox
+
     # -- subscription changes (called by the router) ----------------------------------
     def subscription_added(self, sub: Subscription) -> None:
         if self.announcing:
             self._settle(sub)   # (a wide one is referred to before it is added)
         if self.quenches:
+            self._begin()
             self._emit_changes(sub, {}, self.view(sub), False)
 
     def subscription_removed(self, sub: Subscription, before: View | None = None) -> None:
@@ -226,6 +275,7 @@ class QuenchManager:
         if self.announcing:
             self._settle(sub)
         if before:
+            self._begin()
             self._emit_changes(sub, before, {}, False)
 
     def subscription_modified(self, sub: Subscription, before: View,
@@ -234,6 +284,7 @@ class QuenchManager:
         if self.announcing:
             self._settle(sub)
         if self.quenches or before:
+            self._begin()
             self._emit_changes(sub, before, self.view(sub), expr_changed)
 
     # -- quench requests ------------------------------------------------------------------
@@ -273,6 +324,7 @@ class QuenchManager:
         pending = quench.pending
         if pending is None:
             return True
+        self._until = deadline      # (its sends go at once unless others wait)
         owner, qid = quench.owner, (quench.id,)
         engine_get = self.engine.subs.get
         clock = time.perf_counter

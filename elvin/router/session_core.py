@@ -989,8 +989,10 @@ class SessionCore:
     def _announce(self, xid: int, q: Any) -> None:
         """Tell quench ``q`` what is pending, then QnchRply: what fits in
         ``announcer.FIRST_STEP`` now, the rest in later loop turns as this
-        session's one job (its later packets wait for it)."""
-        if self.host.quench.advance(q, time.perf_counter() + FIRST_STEP):
+        session's one job (its later packets wait for it). The reply also
+        waits for the fan-out queued before it (``QuenchManager.outbox``)."""
+        quench = self.host.quench
+        if quench.advance(q, time.perf_counter() + FIRST_STEP) and not quench.outbox:
             self.send(QnchRply(xid, q.id))
             return
         job = self.host.announce_later(q)
@@ -1036,7 +1038,7 @@ class SessionCore:
         if q is None:
             return
         self.host.quench.remove(q)
-        self.send(QnchRply(p.xid, q.id))
+        self._announce(p.xid, q)          # after what was queued for it
 
 
 def _decode_notify_emit(body: bytes, limits: Limits) -> tuple[dict, int, bool, Keys | None]:

@@ -96,6 +96,7 @@ class Announcement(Job):
         self.steps += 1
         import time
         done = self.manager.advance(self.quench, time.perf_counter() - 1)  # one clock look
+        done = self.manager.flush(time.perf_counter() - 1) and done       # one packet
         if done and not self.cancelled:
             for fn in self.callbacks:
                 fn(self)
@@ -465,6 +466,38 @@ def test_a_quench_on_many_subscriptions_is_told_in_slices_and_replies_in_order()
     kinds = _kinds(out)
     assert kinds[-2:] == ["QnchRply", "SubRply"]
     assert sorted(p.term_id for p in out if type(p).__name__ == "SubAddNotify") == ids
+
+
+def test_a_change_concerning_many_quenchers_is_sent_in_later_turns_in_order(monkeypatch):
+    """Issue 42: with 500 sessions quenching on ``x`` each SubAddRqst or
+    SubDelRqst on ``x`` sent 500 packets in its handler (4-24 ms). Now what
+    does not fit ``FANOUT_STEP`` (nil here) waits in the quench manager's
+    outbox and is sent in the announcer's turns, in order: every quencher
+    gets the Add before the Del, and a QnchRply after what was queued
+    before it."""
+    import elvin.router.quench as quench_module
+    from elvin.protocol import QnchDelRqst
+
+    monkeypatch.setattr(quench_module, "FANOUT_STEP", -1.0)
+    host = Host()
+    quenchers = [connected(host) for _ in range(5)]
+    qids = []
+    for quencher in quenchers:
+        [reply] = quencher.feed(QnchAddRqst(3, ("x",)))
+        qids.append(reply.quench_id)
+    subscriber = _subscriber(host)
+    [added] = subscriber.feed(SubAddRqst(4, "x == 1"))
+    assert _kinds(subscriber.feed(SubDelRqst(5, added.subscription_id))) == ["SubRply"]
+    assert all(quencher.take() == [] for quencher in quenchers)   # none in the handlers
+    assert len(host.quench.outbox) == 10
+    assert quenchers[0].feed(QnchDelRqst(6, qids[0])) == []       # waits for the outbox
+    job = host.jobs[-1]
+    assert isinstance(job, Announcement)
+    job.finish()
+    assert job.steps >= 10                  # a packet per 'turn' (a nil budget)
+    assert _kinds(quenchers[0].take()) == ["SubAddNotify", "SubDelNotify", "QnchRply"]
+    for quencher in quenchers[1:]:
+        assert _kinds(quencher.take()) == ["SubAddNotify", "SubDelNotify"]
 
 
 def test_changes_while_a_quench_is_told_are_told_once():
