@@ -210,6 +210,10 @@ class SessionHost(Protocol):
                       nkeys: Any, *, producer: Any = None) -> Any:
         """``deliver`` as a generator of steps (the rest run by ``link_later``)."""
 
+    def deliver_ordered(self, key: Hashable, attrs: dict, block: bytes | None,
+                        deliver_insecure: bool, nkeys: Any, *, producer: Any = None) -> None:
+        """``deliver_steps`` run to its end, after the earlier ones of ``key``."""
+
     def refuse_connection(self) -> str | None | bool: ...
 
     def session_connected(self, owner: Hashable) -> None: ...
@@ -602,8 +606,9 @@ class SessionCore:
             log.debug("%s: UNotify with bad keys ignored", self.peer)
             return
         self.host.stats.notifications_in += 1
-        self.host.deliver(p.attributes, None, p.deliver_insecure,
-                          prepare_notification(p.keys), producer=self.owner)
+        # in steps, as NotifyEmit; this connection's later ones after it
+        self.host.deliver_ordered(self.owner, p.attributes, None, p.deliver_insecure,
+                                  prepare_notification(p.keys), producer=self.owner)
 
     def _notify_emit(self, body: bytes) -> None:
         """NotifyEmit, hot path: the attributes are decoded once and their XDR

@@ -35,6 +35,7 @@ from elvin.router.compiling import compile_and_place
 from elvin.router.config import RouterConfig
 from elvin.router.engine import Engine
 from elvin.router.options import initial_options
+from elvin.router.ordered import OrderedSteps
 from elvin.router.quench import QuenchManager
 from elvin.router.session_core import (
     CLOSED,
@@ -166,6 +167,7 @@ class Host:
         self.jobs: list[Job] = []
         self.delivered: list[dict] = []
         self.released: list[Any] = []
+        self.ordered = OrderedSteps(lambda steps: self.jobs.append(Stepped(steps)))
 
     def compile_long(self, text: str) -> Job:
         job = Job(text)
@@ -197,6 +199,10 @@ class Host:
         self.delivered.append(dict(attrs))
         self.matched = [*getattr(self, "matched", []), insecure]   # per notification
         return 0
+
+    def deliver_ordered(self, key, attrs, block, deliver_insecure, nkeys, *, producer=None):
+        self.ordered.submit(key, self.deliver_steps(attrs, block, deliver_insecure, nkeys,
+                                                    producer=producer))
 
     def refuse_connection(self):
         return False
@@ -686,6 +692,30 @@ def test_a_notification_with_very_many_candidates_is_matched_in_steps(monkeypatc
     assert job.steps > 2
     assert host.delivered == [{"x": "a" * 30 + "7", "y": -1}, {"z": 1}]
     assert list(host.matched[0][subscriber]) == [ids[7]]
+
+
+def test_unotifies_with_very_many_candidates_are_matched_in_steps_in_order(monkeypatch):
+    """Issue 42: an UNotify was matched in one go (no session of its own to
+    wait); now in steps as NotifyEmit, the connection's later ones after it
+    (``OrderedSteps``), and delivered even though the connection went."""
+    import elvin.router.engine as engine_module
+    from elvin.protocol import UNotify
+
+    monkeypatch.setattr(engine_module, "MATCH_SLICE", 0.0)
+    host = Host()
+    subscriber = _subscriber(host)
+    ids = _subscribe_many(subscriber, 300, 'regex(x, "^a+b*{i}$") && y != {i}')
+    producer = Channel(host)
+    producer.feed(UNotify(4, 0, {"x": "a" * 30 + "7", "y": -1}),
+                  UNotify(4, 0, {"x": "a" * 30 + "8", "y": -1}))
+    producer.core.lost()
+    assert host.delivered == []             # nothing matched in the handler
+    [job] = [job for job in host.jobs if isinstance(job, Stepped)]
+    job.finish()
+    assert job.steps > 2
+    assert [attrs["x"][-1] for attrs in host.delivered] == ["7", "8"]
+    assert [list(m[subscriber]) for m in host.matched] == [[ids[7]], [ids[8]]]
+    assert not host.ordered.chains
 
 
 def test_each_pattern_that_overruns_its_limit_ends_a_step():
