@@ -536,7 +536,9 @@ class Router:
             engine.set_owner_keys(session, keys)
             return
         owned = engine.owned(session)
-        names = list(quench.quenched_names())
+        # a set: ``isdisjoint`` with a list of the 1,000 quenched names walked
+        # the list for each of 2,000 subscriptions (19 ms, issue 42's bench)
+        names = frozenset(quench.quenched_names())
         if sum(engine.referring_count(name) for name in names) < len(owned):
             subs = [sub for sub in engine.referring(names).values() if sub.owner is session]
         else:
