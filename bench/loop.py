@@ -7,7 +7,7 @@ every asyncio callback timed), fills it -- ``--subs`` subscriptions over 50
 clients (every tenth ``x == N``, the rest ``Group == "gN" && require(Message)``),
 ``--keys`` subscription keys on 50 connections of their own (SecRqst), and
 ``--quenches`` quenches over 100 clients (ten of them on ``x``, the rest on
-names of their own), and 5,000 ``regex()`` subscriptions on ``Text`` -- and then, for every packet type a client may send,
+names of their own), ``--fanout`` sessions quenching on ``xq`` (500), and 5,000 ``regex()`` subscriptions on ``Text`` -- and then, for every packet type a client may send,
 sends a few of it (several variants: the wide and the costly ones the issue
 names) while a *bystander* (its own process) measures publish -> deliver
 round trips (``--cache N``: instead, the router's RSS after N distinct
@@ -68,6 +68,8 @@ from elvin.protocol import (  # noqa: E402
 SUBSCRIBERS = 50
 QUENCHERS = 100
 ON_X = 10           # quenches on x (one per quencher)
+PATHOLOGICAL = 100  # regex() subscriptions that each overrun their own limit
+FANOUT = "xq"       # the name the --fanout sessions quench on (no subscription has it)
 KEY_HOLDERS = 50
 REGEXES = 5000      # regex() subscriptions of one more client, all candidates for Text
 BIG = {"Subscription.Max-Count": 65536, "Subscription.Max-Length": 256 * 1024,
@@ -103,7 +105,8 @@ async def _sync(peer) -> None:
     await peer.request(QosRqst(9, {}), timeout=600)
 
 
-async def _fill(port: int, subs: int, keys: int, quenches: int) -> dict:
+async def _fill(port: int, subs: int, keys: int, quenches: int,
+                fanout_sessions: int) -> dict:
     per = (subs + SUBSCRIBERS - 1) // SUBSCRIBERS
     peers = [await connect_counter(port, BIG) for _ in range(SUBSCRIBERS)]
     texts = [[(f"x == {i}" if i % 10 == 0 else f'Group == "g{i}" && require(Message)')
@@ -133,7 +136,12 @@ async def _fill(port: int, subs: int, keys: int, quenches: int) -> dict:
             peer.transport.write(frame(QnchAddRqst(10 + k, names)))
     await asyncio.gather(*(_sync(p) for p in quenchers))
     print(f"  {each * QUENCHERS:,} quenches in {time.perf_counter() - start:.1f} s")
-    return {"subscribers": peers, "quenchers": quenchers, "per": per, "holders": holders}
+    fanout = [await open_peer(port, BIG) for _ in range(fanout_sessions)]
+    for peer in fanout:
+        peer.transport.write(frame(QnchAddRqst(10, (FANOUT,))))
+    await asyncio.gather(*(_sync(p) for p in fanout))
+    return {"subscribers": peers, "quenchers": quenchers, "per": per, "holders": holders,
+            "fanout": fanout}
 
 
 async def _rows(port: int, meter: Meter, state: dict) -> list[tuple]:
@@ -186,6 +194,14 @@ async def _rows(port: int, meter: Meter, state: dict) -> list[tuple]:
         await _sync(producer)
     await row(f"NotifyEmit ({REGEXES:,} regex() candidates)", 5, notify_regex)
 
+    for k in range(PATHOLOGICAL):      # each runs out of its own time on "a" * 40 + "b"
+        await request(SubAddRqst(60 + k, f'regex(Slow, "^(a|aa|a{{{k + 1}}})+$")'))
+
+    async def notify_slow(n):
+        producer.transport.write(frame(NotifyEmit({"Slow": "a" * 40 + "b" * (n + 1)})))
+        await _sync(producer)
+    await row(f"NotifyEmit ({PATHOLOGICAL} pathological regex())", 2, notify_slow)
+
     wide = {f"w{i}": i for i in range(60000)}
 
     async def notify_wide(n):
@@ -209,6 +225,17 @@ async def _rows(port: int, meter: Meter, state: dict) -> list[tuple]:
     await row("SubModRqst (x == N)", 20,
               lambda n: request(SubModRqst(200 + n, ids[n], f"x == {-100 - n}")))
     await row("SubDelRqst (x == N)", 20, lambda n: request(SubDelRqst(300 + n, ids[n])))
+    if state["fanout"]:
+        fan_ids: list[int] = []
+        count = len(state["fanout"])
+
+        async def fan_add(n):
+            reply = await request(SubAddRqst(350 + n, f"{FANOUT} == {n}"))
+            fan_ids.append(reply.subscription_id)
+        await row(f"SubAddRqst ({FANOUT} == N: {count} sessions quenching on it)", 20,
+                  fan_add)
+        await row(f"SubDelRqst ({FANOUT} == N: {count} sessions quenching on it)", 20,
+                  lambda n: request(SubDelRqst(370 + n, fan_ids[n])))
 
     wide_or = " || ".join(f"n{i} == {i}" for i in range(10000))
     wide_ids: list[int] = []
@@ -259,8 +286,9 @@ async def _rows(port: int, meter: Meter, state: dict) -> list[tuple]:
     return rows
 
 
-async def _bench(port: int, meter: Meter, subs: int, keys: int, quenches: int) -> list[tuple]:
-    state = await _fill(port, subs, keys, quenches)
+async def _bench(port: int, meter: Meter, subs: int, keys: int, quenches: int,
+                 fanout: int) -> list[tuple]:
+    state = await _fill(port, subs, keys, quenches, fanout)
     print(f"  {'packet':44} {'hold ms':>9} {'cpu ms':>9} {'gc ms':>9} {'rtt ms':>9}")
     return await _rows(port, meter, state)
 
@@ -300,6 +328,9 @@ def main() -> None:
     parser.add_argument("--subs", type=int, default=100_000)
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--quenches", type=int, default=1_000)
+    parser.add_argument("--fanout", type=int, default=500, metavar="N",
+                        help=f"N more sessions, each quenching on {FANOUT!r}: the fan-out "
+                             "of a SubAddRqst/SubDelRqst on it")
     parser.add_argument("--cache", type=int, metavar="N", default=0,
                         help="instead: subscribe and unsubscribe N distinct expressions, "
                              "printing the router's RSS before and after")
@@ -325,7 +356,7 @@ def main() -> None:
             print(f"== loop holds: {args.subs:,} subscriptions, {args.keys:,} keys, "
                   f"{args.quenches:,} quenches")
             rows = asyncio.run(_bench(port, Meter(proc, holdfile), args.subs, args.keys,
-                                      args.quenches))
+                                      args.quenches, args.fanout))
         finally:
             stop_processes([proc])
     print()

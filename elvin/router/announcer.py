@@ -9,6 +9,12 @@ for it, so its QnchRply and everything after stay in request order) and is
 told for at most ``BUDGET`` seconds per loop turn, quenches in turn. The
 quench manager keeps the view consistent meanwhile
 (``elvin.router.quench``: pending subscriptions, settled by any change).
+
+The announcer also sends the manager's ``outbox`` (the fan-out of a
+subscription change to hundreds of quenchers, beyond what the change sent at
+once), first in each turn; a quench told all is done once the outbox has sent
+what was queued before (its ``mark``), so its QnchRply follows every
+notification it caused.
 """
 
 from __future__ import annotations
@@ -33,53 +39,66 @@ FIRST_STEP = 0.001
 
 
 class QuenchAnnouncer(TurnLoop):
-    """``later(quench)`` -> a future done once ``quench`` is told all."""
+    """``later(quench)`` -> a future done once ``quench`` is told all (a
+    removed quench, or None: once the outbox sent what it holds now)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, manager: Any) -> None:
         super().__init__(loop, BUDGET)
         self.manager = manager
-        self.queue: deque[tuple[Any, asyncio.Future]] = deque()
-        self.turns = 0          # turns that told something (statistics, tests)
+        #: [quench, future, mark]: mark, once told all, the outbox's ``queued``
+        self.queue: deque[list] = deque()
+        self.turns = 0          # turns that told or sent something (statistics, tests)
+        manager.on_outbox = self._kick
 
     def __len__(self) -> int:
         return len(self.queue)
 
     def later(self, quench: Any) -> asyncio.Future:
         future = self.loop.create_future()
-        self.queue.append((quench, future))
+        self.queue.append([quench, future, None])
         self._kick()
         return future
 
     def finish(self) -> None:
-        """Tell everything still queued, now (the router is stopping)."""
+        """Tell and send everything still queued, now (the router is stopping)."""
+        manager = self.manager
+        manager.flush(float("inf"))
         while self.queue:
-            quench, future = self.queue.popleft()
+            quench, future, _ = self.queue.popleft()
             if not future.done():
-                self.manager.advance(quench, float("inf"))
+                if quench is not None:
+                    manager.advance(quench, float("inf"))
+                manager.flush(float("inf"))
                 future.set_result(None)
 
     # -- TurnLoop -------------------------------------------------------------------------
     def _has_work(self) -> bool:
-        return bool(self.queue)
+        return bool(self.queue) or bool(self.manager.outbox)
 
     def _turn(self, deadline: float) -> None:
+        manager = self.manager
         queue = self.queue
         clock = time.perf_counter
         self.turns += 1
-        while queue:
-            quench, future = queue[0]
+        manager.flush(deadline)
+        for _ in range(len(queue)):
+            if clock() > deadline:
+                break
+            entry = queue[0]
+            quench, future, mark = entry
             if future.done():               # cancelled: the session went
                 queue.popleft()
                 continue
-            try:
-                done = self.manager.advance(quench, deadline)
-            except Exception:   # noqa: BLE001 - one failure must not keep the rest
-                log.exception("telling quench %r failed", quench)
-                done = True
-            if done:
+            if mark is None:
+                try:
+                    done = quench is None or manager.advance(quench, deadline)
+                except Exception:   # noqa: BLE001 - one failure must not keep the rest
+                    log.exception("telling quench %r failed", quench)
+                    done = True
+                if done:
+                    entry[2] = mark = manager.queued
+            if mark is not None and manager.flushed >= mark:
                 queue.popleft()
                 future.set_result(None)
             else:
                 queue.rotate(-1)            # the next quench's turn
-            if clock() > deadline:
-                break

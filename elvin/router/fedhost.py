@@ -34,8 +34,9 @@ class _Router(Protocol):
 
     def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future: ...
 
-    def deliver(self, attrs: dict, block: bytes | None, deliver_insecure: bool, nkeys: Any,
-                *, producer: Any = None, routing: tuple[str, ...] = ()) -> int: ...
+    def deliver_ordered(self, key: Hashable, attrs: dict, block: bytes | None,
+                        deliver_insecure: bool, nkeys: Any, *, producer: Any = None,
+                        routing: tuple[str, ...] = ()) -> None: ...
 
 
 class RouterFederationHost:
@@ -80,5 +81,7 @@ class RouterFederationHost:
         check_keys(keys)          # KeyRefused: the link logs it, nothing is delivered
         router = self._router
         router.stats.notifications_in += 1
-        router.deliver(attrs, block, deliver_insecure, prepare_notification(keys),
-                       routing=routing, producer=f"federation:{routing[-1]}" if routing else None)
+        # matched in steps (thousands of candidates), one sender's in order
+        origin = f"federation:{routing[-1]}" if routing else None
+        router.deliver_ordered(origin, attrs, block, deliver_insecure, prepare_notification(keys),
+                               routing=routing, producer=origin)

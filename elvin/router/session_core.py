@@ -221,6 +221,10 @@ class SessionHost(Protocol):
                       nkeys: Any, *, producer: Any = None) -> Any:
         """``deliver`` as a generator of steps (the rest run by ``link_later``)."""
 
+    def deliver_ordered(self, key: Hashable, attrs: dict, block: bytes | None,
+                        deliver_insecure: bool, nkeys: Any, *, producer: Any = None) -> None:
+        """``deliver_steps`` run to its end, after the earlier ones of ``key``."""
+
     def refuse_connection(self) -> str | None | bool: ...
 
     def session_connected(self, owner: Hashable) -> None: ...
@@ -613,7 +617,8 @@ class SessionCore:
             self.io.started()
         prepared = self._unotify_prepared(p)
         if prepared is not None:
-            self.host.deliver(*prepared, producer=self.owner)
+            # in steps, as NotifyEmit; this connection's later ones after it
+            self.host.deliver_ordered(self.owner, *prepared, producer=self.owner)
 
     def _unotify_prepared(self, p: UNotify) -> tuple | None:
         """An UNotify's arguments for ``deliver``, or None if it is discarded."""
@@ -1099,8 +1104,10 @@ class SessionCore:
     def _announce(self, xid: int, q: Any) -> None:
         """Tell quench ``q`` what is pending, then QnchRply: what fits in
         ``announcer.FIRST_STEP`` now, the rest in later loop turns as this
-        session's one job (its later packets wait for it)."""
-        if self.host.quench.advance(q, time.perf_counter() + FIRST_STEP):
+        session's one job (its later packets wait for it). The reply also
+        waits for the fan-out queued before it (``QuenchManager.outbox``)."""
+        quench = self.host.quench
+        if quench.advance(q, time.perf_counter() + FIRST_STEP) and not quench.outbox:
             self.send(QnchRply(xid, q.id))
             return
         job = self.host.announce_later(q)
@@ -1146,7 +1153,7 @@ class SessionCore:
         if q is None:
             return
         self.host.quench.remove(q)
-        self.send(QnchRply(p.xid, q.id))
+        self._announce(p.xid, q)          # after what was queued for it
 
 
 def _outcome(job: Any) -> Any:

@@ -91,7 +91,7 @@ import regex as _regex
 
 __all__ = ["PatternError", "ere_to_python", "glob_to_python", "compile_regex",
            "compile_glob", "engine_pattern", "regex_matcher", "glob_matcher",
-           "required_literals", "MATCH_ATTEMPTS", "MATCH_TIMEOUT", "overruns"]
+           "required_literals", "MATCH_ATTEMPTS", "MATCH_TIMEOUT", "mark", "overruns"]
 
 RE_DUP_MAX = 255
 MAX_GROUP_NESTING = 32
@@ -100,7 +100,7 @@ MAX_GROUP_NESTING = 32
 #: predicate is bottom for that notification (see ``_run``). The bound is the
 #: pattern's own: nothing another subscription, the machine's load or another
 #: thread costs counts against it.
-MATCH_TIMEOUT = 0.02
+MATCH_TIMEOUT = 0.005
 #: tries a match gets when ``regex``'s limit (process CPU time) ran out but the
 #: matching thread did not spend it (another thread of the process ran)
 MATCH_ATTEMPTS = 4
@@ -124,6 +124,9 @@ class _Overruns(threading.local):
 
     def __init__(self) -> None:
         self.state = [0]
+        #: the CPU time other threads of the process had spent at this
+        #: thread's last ``mark()`` (None: no mark)
+        self.others: float | None = None
 
 
 _THREAD = _Overruns()
@@ -134,6 +137,16 @@ def overruns() -> list:
     """This thread's overrun counter (``[count]``, see :class:`_Overruns`);
     the engine holds on to the list and compares ``[0]`` around evaluations."""
     return _THREAD.state
+
+
+def mark() -> None:
+    """Note how much CPU the process's other threads have spent so far. A
+    match that runs out of ``regex``'s limit (process CPU time) after a mark
+    is bottom at once when those threads spent less than half a limit
+    meanwhile: the time was its own, and trying it again (``_overran``)
+    would cost the loop a second limit. The engine marks at every step of a
+    match (a few microseconds, not per pattern)."""
+    _THREAD.others = time.process_time() - time.thread_time()
 
 
 class PatternError(ValueError):
@@ -549,7 +562,13 @@ def _overran(method, value: str) -> bool | None:
     thread's ``overruns``). A try interrupted for most of its time (the OS
     ran something else, another thread held the interpreter) says nothing
     about the pattern, so it does not count; after ``MATCH_ATTEMPTS`` such
-    tries the last one gets ``_LAST_TRY`` seconds."""
+    tries the last one gets ``_LAST_TRY`` seconds. After a ``mark()`` that
+    shows the other threads idle meanwhile, the first try was this thread's
+    own: bottom without another."""
+    others = _THREAD.others
+    if others is not None and (time.process_time() - time.thread_time()) - others \
+            < MATCH_TIMEOUT / 2:
+        return _bottom(method, value)
     clock = time.thread_time
     for attempt in range(1, MATCH_ATTEMPTS + 1):
         limit = MATCH_TIMEOUT if attempt < MATCH_ATTEMPTS else _LAST_TRY
@@ -559,6 +578,11 @@ def _overran(method, value: str) -> bool | None:
         except TimeoutError:
             if clock() - start >= MATCH_TIMEOUT / 2:
                 break
+    return _bottom(method, value)
+
+
+def _bottom(method, value: str) -> None:
+    """(An overrun of ``method`` on ``value``: counted, remembered.)"""
     _THREAD.state[0] += 1
     _LAST_OVERRUN[0], _LAST_OVERRUN[1] = method, value
     return None

@@ -89,6 +89,7 @@ def test_a_match_interrupted_from_outside_is_tried_again():
             raise TimeoutError("regex timed out")
         return compiled.search(value, timeout=timeout)
 
+    patterns._THREAD.others = None      # no mark (the sleep spends no CPU time)
     before = patterns.overruns()[0]
     assert patterns._run(preempted_once, "aab") is True
     assert len(calls) == 2 and patterns.overruns()[0] == before
@@ -102,3 +103,51 @@ def test_a_match_that_spends_its_time_on_the_cpu_is_bottom_and_counted():
     assert patterns.overruns()[0] == before + 1
     assert time.thread_time() - start >= MATCH_TIMEOUT / 2
     assert matcher("aaaa") is True                  # no state left behind
+
+
+def test_an_overrun_after_a_mark_costs_one_try():
+    """Issue 42: each overrun used to cost two limits (the first try ran out
+    of the process's CPU time, and a second try measured this thread's), so a
+    step that ended at an overrun held the loop ~40 ms. After ``mark()``
+    (the engine marks each step) with no other thread busy, the first try is
+    this thread's own: bottom at once."""
+    compiled = patterns.compile_regex(["^(a|aa|a{2})+$"])
+    calls = []
+
+    def counted(value, timeout):
+        calls.append(timeout)
+        return compiled.search(value, timeout=timeout)
+
+    before = patterns.overruns()[0]
+    patterns.mark()
+    assert patterns._run(counted, "a" * 41 + "b") is None
+    assert len(calls) == 1 and patterns.overruns()[0] == before + 1
+
+
+def test_a_try_cut_short_by_another_thread_after_a_mark_is_tried_again():
+    """The mark shows another thread's CPU time since: the try is not
+    taken as the pattern's own (it is tried again, as without a mark)."""
+    import threading
+
+    compiled = patterns.compile_regex(["b$"])
+    calls = []
+
+    def preempted_once(value, timeout):
+        calls.append(timeout)
+        if len(calls) == 1:
+            busy = threading.Thread(target=_spin, args=(MATCH_TIMEOUT,))
+            busy.start()
+            busy.join()
+            raise TimeoutError("regex timed out")
+        return compiled.search(value, timeout=timeout)
+
+    patterns.mark()
+    assert patterns._run(preempted_once, "aab") is True
+    assert len(calls) == 2
+
+
+def _spin(seconds):
+    """Spend ``seconds`` of this thread's CPU time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass

@@ -35,6 +35,7 @@ from elvin.router.compiling import compile_and_place
 from elvin.router.config import RouterConfig
 from elvin.router.engine import Engine
 from elvin.router.options import initial_options
+from elvin.router.ordered import OrderedSteps
 from elvin.router.quench import QuenchManager
 from elvin.router.session_core import (
     CLOSED,
@@ -96,6 +97,7 @@ class Announcement(Job):
         self.steps += 1
         import time
         done = self.manager.advance(self.quench, time.perf_counter() - 1)  # one clock look
+        done = self.manager.flush(time.perf_counter() - 1) and done       # one packet
         if done and not self.cancelled:
             for fn in self.callbacks:
                 fn(self)
@@ -165,6 +167,7 @@ class Host:
         self.jobs: list[Job] = []
         self.delivered: list[dict] = []
         self.released: list[Any] = []
+        self.ordered = OrderedSteps(lambda steps: self.jobs.append(Stepped(steps)))
 
     def compile_long(self, text: str) -> Job:
         job = Job(text)
@@ -196,6 +199,10 @@ class Host:
         self.delivered.append(dict(attrs))
         self.matched = [*getattr(self, "matched", []), insecure]   # per notification
         return 0
+
+    def deliver_ordered(self, key, attrs, block, deliver_insecure, nkeys, *, producer=None):
+        self.ordered.submit(key, self.deliver_steps(attrs, block, deliver_insecure, nkeys,
+                                                    producer=producer))
 
     def refuse_connection(self):
         return False
@@ -467,6 +474,38 @@ def test_a_quench_on_many_subscriptions_is_told_in_slices_and_replies_in_order()
     assert sorted(p.term_id for p in out if type(p).__name__ == "SubAddNotify") == ids
 
 
+def test_a_change_concerning_many_quenchers_is_sent_in_later_turns_in_order(monkeypatch):
+    """Issue 42: with 500 sessions quenching on ``x`` each SubAddRqst or
+    SubDelRqst on ``x`` sent 500 packets in its handler (4-24 ms). Now what
+    does not fit ``FANOUT_STEP`` (nil here) waits in the quench manager's
+    outbox and is sent in the announcer's turns, in order: every quencher
+    gets the Add before the Del, and a QnchRply after what was queued
+    before it."""
+    import elvin.router.quench as quench_module
+    from elvin.protocol import QnchDelRqst
+
+    monkeypatch.setattr(quench_module, "FANOUT_STEP", -1.0)
+    host = Host()
+    quenchers = [connected(host) for _ in range(5)]
+    qids = []
+    for quencher in quenchers:
+        [reply] = quencher.feed(QnchAddRqst(3, ("x",)))
+        qids.append(reply.quench_id)
+    subscriber = _subscriber(host)
+    [added] = subscriber.feed(SubAddRqst(4, "x == 1"))
+    assert _kinds(subscriber.feed(SubDelRqst(5, added.subscription_id))) == ["SubRply"]
+    assert all(quencher.take() == [] for quencher in quenchers)   # none in the handlers
+    assert len(host.quench.outbox) == 10
+    assert quenchers[0].feed(QnchDelRqst(6, qids[0])) == []       # waits for the outbox
+    job = host.jobs[-1]
+    assert isinstance(job, Announcement)
+    job.finish()
+    assert job.steps >= 10                  # a packet per 'turn' (a nil budget)
+    assert _kinds(quenchers[0].take()) == ["SubAddNotify", "SubDelNotify", "QnchRply"]
+    for quencher in quenchers[1:]:
+        assert _kinds(quencher.take()) == ["SubAddNotify", "SubDelNotify"]
+
+
 def test_changes_while_a_quench_is_told_are_told_once():
     """A subscription removed, modified or added while a quench is being
     told is told once, as it is now: never an Add after its Del, never a
@@ -653,6 +692,30 @@ def test_a_notification_with_very_many_candidates_is_matched_in_steps(monkeypatc
     assert job.steps > 2
     assert host.delivered == [{"x": "a" * 30 + "7", "y": -1}, {"z": 1}]
     assert list(host.matched[0][subscriber]) == [ids[7]]
+
+
+def test_unotifies_with_very_many_candidates_are_matched_in_steps_in_order(monkeypatch):
+    """Issue 42: an UNotify was matched in one go (no session of its own to
+    wait); now in steps as NotifyEmit, the connection's later ones after it
+    (``OrderedSteps``), and delivered even though the connection went."""
+    import elvin.router.engine as engine_module
+    from elvin.protocol import UNotify
+
+    monkeypatch.setattr(engine_module, "MATCH_SLICE", 0.0)
+    host = Host()
+    subscriber = _subscriber(host)
+    ids = _subscribe_many(subscriber, 300, 'regex(x, "^a+b*{i}$") && y != {i}')
+    producer = Channel(host)
+    producer.feed(UNotify(4, 0, {"x": "a" * 30 + "7", "y": -1}),
+                  UNotify(4, 0, {"x": "a" * 30 + "8", "y": -1}))
+    producer.core.lost()
+    assert host.delivered == []             # nothing matched in the handler
+    [job] = [job for job in host.jobs if isinstance(job, Stepped)]
+    job.finish()
+    assert job.steps > 2
+    assert [attrs["x"][-1] for attrs in host.delivered] == ["7", "8"]
+    assert [list(m[subscriber]) for m in host.matched] == [[ids[7]], [ids[8]]]
+    assert not host.ordered.chains
 
 
 def test_each_pattern_that_overruns_its_limit_ends_a_step():
