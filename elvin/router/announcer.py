@@ -73,7 +73,7 @@ class QuenchAnnouncer(TurnLoop):
                 continue
             try:
                 done = self.manager.advance(quench, deadline)
-            except Exception:   # noqa: BLE001 - one failure must not keep the rest
+            except Exception:   # one failure must not keep the rest
                 log.exception("telling quench %r failed", quench)
                 done = True
             if done:

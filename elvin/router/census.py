@@ -188,7 +188,7 @@ class AttributeCensus:
             return
         try:
             self._publish(self.notification())
-        except Exception:  # noqa: BLE001 - the router must not stop over its census
+        except Exception:  # the router must not stop over its census
             log.exception("publishing the attribute census failed")
 
     def notification(self) -> dict[str, object]:

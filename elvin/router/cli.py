@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             import uvloop
 
-            def runner(coro):  # noqa: F811 - uvloop when installed
+            def runner(coro):
                 return uvloop.run(coro)
         except ImportError:
             pass

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import threading
 from typing import Any
 
 from elvin.router.config import RouterConfig
 from elvin.router.server import Router
+
+log = logging.getLogger("elvin.router")
 
 __all__ = ["EmbeddedRouter"]
 
@@ -92,7 +95,7 @@ class EmbeddedRouter:
             asyncio.set_event_loop(loop)
             try:
                 loop.run_until_complete(router.start())
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
                 failure.append(exc)
                 started.set()
                 loop.close()
@@ -141,8 +144,8 @@ class EmbeddedRouter:
         if thread.is_alive():
             try:
                 asyncio.run_coroutine_threadsafe(router.stop(), loop).result(timeout)
-            except Exception:
-                pass
+            except Exception:  # stopping: the thread is joined anyway
+                log.debug("embedded router: stop failed", exc_info=True)
             thread.join(timeout)
         self._loop = self._thread = None
 

@@ -213,7 +213,7 @@ class LocalChannel:
             if protocol is not None:
                 try:
                     protocol.connection_lost(None)
-                except Exception:  # noqa: BLE001 - the other side must hear of it too
+                except Exception:  # the other side must hear of it too
                     import logging
                     logging.getLogger("elvin.router").exception("closing a local channel")
 

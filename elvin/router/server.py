@@ -300,8 +300,8 @@ class Router:
         for _kind, server in servers:
             try:
                 await asyncio.wait_for(server.wait_closed(), 1.0)
-            except Exception:
-                pass
+            except Exception:  # stopping: closed anyway
+                log.debug("a listener did not close cleanly", exc_info=True)
 
     # -- federation ----------------------------------------------------------------------
     async def _start_federation(self) -> None:
@@ -332,7 +332,7 @@ class Router:
         elif self.federation is None:
             try:
                 await self._start_federation()
-            except Exception as exc:          # e.g. the port is taken: keep serving
+            except Exception as exc:  # noqa: BLE001 - e.g. the port is taken: logged, keep serving
                 log.error("cannot start federation: %s", exc)
         else:
             await self.federation.reconfigure(fed)
@@ -402,7 +402,7 @@ class Router:
             self.mobility = await start_in_router(self)
         except StateError:
             raise                       # (it names the state directory and the way out)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - re-raised as RouterStartError
             raise RouterStartError(f"cannot start the mobility proxy: {exc}") from None
 
     async def _stop_mobility(self) -> None:
@@ -667,7 +667,7 @@ class Router:
             raise RouterStartError(str(exc), os_error_status(exc.errno)) from None
         try:
             archive.start(asyncio.get_running_loop())
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - re-raised as RouterStartError
             raise RouterStartError(f"cannot start the archive process for {directory}: "
                                    f"{exc}") from None
         self._producer_ids = weakref.WeakKeyDictionary()

@@ -139,8 +139,8 @@ class Session:
         try:
             transport.set_write_buffer_limits(high=TRANSPORT_HIGH_WATER,
                                               low=TRANSPORT_LOW_WATER)
-        except Exception:
-            pass
+        except Exception:  # a transport without limits: its defaults then
+            log.debug("session: no write buffer limits", exc_info=True)
         options = self.core.options
         self.queue = SendQueue(transport, self.loop, options.send_queue_max,
                                options.send_drop_policy, on_drop=self._dropped,
@@ -240,8 +240,8 @@ class Session:
                 self.transport.pause_reading()
             else:
                 self.transport.resume_reading()
-        except Exception:
-            pass
+        except Exception:  # a closing transport: nothing to pause
+            log.debug("session: pause/resume reading failed", exc_info=True)
 
     # -- SessionIO: what the core asks --------------------------------------------------
     def write(self, data: bytes, droppable: bool = False) -> None:
@@ -287,8 +287,8 @@ class Session:
             if self.transport is not None:
                 try:
                     self.transport.abort()
-                except Exception:
-                    pass
+                except Exception:  # aborting anyway
+                    log.debug("session: abort failed", exc_info=True)
             return
         if self.transport is None:
             return
@@ -304,7 +304,7 @@ class Session:
     def _close_transport(self) -> None:
         try:
             self.transport.close()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a transport that cannot close is aborted
             self.core.abort()
 
     # -- the send queue's reports --------------------------------------------------------

@@ -813,7 +813,7 @@ class SessionCore:
         if not self.backlog.finish(job):
             try:
                 sub = job.result()      # linked as the session went: unlinked again
-            except (asyncio.CancelledError, Exception):
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - reported by the job
                 return                  # released meanwhile: the steps gave up
             self.host.engine.remove(sub)
             return

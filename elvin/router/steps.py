@@ -73,7 +73,7 @@ class StepRunner(TurnLoop):
         except StopIteration as stop:
             if future is not None:
                 future.set_result(stop.value)
-        except Exception as exc:   # noqa: BLE001 - one failure must not keep the rest
+        except Exception as exc:   # one failure must not keep the rest
             log.exception("a stepped job failed")
             if future is not None:
                 future.set_exception(exc)
