@@ -104,6 +104,6 @@ class CompiledSubscription:
         return f"CompiledSubscription({self.text!r})"
 
 
-def compile(subscription: str | Node) -> CompiledSubscription:  # noqa: A001
+def compile(subscription: str | Node) -> CompiledSubscription:
     """Parse (or validate) and compile a subscription."""
     return CompiledSubscription(subscription)

@@ -387,13 +387,13 @@ def _entry_points(root: Closure) -> tuple[Callable[[Mapping], bool],
     def evaluate(a: Mapping[str, Any]) -> bool | None:
         try:
             return root(a)
-        except Exception:
+        except Exception:  # noqa: BLE001 - the contract: evaluation never raises
             return None
 
     def matches(a: Mapping[str, Any]) -> bool:
         try:
             return root(a) is True
-        except Exception:
+        except Exception:  # noqa: BLE001 - the contract: matching never raises
             return False
 
     return matches, evaluate

@@ -767,10 +767,10 @@ def _define(parts: list[str], namespace: dict[str, object], filename: str) -> st
         size += len(part)
         if size >= _COMPILE_PIECE:
             checkpoint()            # between pieces, a cancelled compile stops
-            exec(compile("".join(piece), filename, "exec"), namespace)  # noqa: S102 -- ours
+            exec(compile("".join(piece), filename, "exec"), namespace)
             piece, size = [], 0
     if piece:
-        exec(compile("".join(piece), filename, "exec"), namespace)  # noqa: S102
+        exec(compile("".join(piece), filename, "exec"), namespace)
     functions = {name: namespace.pop(name) for name in set(namespace) - before
                  if name != "__builtins__"}
     namespace["__functions__"] = functions
@@ -792,7 +792,7 @@ def build_factory(tree: Node, params: Parameters,
                    for part in _bind_helpers(functions, names))
     factory = f"def _make({', '.join(names)}):\n{body}    return _matches, _evaluate\n"
     namespace = gen.namespace
-    exec(compile(factory, filename, "exec"), namespace)  # noqa: S102 -- ours
+    exec(compile(factory, filename, "exec"), namespace)
     return namespace.pop("_make")  # type: ignore[return-value]
 
 

@@ -145,7 +145,7 @@ def _builder(template: tuple) -> Callable[[Any, list[Node]], Node]:
 
     body = expr(template)
     source = "".join(helpers) + f"def _build(s, L):\n    return {body}\n"
-    exec(compile(source, "<subscription shape>", "exec"), namespace)  # noqa: S102
+    exec(compile(source, "<subscription shape>", "exec"), namespace)
     return namespace.pop("_build")  # type: ignore[return-value]
 
 
