@@ -162,7 +162,7 @@ class _LogFile(logging.FileHandler):
         if not self._failed:
             self._said = None           # writing works (again)
 
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+    def handleError(self, record: logging.LogRecord) -> None:
         exc = sys.exc_info()[1]
         reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
         self._failed = True

@@ -564,7 +564,7 @@ def _constant_number(node: Node) -> Node | None:
     from elvin.subscription import fold
     try:
         folded = fold(node)
-    except Exception:  # a tree the checker would refuse: not a constant here
+    except Exception:  # noqa: BLE001 - a tree the checker would refuse: not a constant here
         return None
     return folded if folded.kind in _NUMERIC_LITERALS else None
 
@@ -770,7 +770,7 @@ def _compiled(node: Node):
     from elvin.subscription import compile as compile_subscription
     try:
         return compile_subscription(node)
-    except Exception:  # e.g. a constant predicate the compiler calls trivial
+    except Exception:  # noqa: BLE001 - e.g. a constant predicate the compiler calls trivial
         return None
 
 
@@ -780,5 +780,5 @@ def _evaluate(node: Node, attrs: Mapping[str, object]):
     from elvin.subscription.reference import evaluate
     try:
         return evaluate(node, attrs)
-    except Exception:  # a tree the interpreter cannot read: decide nothing
+    except Exception:  # noqa: BLE001 - a tree the interpreter cannot read: decide nothing
         return _UNKNOWN

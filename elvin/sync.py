@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import logging
 import threading
 import time
 import weakref
@@ -43,6 +44,8 @@ from elvin.client import (
 from elvin.client.connection import emit_frame, write_frames
 from elvin.keys import Keys
 from elvin.quenching import Wanted
+
+log = logging.getLogger("elvin.client")
 
 __all__ = ["SyncConnection", "SyncQuench", "SyncSubscription", "connect", "unotify"]
 
@@ -387,7 +390,7 @@ class SyncConnection:
                         return
                     self._cond.notify_all()
                 await write_frames(self.connection, b"".join(batch))
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - kept, raised in the caller's thread
             with self._cond:
                 self._send_error = exc
                 self._outbox = []
@@ -485,8 +488,8 @@ class SyncConnection:
             return CloseReason("closed")
         try:
             self.flush()
-        except Exception:
-            pass
+        except Exception:  # closing anyway: what could not be sent is lost
+            log.debug("close: the last flush failed", exc_info=True)
         reason = _run(self.connection.close(), self._wait)
         for wrapper in self._views:
             wrapper._stream.end()
@@ -510,7 +513,7 @@ def _close_all() -> None:
     """At interpreter exit, close what is still open (DisconnRqst), briefly."""
     for conn in list(_open_connections):
         if conn.connection.state == "open":
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 _run(conn.connection.close(timeout=1), 2)
 
 

@@ -77,7 +77,7 @@ class RouterLink:
         if self._quench is not None:
             await self._quench.close()
         if self.conn is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await self.conn.close()
 
     # -- state -----------------------------------------------------------------------

@@ -264,7 +264,7 @@ def _inotify_observer_class() -> type | None:
                 for callback in callbacks:
                     try:
                         callback()
-                    except Exception:  # noqa: BLE001 - never kill the reader thread
+                    except Exception:  # never kill the reader thread
                         log.exception("overflow callback failed")
             yield wd, mask, cookie, name
 

@@ -295,7 +295,7 @@ class TickerMobility(QObject):
             self.request_move_out()
 
     def _watch_logind(self) -> None:
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # no QtDBus or no system bus: no suspend watch
             from PySide6.QtDBus import QDBusConnection
             bus = QDBusConnection.systemBus()
             if not bus.isConnected():

@@ -315,7 +315,7 @@ class Connection:
             raise
         options = dict(reply.options)
         if self.options_check is not None and not self.options_check(options):
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # refusing anyway: a failed goodbye changes nothing
                 await self._request(session, pk.DisconnRqst, (pk.DisconnRply,),
                                     timeout=min(self.timeout, 2))
             session.abort(CloseReason("closed", "connection options rejected"))

@@ -221,7 +221,7 @@ class DiscoveryResponder(asyncio.DatagramProtocol):
             self.requests += 1
             key = (self.address, self.port) if self.multicast else addr
             self._request(key, packet.locality)
-        except Exception:  # noqa: BLE001 - never let one datagram stop the responder
+        except Exception:  # never let one datagram stop the responder
             log.exception("discovery: failed to answer %s", addr)
 
     def error_received(self, exc: Exception) -> None:

@@ -216,7 +216,7 @@ class _Xcb:
     def flush(self) -> None:
         self._lib.xcb_flush(self._conn)
 
-    def _reply(self, request, cookie):  # noqa: ANN001, ANN202 - ctypes plumbing
+    def _reply(self, request, cookie):
         """A reply, or None when the server answered with an error (a window
         that went away meanwhile): the error is taken here, not left for Qt
         to print."""
@@ -337,7 +337,7 @@ class _RootWatch(QObject):
             super().__init__()
             self.owner = owner
 
-        def nativeEventFilter(self, event_type, message):  # noqa: ANN001, ANN201, N802
+        def nativeEventFilter(self, event_type, message):
             address = int(message)          # a VoidPtr of size 0: it is never true
             if address and bytes(event_type) == b"xcb_generic_event_t":
                 event = _RootWatch._Event.from_address(address)
@@ -610,7 +610,7 @@ class EdgeDock(QObject):
         self._window_handle = handle
         handle.screenChanged.connect(self._window_screen_changed)
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.window and event.type() in (QEvent.Type.Show,
                                                        QEvent.Type.WinIdChange):
             self._follow_window_screen()
