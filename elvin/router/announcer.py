@@ -38,13 +38,13 @@ class QuenchAnnouncer(TurnLoop):
     def __init__(self, loop: asyncio.AbstractEventLoop, manager: Any) -> None:
         super().__init__(loop, BUDGET)
         self.manager = manager
-        self.queue: deque[tuple[Any, asyncio.Future]] = deque()
+        self.queue: deque[tuple[Any, asyncio.Future[None]]] = deque()
         self.turns = 0          # turns that told something (statistics, tests)
 
     def __len__(self) -> int:
         return len(self.queue)
 
-    def later(self, quench: Any) -> asyncio.Future:
+    def later(self, quench: Any) -> asyncio.Future[None]:
         future = self.loop.create_future()
         self.queue.append((quench, future))
         self._kick()

@@ -22,6 +22,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from elvin.router.config import RouterConfig
@@ -127,7 +128,7 @@ class EmbeddedRouter:
             self.federation_urls = router.federation.urls
         return self
 
-    def call(self, fn, *args: Any, timeout: float = 10.0) -> Any:
+    def call(self, fn: Callable[..., Any], *args: Any, timeout: float = 10.0) -> Any:
         """Run ``fn(*args)`` on the router's loop and return its result."""
         if self._loop is None:
             raise RuntimeError("the embedded router is not started")

@@ -106,7 +106,7 @@ class LocalChannel:
         #: NotifyDeliver before it is decoded (its attributes still encoded
         #: at ``data[start:end]``); True when it took it, and then the client
         #: never sees it (the proxy buffers them as they are, undecoded)
-        self.raw_deliver: Callable[[bytes, tuple], bool] | None = None
+        self.raw_deliver: Callable[[bytes, tuple[int, int, tuple[int, ...], tuple[int, ...]]], bool] | None = None
 
     def attach(self, client_protocol: asyncio.Protocol, listener: str) -> None:
         """Connect ``client_protocol`` (an ``elvin.client`` session) to a new

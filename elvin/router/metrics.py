@@ -217,8 +217,8 @@ class MetricsServer:
         self.host = host
         self.port = port
         self.snapshot = snapshot
-        self._server: asyncio.AbstractServer | None = None
-        self._clients: set[asyncio.Task] = set()
+        self._server: asyncio.Server | None = None
+        self._clients: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> MetricsServer:
         """Listen; ``OSError`` (an address in use, say) as the system says it."""

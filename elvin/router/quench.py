@@ -45,6 +45,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Hashable, Iterable
+from typing import Any
 
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.protocol import SubAddNotify, SubDelNotify, SubModNotify
@@ -58,6 +59,9 @@ __all__ = ["Quench", "QuenchManager"]
 SECURE = 1
 INSECURE = 2
 
+
+#: what an owner knows of a quench before its change: (names, prepared, deliver_insecure)
+_Before = tuple[frozenset[str], NotificationKeys | None, bool]
 
 #: subscriptions looked at between two looks at the clock while telling a quench
 _CLOCK_EVERY = 4
@@ -90,7 +94,7 @@ class Quench:
         self.pending: dict[int, None] | None = None
         #: what the owner knows of the pending ones: (names, prepared,
         #: deliver_insecure) of the quench before its change, or None (nothing)
-        self.old: tuple | None = None
+        self.old: _Before | None = None
         #: the names the manager files it under (its names, and its old ones
         #: while it is being told of a change)
         self.indexed: frozenset[str] = self.names
@@ -122,7 +126,7 @@ class Quench:
 
 
 # the view a set of quenches has of one subscription: {quench: status}
-View = dict
+View = dict[Quench, int]
 
 
 class QuenchManager:
@@ -162,7 +166,7 @@ class QuenchManager:
         """{quench: status} for the quenches that see ``sub``."""
         if not self.quenches:
             return {}
-        out = {}
+        out: View = {}
         for quench in self._concerned(sub.names).values():
             status = quench.known(sub)
             if status:
@@ -180,9 +184,9 @@ class QuenchManager:
         """Send Add/Mod/Del per quenching session for one subscription."""
         if not before and not after:
             return
-        per_owner: dict[Hashable, list[list]] = {}
+        per_owner: dict[Hashable, list[list[Any]]] = {}
 
-        def slot(quench: Quench) -> list[list]:
+        def slot(quench: Quench) -> list[list[Any]]:
             lists = per_owner.get(quench.owner)
             if lists is None:
                 # add: secure, insecure; mod: secure, insecure; del: ids
@@ -253,7 +257,7 @@ class QuenchManager:
             self.advance(quench, float("inf"))
         return quench
 
-    def _start(self, quench: Quench, old: tuple | None) -> None:
+    def _start(self, quench: Quench, old: _Before | None) -> None:
         """``quench`` is to be told about every subscription filed under its
         names (``indexed``), knowing them by ``old``."""
         ids: dict[int, None] = {}

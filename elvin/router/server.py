@@ -89,7 +89,7 @@ class Router:
         # default domain (a repeat would look like a routing loop)
         self.router_id = (f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}"
                           f":{next(_ROUTER_SEQUENCE)}")
-        self._servers: list[tuple[str, asyncio.AbstractServer]] = []
+        self._servers: list[tuple[str, asyncio.Server]] = []
         #: TLS sockets whose handshake is under way (aborted at stop)
         self._tls_pending: set[asyncio.BaseTransport] = set()
         self._stopped: asyncio.Event | None = None
@@ -118,13 +118,14 @@ class Router:
         #: the FederationService (elvin.federation) while ``config.federation``
         #: is set, else None (``deliver`` tests only this)
         self.federation: Any = None
-        self._producer_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._producer_ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         #: admission and partial-frame accounting (elvin.router.door), while running
         self.door: Door | None = None
         #: what clients can make the sessions say, rate-limited (elvin.ratelog)
         self.session_notes = RateLimitedLog(logging.getLogger("elvin.router.session"))
         #: owner -> [when its last overrun line was logged, overruns not logged since]
-        self._overrun_lines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
+            weakref.WeakKeyDictionary()
         self.engine.overrun_listener = self._pattern_overran
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -180,12 +181,14 @@ class Router:
         listener = str(parsed)
         if context is None:
             def factory() -> Any:
-                return Session(self, listener)
+                # once started (self.loop set) the Router is the ChannelHost; the port's
+                # owner is the Session itself (its typing: issue 46, point 2)
+                return Session(self, listener)  # type: ignore[arg-type]
         else:
             # TLS over plain TCP (elvin.federation.tlsaccept): the door counts
             # the socket from its accept, not from the end of its handshake
             def factory() -> Any:
-                return Handshaking(lambda: Session(self, listener), context,
+                return Handshaking(lambda: Session(self, listener), context,  # type: ignore[arg-type]  # as above
                                    self.config.connect_timeout, self._tls_failed,
                                    self._tls_pending, room=self._tls_room)
         try:
@@ -474,21 +477,21 @@ class Router:
         """The compile workers (``counts``: what they did; ``busy``)."""
         return self._compilers
 
-    def compile_long(self, text: str) -> asyncio.Future:
+    def compile_long(self, text: str) -> asyncio.Future[Any]:
         """Compile a long expression on a worker thread (``elvin.router.compiling``);
         the future gives a ``Registered`` or raises ``SubscriptionError``."""
-        return self._compilers.submit(self.loop, text)  # type: ignore[arg-type]
+        return self._compilers.submit(self.loop, text)  # type: ignore[arg-type]  # running: loop set
 
-    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future:
+    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future[Any]:
         """``job()`` on the compile worker for an expression of ``size``
         characters (a federated peer's pull filter: ``FederationHost``)."""
-        return self._compilers.run(self.loop, size, job)  # type: ignore[arg-type]
+        return self._compilers.run(self.loop, size, job)  # type: ignore[arg-type]  # running: loop set
 
-    def link_later(self, steps: Any) -> asyncio.Future:
+    def link_later(self, steps: Any) -> asyncio.Future[Any]:
         """Run the generator ``steps`` in later loop turns (``elvin.router.steps``)."""
         return self.steps.run(steps)
 
-    def announce_later(self, quench: Any) -> asyncio.Future:
+    def announce_later(self, quench: Any) -> asyncio.Future[None]:
         """Tell ``quench`` what is pending in later loop turns (``announcer``)."""
         return self.announcer.later(quench)
 
@@ -583,9 +586,9 @@ class Router:
         owner.send(packet, droppable=True)  # type: ignore[attr-defined]
 
     # -- delivery ------------------------------------------------------------------------
-    def deliver(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+    def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                 nkeys: NotificationKeys | None, *, producer: Any = None,
-                routing: tuple[str, ...] = (), preds: list | None = None) -> int:
+                routing: tuple[str, ...] = (), preds: list[Any] | None = None) -> int:
         """Deliver one notification; returns the number of NotifyDeliver packets.
 
         ``producer`` (the sending ``Session``, or an id string) only names the
@@ -599,7 +602,7 @@ class Router:
         return self._deliver_matched(attrs, block, deliver_insecure, nkeys, producer, routing,
                                      insecure, secure)
 
-    def deliver_steps(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+    def deliver_steps(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                       nkeys: NotificationKeys | None, *, producer: Any = None) -> Any:
         """``deliver`` as a generator of steps of about a millisecond
         (``Engine.match_steps``): a client's notification is matched so, its
@@ -610,7 +613,7 @@ class Router:
         return self._deliver_matched(attrs, block, deliver_insecure, nkeys, producer, (),
                                      insecure, secure)
 
-    def _recent_request(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+    def _recent_request(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                         nkeys: NotificationKeys | None, producer: Any) -> bool:
         """Keep ``attrs`` among the recent notifications (elvin.router.recent);
         True when it is a request for them, which is addressed to the router and
@@ -626,9 +629,10 @@ class Router:
             recent.note(attrs, block, deliver_insecure, nkeys)
         return False
 
-    def _deliver_matched(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+    def _deliver_matched(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                          nkeys: NotificationKeys | None, producer: Any,
-                         routing: tuple[str, ...], insecure: dict, secure: dict) -> int:
+                         routing: tuple[str, ...], insecure: dict[Any, Any],
+                         secure: dict[Any, Any]) -> int:
         if deliver_insecure and self.census.counting:
             self.census.note(attrs)
         if self.archive is not None:
@@ -704,7 +708,8 @@ class Router:
             log.warning("archive %s: %d notifications not archived (writer was behind)",
                         archive.directory, summary.dropped)
 
-    def _archive(self, attrs: dict, block: bytes | None, insecure: dict, secure: dict,
+    def _archive(self, attrs: dict[str, Any], block: bytes | None, insecure: dict[Any, Any],
+                 secure: dict[Any, Any],
                  producer: Any, deliver_insecure: bool = True) -> None:
         """Queue one archive row: a tuple for the archive process (which decodes
         ``block``). Counts come from ``engine.match``'s result before
@@ -723,18 +728,19 @@ class Router:
         private = not deliver_insecure
         if producer is not None and not isinstance(producer, str):
             producer = self._producer_id(producer)
-        if type(block) is not bytes:
+        row: bytes | dict[str, Any] | int | None = block   # what the row carries
+        if type(row) is not bytes:
             try:
-                block = encode_attributes(attrs) if block is None else bytes(block)
+                row = encode_attributes(attrs) if block is None else bytes(block)
             except ValueError:
-                block = attrs       # not encodable: the child takes the dict itself
+                row = attrs         # not encodable: the child takes the dict itself
         if private and not self.config.archive_private:
             from elvin.pipeline.withheld import withheld_size
             producer = None
             # withheld: the size's class only (elvin.pipeline.withheld)
-            block = withheld_size(len(block) if type(block) is bytes else 0)
+            row = withheld_size(len(row) if type(row) is bytes else 0)
         self.archive.append((time.time(), producer, subscriptions, clients, bool(secure),
-                             private, block))
+                             private, row))
 
     def _producer_id(self, session: Any) -> str:
         """``N/host:port``: N numbers the producing channels of this router run

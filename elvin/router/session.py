@@ -29,7 +29,7 @@ import asyncio
 import logging
 import socket
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from elvin.router.options import SessionOptions
 from elvin.router.scheduler import QUANTUM
@@ -45,6 +45,9 @@ from elvin.router.session_core import (
     SessionHost,
 )
 
+if TYPE_CHECKING:
+    from elvin.router.door import Door
+
 log = logging.getLogger("elvin.router.session")
 
 __all__ = ["CLOSED", "CLOSING", "CONNECTED", "NEW", "OFF_LOOP_LENGTH", "UNOTIFY", "Session"]
@@ -57,14 +60,15 @@ class ChannelHost(SessionHost, Protocol):
     loop: asyncio.AbstractEventLoop
     flush_batch: Any
     scheduler: Any
+    door: Door | None
 
     def session_opened(self, session: Session) -> None: ...
 
     def session_closed(self, session: Session) -> None: ...
 
 
-class Session:
-    """asyncio protocol for one client channel (duck-typed ``asyncio.Protocol``);
+class Session(asyncio.Protocol):
+    """asyncio protocol for one client channel;
     the ``SessionIO`` of its ``SessionCore``."""
 
     def __init__(self, router: ChannelHost, listener: str = "") -> None:

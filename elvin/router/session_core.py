@@ -110,6 +110,7 @@ from elvin.router.announcer import FIRST_STEP
 from elvin.router.engine import WIDE
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
+    NotificationKeys,
     apply_delta,
     check_keys,
     id64,
@@ -117,7 +118,7 @@ from elvin.router.security import (
     key_totals,
     prepare_notification,
 )
-from elvin.values import INT32_MAX, INT32_MIN, Int64
+from elvin.values import INT32_MAX, INT32_MIN, Int64, Value
 
 log = logging.getLogger("elvin.router.session")
 
@@ -203,10 +204,11 @@ class SessionHost(Protocol):
         """A future (``Job``) done once ``quench`` is told what is pending
         (``elvin.router.announcer``)."""
 
-    def deliver(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
-                nkeys: Any, *, producer: Any = None, preds: list | None = None) -> int: ...
+    def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
+                nkeys: Any, *, producer: Any = None,
+                preds: list[Any] | None = None) -> int: ...
 
-    def deliver_steps(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+    def deliver_steps(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                       nkeys: Any, *, producer: Any = None) -> Any:
         """``deliver`` as a generator of steps (the rest run by ``link_later``)."""
 
@@ -262,7 +264,7 @@ class _Pending:
     __slots__ = ("job", "xid", "expression", "then", "args")
 
     def __init__(self, job: Job, xid: int, expression: str, then: Callable[..., None],
-                 args: tuple) -> None:
+                 args: tuple[Any, ...]) -> None:
         self.job, self.xid, self.expression = job, xid, expression
         self.then, self.args = then, args
 
@@ -284,7 +286,7 @@ class SessionCore:
         self.decoder = FrameDecoder(self.limits)
         self.nfn_keys: Keys = EMPTY_KEYS
         self.sub_keys: Keys = EMPTY_KEYS
-        self.nfn_prepared = None
+        self.nfn_prepared: NotificationKeys | None = None
         self.errors = 0
         self.released = False
         #: packets not handled yet, and the compile they wait for
@@ -334,7 +336,8 @@ class SessionCore:
         limit = self.host.config.pre_session_max_length
         if bodies:
             first = bodies[0]
-            length, ptype = len(first), int.from_bytes(first[:4], "big")
+            length: int | None = len(first)
+            ptype: int | None = int.from_bytes(first[:4], "big")
         else:
             decoder = self.decoder
             length = decoder.pending_length
@@ -371,7 +374,7 @@ class SessionCore:
             body = backlog.next()
             if body is None:            # nothing waits, or a compile runs
                 break
-            if type(body) is Violation:
+            if isinstance(body, Violation):
                 self._violation(body.reason)
                 break
             self._packet(body)
@@ -426,7 +429,8 @@ class SessionCore:
                     return
                 packet = decode_sub_add_rqst(body, self.limits)   # a registration burst's
             if packet is not None:
-                handler = SessionCore._sub_add_rqst     # and a connected session's request
+                handler: Callable[[SessionCore, Any], None] = \
+                    SessionCore._sub_add_rqst           # and a connected session's request
             else:
                 try:
                     packet = decode_packet(body, self.limits)
@@ -436,10 +440,11 @@ class SessionCore:
                 except ProtocolError as exc:
                     self._violation(f"malformed packet: {exc}")
                     return
-                handler = _HANDLERS.get(type(packet))
-                if handler is None:
+                found = _HANDLERS.get(type(packet))
+                if found is None:
                     self._violation(f"{type(packet).__name__} may not be sent by a client")
                     return
+                handler = found
                 state = self.state
                 if state is NEW:
                     if type(packet) not in (ConnRqst, UNotify):
@@ -482,7 +487,7 @@ class SessionCore:
                                  f"Request exceeds a router limit: {exc}")
 
     def _protocol_error(self, xid: int | None, code: int, message: str,
-                        args: tuple = ()) -> None:
+                        args: tuple[Any, ...] = ()) -> None:
         """A protocol error (7.3.3): the request's Nack, then, after
         ``max_protocol_errors`` of them, Disconn (the last packet: nothing
         is written after it)."""
@@ -512,7 +517,7 @@ class SessionCore:
         if self.state is not CLOSING and self.state is not CLOSED:
             self.io.write(frame(packet), droppable)
 
-    def nack(self, xid: int, code: int, message: str, args: tuple = ()) -> None:
+    def nack(self, xid: int, code: int, message: str, args: tuple[Any, ...] = ()) -> None:
         self.send(Nack(xid, int(code), message, tuple(_nack_value(a) for a in args)))
 
     # -- closing ------------------------------------------------------------------------
@@ -580,7 +585,7 @@ class SessionCore:
         self.state = CONNECTED
         self.io.started()
         self.host.session_connected(self.owner)
-        self.send(ConnRply(p.xid, reply))
+        self.send(ConnRply(p.xid, reply))  # type: ignore[arg-type]  # Values (options.py: object)
 
     def _apply_options(self, options: SessionOptions) -> None:
         self.options = options
@@ -643,7 +648,7 @@ class SessionCore:
         if self.backlog and self.on_ready is not None:
             self.on_ready()
 
-    def _emit(self, body: bytes, attrs: dict, end: int, deliver_insecure: bool,
+    def _emit(self, body: bytes, attrs: dict[str, Any], end: int, deliver_insecure: bool,
               keys: Keys | None) -> None:
         if keys:
             try:
@@ -689,7 +694,7 @@ class SessionCore:
     def _qos_rqst(self, p: QosRqst) -> None:
         options, reply = negotiate(p.options, self.options, self.host.config.options)
         self._apply_options(options)
-        self.send(QosRply(p.xid, reply))
+        self.send(QosRply(p.xid, reply))  # type: ignore[arg-type]  # as ConnRply's
 
     def _sec_rqst(self, p: SecRqst) -> None:
         if self._keys_refused(p.xid, p.add_nfn_keys, p.del_nfn_keys, p.add_sub_keys,
@@ -1039,7 +1044,8 @@ class SessionCore:
         self.send(QnchRply(p.xid, q.id))
 
 
-def _decode_notify_emit(body: bytes, limits: Limits) -> tuple[dict, int, bool, Keys | None]:
+def _decode_notify_emit(body: bytes, limits: Limits
+                        ) -> tuple[dict[str, Value], int, bool, Keys | None]:
     """(attributes, end of their XDR, deliver_insecure, keys or None) of a
     NotifyEmit body; LimitError or ProtocolError. Shares no state: the
     host's worker runs it for a wide notification."""
@@ -1049,8 +1055,8 @@ def _decode_notify_emit(body: bytes, limits: Limits) -> tuple[dict, int, bool, K
             and (tail[:4] == _ONE4 or tail[:4] == _ZERO4)):
         return attrs, end, tail[:4] == _ONE4, None
     # keys (or something odd): the general decoder says which
-    packet = decode_packet(body, limits)
-    return attrs, end, packet.deliver_insecure, packet.keys  # type: ignore[attr-defined]
+    packet: NotifyEmit = decode_packet(body, limits)   # (its pkt_id was NotifyEmit's)
+    return attrs, end, packet.deliver_insecure, packet.keys
 
 
 _HANDLERS: dict[type, Callable[[SessionCore, Any], None]] = {

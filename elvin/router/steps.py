@@ -21,6 +21,9 @@ from typing import Any
 
 from elvin.router.turns import TurnLoop
 
+#: a job's steps: each ``yield`` is a point where the runner may stop it for the turn
+Step = Generator[Any, Any, Any]
+
 log = logging.getLogger("elvin.router")
 
 __all__ = ["BUDGET", "StepRunner"]
@@ -35,19 +38,19 @@ class StepRunner(TurnLoop):
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop, BUDGET)
-        self.jobs: deque[tuple[Generator, asyncio.Future | None]] = deque()
+        self.jobs: deque[tuple[Step, asyncio.Future[Any] | None]] = deque()
         self.steps = 0          # steps run (statistics, tests)
 
     def __len__(self) -> int:
         return len(self.jobs)
 
-    def run(self, generator: Generator) -> asyncio.Future:
+    def run(self, generator: Step) -> asyncio.Future[Any]:
         future = self.loop.create_future()
         self.jobs.append((generator, future))
         self._kick()
         return future
 
-    def background(self, generator: Generator) -> None:
+    def background(self, generator: Step) -> None:
         self.jobs.append((generator, None))
         self._kick()
 
@@ -57,7 +60,7 @@ class StepRunner(TurnLoop):
             generator, future = self.jobs.popleft()
             self._step(generator, future, float("inf"))
 
-    def _step(self, generator: Generator, future: asyncio.Future | None,
+    def _step(self, generator: Step, future: asyncio.Future[Any] | None,
               deadline: float) -> bool:
         """Steps of one job until ``deadline``; True once it is over."""
         if future is not None and future.done():    # cancelled: give up
@@ -95,7 +98,7 @@ class StepRunner(TurnLoop):
                 break
 
 
-def drain(generator: Generator) -> Any:
+def drain(generator: Step) -> Any:
     """Run ``generator`` to its end now; its return value."""
     try:
         while True:

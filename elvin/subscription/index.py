@@ -65,7 +65,7 @@ import logging
 import math
 import unicodedata
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 from elvin.subscription.analysis import NAN_KEY, UNINDEXABLE
@@ -680,7 +680,7 @@ class TermIndex:
         for _ in self.remove_steps(entry, 1 << 62):
             pass
 
-    def remove_steps(self, entry: Any, step: int) -> Iterator[None]:
+    def remove_steps(self, entry: Any, step: int) -> Generator[None, None, None]:
         """``remove``, yielding after each ``step`` filings; ``entry`` must
         not be filed again meanwhile."""
         place = entry.place
