@@ -86,6 +86,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable
+from typing import Any
 
 import regex as _regex
 
@@ -130,7 +131,7 @@ _THREAD = _Overruns()
 _FLAGS = _regex.DOTALL | _regex.VERSION0
 
 
-def overruns() -> list:
+def overruns() -> list[Any]:
     """This thread's overrun counter (``[count]``, see :class:`_Overruns`);
     the engine holds on to the list and compares ``[0]`` around evaluations."""
     return _THREAD.state
@@ -566,7 +567,7 @@ def _overran(method, value: str) -> bool | None:
 
 #: [method, value] of the last overrun (any thread: only ever a shortcut to
 #: the same answer, bottom, for the same pattern on the same string object)
-_LAST_OVERRUN: list = [None, None]
+_LAST_OVERRUN: list[Any] = [None, None]
 
 
 # --------------------------------------------------------------------------
