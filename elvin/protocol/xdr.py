@@ -660,7 +660,7 @@ def _put_ast(b: bytearray, root: Node) -> None:
         b += _p_i32(int(kind))
         value = node.value
         if kind in _LEAF_STRING:
-            put_string(b, value, f"SubAST {Kind(kind).name} value")  # type: ignore[arg-type]
+            put_string(b, value, f"SubAST {Kind(kind).name} value")
         elif kind == Kind.INT32:
             b += _p_i32(check_range(value, INT32_MIN, INT32_MAX, "SubAST int32 value"))
         elif kind == Kind.INT64:

@@ -794,7 +794,8 @@ def build_factory(tree: Node, params: Parameters,
     factory = f"def _make({', '.join(names)}):\n{body}    return _matches, _evaluate\n"
     namespace = gen.namespace
     exec(compile(factory, filename, "exec"), namespace)
-    return namespace.pop("_make")  # type: ignore[return-value]
+    make: Callable[..., tuple[Any, ...]] = namespace.pop("_make")   # (just defined)
+    return make
 
 
 def build(tree: Node, filename: str = "<subscription>"

@@ -66,7 +66,7 @@ import math
 import unicodedata
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Generator, Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from elvin.subscription.analysis import NAN_KEY, UNINDEXABLE
 from elvin.subscription.ast import Node
@@ -95,7 +95,8 @@ _BIN_LIMIT = 2.0 ** 62
 #: a bin's key packs its number and level in one int: number * _LEVELS + level offset
 _LEVELS = 4096
 _NO_KEY = (None,)
-_NFD, _NFKD = "NFD", "NFKD"
+_NFD: Final = "NFD"
+_NFKD: Final = "NFKD"
 _normalize = unicodedata.normalize
 
 
@@ -215,7 +216,7 @@ def _holds(checks: tuple[Any, ...], attrs: Mapping[str, Any]) -> bool:
     return True
 
 
-class _Bucket(dict):
+class _Bucket(dict[Any, Any]):
     """Several entries in one slot, each mapped to its checks; those with
     checks move to ``level`` (an index of their own) once there are more
     than ``SPLIT`` of them. (A dict itself: a bucket of windows that share
@@ -438,14 +439,14 @@ class _Dim:
             if position is not None:
                 bounds = self.lower
                 if bounds is not None:
-                    slots = bounds.slots
+                    bound_slots = bounds.slots
                     for bound in bounds.sorted[:bisect_right(bounds.sorted, position)]:
-                        _emit(slots[bound], attrs, out)
+                        _emit(bound_slots[bound], attrs, out)
                 bounds = self.upper
                 if bounds is not None:
-                    slots = bounds.slots
+                    bound_slots = bounds.slots
                     for bound in bounds.sorted[bisect_left(bounds.sorted, position):]:
-                        _emit(slots[bound], attrs, out)
+                        _emit(bound_slots[bound], attrs, out)
                 bins = self.bins
                 if bins:
                     for _count, scale, offset in self.levels.values():  # type: ignore[union-attr]
@@ -489,9 +490,9 @@ class _Level:
         else:
             variants = self.variants
             for name, value in attrs.items():
-                d = dims.get(name)
-                if d is not None:
-                    d.probe(value, attrs, out)
+                found = dims.get(name)
+                if found is not None:
+                    found.probe(value, attrs, out)
                 if variants and type(value) is str:
                     for transforms, vd in variants.get(name, ()):
                         vd.probe(transform(transforms, value), attrs, out)
@@ -565,7 +566,7 @@ def filing(plan: tuple[Any, ...]) -> list[tuple[str, tuple[Any, ...] | None, tup
     conditions checked before evaluating)``. (Among several "present"
     conditions the index takes the attribute least used at the time; here
     the first.) An empty list: never true, filed nowhere."""
-    out = []
+    out: list[tuple[str, tuple[Any, ...] | None, tuple[tuple[Any, ...], ...]]] = []
     for alternative in plan:
         access = access_of(alternative) if alternative else None
         if access is None:
@@ -741,14 +742,14 @@ class TermIndex:
                                    self._present_load if top else None)
         if access is None:
             step = (_ALWAYS, None, None)
-            checks = tuple(c for c in alternative if c[0] != PRESENT)
+            checks: tuple[Any, ...] = tuple(c for c in alternative if c[0] != PRESENT)
             self._put_always(level, entry, checks[0] if len(checks) == 1 else checks,
                              path + step, paths)
             return
         kind, keys = _steps(access)
         # a bin's checks start with its own range (its probe compares that
         # inline: ``_emit_binned``)
-        checks: tuple[Any, ...] = (access,) if kind == _BINS else ()
+        checks = (access,) if kind == _BINS else ()
         for cond in alternative:
             if cond[0] != PRESENT and cond is not access:
                 checks = (*checks, cond)
@@ -773,6 +774,7 @@ class TermIndex:
                 container = d.bins
                 if key not in container:
                     levels = d.levels
+                    assert levels is not None       # (made with the bins, above)
                     bin_level = key % _LEVELS + _MIN_LEVEL
                     if bin_level not in levels:     # keep the levels in order
                         levels[bin_level] = [0, math.ldexp(1.0, -bin_level),

@@ -85,7 +85,7 @@ import sys
 import threading
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import regex as _regex
@@ -152,12 +152,15 @@ class PatternError(ValueError):
 
 _CLASS_CACHE: dict[str, str] = {}
 
+#: a compiled pattern's search or fullmatch: ``method(value, timeout=...)``
+_Method = Callable[..., Any]
 
-def _ranges(pred) -> str:
+
+def _ranges(pred: Callable[[str], bool]) -> str:
     """A Python character-class body for every code point satisfying pred."""
     out = []
     start = None
-    prev = None
+    prev = 0                    # (read only once start is set, and set with it)
     for cp in range(sys.maxunicode + 1):
         if 0xD800 <= cp <= 0xDFFF:
             ok = False
@@ -332,7 +335,7 @@ def _literal_item(c: str) -> _Item:
     return _Item(re.escape(c), "atom", literal=c)
 
 
-def _longest_run(literals) -> str:
+def _longest_run(literals: Iterable[str | None]) -> str:
     """The longest run of consecutive characters (None breaks a run)."""
     best = ""
     run: list[str] = []
@@ -477,7 +480,7 @@ def _translate_ere(pattern: str) -> tuple[str, tuple[str, ...] | None]:
     return top.text(), required
 
 
-def compile_regex(patterns: list[str] | tuple[str, ...]):
+def compile_regex(patterns: list[str] | tuple[str, ...]) -> Any:   # a regex.Pattern
     """One compiled ``regex`` pattern matching any of the EREs (use
     ``.search``, with ``timeout=``: see ``regex_matcher``)."""
     parts = [ere_to_python(p) for p in patterns]
@@ -503,7 +506,7 @@ def regex_matcher(patterns: list[str] | tuple[str, ...]) -> Callable[[str], bool
     return _matcher(compile_regex(patterns).search, required_literals(patterns))
 
 
-def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool | None]:
+def _matcher(method: _Method, required: tuple[str, ...] | None) -> Callable[[str], bool | None]:
     """Run ``method(value, timeout=...)`` for a tri-state answer; a value
     holding none of the ``required`` strings cannot match, and is answered
     without the engine (a time-limited call costs a few microseconds: the
@@ -525,7 +528,7 @@ def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool |
     return any_of
 
 
-def _run(method, value: str) -> bool | None:
+def _run(method: _Method, value: str) -> bool | None:
     """``method`` within the pattern's own time (bottom: None). The first try
     costs nothing extra. ``regex``'s limit is the *process's* CPU time (C's
     ``clock()``), which is the pattern's own unless another thread of the
@@ -543,7 +546,7 @@ def _run(method, value: str) -> bool | None:
         return _overran(method, value)
 
 
-def _overran(method, value: str) -> bool | None:
+def _overran(method: _Method, value: str) -> bool | None:
     """A match ran out of ``regex``'s time: try again, measuring this thread's
     CPU time, until a try either finishes or spends at least half its limit
     on the CPU (then the cost is the pattern's own: bottom, counted in this
@@ -692,7 +695,7 @@ def _compiled_bytes(text: str) -> int:
     return 2048 + 128 * len(text)
 
 
-def _compile(text: str, what: str):
+def _compile(text: str, what: str) -> Any:      # a regex.Pattern (regex has no stubs)
     """Compile once per distinct pattern: the checker, the compiler and the
     reference interpreter all ask, and ``regex`` parses patterns in Python."""
     key = (text, what)
@@ -788,7 +791,7 @@ def _translate_glob(pattern: str) -> tuple[str, str]:
     return "".join(out), required
 
 
-def compile_glob(patterns: list[str] | tuple[str, ...]):
+def compile_glob(patterns: list[str] | tuple[str, ...]) -> Any:    # a regex.Pattern
     """One compiled ``regex`` pattern matching (``fullmatch``) any of the globs."""
     parts = [glob_to_python(p) for p in patterns]
     text = parts[0] if len(parts) == 1 else "|".join(f"(?:{q})" for q in parts)
