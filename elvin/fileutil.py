@@ -73,7 +73,8 @@ def make_directory(path: str | os.PathLike, what: str, error: type[Exception],
     except OSError as exc:
         failure = error(f"cannot create {what} {path}: {exc.strerror or exc}")
         if getattr(failure, "errno", None) is None:
-            failure.errno = exc.errno   # for the exit status (cli_common.os_error_status)
+            # for the exit status (cli_common.os_error_status); any exception type will do
+            failure.errno = exc.errno  # type: ignore[attr-defined]
         raise failure from exc
     return path
 
@@ -264,7 +265,7 @@ def file_problem(path: str | os.PathLike) -> str | None:
     return None if regular else "not a file"
 
 
-def read_problem(path: str | os.PathLike, *, directory: bool = False) -> str | None:
+def read_problem(path: str | os.PathLike[str], *, directory: bool = False) -> str | None:
     """Why ``path`` could not be read (listed, with ``directory``) now, or None."""
     try:
         if directory:

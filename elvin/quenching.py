@@ -548,8 +548,8 @@ def _numeric_comparison(node: Node, x: str) -> tuple[Kind, int | float] | None:
             value = literal.value
             if literal.kind is Kind.INT64:
                 from elvin.values import Int64
-                value = Int64(int(value))  # type: ignore[arg-type]
-            return op, value  # type: ignore[return-value]
+                value = Int64(int(value))
+            return op, value
     return None
 
 

@@ -64,7 +64,7 @@ SEND_HIGH_WATER = 256 * 1024
 def _background_loop() -> asyncio.AbstractEventLoop:
     global _loop, _thread
     with _loop_lock:
-        if _loop is None or not _thread.is_alive():
+        if _loop is None or _thread is None or not _thread.is_alive():
             loop = asyncio.new_event_loop()
             started = threading.Event()
 

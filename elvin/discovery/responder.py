@@ -178,7 +178,7 @@ class DiscoveryResponder(asyncio.DatagramProtocol):
         loop = asyncio.get_running_loop()
         sock = self._sock = listening_socket(self.address, self.port, self.interface)
         transport, _ = await loop.create_datagram_endpoint(lambda: self, sock=sock)
-        self._transport = transport  # type: ignore[assignment]
+        self._transport = transport
         if not self.multicast:
             self.port = sock.getsockname()[1]   # port 0 -> the real one
         log.info("discovery: answering on %s:%d for scope %r%s", self.address, self.port,

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QW
 
 from elvin.errors import SubscriptionError
 from elvin.qt.widgets import monospace_font
-from elvin.subscription.ast import FUNCTION_KINDS
+from elvin.subscription.ast import FUNCTION_KINDS, Node
 
 __all__ = ["SubscriptionEditor", "SubscriptionHighlighter", "tokens"]
 
@@ -129,7 +129,7 @@ class SubscriptionEditor(QWidget):
         layout.addWidget(self.reading_label)
         self._valid = False
         self._error: SubscriptionError | None = None
-        self._ast = None
+        self._ast: Node | None = None
         self.edit.textChanged.connect(self._check)
         if text:
             self.setExpression(text)
