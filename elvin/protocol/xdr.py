@@ -420,7 +420,7 @@ def _annotate(exc: ProtocolError, data: bytes, pid: int | None,
 
 def decode_packet(data: bytes | bytearray | memoryview,
                   limits: Limits = DEFAULT_LIMITS,
-                  table: PacketTable[_T] = CLIENT_PACKETS) -> _T:  # type: ignore[assignment]
+                  table: PacketTable[_T] = CLIENT_PACKETS) -> _T:  # type: ignore[assignment]  # the default table's _T is Packet (no TypeVar defaults here)
     """Decode one XDR packet body (``pkt_id`` first, no frame header).
 
     Raises ``ProtocolError`` (``LimitError`` for limits) saying what is wrong
@@ -892,7 +892,7 @@ _NO_IDS = XDR_FALSE
 
 
 def _ids_block(ids: Iterable[int] | Sequence[int]) -> bytes:
-    n = len(ids)  # type: ignore[arg-type]
+    n = len(ids)  # type: ignore[arg-type]  # an Iterable without len() is a caller's TypeError, as before
     if not n:
         return _NO_IDS
     if n == 1:

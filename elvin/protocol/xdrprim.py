@@ -552,7 +552,7 @@ def _put_value_slow(b: bytearray, name: str, value: object) -> None:
     elif kind is ElvinType.INT64:
         b += _p_iq(TC_INT64, int(value))  # type: ignore[call-overload]  # check_value: an int
     elif kind is ElvinType.REAL64:
-        b += _p_id(TC_REAL64, float(value))  # type: ignore[arg-type]
+        b += _p_id(TC_REAL64, float(value))  # type: ignore[arg-type]  # check_value: a number
     elif kind is ElvinType.STRING:
         b += _p_i32(TC_STRING)
         put_string(b, str(value), f"value of {name!r}")

@@ -224,7 +224,7 @@ class _Predicates:
             if type(found) is list:
                 yield from found
             else:
-                yield found  # type: ignore[misc]
+                yield found  # type: ignore[misc]  # type() is, for speed: mypy does not narrow the else
 
     def find(self, tree_hash: int, ast: Node) -> Predicate | None:
         found = self._by_hash.get(tree_hash)
@@ -244,7 +244,7 @@ class _Predicates:
         elif type(found) is list:
             found.append(pred)
         else:
-            self._by_hash[pred.hash] = [found, pred]  # type: ignore[list-item]
+            self._by_hash[pred.hash] = [found, pred]  # type: ignore[list-item]  # found is a lone Predicate here (type() is, as above)
         self._count += 1
 
     def remove(self, pred: Predicate) -> None:
@@ -252,9 +252,9 @@ class _Predicates:
         if found is pred:
             del self._by_hash[pred.hash]
         else:
-            found.remove(pred)  # type: ignore[union-attr]
-            if len(found) == 1:  # type: ignore[arg-type]
-                self._by_hash[pred.hash] = found[0]  # type: ignore[index]
+            found.remove(pred)  # type: ignore[union-attr]  # found is the shared list here
+            if len(found) == 1:  # type: ignore[arg-type]  # as above
+                self._by_hash[pred.hash] = found[0]  # type: ignore[index]  # as above
         self._count -= 1
 
 
@@ -286,7 +286,7 @@ class Predicate:
         subs = self.subs
         if subs is None:
             return ()
-        return (subs,) if type(subs) is Subscription else subs.values()  # type: ignore[union-attr]
+        return (subs,) if type(subs) is Subscription else subs.values()  # type: ignore[union-attr]  # type() is, for speed: subs is the dict in the else
 
     def add(self, sub: Subscription) -> None:
         subs = self.subs
@@ -295,7 +295,7 @@ class Predicate:
         elif type(subs) is Subscription:
             self.subs = {subs.id: subs, sub.id: sub}
         else:
-            subs[sub.id] = sub  # type: ignore[index]
+            subs[sub.id] = sub  # type: ignore[index]  # subs is the dict here (type() is, as above)
 
     def discard(self, sub: Subscription) -> bool:
         """Forget ``sub``; True if no subscription is left."""
@@ -516,15 +516,15 @@ class Engine:
             self.index.add(fresh, placement.plan)
         if pred is None:
             pred = fresh
-            self._preds.add(pred)  # type: ignore[arg-type]
+            self._preds.add(pred)  # type: ignore[arg-type]  # fresh is set when no twin was found
             if self.pred_listener is not None:
                 self.pred_listener(ast, True)
         else:
             if fresh is not None:               # a twin came meanwhile: ours goes
                 self._defer(self.index.remove_steps(fresh, LINK_STEP))
             sub.ast = pred.ast
-        pred.add(sub)  # type: ignore[union-attr]
-        return pred  # type: ignore[return-value]
+        pred.add(sub)  # type: ignore[union-attr]  # pred is set on both branches above
+        return pred  # type: ignore[return-value]  # as above
 
     def _give_up(self, fresh: Predicate | None, sub: Subscription,
                  extra: frozenset[str]) -> None:
@@ -873,10 +873,10 @@ class Engine:
                 pred._build()
                 groups = pred._groups
             if keyed:
-                self._match_keyed_groups(groups, nkeys, deliver_insecure,  # type: ignore
+                self._match_keyed_groups(groups, nkeys, deliver_insecure,  # type: ignore[arg-type]  # built above
                                          insecure, secure)
             elif deliver_insecure:
-                for owner, ids in groups:  # type: ignore[union-attr]
+                for owner, ids in groups:  # type: ignore[union-attr]  # as above
                     prev = insecure.get(owner)
                     if prev is None:
                         insecure[owner] = ids
@@ -884,7 +884,7 @@ class Engine:
                         insecure[owner] = [*prev, *ids]
                     else:
                         prev.extend(ids)
-            for sub in pred._special:  # type: ignore[union-attr]
+            for sub in pred._special:  # type: ignore[union-attr]  # built with the groups
                 if nkeys is not None and (
                         prepared_match_pair(nkeys, sub.prepared, sub.conn.prepared)
                         if keyed else prepared_match(nkeys, sub.prepared)):

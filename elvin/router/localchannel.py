@@ -150,7 +150,7 @@ class LocalChannel:
                 if passed < o:       # what came before it, first
                     receive(data[passed:o])
                     passed = o
-                if take(data, parts):   # type: ignore[misc]
+                if take(data, parts):   # type: ignore[misc]  # take is set whenever parts are
                     passed = end
             o = end
         if passed < size:

@@ -177,7 +177,7 @@ class QuenchManager:
         """``sub`` changes now: the change tells every quencher the difference
         from what it knows, so no announcement under way tells it again."""
         for quench in self.announcing.values():
-            quench.pending.pop(sub.id, None)  # type: ignore[union-attr]
+            quench.pending.pop(sub.id, None)  # type: ignore[union-attr]  # an announcing quench has its pending
 
     def _emit_changes(self, sub: Subscription, before: View, after: View,
                       expr_changed: bool) -> None:

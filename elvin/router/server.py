@@ -183,7 +183,7 @@ class Router:
             def factory() -> Any:
                 # once started (self.loop set) the Router is the ChannelHost; the port's
                 # owner is the Session itself (its typing: issue 46, point 2)
-                return Session(self, listener)  # type: ignore[arg-type]
+                return Session(self, listener)  # type: ignore[arg-type]  # see above
         else:
             # TLS over plain TCP (elvin.federation.tlsaccept): the door counts
             # the socket from its accept, not from the end of its handshake
@@ -192,7 +192,7 @@ class Router:
                                    self.config.connect_timeout, self._tls_failed,
                                    self._tls_pending, room=self._tls_room)
         try:
-            server = await self.loop.create_server(  # type: ignore[union-attr]
+            server = await self.loop.create_server(  # type: ignore[union-attr]  # running: loop set
                 factory, host, parsed.port, reuse_address=True, backlog=1024,
                 start_serving=False)
         except OSError as exc:
@@ -244,7 +244,7 @@ class Router:
     async def serve_forever(self) -> None:
         if self._stopped is None:
             await self.start()
-        await self._stopped.wait()  # type: ignore[union-attr]
+        await self._stopped.wait()  # type: ignore[union-attr]  # running: set by start
 
     async def stop(self) -> None:
         """Disconn (reason 1) to every client, close the listeners, wait (up to
@@ -263,7 +263,7 @@ class Router:
             self.recent.stop()
         await self._close_servers()
         for transport in list(self._tls_pending):
-            transport.abort()               # type: ignore[attr-defined]
+            transport.abort()               # type: ignore[attr-defined]  # a pending TLS socket's transport
         await self._stop_federation()   # Disconn to every federated router
         for session in list(self.sessions):
             try:
@@ -583,7 +583,7 @@ class Router:
                     _clip(sub.text, 200))
 
     def _send_quench_packet(self, owner: Hashable, packet: Any) -> None:
-        owner.send(packet, droppable=True)  # type: ignore[attr-defined]
+        owner.send(packet, droppable=True)  # type: ignore[attr-defined]  # owners that quench are sessions
 
     # -- delivery ------------------------------------------------------------------------
     def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
@@ -780,7 +780,7 @@ class Router:
             self.stats.notifications_out -= delivered
         except Exception:
             log.exception("publishing statistics failed")
-        self._stats_handle = self.loop.call_later(  # type: ignore[union-attr]
+        self._stats_handle = self.loop.call_later(  # type: ignore[union-attr]  # running: loop set
             self.config.stats_interval, self._publish_stats)
 
     def stats_notification(self) -> dict[str, object]:

@@ -570,7 +570,7 @@ class SessionCore:
             if redirect:
                 _note(self.host, "clients redirected at max-connections", logging.INFO,
                       "%s: connection limit reached: redirecting to %s", self.peer, redirect)
-                self.disconnect(DisconnReason.REDIRECT, redirect)  # type: ignore[arg-type]
+                self.disconnect(DisconnReason.REDIRECT, redirect)  # type: ignore[arg-type]  # redirect is the URL string here
             else:
                 self.nack(p.xid, NackCode.IMPL_LIMIT, "Too many connections")
             return

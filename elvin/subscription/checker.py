@@ -166,7 +166,7 @@ def _fold_logical(node: Node, kind: Kind, infos: list[_Info]) -> _Info:
     if not all(info.const for info in infos):
         return _PREDICATE
     # a constant predicate's value is a Truth (the _Info of a value holds any object)
-    values: list[Truth] = [info.value for info in infos]  # type: ignore[misc]
+    values: list[Truth] = [info.value for info in infos]  # type: ignore[misc]  # a constant predicate's value is a Truth
     if kind is Kind.AND:
         value: Truth = reduce(and3, values, _TRUE)
     elif kind is Kind.OR:
@@ -512,7 +512,7 @@ def validate_tree(node: Node) -> Node:
                 raise SubscriptionError("PARSE_ERROR", f"{kind.name} leaf with children", None)
             if kind is Kind.NAME and not n.value:
                 raise SubscriptionError("PARSE_ERROR", "empty attribute name", None)
-            if kind in (Kind.NAME, Kind.STRING) and "\x00" in n.value:  # type: ignore[operator]
+            if kind in (Kind.NAME, Kind.STRING) and "\x00" in n.value:  # type: ignore[operator]  # NAME and STRING values are strs
                 raise SubscriptionError("PARSE_ERROR", "NUL character in a name or string",
                                         None)
             continue
@@ -582,11 +582,11 @@ def _foldable(tree: Node) -> bool:
 def _literal_node(value: object, pos: int) -> Node:
     r = rt.rank(value)
     if r == rt.I32:
-        return Node(Kind.INT32, value=int(value), pos=pos)  # type: ignore[call-overload]
+        return Node(Kind.INT32, value=int(value), pos=pos)  # type: ignore[call-overload]  # rank: an int
     if r == rt.I64:
-        return Node(Kind.INT64, value=int(value), pos=pos)  # type: ignore[call-overload]
+        return Node(Kind.INT64, value=int(value), pos=pos)  # type: ignore[call-overload]  # rank: an int
     if r == rt.R64:
-        return Node(Kind.REAL64, value=float(value), pos=pos)  # type: ignore[arg-type]
+        return Node(Kind.REAL64, value=float(value), pos=pos)  # type: ignore[arg-type]  # rank: a number
     return Node(Kind.STRING, value=value, pos=pos)
 
 

@@ -172,7 +172,7 @@ class _Builder:
             if child.kind is inner:
                 group = [self.row(c) for c in flatten(child)]
                 if None not in group:
-                    groups.append(tuple(group))  # type: ignore[arg-type]
+                    groups.append(tuple(group))  # type: ignore[arg-type]  # None is not in group
                     continue
             others.append(self.truth(child))
         return tuple(rows), tuple(groups), tuple(others)

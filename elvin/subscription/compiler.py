@@ -601,7 +601,7 @@ class _Gen:
             matcher = self.matcher_names.get(known, "")
             if not matcher:
                 if slots is not None:
-                    matcher = self.params.name("w" if k is Kind.FUNC_WILDCARD  # type: ignore
+                    matcher = self.params.name("w" if k is Kind.FUNC_WILDCARD  # type: ignore[union-attr]  # params are set for a shape
                                                else "r", slots)
                 else:
                     make = glob_matcher if k is Kind.FUNC_WILDCARD else regex_matcher

@@ -151,7 +151,7 @@ def _type_of(value: object) -> str:
 def _show(value: object) -> str:
     from elvin.text import format_value
     try:
-        text = format_value(value)  # type: ignore[arg-type]
+        text = format_value(value)  # type: ignore[arg-type]  # any attribute value; format_value says what it cannot print
     except Exception:  # noqa: BLE001 - anything printable will do
         text = repr(value)
     return text if len(text) <= 60 else text[:57] + "…"

@@ -449,7 +449,7 @@ class _Dim:
                         _emit(bound_slots[bound], attrs, out)
                 bins = self.bins
                 if bins:
-                    for _count, scale, offset in self.levels.values():  # type: ignore[union-attr]
+                    for _count, scale, offset in self.levels.values():  # type: ignore[union-attr]  # set with the bins, which are there
                         x = position * scale
                         if -_BIN_LIMIT < x < _BIN_LIMIT:
                             slot = bins.get(_floor(x) * _LEVELS + offset)
@@ -527,7 +527,7 @@ def access_of(alternative: tuple[Any, ...], exclude: frozenset[Any] = frozenset(
             continue
         rank = _rank(cond)
         if rank < best_rank or (rank == best_rank == 7 and present_load is not None
-                                and present_load(cond[1]) < present_load(best[1])):  # type: ignore[index]
+                                and present_load(cond[1]) < present_load(best[1])):  # type: ignore[index]  # best is set once best_rank is 7
             best, best_rank = cond, rank
     return best
 
@@ -780,7 +780,7 @@ class TermIndex:
                         levels[bin_level] = [0, math.ldexp(1.0, -bin_level),
                                              bin_level - _MIN_LEVEL]
                         d.levels = dict(sorted(levels.items()))
-                    d.levels[bin_level][0] += 1      # type: ignore[index]
+                    d.levels[bin_level][0] += 1      # type: ignore[index]  # set with the bins, above
             else:
                 # bounds (x >= b, x <= b) or affixes (prefixes, suffixes): the
                 # dimension's holder for this kind, made on first use
@@ -876,9 +876,9 @@ class TermIndex:
             if self._take_key(d.bins, key, entry, path, i + 3, deeper):
                 levels = d.levels
                 bin_level = key % _LEVELS + _MIN_LEVEL
-                levels[bin_level][0] -= 1     # type: ignore[index]
-                if not levels[bin_level][0]:  # type: ignore[index]
-                    del levels[bin_level]  # type: ignore[union-attr]
+                levels[bin_level][0] -= 1     # type: ignore[index]  # set with the bins, which this entry is in
+                if not levels[bin_level][0]:  # type: ignore[index]  # as above
+                    del levels[bin_level]  # type: ignore[union-attr]  # as above
                 if not d.bins:
                     d.bins = d.levels = None
         else:

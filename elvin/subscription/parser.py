@@ -106,7 +106,7 @@ class _P:
     @property
     def node(self) -> Node:
         if self._node is None:
-            self._node = Node(self.chain, tuple(self.items), pos=self.start)  # type: ignore
+            self._node = Node(self.chain, tuple(self.items), pos=self.start)  # type: ignore[arg-type]  # a chain's kind and items are set with it
         return self._node
 
 
@@ -235,7 +235,7 @@ class _Builder(Transformer[Token, Any]):
         if kind in _LOGICAL_KINDS:
             # the grammar is left-recursive: extend the chain on the left
             if left.chain is kind:
-                left.items.append(right.node)  # type: ignore[union-attr]
+                left.items.append(right.node)  # type: ignore[union-attr]  # as above: left is a chain
                 left._node = None
                 if right.depth + 1 > left.depth:
                     left.depth = self._deeper(right.depth + 1, left.start)

@@ -516,11 +516,11 @@ def _matcher(method: _Method, required: tuple[str, ...] | None) -> Callable[[str
         return functools.partial(_run, method)
     # (no annotations: they would make a dict per function)
     if len(required) == 1:
-        def one(value, _needle=required[0], _method=method):  # type: ignore[no-untyped-def]
+        def one(value, _needle=required[0], _method=method):  # type: ignore[no-untyped-def]  # no annotations: they would make a dict per function (above)
             return False if _needle not in value else _run(_method, value)
         return one
 
-    def any_of(value, _required=required, _method=method):  # type: ignore[no-untyped-def]
+    def any_of(value, _required=required, _method=method):  # type: ignore[no-untyped-def]  # as above
         for needle in _required:
             if needle in value:
                 return _run(_method, value)
@@ -809,6 +809,6 @@ def glob_matcher(patterns: list[str] | tuple[str, ...]) -> Callable[[str], bool 
         if not literal:
             required = None
             break
-        required.append(literal)  # type: ignore[union-attr]
+        required.append(literal)  # type: ignore[union-attr]  # not None until the break above
     return _matcher(compile_glob(patterns).fullmatch,
                     tuple(dict.fromkeys(required)) if required is not None else None)

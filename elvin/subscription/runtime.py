@@ -80,9 +80,9 @@ def rank(v: object) -> int:
     """I32 / I64 / R64 for a numeric Elvin value, -1 for anything else."""
     t = type(v)
     if t is int:
-        if INT32_MIN <= v <= INT32_MAX:  # type: ignore[operator]
+        if INT32_MIN <= v <= INT32_MAX:  # type: ignore[operator]  # type() is, for speed: mypy does not narrow through t
             return I32
-        if INT64_MIN <= v <= INT64_MAX:  # type: ignore[operator]
+        if INT64_MIN <= v <= INT64_MAX:  # type: ignore[operator]  # as above
             return I64
         return -1
     if t is float:

@@ -259,9 +259,9 @@ class ShapeCompiler:
                     for i in path:
                         node = node.children[i]
                     if node.kind in LITERAL_KINDS:
-                        checker.leaf(node)  # type: ignore[union-attr]
+                        checker.leaf(node)  # type: ignore[union-attr]  # a shape with checks has its checker
                     else:
-                        checker.string_predicate(node)  # type: ignore[union-attr]
+                        checker.string_predicate(node)  # type: ignore[union-attr]  # as above
             except SubscriptionError:
                 raise Unusual from None     # the ordinary way says it as the checker does
             code = self._code(shape, leaves, text)

@@ -146,7 +146,7 @@ def _builder(template: tuple[Any, ...]) -> Callable[[Any, list[Node]], Node]:
     body = expr(template)
     source = "".join(helpers) + f"def _build(s, L):\n    return {body}\n"
     exec(compile(source, "<subscription shape>", "exec"), namespace)
-    return namespace.pop("_build")  # type: ignore[return-value]
+    return namespace.pop("_build")  # type: ignore[return-value]  # exec just defined it
 
 
 def learn(tree: Node, starts: list[int], texts: list[str], literals: list[int]) -> Shape:
