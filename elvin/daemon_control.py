@@ -208,7 +208,7 @@ def reload_logging(prog: str, old: tuple[str, str | None], new: tuple[str, str |
 
 
 def reload_verdict(applied: list[str], restart: list[str],
-                   failed: list[str] = ()) -> tuple[bool, str]:  # type: ignore[assignment]
+                   failed: list[str] = ()) -> tuple[bool, str]:  # type: ignore[assignment]  # never mutated: () stands for []
     """``(ok, message)`` of a reload: what was applied, what failed, what
     needs a restart (the daemons word it the same way)."""
     parts = []
@@ -286,7 +286,7 @@ def ask_reload(prog: str, read_status: Callable[[], Mapping[str, Any]], *,
                     EXIT_FAILURE)
     before = _serial(status)
     try:
-        os.kill(pid, signal.SIGHUP)  # type: ignore[arg-type]
+        os.kill(pid, signal.SIGHUP)
     except OSError as exc:
         return fail(prog, f"cannot signal pid {pid}: {exc.strerror or exc}", EXIT_FAILURE)
     deadline = time.monotonic() + timeout

@@ -27,6 +27,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeGuard
 
 __all__ = ["atomic_write", "file_problem", "make_directory", "files_problems", "open_problem",
            "pid_alive",
@@ -74,7 +75,7 @@ def make_directory(path: str | os.PathLike, what: str, error: type[Exception],
         failure = error(f"cannot create {what} {path}: {exc.strerror or exc}")
         if getattr(failure, "errno", None) is None:
             # for the exit status (cli_common.os_error_status); any exception type will do
-            failure.errno = exc.errno  # type: ignore[attr-defined]
+            failure.errno = exc.errno  # type: ignore[attr-defined]  # see above
         raise failure from exc
     return path
 
@@ -98,7 +99,7 @@ def reading(what: str, where: object, error: type[Exception], *,
         raise error(f"cannot read {what} {where}: {exc.strerror or exc}") from None
 
 
-def pid_alive(pid: object) -> bool:
+def pid_alive(pid: object) -> TypeGuard[int]:
     """True when ``pid`` (as read from a file: anything) names a running
     process, ours or another user's."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:

@@ -141,7 +141,7 @@ class Constraint:
     def node(self, attribute: str = _PLACEHOLDER) -> Node:
         """This constraint as a subscription AST over ``attribute``."""
         if self.match is Match.RANGE:
-            return self.value.node(attribute)  # type: ignore[union-attr]
+            return self.value.node(attribute)  # type: ignore[union-attr]  # a RANGE constraint's value is an Interval
         subject = Node(Kind.NAME, value=attribute)
         for label in self.transforms:
             subject = Node(_TRANSFORM_KINDS[label], (subject,))
@@ -600,7 +600,7 @@ def _meet(a: Constraint, b: Constraint) -> Constraint | None:
     if Match.RANGE in (a.match, b.match):
         if a.match is not b.match:
             return None     # a string test is bottom on a number, a range on a string
-        met = a.value.intersect(b.value)  # type: ignore[union-attr]
+        met = a.value.intersect(b.value)  # type: ignore[union-attr]  # both are RANGE constraints here: Intervals
         return None if met is None else Constraint(Match.RANGE, met)
     if not a.transforms and not b.transforms and a.match is b.match is Match.BEGINS_WITH:
         p, q = str(a.value), str(b.value)
@@ -620,7 +620,7 @@ def _merged(w: Wanted) -> Wanted:
     if w.unbounded:
         return w
     ranges = [c.value for c in w.constraints
-              if c.match is Match.RANGE and c.value.exact]  # type: ignore[union-attr]
+              if c.match is Match.RANGE and c.value.exact]  # type: ignore[union-attr]  # RANGE: an Interval
     if not ranges:
         return w
     def low_key(i: Interval) -> tuple:
@@ -646,7 +646,7 @@ def _merged(w: Wanted) -> Wanted:
         else:
             joined.append(nxt)
     kept = {c for c in w.constraints
-            if not (c.match is Match.RANGE and c.value.exact)}  # type: ignore[union-attr]
+            if not (c.match is Match.RANGE and c.value.exact)}  # type: ignore[union-attr]  # as above
     kept = {c for c in kept if not (
         c.match is Match.EQUALS and not c.transforms and isinstance(c.value, (int, float))
         and _exact(c.value) and any(c.value in i for i in joined))}

@@ -137,7 +137,7 @@ def format_value(value: Value) -> str:
         return _format_real(float(value))
     if kind is ElvinType.STRING:
         return _format_string(str(value))
-    return "[" + bytes(value).hex(" ") + "]"  # type: ignore[arg-type]
+    return "[" + bytes(value).hex(" ") + "]"  # type: ignore[arg-type]  # the remaining kind is OPAQUE: a buffer
 
 
 def _format_real(value: float) -> str:
@@ -520,5 +520,5 @@ def parse_notifications(text_or_lines: str | Iterable[str]) -> list[dict[str, Va
         if lines and lines[-1] == "":
             lines.pop()
     else:
-        lines = text_or_lines  # type: ignore[assignment]
+        lines = text_or_lines  # type: ignore[assignment]  # any iterable of lines
     return list(NotificationReader().read(lines))

@@ -202,7 +202,7 @@ class DiscoveryResponder(asyncio.DatagramProtocol):
             return
         if self.multicast and self.max_locality_sent is not None:
             try:
-                set_ttl(self._sock, self.max_locality_sent)  # type: ignore[arg-type]
+                set_ttl(self._sock, self.max_locality_sent)  # type: ignore[arg-type]  # the socket is there while multicasting
                 transport.sendto(encode(SvrAdvtClose(self.server_name)),
                                  (self.address, self.port))
             except OSError as exc:
@@ -270,7 +270,7 @@ class DiscoveryResponder(asyncio.DatagramProtocol):
         if self.multicast:
             if all(_is_loopback(_host_of(u)) for u in advert.uris):
                 locality = 0   # loopback endpoints are of no use off this host
-            set_ttl(self._sock, locality)  # type: ignore[arg-type]
+            set_ttl(self._sock, locality)  # type: ignore[arg-type]  # as above
             if self.max_locality_sent is None or locality > self.max_locality_sent:
                 self.max_locality_sent = locality
         try:

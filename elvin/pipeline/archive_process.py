@@ -206,7 +206,7 @@ class ArchiveProcess:
         if len(buf) >= self.batch_rows:
             self._send()
         elif self._timer is None:
-            self._timer = self._loop.call_later(  # type: ignore[union-attr]
+            self._timer = self._loop.call_later(  # type: ignore[union-attr]  # started: the loop is set
                 self.send_interval, self._timed_send)
         return True
 
@@ -277,10 +277,10 @@ class ArchiveProcess:
             self._child_exited(exc)
             return
         if queue and not self._writing:
-            self._loop.add_writer(self._fd, self._write)  # type: ignore[union-attr]
+            self._loop.add_writer(self._fd, self._write)  # type: ignore[union-attr]  # as above
             self._writing = True
         elif not queue and self._writing:
-            self._loop.remove_writer(self._fd)  # type: ignore[union-attr]
+            self._loop.remove_writer(self._fd)  # type: ignore[union-attr]  # as above
             self._writing = False
 
     def _stop_watching(self) -> None:

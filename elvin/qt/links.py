@@ -68,7 +68,7 @@ class LinkOpener(QObject):
                 me.opened.emit(url)
             else:
                 # (a QByteArray is a buffer; PySide's stubs do not say so)
-                said = bytes(process.readAll()).decode(  # type: ignore[call-overload]
+                said = bytes(process.readAll()).decode(  # type: ignore[call-overload]  # see above
                     errors="replace").strip()
                 reason = XDG_OPEN_ERRORS.get(code, f"xdg-open failed (status {code})")
                 me.failed.emit(url, reason + (f": {said.splitlines()[-1]}" if said and

@@ -328,7 +328,7 @@ def parse_tree(text: str) -> Node:
         raise
     except UnexpectedCharacters as exc:
         # (lark declares pos_in_stream None on the class; each error sets it)
-        raise _lex_error(text, exc.pos_in_stream) from None  # type: ignore[arg-type]
+        raise _lex_error(text, exc.pos_in_stream) from None  # type: ignore[arg-type]  # see above
     except UnexpectedToken as exc:
         raise _syntax_error(text, exc.token, exc.expected, exc.state) from None
     except UnexpectedEOF:
@@ -336,7 +336,7 @@ def parse_tree(text: str) -> Node:
                      "") from None
     # our callbacks make every reduction a _P: lark's parse says only "a Tree"
     node = result.node if isinstance(result, _P) else result
-    return node  # type: ignore[return-value]
+    return node  # type: ignore[return-value]  # see above
 
 
 def _lex_error(text: str, pos: int) -> SubscriptionError:
