@@ -51,7 +51,7 @@ def atomic_write(path: str | Path, data: bytes | str, mode: int = 0o600) -> None
             os.fsync(out.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException:  # no half-written file left, whatever went wrong; re-raised
         try:
             os.unlink(tmp)
         except OSError:

@@ -89,7 +89,7 @@ def _run(coro, timeout: float | None = None) -> Any:
     future = asyncio.run_coroutine_threadsafe(coro, loop)
     try:
         return future.result(timeout)
-    except BaseException:
+    except BaseException:  # the caller's wait ends however: cancel, re-raise
         future.cancel()
         raise
 

@@ -167,7 +167,7 @@ class ArchiveProcess:
                  json.dumps(config)],
                 pass_fds=(data_r, result_w), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, start_new_session=True)
-        except BaseException:
+        except BaseException:  # no descriptor leaks; re-raised
             for fd in (data_r, data_w, result_r, result_w):
                 os.close(fd)
             raise

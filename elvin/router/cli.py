@@ -256,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail("elvind", str(exc), exc.status)
     except KeyboardInterrupt:
         return EXIT_OK
-    except Exception as exc:
+    except Exception as exc:  # the daemon's last resort: said, exit status 1
         logging.getLogger("elvin.router").debug("router failed", exc_info=True)
         return fail("elvind", f"{exc} (--log-level debug shows where)", EXIT_FAILURE)
     return EXIT_OK

@@ -90,7 +90,7 @@ def _run_cancellable(counts: _Counts, token: CancelToken, job: Callable[..., Any
     except Cancelled:
         counts.add("stopped")
         raise
-    except BaseException:
+    except BaseException:  # counted however it ends; re-raised
         counts.add("finished")
         raise
     counts.add("finished")

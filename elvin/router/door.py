@@ -297,7 +297,7 @@ def _decrement(counts: dict[str, int], key: str) -> None:
 def _close(channel: Any) -> None:
     try:
         channel.abort()
-    except Exception:
+    except Exception:  # closing anyway; logged
         log.exception("closing %r failed", channel)
 
 

@@ -733,7 +733,7 @@ class Engine:
         for callback in self._watchers.get(name, ()):
             try:
                 callback(active)
-            except Exception:
+            except Exception:  # a watcher's bug must not stop matching; logged
                 log.exception("watcher of %r failed", name)
 
     # -- matching --------------------------------------------------------------------
@@ -782,7 +782,7 @@ class Engine:
         if listener is not None:
             try:
                 listener(pred, count)
-            except Exception:
+            except Exception:  # a listener's bug must not stop matching; logged
                 log.exception("the overrun listener failed")
 
     def match(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,

@@ -214,7 +214,7 @@ class QuenchManager:
         self.notifications_sent += 1
         try:
             self.send(owner, packet)
-        except Exception:
+        except Exception:  # one quencher's failure must not stop the rest; logged
             log.exception("sending %s to a quencher failed", type(packet).__name__)
 
     # -- subscription changes (called by the router) ----------------------------------

@@ -295,7 +295,7 @@ class SendQueue:
                     size += len(data)
                 self.bytes -= size
                 transport.write(b"".join(chunk))
-        except Exception:
+        except Exception:  # a failed write closes the queue; logged
             log.debug("write failed", exc_info=True)
             self.close()
             return

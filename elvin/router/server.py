@@ -166,7 +166,7 @@ class Router:
                 await server.start_serving()
             await self._start_discovery()
             self._started = True
-        except BaseException:
+        except BaseException:  # stopped the one way (below); re-raised
             # whatever started is stopped the one way a router stops (each
             # step of ``stop`` does nothing for a part that never started)
             await self.stop()
@@ -271,7 +271,7 @@ class Router:
                     session.disconnect(DisconnReason.SHUTDOWN, "router shutting down")
                 elif session.state != CLOSING:      # closing ones finish on their own
                     session.abort()
-            except Exception:
+            except Exception:  # stopping anyway; logged
                 log.exception("closing %r failed", session)
         deadline = time.monotonic() + self.config.close_timeout
         while self.sessions and time.monotonic() < deadline:
@@ -316,7 +316,7 @@ class Router:
         service = FederationService(RouterFederationHost(self), fed)
         try:
             await service.start()
-        except BaseException:
+        except BaseException:  # half-started: stopped; re-raised
             await service.stop()
             raise
         self.federation = service
@@ -413,7 +413,7 @@ class Router:
         if proxy is not None:
             try:
                 await proxy.stop()
-            except Exception:
+            except Exception:  # stopping anyway; logged
                 log.exception("stopping the mobility proxy failed")
 
     # -- discovery and redirection -------------------------------------------------------
@@ -778,7 +778,7 @@ class Router:
             # the statistics count what clients send and get, not themselves
             delivered = self.deliver(attrs, None, True, None)
             self.stats.notifications_out -= delivered
-        except Exception:
+        except Exception:  # statistics must never hurt the router; logged
             log.exception("publishing statistics failed")
         self._stats_handle = self.loop.call_later(  # type: ignore[union-attr]  # running: loop set
             self.config.stats_interval, self._publish_stats)

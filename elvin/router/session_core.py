@@ -455,7 +455,7 @@ class SessionCore:
                     return
             try:
                 handler(self, packet)
-            except Exception:
+            except Exception:  # one packet's failure must not end the session; logged, nacked
                 log.exception("%s: failed to handle %s", self.peer, type(packet).__name__)
                 xid = getattr(packet, "xid", None)
                 if xid is not None and self.state is CONNECTED:
@@ -531,7 +531,7 @@ class SessionCore:
         self.backlog.release()
         try:
             self.host.release(self.owner)
-        except Exception:
+        except Exception:  # the session ends anyway; logged
             log.exception("%s: cleanup failed", self.peer)
 
     def disconnect(self, reason: int, args: str = "") -> None:
@@ -764,7 +764,7 @@ class SessionCore:
                 else:
                     log.error("%s: compiling a subscription failed: %r", self.peer, exc)
                     self.nack(pending.xid, NackCode.PROT_ERROR, "Internal router error")
-        except Exception:
+        except Exception:  # the request's failure must not end the session; logged
             log.exception("%s: finishing a subscription request failed", self.peer)
         if self.backlog and self.on_ready is not None:
             self.on_ready()

@@ -112,7 +112,7 @@ def plan_for(tree: Node, plan: tuple[Any, ...] | None = None, folded: bool = Fal
         return plan
     try:
         return plan_of(tree if folded else fold(tree), evaluate, names=names)
-    except Exception:
+    except Exception:  # an analysis bug files the entry everywhere (ANY: sound); logged
         log.exception("the index analysis failed for %r", tree)
         return ANY
 
