@@ -230,7 +230,7 @@ class Biff:
             self._subscription = await connection.subscribe(
                 protocol.subscription(self.domain), listener=self._on_notification,
                 buffer_size=0)
-        except BaseException:
+        except BaseException:  # detached however; re-raised
             await self._detach(close_subscription=False)
             raise
         await self._send(INITIAL)

@@ -69,7 +69,7 @@ class RouterLink:
                                           logger=log,
                                           resumed="watching only what subscriptions ask for")
             await self._quench.ask()
-        except BaseException:
+        except BaseException:  # closed however; re-raised
             await self.close()
             raise
 

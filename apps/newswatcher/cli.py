@@ -355,7 +355,7 @@ async def serve(config, url: str, data_dir: Path, extra_feeds: list, scoop: bool
             await watcher.stop()
             failure = connect_failure(url, exc, f"cannot reach the Elvin router at {url}: ")
             return _fail(failure.message, failure.status)
-        except Exception as exc:
+        except Exception as exc:  # startup's last resort: logged, stopped, reported
             log.debug("startup failed", exc_info=True)   # the traceback, for debugging
             await watcher.stop()
             return _fail(f"startup failed: {exc} (--log-level debug shows where)",

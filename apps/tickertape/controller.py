@@ -314,7 +314,7 @@ class TickerController(QObject):
             except (ElvinError, OSError) as exc:
                 log.warning("could not update subscriptions: %s", exc)
                 emit(self.problem, f"Could not update subscriptions: {exc}")
-            except Exception:
+            except Exception:  # one update's failure must not stop the ticker; logged
                 log.exception("subscription update failed")
 
     async def _sync(self, conn: Any) -> None:
@@ -410,7 +410,7 @@ class TickerController(QObject):
     def _on_quench_event(self, event: Any) -> None:
         try:
             self.known.apply(event)
-        except Exception:
+        except Exception:  # a bad quench event must not stop the ticker; logged
             log.exception("bad quench event")
         emit(self.knownGroupsChanged)
 

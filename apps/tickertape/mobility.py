@@ -183,7 +183,7 @@ class TickerMobility(QObject):
         try:
             self.ticket = await request_move_out(conn, specs, client_id=self.client_id,
                                                  timeout=5.0, proxy_key=self._proxy_key)
-        except BaseException:
+        except BaseException:  # the state is put back however; re-raised
             self.state = "connected"
             raise
         await self.manager.stop()
@@ -226,7 +226,7 @@ class TickerMobility(QObject):
             # anything sent from now on arrives live (the paper's step 2)
             await self.controller.wait_synced(timeout)
             entries, reply = await request_move_in(conn, self.ticket, timeout=timeout)
-        except BaseException:
+        except BaseException:  # as above
             self.state = "moved-out" if self.manager.connection is None else "connected"
             raise
         self.ticket = None
