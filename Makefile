@@ -81,7 +81,7 @@ package-check: $(STAMP)
 # (strict on protocol, subscription and router; [tool.mypy] in pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check elvin apps tests bench examples scripts docs/conf.py docs/_ext
-	@! grep -rnE 'suppress\([^)]*\b(Base)?Exception\b' elvin apps | grep -v '#' \
+	@! grep -rnE --include='*.py' 'suppress\([^)]*\b(Base)?Exception\b' elvin apps | grep -v '#' \
 	    || { echo "lint: a suppress(Exception) above says nothing of why"; exit 1; }
 	$(BIN)/mypy
 
