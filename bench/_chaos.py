@@ -221,7 +221,7 @@ class Federation:
         (self.tmp / f"r{i}.toml").write_text("\n".join(text) + "\n")
 
     def _spawn(self, i: int) -> subprocess.Popen:
-        log = open(self.logs[i], "a")  # noqa: SIM115 (the child holds it)
+        log = open(self.logs[i], "a")  # the child holds it
         return subprocess.Popen(
             [sys.executable, "-m", "elvin.router", "--config", str(self.tmp / f"r{i}.toml"),
              "--log-level", os.environ.get("CHAOS_LOG", "info")],

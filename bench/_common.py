@@ -45,7 +45,7 @@ def start_elvind(*args: str, stderr: int | None = subprocess.PIPE,
     priority (the console bench runs the router behind the GUI)."""
     log_file = os.environ.get("BENCH_LOG_FILE")     # keep elvind's log (BENCH_LOG's level)
     if log_file:
-        stderr = open(log_file, "a")  # noqa: SIM115 (the child holds it)
+        stderr = open(log_file, "a")  # the child holds it
     return subprocess.Popen([sys.executable, "-m", "elvin.router", *args,
                              "--log-level", os.environ.get("BENCH_LOG", "warning")],
                             cwd=ROOT, stderr=stderr, text=True,

@@ -252,7 +252,7 @@ def _in_child(job, *args):
 def _run_and_send(send, job, args) -> None:
     try:
         send.send((True, job(*args)))
-    except BaseException as exc:        # (a SystemExit from the workload check too)
+    except BaseException as exc:  # noqa: BLE001 - sent to the parent (a SystemExit from the workload check too)
         send.send((False, f"{type(exc).__name__}: {exc}"))
 
 

@@ -34,10 +34,10 @@ from _common import (
     percentile,
     start_elvind,
     stop_processes,
-    wait_listening,  # noqa: E402
+    wait_listening,
 )
 
-from elvin.protocol import SubAddRqst  # noqa: E402
+from elvin.protocol import SubAddRqst
 
 #: what Prometheus 2.x asks for: the router answers OpenMetrics
 OPENMETRICS_ACCEPT = ("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;"

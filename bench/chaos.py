@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _chaos import FAULTS, run  # noqa: E402
+from _chaos import FAULTS, run
 
 
 def main() -> None:

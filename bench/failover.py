@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from elvin.client import connect  # noqa: E402
-from tests.integration.process_util import ELVIND, free_port, stop, wait_listening  # noqa: E402
+from elvin.client import connect
+from tests.integration.process_util import ELVIND, free_port, stop, wait_listening
 
 
 class Router:

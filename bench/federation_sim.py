@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from elvin.federation.simulation import Simulation  # noqa: E402
+from elvin.federation.simulation import Simulation
 
 BANDS = ((2, 4), (5, 8), (9, 16), (17, 32))
 

@@ -36,11 +36,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from elvin_apps.filewatcher.status import StatusError, read_status  # noqa: E402
-from elvin_apps.filewatcher.watches import inotify_watch_count  # noqa: E402
+from elvin_apps.filewatcher.status import StatusError, read_status
+from elvin_apps.filewatcher.watches import inotify_watch_count
 
-from elvin.client import connect  # noqa: E402
-from elvin.router.embedded import EmbeddedRouter  # noqa: E402
+from elvin.client import connect
+from elvin.router.embedded import EmbeddedRouter
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

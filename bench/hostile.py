@@ -55,11 +55,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import free_port, open_peer, stop_processes, wait_listening  # noqa: E402
-from _registration import Bystander, request_block  # noqa: E402
+from _common import free_port, open_peer, stop_processes, wait_listening
+from _registration import Bystander, request_block
 
-from elvin.keys import Keys  # noqa: E402
-from elvin.protocol import ConnRqst, PacketId, SecRqst, frame  # noqa: E402
+from elvin.keys import Keys
+from elvin.protocol import ConnRqst, PacketId, SecRqst, frame
 
 ROOT = Path(os.environ.get("ELVIND_ROOT") or Path(__file__).resolve().parent.parent)
 NEWCOMER = "127.0.0.2"

@@ -105,7 +105,7 @@ def federation_available() -> bool:
         import elvin.federation.service  # noqa: F401
         from elvin.router.config import RouterConfig
         return "federation" in RouterConfig.__dataclass_fields__
-    except Exception:
+    except Exception:  # noqa: BLE001 - whatever the cause, no federation to bench
         return False
 
 

@@ -40,12 +40,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import free_port, wait_listening  # noqa: E402
+from _common import free_port, wait_listening
 
-from elvin.client import connect  # noqa: E402
-from elvin.errors import ElvinError  # noqa: E402
-from elvin.mobility import MobileConnection, MobilityError  # noqa: E402
-from elvin.mobility.store import FILE_NAME  # noqa: E402
+from elvin.client import connect
+from elvin.errors import ElvinError
+from elvin.mobility import MobileConnection, MobilityError
+from elvin.mobility.store import FILE_NAME
 
 BODY = "x" * 600
 INF = float("inf")

@@ -42,7 +42,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from elvin.pipeline.archive import ARROW_SCHEMA, ATTRIBUTE_TYPE, write_table  # noqa: E402
+from elvin.pipeline.archive import ARROW_SCHEMA, ATTRIBUTE_TYPE, write_table
 
 EXPRESSIONS = [
     # a typical tickertape subscription

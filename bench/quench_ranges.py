@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from elvin.client import connect  # noqa: E402
-from elvin.quenching import wanted  # noqa: E402
-from elvin.router.embedded import EmbeddedRouter  # noqa: E402
-from elvin.subscription import parse  # noqa: E402
+from elvin.client import connect
+from elvin.quenching import wanted
+from elvin.router.embedded import EmbeddedRouter
+from elvin.subscription import parse
 
 
 def expressions(n: int, seed: int = 49, bounded: bool = False) -> list[str]:

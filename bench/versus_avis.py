@@ -57,7 +57,7 @@ from _avis import (  # noqa: E402
 )
 from _common import open_peer, process_cpu  # noqa: E402
 from _registration import (  # noqa: E402
-    _registration,  # noqa: E402
+    _registration,
     connect_counter,
     register,
     request_block,

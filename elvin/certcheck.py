@@ -63,7 +63,7 @@ def _time(tag: int, text: bytes) -> float:
 def _validity_of_der(der: bytes) -> Validity:
     _, cert, _ = _tlv(der, 0)               # Certificate
     _, at, tbs_end = _tlv(der, cert)        # TBSCertificate
-    fields = []
+    fields: list[tuple[int, int, int]] = []
     while at < tbs_end and len(fields) < 5:
         tag, start, end = _tlv(der, at)
         fields.append((tag, start, end))

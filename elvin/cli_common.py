@@ -131,7 +131,7 @@ def os_error(what: str, exc: OSError, path: str | os.PathLike | None = None) -> 
 class ToolParser(argparse.ArgumentParser):
     """argparse with the suite's exit status for usage errors (1, not 2)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
@@ -162,7 +162,7 @@ class _LogFile(logging.FileHandler):
         if not self._failed:
             self._said = None           # writing works (again)
 
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+    def handleError(self, record: logging.LogRecord) -> None:
         exc = sys.exc_info()[1]
         reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
         self._failed = True

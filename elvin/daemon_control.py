@@ -122,7 +122,7 @@ class DaemonSignals:
         if task is not None:
             try:
                 await task
-            except Exception:  # noqa: BLE001 - already logged by _run
+            except Exception:  # noqa: BLE001, S110 - already logged by _run
                 pass
 
     def _stop(self, sig: signal.Signals) -> None:
@@ -162,7 +162,7 @@ class DaemonSignals:
                 if inspect.isawaitable(result):
                     result = await result
                 ok, message = result
-            except Exception as exc:  # noqa: BLE001 - a reload must never stop the daemon
+            except Exception as exc:  # a reload must never stop the daemon
                 self.log.exception("reload failed")
                 ok, message = False, f"reload failed: {exc}"
         self.record.record(ok, message)
@@ -208,7 +208,7 @@ def reload_logging(prog: str, old: tuple[str, str | None], new: tuple[str, str |
 
 
 def reload_verdict(applied: list[str], restart: list[str],
-                   failed: list[str] = ()) -> tuple[bool, str]:  # type: ignore[assignment]
+                   failed: list[str] = ()) -> tuple[bool, str]:  # type: ignore[assignment]  # never mutated: () stands for []
     """``(ok, message)`` of a reload: what was applied, what failed, what
     needs a restart (the daemons word it the same way)."""
     parts = []
@@ -286,7 +286,7 @@ def ask_reload(prog: str, read_status: Callable[[], Mapping[str, Any]], *,
                     EXIT_FAILURE)
     before = _serial(status)
     try:
-        os.kill(pid, signal.SIGHUP)  # type: ignore[arg-type]
+        os.kill(pid, signal.SIGHUP)
     except OSError as exc:
         return fail(prog, f"cannot signal pid {pid}: {exc.strerror or exc}", EXIT_FAILURE)
     deadline = time.monotonic() + timeout
@@ -294,7 +294,7 @@ def ask_reload(prog: str, read_status: Callable[[], Mapping[str, Any]], *,
         sleep(poll)
         try:
             status = read_status()
-        except Exception:  # noqa: BLE001 - the file is being replaced: try again
+        except Exception:  # noqa: BLE001, S112 - the file is being replaced: try again
             continue
         if _serial(status) > before:
             verdict = status.get("reload") or {}

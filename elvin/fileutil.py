@@ -27,6 +27,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeGuard
 
 __all__ = ["atomic_write", "file_problem", "make_directory", "files_problems", "open_problem",
            "pid_alive",
@@ -50,7 +51,7 @@ def atomic_write(path: str | Path, data: bytes | str, mode: int = 0o600) -> None
             os.fsync(out.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException:  # no half-written file left, whatever went wrong; re-raised
         try:
             os.unlink(tmp)
         except OSError:
@@ -73,7 +74,8 @@ def make_directory(path: str | os.PathLike, what: str, error: type[Exception],
     except OSError as exc:
         failure = error(f"cannot create {what} {path}: {exc.strerror or exc}")
         if getattr(failure, "errno", None) is None:
-            failure.errno = exc.errno   # for the exit status (cli_common.os_error_status)
+            # for the exit status (cli_common.os_error_status); any exception type will do
+            failure.errno = exc.errno  # type: ignore[attr-defined]  # see above
         raise failure from exc
     return path
 
@@ -97,7 +99,7 @@ def reading(what: str, where: object, error: type[Exception], *,
         raise error(f"cannot read {what} {where}: {exc.strerror or exc}") from None
 
 
-def pid_alive(pid: object) -> bool:
+def pid_alive(pid: object) -> TypeGuard[int]:
     """True when ``pid`` (as read from a file: anything) names a running
     process, ours or another user's."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
@@ -264,7 +266,7 @@ def file_problem(path: str | os.PathLike) -> str | None:
     return None if regular else "not a file"
 
 
-def read_problem(path: str | os.PathLike, *, directory: bool = False) -> str | None:
+def read_problem(path: str | os.PathLike[str], *, directory: bool = False) -> str | None:
     """Why ``path`` could not be read (listed, with ``directory``) now, or None."""
     try:
         if directory:

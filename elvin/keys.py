@@ -73,8 +73,7 @@ class Keys:
             while sets and not sets[-1]:
                 sets.pop()  # a missing trailing set means the same as an empty one
             if sets:
-                sets = tuple(sets)
-                clean[int(scheme)] = sets
+                clean[int(scheme)] = tuple(sets)
         object.__setattr__(self, "sets", clean)
 
     # -- building ---------------------------------------------------------

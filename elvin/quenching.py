@@ -141,11 +141,11 @@ class Constraint:
     def node(self, attribute: str = _PLACEHOLDER) -> Node:
         """This constraint as a subscription AST over ``attribute``."""
         if self.match is Match.RANGE:
-            return self.value.node(attribute)  # type: ignore[union-attr]
+            return self.value.node(attribute)  # type: ignore[union-attr]  # a RANGE constraint's value is an Interval
         subject = Node(Kind.NAME, value=attribute)
         for label in self.transforms:
             subject = Node(_TRANSFORM_KINDS[label], (subject,))
-        literal = _literal(self.value)
+        literal = _literal(self.value)  # type: ignore[arg-type]  # not a RANGE: a literal
         if self.match is Match.EQUALS:
             return Node(Kind.EQUALS, (subject, literal))
         return Node(_MATCH_FUNC[self.match], (subject, literal))
@@ -543,13 +543,13 @@ def _numeric_comparison(node: Node, x: str) -> tuple[Kind, int | float] | None:
     for subject, literal, op in ((a, b, node.kind), (b, a, _FLIP[node.kind])):
         if subject.kind is not Kind.NAME or subject.value != x:
             continue
-        literal = _constant_number(literal)
-        if literal is not None:
-            value = literal.value
-            if literal.kind is Kind.INT64:
+        number = _constant_number(literal)
+        if number is not None:
+            value = number.value
+            if number.kind is Kind.INT64:
                 from elvin.values import Int64
-                value = Int64(int(value))  # type: ignore[arg-type]
-            return op, value  # type: ignore[return-value]
+                value = Int64(int(value))
+            return op, value
     return None
 
 
@@ -561,10 +561,10 @@ def _constant_number(node: Node) -> Node | None:
         return node
     if node.kind in LEAF_KINDS or names_in(node):
         return None
-    from elvin.subscription import fold
+    from elvin.subscription.checker import fold
     try:
         folded = fold(node)
-    except Exception:  # a tree the checker would refuse: not a constant here
+    except Exception:  # noqa: BLE001 - a tree the checker would refuse: not a constant here
         return None
     return folded if folded.kind in _NUMERIC_LITERALS else None
 
@@ -600,7 +600,7 @@ def _meet(a: Constraint, b: Constraint) -> Constraint | None:
     if Match.RANGE in (a.match, b.match):
         if a.match is not b.match:
             return None     # a string test is bottom on a number, a range on a string
-        met = a.value.intersect(b.value)  # type: ignore[union-attr]
+        met = a.value.intersect(b.value)  # type: ignore[union-attr, arg-type]  # both RANGE: Intervals
         return None if met is None else Constraint(Match.RANGE, met)
     if not a.transforms and not b.transforms and a.match is b.match is Match.BEGINS_WITH:
         p, q = str(a.value), str(b.value)
@@ -619,8 +619,8 @@ def _merged(w: Wanted) -> Wanted:
     Intervals with an end that cannot be ordered safely stay as they are."""
     if w.unbounded:
         return w
-    ranges = [c.value for c in w.constraints
-              if c.match is Match.RANGE and c.value.exact]  # type: ignore[union-attr]
+    ranges = [c.value for c in w.constraints      # (a RANGE's value is an Interval)
+              if c.match is Match.RANGE and isinstance(c.value, Interval) and c.value.exact]
     if not ranges:
         return w
     def low_key(i: Interval) -> tuple:
@@ -646,7 +646,7 @@ def _merged(w: Wanted) -> Wanted:
         else:
             joined.append(nxt)
     kept = {c for c in w.constraints
-            if not (c.match is Match.RANGE and c.value.exact)}  # type: ignore[union-attr]
+            if not (c.match is Match.RANGE and c.value.exact)}  # type: ignore[union-attr]  # as above
     kept = {c for c in kept if not (
         c.match is Match.EQUALS and not c.transforms and isinstance(c.value, (int, float))
         and _exact(c.value) and any(c.value in i for i in joined))}
@@ -770,7 +770,7 @@ def _compiled(node: Node):
     from elvin.subscription import compile as compile_subscription
     try:
         return compile_subscription(node)
-    except Exception:  # e.g. a constant predicate the compiler calls trivial
+    except Exception:  # noqa: BLE001 - e.g. a constant predicate the compiler calls trivial
         return None
 
 
@@ -780,5 +780,5 @@ def _evaluate(node: Node, attrs: Mapping[str, object]):
     from elvin.subscription.reference import evaluate
     try:
         return evaluate(node, attrs)
-    except Exception:  # a tree the interpreter cannot read: decide nothing
+    except Exception:  # noqa: BLE001 - a tree the interpreter cannot read: decide nothing
         return _UNKNOWN

@@ -65,7 +65,7 @@ class StateDir:
             raise StateError(f"state directory {directory} is not a directory")
         lock_path = directory / cls.LOCK_NAME
         try:
-            fh = open(lock_path, "a+")   # noqa: SIM115 - held for the process's life
+            fh = open(lock_path, "a+")   # held for the process's life
         except OSError as exc:
             fix = ("mount it read-write, or choose another --state-dir" if exc.errno == errno.EROFS
                    else f"give it to the user {owner} runs as")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import logging
 import threading
 import time
 import weakref
@@ -44,6 +45,8 @@ from elvin.client.connection import emit_frame, write_frames
 from elvin.keys import Keys
 from elvin.quenching import Wanted
 
+log = logging.getLogger("elvin.client")
+
 __all__ = ["SyncConnection", "SyncQuench", "SyncSubscription", "connect", "unotify"]
 
 _loop_lock = threading.Lock()
@@ -61,7 +64,7 @@ SEND_HIGH_WATER = 256 * 1024
 def _background_loop() -> asyncio.AbstractEventLoop:
     global _loop, _thread
     with _loop_lock:
-        if _loop is None or not _thread.is_alive():
+        if _loop is None or _thread is None or not _thread.is_alive():
             loop = asyncio.new_event_loop()
             started = threading.Event()
 
@@ -86,7 +89,7 @@ def _run(coro, timeout: float | None = None) -> Any:
     future = asyncio.run_coroutine_threadsafe(coro, loop)
     try:
         return future.result(timeout)
-    except BaseException:
+    except BaseException:  # the caller's wait ends however: cancel, re-raise
         future.cancel()
         raise
 
@@ -387,7 +390,7 @@ class SyncConnection:
                         return
                     self._cond.notify_all()
                 await write_frames(self.connection, b"".join(batch))
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - kept, raised in the caller's thread
             with self._cond:
                 self._send_error = exc
                 self._outbox = []
@@ -485,8 +488,8 @@ class SyncConnection:
             return CloseReason("closed")
         try:
             self.flush()
-        except Exception:
-            pass
+        except Exception:  # closing anyway: what could not be sent is lost
+            log.debug("close: the last flush failed", exc_info=True)
         reason = _run(self.connection.close(), self._wait)
         for wrapper in self._views:
             wrapper._stream.end()
@@ -510,7 +513,7 @@ def _close_all() -> None:
     """At interpreter exit, close what is still open (DisconnRqst), briefly."""
     for conn in list(_open_connections):
         if conn.connection.state == "open":
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 _run(conn.connection.close(timeout=1), 2)
 
 

@@ -130,14 +130,14 @@ def format_value(value: Value) -> str:
     """The text form of one value; ``TypeError``/``ValueError`` if it is not one."""
     kind = check_value("value", value)
     if kind is ElvinType.INT32:
-        return str(int(value))  # type: ignore[arg-type]
+        return str(int(value))
     if kind is ElvinType.INT64:
-        return f"{int(value)}L"  # type: ignore[arg-type]
+        return f"{int(value)}L"
     if kind is ElvinType.REAL64:
-        return _format_real(float(value))  # type: ignore[arg-type]
+        return _format_real(float(value))
     if kind is ElvinType.STRING:
         return _format_string(str(value))
-    return "[" + bytes(value).hex(" ") + "]"  # type: ignore[arg-type]
+    return "[" + bytes(value).hex(" ") + "]"  # type: ignore[arg-type]  # the remaining kind is OPAQUE: a buffer
 
 
 def _format_real(value: float) -> str:
@@ -436,7 +436,8 @@ class NotificationReader:
                 assert error is not None
                 raise error
             self._pending.append(line)
-            return self._parse_pending()
+            self._parse_pending()
+            return None
         if stripped == TERMINATOR:
             if self._skipping:
                 self._reset()
@@ -448,7 +449,8 @@ class NotificationReader:
             return None
         self._pending = [line]
         self._pending_line = self.line_number
-        return self._parse_pending()
+        self._parse_pending()
+        return None
 
     def finish(self) -> dict[str, Value] | None:
         """End of input: the unterminated last notification, if any."""
@@ -518,5 +520,5 @@ def parse_notifications(text_or_lines: str | Iterable[str]) -> list[dict[str, Va
         if lines and lines[-1] == "":
             lines.pop()
     else:
-        lines = text_or_lines  # type: ignore[assignment]
+        lines = text_or_lines  # type: ignore[assignment]  # any iterable of lines
     return list(NotificationReader().read(lines))

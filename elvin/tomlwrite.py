@@ -13,7 +13,8 @@ lines (with comments).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TypeGuard
 
 __all__ = ["dumps", "edit", "toml_string", "toml_value"]
 
@@ -70,7 +71,7 @@ def toml_value(value: object) -> str:
     raise TypeError(f"cannot write {type(value).__name__} as TOML")
 
 
-def _is_table_array(value: object) -> bool:
+def _is_table_array(value: object) -> TypeGuard[Sequence[Mapping[str, object]]]:
     return isinstance(value, (list, tuple)) and bool(value) and \
         all(isinstance(v, Mapping) for v in value)
 
@@ -85,7 +86,7 @@ def dumps(document: Mapping[str, object]) -> str:
 
 
 def _table(table: Mapping[str, object], prefix: str, lines: list[str]) -> None:
-    deferred = []
+    deferred: list[tuple[str, Sequence[Mapping[str, object]]]] = []
     for key, value in table.items():
         if value is None:
             continue
@@ -95,7 +96,7 @@ def _table(table: Mapping[str, object], prefix: str, lines: list[str]) -> None:
             lines.append(f"{_key(key)} = {toml_value(value)}")
     for key, items in deferred:
         name = f"{prefix}.{_key(key)}" if prefix else _key(key)
-        for item in items:  # type: ignore[union-attr]
+        for item in items:
             lines.append("")
             lines.append(f"[[{name}]]")
             _table(item, name, lines)

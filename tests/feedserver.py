@@ -183,7 +183,7 @@ class FeedServer:
             def log_message(self, *args) -> None:   # quiet: the log list is the record
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 with server._lock:
                     res = server._resources.get(path)

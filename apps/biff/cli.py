@@ -121,7 +121,7 @@ async def run(biff, url: str | list[str], default_text: str, screenshot: Path | 
         await manager.wait_connected(CONNECT_TIMEOUT)
     except TimeoutError:
         error = manager.last_error or f"no answer within {CONNECT_TIMEOUT:g} s"
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
             await manager.stop()
         where = url if isinstance(url, str) else " or ".join(url)
         return _fail(f"cannot reach the Elvin router at {where}: {error}", EXIT_UNREACHABLE)
@@ -151,9 +151,9 @@ async def run(biff, url: str | list[str], default_text: str, screenshot: Path | 
         return await run_window(window, (lambda: take_screenshot(window, screenshot))
                                 if screenshot is not None else None)
     finally:
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
             await qbiff.close()
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
             await manager.stop()
         if tray is not None:
             tray.icon.hide()

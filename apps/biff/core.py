@@ -230,7 +230,7 @@ class Biff:
             self._subscription = await connection.subscribe(
                 protocol.subscription(self.domain), listener=self._on_notification,
                 buffer_size=0)
-        except BaseException:
+        except BaseException:  # detached however; re-raised
             await self._detach(close_subscription=False)
             raise
         await self._send(INITIAL)
@@ -262,7 +262,7 @@ class Biff:
         if sub is not None:
             sub.remove_listener(self._on_notification)
             if close_subscription and conn is not None and conn.is_open:
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                     await sub.close()
 
     # ======================================================================
@@ -322,7 +322,7 @@ class Biff:
             if changed:
                 self._changed()
             return changed
-        except Exception:  # noqa: BLE001 - a biff must survive any input
+        except Exception:  # a biff must survive any input
             log.exception("presence notification ignored")
             self.ignored += 1
             return False
@@ -419,7 +419,7 @@ class Biff:
         for fn in list(self._listeners):
             try:
                 fn(self)
-            except Exception:  # noqa: BLE001 - a bad listener must not stop the biff
+            except Exception:  # a bad listener must not stop the biff
                 log.exception("biff listener %r raised", fn)
 
     def _cancel_timer(self, name: str) -> None:

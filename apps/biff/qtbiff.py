@@ -63,7 +63,7 @@ class QtBiff(QObject):
     def count(self) -> int:
         return self._biff.count
 
-    def isActive(self) -> bool:  # noqa: N802 (Qt naming)
+    def isActive(self) -> bool:
         return self._biff.is_active
 
     # -- control --------------------------------------------------------------------
@@ -77,7 +77,7 @@ class QtBiff(QObject):
                 log.warning("biff could not start: %s", exc)
                 self.error.emit(str(exc))
 
-    def setActive(self, active: bool, text: str = "") -> None:  # noqa: N802 (Qt naming)
+    def setActive(self, active: bool, text: str = "") -> None:
         """For slots: become active (with ``text``) or idle."""
         self._spawn(self._biff.activate(text) if active else self._biff.deactivate())
 

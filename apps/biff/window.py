@@ -224,7 +224,7 @@ class CoffeeWindow(QWidget):
         """What the banner says while shown (tests)."""
         return self.banner.text() if self.banner.isVisibleTo(self) else ""
 
-    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+    def eventFilter(self, watched, event) -> bool:
         if watched is self.banner and event.type() == QEvent.Type.MouseButtonPress:
             self.banner.hide()
             return True
@@ -268,7 +268,7 @@ class CoffeeWindow(QWidget):
         # Enter starts a coffee, or while drinking updates where/when
         self.qbiff.setActive(True, self.where.text().strip())
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)
+    def closeEvent(self, event: QCloseEvent) -> None:
         if self.book is not None:
             self.book.save()
         self.closed.emit()

@@ -377,7 +377,7 @@ class BacktestDialog(QDialog):
         if path:
             self.archive_edit.setText(path)
 
-    def closeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+    def closeEvent(self, event) -> None:
         self.cancel()
         super().closeEvent(event)
 

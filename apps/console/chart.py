@@ -142,7 +142,7 @@ class TimeSeriesChart(QWidget):
         self.setMinimumSize(240, 110)   # four fit in a 1024x768 screen's console
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
 
-    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+    def sizeHint(self) -> QSize:
         return QSize(420, 200)
 
     def set_data(self, data: Sequence[Sequence[Point]]) -> None:
@@ -153,7 +153,7 @@ class TimeSeriesChart(QWidget):
         points = self.data[index] if index < len(self.data) else []
         return next((v for _t, v in reversed(points) if math.isfinite(v)), None)
 
-    def paintEvent(self, event) -> None:  # noqa: N802 (Qt API)
+    def paintEvent(self, event) -> None:
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         try:

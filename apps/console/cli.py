@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return await run(args, workspace, Path(workspace_path) if workspace_path else None,
                              buffer)
-        except Exception:  # noqa: BLE001 - the exit status says "other failure"
+        except Exception:  # the exit status says "other failure"
             log.exception("elvin-console failed")
             return EXIT_FAILURE
 
@@ -156,9 +156,11 @@ async def run(args: argparse.Namespace, workspace, path: Path | None, buffer: in
     finally:
         if not args.screenshot:           # the next start comes back to this
             from elvin_apps.console.session import save_session
-            with contextlib.suppress(Exception):
+            try:
                 save_session(window.workspace(), window.path)
-        with contextlib.suppress(Exception):
+            except Exception:  # exiting: a session that cannot be saved must not stop it
+                log.warning("the session could not be saved to %s", window.path, exc_info=True)
+        with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
             await window.shutdown()
         if router is not None:
             await asyncio.get_running_loop().run_in_executor(None, router.stop)

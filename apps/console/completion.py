@@ -150,7 +150,7 @@ class NameCompleter(QObject):
             self.completer.popup().verticalScrollBar().sizeHint().width() + 12
         self.completer.complete(QRect(x, 0, width, self.edit.height() + 1))
 
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
         if obj is not self.edit or event.type() != QEvent.Type.KeyPress:
             return False
         key_event: QKeyEvent = event  # type: ignore[assignment]

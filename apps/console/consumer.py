@@ -80,14 +80,14 @@ class StayOpenMenu(QMenu):
     """A menu of check boxes that stays open while the user ticks several
     (a plain QMenu closes after each click)."""
 
-    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt API)
+    def mouseReleaseEvent(self, event) -> None:
         action = self.actionAt(event.position().toPoint())
         if action is not None and action.isCheckable() and action.isEnabled():
             action.trigger()
             return
         super().mouseReleaseEvent(event)
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt API)
+    def keyPressEvent(self, event) -> None:
         action = self.activeAction()
         if event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Return, Qt.Key.Key_Enter) and \
                 action is not None and action.isCheckable() and action.isEnabled():

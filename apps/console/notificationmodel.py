@@ -178,13 +178,13 @@ class NotificationTableModel(QAbstractTableModel):
         return len(self.FIXED) + len(self._columns)
 
     # -- QAbstractTableModel -----------------------------------------------------------
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self.FIXED) + len(self._columns) + 1
 
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+    def headerData(self, section: int, orientation: Qt.Orientation,
                    role: int = Qt.ItemDataRole.DisplayRole):
         if orientation != Qt.Orientation.Horizontal:
             return None
@@ -297,7 +297,7 @@ class NotificationFilter(QSortFilterProxyModel):
         match = self._match
         return match is None or bool(match(record.text()))
 
-    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:  # noqa: N802
+    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
         match = self._match
         if match is None:
             return True

@@ -149,7 +149,7 @@ class RouterRegistry(QObject):
         if entry is None:
             return
         self.routersChanged.emit()
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
             await entry.manager.stop()
         entry.deleteLater()
 
@@ -158,7 +158,7 @@ class RouterRegistry(QObject):
 
     async def stop_all(self) -> None:
         for entry in list(self._entries.values()):
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await entry.manager.stop()
 
     async def clear(self) -> None:

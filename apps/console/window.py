@@ -97,7 +97,7 @@ class PaneDock(QDockWidget):
                          QDockWidget.DockWidgetFeature.DockWidgetFloatable)
         pane.titleChanged.connect(self.setWindowTitle)
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)
+    def closeEvent(self, event: QCloseEvent) -> None:
         self.closing.emit(self)
         super().closeEvent(event)
 
@@ -293,7 +293,7 @@ class MainWindow(QMainWindow):
                                         if isinstance(p, ConsumerPane)), None)
 
         async def finish() -> None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await pane.shutdown()
             if dock is not None:
                 self.dock_host.removeDockWidget(dock)
@@ -334,7 +334,7 @@ class MainWindow(QMainWindow):
         for pane in list(self.panes):
             dock = self.docks.pop(pane)
             self.panes.remove(pane)
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await pane.shutdown()
             self.dock_host.removeDockWidget(dock)
             dock.deleteLater()
@@ -434,12 +434,12 @@ class MainWindow(QMainWindow):
         self.routers_summary.setText(" · ".join(parts) or "no router")
         self.routers_summary.show()
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         if not self._sidebar_chosen:
             self.set_sidebar_shown(self.width() >= SIDEBAR_MIN_WIDTH, chosen=False)
 
-    def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if not getattr(self, "_arranged", False):
             self._arranged = True
@@ -566,13 +566,13 @@ class MainWindow(QMainWindow):
                           "statistics.")
 
     # -- closing -------------------------------------------------------------------------
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)
+    def closeEvent(self, event: QCloseEvent) -> None:
         self.closed.emit()
         super().closeEvent(event)
 
     async def shutdown(self) -> None:
         for pane in list(self.panes):
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await pane.shutdown()
         await self.registry.stop_all()
 

@@ -303,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(run(config, url, args))
     except KeyboardInterrupt:
         return EXIT_OK
-    except Exception as exc:  # noqa: BLE001 - the last resort: say it, exit 3
+    except Exception as exc:  # the last resort: say it, exit 3
         log.debug("filewatcher failed", exc_info=True)   # the traceback, for debugging
         print(f"filewatcher: {exc} (--log-level debug shows where)", file=sys.stderr)
         return EXIT_FAILURE

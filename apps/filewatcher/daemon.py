@@ -131,7 +131,7 @@ class FileWatcher:
             self._tasks = [asyncio.create_task(coro, name=_task_name(name))
                            for name, coro in loops.items()]
             self.reporter.write()
-        except BaseException:
+        except BaseException:  # closed however; re-raised
             await self.close()
             raise
         log.info("filewatcher %s connected to %s; roots: %s; unbounded subscriptions: %s",

@@ -116,7 +116,7 @@ class Intake:
         for event in self.coalescer.due(asyncio.get_running_loop().time()):
             try:
                 self.emit(event)
-            except Exception:  # noqa: BLE001 - one odd event must not stop the rest
+            except Exception:  # one odd event must not stop the rest
                 log.exception("could not report %s", event)
         if self.snapshots.over_limit:
             self.chores.want_rescan("memory limit")

@@ -69,7 +69,7 @@ class RouterLink:
                                           logger=log,
                                           resumed="watching only what subscriptions ask for")
             await self._quench.ask()
-        except BaseException:
+        except BaseException:  # closed however; re-raised
             await self.close()
             raise
 
@@ -77,7 +77,7 @@ class RouterLink:
         if self._quench is not None:
             await self._quench.close()
         if self.conn is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await self.conn.close()
 
     # -- state -----------------------------------------------------------------------

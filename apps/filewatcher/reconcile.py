@@ -141,7 +141,7 @@ class Reconciler:
                     await self.reconcile()
                 except asyncio.CancelledError:
                     raise
-                except Exception:  # noqa: BLE001 - keep the daemon alive, say why
+                except Exception:  # keep the daemon alive, say why
                     log.exception("re-planning the watches failed")
 
     def _analyse(self, term_id: Any, ast: Node) -> TermPaths:

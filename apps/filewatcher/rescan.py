@@ -66,7 +66,7 @@ class Rescanner:
                     await self.rescan(reasons)
                 except asyncio.CancelledError:
                     raise
-                except Exception:  # noqa: BLE001
+                except Exception:  # a failed re-scan must not stop the next; logged
                     log.exception("re-scan failed")
 
     async def rescan(self, reason: str = "requested") -> int:

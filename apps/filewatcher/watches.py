@@ -190,7 +190,7 @@ def _inotify_observer_class() -> type | None:
             self.unreadable: list[str] = []
             try:
                 super().__init__(path, recursive=recursive, event_mask=event_mask)
-            except BaseException:
+            except BaseException:  # no descriptor leaks; re-raised
                 for name in ("_inotify_fd", "_kill_r", "_kill_w"):
                     fd = getattr(self, name, None)
                     if fd is not None:
@@ -264,7 +264,7 @@ def _inotify_observer_class() -> type | None:
                 for callback in callbacks:
                     try:
                         callback()
-                    except Exception:  # noqa: BLE001 - never kill the reader thread
+                    except Exception:  # never kill the reader thread
                         log.exception("overflow callback failed")
             yield wd, mask, cookie, name
 

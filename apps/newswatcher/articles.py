@@ -243,7 +243,7 @@ def _plain(value: object, limit: int) -> str:
             parser.feed(value[:200_000])
             parser.close()
             value = "".join(parser.parts)
-        except Exception:  # noqa: BLE001 - fall back to the raw text
+        except Exception:  # noqa: BLE001, S110 - any parser failure: fall back to the raw text
             pass
     return _text(value, limit)
 

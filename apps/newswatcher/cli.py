@@ -310,7 +310,7 @@ def _lock(data_dir: Path):
     import fcntl
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
-        fh = open(data_dir / "lock", "a")   # noqa: SIM115 - held for the daemon's life
+        fh = open(data_dir / "lock", "a")   # held for the daemon's life
     except OSError as exc:
         raise os_error("use the data directory", exc, data_dir) from None
     try:
@@ -355,7 +355,7 @@ async def serve(config, url: str | list[str], data_dir: Path, extra_feeds: list,
             await watcher.stop()
             failure = connect_failure(url, exc, f"cannot reach the Elvin router at {url}: ")
             return _fail(failure.message, failure.status)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # startup's last resort: logged, stopped, reported
             log.debug("startup failed", exc_info=True)   # the traceback, for debugging
             await watcher.stop()
             return _fail(f"startup failed: {exc} (--log-level debug shows where)",

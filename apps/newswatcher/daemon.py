@@ -123,7 +123,7 @@ class FeedRunner:
                 await self.poll_once()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - one feed must never stop the others
+            except Exception:  # one feed must never stop the others
                 log.exception("feed %s: unexpected error", self.feed.name)
                 self._failed("internal error (see log)", None)
             finally:
@@ -302,7 +302,7 @@ class NewsWatcher:
             await self._quench.close()
         self.state.flush()
         if self.conn is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await asyncio.wait_for(self.conn.close(), 5.0)
         self._write_status(running=False)
         self._stopped.set()

@@ -272,7 +272,7 @@ class Fetcher:
             raise FetchError("network", f"connection to {host} failed: {exc}") from None
         finally:
             writer.close()
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await asyncio.wait_for(writer.wait_closed(), 1.0)
 
 

@@ -150,10 +150,10 @@ async def run(args: argparse.Namespace, config, url: str | list[str], chosen: bo
             window, manager, controller, Path(args.screenshot))) if args.screenshot else None)
     finally:
         await controller.close()
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
             await manager.stop()
         if history is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 history.close()
         if router is not None:
             router.stop()

@@ -203,7 +203,7 @@ class TickerController(QObject):
                 self.notifier.notify(message)
             emit(self.messageReceived, message)
             return message
-        except Exception:  # noqa: BLE001 - log and carry on
+        except Exception:  # log and carry on
             log.exception("could not handle a notification")
             self.rejected += 1
             return None
@@ -244,7 +244,7 @@ class TickerController(QObject):
         if self.history is not None:
             try:
                 self.history.flush()
-            except Exception:  # noqa: BLE001 - a full disk must not stop the ticker
+            except Exception:  # a full disk must not stop the ticker
                 log.exception("could not write the history")
 
     # -- settings --------------------------------------------------------------
@@ -314,7 +314,7 @@ class TickerController(QObject):
             except (ElvinError, OSError) as exc:
                 log.warning("could not update subscriptions: %s", exc)
                 emit(self.problem, f"Could not update subscriptions: {exc}")
-            except Exception:  # noqa: BLE001
+            except Exception:  # one update's failure must not stop the ticker; logged
                 log.exception("subscription update failed")
 
     async def _sync(self, conn: Any) -> None:
@@ -410,7 +410,7 @@ class TickerController(QObject):
     def _on_quench_event(self, event: Any) -> None:
         try:
             self.known.apply(event)
-        except Exception:  # noqa: BLE001
+        except Exception:  # a bad quench event must not stop the ticker; logged
             log.exception("bad quench event")
         emit(self.knownGroupsChanged)
 
@@ -574,7 +574,7 @@ class TickerController(QObject):
         self.flush_history()
         if self._sync_task is not None and not self._sync_task.done():
             self._sync_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # closing anyway: how it fails changes nothing
                 await self._sync_task
 
 

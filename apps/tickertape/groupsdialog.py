@@ -232,7 +232,7 @@ class GroupsDialog(QDialog):
     def extra_subscription(self) -> str:
         return _editor_text(self.extra_edit)
 
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
+    def keyPressEvent(self, event: QKeyEvent) -> None:
         """Return in a row's field finishes that field (on to the next one),
         as in a spreadsheet; it does not close the dialog half-filled."""
         focus = self.focusWidget()

@@ -292,7 +292,7 @@ class TickerMobility(QObject):
                 conn, specs, client_id=self.client_id, timeout=5.0,
                 proxy_key=self._proxy_key,
                 previous_secret=standby.secret if standby is not None else None)
-        except BaseException:
+        except BaseException:  # the state is put back however; re-raised
             self.state = "connected"
             raise
         await self.manager.stop()
@@ -337,7 +337,7 @@ class TickerMobility(QObject):
             # the controller resubscribes on "connected": wait for it, so that
             # anything sent from now on arrives live (the paper's step 2)
             await self.controller.wait_synced(timeout)
-        except BaseException:
+        except BaseException:  # as above
             self.state = "moved-out" if self.manager.connection is None else "connected"
             raise
         ticket, self.ticket = self.ticket, None
@@ -456,7 +456,7 @@ class TickerMobility(QObject):
             self.request_move_out()
 
     def _watch_logind(self) -> None:
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # no QtDBus or no system bus: no suspend watch
             from PySide6.QtDBus import QDBusConnection
             bus = QDBusConnection.systemBus()
             if not bus.isConnected():

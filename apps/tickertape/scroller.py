@@ -215,7 +215,7 @@ class ScrollerWidget(QWidget):
     def set_speed(self, speed: float) -> None:
         self.speed = max(1.0, float(speed))
 
-    def setFont(self, font: QFont) -> None:  # noqa: N802 - Qt override
+    def setFont(self, font: QFont) -> None:
         super().setFont(font)
         self._cache.clear()
         if hasattr(self, "lane"):
@@ -223,10 +223,10 @@ class ScrollerWidget(QWidget):
                 self.lane.resize_item(entry.uid, None)
         self.updateGeometry()
 
-    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+    def sizeHint(self) -> QSize:
         return QSize(800, self._line_height())
 
-    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+    def minimumSizeHint(self) -> QSize:
         return QSize(120, self._line_height())
 
     def _line_height(self) -> int:
@@ -326,7 +326,7 @@ class ScrollerWidget(QWidget):
         self._cache[entry.uid] = (entry.version, pixmap)
         return pixmap
 
-    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, event: QPaintEvent) -> None:
         started = time.perf_counter()
         painter = QPainter(self)
         painter.fillRect(self.rect(), self.background)
@@ -412,7 +412,7 @@ class ScrollerWidget(QWidget):
 
     idle_text = "No messages yet — double-click or press Ctrl+N to send one"
 
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event: QResizeEvent) -> None:
         self.lane.set_view_width(event.size().width())
         self._fit_badge_slot()
         self._start()
@@ -423,27 +423,27 @@ class ScrollerWidget(QWidget):
         item = self.lane.item_at(x)
         return self.model.entry(item.uid) if item is not None else None
 
-    def enterEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+    def enterEvent(self, event: QEvent) -> None:
         self._hover = True
         self._fit_badge_slot()
         self.update()
         super().enterEvent(event)
 
-    def leaveEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+    def leaveEvent(self, event: QEvent) -> None:
         self._hover = False
         self._fit_badge_slot()
         self._start()
         self.update()
         super().leaveEvent(event)
 
-    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+    def mousePressEvent(self, event: QMouseEvent) -> None:
         if event.button() == Qt.MouseButton.LeftButton:
             self._press_x = event.position().x()
             self._last_drag_x = self._press_x
             self._dragging = False
         super().mousePressEvent(event)
 
-    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
         if self._press_x is not None and event.buttons() & Qt.MouseButton.LeftButton:
             x = event.position().x()
             if not self._dragging and abs(x - self._press_x) >= DRAG_THRESHOLD:
@@ -459,7 +459,7 @@ class ScrollerWidget(QWidget):
                            else Qt.CursorShape.ArrowCursor)
         super().mouseMoveEvent(event)
 
-    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
         if event.button() == Qt.MouseButton.LeftButton and self._press_x is not None:
             if not self._dragging:
                 item = self.lane.item_at(event.position().x())
@@ -491,7 +491,7 @@ class ScrollerWidget(QWidget):
         emit(self.urlOpened, url)
         return True
 
-    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
         self._click_timer.stop()
         self._pending_click = None
         entry = self.entry_at(event.position().x())
@@ -500,7 +500,7 @@ class ScrollerWidget(QWidget):
         else:
             emit(self.composeRequested)
 
-    def contextMenuEvent(self, event: QContextMenuEvent) -> None:  # noqa: N802 - Qt override
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
         menu = self.context_menu(event.pos().x())
         if menu is not None:
             self._menu_open = True

@@ -79,7 +79,7 @@ class NoticeLabel(QLabel):
         self.full_text = ""
         self.setCursor(Qt.CursorShape.PointingHandCursor)
 
-    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+    def mousePressEvent(self, event: QMouseEvent) -> None:
         if self.full_text and event.button() == Qt.MouseButton.LeftButton:
             QMessageBox.information(self.window(), "Tickertape", self.full_text)
             return
@@ -544,7 +544,7 @@ class TickerWindow(QWidget):
             self.show_notice(f"Settings not saved: {exc}", error=True)
 
     # -- window ------------------------------------------------------------------
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.status and event.type() == QEvent.Type.MouseButtonPress:
             handle = self.windowHandle()
             if handle is not None and event.button() == Qt.MouseButton.LeftButton:
@@ -552,7 +552,7 @@ class TickerWindow(QWidget):
                 return True
         return super().eventFilter(watched, event)
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+    def closeEvent(self, event: QCloseEvent) -> None:
         self.controller.flush_history()
         if self.history_window is not None:
             self.history_window.close()

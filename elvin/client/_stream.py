@@ -28,7 +28,7 @@ def call_listener(fn: Callable, *args: Any) -> None:
     Exceptions are logged, never propagated into the protocol machinery."""
     try:
         result = fn(*args)
-    except Exception:
+    except Exception:  # a listener's bug must not stop delivery; logged
         log.exception("listener %r raised", fn)
         return
     if result is not None and _isawaitable(result):
@@ -69,7 +69,7 @@ class EventStream:
         for fn in self._listeners:
             try:
                 result = fn(item)
-            except Exception:
+            except Exception:  # as above
                 log.exception("listener %r raised", fn)
                 continue
             if result is not None and _isawaitable(result):

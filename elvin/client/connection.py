@@ -271,7 +271,7 @@ class Connection:
         self._closed = asyncio.get_running_loop().create_future()
         try:
             await self._open_first()
-        except BaseException as exc:
+        except BaseException as exc:  # closed however the open failed; re-raised
             self.state = "closed"
             if not self._closed.done():
                 self._closed.set_result(CloseReason("lost", f"connection failed: {exc}",
@@ -310,12 +310,12 @@ class Connection:
             session.abort(CloseReason("lost", "connection refused"))
             Redirected.check(exc)
             raise
-        except BaseException:
+        except BaseException:  # the session is aborted however; re-raised
             session.abort(CloseReason("lost", "connection attempt failed"))
             raise
         options = dict(reply.options)
         if self.options_check is not None and not self.options_check(options):
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # refusing anyway: a failed goodbye changes nothing
                 await self._request(session, pk.DisconnRqst, (pk.DisconnRply,),
                                     timeout=min(self.timeout, 2))
             session.abort(CloseReason("closed", "connection options rejected"))
@@ -378,7 +378,7 @@ class Connection:
                 log.warning("unexpected %s from the router; ignored", type(packet).__name__)
                 return
             handler(self, session, packet)
-        except Exception:
+        except Exception:  # one packet's failure must not end the connection; logged
             log.exception("error handling %s", type(packet).__name__)
 
     def _on_reply(self, session: Session, packet) -> None:

@@ -59,7 +59,7 @@ class QuenchTerm:
             from elvin.subscription import compile as compile_subscription
             try:
                 self._compiled = compile_subscription(self.ast)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the router's tree: unknown means may match
                 self._compiled = None
         return self._compiled
 
@@ -72,7 +72,7 @@ class QuenchTerm:
             try:
                 from elvin.subscription import required_names
                 self._required = frozenset(required_names(self.ast))
-            except Exception:
+            except Exception:  # noqa: BLE001 - the router's tree: no names known
                 self._required = frozenset()
         return self._required
 
@@ -85,7 +85,7 @@ class QuenchTerm:
             return True
         try:
             return compiled.evaluate(attributes) is True
-        except Exception:
+        except Exception:  # noqa: BLE001 - an evaluation failure: may match
             return True
 
 

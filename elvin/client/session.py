@@ -158,7 +158,7 @@ class Session(asyncio.Protocol):
             if type(packet) is pk.NotifyDeliver:
                 try:
                     deliver(packet)
-                except Exception:
+                except Exception:  # a listener's bug must not stop delivery; logged
                     log.exception("error handling NotifyDeliver")
             else:
                 dispatch(self, packet)

@@ -301,7 +301,7 @@ def _first_usable(urls: list[str]) -> str | None:
     for url in urls:
         try:
             uri = parse_uri(url)
-        except Exception:  # noqa: BLE001 - an advertised URL we cannot read
+        except Exception:  # noqa: BLE001, S112 - an advertised URL we cannot read
             continue
         if uri.protocol[0] in ("tcp", "ssl") and uri.protocol[-1] == "xdr":
             return url

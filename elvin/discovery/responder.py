@@ -178,7 +178,7 @@ class DiscoveryResponder(asyncio.DatagramProtocol):
         loop = asyncio.get_running_loop()
         sock = self._sock = listening_socket(self.address, self.port, self.interface)
         transport, _ = await loop.create_datagram_endpoint(lambda: self, sock=sock)
-        self._transport = transport  # type: ignore[assignment]
+        self._transport = transport
         if not self.multicast:
             self.port = sock.getsockname()[1]   # port 0 -> the real one
         log.info("discovery: answering on %s:%d for scope %r%s", self.address, self.port,
@@ -202,7 +202,7 @@ class DiscoveryResponder(asyncio.DatagramProtocol):
             return
         if self.multicast and self.max_locality_sent is not None:
             try:
-                set_ttl(self._sock, self.max_locality_sent)  # type: ignore[arg-type]
+                set_ttl(self._sock, self.max_locality_sent)  # type: ignore[arg-type]  # the socket is there while multicasting
                 transport.sendto(encode(SvrAdvtClose(self.server_name)),
                                  (self.address, self.port))
             except OSError as exc:
@@ -221,7 +221,7 @@ class DiscoveryResponder(asyncio.DatagramProtocol):
             self.requests += 1
             key = (self.address, self.port) if self.multicast else addr
             self._request(key, packet.locality)
-        except Exception:  # noqa: BLE001 - never let one datagram stop the responder
+        except Exception:  # never let one datagram stop the responder
             log.exception("discovery: failed to answer %s", addr)
 
     def error_received(self, exc: Exception) -> None:
@@ -270,7 +270,7 @@ class DiscoveryResponder(asyncio.DatagramProtocol):
         if self.multicast:
             if all(_is_loopback(_host_of(u)) for u in advert.uris):
                 locality = 0   # loopback endpoints are of no use off this host
-            set_ttl(self._sock, locality)  # type: ignore[arg-type]
+            set_ttl(self._sock, locality)  # type: ignore[arg-type]  # as above
             if self.max_locality_sent is None or locality > self.max_locality_sent:
                 self.max_locality_sent = locality
         try:

@@ -67,7 +67,7 @@ def multicast_socket(group: str, port: int, interface: str = "",
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, _interface(interface))
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
         sock.setblocking(False)
-    except BaseException:
+    except BaseException:  # no socket leaks; re-raised
         sock.close()
         raise
     return sock
@@ -80,7 +80,7 @@ def unicast_socket(host: str = "", port: int = 0) -> socket.socket:
     try:
         sock.bind((host, port))
         sock.setblocking(False)
-    except BaseException:
+    except BaseException:  # no socket leaks; re-raised
         sock.close()
         raise
     return sock

@@ -129,7 +129,7 @@ class Connector:
                 self._failed(f"no answer within {service.config.connect_timeout:g} s")
             except OSError as exc:
                 self._failed(dial_error(exc, uri.secure))
-            except Exception as exc:       # RouterStartError: tls_ca cannot be loaded
+            except Exception as exc:  # noqa: BLE001 - RouterStartError (tls_ca unreadable): reported
                 self._failed(str(exc), self._tls_retries)
             if link is not None:
                 self.link = link
@@ -158,7 +158,7 @@ class Connector:
         self.task.cancel()
         try:
             await self.task
-        except (asyncio.CancelledError, Exception):
-            pass
+        except (asyncio.CancelledError, Exception):  # stopping: whatever it ended with
+            log.debug("federation: connector task ended", exc_info=True)
         if self.link is not None:
             self.link.close(DisconnReason.SHUTDOWN, "router shutting down")

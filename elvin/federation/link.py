@@ -101,7 +101,7 @@ def _decode_and_build(body: bytes, limits: Limits, max_terms: int,
     plain, groups = split_groups(packet.pull_filter)  # type: ignore[attr-defined]
     try:
         return packet, build_pull_matcher(plain, max_terms), plain, groups
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the peer's filter: answered as an error
         return packet, exc, plain, groups  # type: ignore[return-value]
 
 
@@ -648,7 +648,7 @@ class Link(asyncio.Protocol):
         plain, groups = split_groups(p.pull_filter)
         try:
             matcher.update(plain, self.service.config.max_disjuncts * 2)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the peer's filter: answered as an error
             self._answer_sub_replace(p, exc, plain, groups)
         else:
             self._answer_sub_replace(p, matcher, plain, groups)

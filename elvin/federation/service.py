@@ -334,8 +334,8 @@ class FederationService:
         for server in servers:
             try:
                 await asyncio.wait_for(server.wait_closed(), 1.0)
-            except Exception:
-                pass
+            except Exception:  # stopping: closed anyway
+                log.debug("federation: a listener did not close cleanly", exc_info=True)
 
     async def reconfigure(self, config: FederationConfig) -> None:
         """Apply a new ``[federation]`` section: listeners and outgoing links
@@ -367,7 +367,7 @@ class FederationService:
             for uri in config.listen:
                 try:
                     await self._listen(uri)
-                except Exception as exc:        # RouterStartError
+                except Exception as exc:  # noqa: BLE001 - RouterStartError: logged, keep serving
                     log.error("federation: %s", exc)
         self._say_who_may_link(config)
         keep: list[Connector] = []

@@ -487,7 +487,7 @@ class MobileConnection:
         for fn in list(self._listeners):
             try:
                 fn(Notification(attrs, secure, None))
-            except Exception:  # noqa: BLE001 - one listener must not stop delivery
+            except Exception:  # one listener must not stop delivery
                 log.exception("listener %r raised", fn)
 
     def _buffered_secure(self, sub_ids: Sequence[int]) -> bool:
@@ -619,7 +619,7 @@ class MobileConnection:
                 raise
             self._set_secret(ticket.secret)
             self._detach(ticket)
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await conn.close(timeout=self.timeout)
             return ticket
 

@@ -236,7 +236,7 @@ class MobilityProxy:
         if self.channel is not None:
             self.channel.on_delivered = self.channel.raw_deliver = None
         if self.connection is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await self.connection.close(timeout=2)
         if self.store is not None:
             self.store.close()
@@ -920,7 +920,7 @@ class MobilityProxy:
                 key = await hello(conn, previous, timeout)
             return await action(conn, key)
         finally:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await conn.close(timeout=2)
 
     async def _fetch(self, previous: str, from_url: str | None, via: str, client_id: str,

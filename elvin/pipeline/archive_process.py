@@ -63,7 +63,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from elvin.fileutil import make_directory
 from elvin.pipeline.archive_modes import PRIVATE_DIRECTORY
@@ -185,7 +185,7 @@ class ArchiveProcess:
                  json.dumps(config)],
                 pass_fds=(data_r, result_w), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, start_new_session=True)
-        except BaseException:
+        except BaseException:  # no descriptor leaks; re-raised
             for fd in (data_r, data_w, result_r, result_w):
                 os.close(fd)
             raise
@@ -226,7 +226,7 @@ class ArchiveProcess:
         if len(buf) >= self.batch_rows:
             self._send()
         elif self._timer is None:
-            self._timer = self._loop.call_later(  # type: ignore[union-attr]
+            self._timer = self._loop.call_later(  # type: ignore[union-attr]  # started: the loop is set
                 self.send_interval, self._timed_send)
         return True
 
@@ -297,10 +297,10 @@ class ArchiveProcess:
             self._child_exited(exc)
             return
         if queue and not self._writing:
-            self._loop.add_writer(self._fd, self._write)  # type: ignore[union-attr]
+            self._loop.add_writer(self._fd, self._write)  # type: ignore[union-attr]  # as above
             self._writing = True
         elif not queue and self._writing:
-            self._loop.remove_writer(self._fd)  # type: ignore[union-attr]
+            self._loop.remove_writer(self._fd)  # type: ignore[union-attr]  # as above
             self._writing = False
 
     def _stop_watching(self) -> None:
@@ -467,6 +467,7 @@ def _child_main(data_fd: int, result_fd: int, directory: str, writer_options: di
                     writer.flush(0.05)
                 for row in map(ArchiveRow._make, rows):
                     block = row.block
+                    attrs: dict[str, Any]
                     if type(block) is int:          # withheld: its size only
                         attrs, size = {}, block
                     elif type(block) is bytes:
@@ -476,8 +477,8 @@ def _child_main(data_fd: int, result_fd: int, directory: str, writer_options: di
                             summary["undecodable"] += 1
                             continue
                         size = len(block)
-                    else:
-                        attrs, size = block, None
+                    else:           # not encodable: the router sent the dict itself
+                        attrs, size = cast("dict[str, Any]", block), None
                     append(ArchiveRecord(
                         attributes=attrs, producer=row.producer,
                         subscriptions=row.subscriptions, clients=row.clients,

@@ -438,7 +438,7 @@ class _Translator:
     def entry(self, node: Node) -> Column:
         if node.kind is not Kind.NAME:
             raise BacktestError(f"expected an attribute name, got {node.kind.name}")
-        return self.entries[node.value]  # type: ignore[index]
+        return self.entries[node.value]
 
     def value(self, node: Node) -> _TV:
         k = node.kind
@@ -448,11 +448,11 @@ class _Translator:
                        r64=e.getField("real64"), s=e.getField("string"),
                        o=e.getField("opaque"))
         if k is Kind.INT32:
-            return _TV(i32=_int_lit(node.value, "int"), const=node.value)  # type: ignore[arg-type]
+            return _TV(i32=_int_lit(node.value, "int"), const=node.value)
         if k is Kind.INT64:
-            return _TV(i64=_int_lit(node.value, "bigint"), const=node.value)  # type: ignore[arg-type]
+            return _TV(i64=_int_lit(node.value, "bigint"), const=node.value)
         if k is Kind.REAL64:
-            v = float(node.value)  # type: ignore[arg-type]
+            v = float(node.value)
             return _TV(r64=F.lit(v).cast("double"), const=v)
         if k is Kind.STRING:
             return _TV(s=F.lit(node.value), const=node.value)

@@ -118,7 +118,7 @@ def failure_reason(exc: BaseException) -> str:
             while cause is not None:
                 texts.append(str(cause.toString()))
                 cause = cause.getCause()
-        except Exception:  # noqa: BLE001 - the gateway may be gone: use the text
+        except Exception:  # noqa: BLE001, S110 - the gateway may be gone: use the text
             pass
     text = str(exc).strip()
     causes = [line.strip()[len("Caused by:"):].strip() for line in text.splitlines()
@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("elvin-pipeline: interrupted", file=sys.stderr)
         return EXIT_FAILURE
-    except Exception as exc:  # noqa: BLE001 -- Spark failures: say what, exit 3
+    except Exception as exc:  # Spark failures: say what, exit 3
         log.debug("failure", exc_info=True)
         print(f"elvin-pipeline: {args.command} failed: {failure_reason(exc)} "
               "(--log-level debug shows more)", file=sys.stderr)

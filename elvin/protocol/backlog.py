@@ -52,7 +52,13 @@ TEST_CONN_BODY = (63).to_bytes(4, "big")
 
 
 class Job(Protocol):
+    """What a backlog waits on (an ``asyncio.Future``, or a test's stand-in)."""
+
     def cancel(self) -> Any: ...
+
+    def exception(self) -> BaseException | None: ...
+
+    def result(self) -> Any: ...
 
 
 class Violation:

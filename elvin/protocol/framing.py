@@ -122,11 +122,13 @@ class FrameDecoder:
         return ProtocolError(f"stream out of sync after an earlier error: {self._error}",
                              None)
 
-    def _next_frames(self, data: bytes | bytearray | memoryview, max_frames: int) -> list:
+    def _next_frames(self, data: bytes | bytearray | memoryview,
+                     max_frames: int) -> list[bytes]:
         """Split off up to ``max_frames`` complete bodies (as bytes)."""
         if self._error is not None:
             raise self._out_of_sync()
         buf = self._buf
+        src: bytes | bytearray
         if buf:
             buf += data
             src = buf
@@ -134,7 +136,7 @@ class FrameDecoder:
             src = data if type(data) is bytes else bytes(data)
         end = len(src)
         pos = 0
-        out = []
+        out: list[bytes] = []
         u32 = _u32
         try:
             while end - pos >= 4 and len(out) < max_frames:

@@ -59,10 +59,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from elvin.errors import ProtocolError
-from elvin.keys import EMPTY_KEYS
+from elvin.keys import EMPTY_KEYS, Keys
 from elvin.protocol import packets as pk
 from elvin.protocol.limits import DEFAULT_LIMITS, LimitError, Limits
 from elvin.protocol.xdrprim import (
@@ -98,7 +98,7 @@ from elvin.protocol.xdrprim import (
     skip_attrs,
 )
 from elvin.subscription.ast import Kind, Node
-from elvin.values import INT32_MAX, INT32_MIN, Int64
+from elvin.values import INT32_MAX, INT32_MIN, Int64, Value
 
 __all__ = [
     "decode_ast",
@@ -132,6 +132,11 @@ _STRUCT_ERROR = struct.error
 _new_int64 = int.__new__   # Int64 without the range check: 8 bytes always fit
 
 _T = TypeVar("_T")
+#: a packet decoder: (data, offset, end, limits) -> (packet, offset after it)
+_Decoder = Callable[[bytes, int, int, Limits], tuple[pk.Packet, int]]
+#: a packet encoder; each takes the packet class it is registered for (so ``Any``:
+#: a callable of one subclass is not a callable of ``Packet``)
+_Encoder = Callable[[bytearray, Any], None]
 
 
 _KINDS: dict[int, Kind] = {int(k): k for k in Kind}
@@ -184,7 +189,7 @@ def _read_ast(data: bytes, o: int, end: int, limits: Limits,
             node = Node(kind)
         root = add_child(stack, node, _operator, o)
         if root is not None:
-            return root, o  # type: ignore[return-value]
+            return root, o
 
 
 # ==========================================================================
@@ -195,7 +200,7 @@ def _d_xid(data: bytes, o: int) -> tuple[int, int]:
     return _u32(data, o)[0], o + 4
 
 
-def _dec_unotify(data, o, end, limits):
+def _dec_unotify(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
     major, o = read_uint(data, o, "UNotify client_major_version", 255)
     minor, o = read_uint(data, o, "UNotify client_minor_version", 255)
     attrs, o = read_attrs(data, o, end, limits, "UNotify attributes")
@@ -204,7 +209,7 @@ def _dec_unotify(data, o, end, limits):
     return pk.UNotify(major, minor, attrs, insecure, keys), o
 
 
-def _dec_nack(data, o, end, limits):
+def _dec_nack(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
     xid, o = _d_xid(data, o)
     error, o = read_uint(data, o, "Nack error", 0xFFFF)
     message, o = read_string(data, o, end, "Nack message")
@@ -212,7 +217,7 @@ def _dec_nack(data, o, end, limits):
     return pk.Nack(xid, error, message, args), o
 
 
-def _dec_conn_rqst(data, o, end, limits):
+def _dec_conn_rqst(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
     xid, o = _d_xid(data, o)
     major, o = read_uint(data, o, "ConnRqst client_major_version", 255)
     minor, o = read_uint(data, o, "ConnRqst client_minor_version", 255)
@@ -222,24 +227,24 @@ def _dec_conn_rqst(data, o, end, limits):
     return pk.ConnRqst(xid, major, minor, options, nfn_keys, sub_keys), o
 
 
-def _options_decoder(cls):
+def _options_decoder(cls: Callable[..., pk.Packet]) -> _Decoder:
     label = f"{cls.__name__} options"
 
-    def decode(data, o, end, limits):
+    def decode(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
         xid, o = _d_xid(data, o)
         options, o = read_attrs(data, o, end, limits, label)
         return cls(xid, options), o
     return decode
 
 
-def _xid_decoder(cls):
-    def decode(data, o, end, limits):
+def _xid_decoder(cls: Callable[..., pk.Packet]) -> _Decoder:
+    def decode(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
         return cls(_u32(data, o)[0]), o + 4
     return decode
 
 
-def _xid_id64_decoder(cls):
-    def decode(data, o, end, limits):
+def _xid_id64_decoder(cls: Callable[..., pk.Packet]) -> _Decoder:
+    def decode(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
         xid, ident = _S_XID_ID64.unpack_from(data, o)
         return cls(xid, ident), o + 12
     return decode
@@ -248,21 +253,21 @@ def _xid_id64_decoder(cls):
 _S_XID_ID64 = struct.Struct(">IQ")
 
 
-def _empty_decoder(cls):
+def _empty_decoder(cls: Callable[..., pk.Packet]) -> _Decoder:
     instance = cls()
 
-    def decode(data, o, end, limits):
+    def decode(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
         return instance, o
     return decode
 
 
-def _dec_disconn(data, o, end, limits):
+def _dec_disconn(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
     (reason,) = _i32(data, o)
     args, o = read_string(data, o + 4, end, "Disconn args")
     return pk.Disconn(reason, args), o
 
 
-def _dec_sec_rqst(data, o, end, limits):
+def _dec_sec_rqst(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
     xid, o = _d_xid(data, o)
     add_nfn, o = read_keys(data, o, end, limits, "SecRqst add_nfn_keys")
     del_nfn, o = read_keys(data, o, end, limits, "SecRqst del_nfn_keys")
@@ -271,7 +276,7 @@ def _dec_sec_rqst(data, o, end, limits):
     return pk.SecRqst(xid, add_nfn, del_nfn, add_sub, del_sub), o
 
 
-def _dec_notify_emit(data, o, end, limits):
+def _dec_notify_emit(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
     attrs, o = read_attrs(data, o, end, limits, "NotifyEmit attributes")
     (flag,) = _u32(data, o)
     if flag > 1:
@@ -284,14 +289,14 @@ def _dec_notify_emit(data, o, end, limits):
     return pk.NotifyEmit(attrs, flag == 1, keys), o
 
 
-def _dec_notify_deliver(data, o, end, limits):
+def _dec_notify_deliver(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
     attrs, o = read_attrs(data, o, end, limits, "NotifyDeliver attributes")
     secure, o = read_id64s(data, o, end, limits, "NotifyDeliver secure_matches")
     insecure, o = read_id64s(data, o, end, limits, "NotifyDeliver insecure_matches")
     return pk.NotifyDeliver(attrs, secure, insecure), o
 
 
-def _dec_sub_add_rqst(data, o, end, limits):
+def _dec_sub_add_rqst(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
     xid, o = _d_xid(data, o)
     expr, o = read_string(data, o, end, "SubAddRqst expression")
     accept, o = read_bool(data, o, "SubAddRqst accept_insecure")
@@ -299,7 +304,7 @@ def _dec_sub_add_rqst(data, o, end, limits):
     return pk.SubAddRqst(xid, expr, accept, keys), o
 
 
-def _dec_sub_mod_rqst(data, o, end, limits):
+def _dec_sub_mod_rqst(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
     xid, sub_id = _S_XID_ID64.unpack_from(data, o)
     expr, o = read_string(data, o + 12, end, "SubModRqst expression")
     accept, o = read_bool(data, o, "SubModRqst accept_insecure")
@@ -308,7 +313,7 @@ def _dec_sub_mod_rqst(data, o, end, limits):
     return pk.SubModRqst(xid, sub_id, expr, accept, add_keys, del_keys), o
 
 
-def _dec_qnch_add_rqst(data, o, end, limits):
+def _dec_qnch_add_rqst(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
     xid, o = _d_xid(data, o)
     names, o = read_strings(data, o, end, limits, "QnchAddRqst names")
     insecure, o = read_bool(data, o, "QnchAddRqst deliver_insecure")
@@ -316,7 +321,7 @@ def _dec_qnch_add_rqst(data, o, end, limits):
     return pk.QnchAddRqst(xid, names, insecure, keys), o
 
 
-def _dec_qnch_mod_rqst(data, o, end, limits):
+def _dec_qnch_mod_rqst(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
     xid, quench_id = _S_XID_ID64.unpack_from(data, o)
     names_add, o = read_strings(data, o + 12, end, limits, "QnchModRqst names_add")
     names_del, o = read_strings(data, o, end, limits, "QnchModRqst names_del")
@@ -327,10 +332,10 @@ def _dec_qnch_mod_rqst(data, o, end, limits):
                        del_keys), o
 
 
-def _sub_notify_decoder(cls):
+def _sub_notify_decoder(cls: Callable[..., pk.Packet]) -> _Decoder:
     label = cls.__name__
 
-    def decode(data, o, end, limits):
+    def decode(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
         secure, o = read_id64s(data, o, end, limits, f"{label} secure_quench_ids")
         insecure, o = read_id64s(data, o, end, limits, f"{label} insecure_quench_ids")
         (term_id,) = _u64(data, o)
@@ -339,13 +344,13 @@ def _sub_notify_decoder(cls):
     return decode
 
 
-def _dec_sub_del_notify(data, o, end, limits):
+def _dec_sub_del_notify(data: bytes, o: int, end: int, limits: Limits) -> tuple[pk.Packet, int]:
     ids, o = read_id64s(data, o, end, limits, "SubDelNotify quench_ids")
     (term_id,) = _u64(data, o)
     return pk.SubDelNotify(ids, term_id), o + 8
 
 
-_DECODERS = {
+_DECODERS: dict[int, _Decoder] = {
     pk.PacketId.UNOTIFY: _dec_unotify,
     pk.PacketId.NACK: _dec_nack,
     pk.PacketId.CONN_RQST: _dec_conn_rqst,
@@ -402,7 +407,7 @@ CLIENT_PACKETS: PacketTable[pk.Packet] = PacketTable(
     _DECODERS,
     {int(pid): cls.__name__ for pid, cls in pk.PACKET_CLASSES.items()},
     frozenset(int(pid) for pid, cls in pk.PACKET_CLASSES.items()
-              if "xid" in cls.__dataclass_fields__))
+              if "xid" in cls.__slots__))     # (slotted dataclasses: the fields)
 
 
 def _annotate(exc: ProtocolError, data: bytes, pid: int | None,
@@ -415,7 +420,7 @@ def _annotate(exc: ProtocolError, data: bytes, pid: int | None,
 
 def decode_packet(data: bytes | bytearray | memoryview,
                   limits: Limits = DEFAULT_LIMITS,
-                  table: PacketTable[_T] = CLIENT_PACKETS) -> _T:  # type: ignore[assignment]
+                  table: PacketTable[_T] = CLIENT_PACKETS) -> _T:  # type: ignore[assignment]  # the default table's _T is Packet (no TypeVar defaults here)
     """Decode one XDR packet body (``pkt_id`` first, no frame header).
 
     Raises ``ProtocolError`` (``LimitError`` for limits) saying what is wrong
@@ -544,9 +549,13 @@ def split_notify_deliver(data: bytes, start: int, end: int,
 
 _NO_SECURE_ONE_INSECURE = _p_ii(0, 1)     # the two id-list counts of the usual tail
 _new_object = object.__new__
-_set_attributes = pk.NotifyDeliver.attributes.__set__        # type: ignore[attr-defined]
-_set_secure = pk.NotifyDeliver.secure_matches.__set__        # type: ignore[attr-defined]
-_set_insecure = pk.NotifyDeliver.insecure_matches.__set__    # type: ignore[attr-defined]
+# the slots' own descriptors (vars(): mypy types a slot read on the class as the field)
+_set_attributes: Callable[[pk.NotifyDeliver, dict[str, Value]], None] = \
+    vars(pk.NotifyDeliver)["attributes"].__set__
+_set_secure: Callable[[pk.NotifyDeliver, tuple[int, ...]], None] = \
+    vars(pk.NotifyDeliver)["secure_matches"].__set__
+_set_insecure: Callable[[pk.NotifyDeliver, tuple[int, ...]], None] = \
+    vars(pk.NotifyDeliver)["insecure_matches"].__set__
 
 
 _SUB_ADD_PID = _p_i32(int(pk.PacketId.SUB_ADD_RQST))
@@ -594,10 +603,11 @@ def decode_sub_add_rqst(data: bytes, limits: Limits = DEFAULT_LIMITS) -> pk.SubA
     return packet
 
 
-_set_xid = pk.SubAddRqst.xid.__set__                         # type: ignore[attr-defined]
-_set_expression = pk.SubAddRqst.expression.__set__           # type: ignore[attr-defined]
-_set_accept = pk.SubAddRqst.accept_insecure.__set__          # type: ignore[attr-defined]
-_set_keys = pk.SubAddRqst.keys.__set__                       # type: ignore[attr-defined]
+_set_xid: Callable[[pk.SubAddRqst, int], None] = vars(pk.SubAddRqst)["xid"].__set__
+_set_expression: Callable[[pk.SubAddRqst, str], None] = vars(pk.SubAddRqst)["expression"].__set__
+_set_accept: Callable[[pk.SubAddRqst, bool], None] = \
+    vars(pk.SubAddRqst)["accept_insecure"].__set__
+_set_keys: Callable[[pk.SubAddRqst, Keys], None] = vars(pk.SubAddRqst)["keys"].__set__
 
 
 def decode_ast(data: bytes | bytearray | memoryview, offset: int = 0,
@@ -619,7 +629,7 @@ def decode_ast(data: bytes | bytearray | memoryview, offset: int = 0,
 
 
 def decode_attributes(data: bytes | bytearray | memoryview, offset: int = 0,
-                      limits: Limits = DEFAULT_LIMITS) -> tuple[dict, int]:
+                      limits: Limits = DEFAULT_LIMITS) -> tuple[dict[str, Value], int]:
     """Decode one NameValue array at ``offset``; returns ``(dict, end_offset)``."""
     if type(data) is not bytes:
         data = bytes(data)
@@ -650,7 +660,7 @@ def _put_ast(b: bytearray, root: Node) -> None:
         b += _p_i32(int(kind))
         value = node.value
         if kind in _LEAF_STRING:
-            put_string(b, value, f"SubAST {Kind(kind).name} value")  # type: ignore[arg-type]
+            put_string(b, value, f"SubAST {Kind(kind).name} value")
         elif kind == Kind.INT32:
             b += _p_i32(check_range(value, INT32_MIN, INT32_MAX, "SubAST int32 value"))
         elif kind == Kind.INT64:
@@ -666,7 +676,7 @@ def _put_ast(b: bytearray, root: Node) -> None:
             stack.extend(reversed(children))
 
 
-def _enc_unotify(b, p: pk.UNotify):
+def _enc_unotify(b: bytearray, p: pk.UNotify) -> None:
     put_u32(b, p.client_major_version, "client_major_version", 255)
     put_u32(b, p.client_minor_version, "client_minor_version", 255)
     put_attrs(b, p.attributes)
@@ -674,7 +684,7 @@ def _enc_unotify(b, p: pk.UNotify):
     put_keys(b, p.keys)
 
 
-def _enc_nack(b, p: pk.Nack):
+def _enc_nack(b: bytearray, p: pk.Nack) -> None:
     put_u32(b, p.xid, "xid")
     put_u32(b, p.error, "Nack error", 0xFFFF)
     put_string(b, p.message, "Nack message")
@@ -683,7 +693,7 @@ def _enc_nack(b, p: pk.Nack):
         put_value(b, arg, f"Nack args[{i}]")
 
 
-def _enc_conn_rqst(b, p: pk.ConnRqst):
+def _enc_conn_rqst(b: bytearray, p: pk.ConnRqst) -> None:
     put_u32(b, p.xid, "xid")
     put_u32(b, p.client_major_version, "client_major_version", 255)
     put_u32(b, p.client_minor_version, "client_minor_version", 255)
@@ -692,35 +702,35 @@ def _enc_conn_rqst(b, p: pk.ConnRqst):
     put_keys(b, p.sub_keys)
 
 
-def _enc_options(b, p):
+def _enc_options(b: bytearray, p: pk.ConnRply | pk.QosRqst | pk.QosRply) -> None:
     put_u32(b, p.xid, "xid")
     put_attrs(b, p.options)
 
 
-def _enc_xid(b, p):
+def _enc_xid(b: bytearray, p: pk.DisconnRqst | pk.DisconnRply | pk.SecRply) -> None:
     put_u32(b, p.xid, "xid")
 
 
-def _enc_xid_sub_id(b, p):
+def _enc_xid_sub_id(b: bytearray, p: pk.SubDelRqst | pk.SubRply) -> None:
     put_u32(b, p.xid, "xid")
     put_u64(b, p.subscription_id, "subscription_id")
 
 
-def _enc_xid_quench_id(b, p):
+def _enc_xid_quench_id(b: bytearray, p: pk.QnchDelRqst | pk.QnchRply) -> None:
     put_u32(b, p.xid, "xid")
     put_u64(b, p.quench_id, "quench_id")
 
 
-def _enc_nothing(b, p):
+def _enc_nothing(b: bytearray, p: pk.Packet) -> None:
     pass
 
 
-def _enc_disconn(b, p: pk.Disconn):
+def _enc_disconn(b: bytearray, p: pk.Disconn) -> None:
     b += _p_i32(check_range(p.reason, INT32_MIN, INT32_MAX, "Disconn reason"))
     put_string(b, p.args, "Disconn args")
 
 
-def _enc_sec_rqst(b, p: pk.SecRqst):
+def _enc_sec_rqst(b: bytearray, p: pk.SecRqst) -> None:
     put_u32(b, p.xid, "xid")
     put_keys(b, p.add_nfn_keys)
     put_keys(b, p.del_nfn_keys)
@@ -728,26 +738,26 @@ def _enc_sec_rqst(b, p: pk.SecRqst):
     put_keys(b, p.del_sub_keys)
 
 
-def _enc_notify_emit(b, p: pk.NotifyEmit):
+def _enc_notify_emit(b: bytearray, p: pk.NotifyEmit) -> None:
     put_attrs(b, p.attributes)
     b += XDR_TRUE if p.deliver_insecure else XDR_FALSE
     put_keys(b, p.keys)
 
 
-def _enc_notify_deliver(b, p: pk.NotifyDeliver):
+def _enc_notify_deliver(b: bytearray, p: pk.NotifyDeliver) -> None:
     put_attrs(b, p.attributes)
     put_ids(b, p.secure_matches, "secure_matches id")
     put_ids(b, p.insecure_matches, "insecure_matches id")
 
 
-def _enc_sub_add_rqst(b, p: pk.SubAddRqst):
+def _enc_sub_add_rqst(b: bytearray, p: pk.SubAddRqst) -> None:
     put_u32(b, p.xid, "xid")
     put_string(b, p.expression, "SubAddRqst expression")
     put_bool(b, p.accept_insecure)
     put_keys(b, p.keys)
 
 
-def _enc_sub_mod_rqst(b, p: pk.SubModRqst):
+def _enc_sub_mod_rqst(b: bytearray, p: pk.SubModRqst) -> None:
     put_u32(b, p.xid, "xid")
     put_u64(b, p.subscription_id, "subscription_id")
     put_string(b, p.expression, "SubModRqst expression")
@@ -756,14 +766,14 @@ def _enc_sub_mod_rqst(b, p: pk.SubModRqst):
     put_keys(b, p.del_keys)
 
 
-def _enc_qnch_add_rqst(b, p: pk.QnchAddRqst):
+def _enc_qnch_add_rqst(b: bytearray, p: pk.QnchAddRqst) -> None:
     put_u32(b, p.xid, "xid")
     put_names(b, p.names, "QnchAddRqst names")
     put_bool(b, p.deliver_insecure)
     put_keys(b, p.keys)
 
 
-def _enc_qnch_mod_rqst(b, p: pk.QnchModRqst):
+def _enc_qnch_mod_rqst(b: bytearray, p: pk.QnchModRqst) -> None:
     put_u32(b, p.xid, "xid")
     put_u64(b, p.quench_id, "quench_id")
     put_names(b, p.names_add, "QnchModRqst names_add")
@@ -773,19 +783,19 @@ def _enc_qnch_mod_rqst(b, p: pk.QnchModRqst):
     put_keys(b, p.del_keys)
 
 
-def _enc_sub_notify(b, p):
+def _enc_sub_notify(b: bytearray, p: pk.SubAddNotify | pk.SubModNotify) -> None:
     put_ids(b, p.secure_quench_ids, "secure_quench_ids id")
     put_ids(b, p.insecure_quench_ids, "insecure_quench_ids id")
     put_u64(b, p.term_id, "term_id")
     _put_ast(b, p.sub_expr)
 
 
-def _enc_sub_del_notify(b, p: pk.SubDelNotify):
+def _enc_sub_del_notify(b: bytearray, p: pk.SubDelNotify) -> None:
     put_ids(b, p.quench_ids, "quench_ids id")
     put_u64(b, p.term_id, "term_id")
 
 
-_ENCODERS = {
+_ENCODERS: dict[type[pk.Packet], _Encoder] = {
     pk.UNotify: _enc_unotify,
     pk.Nack: _enc_nack,
     pk.ConnRqst: _enc_conn_rqst,
@@ -882,7 +892,7 @@ _NO_IDS = XDR_FALSE
 
 
 def _ids_block(ids: Iterable[int] | Sequence[int]) -> bytes:
-    n = len(ids)  # type: ignore[arg-type]
+    n = len(ids)  # type: ignore[arg-type]  # an Iterable without len() is a caller's TypeError, as before
     if not n:
         return _NO_IDS
     if n == 1:

@@ -32,13 +32,13 @@ client (inlined reads, caches of attribute names); change them with
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from elvin.errors import ProtocolError
 from elvin.keys import EMPTY_KEYS, Keys, KeyScheme
 from elvin.protocol.limits import LimitError, Limits
-from elvin.values import INT32_MAX, INT32_MIN, ElvinType, Int64, check_value
+from elvin.values import INT32_MAX, INT32_MIN, ElvinType, Int64, Value, check_value
 
 __all__ = [
     "INT32",
@@ -121,6 +121,7 @@ TC_INT32, TC_INT64, TC_REAL64, TC_STRING, TC_OPAQUE = 1, 2, 3, 4, 5
 
 _new_int64 = int.__new__   # Int64 without the range check: 8 bytes always fit
 _K = TypeVar("_K")
+_N = TypeVar("_N")
 
 
 def id64_array(n: int) -> struct.Struct:
@@ -230,8 +231,8 @@ def read_count(data: bytes, o: int, end: int, what: str, item_size: int,
     return n, o + 4
 
 
-def add_child(stack: list[tuple[_K, int, list]], node: object,
-              finish: Callable[[_K, list, int], object], o: int) -> object:
+def add_child(stack: list[tuple[_K, int, list[_N]]], node: _N,
+              finish: Callable[[_K, list[_N], int], _N], o: int) -> _N | None:
     """One step of an iterative tree reader (both SubAST forms: the client
     protocol's and federation's): give ``node`` to the innermost open parent
     on ``stack`` (``(kind, child count, children so far)``), and each parent
@@ -251,7 +252,7 @@ def add_child(stack: list[tuple[_K, int, list]], node: object,
 
 
 def read_value(data: bytes, o: int, end: int, limits: Limits,
-               what: str) -> tuple[object, int]:
+               what: str) -> tuple[Value, int]:
     """A typed value (typecode first); int64 values come back as ``Int64``."""
     (tc,) = _i32(data, o)
     o += 4
@@ -278,7 +279,7 @@ _DECODED_NAMES_MAX = 4096
 
 
 def read_attrs(data: bytes, o: int, end: int, limits: Limits,
-               what: str = "attributes") -> tuple[dict, int]:
+               what: str = "attributes") -> tuple[dict[str, Value], int]:
     """The hot loop: an array of NameValue into a dict (inlined reads)."""
     (n,) = _i32(data, o)
     if n < 0:
@@ -290,7 +291,8 @@ def read_attrs(data: bytes, o: int, end: int, limits: Limits,
         raise LimitError(f"{what}: {n} attributes exceed the limit of "
                          f"{limits.max_attributes}", o, "max_attributes")
     o += 4
-    attrs: dict = {}
+    attrs: dict[str, Value] = {}
+    value: Value
     if not n:
         return attrs, o
     max_name = limits.max_name_length
@@ -419,10 +421,10 @@ def read_strings(data: bytes, o: int, end: int, limits: Limits,
 
 
 def read_values(data: bytes, o: int, end: int, limits: Limits,
-                what: str) -> tuple[tuple, int]:
+                what: str) -> tuple[tuple[Value, ...], int]:
     """A counted array of typed values (Nack arguments)."""
     n, o = read_count(data, o, end, what, 8, limits.max_array_length, "max_array_length")
-    out = []
+    out: list[Value] = []
     for i in range(n):
         value, o = read_value(data, o, end, limits, f"{what}[{i}]")
         out.append(value)
@@ -546,17 +548,17 @@ def _encoded_name(name: str) -> bytes:
 def _put_value_slow(b: bytearray, name: str, value: object) -> None:
     kind = check_value(name, value)   # TypeError/ValueError naming the attribute
     if kind is ElvinType.INT32:
-        b += _p_ii(TC_INT32, int(value))  # type: ignore[arg-type]
+        b += _p_ii(TC_INT32, int(value))  # type: ignore[call-overload]  # check_value: an int
     elif kind is ElvinType.INT64:
-        b += _p_iq(TC_INT64, int(value))  # type: ignore[arg-type]
+        b += _p_iq(TC_INT64, int(value))  # type: ignore[call-overload]  # check_value: an int
     elif kind is ElvinType.REAL64:
-        b += _p_id(TC_REAL64, float(value))  # type: ignore[arg-type]
+        b += _p_id(TC_REAL64, float(value))  # type: ignore[arg-type]  # check_value: a number
     elif kind is ElvinType.STRING:
         b += _p_i32(TC_STRING)
         put_string(b, str(value), f"value of {name!r}")
     else:
         b += _p_i32(TC_OPAQUE)
-        put_opaque(b, bytes(value))  # type: ignore[arg-type]
+        put_opaque(b, bytes(value))  # type: ignore[call-overload]  # check_value: a buffer
 
 
 def put_attrs(b: bytearray, attrs: Mapping[str, object]) -> None:
@@ -564,7 +566,10 @@ def put_attrs(b: bytearray, attrs: Mapping[str, object]) -> None:
     travels as int32 when it fits, else int64)."""
     b += _p_i32(len(attrs))
     cache = _ENCODED_NAMES
-    for name, value in attrs.items():
+    # Any: each value's type is tested below as ``t is str`` (``t = type(value)``, once,
+    # for speed), which mypy cannot follow; anything else goes to check_value
+    items: Iterable[tuple[str, Any]] = attrs.items()
+    for name, value in items:
         enc = cache.get(name)
         b += enc if enc is not None else _encoded_name(name)
         t = type(value)

@@ -57,7 +57,7 @@ def application(argv: Sequence[str] | None = None) -> QApplication:
         app = QApplication(list(argv) if argv is not None else sys.argv)
         if app.platformName() == "offscreen":
             qInstallMessageHandler(_qt_message)
-    return app
+    return app  # type: ignore[return-value]  # instance(): typed QCoreApplication
 
 
 def cancel_pending(loop: asyncio.AbstractEventLoop,
@@ -151,7 +151,7 @@ async def run_window(window: Any, screenshot: Callable[[], Awaitable[int]] | Non
     loop's next tick); the previous handlers are back afterwards."""
     closed = asyncio.Event()
     window.closed.connect(closed.set)
-    QApplication.instance().aboutToQuit.connect(closed.set)
+    QApplication.instance().aboutToQuit.connect(closed.set)  # type: ignore[union-attr]  # running
     previous = {}
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(ValueError):       # not in the main thread

@@ -47,7 +47,7 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtGui import QGuiApplication, QScreen
+from PySide6.QtGui import QGuiApplication, QScreen, QWindow
 from PySide6.QtWidgets import QWidget
 
 __all__ = ["EDGES", "EdgeDock", "Edge", "strut_partial"]
@@ -216,7 +216,7 @@ class _Xcb:
     def flush(self) -> None:
         self._lib.xcb_flush(self._conn)
 
-    def _reply(self, request, cookie):  # noqa: ANN001, ANN202 - ctypes plumbing
+    def _reply(self, request, cookie):
         """A reply, or None when the server answered with an error (a window
         that went away meanwhile): the error is taken here, not left for Qt
         to print."""
@@ -337,7 +337,7 @@ class _RootWatch(QObject):
             super().__init__()
             self.owner = owner
 
-        def nativeEventFilter(self, event_type, message):  # noqa: ANN001, ANN201, N802
+        def nativeEventFilter(self, event_type, message):
             address = int(message)          # a VoidPtr of size 0: it is never true
             if address and bytes(event_type) == b"xcb_generic_event_t":
                 event = _RootWatch._Event.from_address(address)
@@ -356,7 +356,8 @@ class _RootWatch(QObject):
         self.timer.setInterval(50)
         self.timer.timeout.connect(self.changed)
         self._filter = self._Filter(self)
-        QGuiApplication.instance().installNativeEventFilter(self._filter)
+        QGuiApplication.instance().installNativeEventFilter(  # type: ignore[union-attr]  # running
+            self._filter)
 
     @classmethod
     def get(cls, x11: _Xcb) -> _RootWatch:
@@ -370,7 +371,7 @@ def _x11() -> _Xcb | None:
     if app is None or QGuiApplication.platformName() != "xcb":
         return None
     try:
-        native = app.nativeInterface()
+        native = app.nativeInterface()  # type: ignore[attr-defined]  # a QGuiApplication's
         connection = int(native.connection()) if native is not None else 0
         return _Xcb(connection) if connection else None
     except Exception as exc:  # noqa: BLE001 - no hints is a smaller evil than no window
@@ -402,7 +403,7 @@ class EdgeDock(QObject):
         self.reserves_space = False
         self.bar = QRect()
         self._watched: QScreen | None = None
-        self._window_handle = None
+        self._window_handle: QWindow | None = None
         self._root_watch: _RootWatch | None = None
         self._check_timer = QTimer(self)
         self._check_timer.setSingleShot(True)
@@ -415,7 +416,8 @@ class EdgeDock(QObject):
         self.since = 0
         app = QGuiApplication.instance()
         if app is not None:
-            app.screenRemoved.connect(self._screen_removed)
+            app.screenRemoved.connect(  # type: ignore[attr-defined]  # a QGuiApplication's
+                self._screen_removed)
         window.installEventFilter(self)     # its native window comes when it is shown
 
     @property
@@ -610,7 +612,7 @@ class EdgeDock(QObject):
         self._window_handle = handle
         handle.screenChanged.connect(self._window_screen_changed)
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.window and event.type() in (QEvent.Type.Show,
                                                        QEvent.Type.WinIdChange):
             self._follow_window_screen()

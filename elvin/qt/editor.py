@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QW
 
 from elvin.errors import SubscriptionError
 from elvin.qt.widgets import monospace_font
-from elvin.subscription.ast import FUNCTION_KINDS
+from elvin.subscription.ast import FUNCTION_KINDS, Node
 
 __all__ = ["SubscriptionEditor", "SubscriptionHighlighter", "tokens"]
 
@@ -80,7 +80,7 @@ class SubscriptionHighlighter(QSyntaxHighlighter):
     def __init__(self, document: QTextDocument) -> None:
         super().__init__(document)
 
-    def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt API)
+    def highlightBlock(self, text: str) -> None:
         """Colour one line of the expression by its tokens (Qt calls it per block)."""
         for kind, start, length in tokens(text):
             self.setFormat(start, length, FORMATS[kind])
@@ -129,7 +129,7 @@ class SubscriptionEditor(QWidget):
         layout.addWidget(self.reading_label)
         self._valid = False
         self._error: SubscriptionError | None = None
-        self._ast = None
+        self._ast: Node | None = None
         self.edit.textChanged.connect(self._check)
         if text:
             self.setExpression(text)
@@ -139,11 +139,11 @@ class SubscriptionEditor(QWidget):
         """The expression as typed."""
         return self.edit.toPlainText()
 
-    def setExpression(self, text: str) -> None:  # noqa: N802 (Qt naming)
+    def setExpression(self, text: str) -> None:
         """Replace the text; it is parsed and highlighted at once."""
         self.edit.setPlainText(text)
 
-    def isValid(self) -> bool:  # noqa: N802
+    def isValid(self) -> bool:
         """True when the expression parses and checks."""
         return self._valid
 
@@ -151,7 +151,7 @@ class SubscriptionEditor(QWidget):
         """The current parse error, if any."""
         return self._error
 
-    def errorText(self) -> str:  # noqa: N802
+    def errorText(self) -> str:
         """The error shown under the editor, or "" when none is."""
         return self.error_label.text() if self.error_label.isVisibleTo(self) else ""
 
@@ -179,7 +179,7 @@ class SubscriptionEditor(QWidget):
                 ast = parse(text)
             except SubscriptionError as exc:
                 error = exc
-            except Exception as exc:  # never let a parser bug break the editor
+            except Exception as exc:  # noqa: BLE001 - never let a parser bug break the editor
                 error = SubscriptionError("PARSE_ERROR", str(exc), None, text)
         self._ast = ast
         self._error = error
@@ -200,7 +200,7 @@ class SubscriptionEditor(QWidget):
         if ast is not None:
             try:
                 groupings = implicit_groupings(ast, text)
-            except Exception:  # a hint must never break the editor
+            except Exception:  # noqa: BLE001 - a hint must never break the editor
                 groupings = []
         if groupings:
             self.reading_label.setText("Reads as: " + ";  ".join(groupings))

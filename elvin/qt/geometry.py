@@ -271,7 +271,7 @@ class WindowMemory(QObject):
         except OSError as exc:
             log.info("cannot remember the window's position in %s: %s", self.path, exc)
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.window:
             kind = event.type()
             if kind in (QEvent.Type.Move, QEvent.Type.Resize) and self.window.isVisible():

@@ -67,7 +67,9 @@ class LinkOpener(QObject):
             if status == QProcess.ExitStatus.NormalExit and code == 0:
                 me.opened.emit(url)
             else:
-                said = bytes(process.readAll()).decode(errors="replace").strip()
+                # (a QByteArray is a buffer; PySide's stubs do not say so)
+                said = bytes(process.readAll()).decode(  # type: ignore[call-overload]  # see above
+                    errors="replace").strip()
                 reason = XDG_OPEN_ERRORS.get(code, f"xdg-open failed (status {code})")
                 me.failed.emit(url, reason + (f": {said.splitlines()[-1]}" if said and
                                               code not in XDG_OPEN_ERRORS else ""))

@@ -123,11 +123,11 @@ class ConnectionManager(QObject):
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # closing anyway: how it fails changes nothing
                 await task
         conn, self._connection = self._connection, None
         if conn is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await conn.close()
             self.disconnected.emit("closed")
         self._set_state(DISCONNECTED)
@@ -162,7 +162,7 @@ class ConnectionManager(QObject):
             # the loop: elvin.qt.cancel_pending) ends the connection it opened
             conn = self._opened
             if conn is not None and conn.state != "closed":
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                     await conn.close(timeout=1.0)
             raise
 

@@ -160,7 +160,7 @@ def claim(app: str, *what: str, parent: QObject | None = None
             lock.unlock()
 
 
-def bring_forward(window) -> None:  # noqa: ANN001 - any top-level widget
+def bring_forward(window) -> None:
     """What a second launch asks of the running window: to be seen."""
     if window.isMinimized():
         window.showNormal()

@@ -47,7 +47,7 @@ def set_urgency(window: QWidget, urgent: bool) -> bool:
 
 
 class _ClearOnActivate(QObject):
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.WindowActivate and isinstance(watched, QWidget):
             set_urgency(watched, False)
             watched.removeEventFilter(self)

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 _EXPORTS = {
     "ConfigError": "elvin.router.config",
@@ -28,7 +29,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # lazy, so that ``elvin.router.options`` & co. import without the engine
     module = _EXPORTS.get(name)
     if module is None:

@@ -132,7 +132,7 @@ def _status_path(args: argparse.Namespace) -> str:
     from elvin.router.status import default_status_file, status_file_for
 
     if args.status_file:
-        return args.status_file
+        return str(args.status_file)
     if not args.config:
         return default_status_file()
     config = target_config(args.config)
@@ -173,7 +173,8 @@ def _status_running_with(config_path: str) -> str | None:
 
 
 def _same_file(a: str | None, b: str | None) -> bool:
-    return bool(a and b) and os.path.realpath(a) == os.path.realpath(b)  # type: ignore[arg-type]
+    return bool(a) and bool(b) and a is not None and b is not None \
+        and os.path.realpath(a) == os.path.realpath(b)
 
 
 def check_instance(data: dict[str, Any], config_path: str | None, path: str) -> None:

@@ -46,14 +46,14 @@ class QuenchAnnouncer(TurnLoop):
         super().__init__(loop, BUDGET)
         self.manager = manager
         #: [quench, future, mark]: mark, once told all, the outbox's ``queued``
-        self.queue: deque[list] = deque()
+        self.queue: deque[list[Any]] = deque()
         self.turns = 0          # turns that told or sent something (statistics, tests)
         manager.on_outbox = self._kick
 
     def __len__(self) -> int:
         return len(self.queue)
 
-    def later(self, quench: Any) -> asyncio.Future:
+    def later(self, quench: Any) -> asyncio.Future[None]:
         future = self.loop.create_future()
         self.queue.append([quench, future, None])
         self._kick()
@@ -92,7 +92,7 @@ class QuenchAnnouncer(TurnLoop):
             if mark is None:
                 try:
                     done = quench is None or manager.advance(quench, deadline)
-                except Exception:   # noqa: BLE001 - one failure must not keep the rest
+                except Exception:   # one failure must not keep the rest
                     log.exception("telling quench %r failed", quench)
                     done = True
                 if done:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from elvin.census import CENSUS_ATTRIBUTE, census_notification
 from elvin.router.stats import STATS_ATTRIBUTE
@@ -38,6 +39,8 @@ from elvin.router.stats import STATS_ATTRIBUTE
 log = logging.getLogger("elvin.router")
 
 __all__ = ["CENSUS_ATTRIBUTE", "AttributeCensus"]
+
+_K = TypeVar("_K")
 
 #: seconds a name stays listed after it was last seen
 WINDOW = 600.0
@@ -82,9 +85,9 @@ class AttributeCensus:
         self.max_loose = max_loose
         self.counting = False
         #: shape -> [notifications, generation last seen, counted]
-        self.shapes: dict[tuple[str, ...], list] = {}
+        self.shapes: dict[tuple[str, ...], list[int]] = {}
         #: names of shapes past max_shapes -> [notifications, generation last seen]
-        self.loose: dict[str, list] = {}
+        self.loose: dict[str, list[int]] = {}
         self.generation = 0
         self._listed: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -170,9 +173,8 @@ class AttributeCensus:
         """Shapes and names not seen within the window leave the list."""
         keep = max(1, round(self.window / max(self._interval(), 1e-3)))
         oldest = self.generation - keep
-        for table in (self.shapes, self.loose):
-            for key in [k for k, entry in table.items() if entry[1] < oldest]:
-                del table[key]
+        _forget_before(self.shapes, oldest)
+        _forget_before(self.loose, oldest)
 
     def counts(self) -> dict[str, int]:
         """Notifications per name, summed from the shapes."""
@@ -188,7 +190,7 @@ class AttributeCensus:
             return
         try:
             self._publish(self.notification())
-        except Exception:  # noqa: BLE001 - the router must not stop over its census
+        except Exception:  # the router must not stop over its census
             log.exception("publishing the attribute census failed")
 
     def notification(self) -> dict[str, object]:
@@ -200,3 +202,9 @@ class AttributeCensus:
         self._listed = {name for _count, name in shown}
         return census_notification(self._router_id(), [(name, count) for count, name in shown],
                                    len(counts) - len(shown), self.window)
+
+
+def _forget_before(table: dict[_K, list[int]], oldest: int) -> None:
+    """Drop the entries (``[count, generation last seen, ...]``) older than ``oldest``."""
+    for key in [k for k, entry in table.items() if entry[1] < oldest]:
+        del table[key]

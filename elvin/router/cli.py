@@ -27,7 +27,8 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
 from elvin import sdnotify
 from elvin.cli_common import (
@@ -53,6 +54,9 @@ from elvin.router.arguments import (  # noqa: F401 - where callers found them
 from elvin.router.config import ConfigError, RouterConfig
 from elvin.router.reload import apply_config
 
+if TYPE_CHECKING:                 # imported when a router starts (the engine with it)
+    from elvin.router.server import Router
+
 #: seconds a thread holds the GIL while another waits for it (see _serve)
 SWITCH_INTERVAL = 0.001
 
@@ -60,7 +64,7 @@ def _set_logging(level: str, log_file: str | None) -> None:
     setup_logging(level, log_file, prog="elvind")
 
 
-async def reload_router(router, args: argparse.Namespace,
+async def reload_router(router: Router, args: argparse.Namespace,
                         set_logging: Callable[[str, str | None], None] = _set_logging
                         ) -> tuple[bool, str]:
     """SIGHUP: re-read ``--config`` (and the flags over it) and apply what
@@ -100,7 +104,7 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
     gc_policy: GcPolicy | None = None
     record = ReloadRecord()
     started = asyncio.Event()
-    stopping: list[asyncio.Task] = []
+    stopping: list[asyncio.Task[Any]] = []
 
     def request_stop(_signame: str) -> None:
         if not stopping:
@@ -125,7 +129,7 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
     for warning in tls_warnings:
         log.warning("%s", warning)
 
-    def snapshot() -> dict:
+    def snapshot() -> dict[str, Any]:
         return router_status(router, version=VERSION,
                              config_path=getattr(args, "config", None),
                              metrics_url=metrics.url if metrics else None,
@@ -237,12 +241,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         return os_error("open the log file", exc, config.log_file).report("elvind")
 
-    runner = asyncio.run
+    runner: Callable[[Coroutine[Any, Any, None]], None] = asyncio.run
     if config.use_uvloop:
         try:
             import uvloop
 
-            def runner(coro):  # noqa: F811 - uvloop when installed
+            def runner(coro: Coroutine[Any, Any, None]) -> None:
                 return uvloop.run(coro)
         except ImportError:
             pass
@@ -252,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail("elvind", str(exc), exc.status)
     except KeyboardInterrupt:
         return EXIT_OK
-    except Exception as exc:
+    except Exception as exc:  # the daemon's last resort: said, exit status 1
         logging.getLogger("elvin.router").debug("router failed", exc_info=True)
         return fail("elvind", f"{exc} (--log-level debug shows where)", EXIT_FAILURE)
     return EXIT_OK

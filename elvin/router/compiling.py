@@ -90,14 +90,14 @@ def _run_cancellable(counts: _Counts, token: CancelToken, job: Callable[..., Any
     except Cancelled:
         counts.add("stopped")
         raise
-    except BaseException:
+    except BaseException:  # counted however it ends; re-raised
         counts.add("finished")
         raise
     counts.add("finished")
     return result
 
 
-def _cancel_token_if_cancelled(token: CancelToken, future: asyncio.Future) -> None:
+def _cancel_token_if_cancelled(token: CancelToken, future: asyncio.Future[Any]) -> None:
     if future.cancelled():
         token.cancel()
 
@@ -112,11 +112,11 @@ class CompileWorkers:
         self.counts = _Counts()
         self._waiting = 0       # futures not done yet (on the loop)
 
-    def submit(self, loop: asyncio.AbstractEventLoop, text: str) -> asyncio.Future:
+    def submit(self, loop: asyncio.AbstractEventLoop, text: str) -> asyncio.Future[Any]:
         return self.run(loop, len(text), compile_and_place, text)
 
     def run(self, loop: asyncio.AbstractEventLoop, size: int, job: Callable[..., Any],
-            *args: Any) -> asyncio.Future:
+            *args: Any) -> asyncio.Future[Any]:
         """``job(*args)`` in the lane for an expression of ``size`` characters;
         cancelling the future stops the job at its next checkpoint."""
         lane = "long" if size > LONG_EXPRESSION else "short"
@@ -138,7 +138,7 @@ class CompileWorkers:
         counts = self.counts
         return self._waiting > 0 or counts.started > counts.finished + counts.stopped
 
-    def _done(self, future: asyncio.Future) -> None:
+    def _done(self, future: asyncio.Future[Any]) -> None:
         self._waiting -= 1
 
     def close(self) -> None:

@@ -50,6 +50,7 @@ import copy
 import dataclasses
 import glob
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -696,7 +697,8 @@ def _apply_key(config: RouterConfig, raw_key: str, value: Any, source: str,
         raise ConfigError(f"{where(raw_key)}: unknown setting {raw_key!r}")
 
 
-def _options(table: dict[str, Any], base: OptionRanges, where) -> OptionRanges:
+def _options(table: dict[str, Any], base: OptionRanges,
+             where: Callable[[str], str]) -> OptionRanges:
     ints = dict(base.ints)
     send_policy, receive_policy = base.send_drop_policy, base.receive_drop_policy
     found: list[str] = []     # every bad option, not only the first

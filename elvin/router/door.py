@@ -99,7 +99,7 @@ class _Partial:
         self.offset, self.since, self.announced, self.held = offset, since, announced, held
 
 
-def tls_key(peer: Any) -> tuple:
+def tls_key(peer: Any) -> tuple[str, object, object]:
     """What the door files a TLS socket under until its handshake is done
     (``peer``: an ``elvin.federation.admission.Peer``)."""
     return ("tls", peer.address, peer.port)
@@ -199,7 +199,7 @@ class Door:
 
     def _descriptors_short(self) -> bool:
         limit = self.fd_limit
-        reserve = self.config.descriptor_reserve
+        reserve: int = self.config.descriptor_reserve
         if limit <= 0 or not reserve:
             return False
         channels = len(self._address_of) + 1         # with the one just accepted
@@ -297,7 +297,7 @@ def _decrement(counts: dict[str, int], key: str) -> None:
 def _close(channel: Any) -> None:
     try:
         channel.abort()
-    except Exception:
+    except Exception:  # closing anyway; logged
         log.exception("closing %r failed", channel)
 
 

@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from elvin.router.config import RouterConfig
 from elvin.router.server import Router
+
+log = logging.getLogger("elvin.router")
 
 __all__ = ["EmbeddedRouter"]
 
@@ -92,7 +96,7 @@ class EmbeddedRouter:
             asyncio.set_event_loop(loop)
             try:
                 loop.run_until_complete(router.start())
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
                 failure.append(exc)
                 started.set()
                 loop.close()
@@ -124,7 +128,7 @@ class EmbeddedRouter:
             self.federation_urls = router.federation.urls
         return self
 
-    def call(self, fn, *args: Any, timeout: float = 10.0) -> Any:
+    def call(self, fn: Callable[..., Any], *args: Any, timeout: float = 10.0) -> Any:
         """Run ``fn(*args)`` on the router's loop and return its result."""
         if self._loop is None:
             raise RuntimeError("the embedded router is not started")
@@ -141,8 +145,8 @@ class EmbeddedRouter:
         if thread.is_alive():
             try:
                 asyncio.run_coroutine_threadsafe(router.stop(), loop).result(timeout)
-            except Exception:
-                pass
+            except Exception:  # stopping: the thread is joined anyway
+                log.debug("embedded router: stop failed", exc_info=True)
             thread.join(timeout)
         self._loop = self._thread = None
 

@@ -76,6 +76,15 @@ class ConnectionKeys:
         self.prepared: SubscriptionKeys | None = None
 
 
+#: a predicate's compiled test: attributes -> True, False or None (bottom)
+_Evaluate = Callable[[Mapping[str, Any]], Any]
+#: ``match``'s halves, {owner: ids}: a tuple while shared with a predicate's groups,
+#: a list once extended
+_Matched = dict[Hashable, Any]
+
+#: what a subscription being linked in steps holds until its last step (never changed)
+_NO_CONNECTION_KEYS = ConnectionKeys()
+
 #: filings (alternatives of a plan, names) per step of ``add_steps`` and of
 #: the deferred unlinking (about a millisecond)
 LINK_STEP = 200
@@ -180,7 +189,8 @@ class Placement:
 
     __slots__ = ("ast", "tree_hash", "names", "plan")
 
-    def __init__(self, ast: Node, tree_hash: int, names: frozenset[str], plan: tuple) -> None:
+    def __init__(self, ast: Node, tree_hash: int, names: frozenset[str],
+                 plan: tuple[Any, ...]) -> None:
         self.ast = ast
         self.tree_hash = tree_hash
         self.names = names
@@ -188,7 +198,7 @@ class Placement:
 
 
 def place(ast: Node, names: frozenset[str] | None = None,
-          index: tuple | None = None) -> Placement:
+          index: tuple[Any, ...] | None = None) -> Placement:
     """The ``Placement`` of ``ast`` (thread-safe: reads the tree only);
     ``index``: its plan, when the caller knows it."""
     return Placement(ast, hash(ast), names_in(ast) if names is None else names,
@@ -214,14 +224,14 @@ class _Predicates:
             if type(found) is list:
                 yield from found
             else:
-                yield found  # type: ignore[misc]
+                yield found  # type: ignore[misc]  # type() is, for speed: mypy does not narrow the else
 
     def find(self, tree_hash: int, ast: Node) -> Predicate | None:
         found = self._by_hash.get(tree_hash)
         if found is None:
             return None
-        if type(found) is not list:
-            return found if found.ast == ast else None  # type: ignore[union-attr]
+        if isinstance(found, Predicate):
+            return found if found.ast == ast else None
         for pred in found:
             if pred.ast == ast:
                 return pred
@@ -234,7 +244,7 @@ class _Predicates:
         elif type(found) is list:
             found.append(pred)
         else:
-            self._by_hash[pred.hash] = [found, pred]  # type: ignore[list-item]
+            self._by_hash[pred.hash] = [found, pred]  # type: ignore[list-item]  # found is a lone Predicate here (type() is, as above)
         self._count += 1
 
     def remove(self, pred: Predicate) -> None:
@@ -242,9 +252,9 @@ class _Predicates:
         if found is pred:
             del self._by_hash[pred.hash]
         else:
-            found.remove(pred)  # type: ignore[union-attr]
-            if len(found) == 1:  # type: ignore[arg-type]
-                self._by_hash[pred.hash] = found[0]  # type: ignore[index]
+            found.remove(pred)  # type: ignore[union-attr]  # found is the shared list here
+            if len(found) == 1:  # type: ignore[arg-type]  # as above
+                self._by_hash[pred.hash] = found[0]  # type: ignore[index]  # as above
         self._count -= 1
 
 
@@ -264,9 +274,9 @@ class Predicate:
         #: {id: subscription}; None when empty (see ``members``)
         self.subs: Subscription | dict[int, Subscription] | None = None
         #: where the index filed it (``TermIndex`` owns this)
-        self.place: tuple = ()
-        self._groups: list | None = None
-        self._special: list | None = None
+        self.place: tuple[Any, ...] = ()
+        self._groups: list[Any] | None = None
+        self._special: list[Subscription] | None = None
 
     def invalidate(self) -> None:
         self._groups = None
@@ -276,7 +286,7 @@ class Predicate:
         subs = self.subs
         if subs is None:
             return ()
-        return (subs,) if type(subs) is Subscription else subs.values()  # type: ignore[union-attr]
+        return (subs,) if type(subs) is Subscription else subs.values()  # type: ignore[union-attr]  # type() is, for speed: subs is the dict in the else
 
     def add(self, sub: Subscription) -> None:
         subs = self.subs
@@ -285,7 +295,7 @@ class Predicate:
         elif type(subs) is Subscription:
             self.subs = {subs.id: subs, sub.id: sub}
         else:
-            subs[sub.id] = sub  # type: ignore[index]
+            subs[sub.id] = sub  # type: ignore[index]  # subs is the dict here (type() is, as above)
 
     def discard(self, sub: Subscription) -> bool:
         """Forget ``sub``; True if no subscription is left."""
@@ -342,7 +352,7 @@ class Engine:
         self._overran_now: list[Predicate] = []     # in the match under way
         #: called with a generator of unlinking steps (a wide subscription's
         #: index filings and names) to run in later loop turns; None: at once
-        self.on_deferred: Callable[[Generator], None] | None = None
+        self.on_deferred: Callable[[Generator[Any, Any, Any]], None] | None = None
 
     # -- queries ----------------------------------------------------------------
     def __len__(self) -> int:
@@ -392,10 +402,11 @@ class Engine:
         return {"predicates": len(self._preds), **self.index.stats()}
 
     # -- changes ------------------------------------------------------------------
-    def add(self, owner: Hashable, text: str, ast: Node, evaluate: Callable,
+    def add(self, owner: Hashable, text: str, ast: Node, evaluate: _Evaluate,
             accept_insecure: bool = True, keys: Keys = EMPTY_KEYS,
             owner_keys: Keys = EMPTY_KEYS, names: frozenset[str] | None = None,
-            index: tuple | None = None, placement: Placement | None = None) -> Subscription:
+            index: tuple[Any, ...] | None = None,
+            placement: Placement | None = None) -> Subscription:
         """Register a subscription; ``evaluate(attrs)`` is its compiled form
         returning ``True`` for a match (``CompiledSubscription.matches``: the
         router does not need to tell false from bottom). When the caller
@@ -405,11 +416,7 @@ class Engine:
         (``place(ast)``, worked out elsewhere) stands for both and more."""
         if placement is not None:
             names = placement.names
-        conn = self._conn.get(owner)
-        if conn is None:
-            conn = self._conn[owner] = ConnectionKeys()
-        if owner_keys is not conn.raw:
-            self.set_owner_keys(owner, owner_keys)
+        conn = self._owner_conn(owner, owner_keys)
         sub = Subscription(next(self._ids), owner, text, ast, accept_insecure, keys, conn,
                            names)
         self.subs[sub.id] = sub
@@ -421,7 +428,7 @@ class Engine:
         self._add_refs(sub)
         return sub
 
-    def add_steps(self, owner: Hashable, text: str, ast: Node, evaluate: Callable,
+    def add_steps(self, owner: Hashable, text: str, ast: Node, evaluate: _Evaluate,
                   accept_insecure: bool, keys: Keys, owner_keys: Keys,
                   placement: Placement) -> Generator[None, None, Subscription]:
         """``add``, as a generator of steps of ``LINK_STEP`` filings (a wide
@@ -431,8 +438,9 @@ class Engine:
         evaluation and goes to no one) and its names refer to it before it is
         registered (``referring`` is a superset: readers check ``sub.names``
         and ``subs``). Closed before its end, it gives up what it did."""
-        sub = Subscription(next(self._ids), owner, text, ast, accept_insecure, keys, owner_keys,
-                           placement.names)
+        # its owner's ConnectionKeys from the last step (given up before, it holds none)
+        sub = Subscription(next(self._ids), owner, text, ast, accept_insecure, keys,
+                           _NO_CONNECTION_KEYS, placement.names)
         fresh: Predicate | None = None
         if self._preds.find(placement.tree_hash, ast) is None:
             fresh = Predicate(ast, evaluate, placement.tree_hash)
@@ -446,17 +454,18 @@ class Engine:
             self._defer(self._remove_refs_steps(sub, sub.names))
             raise
         # the last step: registered and matched at once
+        sub.conn = self._owner_conn(owner, owner_keys)
         self.subs[sub.id] = sub
         owned = self.by_owner.get(owner)
         if owned is None:
             owned = self.by_owner[owner] = {}
         owned[sub.id] = sub
         pred = self._join_predicate(sub, ast, evaluate, placement, fresh)
-        pred.invalidate()  # type: ignore[union-attr]
+        pred.invalidate()
         sub.pred = pred
         return sub
 
-    def modify_steps(self, sub: Subscription, *, text: str, ast: Node, evaluate: Callable,
+    def modify_steps(self, sub: Subscription, *, text: str, ast: Node, evaluate: _Evaluate,
                      accept_insecure: bool, keys: Keys, placement: Placement,
                      before_swap: Callable[[], Any]) -> Generator[None, None, Any]:
         """``modify`` to a new (wide) tree, as a generator of steps as
@@ -491,11 +500,11 @@ class Engine:
         sub.accept_insecure = accept_insecure
         sub.keys = keys
         sub._rekey()
-        pred.invalidate()  # type: ignore[union-attr]
+        pred.invalidate()
         self._defer(self._remove_refs_steps(sub, old_names - sub.names))
         return result
 
-    def _join_predicate(self, sub: Subscription, ast: Node, evaluate: Callable,
+    def _join_predicate(self, sub: Subscription, ast: Node, evaluate: _Evaluate,
                         placement: Placement, fresh: Predicate | None) -> Predicate:
         """The last step of ``add_steps`` and ``modify_steps``: ``sub`` joins
         the predicate of its tree. A twin filed while the steps ran wins (our
@@ -507,15 +516,15 @@ class Engine:
             self.index.add(fresh, placement.plan)
         if pred is None:
             pred = fresh
-            self._preds.add(pred)  # type: ignore[arg-type]
+            self._preds.add(pred)  # type: ignore[arg-type]  # fresh is set when no twin was found
             if self.pred_listener is not None:
                 self.pred_listener(ast, True)
         else:
             if fresh is not None:               # a twin came meanwhile: ours goes
                 self._defer(self.index.remove_steps(fresh, LINK_STEP))
             sub.ast = pred.ast
-        pred.add(sub)  # type: ignore[union-attr]
-        return pred  # type: ignore[return-value]
+        pred.add(sub)  # type: ignore[union-attr]  # pred is set on both branches above
+        return pred  # type: ignore[return-value]  # as above
 
     def _give_up(self, fresh: Predicate | None, sub: Subscription,
                  extra: frozenset[str]) -> None:
@@ -551,7 +560,7 @@ class Engine:
             if n % LINK_STEP == 0:
                 yield
 
-    def _defer(self, steps: Generator) -> None:
+    def _defer(self, steps: Generator[Any, Any, Any]) -> None:
         """Unlinking steps to run later (``on_deferred``), or now."""
         if self.on_deferred is not None:
             self.on_deferred(steps)
@@ -578,7 +587,7 @@ class Engine:
         self._remove_refs(sub)
 
     def modify(self, sub: Subscription, *, text: str | None = None, ast: Node | None = None,
-               evaluate: Callable | None = None, accept_insecure: bool | None = None,
+               evaluate: _Evaluate | None = None, accept_insecure: bool | None = None,
                keys: Keys | None = None, placement: Placement | None = None) -> None:
         """Change a subscription in place (its id is kept; ``text`` is not kept,
         see ``Subscription``); ``placement`` as
@@ -601,6 +610,16 @@ class Engine:
         sub._rekey()
         if sub.pred is not None:
             sub.pred.invalidate()
+
+    def _owner_conn(self, owner: Hashable, owner_keys: Keys) -> ConnectionKeys:
+        """The owner's ``ConnectionKeys`` (made with its first subscription),
+        holding ``owner_keys`` (the session's current ones)."""
+        conn = self._conn.get(owner)
+        if conn is None:
+            conn = self._conn[owner] = ConnectionKeys()
+        if owner_keys is not conn.raw:
+            self.set_owner_keys(owner, owner_keys)
+        return conn
 
     def set_owner_keys(self, owner: Hashable, owner_keys: Keys) -> None:
         """The owner's connection-level subscription keys (the ones every
@@ -650,7 +669,8 @@ class Engine:
         return subs
 
     # -- index maintenance ---------------------------------------------------------
-    def _attach(self, sub: Subscription, evaluate: Callable, index: tuple | None = None,
+    def _attach(self, sub: Subscription, evaluate: _Evaluate,
+                index: tuple[Any, ...] | None = None,
                 placement: Placement | None = None) -> None:
         tree_hash = hash(sub.ast) if placement is None else placement.tree_hash
         pred = self._preds.find(tree_hash, sub.ast)
@@ -713,7 +733,7 @@ class Engine:
         for callback in self._watchers.get(name, ()):
             try:
                 callback(active)
-            except Exception:
+            except Exception:  # a watcher's bug must not stop matching; logged
                 log.exception("watcher of %r failed", name)
 
     # -- matching --------------------------------------------------------------------
@@ -762,11 +782,12 @@ class Engine:
         if listener is not None:
             try:
                 listener(pred, count)
-            except Exception:
+            except Exception:  # a listener's bug must not stop matching; logged
                 log.exception("the overrun listener failed")
 
     def match(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,
-              deliver_insecure: bool = True, preds: list | None = None) -> tuple[dict, dict]:
+              deliver_insecure: bool = True,
+              preds: list[Predicate] | None = None) -> tuple[_Matched, _Matched]:
         """``(insecure, secure)``: two dicts ``{owner: ids}`` of the subscriptions
         the notification is delivered to (docs/keys.md rules); ``secure`` is
         usually empty. The id sequences are tuples or lists: treat them as
@@ -782,7 +803,8 @@ class Engine:
 
     def match_steps(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None,
                     deliver_insecure: bool,
-                    preds: list | None = None) -> Generator[None, None, tuple]:
+                    preds: list[Predicate] | None = None
+                    ) -> Generator[None, None, tuple[_Matched, _Matched]]:
         """``match`` as a generator of steps of about ``MATCH_SLICE`` seconds
         (a notification that 40,000 regex() subscriptions must be evaluated
         against takes 0.4-1.6 s); a step also ends right after a pattern
@@ -820,7 +842,7 @@ class Engine:
                 mark()
         return self._expand(matched, nkeys, deliver_insecure)
 
-    def _evaluate(self, preds: list, attrs: Mapping[str, Any]) -> list[Predicate]:
+    def _evaluate(self, preds: list[Predicate], attrs: Mapping[str, Any]) -> list[Predicate]:
         """The predicates of ``preds`` true for ``attrs``; a pattern overrun is
         charged to its own predicate."""
         matched = []
@@ -843,9 +865,9 @@ class Engine:
         return matched
 
     def _expand(self, matched: list[Predicate], nkeys: NotificationKeys | None,
-                deliver_insecure: bool) -> tuple[dict, dict]:
-        insecure: dict[Hashable, Any] = {}
-        secure: dict[Hashable, list[int]] = {}
+                deliver_insecure: bool) -> tuple[_Matched, _Matched]:
+        insecure: _Matched = {}
+        secure: _Matched = {}
         # some owner has connection keys and the notification has keys: the
         # groups are checked per owner (else the one-extend-per-owner path)
         keyed = nkeys is not None and self._keyed_owners > 0
@@ -855,10 +877,10 @@ class Engine:
                 pred._build()
                 groups = pred._groups
             if keyed:
-                self._match_keyed_groups(groups, nkeys, deliver_insecure,  # type: ignore
+                self._match_keyed_groups(groups, nkeys, deliver_insecure,  # type: ignore[arg-type]  # built above
                                          insecure, secure)
             elif deliver_insecure:
-                for owner, ids in groups:  # type: ignore[union-attr]
+                for owner, ids in groups:  # type: ignore[union-attr]  # as above
                     prev = insecure.get(owner)
                     if prev is None:
                         insecure[owner] = ids
@@ -866,7 +888,7 @@ class Engine:
                         insecure[owner] = [*prev, *ids]
                     else:
                         prev.extend(ids)
-            for sub in pred._special:  # type: ignore[union-attr]
+            for sub in pred._special:  # type: ignore[union-attr]  # built with the groups
                 if nkeys is not None and (
                         prepared_match_pair(nkeys, sub.prepared, sub.conn.prepared)
                         if keyed else prepared_match(nkeys, sub.prepared)):
@@ -884,8 +906,9 @@ class Engine:
                     prev.append(sub.id)
         return insecure, secure
 
-    def _match_keyed_groups(self, groups: list, nkeys: NotificationKeys,
-                            deliver_insecure: bool, insecure: dict, secure: dict) -> None:
+    def _match_keyed_groups(self, groups: list[Any], nkeys: NotificationKeys,
+                            deliver_insecure: bool, insecure: _Matched,
+                            secure: _Matched) -> None:
         """One predicate's groups when some owner has connection keys: an
         owner's group goes to ``secure`` when its keys match (the same
         answer for each subscription of the group), else to ``insecure``."""
@@ -911,10 +934,12 @@ class Engine:
                 prev.extend(ids)
 
     def match_owners(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None = None,
-                     deliver_insecure: bool = True) -> dict[Hashable, tuple[list, list]]:
+                     deliver_insecure: bool = True
+                     ) -> dict[Hashable, tuple[list[int], list[int]]]:
         """``{owner: (secure_ids, insecure_ids)}`` (convenient, slower)."""
         insecure, secure = self.match(attrs, nkeys, deliver_insecure)
-        out = {owner: ([], list(ids)) for owner, ids in insecure.items()}
+        out: dict[Hashable, tuple[list[int], list[int]]] = {
+            owner: ([], list(ids)) for owner, ids in insecure.items()}
         for owner, ids in secure.items():
             out.setdefault(owner, ([], []))[0].extend(ids)
         return out

@@ -11,13 +11,16 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from elvin.federation.host import SubscriptionListener
 from elvin.keys import Keys
 from elvin.protocol.limits import Limits
 from elvin.router.security import check_keys, prepare_notification
 from elvin.tls import listener_context
+
+if TYPE_CHECKING:
+    from elvin.router.engine import Engine
 
 __all__ = ["RouterFederationHost"]
 
@@ -32,9 +35,9 @@ class _Router(Protocol):
     engine: Any
     stats: Any
 
-    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future: ...
+    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future[Any]: ...
 
-    def deliver_ordered(self, key: Hashable, attrs: dict, block: bytes | None,
+    def deliver_ordered(self, key: Hashable, attrs: dict[str, Any], block: bytes | None,
                         deliver_insecure: bool, nkeys: Any, *, producer: Any = None,
                         routing: tuple[str, ...] = ()) -> None: ...
 
@@ -64,7 +67,7 @@ class RouterFederationHost:
         return None
 
     def watch_subscriptions(self, listener: SubscriptionListener) -> Iterable[Hashable]:
-        engine = self._router.engine
+        engine: Engine = self._router.engine
         engine.pred_listener = listener
         return engine.predicate_asts()
 
@@ -73,7 +76,7 @@ class RouterFederationHost:
         if engine.pred_listener == listener:
             engine.pred_listener = None
 
-    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future:
+    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future[Any]:
         return self._router.run_off_loop(size, job)
 
     def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,

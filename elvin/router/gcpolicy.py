@@ -138,7 +138,7 @@ class GcPolicy:
         gc.set_threshold(*self._thresholds)
         gc.unfreeze()
 
-    def _on_gc(self, phase: str, info: dict) -> None:
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
         """(Any thread, inside the collector: only counts, freezes and schedules.)"""
         if phase != "stop":
             return

@@ -106,7 +106,7 @@ class LocalChannel:
         #: NotifyDeliver before it is decoded (its attributes still encoded
         #: at ``data[start:end]``); True when it took it, and then the client
         #: never sees it (the proxy buffers them as they are, undecoded)
-        self.raw_deliver: Callable[[bytes, tuple], bool] | None = None
+        self.raw_deliver: Callable[[bytes, tuple[int, int, tuple[int, ...], tuple[int, ...]]], bool] | None = None
 
     def attach(self, client_protocol: asyncio.Protocol, listener: str) -> None:
         """Connect ``client_protocol`` (an ``elvin.client`` session) to a new
@@ -150,7 +150,7 @@ class LocalChannel:
                 if passed < o:       # what came before it, first
                     receive(data[passed:o])
                     passed = o
-                if take(data, parts):   # type: ignore[misc]
+                if take(data, parts):   # type: ignore[misc]  # take is set whenever parts are
                     passed = end
             o = end
         if passed < size:
@@ -213,7 +213,7 @@ class LocalChannel:
             if protocol is not None:
                 try:
                     protocol.connection_lost(None)
-                except Exception:  # noqa: BLE001 - the other side must hear of it too
+                except Exception:  # the other side must hear of it too
                     import logging
                     logging.getLogger("elvin.router").exception("closing a local channel")
 

@@ -245,8 +245,8 @@ class MetricsServer:
         self.host = host
         self.port = port
         self.snapshot = snapshot
-        self._server: asyncio.AbstractServer | None = None
-        self._clients: set[asyncio.Task] = set()
+        self._server: asyncio.Server | None = None
+        self._clients: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> MetricsServer:
         """Listen; ``OSError`` (an address in use, say) as the system says it."""
@@ -273,8 +273,8 @@ class MetricsServer:
         if server is not None:
             try:
                 await asyncio.wait_for(server.wait_closed(), 1.0)
-            except (TimeoutError, Exception):  # noqa: BLE001 - closing anyway
-                pass
+            except (TimeoutError, Exception):  # closing anyway
+                log.debug("metrics: the listener did not close cleanly", exc_info=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -319,7 +319,7 @@ class MetricsServer:
         openmetrics = wants_openmetrics(_header(header_text, b"accept"))
         try:
             text = exposition(self.snapshot(), openmetrics)
-        except Exception:  # noqa: BLE001 - a scrape must never hurt the router
+        except Exception:  # a scrape must never hurt the router
             log.exception("building the metrics failed")
             return _Reply("500 Internal Server Error",
                           b"cannot build the metrics (see the log)\n", plain, head_only)

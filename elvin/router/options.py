@@ -162,24 +162,24 @@ class SessionOptions:
 
     @property
     def max_packet_length(self) -> int:
-        return self.values["Packet.Max-Length"]  # type: ignore[return-value]
+        return self.values["Packet.Max-Length"]  # type: ignore[return-value]  # values holds ints under the int options
 
     @property
     def send_queue_max(self) -> int:
-        return self.values["Send-Queue.Max-Length"]  # type: ignore[return-value]
+        return self.values["Send-Queue.Max-Length"]  # type: ignore[return-value]  # as above
 
     @property
     def send_drop_policy(self) -> str:
         policy = self.values["Send-Queue.Drop-Policy"]
-        return "none" if policy == "fail" else policy  # type: ignore[return-value]
+        return "none" if policy == "fail" else policy  # type: ignore[return-value]  # the policy options hold strs
 
     @property
     def max_subscriptions(self) -> int:
-        return self.values["Subscription.Max-Count"]  # type: ignore[return-value]
+        return self.values["Subscription.Max-Count"]  # type: ignore[return-value]  # values holds ints under the int options
 
     @property
     def max_subscription_length(self) -> int:
-        return self.values["Subscription.Max-Length"]  # type: ignore[return-value]
+        return self.values["Subscription.Max-Length"]  # type: ignore[return-value]  # as above
 
     @property
     def send_immediately(self) -> bool:
@@ -191,7 +191,7 @@ class SessionOptions:
         ``Limits.from_options`` no value is passed over), the rest from
         ``base``."""
         negotiated = {attr: self.values[name] for name, attr in OPTION_FIELDS.items()}
-        return replace(base or DEFAULT_LIMITS, **negotiated)  # type: ignore[arg-type]
+        return replace(base or DEFAULT_LIMITS, **negotiated)  # type: ignore[arg-type]  # the negotiated values are the Limits fields' ints
 
 
 def initial_options(ranges: OptionRanges = DEFAULT_RANGES) -> SessionOptions:

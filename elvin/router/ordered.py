@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Generator, Hashable
+from typing import Any
 
 log = logging.getLogger("elvin.router")
 
@@ -28,16 +29,16 @@ class OrderedSteps:
     """``background(generator)`` runs a job in later loop turns (the router's
     ``StepRunner.background``)."""
 
-    def __init__(self, background: Callable[[Generator], None]) -> None:
+    def __init__(self, background: Callable[[Generator[Any, Any, Any]], None]) -> None:
         self.background = background
         #: key -> the work of that origin not started yet (its chain is a job)
-        self.chains: dict[Hashable, deque[Generator]] = {}
+        self.chains: dict[Hashable, deque[Generator[Any, Any, Any]]] = {}
         self.deferred = 0       # work that did not end in its first step (tests, stats)
 
     def __len__(self) -> int:
         return len(self.chains)
 
-    def submit(self, key: Hashable, steps: Generator) -> None:
+    def submit(self, key: Hashable, steps: Generator[Any, Any, Any]) -> None:
         chain = self.chains.get(key)
         if chain is not None:           # work of this origin under way: after it
             chain.append(steps)
@@ -50,7 +51,7 @@ class OrderedSteps:
         self.chains[key] = deque()
         self.background(self._chain(key, steps))
 
-    def _chain(self, key: Hashable, steps: Generator) -> Generator[None, None, None]:
+    def _chain(self, key: Hashable, steps: Generator[Any, Any, Any]) -> Generator[None, None, None]:
         """``steps`` (already started), then the origin's work queued behind it."""
         chain = self.chains[key]
         try:
@@ -58,7 +59,7 @@ class OrderedSteps:
             while True:
                 try:
                     yield from current
-                except Exception:   # noqa: BLE001 - one failure must not keep the rest
+                except Exception:
                     log.exception("a stepped delivery failed")
                 if not chain:
                     break

@@ -56,6 +56,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator
+from typing import Any
 
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.protocol import SubAddNotify, SubDelNotify, SubModNotify
@@ -69,6 +70,9 @@ __all__ = ["FANOUT_STEP", "Pending", "Quench", "QuenchManager"]
 SECURE = 1
 INSECURE = 2
 
+
+#: what an owner knows of a quench before its change: (names, prepared, deliver_insecure)
+_Before = tuple[frozenset[str], NotificationKeys | None, bool]
 
 #: subscriptions looked at between two looks at the clock while telling a quench
 _CLOCK_EVERY = 4
@@ -96,7 +100,7 @@ class Pending:
 
     __slots__ = ("parts",)
 
-    def __init__(self, parts: Iterable[dict]) -> None:
+    def __init__(self, parts: Iterable[dict[Any, Any]]) -> None:
         self.parts = [part for part in parts if part]
 
     def __bool__(self) -> bool:
@@ -154,7 +158,7 @@ class Quench:
         self.pending: Pending | None = None
         #: what the owner knows of the pending ones: (names, prepared,
         #: deliver_insecure) of the quench before its change, or None (nothing)
-        self.old: tuple | None = None
+        self.old: _Before | None = None
         #: the names the manager files it under (its names, and its old ones
         #: while it is being told of a change)
         self.indexed: frozenset[str] = self.names
@@ -186,7 +190,7 @@ class Quench:
 
 
 # the view a set of quenches has of one subscription: {quench: status}
-View = dict
+View = dict[Quench, int]
 
 
 class QuenchManager:
@@ -233,7 +237,7 @@ class QuenchManager:
         """{quench: status} for the quenches that see ``sub``."""
         if not self.quenches:
             return {}
-        out = {}
+        out: View = {}
         for quench in self._concerned(sub.names).values():
             status = quench.known(sub)
             if status:
@@ -244,16 +248,16 @@ class QuenchManager:
         """``sub`` changes now: the change tells every quencher the difference
         from what it knows, so no announcement under way tells it again."""
         for quench in self.announcing.values():
-            quench.pending.pop(sub.id, None)  # type: ignore[union-attr]
+            quench.pending.pop(sub.id, None)  # type: ignore[union-attr]  # an announcing quench has its pending
 
     def _emit_changes(self, sub: Subscription, before: View, after: View,
                       expr_changed: bool) -> None:
         """Send Add/Mod/Del per quenching session for one subscription."""
         if not before and not after:
             return
-        per_owner: dict[Hashable, list[list]] = {}
+        per_owner: dict[Hashable, list[list[Any]]] = {}
 
-        def slot(quench: Quench) -> list[list]:
+        def slot(quench: Quench) -> list[list[Any]]:
             lists = per_owner.get(quench.owner)
             if lists is None:
                 # add: secure, insecure; mod: secure, insecure; del: ids
@@ -295,7 +299,7 @@ class QuenchManager:
         self.notifications_sent += 1
         try:
             self.send(owner, packet)
-        except Exception:
+        except Exception:  # one quencher's failure must not stop the rest; logged
             log.exception("sending %s to a quencher failed", type(packet).__name__)
 
     def flush(self, deadline: float) -> bool:
@@ -354,7 +358,7 @@ class QuenchManager:
             self.advance(quench, float("inf"))
         return quench
 
-    def _start(self, quench: Quench, old: tuple | None) -> None:
+    def _start(self, quench: Quench, old: _Before | None) -> None:
         """``quench`` is to be told about every subscription filed under its
         names (``indexed``), knowing them by ``old``."""
         refs = self.engine._refs

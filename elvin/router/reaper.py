@@ -56,7 +56,7 @@ class Reaper(TurnLoop):
     def _remove(self, item: Any) -> None:
         try:
             self.remove(item)
-        except Exception:   # noqa: BLE001 - one failure must not keep the rest
+        except Exception:   # one failure must not keep the rest
             log.exception("removing %r failed", item)
 
     # -- TurnLoop -------------------------------------------------------------------------

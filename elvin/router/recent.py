@@ -59,7 +59,7 @@ class RecentValues:
     """The kept notifications, and the replays in progress. ``match`` is
     the engine's ``match(attrs, nkeys, deliver_insecure)``."""
 
-    def __init__(self, match: Callable[..., tuple[dict, dict]], *,
+    def __init__(self, match: Callable[..., tuple[dict[Any, Any], dict[Any, Any]]], *,
                  max_shapes: int = MAX_SHAPES, max_bytes: int = MAX_BYTES) -> None:
         self._match = match
         self.max_shapes = max_shapes
@@ -119,7 +119,7 @@ class RecentValues:
         self._replays[owner] = replay
         replay.start()
 
-    def _entries(self, names: frozenset[str] | None) -> list:
+    def _entries(self, names: frozenset[str] | None) -> list[Any]:
         """The kept notifications with one of ``names`` (all without),
         oldest first."""
         return [entry for shape, entry in self.kept.items()
@@ -142,14 +142,14 @@ class _Replay:
     """One client's replay, run in slices on the loop."""
 
     def __init__(self, recent: RecentValues, owner: Hashable, sub_id: int,
-                 names: frozenset[str] | None, entries: list) -> None:
+                 names: frozenset[str] | None, entries: list[Any]) -> None:
         self.recent, self.owner, self.sub_id = recent, owner, sub_id
         self.names = names
         self.entries = entries
         self.position = 0
         self._handle: asyncio.Handle | None = None
 
-    def widen(self, names: frozenset[str] | None, entries: list) -> None:
+    def widen(self, names: frozenset[str] | None, entries: list[Any]) -> None:
         pending = self.entries[self.position:]
         seen = {id(e) for e in pending}
         self.entries = pending + [e for e in entries if id(e) not in seen]

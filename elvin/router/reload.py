@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from elvin.daemon_control import change, reload_verdict
@@ -86,10 +86,10 @@ def federation_changes(old: Any, new: Any) -> list[str]:
     return out
 
 
-def _entries_changed(before: list, after: list) -> str:
+def _entries_changed(before: Sequence[object], after: Sequence[object]) -> str:
     """``+b -c, a changed`` for two lists of connect or accept entries,
     named by their router (or URL)."""
-    def named(entries: list) -> dict[str, Any]:
+    def named(entries: Sequence[object]) -> dict[str, Any]:
         return {str(getattr(e, "router", None) or getattr(e, "url", "?")): e for e in entries}
     old, new = named(before), named(after)
     parts = [f"+{name}" for name in new if name not in old]

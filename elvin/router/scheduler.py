@@ -130,7 +130,7 @@ class Scheduler(TurnLoop):
                 self._since.setdefault(session, self._turns)
             if self.after_turn is not None:
                 self.after_turn()
-        except Exception:   # noqa: BLE001 - one session's failure must not strand the rest
+        except Exception:   # one session's failure must not strand the rest
             log.exception("a scheduler turn failed (session %r)", session)
 
     def _serve_burst(self, deadline: float) -> None:

@@ -117,7 +117,7 @@ class SendQueue:
         self.dropped = 0               # packets dropped in total
         self.drop_events = 0           # DropWarns queued
         # entries are [data, droppable]; data None = dropped
-        self._queue: deque[list] = deque()
+        self._queue: deque[list[Any]] = deque()
         self._paused = False
         self._scheduled = False
         self._closed = False
@@ -146,8 +146,8 @@ class SendQueue:
         if self._queue:
             return False
         try:
-            return self.transport.get_write_buffer_size() == 0
-        except Exception:
+            return bool(self.transport.get_write_buffer_size() == 0)
+        except Exception:  # noqa: BLE001 - a closed or odd transport holds nothing for us
             return True
 
     def configure(self, max_bytes: int, policy: str) -> None:
@@ -295,7 +295,7 @@ class SendQueue:
                     size += len(data)
                 self.bytes -= size
                 transport.write(b"".join(chunk))
-        except Exception:
+        except Exception:  # a failed write closes the queue; logged
             log.debug("write failed", exc_info=True)
             self.close()
             return

@@ -93,7 +93,7 @@ class Router:
         # default domain (a repeat would look like a routing loop)
         self.router_id = (f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}"
                           f":{next(_ROUTER_SEQUENCE)}")
-        self._servers: list[tuple[str, asyncio.AbstractServer]] = []
+        self._servers: list[tuple[str, asyncio.Server]] = []
         #: TLS sockets whose handshake is under way (aborted at stop)
         self._tls_pending: set[asyncio.BaseTransport] = set()
         self._stopped: asyncio.Event | None = None
@@ -122,13 +122,14 @@ class Router:
         #: the FederationService (elvin.federation) while ``config.federation``
         #: is set, else None (``deliver`` tests only this)
         self.federation: Any = None
-        self._producer_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._producer_ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         #: admission and partial-frame accounting (elvin.router.door), while running
         self.door: Door | None = None
         #: what clients can make the sessions say, rate-limited (elvin.ratelog)
         self.session_notes = RateLimitedLog(logging.getLogger("elvin.router.session"))
         #: owner -> [when its last overrun line was logged, overruns not logged since]
-        self._overrun_lines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
+            weakref.WeakKeyDictionary()
         self.engine.overrun_listener = self._pattern_overran
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -170,7 +171,7 @@ class Router:
                 await server.start_serving()
             await self._start_discovery()
             self._started = True
-        except BaseException:
+        except BaseException:  # stopped the one way (below); re-raised
             # whatever started is stopped the one way a router stops (each
             # step of ``stop`` does nothing for a part that never started)
             await self.stop()
@@ -185,16 +186,18 @@ class Router:
         listener = str(parsed)
         if context is None:
             def factory() -> Any:
-                return Session(self, listener)
+                # once started (self.loop set) the Router is the ChannelHost; the port's
+                # owner is the Session itself (its typing: issue 46, point 2)
+                return Session(self, listener)  # type: ignore[arg-type]  # see above
         else:
             # TLS over plain TCP (elvin.federation.tlsaccept): the door counts
             # the socket from its accept, not from the end of its handshake
             def factory() -> Any:
-                return Handshaking(lambda: Session(self, listener), context,
+                return Handshaking(lambda: Session(self, listener), context,  # type: ignore[arg-type]  # as above
                                    self.config.connect_timeout, self._tls_failed,
                                    self._tls_pending, room=self._tls_room)
         try:
-            server = await self.loop.create_server(  # type: ignore[union-attr]
+            server = await self.loop.create_server(  # type: ignore[union-attr]  # running: loop set
                 factory, host, parsed.port, reuse_address=True, backlog=1024,
                 start_serving=False)
         except OSError as exc:
@@ -246,7 +249,7 @@ class Router:
     async def serve_forever(self) -> None:
         if self._stopped is None:
             await self.start()
-        await self._stopped.wait()  # type: ignore[union-attr]
+        await self._stopped.wait()  # type: ignore[union-attr]  # running: set by start
 
     async def stop(self) -> None:
         """Disconn (reason 1) to every client, close the listeners, wait (up to
@@ -265,7 +268,7 @@ class Router:
             self.recent.stop()
         await self._close_servers()
         for transport in list(self._tls_pending):
-            transport.abort()               # type: ignore[attr-defined]
+            transport.abort()               # type: ignore[attr-defined]  # a pending TLS socket's transport
         await self._stop_federation()   # Disconn to every federated router
         for session in list(self.sessions):
             try:
@@ -273,7 +276,7 @@ class Router:
                     session.disconnect(DisconnReason.SHUTDOWN, "router shutting down")
                 elif session.state != CLOSING:      # closing ones finish on their own
                     session.abort()
-            except Exception:
+            except Exception:  # stopping anyway; logged
                 log.exception("closing %r failed", session)
         deadline = time.monotonic() + self.config.close_timeout
         while self.sessions and time.monotonic() < deadline:
@@ -305,8 +308,8 @@ class Router:
         for _kind, server in servers:
             try:
                 await asyncio.wait_for(server.wait_closed(), 1.0)
-            except Exception:
-                pass
+            except Exception:  # stopping: closed anyway
+                log.debug("a listener did not close cleanly", exc_info=True)
 
     # -- federation ----------------------------------------------------------------------
     async def _start_federation(self) -> None:
@@ -318,7 +321,7 @@ class Router:
         service = FederationService(RouterFederationHost(self), fed)
         try:
             await service.start()
-        except BaseException:
+        except BaseException:  # half-started: stopped; re-raised
             await service.stop()
             raise
         self.federation = service
@@ -337,7 +340,7 @@ class Router:
         elif self.federation is None:
             try:
                 await self._start_federation()
-            except Exception as exc:          # e.g. the port is taken: keep serving
+            except Exception as exc:  # noqa: BLE001 - e.g. the port is taken: logged, keep serving
                 log.error("cannot start federation: %s", exc)
         else:
             await self.federation.reconfigure(fed)
@@ -407,7 +410,7 @@ class Router:
             self.mobility = await start_in_router(self)
         except StateError:
             raise                       # (it names the state directory and the way out)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - re-raised as RouterStartError
             raise RouterStartError(f"cannot start the mobility proxy: {exc}") from None
 
     async def _stop_mobility(self) -> None:
@@ -415,7 +418,7 @@ class Router:
         if proxy is not None:
             try:
                 await proxy.stop()
-            except Exception:
+            except Exception:  # stopping anyway; logged
                 log.exception("stopping the mobility proxy failed")
 
     # -- discovery and redirection -------------------------------------------------------
@@ -479,21 +482,21 @@ class Router:
         """The compile workers (``counts``: what they did; ``busy``)."""
         return self._compilers
 
-    def compile_long(self, text: str) -> asyncio.Future:
+    def compile_long(self, text: str) -> asyncio.Future[Any]:
         """Compile a long expression on a worker thread (``elvin.router.compiling``);
         the future gives a ``Registered`` or raises ``SubscriptionError``."""
-        return self._compilers.submit(self.loop, text)  # type: ignore[arg-type]
+        return self._compilers.submit(self.loop, text)  # type: ignore[arg-type]  # running: loop set
 
-    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future:
+    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future[Any]:
         """``job()`` on the compile worker for an expression of ``size``
         characters (a federated peer's pull filter: ``FederationHost``)."""
-        return self._compilers.run(self.loop, size, job)  # type: ignore[arg-type]
+        return self._compilers.run(self.loop, size, job)  # type: ignore[arg-type]  # running: loop set
 
-    def link_later(self, steps: Any) -> asyncio.Future:
+    def link_later(self, steps: Any) -> asyncio.Future[Any]:
         """Run the generator ``steps`` in later loop turns (``elvin.router.steps``)."""
         return self.steps.run(steps)
 
-    def announce_later(self, quench: Any) -> asyncio.Future:
+    def announce_later(self, quench: Any) -> asyncio.Future[None]:
         """Tell ``quench`` what is pending in later loop turns (``announcer``)."""
         return self.announcer.later(quench)
 
@@ -587,12 +590,12 @@ class Router:
                     _clip(sub.text, 200))
 
     def _send_quench_packet(self, owner: Hashable, packet: Any) -> None:
-        owner.send(packet, droppable=True)  # type: ignore[attr-defined]
+        owner.send(packet, droppable=True)  # type: ignore[attr-defined]  # owners that quench are sessions
 
     # -- delivery ------------------------------------------------------------------------
-    def deliver(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+    def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                 nkeys: NotificationKeys | None, *, producer: Any = None,
-                routing: tuple[str, ...] = (), preds: list | None = None) -> int:
+                routing: tuple[str, ...] = (), preds: list[Any] | None = None) -> int:
         """Deliver one notification; returns the number of NotifyDeliver packets.
 
         ``producer`` (the sending ``Session``, or an id string) only names the
@@ -606,7 +609,7 @@ class Router:
         return self._deliver_matched(attrs, block, deliver_insecure, nkeys, producer, routing,
                                      insecure, secure)
 
-    def deliver_steps(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+    def deliver_steps(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                       nkeys: NotificationKeys | None, *, producer: Any = None,
                       routing: tuple[str, ...] = ()) -> Any:
         """``deliver`` as a generator of steps of about a millisecond
@@ -618,7 +621,7 @@ class Router:
         return self._deliver_matched(attrs, block, deliver_insecure, nkeys, producer, routing,
                                      insecure, secure)
 
-    def deliver_ordered(self, key: Hashable, attrs: dict, block: bytes | None,
+    def deliver_ordered(self, key: Hashable, attrs: dict[str, Any], block: bytes | None,
                         deliver_insecure: bool, nkeys: NotificationKeys | None, *,
                         producer: Any = None, routing: tuple[str, ...] = ()) -> None:
         """``deliver`` in steps, after the earlier ones of the same ``key``
@@ -627,7 +630,7 @@ class Router:
         self.ordered.submit(key, self.deliver_steps(attrs, block, deliver_insecure, nkeys,
                                                     producer=producer, routing=routing))
 
-    def _recent_request(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+    def _recent_request(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                         nkeys: NotificationKeys | None, producer: Any) -> bool:
         """Keep ``attrs`` among the recent notifications (elvin.router.recent);
         True when it is a request for them, which is addressed to the router and
@@ -643,9 +646,10 @@ class Router:
             recent.note(attrs, block, deliver_insecure, nkeys)
         return False
 
-    def _deliver_matched(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+    def _deliver_matched(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                          nkeys: NotificationKeys | None, producer: Any,
-                         routing: tuple[str, ...], insecure: dict, secure: dict) -> int:
+                         routing: tuple[str, ...], insecure: dict[Any, Any],
+                         secure: dict[Any, Any]) -> int:
         if deliver_insecure and self.census.counting:
             self.census.note(attrs)
         if self.archive is not None:
@@ -684,7 +688,7 @@ class Router:
             raise RouterStartError(str(exc), os_error_status(exc.errno)) from None
         try:
             archive.start(asyncio.get_running_loop())
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - re-raised as RouterStartError
             raise RouterStartError(f"cannot start the archive process for {directory}: "
                                    f"{exc}") from None
         self._producer_ids = weakref.WeakKeyDictionary()
@@ -721,7 +725,8 @@ class Router:
             log.warning("archive %s: %d notifications not archived (writer was behind)",
                         archive.directory, summary.dropped)
 
-    def _archive(self, attrs: dict, block: bytes | None, insecure: dict, secure: dict,
+    def _archive(self, attrs: dict[str, Any], block: bytes | None, insecure: dict[Any, Any],
+                 secure: dict[Any, Any],
                  producer: Any, deliver_insecure: bool = True) -> None:
         """Queue one archive row: a tuple for the archive process (which decodes
         ``block``). Counts come from ``engine.match``'s result before
@@ -740,18 +745,19 @@ class Router:
         private = not deliver_insecure
         if producer is not None and not isinstance(producer, str):
             producer = self._producer_id(producer)
-        if type(block) is not bytes:
+        row: bytes | dict[str, Any] | int | None = block   # what the row carries
+        if type(row) is not bytes:
             try:
-                block = encode_attributes(attrs) if block is None else bytes(block)
+                row = encode_attributes(attrs) if block is None else bytes(block)
             except ValueError:
-                block = attrs       # not encodable: the child takes the dict itself
+                row = attrs         # not encodable: the child takes the dict itself
         if private and not self.config.archive_private:
             from elvin.pipeline.withheld import withheld_size
             producer = None
             # withheld: the size's class only (elvin.pipeline.withheld)
-            block = withheld_size(len(block) if type(block) is bytes else 0)
+            row = withheld_size(len(row) if type(row) is bytes else 0)
         self.archive.append(time=time.time(), producer=producer, subscriptions=subscriptions,
-                            clients=clients, secure=bool(secure), private=private, block=block)
+                            clients=clients, secure=bool(secure), private=private, block=row)
 
     def _producer_id(self, session: Any) -> str:
         """``N/host:port``: N numbers the producing channels of this router run
@@ -789,9 +795,9 @@ class Router:
             # the statistics count what clients send and get, not themselves
             delivered = self.deliver(attrs, None, True, None)
             self.stats.notifications_out -= delivered
-        except Exception:
+        except Exception:  # statistics must never hurt the router; logged
             log.exception("publishing statistics failed")
-        self._stats_handle = self.loop.call_later(  # type: ignore[union-attr]
+        self._stats_handle = self.loop.call_later(  # type: ignore[union-attr]  # running: loop set
             self.config.stats_interval, self._publish_stats)
 
     def stats_notification(self) -> dict[str, object]:

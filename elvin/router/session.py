@@ -29,7 +29,7 @@ import asyncio
 import logging
 import socket
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from elvin.router.options import SessionOptions
 from elvin.router.scheduler import QUANTUM
@@ -45,6 +45,9 @@ from elvin.router.session_core import (
     SessionHost,
 )
 
+if TYPE_CHECKING:
+    from elvin.router.door import Door
+
 log = logging.getLogger("elvin.router.session")
 
 __all__ = ["CLOSED", "CLOSING", "CONNECTED", "NEW", "OFF_LOOP_LENGTH", "UNOTIFY", "Session"]
@@ -57,14 +60,15 @@ class ChannelHost(SessionHost, Protocol):
     loop: asyncio.AbstractEventLoop
     flush_batch: Any
     scheduler: Any
+    door: Door | None
 
     def session_opened(self, session: Session) -> None: ...
 
     def session_closed(self, session: Session) -> None: ...
 
 
-class Session:
-    """asyncio protocol for one client channel (duck-typed ``asyncio.Protocol``);
+class Session(asyncio.Protocol):
+    """asyncio protocol for one client channel;
     the ``SessionIO`` of its ``SessionCore``."""
 
     def __init__(self, router: ChannelHost, listener: str = "") -> None:
@@ -143,8 +147,8 @@ class Session:
         try:
             transport.set_write_buffer_limits(high=TRANSPORT_HIGH_WATER,
                                               low=TRANSPORT_LOW_WATER)
-        except Exception:
-            pass
+        except Exception:  # a transport without limits: its defaults then
+            log.debug("session: no write buffer limits", exc_info=True)
         options = self.core.options
         self.queue = SendQueue(transport, self.loop, options.send_queue_max,
                                options.send_drop_policy, on_drop=self._dropped,
@@ -244,8 +248,8 @@ class Session:
                 self.transport.pause_reading()
             else:
                 self.transport.resume_reading()
-        except Exception:
-            pass
+        except Exception:  # a closing transport: nothing to pause
+            log.debug("session: pause/resume reading failed", exc_info=True)
 
     # -- SessionIO: what the core asks --------------------------------------------------
     def write(self, data: bytes, droppable: bool = False) -> None:
@@ -292,8 +296,8 @@ class Session:
             if self.transport is not None:
                 try:
                     self.transport.abort()
-                except Exception:
-                    pass
+                except Exception:  # aborting anyway
+                    log.debug("session: abort failed", exc_info=True)
             return
         if self.transport is None:
             return
@@ -309,7 +313,7 @@ class Session:
     def _close_transport(self) -> None:
         try:
             self.transport.close()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a transport that cannot close is aborted
             self.core.abort()
 
     # -- the send queue's reports --------------------------------------------------------

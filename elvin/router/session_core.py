@@ -72,7 +72,7 @@ import functools
 import logging
 import struct
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Generator, Hashable
 from typing import Any, Protocol
 
 from elvin.errors import KeyRefused, NackCode, ProtocolError, SubscriptionError
@@ -90,6 +90,7 @@ from elvin.protocol import (
     LimitError,
     Nack,
     NotifyEmit,
+    Packet,
     PacketId,
     QnchAddRqst,
     QnchDelRqst,
@@ -117,6 +118,7 @@ from elvin.router.clientstats import ClientCounters, timed_steps
 from elvin.router.engine import WIDE
 from elvin.router.options import SessionOptions, negotiate
 from elvin.router.security import (
+    NotificationKeys,
     apply_delta,
     check_keys,
     id64,
@@ -124,7 +126,7 @@ from elvin.router.security import (
     key_totals,
     prepare_notification,
 )
-from elvin.values import INT32_MAX, INT32_MIN, Int64
+from elvin.values import INT32_MAX, INT32_MIN, Int64, Value
 
 log = logging.getLogger("elvin.router.session")
 
@@ -214,14 +216,15 @@ class SessionHost(Protocol):
         """A future (``Job``) done once ``quench`` is told what is pending
         (``elvin.router.announcer``)."""
 
-    def deliver(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
-                nkeys: Any, *, producer: Any = None, preds: list | None = None) -> int: ...
+    def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
+                nkeys: Any, *, producer: Any = None,
+                preds: list[Any] | None = None) -> int: ...
 
-    def deliver_steps(self, attrs: dict, block: bytes | None, deliver_insecure: bool,
+    def deliver_steps(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                       nkeys: Any, *, producer: Any = None) -> Any:
         """``deliver`` as a generator of steps (the rest run by ``link_later``)."""
 
-    def deliver_ordered(self, key: Hashable, attrs: dict, block: bytes | None,
+    def deliver_ordered(self, key: Hashable, attrs: dict[str, Any], block: bytes | None,
                         deliver_insecure: bool, nkeys: Any, *, producer: Any = None) -> None:
         """``deliver_steps`` run to its end, after the earlier ones of ``key``."""
 
@@ -277,7 +280,7 @@ class _Pending:
     __slots__ = ("job", "xid", "expression", "then", "args")
 
     def __init__(self, job: Job, xid: int, expression: str, then: Callable[..., None],
-                 args: tuple) -> None:
+                 args: tuple[Any, ...]) -> None:
         self.job, self.xid, self.expression = job, xid, expression
         self.then, self.args = then, args
 
@@ -299,7 +302,7 @@ class SessionCore:
         self.decoder = FrameDecoder(self.limits)
         self.nfn_keys: Keys = EMPTY_KEYS
         self.sub_keys: Keys = EMPTY_KEYS
-        self.nfn_prepared = None
+        self.nfn_prepared: NotificationKeys | None = None
         self.errors = 0
         self.released = False
         #: this channel's figures, and its publish limit's bucket (elvin.router.clientstats)
@@ -354,7 +357,8 @@ class SessionCore:
         limit = self.host.config.pre_session_max_length
         if bodies:
             first = bodies[0]
-            length, ptype = len(first), int.from_bytes(first[:4], "big")
+            length: int | None = len(first)
+            ptype: int | None = int.from_bytes(first[:4], "big")
         else:
             decoder = self.decoder
             length = decoder.pending_length
@@ -391,7 +395,7 @@ class SessionCore:
             body = backlog.next()
             if body is None:            # nothing waits, or a compile runs
                 break
-            if type(body) is Violation:
+            if isinstance(body, Violation):
                 self._violation(body.reason)
                 break
             self._packet(body)
@@ -449,7 +453,8 @@ class SessionCore:
                     return
                 packet = decode_sub_add_rqst(body, self.limits)   # a registration burst's
             if packet is not None:
-                handler = SessionCore._sub_add_rqst     # and a connected session's request
+                handler: Callable[[SessionCore, Any], None] = \
+                    SessionCore._sub_add_rqst           # and a connected session's request
             else:
                 try:
                     packet = decode_packet(body, self.limits)
@@ -459,10 +464,11 @@ class SessionCore:
                 except ProtocolError as exc:
                     self._violation(f"malformed packet: {exc}")
                     return
-                handler = _HANDLERS.get(type(packet))
-                if handler is None:
+                found = _HANDLERS.get(type(packet))
+                if found is None:
                     self._violation(f"{type(packet).__name__} may not be sent by a client")
                     return
+                handler = found
                 state = self.state
                 if state is NEW:
                     if type(packet) not in (ConnRqst, UNotify):
@@ -473,7 +479,7 @@ class SessionCore:
                     return
             try:
                 handler(self, packet)
-            except Exception:
+            except Exception:  # one packet's failure must not end the session; logged, nacked
                 log.exception("%s: failed to handle %s", self.peer, type(packet).__name__)
                 xid = getattr(packet, "xid", None)
                 if xid is not None and self.state is CONNECTED:
@@ -505,7 +511,7 @@ class SessionCore:
                                  f"Request exceeds a router limit: {exc}")
 
     def _protocol_error(self, xid: int | None, code: int, message: str,
-                        args: tuple = ()) -> None:
+                        args: tuple[Any, ...] = ()) -> None:
         """A protocol error (7.3.3): the request's Nack, then, after
         ``max_protocol_errors`` of them, Disconn (the last packet: nothing
         is written after it)."""
@@ -535,7 +541,7 @@ class SessionCore:
         if self.state is not CLOSING and self.state is not CLOSED:
             self.io.write(frame(packet), droppable)
 
-    def nack(self, xid: int, code: int, message: str, args: tuple = ()) -> None:
+    def nack(self, xid: int, code: int, message: str, args: tuple[Any, ...] = ()) -> None:
         self.send(Nack(xid, int(code), message, tuple(_nack_value(a) for a in args)))
 
     # -- closing ------------------------------------------------------------------------
@@ -549,7 +555,7 @@ class SessionCore:
         self.backlog.release()
         try:
             self.host.release(self.owner)
-        except Exception:
+        except Exception:  # the session ends anyway; logged
             log.exception("%s: cleanup failed", self.peer)
 
     def disconnect(self, reason: int, args: str = "") -> None:
@@ -588,7 +594,7 @@ class SessionCore:
             if redirect:
                 _note(self.host, "clients redirected at max-connections", logging.INFO,
                       "%s: connection limit reached: redirecting to %s", self.peer, redirect)
-                self.disconnect(DisconnReason.REDIRECT, redirect)  # type: ignore[arg-type]
+                self.disconnect(DisconnReason.REDIRECT, redirect)  # type: ignore[arg-type]  # redirect is the URL string here
             else:
                 self.nack(p.xid, NackCode.IMPL_LIMIT, "Too many connections")
             return
@@ -603,7 +609,7 @@ class SessionCore:
         self.state = CONNECTED
         self.io.started()
         self.host.session_connected(self.owner)
-        self.send(ConnRply(p.xid, reply))
+        self.send(ConnRply(p.xid, reply))  # type: ignore[arg-type]  # Values (options.py: object)
 
     def _apply_options(self, options: SessionOptions) -> None:
         self.options = options
@@ -620,7 +626,7 @@ class SessionCore:
             # in steps, as NotifyEmit; this connection's later ones after it
             self.host.deliver_ordered(self.owner, *prepared, producer=self.owner)
 
-    def _unotify_prepared(self, p: UNotify) -> tuple | None:
+    def _unotify_prepared(self, p: UNotify) -> tuple[dict[str, Any], None, bool, Any] | None:
         """An UNotify's arguments for ``deliver``, or None if it is discarded."""
         if p.client_major_version != 4 or p.client_minor_version > 0:
             log.debug("%s: UNotify version %d.%d discarded", self.peer,
@@ -677,7 +683,7 @@ class SessionCore:
         if self.backlog and self.on_ready is not None:
             self.on_ready()
 
-    def _emit(self, body: bytes, attrs: dict, end: int, deliver_insecure: bool,
+    def _emit(self, body: bytes, attrs: dict[str, Any], end: int, deliver_insecure: bool,
               keys: Keys | None) -> None:
         # matched a millisecond at a time (40,000 regex() subscriptions to
         # evaluate: 0.4-1.6 s; a pattern that overruns its own limit ends a
@@ -699,7 +705,7 @@ class SessionCore:
         self.backlog.start(job, keep=True)  # owed even if the client goes
         job.add_done_callback(self._emitted)
 
-    def _emit_steps(self, body: bytes, attrs: dict, end: int, deliver_insecure: bool,
+    def _emit_steps(self, body: bytes, attrs: dict[str, Any], end: int, deliver_insecure: bool,
                     keys: Keys | None, producer: Any) -> Any:
         """A decoded NotifyEmit's delivery as steps, or None if its keys are refused."""
         if keys:
@@ -732,37 +738,41 @@ class SessionCore:
             self.host.link_later(self._owed_steps(inflight, wide, owed, producer))
 
     def _owed_steps(self, inflight: Any, wide: tuple[Any, bytes] | None,
-                    owed: list[bytes], producer: Any) -> Any:
+                    owed: list[bytes], producer: Any) -> Generator[Any, None, None]:
         """(The steps of ``_owed``: each waits for the one before.)"""
+        steps: Any = None
         if inflight is not None:
             yield inflight              # parked until it is matched, or decoded
-            decoded = _outcome(inflight) if wide is not None else None
-            steps = None if decoded is None else \
-                self._emit_steps(wide[1], *decoded, producer)
+            first: _Decoded | None = _outcome(inflight) if wide is not None else None
+            if wide is not None and first is not None:
+                steps = self._emit_steps(wide[1], *first, producer)
             if steps is not None:
                 yield from steps
         for body in owed:
             yield
             if body[:4] == _NOTIFY_EMIT:
+                decoded: _Decoded | None
                 if len(body) > WIDE_NOTIFICATION:
                     job = self.host.run_off_loop(len(body), functools.partial(
                         _decode_notify_emit, body, self.limits))
                     yield job           # parked while it is decoded off the loop
                     decoded = _outcome(job)
-                    if decoded is None:
-                        continue
                 else:
                     try:
                         decoded = _decode_notify_emit(body, self.limits)
                     except ProtocolError:   # LimitError too: it was never accepted
                         continue
-                steps = self._emit_steps(body, *decoded, producer)
+                if decoded is None:
+                    continue
+                attrs, end, insecure, keys = decoded
+                steps = self._emit_steps(body, attrs, end, insecure, keys, producer)
             else:
                 try:
-                    packet = decode_packet(body, self.limits)
+                    packet: Packet = decode_packet(body, self.limits)
                 except ProtocolError:
                     continue
-                prepared = self._unotify_prepared(packet) if type(packet) is UNotify else None
+                prepared = self._unotify_prepared(packet) if isinstance(packet, UNotify) \
+                    else None
                 steps = None if prepared is None else \
                     self.host.deliver_steps(*prepared, producer=producer)
             if steps is not None:
@@ -804,7 +814,7 @@ class SessionCore:
     def _qos_rqst(self, p: QosRqst) -> None:
         options, reply = negotiate(p.options, self.options, self.host.config.options)
         self._apply_options(options)
-        self.send(QosRply(p.xid, reply))
+        self.send(QosRply(p.xid, reply))  # type: ignore[arg-type]  # as ConnRply's
 
     def _sec_rqst(self, p: SecRqst) -> None:
         if self._keys_refused(p.xid, p.add_nfn_keys, p.del_nfn_keys, p.add_sub_keys,
@@ -874,7 +884,7 @@ class SessionCore:
                 else:
                     log.error("%s: compiling a subscription failed: %r", self.peer, exc)
                     self.nack(pending.xid, NackCode.PROT_ERROR, "Internal router error")
-        except Exception:
+        except Exception:  # the request's failure must not end the session; logged
             log.exception("%s: finishing a subscription request failed", self.peer)
         if self.backlog and self.on_ready is not None:
             self.on_ready()
@@ -928,7 +938,7 @@ class SessionCore:
         if not self.backlog.finish(job):
             try:
                 sub = job.result()      # linked as the session went: unlinked again
-            except (asyncio.CancelledError, Exception):
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - reported by the job
                 return                  # released meanwhile: the steps gave up
             self.host.engine.remove(sub)
             return
@@ -1162,12 +1172,17 @@ def _outcome(job: Any) -> Any:
     try:
         if job.exception() is None:
             return job.result()
-    except BaseException:   # noqa: BLE001 - CancelledError: the router is stopping
-        pass
+    except BaseException as exc:   # noqa: BLE001 - CancelledError: the router is stopping
+        log.debug("an owed notification's decode did not finish: %r", exc)
     return None
 
 
-def _decode_notify_emit(body: bytes, limits: Limits) -> tuple[dict, int, bool, Keys | None]:
+#: a NotifyEmit decoded: its attributes, where they end, deliver-insecure, its keys
+_Decoded = tuple[dict[str, Value], int, bool, "Keys | None"]
+
+
+def _decode_notify_emit(body: bytes, limits: Limits
+                        ) -> tuple[dict[str, Value], int, bool, Keys | None]:
     """(attributes, end of their XDR, deliver_insecure, keys or None) of a
     NotifyEmit body; LimitError or ProtocolError. Shares no state: the
     host's worker runs it for a wide notification."""
@@ -1177,8 +1192,8 @@ def _decode_notify_emit(body: bytes, limits: Limits) -> tuple[dict, int, bool, K
             and (tail[:4] == _ONE4 or tail[:4] == _ZERO4)):
         return attrs, end, tail[:4] == _ONE4, None
     # keys (or something odd): the general decoder says which
-    packet = decode_packet(body, limits)
-    return attrs, end, packet.deliver_insecure, packet.keys  # type: ignore[attr-defined]
+    packet: NotifyEmit = decode_packet(body, limits)   # (its pkt_id was NotifyEmit's)
+    return attrs, end, packet.deliver_insecure, packet.keys
 
 
 _HANDLERS: dict[type, Callable[[SessionCore, Any], None]] = {

@@ -56,7 +56,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -99,7 +99,7 @@ def status_file_for(config: Any, port: int | None = None) -> str:
     its ``status-file``, else the default for ``port`` (the port it
     listens on; when None, the port of its first listen URI)."""
     if config.status_file:
-        return config.status_file
+        return str(config.status_file)
     if port is None:
         port = listen_port(config.listen[0]) if config.listen else None
     return default_status_file(port)
@@ -128,7 +128,7 @@ def status_files() -> list[str]:
 def router_status(router: Any, *, version: str = "", config_path: str | None = None,
                   metrics_url: str | None = None,
                   reload: Mapping[str, Any] | None = None,
-                  certificates: list[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+                  certificates: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The picture of ``router`` (a running ``elvin.router.server.Router``)."""
     stats = router.stats
     fed = router.federation
@@ -217,7 +217,7 @@ class StatusFile:
         self.interval = interval
         self.watch = watch
         self.watch_interval = watch_interval
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._warned = False
         self._watched: Any = None
 
@@ -249,7 +249,7 @@ class StatusFile:
             seen = self.watch()
         except Exception:  # noqa: BLE001 - the periodic rewrite still comes
             return False
-        return seen != self._watched
+        return bool(seen != self._watched)
 
     def _write(self, raise_errors: bool = False) -> None:
         if self.watch is not None:
@@ -286,7 +286,7 @@ class StatusFile:
             pass
 
 
-def link_states(router: Any) -> tuple:
+def link_states(router: Any) -> tuple[tuple[Any, Any, Any, Any], ...]:
     """What the status file must show without delay: each federation link's
     peer and state (``StatusFile``'s ``watch``)."""
     fed = router.federation

@@ -27,6 +27,9 @@ from typing import Any
 
 from elvin.router.turns import TurnLoop
 
+#: a job's steps: each ``yield`` is a point where the runner may stop it for the turn
+Step = Generator[Any, Any, Any]
+
 log = logging.getLogger("elvin.router")
 
 __all__ = ["BUDGET", "StepRunner"]
@@ -41,19 +44,19 @@ class StepRunner(TurnLoop):
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop, BUDGET)
-        self.jobs: deque[tuple[Generator, asyncio.Future | None]] = deque()
+        self.jobs: deque[tuple[Step, asyncio.Future[Any] | None]] = deque()
         self.steps = 0          # steps run (statistics, tests)
 
     def __len__(self) -> int:
         return len(self.jobs)
 
-    def run(self, generator: Generator) -> asyncio.Future:
+    def run(self, generator: Step) -> asyncio.Future[Any]:
         future = self.loop.create_future()
         self.jobs.append((generator, future))
         self._kick()
         return future
 
-    def background(self, generator: Generator) -> None:
+    def background(self, generator: Step) -> None:
         self.jobs.append((generator, None))
         self._kick()
 
@@ -63,7 +66,7 @@ class StepRunner(TurnLoop):
         while self.jobs:
             self._step(*self.jobs.popleft(), float("inf"))
 
-    def _step(self, generator: Generator, future: asyncio.Future | None,
+    def _step(self, generator: Step, future: asyncio.Future[Any] | None,
               deadline: float) -> bool | None:
         """Steps of one job until ``deadline``; True once it is over, None
         when it parked on a future (``_park``)."""
@@ -84,13 +87,13 @@ class StepRunner(TurnLoop):
         except StopIteration as stop:
             if future is not None:
                 future.set_result(stop.value)
-        except Exception as exc:   # noqa: BLE001 - one failure must not keep the rest
+        except Exception as exc:   # one failure must not keep the rest
             log.exception("a stepped job failed")
             if future is not None:
                 future.set_exception(exc)
         return True
 
-    def _park(self, generator: Generator, future: asyncio.Future | None,
+    def _park(self, generator: Step, future: asyncio.Future[Any] | None,
               waits: Any) -> None:
         """The job waits for ``waits`` out of the round, then rejoins it."""
         def resume(_: Any) -> None:
@@ -115,7 +118,7 @@ class StepRunner(TurnLoop):
                 break
 
 
-def drain(generator: Generator) -> Any:
+def drain(generator: Step) -> Any:
     """Run ``generator`` to its end now; its return value."""
     try:
         while True:

@@ -58,7 +58,7 @@ class TurnLoop:
         self._scheduled = False
         try:
             self._turn(self._deadline())
-        except Exception:   # noqa: BLE001 - a failed turn must not stop the next ones
+        except Exception:   # a failed turn must not stop the next ones
             log.exception("%s: a turn failed", type(self).__name__)
         if self._has_work():
             self._kick()

@@ -24,7 +24,8 @@ dialects) and ``compiler.py`` (code generation).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from elvin.errors import SubscriptionError
 from elvin.subscription.analysis import index_constraint, index_value, required_names
@@ -88,22 +89,23 @@ class CompiledSubscription:
                             f"{type(subscription).__name__}")
         self._folded = fold(self.ast)
         self.matches, self.evaluate, self.source = build(self._folded)
-        self._unguarded = None
+        self._unguarded: Callable[[Mapping[str, Any]], bool | None] | None = None
 
     @property
-    def _evaluate_raw(self):
+    def _evaluate_raw(self) -> Callable[[Mapping[str, Any]], bool | None]:
         """``evaluate`` without its exception net (for tests)."""
         if self._unguarded is None:
             self._unguarded = build_unguarded(self._folded)
         return self._unguarded
 
-    def __call__(self, attrs: Mapping) -> bool | None:
-        return self.evaluate(attrs)
+    def __call__(self, attrs: Mapping[str, Any]) -> bool | None:
+        result: bool | None = self.evaluate(attrs)
+        return result
 
     def __repr__(self) -> str:
         return f"CompiledSubscription({self.text!r})"
 
 
-def compile(subscription: str | Node) -> CompiledSubscription:  # noqa: A001
+def compile(subscription: str | Node) -> CompiledSubscription:
     """Parse (or validate) and compile a subscription."""
     return CompiledSubscription(subscription)

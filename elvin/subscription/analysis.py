@@ -40,6 +40,9 @@ equal to anything), get a key that matches nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from elvin.subscription.ast import Kind, Node, flatten, name_equals_literals, names_in
 from elvin.subscription.checker import COMPARISONS, STRING_PREDICATES, TYPE_PREDICATES, fold
 from elvin.subscription.reference import evaluate
@@ -50,6 +53,8 @@ __all__ = ["index_constraint", "index_value", "literal_key",
            "required_names"]
 
 _NEVER = None  # "cannot happen": requires everything
+#: what a subtree needs present to be true (or to be false): names, or _NEVER
+_Need = frozenset[str] | None
 
 
 class _Unindexable:
@@ -72,7 +77,7 @@ class _NaNKey:
 NAN_KEY = _NaNKey()
 
 
-def _union(sets):
+def _union(sets: Iterable[_Need]) -> _Need:
     out: set[str] = set()
     for s in sets:
         if s is _NEVER:
@@ -81,8 +86,8 @@ def _union(sets):
     return frozenset(out)
 
 
-def _intersection(sets):
-    out = None
+def _intersection(sets: Iterable[_Need]) -> _Need:
+    out: frozenset[str] | None = None
     for s in sets:
         if s is _NEVER:
             continue
@@ -90,7 +95,7 @@ def _intersection(sets):
     return _NEVER if out is None else frozenset(out)
 
 
-def _need(node: Node, want: bool):
+def _need(node: Node, want: bool) -> _Need:
     k = node.kind
     if k is Kind.NOT:
         return _need(node.children[0], not want)
@@ -107,7 +112,8 @@ def _need(node: Node, want: bool):
         return frozenset() if evaluate(node, {}) is want else _NEVER
     if k is Kind.FUNC_EQUALS and want:
         first, *rest = node.children
-        return names_in(first) | _intersection([names_in(r) for r in rest])
+        common = _intersection([names_in(r) for r in rest])   # rest is never empty
+        return names_in(first) | (common or frozenset())
     if k in COMPARISONS or k in TYPE_PREDICATES or k is Kind.FUNC_EQUALS:
         return names_in(node)
     if k in STRING_PREDICATES:
@@ -133,22 +139,22 @@ def index_value(value: object) -> object:
     if value is NAN_KEY:
         return NAN_KEY
     if t is int or t is Int64:
-        if not INT64_MIN <= value <= INT64_MAX:  # type: ignore[operator]
+        if not INT64_MIN <= value <= INT64_MAX:  # type: ignore[operator]  # type() is, for speed: an int here
             return UNINDEXABLE
-        if -_EXACT <= value <= _EXACT:  # type: ignore[operator]
-            return int(value)  # type: ignore[call-overload]
-        return float(value)  # type: ignore[arg-type]
+        if -_EXACT <= value <= _EXACT:  # type: ignore[operator]  # as above
+            return int(value)  # type: ignore[call-overload]  # as above
+        return float(value)  # type: ignore[arg-type]  # as above
     return UNINDEXABLE
 
 
 def literal_key(node: Node) -> object:
     """The ``index_value`` of a literal node (an int64 literal as an int64)."""
     if node.kind is Kind.INT64:
-        return index_value(Int64(node.value))  # type: ignore[arg-type]
+        return index_value(Int64(node.value))
     return index_value(node.value)
 
 
-def _constraint(node: Node):
+def _constraint(node: Node) -> tuple[str, frozenset[Any]] | None:
     k = node.kind
     if k is Kind.NOT:
         child = node.children[0]
@@ -163,18 +169,19 @@ def _constraint(node: Node):
             return None
         return found[0], frozenset(literal_key(r) for r in found[1])
     if k is Kind.OR:
-        found = [_constraint(c) for c in flatten(node)]
-        if any(f is None for f in found):
+        alternatives = [_constraint(c) for c in flatten(node)]
+        known = [f for f in alternatives if f is not None]
+        if len(known) != len(alternatives):
             return None
-        attrs = {f[0] for f in found}  # type: ignore[index]
+        attrs = {alt[0] for alt in known}
         if len(attrs) != 1:
             return None
         values: set[object] = set()
-        for f in found:
-            values |= f[1]  # type: ignore[index]
+        for alt in known:
+            values |= alt[1]
         return attrs.pop(), frozenset(values)
     if k is Kind.AND:
-        best = None
+        best: tuple[str, frozenset[Any]] | None = None
         for c in flatten(node):
             f = _constraint(c)
             if f is not None and (best is None or len(f[1]) < len(best[1])):
@@ -183,7 +190,7 @@ def _constraint(node: Node):
     return None
 
 
-def index_constraint(node: Node) -> tuple[str, frozenset] | None:
+def index_constraint(node: Node) -> tuple[str, frozenset[Any]] | None:
     """``(attribute, keys)`` such that ``node`` can be true only when
     ``index_value(notification[attribute]) in keys``; or None."""
     return _constraint(fold(node))

@@ -18,8 +18,10 @@ among equal trees, so Python's ``-0.0 == 0.0`` must not decide that.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any
 
 from elvin.subscription.runtime import real_key
 
@@ -134,7 +136,10 @@ def op_text(kind: Kind) -> str:
 class Node:
     kind: Kind
     children: tuple[Node, ...] = ()
-    value: int | float | str | None = None
+    #: the kind says which: a str (NAME, STRING), an int (INT32, INT64), a float
+    #: (REAL64), None (the rest). Any: one class for every kind, and mypy cannot tie
+    #: a field's type to another field's value
+    value: Any = None
     pos: int = field(default=-1, repr=False)
 
     def __eq__(self, other: object) -> bool:
@@ -142,27 +147,27 @@ class Node:
             return True
         if other.__class__ is not Node:
             return NotImplemented
-        if self.kind != other.kind:  # type: ignore[attr-defined]
+        if self.kind != other.kind:
             return False
-        a, b = self.value, other.value  # type: ignore[attr-defined]
+        a, b = self.value, other.value
         if a.__class__ is float and b.__class__ is float:
             if real_key(a) != real_key(b):
                 return False
         elif a != b:
             return False
-        return self.children == other.children  # type: ignore[attr-defined]
+        return self.children == other.children
 
     def __hash__(self) -> int:
         value = self.value
         if value.__class__ is float:
-            value = real_key(value)  # type: ignore[arg-type]
+            value = real_key(value)
         return hash((self.kind, self.children, value))
 
     @property
     def is_leaf(self) -> bool:
         return self.kind in LEAF_KINDS
 
-    def walk(self):
+    def walk(self) -> Iterator[Node]:
         """Every node of the tree, parents before children."""
         stack = [self]
         while stack:
@@ -211,12 +216,12 @@ def name_equals_literals(node: Node) -> tuple[str, tuple[Node, ...]] | None:
         if a.kind in LITERAL_KINDS:
             a, b = b, a
         if a.kind is Kind.NAME and b.kind in LITERAL_KINDS:
-            return a.value, (b,)  # type: ignore[return-value]
+            return a.value, (b,)
         return None
     if k is Kind.FUNC_EQUALS:
         first, *rest = node.children
         if first.kind is Kind.NAME and all(r.kind in LITERAL_KINDS for r in rest):
-            return first.value, tuple(rest)  # type: ignore[return-value]
+            return first.value, tuple(rest)
     return None
 
 
@@ -224,7 +229,7 @@ def names_in(node: Node) -> frozenset[str]:
     """Every attribute name the tree refers to, ``require(x)``'s included:
     the router's index and the quench helpers ask "can this notification
     decide it?", so any mention counts."""
-    names = set()
+    names: set[str] = set()
     stack = [node]
     pop, extend, add = stack.pop, stack.extend, names.add
     while stack:
@@ -240,7 +245,7 @@ def names_in_order(node: Node) -> list[str]:
     """``names_in`` as a list in source order (first mention wins), for
     messages and generated columns that must read and come out the same way
     every time."""
-    return list(dict.fromkeys(n.value for n in node.walk()  # type: ignore[misc]
+    return list(dict.fromkeys(n.value for n in node.walk()
                               if n.kind is Kind.NAME))
 
 

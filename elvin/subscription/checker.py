@@ -58,7 +58,7 @@ from elvin.subscription.ast import (
     tree_depth,
 )
 from elvin.subscription.cancel import checkpoint
-from elvin.subscription.logic import and3, or3
+from elvin.subscription.logic import Truth, and3, or3
 from elvin.subscription.parser import MAX_DEPTH
 from elvin.subscription.patterns import PatternError, compile_glob, compile_regex
 from elvin.subscription.unparse import unparse_brief
@@ -105,6 +105,8 @@ _DESCRIBE = {
 
 
 _WORDS = {True: "true", False: "false", None: "bottom"}
+_TRUE: Truth = True       # (reduce's start, typed as the three-valued logic's)
+_FALSE: Truth = False
 _DIVISION_BY_ZERO = "bottom (an integer division or remainder by zero)"
 
 
@@ -163,11 +165,12 @@ def _fold_logical(node: Node, kind: Kind, infos: list[_Info]) -> _Info:
             return _Info(BOOL, True, decisive, info.why)
     if not all(info.const for info in infos):
         return _PREDICATE
-    values = [info.value for info in infos]
+    # a constant predicate's value is a Truth (the _Info of a value holds any object)
+    values: list[Truth] = [info.value for info in infos]  # type: ignore[misc]  # a constant predicate's value is a Truth
     if kind is Kind.AND:
-        value = reduce(and3, values, True)
+        value: Truth = reduce(and3, values, _TRUE)
     elif kind is Kind.OR:
-        value = reduce(or3, values, False)
+        value = reduce(or3, values, _FALSE)
     else:
         value = sum(1 for v in values if v) % 2 == 1
     if value is None:       # bottom comes from a bottom operand: name that one
@@ -193,7 +196,8 @@ class _Checker:
         self.text = text
 
     # -- errors -----------------------------------------------------------
-    def error(self, code: str, message: str, node: Node | None, *args) -> SubscriptionError:
+    def error(self, code: str, message: str, node: Node | None,
+              *args: object) -> SubscriptionError:
         pos = node.pos if node is not None and node.pos >= 0 else None
         full_args = (pos, *args) if pos is not None else args
         return SubscriptionError(code, message, pos, self.text, full_args)
@@ -220,7 +224,7 @@ class _Checker:
 
     def trivial(self, node: Node, info: _Info) -> SubscriptionError:
         """The whole expression is constant: say so, and where it comes from."""
-        what = _WORDS.get(info.value, "bottom")  # type: ignore[arg-type]
+        what = _WORDS.get(info.value, "bottom")  # type: ignore[call-overload]  # a Truth
         culprit, reason = info.why or (node, what)
         message = f"{unparse_brief(node)} is constant (always {what})"
         if culprit is not node:
@@ -278,18 +282,18 @@ class _Checker:
         if k is Kind.NAME:
             return _ATTRIBUTE
         if k is Kind.INT32:
-            if not INT32_MIN <= v <= INT32_MAX:  # type: ignore[operator]
+            if not INT32_MIN <= v <= INT32_MAX:
                 raise self.error("OVERFLOW", f"{v} is too large for an int32 (add L for an "
                                  "int64)", node, str(v))
-            return _Info(I32, True, int(v))  # type: ignore[arg-type]
+            return _Info(I32, True, int(v))
         if k is Kind.INT64:
-            if not INT64_MIN <= v <= INT64_MAX:  # type: ignore[operator]
+            if not INT64_MIN <= v <= INT64_MAX:
                 raise self.error("OVERFLOW", f"{v} is too large for an int64", node, f"{v}L")
-            return _Info(I64, True, Int64(v))  # type: ignore[arg-type]
+            return _Info(I64, True, Int64(v))
         if k is Kind.REAL64:
-            if not math.isfinite(v):  # type: ignore[arg-type]
+            if not math.isfinite(v):
                 raise self.error("OVERFLOW", f"real64 literal {v} is not finite", node, str(v))
-            return _Info(R64, True, float(v))  # type: ignore[arg-type]
+            return _Info(R64, True, float(v))
         return _Info(STR, True, v)
 
     def comparison(self, node: Node) -> _Info:
@@ -508,7 +512,7 @@ def validate_tree(node: Node) -> Node:
                 raise SubscriptionError("PARSE_ERROR", f"{kind.name} leaf with children", None)
             if kind is Kind.NAME and not n.value:
                 raise SubscriptionError("PARSE_ERROR", "empty attribute name", None)
-            if kind in (Kind.NAME, Kind.STRING) and "\x00" in n.value:  # type: ignore[operator]
+            if kind in (Kind.NAME, Kind.STRING) and "\x00" in n.value:  # type: ignore[operator]  # NAME and STRING values are strs
                 raise SubscriptionError("PARSE_ERROR", "NUL character in a name or string",
                                         None)
             continue
@@ -578,18 +582,18 @@ def _foldable(tree: Node) -> bool:
 def _literal_node(value: object, pos: int) -> Node:
     r = rt.rank(value)
     if r == rt.I32:
-        return Node(Kind.INT32, value=int(value), pos=pos)  # type: ignore[call-overload]
+        return Node(Kind.INT32, value=int(value), pos=pos)  # type: ignore[call-overload]  # rank: an int
     if r == rt.I64:
-        return Node(Kind.INT64, value=int(value), pos=pos)  # type: ignore[call-overload]
+        return Node(Kind.INT64, value=int(value), pos=pos)  # type: ignore[call-overload]  # rank: an int
     if r == rt.R64:
-        return Node(Kind.REAL64, value=float(value), pos=pos)  # type: ignore[arg-type]
-    return Node(Kind.STRING, value=value, pos=pos)  # type: ignore[arg-type]
+        return Node(Kind.REAL64, value=float(value), pos=pos)  # type: ignore[arg-type]  # rank: a number
+    return Node(Kind.STRING, value=value, pos=pos)
 
 
 def _const_value(node: Node) -> object:
     k = node.kind
     if k is Kind.INT64:
-        return Int64(node.value)  # type: ignore[arg-type]
+        return Int64(node.value)
     return node.value
 
 
@@ -611,9 +615,9 @@ def _fold(node: Node) -> tuple[Node, bool]:
         if value is not None:
             return _literal_node(value, node.pos), True
     elif k in STRING_FUNCTIONS and all(consts):
-        value = STRING_FUNCTIONS[k](children[0].value)
-        if value is not None:
-            return _literal_node(value, node.pos), True
+        text = STRING_FUNCTIONS[k](children[0].value)
+        if text is not None:
+            return _literal_node(text, node.pos), True
     if children == node.children:
         return node, False
     return Node(k, children, node.value, node.pos), False

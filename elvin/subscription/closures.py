@@ -92,7 +92,7 @@ class _Builder:
         k = node.kind
         if k is Kind.NAME:
             name = node.value
-            self.names.add(name)  # type: ignore[arg-type]
+            self.names.add(name)
             return lambda a: a.get(name)
         if k in (Kind.INT32, Kind.INT64, Kind.REAL64, Kind.STRING):
             constant = _constant(node)
@@ -105,14 +105,14 @@ class _Builder:
             left, right = self.value(a_node), self.value(b_node)
             return lambda a: op(left(a), right(a))
         if k in UNARY_VALUE_OPS or k in _STRING_FUNCTIONS:
-            op = UNARY_VALUE_OPS.get(k) or _STRING_FUNCTIONS[k]
+            unary: Callable[[Any], object] = UNARY_VALUE_OPS.get(k) or _STRING_FUNCTIONS[k]
             if node.children[0].kind in LITERAL_KINDS:
                 self.foldable = True
             operand = self.value(node.children[0])
-            return lambda a: op(operand(a))
+            return lambda a: unary(operand(a))
         if k is Kind.FUNC_SIZE:
             name = node.children[0].value
-            self.names.add(name)  # type: ignore[arg-type]
+            self.names.add(name)
             return lambda a: rt.size(a.get(name))
         raise AssertionError(f"not a value node: {k!r}")
 
@@ -139,11 +139,11 @@ class _Builder:
             return _any((), (), tuple(_compared(rt.eq, first, r) for r in rest))
         if k is Kind.FUNC_REQUIRE:
             name = node.children[0].value
-            self.names.add(name)  # type: ignore[arg-type]
+            self.names.add(name)
             return lambda a: True if name in a else None
         if k in _TYPE_TESTS:
             name = node.children[0].value
-            self.names.add(name)  # type: ignore[arg-type]
+            self.names.add(name)
             test = _TYPE_TESTS[k]
             return lambda a: test(a[name]) if name in a else None
         if k in (Kind.FUNC_BEGINS_WITH, Kind.FUNC_ENDS_WITH, Kind.FUNC_CONTAINS,
@@ -172,7 +172,7 @@ class _Builder:
             if child.kind is inner:
                 group = [self.row(c) for c in flatten(child)]
                 if None not in group:
-                    groups.append(tuple(group))  # type: ignore[arg-type]
+                    groups.append(tuple(group))  # type: ignore[arg-type]  # None is not in group
                     continue
             others.append(self.truth(child))
         return tuple(rows), tuple(groups), tuple(others)
@@ -197,13 +197,13 @@ class _Builder:
                     constant = _constant(right)
                 else:
                     return None
-                self.names.add(name)  # type: ignore[arg-type]
-                return (name, compare, constant)  # type: ignore[return-value]
+                self.names.add(name)
+                return (name, compare, constant)
             return None
         if k is Kind.FUNC_REQUIRE:
             name = node.children[0].value
-            self.names.add(name)  # type: ignore[arg-type]
-            return (name, _required, None)  # type: ignore[return-value]
+            self.names.add(name)
+            return (name, _required, None)
         return None
 
     def comparison(self, node: Node) -> Closure:
@@ -211,7 +211,7 @@ class _Builder:
         left, right = node.children
         if left.kind is Kind.NAME and right.kind in _LITERALS:
             name, constant = left.value, _constant(right)
-            self.names.add(name)  # type: ignore[arg-type]
+            self.names.add(name)
             return lambda a: compare(a.get(name), constant)
         return _compared(compare, self.value(left), self.value(right))
 
@@ -234,11 +234,11 @@ class _Builder:
 def _constant(node: Node) -> Any:
     k = node.kind
     if k is Kind.INT64:
-        return rt.make_int64(int(node.value))  # type: ignore[arg-type]
+        return rt.make_int64(int(node.value))
     if k is Kind.INT32:
-        return int(node.value)  # type: ignore[arg-type]
+        return int(node.value)
     if k is Kind.REAL64:
-        return float(node.value)  # type: ignore[arg-type]
+        return float(node.value)
     return node.value
 
 
@@ -249,7 +249,7 @@ def _required(value: Any, _unused: None) -> bool:
     return True
 
 
-def _compared(compare: Callable, left: Closure, right: Closure) -> Closure:
+def _compared(compare: Callable[..., Any], left: Closure, right: Closure) -> Closure:
     return lambda a: compare(left(a), right(a))
 
 
@@ -351,14 +351,14 @@ def _xor(parts: tuple[Closure, ...]) -> Closure:
     return exclusive
 
 
-def build(tree: Node) -> tuple[Callable[[Mapping], bool], Callable[[Mapping], bool | None]]:
+def build(tree: Node) -> tuple[Callable[[Mapping[str, Any]], bool], Callable[[Mapping[str, Any]], bool | None]]:
     """``(matches, evaluate)`` for a checked, folded tree."""
     matches, evaluate, _names = build_named(tree)
     return matches, evaluate
 
 
-def build_checked(tree: Node) -> tuple[Node, Callable[[Mapping], bool],
-                                       Callable[[Mapping], bool | None], frozenset[str]]:
+def build_checked(tree: Node) -> tuple[Node, Callable[[Mapping[str, Any]], bool],
+                                       Callable[[Mapping[str, Any]], bool | None], frozenset[str]]:
     """``(folded tree, matches, evaluate, names)`` for a checked tree:
     ``checker.fold``'s tree and ``build_named``'s, with no walk to find out
     whether there is anything to fold (the usual case: nothing) -- the
@@ -372,8 +372,8 @@ def build_checked(tree: Node) -> tuple[Node, Callable[[Mapping], bool],
     return (tree, *_entry_points(root), frozenset(builder.names))
 
 
-def build_named(tree: Node) -> tuple[Callable[[Mapping], bool],
-                                     Callable[[Mapping], bool | None], frozenset[str]]:
+def build_named(tree: Node) -> tuple[Callable[[Mapping[str, Any]], bool],
+                                     Callable[[Mapping[str, Any]], bool | None], frozenset[str]]:
     """``(matches, evaluate, names)``: ``build``'s, and the tree's attribute
     names (``ast.names_in``'s), gathered on the way."""
     builder = _Builder()
@@ -381,19 +381,20 @@ def build_named(tree: Node) -> tuple[Callable[[Mapping], bool],
     return (*_entry_points(root), frozenset(builder.names))
 
 
-def _entry_points(root: Closure) -> tuple[Callable[[Mapping], bool],
-                                          Callable[[Mapping], bool | None]]:
+def _entry_points(root: Closure) -> tuple[Callable[[Mapping[str, Any]], bool],
+                                          Callable[[Mapping[str, Any]], bool | None]]:
     """``(matches, evaluate)`` of a root closure: neither ever raises."""
     def evaluate(a: Mapping[str, Any]) -> bool | None:
         try:
-            return root(a)
-        except Exception:
+            result: bool | None = root(a)
+        except Exception:  # noqa: BLE001 - the contract: evaluation never raises
             return None
+        return result
 
     def matches(a: Mapping[str, Any]) -> bool:
         try:
             return root(a) is True
-        except Exception:
+        except Exception:  # noqa: BLE001 - the contract: matching never raises
             return False
 
     return matches, evaluate

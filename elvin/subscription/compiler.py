@@ -41,7 +41,8 @@ from __future__ import annotations
 import re
 import textwrap
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from elvin.subscription import runtime as rt
 from elvin.subscription.ast import Kind, Node, flatten, name_equals_literals
@@ -88,12 +89,12 @@ _CHAIN_PIECE = 32
 _COMPILE_PIECE = 16_384
 
 
-def contains_search(patterns: tuple[str, ...]):
+def contains_search(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
     """``search(s)``: a match object when ``s`` contains one of ``patterns``."""
     return re.compile("|".join(re.escape(p) for p in sorted(set(patterns))), re.DOTALL).search
 
 
-def _xor_values(values):
+def _xor_values(values: Iterable[bool | None]) -> bool | None:
     result = False
     for v in values:
         if v is None:
@@ -180,19 +181,19 @@ class _Function:
 class _Gen:
     def __init__(self, params: Parameters | None = None) -> None:
         self.params = params
-        self.namespace: dict[str, object] = dict(_BASE_NAMESPACE)
+        self.namespace: dict[str, Any] = dict(_BASE_NAMESPACE)
         #: helper functions by number (``_hN``); None while reserved
         self.functions: list[_Function | None] = []
         #: the helpers called by each function being generated, innermost last
         self.calls: list[set[str]] = [set()]
         self.counter = 0
-        self.const_ids: dict[tuple, str] = {}
+        self.const_ids: dict[tuple[Any, ...], str] = {}
         # one exact-value helper per node: T and F of an enclosing predicate
         # both need it, and nested ^^ would otherwise double the code per level
         self.exact_ids: dict[int, tuple[Node, str]] = {}
         #: global name -> (kind, patterns) of each regex() / wildcard() matcher
-        self.matchers: dict[str, tuple[Kind, tuple]] = {}
-        self.matcher_names: dict[tuple[Kind, tuple], str] = {}
+        self.matchers: dict[str, tuple[Kind, tuple[Any, ...]]] = {}
+        self.matcher_names: dict[tuple[Kind, tuple[Any, ...]], str] = {}
 
     # -- names ----------------------------------------------------------------
     def temp(self) -> str:
@@ -248,13 +249,13 @@ class _Gen:
         if name is not None:
             return name
         if form == "f":
-            return self.const(float(node.value))  # type: ignore[arg-type]
+            return self.const(float(node.value))
         if node.kind is Kind.INT64:
-            return self.const(rt.make_int64(int(node.value)))  # type: ignore[arg-type]
+            return self.const(rt.make_int64(int(node.value)))
         if node.kind is Kind.INT32:
-            return self.const(int(node.value))  # type: ignore[arg-type]
+            return self.const(int(node.value))
         if node.kind is Kind.REAL64:
-            return self.const(float(node.value))  # type: ignore[arg-type]
+            return self.const(float(node.value))
         return repr(node.value)
 
     def call(self, name: str) -> str:
@@ -424,12 +425,12 @@ class _Gen:
         if is_real:
             c_int = c_float = self.literal_text(lit, "f")
         else:
-            c_int = self.parameter(lit, "v") or self.const(int(c))  # type: ignore[arg-type]
+            c_int = self.parameter(lit, "v") or self.const(int(c))
             # an integer that converts to a double exactly compares as that
             # double (Python compares int and float exactly): one parameter
-            c_float = (self.literal_text(lit, "f") if abs(int(c)) > _EXACT  # type: ignore
+            c_float = (self.literal_text(lit, "f") if abs(int(c)) > _EXACT
                        or self.params is None else c_int)
-        special = float(c) == 0.0 or c != c  # type: ignore[arg-type]
+        special = float(c) == 0.0 or c != c
 
         def test(x: str, y: str) -> str:
             return f"{x} {op} {y}" if want else f"not ({x} {op} {y})"
@@ -446,12 +447,12 @@ class _Gen:
             return f"({inner})" if want else f"not ({inner})"
 
         # int64 attribute vs real literal: Java converts the int64 to a double
-        exact_real = is_real and float(c).is_integer() and abs(c) < _EXACT  # type: ignore
+        exact_real = is_real and float(c).is_integer() and abs(c) < _EXACT
         if is_real and not (exact_real and k is Kind.EQUALS and not special):
             int_test = real_test(f"float({t})", False)
         else:
             int_test = test(t, c_int)
-        if not is_real and abs(int(c)) > _EXACT:  # type: ignore[arg-type]
+        if not is_real and abs(int(c)) > _EXACT:
             float_test = real_test(t, True)   # the literal converts (inexactly) to real64
         elif is_real or special or k in (Kind.GREATER_THAN, Kind.GREATER_THAN_EQUALS):
             float_test = real_test(t, True)
@@ -501,12 +502,12 @@ class _Gen:
         """
         strings = frozenset(r.value for r in rest if r.kind is Kind.STRING)
         numbers = [r for r in rest if r.kind in _NUMERIC_LITERALS]
-        as_real = frozenset(rt.real_key(float(r.value)) for r in numbers)  # type: ignore
+        as_real = frozenset(rt.real_key(float(r.value)) for r in numbers)
         plain_reals = all(type(x) is float and x != 0.0 for x in as_real)
-        ints = frozenset(int(r.value) for r in numbers  # type: ignore[arg-type]
+        ints = frozenset(int(r.value) for r in numbers
                          if r.kind is not Kind.REAL64)
         # an integer converts to a real that is never NaN nor -0.0
-        reals = frozenset(x for x in (rt.real_key(float(r.value)) for r in numbers  # type: ignore
+        reals = frozenset(x for x in (rt.real_key(float(r.value)) for r in numbers
                                       if r.kind is Kind.REAL64) if type(x) is float)
         t = self.temp()
         first_test = f"type({t} := {self.V(first)})"
@@ -600,7 +601,7 @@ class _Gen:
             matcher = self.matcher_names.get(known, "")
             if not matcher:
                 if slots is not None:
-                    matcher = self.params.name("w" if k is Kind.FUNC_WILDCARD  # type: ignore
+                    matcher = self.params.name("w" if k is Kind.FUNC_WILDCARD  # type: ignore[union-attr]  # params are set for a shape
                                                else "r", slots)
                 else:
                     make = glob_matcher if k is Kind.FUNC_WILDCARD else regex_matcher
@@ -613,7 +614,7 @@ class _Gen:
         return f"({guard} and not ({test}))"
 
 
-def _equality_operand(node: Node, chain: Kind):
+def _equality_operand(node: Node, chain: Kind) -> tuple[str, tuple[Node, ...]] | None:
     """(attribute, literals) when ``node``, as an operand of an ``||`` chain,
     is ``name == literal`` or ``equals(name, literals...)``; for an ``&&``
     chain the same under a ``!`` or as ``name != literal``. Else None."""
@@ -639,7 +640,7 @@ def _merge_equalities(operands: list[Node], chain: Kind) -> list[Node]:
     if len(operands) < 2:
         return operands
     groups: dict[str, list[int]] = {}
-    found: list = [None] * len(operands)
+    found: list[Any] = [None] * len(operands)
     for i, operand in enumerate(operands):
         eq = _equality_operand(operand, chain)
         if eq is not None:
@@ -663,8 +664,8 @@ def _merge_equalities(operands: list[Node], chain: Kind) -> list[Node]:
 
 
 def generate(tree: Node, unguarded: bool = False,
-             matchers: dict[str, tuple[Kind, tuple]] | None = None
-             ) -> tuple[str, dict[str, object]]:
+             matchers: dict[str, tuple[Kind, tuple[Any, ...]]] | None = None
+             ) -> tuple[str, dict[str, Any]]:
     """Python source defining ``_matches(a)`` and ``_evaluate(a)``, and the
     namespace it needs. ``tree`` must be checked and folded. ``unguarded``
     defines ``_evaluate_raw(a)`` instead: the same without the exception net.
@@ -707,8 +708,8 @@ def _roots(gen: _Gen, tree: Node, unguarded: bool) -> list[_Function]:
 
 
 def _generate(tree: Node, unguarded: bool = False,
-              matchers: dict[str, tuple[Kind, tuple]] | None = None
-              ) -> tuple[list[str], dict[str, object]]:
+              matchers: dict[str, tuple[Kind, tuple[Any, ...]]] | None = None
+              ) -> tuple[list[str], dict[str, Any]]:
     """``generate``'s source as a list of function definitions, each after
     the helpers it calls."""
     gen = _Gen()
@@ -753,7 +754,7 @@ def _bind_helpers(functions: list[_Function], extra: tuple[str, ...] = ()) -> li
     return out
 
 
-def _define(parts: list[str], namespace: dict[str, object], filename: str) -> str:
+def _define(parts: list[str], namespace: dict[str, Any], filename: str) -> str:
     """Compile and run the definitions ``parts`` in ``namespace``, about
     ``_COMPILE_PIECE`` characters per ``compile`` call (each call holds the
     GIL; between them another thread may run); returns the whole source.
@@ -767,10 +768,10 @@ def _define(parts: list[str], namespace: dict[str, object], filename: str) -> st
         size += len(part)
         if size >= _COMPILE_PIECE:
             checkpoint()            # between pieces, a cancelled compile stops
-            exec(compile("".join(piece), filename, "exec"), namespace)  # noqa: S102 -- ours
+            exec(compile("".join(piece), filename, "exec"), namespace)
             piece, size = [], 0
     if piece:
-        exec(compile("".join(piece), filename, "exec"), namespace)  # noqa: S102
+        exec(compile("".join(piece), filename, "exec"), namespace)
     functions = {name: namespace.pop(name) for name in set(namespace) - before
                  if name != "__builtins__"}
     namespace["__functions__"] = functions
@@ -778,7 +779,7 @@ def _define(parts: list[str], namespace: dict[str, object], filename: str) -> st
 
 
 def build_factory(tree: Node, params: Parameters,
-                  filename: str = "<subscription shape>") -> Callable[..., tuple]:
+                  filename: str = "<subscription shape>") -> Callable[..., tuple[Any, ...]]:
     """``make(*arguments) -> (matches, evaluate)``: the code of ``tree`` with
     the literals of ``params`` as parameters, one argument per name of
     ``params.used`` in its order (``PARAMETER_FORMS`` says what each holds).
@@ -792,23 +793,28 @@ def build_factory(tree: Node, params: Parameters,
                    for part in _bind_helpers(functions, names))
     factory = f"def _make({', '.join(names)}):\n{body}    return _matches, _evaluate\n"
     namespace = gen.namespace
-    exec(compile(factory, filename, "exec"), namespace)  # noqa: S102 -- ours
-    return namespace.pop("_make")  # type: ignore[return-value]
+    exec(compile(factory, filename, "exec"), namespace)
+    make: Callable[..., tuple[Any, ...]] = namespace.pop("_make")   # (just defined)
+    return make
 
 
-def build(tree: Node, filename: str = "<subscription>"):
+def build(tree: Node, filename: str = "<subscription>"
+          ) -> tuple[Callable[[Mapping[str, Any]], bool],
+                     Callable[[Mapping[str, Any]], bool | None], str]:
     """(matches, evaluate, source) for a checked, folded tree. The two
     functions hold no reference cycle (see ``_bind_helpers``)."""
     parts, namespace = _generate(tree)
     source = _define(parts, namespace, filename)
-    functions = namespace.pop("__functions__")
+    functions: dict[str, Any] = namespace.pop("__functions__")
     return functions["_matches"], functions["_evaluate"], source
 
 
-def build_unguarded(tree: Node):
+def build_unguarded(tree: Node) -> Callable[[Mapping[str, Any]], bool | None]:
     """``evaluate`` without the exception net: tests use it to prove that
     there is nothing to catch."""
     parts, namespace = _generate(tree, unguarded=True)
     _define(parts, namespace, "<subscription>")
-    return namespace.pop("__functions__")["_evaluate_raw"]
+    evaluate: Callable[[Mapping[str, Any]], bool | None] = \
+        namespace.pop("__functions__")["_evaluate_raw"]
+    return evaluate
 

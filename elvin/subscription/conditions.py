@@ -84,8 +84,8 @@ __all__ = ["ANY", "EQ", "NEVER", "PREFIX", "PRESENT", "RANGE", "SUFFIX", "TRANSF
 EQ, RANGE, PREFIX, SUFFIX, PRESENT = range(5)
 
 #: plans that need no look-up: never true, and "evaluate for every notification"
-NEVER: tuple = ()
-ANY: tuple = ((),)
+NEVER: tuple[Any, ...] = ()
+ANY: tuple[Any, ...] = ((),)
 
 #: string functions that make a dimension of their attribute, by the name a
 #: dimension's transform chain uses (``index.transform`` applies them)
@@ -121,7 +121,7 @@ def real_position(value: Any) -> float:
     return position if position == position else _INF
 
 
-def dimension_name(dim: str | tuple) -> str:
+def dimension_name(dim: str | tuple[Any, ...]) -> str:
     """The attribute a dimension looks at."""
     return dim if type(dim) is str else dim[0]
 
@@ -172,8 +172,10 @@ class _Present:
 _PRESENT = _Present()
 _NO_CONDITION_RANK = 9
 
-RawAlternative = dict
-RawPlan = list   # of RawAlternative; [] never, [{}] any
+#: one alternative: {dimension (a name, or a path into a tuple): its condition}. Any: the
+#: conditions are told apart by ``type(c) is _Eq`` (fast), which mypy cannot follow
+RawAlternative = dict[Any, Any]
+RawPlan = list[RawAlternative]   # [] never, [{}] any
 
 
 def _alternative_rank(alt: RawAlternative) -> int:
@@ -262,7 +264,7 @@ def _merge_singles(alts: list[RawAlternative]) -> list[RawAlternative]:
                 if not any(dimension_name(dim) in present and cond is not _PRESENT
                            for dim, cond in alt.items())]
     out: list[RawAlternative] = []
-    merged: dict[tuple, RawAlternative] = {}
+    merged: dict[tuple[Any, ...], RawAlternative] = {}
     for alt in alts:
         if len(alt) == 1:
             ((dim, cond),) = alt.items()
@@ -286,7 +288,7 @@ def _merge_singles(alts: list[RawAlternative]) -> list[RawAlternative]:
 
 # -- the analysis ---------------------------------------------------------------------
 
-def _dimension(node: Node) -> str | tuple | None:
+def _dimension(node: Node) -> str | tuple[Any, ...] | None:
     """The dimension of a NAME or of string transforms of a NAME, else None."""
     transforms: list[str] = []
     while node.kind in TRANSFORMS:
@@ -294,9 +296,10 @@ def _dimension(node: Node) -> str | tuple | None:
         node = node.children[0]
     if node.kind is not Kind.NAME:
         return None
+    attribute: str = node.value
     if not transforms:
-        return node.value  # type: ignore[return-value]
-    return (node.value, tuple(reversed(transforms)))
+        return attribute
+    return (attribute, tuple(reversed(transforms)))
 
 
 def _present(node: Node) -> RawPlan:
@@ -449,14 +452,14 @@ def _identity(node: Node) -> Any:
     return node
 
 
-def finalise(raw: RawPlan, literal: Callable[[Node], Node] = _identity) -> tuple:
+def finalise(raw: RawPlan, literal: Callable[[Node], Node] = _identity) -> tuple[Any, ...]:
     """The plan (see the module docstring) of a raw plan, reading each
     literal node through ``literal`` (the subscription cache maps a shape's
     literals to a subscription's)."""
-    out: list[tuple] = []
-    seen: set[tuple] = set()
+    out: list[tuple[Any, ...]] = []
+    seen: set[tuple[Any, ...]] = set()
     for alt in raw:
-        conditions: list[tuple] = []
+        conditions: list[tuple[Any, ...]] = []
         for dim, cond in alt.items():
             made = _final(dim, cond, literal)
             if made is None:
@@ -470,13 +473,13 @@ def finalise(raw: RawPlan, literal: Callable[[Node], Node] = _identity) -> tuple
     return tuple(out)
 
 
-def _final(dim: Any, cond: Any, literal: Callable[[Node], Node]) -> tuple | None:
+def _final(dim: Any, cond: Any, literal: Callable[[Node], Node]) -> tuple[Any, ...] | None:
     t = type(cond)
     if cond is _PRESENT:
         return (PRESENT, dim)
     if t is _Eq:
         strings_only = type(dim) is tuple     # a transform's value is a string
-        keys: set | None = None
+        keys: set[Any] | None = None
         for group in cond.groups:
             found = {literal_key(n) for n in map(literal, group)
                      if not strings_only or n.kind is Kind.STRING}
@@ -496,7 +499,7 @@ def _final(dim: Any, cond: Any, literal: Callable[[Node], Node]) -> tuple | None
     return (cond.kind, dim, best)
 
 
-def instantiator(raw: RawPlan, slot_of: dict[int, int]) -> Callable[[list[Node]], tuple] | None:
+def instantiator(raw: RawPlan, slot_of: dict[int, int]) -> Callable[[list[Node]], tuple[Any, ...]] | None:
     """``finalise(raw, ...)`` as a function of a subscription's literal leaves
     (``slot_of``: literal node id -> slot), for the usual raw plans: one
     alternative whose conditions each read at most one literal per bound
@@ -505,7 +508,7 @@ def instantiator(raw: RawPlan, slot_of: dict[int, int]) -> Callable[[list[Node]]
     "Present" conditions are made once and shared by every subscription."""
     if len(raw) != 1:
         return None
-    parts: list[tuple[Callable[[list[Node], Any], tuple | None], Any]] = []
+    parts: list[tuple[Callable[[list[Node], Any], tuple[Any, ...] | None], Any]] = []
     for dim, cond in raw[0].items():
         t = type(cond)
         if cond is _PRESENT:
@@ -523,7 +526,7 @@ def instantiator(raw: RawPlan, slot_of: dict[int, int]) -> Callable[[list[Node]]
         else:
             return None
 
-    def make(leaves: list[Node]) -> tuple:
+    def make(leaves: list[Node]) -> tuple[Any, ...]:
         conditions = []
         for maker, arg in parts:
             made = maker(leaves, arg)
@@ -535,27 +538,27 @@ def instantiator(raw: RawPlan, slot_of: dict[int, int]) -> Callable[[list[Node]]
     return make
 
 
-def _shared(leaves: list[Node], cond: tuple) -> tuple:
+def _shared(leaves: list[Node], cond: tuple[Any, ...]) -> tuple[Any, ...]:
     return cond
 
 
-def _eq_maker(leaves: list[Node], arg: tuple) -> tuple:
+def _eq_maker(leaves: list[Node], arg: tuple[Any, ...]) -> tuple[Any, ...]:
     return (EQ, arg[0], (literal_key(leaves[arg[1]]),))
 
 
-def _range_maker(leaves: list[Node], arg: tuple) -> tuple | None:
+def _range_maker(leaves: list[Node], arg: tuple[Any, ...]) -> tuple[Any, ...] | None:
     dim, low, high = arg
     lo = -_INF if low is None else real_position(leaves[low].value)
     hi = _INF if high is None else real_position(leaves[high].value)
     return None if lo > hi else (RANGE, dim, lo, hi)
 
 
-def _affix_maker(leaves: list[Node], arg: tuple) -> tuple:
+def _affix_maker(leaves: list[Node], arg: tuple[Any, ...]) -> tuple[Any, ...]:
     return (arg[0], arg[1], (leaves[arg[2]].value,))
 
 
-def plan_of(folded: Node, evaluate: Callable[[Mapping], Any] | None = None,
-            steps: int = ANALYSIS_STEPS, names: frozenset[str] | None = None) -> tuple:
+def plan_of(folded: Node, evaluate: Callable[[Mapping[str, Any]], Any] | None = None,
+            steps: int = ANALYSIS_STEPS, names: frozenset[str] | None = None) -> tuple[Any, ...]:
     """The plan of a checked, folded tree. With ``evaluate`` (the tree's
     compiled three-valued form) the analysis is a long expression's: at most
     ``steps`` (twice that with conjuncts left out), and if
@@ -575,7 +578,7 @@ def plan_of(folded: Node, evaluate: Callable[[Mapping], Any] | None = None,
     return finalise(raw)
 
 
-_EMPTY: Mapping = {}
+_EMPTY: Mapping[str, Any] = {}
 
 
 # -- words ----------------------------------------------------------------------------------
@@ -602,7 +605,7 @@ def _key_text(key: Any) -> str:
     return str(key)
 
 
-def describe_condition(cond: tuple) -> str:
+def describe_condition(cond: tuple[Any, ...]) -> str:
     """A condition in the language's words (``Seq from 10 to 20``); a
     range's bounds are the index's (inclusive: ``Price > 101.5`` is looked
     up from 101.5)."""

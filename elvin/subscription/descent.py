@@ -124,7 +124,7 @@ class _Descent:
         for kind, start in reversed(ops):
             if kind is Kind.UNARY_MINUS and raw:
                 # a minus written before a number literal is part of it
-                result = node(result.kind, (), -result.value, start)  # type: ignore[operator]
+                result = node(result.kind, (), -result.value, start)
             else:
                 result = node(kind, (result,), None, start)
             raw = False

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from elvin.subscription.ast import LEAF_KINDS, Kind, Node, names_in_order
 from elvin.subscription.conditions import describe_condition
 from elvin.subscription.index import filing, plan_for
-from elvin.subscription.reference import _Interp
+from elvin.subscription.reference import Tagged, _Interp
 from elvin.subscription.unparse import unparse_brief
 
 __all__ = ["Step", "explain", "failing", "format_explanation", "index_placement",
@@ -67,17 +68,17 @@ class Step:
 class _Recorder(_Interp):
     """The reference interpreter, noting each node's result."""
 
-    def __init__(self, attrs: Mapping) -> None:
+    def __init__(self, attrs: Mapping[str, Any]) -> None:
         super().__init__(attrs)
         self.truths: dict[int, bool | None] = {}
         self.values: dict[int, object] = {}
 
-    def truth(self, node: Node):
+    def truth(self, node: Node) -> bool | None:
         result = super().truth(node)
         self.truths[id(node)] = result
         return result
 
-    def value(self, node: Node):
+    def value(self, node: Node) -> Tagged:
         result = super().value(node)
         self.values[id(node)] = result
         return result
@@ -150,7 +151,7 @@ def _type_of(value: object) -> str:
 def _show(value: object) -> str:
     from elvin.text import format_value
     try:
-        text = format_value(value)  # type: ignore[arg-type]
+        text = format_value(value)  # type: ignore[arg-type]  # any attribute value; format_value says what it cannot print
     except Exception:  # noqa: BLE001 - anything printable will do
         text = repr(value)
     return text if len(text) <= 60 else text[:57] + "…"

@@ -65,8 +65,8 @@ import logging
 import math
 import unicodedata
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import Any, Final
 
 from elvin.subscription.analysis import NAN_KEY, UNINDEXABLE
 from elvin.subscription.ast import Node
@@ -95,13 +95,14 @@ _BIN_LIMIT = 2.0 ** 62
 #: a bin's key packs its number and level in one int: number * _LEVELS + level offset
 _LEVELS = 4096
 _NO_KEY = (None,)
-_NFD, _NFKD = "NFD", "NFKD"
+_NFD: Final = "NFD"
+_NFKD: Final = "NFKD"
 _normalize = unicodedata.normalize
 
 
-def plan_for(tree: Node, plan: tuple | None = None, folded: bool = False,
-             evaluate: Callable[[Mapping], Any] | None = None,
-             names: frozenset[str] | None = None) -> tuple:
+def plan_for(tree: Node, plan: tuple[Any, ...] | None = None, folded: bool = False,
+             evaluate: Callable[[Mapping[str, Any]], Any] | None = None,
+             names: frozenset[str] | None = None) -> tuple[Any, ...]:
     """``plan``, or the plan of a checked ``tree`` (``folded`` already;
     ``evaluate``, its compiled form: a long expression's bounded analysis,
     see ``conditions.plan_of``); an analysis that fails leaves the tree to
@@ -111,7 +112,7 @@ def plan_for(tree: Node, plan: tuple | None = None, folded: bool = False,
         return plan
     try:
         return plan_of(tree if folded else fold(tree), evaluate, names=names)
-    except Exception:
+    except Exception:  # an analysis bug files the entry everywhere (ANY: sound); logged
         log.exception("the index analysis failed for %r", tree)
         return ANY
 
@@ -169,7 +170,7 @@ def _key(value: Any) -> Any:
     return UNINDEXABLE
 
 
-def _rank(cond: tuple) -> int:
+def _rank(cond: tuple[Any, ...]) -> int:
     kind = cond[0]
     if kind == EQ:
         return 0
@@ -184,7 +185,7 @@ def _rank(cond: tuple) -> int:
     return 7
 
 
-def _holds(checks: tuple, attrs: Mapping[str, Any]) -> bool:
+def _holds(checks: tuple[Any, ...], attrs: Mapping[str, Any]) -> bool:
     """Whether the notification meets every condition of ``checks`` (a
     tuple of conditions, or one condition: ``(kind, dim, ...)``)."""
     for cond in ((checks,) if type(checks[0]) is int else checks):
@@ -215,7 +216,7 @@ def _holds(checks: tuple, attrs: Mapping[str, Any]) -> bool:
     return True
 
 
-class _Bucket(dict):
+class _Bucket(dict[Any, Any]):
     """Several entries in one slot, each mapped to its checks; those with
     checks move to ``level`` (an index of their own) once there are more
     than ``SPLIT`` of them. (A dict itself: a bucket of windows that share
@@ -227,14 +228,14 @@ class _Bucket(dict):
 
     __slots__ = ("level", "checked", "plain")
 
-    def __init__(self, items: dict) -> None:
+    def __init__(self, items: dict[Any, Any]) -> None:
         super().__init__(items)
         self.level: _Level | None = None
         #: entries with checks
         self.checked = sum(1 for checks in items.values() if checks)
         self.plain = not self.checked
 
-    def put(self, entry: Any, checks: tuple) -> None:
+    def put(self, entry: Any, checks: tuple[Any, ...]) -> None:
         old = self.get(entry)
         if old:
             self.checked -= 1
@@ -254,7 +255,7 @@ class _Bucket(dict):
         self.plain = level is None and not self.checked
 
 
-def _emit(slot: Any, attrs: Mapping[str, Any], out: list) -> None:
+def _emit(slot: Any, attrs: Mapping[str, Any], out: list[Any]) -> None:
     t = type(slot)
     if t is _Bucket:
         if slot.plain:
@@ -275,7 +276,7 @@ def _emit(slot: Any, attrs: Mapping[str, Any], out: list) -> None:
         out.append(slot)
 
 
-def _emit_binned(slot: Any, position: float, attrs: Mapping[str, Any], out: list) -> None:
+def _emit_binned(slot: Any, position: float, attrs: Mapping[str, Any], out: list[Any]) -> None:
     """``_emit`` for a bin's slot, whose checks start with the range it is
     binned by (``TermIndex._file``): that range is compared with the
     value's ``position`` here, and ``_holds`` runs only for the rest. (A
@@ -366,12 +367,12 @@ class _Dim:
                  "more", "ranged")
 
     def __init__(self) -> None:
-        self.eq: dict | None = None
+        self.eq: dict[Any, Any] | None = None
         self.lower: _Bounds | None = None      # x >= bound
         self.upper: _Bounds | None = None      # x <= bound
-        self.bins: dict | None = None          # (level, bin) -> slot
+        self.bins: dict[Any, Any] | None = None          # (level, bin) -> slot
         #: level -> [bins in use, 2.0 ** -level, key offset], in level order
-        self.levels: dict[int, list] | None = None
+        self.levels: dict[int, list[Any]] | None = None
         self.prefix: _Affixes | None = None
         self.suffix: _Affixes | None = None
         self.present: Any = None
@@ -388,7 +389,7 @@ class _Dim:
     def empty(self) -> bool:
         return not self.eq and not self.more
 
-    def probe(self, value: Any, attrs: Mapping[str, Any], out: list) -> None:
+    def probe(self, value: Any, attrs: Mapping[str, Any], out: list[Any]) -> None:
         eq = self.eq
         if eq:
             slot = eq.get(_key(value))
@@ -397,7 +398,7 @@ class _Dim:
         if self.more:
             self.probe_more(value, attrs, out)
 
-    def probe_more(self, value: Any, attrs: Mapping[str, Any], out: list) -> None:
+    def probe_more(self, value: Any, attrs: Mapping[str, Any], out: list[Any]) -> None:
         """``probe`` but for the ``eq`` look-up."""
         t = type(value)
         if t is str:
@@ -438,17 +439,17 @@ class _Dim:
             if position is not None:
                 bounds = self.lower
                 if bounds is not None:
-                    slots = bounds.slots
+                    bound_slots = bounds.slots
                     for bound in bounds.sorted[:bisect_right(bounds.sorted, position)]:
-                        _emit(slots[bound], attrs, out)
+                        _emit(bound_slots[bound], attrs, out)
                 bounds = self.upper
                 if bounds is not None:
-                    slots = bounds.slots
+                    bound_slots = bounds.slots
                     for bound in bounds.sorted[bisect_left(bounds.sorted, position):]:
-                        _emit(slots[bound], attrs, out)
+                        _emit(bound_slots[bound], attrs, out)
                 bins = self.bins
                 if bins:
-                    for _count, scale, offset in self.levels.values():  # type: ignore[union-attr]
+                    for _count, scale, offset in self.levels.values():  # type: ignore[union-attr]  # set with the bins, which are there
                         x = position * scale
                         if -_BIN_LIMIT < x < _BIN_LIMIT:
                             slot = bins.get(_floor(x) * _LEVELS + offset)
@@ -465,17 +466,17 @@ class _Level:
 
     __slots__ = ("dims", "variants", "always", "exclude")
 
-    def __init__(self, exclude: frozenset = frozenset()) -> None:
+    def __init__(self, exclude: frozenset[Any] = frozenset()) -> None:
         self.dims: dict[Any, _Dim] = {}
         #: attribute -> [(transforms, _Dim)] of its transformed dimensions
-        self.variants: dict[str, list[tuple[tuple, _Dim]]] = {}
+        self.variants: dict[str, list[tuple[tuple[Any, ...], _Dim]]] = {}
         self.always: Any = None
         self.exclude = exclude
 
     def empty(self) -> bool:
         return not self.dims and self.always is None
 
-    def probe(self, attrs: Mapping[str, Any], out: list) -> None:
+    def probe(self, attrs: Mapping[str, Any], out: list[Any]) -> None:
         dims = self.dims
         if len(dims) <= len(attrs):
             for dim, d in dims.items():
@@ -489,9 +490,9 @@ class _Level:
         else:
             variants = self.variants
             for name, value in attrs.items():
-                d = dims.get(name)
-                if d is not None:
-                    d.probe(value, attrs, out)
+                found = dims.get(name)
+                if found is not None:
+                    found.probe(value, attrs, out)
                 if variants and type(value) is str:
                     for transforms, vd in variants.get(name, ()):
                         vd.probe(transform(transforms, value), attrs, out)
@@ -515,8 +516,8 @@ class _Level:
                 del self.variants[dim[0]]
 
 
-def access_of(alternative: tuple, exclude: frozenset = frozenset(),
-              present_load: Any = None) -> tuple | None:
+def access_of(alternative: tuple[Any, ...], exclude: frozenset[Any] = frozenset(),
+              present_load: Any = None) -> tuple[Any, ...] | None:
     """The condition an alternative is filed under (None: none it can use).
     ``present_load(dim)`` breaks ties between ``PRESENT`` conditions."""
     best = None
@@ -526,12 +527,12 @@ def access_of(alternative: tuple, exclude: frozenset = frozenset(),
             continue
         rank = _rank(cond)
         if rank < best_rank or (rank == best_rank == 7 and present_load is not None
-                                and present_load(cond[1]) < present_load(best[1])):  # type: ignore[index]
+                                and present_load(cond[1]) < present_load(best[1])):  # type: ignore[index]  # best is set once best_rank is 7
             best, best_rank = cond, rank
     return best
 
 
-def _steps(cond: tuple) -> tuple[int, tuple | list]:
+def _steps(cond: tuple[Any, ...]) -> tuple[int, tuple[Any, ...] | list[Any]]:
     """How ``cond`` is filed: the step kind and the keys (one slot each)."""
     kind = cond[0]
     if kind == EQ:
@@ -559,13 +560,13 @@ LOOKUP_NAMES = {_EQ: "value index", _LOWER: "range index", _UPPER: "range index"
                 _PRESENT: "name index (scanned)", _ALWAYS: "not indexed"}
 
 
-def filing(plan: tuple) -> list[tuple[str, tuple | None, tuple[tuple, ...]]]:
+def filing(plan: tuple[Any, ...]) -> list[tuple[str, tuple[Any, ...] | None, tuple[tuple[Any, ...], ...]]]:
     """How an entry with ``plan`` is filed at the top level, for people:
     per alternative, ``(look-up name, the access condition or None, the
     conditions checked before evaluating)``. (Among several "present"
     conditions the index takes the attribute least used at the time; here
     the first.) An empty list: never true, filed nowhere."""
-    out = []
+    out: list[tuple[str, tuple[Any, ...] | None, tuple[tuple[Any, ...], ...]]] = []
     for alternative in plan:
         access = access_of(alternative) if alternative else None
         if access is None:
@@ -585,15 +586,15 @@ class TermIndex:
         self._root = _Level()
         #: entries that may come out of ``candidates`` more than once
         self.repeats = 0
-        self._pending: list = []       # buckets to split once an add is done
+        self._pending: list[Any] = []       # buckets to split once an add is done
         self._counts = [0] * 8         # filings by their top step kind
 
     # -- queries -------------------------------------------------------------------------
-    def candidates(self, attrs: Mapping[str, Any]) -> list:
+    def candidates(self, attrs: Mapping[str, Any]) -> list[Any]:
         """The entries the notification ``attrs`` may match (each once)."""
         # the root level's probe, with the usual case (a value look-up finding
         # one entry) written out: this runs for every notification
-        out: list = []
+        out: list[Any] = []
         root = self._root
         dims = root.dims
         variants = root.variants
@@ -630,13 +631,13 @@ class TermIndex:
         return {name: count for name, count in zip(_STEP_NAMES, self._counts, strict=True)}
 
     # -- changes -------------------------------------------------------------------------
-    def add(self, entry: Any, plan: tuple) -> None:
+    def add(self, entry: Any, plan: tuple[Any, ...]) -> None:
         """File ``entry`` by ``plan`` (``conditions``); an empty plan (never
         true) is filed nowhere."""
         for _ in self.add_steps(entry, plan, len(plan) + 1):
             pass
 
-    def add_steps(self, entry: Any, plan: tuple, step: int) -> Iterator[None]:
+    def add_steps(self, entry: Any, plan: tuple[Any, ...], step: int) -> Iterator[None]:
         """``add``, yielding after each ``step`` alternatives (a plan of
         10,000 takes ~50 ms: the router files it over several loop turns).
         Between steps ``entry`` is filed by the alternatives done so far
@@ -644,7 +645,7 @@ class TermIndex:
         be given up at any step."""
         if len(plan) == 1 and plan[0] and self._file_alone(plan[0], entry):
             return
-        paths: list[tuple] = []
+        paths: list[tuple[Any, ...]] = []
         done = 0
         for alternative in plan:
             self._file(self._root, alternative, entry, (), paths, True)
@@ -654,7 +655,7 @@ class TermIndex:
                 yield
         self._settle_filing(entry, paths, final=True)
 
-    def _settle_filing(self, entry: Any, paths: list[tuple], final: bool) -> None:
+    def _settle_filing(self, entry: Any, paths: list[tuple[Any, ...]], final: bool) -> None:
         """Make ``entry.place`` and the counts say ``paths`` (the filings so
         far), and split the buckets that grew too big."""
         counts = self._counts
@@ -680,7 +681,7 @@ class TermIndex:
         for _ in self.remove_steps(entry, 1 << 62):
             pass
 
-    def remove_steps(self, entry: Any, step: int) -> Iterator[None]:
+    def remove_steps(self, entry: Any, step: int) -> Generator[None, None, None]:
         """``remove``, yielding after each ``step`` filings; ``entry`` must
         not be filed again meanwhile."""
         place = entry.place
@@ -702,7 +703,7 @@ class TermIndex:
         self._counts = [0] * 8
 
     # -- filing --------------------------------------------------------------------------
-    def _file_alone(self, alternative: tuple, entry: Any) -> bool:
+    def _file_alone(self, alternative: tuple[Any, ...], entry: Any) -> bool:
         """File the commonest plan the short way: one value look-up that the
         rest of the alternative only needs names for (``Group == "g1" &&
         require(Message)``), into an empty slot of the top level. False (and
@@ -729,8 +730,8 @@ class TermIndex:
         self._counts[_EQ] += 1
         return True
 
-    def _file(self, level: _Level, alternative: tuple, entry: Any, path: tuple,
-              paths: list, top: bool) -> None:
+    def _file(self, level: _Level, alternative: tuple[Any, ...], entry: Any, path: tuple[Any, ...],
+              paths: list[Any], top: bool) -> None:
         if not alternative:
             access = None
         else:
@@ -741,14 +742,14 @@ class TermIndex:
                                    self._present_load if top else None)
         if access is None:
             step = (_ALWAYS, None, None)
-            checks = tuple(c for c in alternative if c[0] != PRESENT)
+            checks: tuple[Any, ...] = tuple(c for c in alternative if c[0] != PRESENT)
             self._put_always(level, entry, checks[0] if len(checks) == 1 else checks,
                              path + step, paths)
             return
         kind, keys = _steps(access)
         # a bin's checks start with its own range (its probe compares that
         # inline: ``_emit_binned``)
-        checks: tuple = (access,) if kind == _BINS else ()
+        checks = (access,) if kind == _BINS else ()
         for cond in alternative:
             if cond[0] != PRESENT and cond is not access:
                 checks = (*checks, cond)
@@ -773,12 +774,13 @@ class TermIndex:
                 container = d.bins
                 if key not in container:
                     levels = d.levels
+                    assert levels is not None       # (made with the bins, above)
                     bin_level = key % _LEVELS + _MIN_LEVEL
                     if bin_level not in levels:     # keep the levels in order
                         levels[bin_level] = [0, math.ldexp(1.0, -bin_level),
                                              bin_level - _MIN_LEVEL]
                         d.levels = dict(sorted(levels.items()))
-                    d.levels[bin_level][0] += 1      # type: ignore[index]
+                    d.levels[bin_level][0] += 1      # type: ignore[index]  # set with the bins, above
             else:
                 # bounds (x >= b, x <= b) or affixes (prefixes, suffixes): the
                 # dimension's holder for this kind, made on first use
@@ -795,12 +797,12 @@ class TermIndex:
         if kind != _EQ:
             d.changed()
 
-    def _put_always(self, level: _Level, entry: Any, checks: tuple, path: tuple,
-                    paths: list) -> None:
+    def _put_always(self, level: _Level, entry: Any, checks: tuple[Any, ...], path: tuple[Any, ...],
+                    paths: list[Any]) -> None:
         level.always = self._put(level.always, entry, checks, path, paths, (level, None))
 
-    def _put(self, slot: Any, entry: Any, checks: tuple, path: tuple, paths: list,
-             below: tuple) -> Any:
+    def _put(self, slot: Any, entry: Any, checks: tuple[Any, ...], path: tuple[Any, ...], paths: list[Any],
+             below: tuple[Any, ...]) -> Any:
         """The slot with ``entry`` added (filed at ``path``; ``below``: the
         level of the slot and the dimension it looks up, which a level below
         it may not choose)."""
@@ -829,7 +831,7 @@ class TermIndex:
             return entry
         return _Bucket({old: old_checks, entry: checks})
 
-    def _split(self, bucket: _Bucket, path: tuple, exclude: frozenset) -> None:
+    def _split(self, bucket: _Bucket, path: tuple[Any, ...], exclude: frozenset[Any]) -> None:
         """Move the entries of an overfull bucket (at ``path``) that have
         checks on other dimensions than ``exclude`` into an index of their
         own, if there are enough of them."""
@@ -842,7 +844,7 @@ class TermIndex:
         bucket.nest(level)
         for entry, checks in movable:
             bucket.take(entry)
-            new_paths: list[tuple] = []
+            new_paths: list[tuple[Any, ...]] = []
             self._file(level, _conditions(checks), entry, path, new_paths, False)
             old_paths = _paths(entry.place)
             repeated = _may_repeat(old_paths)
@@ -857,7 +859,7 @@ class TermIndex:
         return len(slot) if type(slot) is _Bucket else 1
 
     # -- removal ---------------------------------------------------------------------------
-    def _unfile(self, level: _Level, path: tuple, i: int, entry: Any) -> None:
+    def _unfile(self, level: _Level, path: tuple[Any, ...], i: int, entry: Any) -> None:
         kind, dim, key = path[i], path[i + 1], path[i + 2]
         deeper = len(path) > i + 3
         if kind == _ALWAYS:
@@ -874,9 +876,9 @@ class TermIndex:
             if self._take_key(d.bins, key, entry, path, i + 3, deeper):
                 levels = d.levels
                 bin_level = key % _LEVELS + _MIN_LEVEL
-                levels[bin_level][0] -= 1     # type: ignore[index]
-                if not levels[bin_level][0]:  # type: ignore[index]
-                    del levels[bin_level]  # type: ignore[union-attr]
+                levels[bin_level][0] -= 1     # type: ignore[index]  # set with the bins, which this entry is in
+                if not levels[bin_level][0]:  # type: ignore[index]  # as above
+                    del levels[bin_level]  # type: ignore[union-attr]  # as above
                 if not d.bins:
                     d.bins = d.levels = None
         else:
@@ -891,7 +893,7 @@ class TermIndex:
         if d.empty():
             level.drop_dim(dim)
 
-    def _take_key(self, container: dict | None, key: Any, entry: Any, path: tuple, i: int,
+    def _take_key(self, container: dict[Any, Any] | None, key: Any, entry: Any, path: tuple[Any, ...], i: int,
                   deeper: bool) -> bool:
         """Remove ``entry`` from ``container[key]``; True if the key went."""
         if container is None:
@@ -906,7 +908,7 @@ class TermIndex:
         container[key] = slot
         return False
 
-    def _take(self, slot: Any, entry: Any, path: tuple, i: int, deeper: bool) -> Any:
+    def _take(self, slot: Any, entry: Any, path: tuple[Any, ...], i: int, deeper: bool) -> Any:
         """The slot without ``entry`` (None when empty)."""
         if slot is None:
             return None
@@ -929,7 +931,7 @@ class TermIndex:
         return slot
 
 
-def _replace_path(entry: Any, old: tuple, new: list[tuple]) -> None:
+def _replace_path(entry: Any, old: tuple[Any, ...], new: list[tuple[Any, ...]]) -> None:
     """``entry``'s path ``old`` became ``new`` (one path: its bucket split)."""
     place = entry.place
     if type(place[0]) is int:
@@ -941,18 +943,18 @@ def _replace_path(entry: Any, old: tuple, new: list[tuple]) -> None:
     entry.place = tuple(paths)
 
 
-def _paths(place: tuple) -> list[tuple]:
+def _paths(place: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     if not place:
         return []
     return [place] if type(place[0]) is int else list(place)
 
 
-def _conditions(checks: tuple) -> tuple:
+def _conditions(checks: tuple[Any, ...]) -> tuple[Any, ...]:
     """Checks as a tuple of conditions (one is kept as the condition itself)."""
     return (checks,) if type(checks[0]) is int else checks
 
 
-def _usable(checks: tuple, exclude: frozenset) -> bool:
+def _usable(checks: tuple[Any, ...], exclude: frozenset[Any]) -> bool:
     """Whether a level that may not choose ``exclude`` can file by ``checks``."""
     if type(checks[0]) is int:
         return checks[1] not in exclude
@@ -962,7 +964,7 @@ def _usable(checks: tuple, exclude: frozenset) -> bool:
     return False
 
 
-def _may_repeat(paths: list[tuple]) -> bool:
+def _may_repeat(paths: list[tuple[Any, ...]]) -> bool:
     """Whether one notification can reach two of ``paths``: not when they
     are one level deep and start with the same look-up on one dimension
     where a value has one key (an ``EQ`` key, a bin of one level). (Deeper

@@ -44,8 +44,10 @@ Decisions (the spec leaves them open or Avis differs):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import replace
 from importlib import resources
+from typing import Any
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
@@ -104,15 +106,23 @@ class _P:
     @property
     def node(self) -> Node:
         if self._node is None:
-            self._node = Node(self.chain, tuple(self.items), pos=self.start)  # type: ignore
+            self._node = Node(self.chain, tuple(self.items), pos=self.start)  # type: ignore[arg-type]  # a chain's kind and items are set with it
         return self._node
 
 
-def _error(code: str, message: str, pos: int | None, text: str | None, *args) -> SubscriptionError:
+def _error(code: str, message: str, pos: int | None, text: str | None,
+           *args: object) -> SubscriptionError:
     return SubscriptionError(code, message, pos, text, (pos, *args) if pos is not None else args)
 
 
-class _Builder(Transformer):
+def _pos(tok: Token) -> int:
+    """A token's offset (lark types it optional; its LALR lexer always sets it)."""
+    pos = tok.start_pos
+    assert pos is not None
+    return pos
+
+
+class _Builder(Transformer[Token, Any]):
     """Callbacks run by the LALR parser as it reduces (no tree, no recursion)."""
 
     def __init__(self) -> None:
@@ -125,10 +135,10 @@ class _Builder(Transformer):
                          f"expression nests more than {MAX_DEPTH} levels deep", start, None)
         return depth
 
-    def number(self, children):
+    def number(self, children: list[Any]) -> _P:
         tok: Token = children[0]
         text = str(tok)
-        pos = tok.start_pos
+        pos = _pos(tok)
         m = _INT.match(text)
         if m is not None:
             digits = m.group("hex") or m.group("oct") or m.group("dec")
@@ -151,10 +161,10 @@ class _Builder(Transformer):
             # it otherwise
             return _P(Node(kind, value=value, pos=pos), 1, pos, raw=True)
         if _REAL.match(text):
-            value = float(text)
-            if value == float("inf"):
+            real = float(text)
+            if real == float("inf"):
                 raise _error("OVERFLOW", f"{text} is too large for a real64", pos, None, text)
-            return _P(Node(Kind.REAL64, value=value, pos=pos), 1, pos, raw=True)
+            return _P(Node(Kind.REAL64, value=real, pos=pos), 1, pos, raw=True)
         if re.match(r"0[0-7]*[89]", text) and not re.search(r"[.xXeE]", text):
             why = "octal literals (leading 0) take only the digits 0-7"
         elif re.match(r"[0-9]+[eE][+-]?[0-9]*\Z", text):
@@ -167,25 +177,25 @@ class _Builder(Transformer):
                    "optional L for int64; separate numbers from names with white space")
         raise _error("INVALID_TOKEN", f"malformed number {text!r}: {why}", pos, None, text)
 
-    def string(self, children):
+    def string(self, children: list[Any]) -> _P:
         tok: Token = children[0]
         text = str(tok)
-        return _P(Node(Kind.STRING, value=unescape(text[1:-1]), pos=tok.start_pos), 1,
-                  tok.start_pos)
+        pos = _pos(tok)
+        return _P(Node(Kind.STRING, value=unescape(text[1:-1]), pos=pos), 1, pos)
 
-    def name(self, children):
+    def name(self, children: list[Any]) -> _P:
         checkpoint()
         tok: Token = children[0]
-        return _P(Node(Kind.NAME, value=unescape(str(tok)), pos=tok.start_pos), 1,
-                  tok.start_pos)
+        pos = _pos(tok)
+        return _P(Node(Kind.NAME, value=unescape(str(tok)), pos=pos), 1, pos)
 
-    def arglist(self, children):
+    def arglist(self, children: list[Any]) -> list[_P]:
         return [c for c in children if isinstance(c, _P)]
 
-    def call(self, children):
+    def call(self, children: list[Any]) -> _P:
         tok: Token = children[0]
         fname = unescape(str(tok))
-        pos = tok.start_pos
+        pos = _pos(tok)
         kind = FUNCTION_KINDS.get(fname)
         if kind is None:
             known = ", ".join(sorted(FUNCTION_KINDS))
@@ -196,19 +206,19 @@ class _Builder(Transformer):
         node = Node(kind, tuple(a.node for a in args), pos=pos)
         return _P(node, self._deeper(depth, pos), pos)
 
-    def paren(self, children):
+    def paren(self, children: list[Any]) -> _P:
         lpar: Token = children[0]
         inner: _P = children[1]
-        pos = lpar.start_pos
+        pos = _pos(lpar)
         node = replace(inner.node, pos=pos)
         # parentheses are limited by _check_parens, not counted in the tree depth,
         # so that the fully parenthesised unparse() of a tree parses back
         return _P(node, inner.depth, pos)
 
-    def unary(self, children):
+    def unary(self, children: list[Any]) -> _P:
         tok: Token = children[0]
         operand: _P = children[1]
-        pos = tok.start_pos
+        pos = _pos(tok)
         kind = _UNARY_KINDS[str(tok)]
         if kind is Kind.UNARY_MINUS and operand.raw:
             lit = operand.node
@@ -216,7 +226,7 @@ class _Builder(Transformer):
         node = Node(kind, (operand.node,), pos=pos)
         return _P(node, self._deeper(operand.depth + 1, pos), pos)
 
-    def binary(self, children):
+    def binary(self, children: list[Any]) -> _P:
         checkpoint()                # a long expression's parse may be cancelled
         left: _P = children[0]
         tok: Token = children[1]
@@ -225,7 +235,7 @@ class _Builder(Transformer):
         if kind in _LOGICAL_KINDS:
             # the grammar is left-recursive: extend the chain on the left
             if left.chain is kind:
-                left.items.append(right.node)  # type: ignore[union-attr]
+                left.items.append(right.node)  # type: ignore[union-attr]  # as above: left is a chain
                 left._node = None
                 if right.depth + 1 > left.depth:
                     left.depth = self._deeper(right.depth + 1, left.start)
@@ -317,14 +327,16 @@ def parse_tree(text: str) -> Node:
             raise SubscriptionError(exc.code, exc.message, exc.position, text, exc.args_) from None
         raise
     except UnexpectedCharacters as exc:
-        raise _lex_error(text, exc.pos_in_stream) from None
+        # (lark declares pos_in_stream None on the class; each error sets it)
+        raise _lex_error(text, exc.pos_in_stream) from None  # type: ignore[arg-type]  # see above
     except UnexpectedToken as exc:
         raise _syntax_error(text, exc.token, exc.expected, exc.state) from None
     except UnexpectedEOF:
         raise _error("PARSE_ERROR", "unexpected end of the expression", len(text), text,
                      "") from None
+    # our callbacks make every reduction a _P: lark's parse says only "a Tree"
     node = result.node if isinstance(result, _P) else result
-    return node
+    return node  # type: ignore[return-value]  # see above
 
 
 def _lex_error(text: str, pos: int) -> SubscriptionError:
@@ -345,7 +357,8 @@ def _lex_error(text: str, pos: int) -> SubscriptionError:
     return _error("INVALID_TOKEN", f"unexpected character {c!r}{hint}", pos, text, c)
 
 
-def _syntax_error(text: str, tok: Token, expected, state) -> SubscriptionError:
+def _syntax_error(text: str, tok: Token, expected: Iterable[str] | None,
+                  state: object) -> SubscriptionError:
     pos = len(text) if tok.type == "$END" else tok.start_pos
     names = sorted({_TOKEN_NAMES.get(e, e) for e in (expected or ())} - {"$END"})
     if tok.type == "CMP" and "CMP" not in (expected or ()):

@@ -85,7 +85,8 @@ import sys
 import threading
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import regex as _regex
 
@@ -133,7 +134,7 @@ _THREAD = _Overruns()
 _FLAGS = _regex.DOTALL | _regex.VERSION0
 
 
-def overruns() -> list:
+def overruns() -> list[Any]:
     """This thread's overrun counter (``[count]``, see :class:`_Overruns`);
     the engine holds on to the list and compares ``[0]`` around evaluations."""
     return _THREAD.state
@@ -164,12 +165,15 @@ class PatternError(ValueError):
 
 _CLASS_CACHE: dict[str, str] = {}
 
+#: a compiled pattern's search or fullmatch: ``method(value, timeout=...)``
+_Method = Callable[..., Any]
 
-def _ranges(pred) -> str:
+
+def _ranges(pred: Callable[[str], bool]) -> str:
     """A Python character-class body for every code point satisfying pred."""
     out = []
     start = None
-    prev = None
+    prev = 0                    # (read only once start is set, and set with it)
     for cp in range(sys.maxunicode + 1):
         if 0xD800 <= cp <= 0xDFFF:
             ok = False
@@ -344,7 +348,7 @@ def _literal_item(c: str) -> _Item:
     return _Item(re.escape(c), "atom", literal=c)
 
 
-def _longest_run(literals) -> str:
+def _longest_run(literals: Iterable[str | None]) -> str:
     """The longest run of consecutive characters (None breaks a run)."""
     best = ""
     run: list[str] = []
@@ -489,7 +493,7 @@ def _translate_ere(pattern: str) -> tuple[str, tuple[str, ...] | None]:
     return top.text(), required
 
 
-def compile_regex(patterns: list[str] | tuple[str, ...]):
+def compile_regex(patterns: list[str] | tuple[str, ...]) -> Any:   # a regex.Pattern
     """One compiled ``regex`` pattern matching any of the EREs (use
     ``.search``, with ``timeout=``: see ``regex_matcher``)."""
     parts = [ere_to_python(p) for p in patterns]
@@ -515,7 +519,7 @@ def regex_matcher(patterns: list[str] | tuple[str, ...]) -> Callable[[str], bool
     return _matcher(compile_regex(patterns).search, required_literals(patterns))
 
 
-def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool | None]:
+def _matcher(method: _Method, required: tuple[str, ...] | None) -> Callable[[str], bool | None]:
     """Run ``method(value, timeout=...)`` for a tri-state answer; a value
     holding none of the ``required`` strings cannot match, and is answered
     without the engine (a time-limited call costs a few microseconds: the
@@ -525,11 +529,11 @@ def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool |
         return functools.partial(_run, method)
     # (no annotations: they would make a dict per function)
     if len(required) == 1:
-        def one(value, _needle=required[0], _method=method):  # type: ignore[no-untyped-def]
+        def one(value, _needle=required[0], _method=method):  # type: ignore[no-untyped-def]  # no annotations: they would make a dict per function (above)
             return False if _needle not in value else _run(_method, value)
         return one
 
-    def any_of(value, _required=required, _method=method):  # type: ignore[no-untyped-def]
+    def any_of(value, _required=required, _method=method):  # type: ignore[no-untyped-def]  # as above
         for needle in _required:
             if needle in value:
                 return _run(_method, value)
@@ -537,7 +541,7 @@ def _matcher(method, required: tuple[str, ...] | None) -> Callable[[str], bool |
     return any_of
 
 
-def _run(method, value: str) -> bool | None:
+def _run(method: _Method, value: str) -> bool | None:
     """``method`` within the pattern's own time (bottom: None). The first try
     costs nothing extra. ``regex``'s limit is the *process's* CPU time (C's
     ``clock()``), which is the pattern's own unless another thread of the
@@ -555,7 +559,7 @@ def _run(method, value: str) -> bool | None:
         return _overran(method, value)
 
 
-def _overran(method, value: str) -> bool | None:
+def _overran(method: _Method, value: str) -> bool | None:
     """A match ran out of ``regex``'s time: try again, measuring this thread's
     CPU time, until a try either finishes or spends at least half its limit
     on the CPU (then the cost is the pattern's own: bottom, counted in this
@@ -568,7 +572,8 @@ def _overran(method, value: str) -> bool | None:
     others = _THREAD.others
     if others is not None and (time.process_time() - time.thread_time()) - others \
             < MATCH_TIMEOUT / 2:
-        return _bottom(method, value)
+        _bottom(method, value)
+        return None
     clock = time.thread_time
     for attempt in range(1, MATCH_ATTEMPTS + 1):
         limit = MATCH_TIMEOUT if attempt < MATCH_ATTEMPTS else _LAST_TRY
@@ -578,19 +583,19 @@ def _overran(method, value: str) -> bool | None:
         except TimeoutError:
             if clock() - start >= MATCH_TIMEOUT / 2:
                 break
-    return _bottom(method, value)
+    _bottom(method, value)
+    return None
 
 
-def _bottom(method, value: str) -> None:
+def _bottom(method: _Method, value: str) -> None:
     """(An overrun of ``method`` on ``value``: counted, remembered.)"""
     _THREAD.state[0] += 1
     _LAST_OVERRUN[0], _LAST_OVERRUN[1] = method, value
-    return None
 
 
 #: [method, value] of the last overrun (any thread: only ever a shortcut to
 #: the same answer, bottom, for the same pattern on the same string object)
-_LAST_OVERRUN: list = [None, None]
+_LAST_OVERRUN: list[Any] = [None, None]
 
 
 # --------------------------------------------------------------------------
@@ -715,7 +720,7 @@ def _compiled_bytes(text: str) -> int:
     return 2048 + 128 * len(text)
 
 
-def _compile(text: str, what: str):
+def _compile(text: str, what: str) -> Any:      # a regex.Pattern (regex has no stubs)
     """Compile once per distinct pattern: the checker, the compiler and the
     reference interpreter all ask, and ``regex`` parses patterns in Python."""
     key = (text, what)
@@ -811,7 +816,7 @@ def _translate_glob(pattern: str) -> tuple[str, str]:
     return "".join(out), required
 
 
-def compile_glob(patterns: list[str] | tuple[str, ...]):
+def compile_glob(patterns: list[str] | tuple[str, ...]) -> Any:    # a regex.Pattern
     """One compiled ``regex`` pattern matching (``fullmatch``) any of the globs."""
     parts = [glob_to_python(p) for p in patterns]
     text = parts[0] if len(parts) == 1 else "|".join(f"(?:{q})" for q in parts)
@@ -829,6 +834,6 @@ def glob_matcher(patterns: list[str] | tuple[str, ...]) -> Callable[[str], bool 
         if not literal:
             required = None
             break
-        required.append(literal)  # type: ignore[union-attr]
+        required.append(literal)  # type: ignore[union-attr]  # not None until the break above
     return _matcher(compile_glob(patterns).fullmatch,
                     tuple(dict.fromkeys(required)) if required is not None else None)

@@ -17,6 +17,7 @@ import struct
 import unicodedata
 from collections.abc import Mapping
 from fractions import Fraction
+from typing import Any, Literal, TypeGuard
 
 from elvin.subscription.ast import Kind, Node
 from elvin.subscription.logic import and3, not3, or3, xor3
@@ -30,8 +31,11 @@ __all__ = ["evaluate"]
 
 _BITS = {"int32": 32, "int64": 64}
 
+#: a value with its Elvin type, as above (None: bottom)
+Tagged = tuple[str, Any] | None
 
-def _tag(v: object):
+
+def _tag(v: object) -> tuple[str, Any]:
     if type(v) is str:
         return ("string", v)
     if type(v) is bytes:
@@ -60,7 +64,8 @@ def _real_bits(x: float) -> int:
     64-bit integer, every NaN as the one canonical NaN."""
     if math.isnan(x):
         return 0x7FF8000000000000
-    return struct.unpack(">q", struct.pack(">d", x))[0]
+    bits: int = struct.unpack(">q", struct.pack(">d", x))[0]
+    return bits
 
 
 def _real_order(x: float, y: float) -> int:
@@ -87,11 +92,11 @@ def _real_remainder(x: float, y: float) -> float:
     return math.copysign(abs(r), x) if r == 0.0 else r
 
 
-def _is_num(t) -> bool:
+def _is_num(t: Tagged) -> TypeGuard[tuple[str, Any]]:
     return t is not None and t[0] in ("int32", "int64", "real64")
 
 
-def _common(a, b) -> str:
+def _common(a: tuple[str, Any], b: tuple[str, Any]) -> str:
     kinds = {a[0], b[0]}
     if "real64" in kinds:
         return "real64"
@@ -100,7 +105,7 @@ def _common(a, b) -> str:
     return "int32"
 
 
-def _arith(kind: Kind, a, b):
+def _arith(kind: Kind, a: Tagged, b: Tagged) -> Tagged:
     if not (_is_num(a) and _is_num(b)):
         return None
     t = _common(a, b)
@@ -160,7 +165,7 @@ def _arith(kind: Kind, a, b):
     return (t, _signed(r, bits))
 
 
-def _compare(kind: Kind, a, b):
+def _compare(kind: Kind, a: Tagged, b: Tagged) -> bool | None:
     if a is None or b is None:
         return None
     if _is_num(a) and _is_num(b):
@@ -186,22 +191,22 @@ def _compare(kind: Kind, a, b):
 
 
 class _Interp:
-    def __init__(self, attrs: Mapping) -> None:
+    def __init__(self, attrs: Mapping[str, Any]) -> None:
         self.attrs = attrs
 
-    def lookup(self, name: str):
+    def lookup(self, name: str) -> Tagged:
         if name not in self.attrs:
             return None
         return _tag(self.attrs[name])
 
-    def value(self, node: Node):
+    def value(self, node: Node) -> Tagged:
         k = node.kind
         if k is Kind.NAME:
-            return self.lookup(node.value)  # type: ignore[arg-type]
+            return self.lookup(node.value)
         if k is Kind.INT32:
             return ("int32", node.value)
         if k is Kind.INT64:
-            return ("int64", int(node.value))  # type: ignore[arg-type]
+            return ("int64", int(node.value))
         if k is Kind.REAL64:
             return ("real64", node.value)
         if k is Kind.STRING:
@@ -231,7 +236,7 @@ class _Interp:
                 return None
             if k is Kind.FUNC_FOLD_CASE:
                 return ("string", a[1].casefold())
-            form = "NFD" if k is Kind.FUNC_DECOMPOSE else "NFKD"
+            form: Literal["NFD", "NFKD"] = "NFD" if k is Kind.FUNC_DECOMPOSE else "NFKD"
             return ("string", unicodedata.normalize(form, a[1]))
         if k is Kind.FUNC_SIZE:
             a = self.value(node.children[0])
@@ -244,10 +249,10 @@ class _Interp:
             return None
         raise AssertionError(f"not a value: {k!r}")
 
-    def truth(self, node: Node):
+    def truth(self, node: Node) -> bool | None:
         k = node.kind
         if k is Kind.AND:
-            result = True
+            result: bool | None = True
             for c in node.children:
                 result = and3(result, self.truth(c))
             return result
@@ -277,7 +282,7 @@ class _Interp:
             return True if node.children[0].value in self.attrs else None
         if k in (Kind.FUNC_INT32, Kind.FUNC_INT64, Kind.FUNC_REAL64, Kind.FUNC_STRING,
                  Kind.FUNC_OPAQUE, Kind.FUNC_NAN):
-            a = self.lookup(node.children[0].value)  # type: ignore[arg-type]
+            a = self.lookup(node.children[0].value)
             if a is None:
                 return None
             if k is Kind.FUNC_NAN:
@@ -318,6 +323,6 @@ class _Interp:
         raise AssertionError(f"not a predicate: {k!r}")
 
 
-def evaluate(node: Node, attrs: Mapping) -> bool | None:
+def evaluate(node: Node, attrs: Mapping[str, Any]) -> bool | None:
     """True, False or None (bottom) for ``node`` on the notification ``attrs``."""
     return _Interp(attrs).truth(node)

@@ -48,8 +48,13 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from typing import Any
 
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
+
+#: what arithmetic gives (an Int64 is an int); the operands are Any: any attribute value
+#: may reach an operator, and ``rank`` tells them apart by ``type(v) is``, for speed
+Number = int | float
 
 __all__ = [
     "I32", "I64", "R64",
@@ -75,9 +80,9 @@ def rank(v: object) -> int:
     """I32 / I64 / R64 for a numeric Elvin value, -1 for anything else."""
     t = type(v)
     if t is int:
-        if INT32_MIN <= v <= INT32_MAX:  # type: ignore[operator]
+        if INT32_MIN <= v <= INT32_MAX:  # type: ignore[operator]  # type() is, for speed: mypy does not narrow through t
             return I32
-        if INT64_MIN <= v <= INT64_MAX:  # type: ignore[operator]
+        if INT64_MIN <= v <= INT64_MAX:  # type: ignore[operator]  # as above
             return I64
         return -1
     if t is float:
@@ -105,7 +110,7 @@ def _wrap64(v: int) -> Int64:
     return _new_int(Int64, ((v + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000)
 
 
-def add(x, y):
+def add(x: Any, y: Any) -> Number | None:
     r = _rank2(x, y)
     if r == I32:
         return _wrap32(x + y)
@@ -116,7 +121,7 @@ def add(x, y):
     return None
 
 
-def sub(x, y):
+def sub(x: Any, y: Any) -> Number | None:
     r = _rank2(x, y)
     if r == I32:
         return _wrap32(x - y)
@@ -127,7 +132,7 @@ def sub(x, y):
     return None
 
 
-def mul(x, y):
+def mul(x: Any, y: Any) -> Number | None:
     r = _rank2(x, y)
     if r == I32:
         return _wrap32(x * y)
@@ -151,7 +156,7 @@ def _real_div(x: float, y: float) -> float:
     return x / y
 
 
-def div(x, y):
+def div(x: Any, y: Any) -> Number | None:
     r = _rank2(x, y)
     if r == I32:
         return None if y == 0 else _wrap32(_trunc_div(x, y))
@@ -174,7 +179,7 @@ def _real_rem(x: float, y: float) -> float:
     return math.fmod(x, y)
 
 
-def mod(x, y):
+def mod(x: Any, y: Any) -> Number | None:
     r = _rank2(x, y)
     if r == I32:
         return None if y == 0 else _java_rem(x, y)
@@ -185,7 +190,7 @@ def mod(x, y):
     return None
 
 
-def shl(x, y):
+def shl(x: Any, y: Any) -> Number | None:
     r = _rank2(x, y)
     if r == I32:
         return _wrap32(x << (y & 31))
@@ -194,7 +199,7 @@ def shl(x, y):
     return None
 
 
-def shr(x, y):
+def shr(x: Any, y: Any) -> Number | None:
     r = _rank2(x, y)
     if r == I32:
         return x >> (y & 31)
@@ -203,7 +208,7 @@ def shr(x, y):
     return None
 
 
-def ushr(x, y):
+def ushr(x: Any, y: Any) -> Number | None:
     r = _rank2(x, y)
     if r == I32:
         return _wrap32((x & 0xFFFFFFFF) >> (y & 31))
@@ -212,7 +217,7 @@ def ushr(x, y):
     return None
 
 
-def bit_and(x, y):
+def bit_and(x: Any, y: Any) -> Number | None:
     r = _rank2(x, y)
     if r == I32:
         return x & y
@@ -221,7 +226,7 @@ def bit_and(x, y):
     return None
 
 
-def bit_or(x, y):
+def bit_or(x: Any, y: Any) -> Number | None:
     r = _rank2(x, y)
     if r == I32:
         return x | y
@@ -230,7 +235,7 @@ def bit_or(x, y):
     return None
 
 
-def bit_xor(x, y):
+def bit_xor(x: Any, y: Any) -> Number | None:
     r = _rank2(x, y)
     if r == I32:
         return x ^ y
@@ -239,7 +244,7 @@ def bit_xor(x, y):
     return None
 
 
-def neg(x):
+def neg(x: Any) -> Number | None:
     r = rank(x)
     if r == I32:
         return _wrap32(-x)
@@ -250,14 +255,14 @@ def neg(x):
     return None
 
 
-def pos(x):
+def pos(x: Any) -> Number | None:
     r = rank(x)
     if r == I64 and type(x) is int:
         return _new_int(Int64, x)
     return x if r >= 0 else None
 
 
-def inv(x):
+def inv(x: Any) -> Number | None:
     r = rank(x)
     if r == I32:
         return ~x
@@ -309,7 +314,7 @@ def real_key(x: float) -> object:
     return x
 
 
-def _compare(x, y) -> int | None:
+def _compare(x: Any, y: Any) -> int | None:
     """-1 / 0 / 1 for two numbers after promotion, None (bottom) otherwise."""
     rx = rank(x)
     if rx < 0:
@@ -322,7 +327,7 @@ def _compare(x, y) -> int | None:
     return -1 if x < y else (1 if x > y else 0)
 
 
-def eq(x, y):
+def eq(x: Any, y: Any) -> bool | None:
     """``==``: numbers after promotion, strings with strings, else bottom."""
     if type(x) is str:
         return x == y if type(y) is str else None
@@ -330,44 +335,44 @@ def eq(x, y):
     return None if c is None else c == 0
 
 
-def ne(x, y):
+def ne(x: Any, y: Any) -> bool | None:
     r = eq(x, y)
     return None if r is None else not r
 
 
-def lt(x, y):
+def lt(x: Any, y: Any) -> bool | None:
     c = _compare(x, y)
     return None if c is None else c < 0
 
 
-def le(x, y):
+def le(x: Any, y: Any) -> bool | None:
     c = _compare(x, y)
     return None if c is None else c <= 0
 
 
-def gt(x, y):
+def gt(x: Any, y: Any) -> bool | None:
     c = _compare(x, y)
     return None if c is None else c > 0
 
 
-def ge(x, y):
+def ge(x: Any, y: Any) -> bool | None:
     c = _compare(x, y)
     return None if c is None else c >= 0
 
 
-def fold_case(s):
+def fold_case(s: object) -> str | None:
     return s.casefold() if type(s) is str else None
 
 
-def decompose(s):
+def decompose(s: object) -> str | None:
     return unicodedata.normalize("NFD", s) if type(s) is str else None
 
 
-def decompose_compat(s):
+def decompose_compat(s: object) -> str | None:
     return unicodedata.normalize("NFKD", s) if type(s) is str else None
 
 
-def size(v):
+def size(v: Any) -> int | None:       # Any: told apart by type(v) is, as in eq
     """Size in bytes: UTF-8 length of a string, length of an opaque."""
     t = type(v)
     if t is str:

@@ -11,6 +11,7 @@ left to lark, which says what is wrong.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from elvin.subscription.ast import Kind, Node
@@ -41,9 +42,11 @@ _ESCAPE = re.compile(r"\\([\s\S])")
 STRING_KEY, INT32_KEY, INT64_KEY, REAL_KEY = "\x00s", "\x00i", "\x00l", "\x00r"
 
 _new = object.__new__
-_set_kind, _set_children, _set_value, _set_pos = (
-    Node.kind.__set__, Node.children.__set__, Node.value.__set__,  # type: ignore[attr-defined]
-    Node.pos.__set__)  # type: ignore[attr-defined]
+# the slots' own descriptors (vars(): mypy types a slot read on the class as the field)
+_set_kind: Callable[[Node, Kind], None] = vars(Node)["kind"].__set__
+_set_children: Callable[[Node, tuple[Node, ...]], None] = vars(Node)["children"].__set__
+_set_value: Callable[[Node, object], None] = vars(Node)["value"].__set__
+_set_pos: Callable[[Node, int], None] = vars(Node)["pos"].__set__
 
 
 def unescape(text: str) -> str:
@@ -51,7 +54,7 @@ def unescape(text: str) -> str:
     return _ESCAPE.sub(r"\1", text)
 
 
-def node(kind: Kind, children: tuple, value: Any, pos: int) -> Node:
+def node(kind: Kind, children: tuple[Any, ...], value: Any, pos: int) -> Node:
     """``Node(kind, children, value, pos)`` without the frozen dataclass's
     ``__init__`` (an ``object.__setattr__`` per field): half the cost, and
     a registration builds a tree of several nodes."""
@@ -63,7 +66,7 @@ def node(kind: Kind, children: tuple, value: Any, pos: int) -> Node:
     return made
 
 
-def tokenise(text: str) -> tuple[tuple, list[int], list[str], list[int]] | None:
+def tokenise(text: str) -> tuple[tuple[Any, ...], list[int], list[str], list[int]] | None:
     """``(shape key, token starts, token texts, literal token indexes)``, or
     None if the text holds something the tokeniser does not know (lark will
     say what is wrong with it)."""
@@ -136,7 +139,7 @@ def number_leaf(tok: str, start: int) -> Node:
             if value <= INT32_MAX + 1:
                 return node(Kind.INT32, (), value, start)
     elif _REAL.match(tok) is not None:
-        value = float(tok)
-        if value != _INF:              # else the parser's OVERFLOW
-            return node(Kind.REAL64, (), value, start)
+        real = float(tok)
+        if real != _INF:               # else the parser's OVERFLOW
+            return node(Kind.REAL64, (), real, start)
     raise Unusual

@@ -71,18 +71,18 @@ def format_real(value: float) -> str:
 def _literal(node: Node) -> str:
     k = node.kind
     if k is Kind.STRING:
-        return quote_string(node.value)  # type: ignore[arg-type]
+        return quote_string(node.value)
     if k is Kind.INT32:
-        return str(int(node.value))  # type: ignore[arg-type]
+        return str(int(node.value))
     if k is Kind.INT64:
-        return f"{int(node.value)}L"  # type: ignore[arg-type]
-    return format_real(node.value)  # type: ignore[arg-type]
+        return f"{int(node.value)}L"
+    return format_real(node.value)
 
 
 def _unparse(node: Node, top: bool) -> str:
     k = node.kind
     if k is Kind.NAME:
-        return quote_name(node.value)  # type: ignore[arg-type]
+        return quote_name(node.value)
     if k in LITERAL_KINDS:
         return _literal(node)
     if k in _UNARY:

@@ -87,7 +87,7 @@ def format_quench_event(event) -> dict:
     kind = "add" if isinstance(event, SubscriptionAdded) else "modify"
     try:
         text = unparse(event.ast)
-    except Exception:  # an AST our unparser cannot print: show its structure
+    except Exception:  # noqa: BLE001 - an AST our unparser cannot print: show its structure
         text = repr(event.ast)
     return {"Quench-Event": kind, "Term-Id": Int64(event.term_id),
             "Secure": 1 if event.secure else 0, "Subscription": text}
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> None:
     status = main()
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception):  # stdout may be a closed pipe: the status still stands
         sys.stdout.flush()
     sys.exit(status)
 

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None, stdin=None) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        with contextlib.suppress(Exception, KeyboardInterrupt):
+        with contextlib.suppress(Exception, KeyboardInterrupt):  # closing anyway: how it fails changes nothing
             conn.close()
     return status
 

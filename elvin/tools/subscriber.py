@@ -60,7 +60,11 @@ async def run_subscriber(prog: str, args: argparse.Namespace, setup: ToolSetup,
     except CONNECT_ERRORS as exc:
         return connect_failure(setup.url, exc, unreachable).report(prog)
     closed: list[CloseReason] = []
-    conn.add_close_listener(lambda reason: (closed.append(reason), stop.set()))
+
+    def on_close(reason: CloseReason) -> None:
+        closed.append(reason)
+        stop.set()
+    conn.add_close_listener(on_close)
     status = await _subscribe(prog, conn, subscribe)
     if status is not None:
         await conn.close()

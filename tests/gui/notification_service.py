@@ -27,7 +27,7 @@ class Notifications(QObject):
         self.count = 0
 
     @Slot(str, "uint", str, str, str, "QStringList", "QVariantMap", int, result="uint")
-    def Notify(self, app, replaces, icon, summary, body, actions, hints,  # noqa: N802
+    def Notify(self, app, replaces, icon, summary, body, actions, hints,
                timeout):
         self.count += 1
         print(json.dumps([app, summary, body, dict(hints), timeout], default=str), flush=True)

@@ -478,7 +478,7 @@ async def test_garbage_subscriptions_do_not_break_the_daemon(start_watcher, rout
     for text in texts:
         try:
             accepted.append(await consumer.subscribe(text))
-        except Exception as exc:   # the router may refuse some: fine, not our concern
+        except Exception as exc:  # noqa: BLE001 - the router may refuse some: fine, not our concern
             print("refused:", text[:60], exc)
     await until(lambda: len(fw.status()["subscriptions"]) == len(accepted),
                 what="all subscriptions")

@@ -31,9 +31,9 @@ from elvin.statedir import StateError
 from tests.waiting import until, wait_until
 
 from .test_mobility_crash import Counted, mobile, publish
-from .test_mobility_crash import elvind as elvind  # noqa: F401 - the fixture
+from .test_mobility_crash import elvind as elvind
 from .test_mobility_state import refused, run_elvind
-from .test_mobility_state import small_filesystem as small_filesystem  # noqa: F401
+from .test_mobility_state import small_filesystem as small_filesystem
 
 
 def query(path, sql: str, *args):
@@ -261,7 +261,7 @@ def fill(directory) -> None:
 
 
 async def test_after_a_full_disk_the_proxy_writes_again_once_there_is_room(
-        router, small_filesystem):  # noqa: F811 - the fixture
+        router, small_filesystem):
     state = small_filesystem / "state"
     state.mkdir()
     store = MobilityStore.open(state)

@@ -17,8 +17,8 @@ from elvin.router.metrics import exposition
 from tests.waiting import until
 
 from .test_mobility_crash import Elvind, mobile, publish
-from .test_mobility_crash import elvind as elvind  # noqa: F401 - the fixture
-from .test_mobility_state import small_filesystem as small_filesystem  # noqa: F401
+from .test_mobility_crash import elvind as elvind
+from .test_mobility_state import small_filesystem as small_filesystem
 
 
 def lost_and_reported(got, published: int, report) -> tuple[int, int]:

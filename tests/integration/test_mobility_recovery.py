@@ -14,7 +14,7 @@ from elvin.mobility import MobilityError
 from tests.waiting import until
 
 from .process_util import free_port
-from .test_mobility_crash import elvind as elvind  # noqa: F401 - the fixture
+from .test_mobility_crash import elvind as elvind
 from .test_mobility_crash import federation_config, mobile, publish
 
 POINTS = ["mobility-move-out-received", "mobility-move-out-committed",

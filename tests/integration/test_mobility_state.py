@@ -20,7 +20,7 @@ from tests.waiting import until
 
 from .process_util import ELVIND, free_port, stop, wait_listening
 from .test_mobility_crash import Counted, mobile, publish
-from .test_mobility_crash import elvind as elvind  # noqa: F401 - the fixture
+from .test_mobility_crash import elvind as elvind
 
 
 # -- the commit comes before any reply ---------------------------------------------------

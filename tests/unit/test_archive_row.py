@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from elvin.pipeline.archive import read_archive  # noqa: E402
-from elvin.pipeline.archive_process import ArchiveProcess, ArchiveRow  # noqa: E402
-from elvin.protocol import encode_attributes  # noqa: E402
+from elvin.pipeline.archive import read_archive
+from elvin.pipeline.archive_process import ArchiveProcess, ArchiveRow
+from elvin.protocol import encode_attributes
 
 
 def test_append_takes_the_fields_in_the_rows_order():

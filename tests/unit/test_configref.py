@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("sphinx")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
 
-import configref  # noqa: E402
+import configref
 
-from elvin.config_file import number  # noqa: E402
+from elvin.config_file import number
 
 
 @dataclass

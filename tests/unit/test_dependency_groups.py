@@ -27,14 +27,14 @@ def test_extras_are_what_users_install():
     (everything,) = extras["all"]
     listed = set(re.fullmatch(r"elvin-suite\[(.+)\]", everything)[1].split(","))
     assert listed | {"gui"} == set(EXTRAS) and "elvin-suite[gui]" in extras["apps"]
-    tools = {"pytest", "ruff", "sphinx", "build", "twine"}
+    tools = {"pytest", "ruff", "mypy", "sphinx", "build", "twine"}
     assert not tools & names([r for reqs in extras.values() for r in reqs])
 
 
 def test_the_groups_hold_the_tools_and_dev_includes_them_all():
     groups = PYPROJECT["dependency-groups"]
     assert {"pytest", "pytest-xdist", "hypothesis"} <= names(groups["test"])
-    assert names(groups["lint"]) == {"ruff"}
+    assert names(groups["lint"]) == {"ruff", "mypy"}
     assert {"sphinx", "myst-parser", "furo"} <= names(groups["docs"])
     assert names(groups["packaging"]) == {"build", "twine"}
     included = {entry["include-group"] for entry in groups["dev"] if isinstance(entry, dict)}

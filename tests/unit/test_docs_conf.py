@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("sphinx")
-from sphinx.util.docstrings import prepare_docstring  # noqa: E402
+from sphinx.util.docstrings import prepare_docstring
 
 CONF = Path(__file__).resolve().parents[2] / "docs" / "conf.py"
 

@@ -334,3 +334,24 @@ def test_a_match_step_ends_at_the_first_predicate_past_its_slice(monkeypatch):
     assert count >= 4
     assert list(insecure["o"]) == [subs[3].id]
     assert drain(engine.match_steps({"t": "aaa1"}, None, True))[0]["o"] == (subs[1].id,)
+
+
+def test_a_wide_subscription_linked_in_steps_shares_its_owners_connection_keys():
+    """``add_steps`` (an expression wider than ``WIDE``, linked over loop turns)
+    files the subscription under its owner's ``ConnectionKeys`` as ``add`` does,
+    not under the raw keys (mypy found it: ``sub.conn.raw`` then raised)."""
+    from elvin.router.compiling import compile_and_place
+    from elvin.router.engine import WIDE
+    from elvin.router.steps import drain
+
+    engine = Engine()
+    text = " || ".join(f"n{i} == 1" for i in range(WIDE + 1))
+    c = compile_and_place(text)
+    conn = Keys.producer_subscription("conn")
+    sub = drain(engine.add_steps("o", text, c.ast, c.matches, False, EMPTY_KEYS, conn,
+                                 c.placement))
+    assert engine.effective_keys(sub) == conn
+    result = engine.match_owners({"n0": 1}, prepare_notification(Keys.producer("conn")))
+    assert ids(result, "o", 0) == [sub.id]
+    engine.set_owner_keys("o", Keys())           # the owner's keys go: so does the match
+    assert engine.match_owners({"n0": 1}, prepare_notification(Keys.producer("conn"))) == {}

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from elvin.errors import SubscriptionError
 from elvin.subscription import closures
@@ -108,9 +108,9 @@ class Registered:
 
     __slots__ = ("text", "ast", "matches", "evaluate", "names", "index", "placement")
 
-    def __init__(self, text: str, ast: Node, matches: Callable[[Mapping], bool],
-                 evaluate: Callable[[Mapping], bool | None],
-                 names: frozenset[str] | None = None, index: tuple | None = None) -> None:
+    def __init__(self, text: str, ast: Node, matches: Callable[[Mapping[str, Any]], bool],
+                 evaluate: Callable[[Mapping[str, Any]], bool | None],
+                 names: frozenset[str] | None = None, index: tuple[Any, ...] | None = None) -> None:
         self.text = text
         self.ast = ast
         self.matches = matches
@@ -161,9 +161,9 @@ class ShapeCompiler:
     def __init__(self, max_shapes: int = MAX_SHAPES, max_bytes: int = MAX_BYTES) -> None:
         self.max_shapes = max_shapes
         self.max_bytes = max_bytes
-        self._shapes: dict[tuple, Shape | None] = {}
+        self._shapes: dict[tuple[Any, ...], Shape | None] = {}
         #: key -> the bytes its shape holds (``shape_bytes`` + ``code_bytes`` each)
-        self._costs: dict[tuple, int] = {}
+        self._costs: dict[tuple[Any, ...], int] = {}
         #: the estimated bytes all shapes hold (never above ``max_bytes``)
         self.bytes = 0
         self._recent: list[Layout] = []
@@ -201,11 +201,12 @@ class ShapeCompiler:
         self.slow += 1
         return compile_text(text)
 
-    def _fast(self, text: str, key: tuple, starts: list[int], texts: list[str],
+    def _fast(self, text: str, key: tuple[Any, ...], starts: list[int], texts: list[str],
               literals: list[int]) -> Registered:
         shapes = self._shapes
-        shape = shapes.pop(key, False)
-        if shape is False:
+        found: Shape | None | Literal[False] = shapes.pop(key, False)
+        shape: Shape | None
+        if found is False:
             tree = parse_tree(text)     # errors: as from the ordinary way
             check(tree, text)
             try:
@@ -218,6 +219,8 @@ class ShapeCompiler:
             self.bytes += cost
             if shape is not None:
                 shape.key = key
+        else:
+            shape = found
         shapes[key] = shape             # (re)inserted last: least recently used first
         if shape is None:
             raise Unusual
@@ -256,9 +259,9 @@ class ShapeCompiler:
                     for i in path:
                         node = node.children[i]
                     if node.kind in LITERAL_KINDS:
-                        checker.leaf(node)  # type: ignore[union-attr]
+                        checker.leaf(node)  # type: ignore[union-attr]  # a shape with checks has its checker
                     else:
-                        checker.string_predicate(node)  # type: ignore[union-attr]
+                        checker.string_predicate(node)  # type: ignore[union-attr]  # as above
             except SubscriptionError:
                 raise Unusual from None     # the ordinary way says it as the checker does
             code = self._code(shape, leaves, text)
@@ -279,7 +282,7 @@ class ShapeCompiler:
         classes = tuple(number_class(leaves[i].kind, leaves[i].value)
                         for i in shape.numeric_slots) if shape.numeric_slots else ()
         codes = shape.codes
-        code = codes.get(classes, False)
+        code: CodeTemplate | None | Literal[False] = codes.get(classes, False)
         if code is not False:
             return code
         if len(codes) >= MAX_CODES:

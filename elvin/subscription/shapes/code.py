@@ -37,7 +37,7 @@ __all__ = ["CodeTemplate", "code_template", "number_class"]
 
 
 
-def number_class(kind: Kind, value: Any) -> tuple:
+def number_class(kind: Kind, value: Any) -> tuple[Any, ...]:
     """Everything ``compiler.py`` decides from a numeric literal's value (the
     sign, zero, integral reals, magnitudes beyond exact doubles), so that one
     code template serves every value of a class."""
@@ -47,7 +47,7 @@ def number_class(kind: Kind, value: Any) -> tuple:
     return ("i" if kind is Kind.INT32 else "l", value < 0, value == 0, abs(value) > _EXACT)
 
 
-def _values(leaves: list[Node], slots: tuple[int, ...]) -> tuple:
+def _values(leaves: list[Node], slots: tuple[int, ...]) -> tuple[Any, ...]:
     return tuple(leaves[s].value for s in slots)
 
 
@@ -55,8 +55,8 @@ def _values(leaves: list[Node], slots: tuple[int, ...]) -> tuple:
 #: (``compiler.PARAMETER_FORMS``)
 _ARGUMENTS: dict[str, Callable[[list[Node], tuple[int, ...]], Any]] = {
     "v": lambda leaves, slots: leaves[slots[0]].value,
-    "f": lambda leaves, slots: float(leaves[slots[0]].value),  # type: ignore[arg-type]
-    "q": lambda leaves, slots: make_int64(int(leaves[slots[0]].value)),  # type: ignore
+    "f": lambda leaves, slots: float(leaves[slots[0]].value),
+    "q": lambda leaves, slots: make_int64(int(leaves[slots[0]].value)),
     "T": _values,
     "S": lambda leaves, slots: frozenset(_values(leaves, slots)),
     "C": lambda leaves, slots: contains_search(_values(leaves, slots)),
@@ -71,12 +71,12 @@ class CodeTemplate:
 
     __slots__ = ("make", "arguments")
 
-    def __init__(self, make: Callable[..., tuple],
-                 arguments: tuple[tuple[Callable, tuple[int, ...]], ...]) -> None:
+    def __init__(self, make: Callable[..., tuple[Any, ...]],
+                 arguments: tuple[tuple[Callable[..., Any], tuple[int, ...]], ...]) -> None:
         self.make = make
         self.arguments = arguments
 
-    def instantiate(self, leaves: list[Node]) -> tuple[Callable, Callable]:
+    def instantiate(self, leaves: list[Node]) -> tuple[Callable[..., Any], Callable[..., Any]]:
         """``(matches, evaluate)`` of the subscription with ``leaves``."""
         return self.make(*[argument(leaves, slots) for argument, slots in self.arguments])
 

@@ -67,7 +67,7 @@ class Layout:
     __slots__ = ("pattern", "shape", "starts", "literals", "lengths", "after", "_placed")
 
     def __init__(self, shape: Any, text: str, starts: list[int], texts: list[str],
-                 literals: list[int], key: tuple) -> None:
+                 literals: list[int], key: tuple[Any, ...]) -> None:
         parts = []
         pos = 0
         for lit in literals:

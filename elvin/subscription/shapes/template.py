@@ -42,26 +42,26 @@ class Shape:
                  "layout", "key")
 
     def __init__(self) -> None:
-        self.template: tuple = ()
+        self.template: tuple[Any, ...] = ()
         self.build: Callable[[Any, list[Node]], Node] = _no_build
         self.slot_tokens: list[int] = []    # literal slot -> token index of its value
         self.negated: list[bool] = []       # literal slot -> written with a leading '-'
         self.simple = False
-        self.checks: list[tuple] = []       # template paths of nodes to re-check
-        self.codes: dict[tuple, Any] = {}
+        self.checks: list[tuple[Any, ...]] = []       # template paths of nodes to re-check
+        self.codes: dict[tuple[Any, ...], Any] = {}
         self.numeric_slots: list[int] = []
         self.slot_kinds: list[Kind] = []
         self.names: frozenset[str] = frozenset()
         #: ``conditions.analyse`` of the first tree (simple shapes only)
-        self.raw_plan: list | None = None
+        self.raw_plan: list[Any] | None = None
         #: id of a literal node of the first tree -> its slot
         self.slot_of: dict[int, int] = {}
         #: ``conditions.instantiator`` of the raw plan, when it has one
-        self.plan_maker: Callable[[list[Node]], tuple] | None = None
+        self.plan_maker: Callable[[list[Node]], tuple[Any, ...]] | None = None
         #: the Layout of the first text compiled with this shape
         self.layout: Layout | None = None
         #: the shape cache's key of this shape (``ShapeCompiler`` sets it)
-        self.key: tuple = ()
+        self.key: tuple[Any, ...] = ()
 
     def leaves(self, starts: list[int], texts: list[str] | dict[int, str]) -> list[Node]:
         """The literal leaves of a text of this shape (``texts``: at least
@@ -72,11 +72,11 @@ class Shape:
         for lit, negated in zip(self.slot_tokens, self.negated, strict=True):
             leaf = literal_leaf(texts[lit], starts[lit])
             if negated:
-                leaf = Node(leaf.kind, value=-leaf.value, pos=starts[lit - 1])  # type: ignore
+                leaf = Node(leaf.kind, value=-leaf.value, pos=starts[lit - 1])
             leaves.append(leaf)
         return leaves
 
-    def plan(self, leaves: list[Node]) -> tuple | None:
+    def plan(self, leaves: list[Node]) -> tuple[Any, ...] | None:
         """The index plan of the subscription with ``leaves``, when simple."""
         if self.raw_plan is None:
             return None
@@ -97,7 +97,7 @@ class Positions:
         return -1
 
 
-def _builder(template: tuple) -> Callable[[Any, list[Node]], Node]:
+def _builder(template: tuple[Any, ...]) -> Callable[[Any, list[Node]], Node]:
     """``build(starts, leaves)``: the template's tree as one generated
     expression (no recursion, positional ``Node`` arguments).
 
@@ -108,13 +108,13 @@ def _builder(template: tuple) -> Callable[[Any, list[Node]], Node]:
     namespace: dict[str, object] = {"Node": node, "_NAME": Kind.NAME}
     helpers: list[str] = []
 
-    def constant(t: tuple) -> bool:
+    def constant(t: tuple[Any, ...]) -> bool:
         return t[0] == "N" or (t[0] == "O" and all(constant(c) for c in t[2]))
 
-    def positions(t: tuple) -> list[int]:
+    def positions(t: tuple[Any, ...]) -> list[int]:
         return [t[2]] if t[0] == "N" else [t[3], *(i for c in t[2] for i in positions(c))]
 
-    def make(t: tuple, inner: Callable[[tuple], str]) -> str:
+    def make(t: tuple[Any, ...], inner: Callable[[tuple[Any, ...]], str]) -> str:
         if t[0] == "L":
             return f"L[{t[1]}]"
         if t[0] == "N":
@@ -126,10 +126,10 @@ def _builder(template: tuple) -> Callable[[Any, list[Node]], Node]:
         children = "".join(inner(c) + ", " for c in t[2])
         return f"Node({kind}, ({children}), None, s[{t[3]}])"
 
-    def whole(t: tuple) -> str:         # inside a shared subtree: made as one
+    def whole(t: tuple[Any, ...]) -> str:         # inside a shared subtree: made as one
         return make(t, whole)
 
-    def expr(t: tuple) -> str:
+    def expr(t: tuple[Any, ...]) -> str:
         if not constant(t):
             return make(t, expr)
         j = len(helpers)
@@ -145,8 +145,8 @@ def _builder(template: tuple) -> Callable[[Any, list[Node]], Node]:
 
     body = expr(template)
     source = "".join(helpers) + f"def _build(s, L):\n    return {body}\n"
-    exec(compile(source, "<subscription shape>", "exec"), namespace)  # noqa: S102
-    return namespace.pop("_build")  # type: ignore[return-value]
+    exec(compile(source, "<subscription shape>", "exec"), namespace)
+    return namespace.pop("_build")  # type: ignore[return-value]  # exec just defined it
 
 
 def learn(tree: Node, starts: list[int], texts: list[str], literals: list[int]) -> Shape:
@@ -157,7 +157,7 @@ def learn(tree: Node, starts: list[int], texts: list[str], literals: list[int]) 
     shape = Shape()
     slots_by_token: dict[int, int] = {}
 
-    def visit(n: Node) -> tuple:
+    def visit(n: Node) -> tuple[Any, ...]:
         ti = at.get(n.pos)
         if ti is None:
             raise Unusual
@@ -167,7 +167,7 @@ def learn(tree: Node, starts: list[int], texts: list[str], literals: list[int]) 
             if lit not in literal_set or lit in slots_by_token:
                 raise Unusual
             made = literal_leaf(texts[lit], starts[lit])
-            value = -made.value if negated else made.value  # type: ignore[operator]
+            value = -made.value if negated else made.value
             if made.kind is not n.kind or type(value) is not type(n.value) \
                     or value != n.value:
                 raise Unusual
@@ -208,12 +208,12 @@ def _no_constant_operands(tree: Node) -> bool:
     return True
 
 
-def _constant_checks(template: tuple, slot_kinds: list[Kind]) -> list[tuple]:
+def _constant_checks(template: tuple[Any, ...], slot_kinds: list[Kind]) -> list[tuple[Any, ...]]:
     """Template paths of the nodes whose check depends on a constant's value:
     numeric literals (ranges) and regex / wildcard calls (their patterns); a
     string literal alone is never wrong."""
-    out: list[tuple] = []
-    stack: list[tuple[tuple, tuple]] = [(template, ())]
+    out: list[tuple[Any, ...]] = []
+    stack: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = [(template, ())]
     while stack:
         t, path = stack.pop()
         if t[0] == "O":
