@@ -179,3 +179,35 @@ async def test_a_move_in_done_again_gets_what_was_buffered_since_the_first_try(e
         got.exactly(range(200))
     finally:
         await mc.close()
+
+
+@pytest.mark.parametrize("point", ["mobility-move-out-committed", "mobility-take-over"])
+async def test_a_crash_while_a_restored_buffer_is_taken_over_loses_nothing(elvind, point):
+    """The restored buffer of a client whose connection died (killed after
+    its move-in, before the release) records what is published after the
+    restart; the client's next move-out (``Resume``) takes it over. A
+    second SIGKILL inside that take-over (its move-out written, or its
+    reply back at the proxy while the old buffer's subscriptions still feed
+    the new one) loses none of it: the new buffer was written with them."""
+    a = elvind().start(crash_at="mobility-release-received")
+    mc, got = await mobile(a.url)
+    try:
+        await publish(a.url, range(0, 20))                 # live
+        await mc.move_out()
+        await publish(a.url, range(20, 40))                # buffered
+        await mc.move_in(a.url)                            # killed at its release
+        a.wait_killed()
+        a.start(crash_at=point)
+        await publish(a.url, range(40, 60))                # the restored buffer has them
+        code = await _call(mc, "move_out", a.url)          # resumed: killed in the take-over
+        assert code in (None, "unconfirmed"), code
+        a.wait_killed()
+        a.start()
+        await publish(a.url, range(60, 70))                # buffered in the new one
+        assert mc.state == "moved-out"
+        assert await _call(mc, "move_in", a.url) is None
+        await publish(a.url, range(70, 80))                # live
+        await mc.connection.set_keys()
+        got.exactly(range(80))
+    finally:
+        await mc.close()
