@@ -299,12 +299,14 @@ class MobilityProxy:
                 handle.cancel()
         self._flush_soon = self._flush_timer = None
 
-    def flush(self) -> bool:
+    def flush(self, force: bool = False) -> bool:
         """Seal what the handlers received since the last call, apply the
         quotas, and write all of it in one transaction. Inside ``elvind`` the
         router calls it before it writes to any socket; otherwise it runs
         once per loop turn. False when the store could not write it (it is
-        kept, and tried again when the store's back-off ends)."""
+        kept, and tried again when the store's back-off ends). ``force``:
+        try the store now even during its back-off (a move-out is waiting:
+        the disk may have room again)."""
         self._cancel_flushes()
         dirty, self._dirty = self._dirty, []
         store = self.store
@@ -324,7 +326,7 @@ class MobilityProxy:
                     store.trim(handler.handle, handler.first_seq, handler.dropped)
         if store is None or not (store.dirty or store.ledger_failing):
             return True
-        written = store.commit()
+        written = store.commit(force)
         self.stats["store_failures"] = store.failures
         if store.dirty and not self._stopped:
             # a failed write is tried again when the store's back-off ends;
@@ -703,12 +705,15 @@ class MobilityProxy:
             if handler.carry is not None:
                 self._absorb(handler)
             self._remember(handler)
-            if not self.flush():       # on disk before the client hears it may leave
+            if not await self._write_move_out():
                 await self._drop_carry(handler)
                 await self._release(handler)
+                store = self.store
+                assert store is not None
                 raise P.MobilityError(
-                    "this proxy cannot write its buffers to disk now (full, or its state "
-                    "file locked): not moved out, try again later", "storage")
+                    f"this proxy cannot write its state file {store.path} now "
+                    f"({store.last_error or 'the write failed'}): not moved out (you stay "
+                    "attached and lose nothing); try again later", "storage")
             if self.tombstones.pop(client_id, None) is not None and self.store is not None:
                 self.store.remove_tombstone(client_id)
             crash_point("mobility-move-out-committed")
@@ -724,6 +729,19 @@ class MobilityProxy:
                               P.SECRET: handler.secret, P.QUOTA: quota,
                               P.EXPIRY: float(expiry), P.PROXY_KEY: self.public_key},
                              reply_key, to_self=True)
+
+    async def _write_move_out(self) -> bool:
+        """A move-out is acknowledged only once it is on disk: written now,
+        whatever the store's back-off (the disk may have room again); on a
+        full disk once more after the WAL's room was handed back. False:
+        refuse it (the client stays attached, nothing is lost)."""
+        if self.flush(force=True):
+            return True
+        store = self.store
+        if store is None or not store.full:
+            return False
+        await asyncio.sleep(store.RECLAIM_WAIT)     # the checkpoint thread's truncation
+        return self.flush(force=True)
 
     def _start_expiry(self, handler: ClientHandler, delay: float) -> None:
         handler.timer = asyncio.get_running_loop().call_later(

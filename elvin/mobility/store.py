@@ -476,17 +476,18 @@ class MobilityStore:
     #: the file system before a full disk's write is tried again
     RECLAIM_WAIT = 0.05
 
-    def commit(self) -> bool:
+    def commit(self, force: bool = False) -> bool:
         """Write what is queued in one transaction. False when it could not
         be written (logged once, counted): the proxy carries on from memory,
         the queue is kept and tried again at ``retry_at`` (the proxy
-        schedules that). A no-op once closed. Either way the ledger is then
+        schedules that; ``force``: try now all the same, for a client
+        waiting on the answer). A no-op once closed. Either way the ledger is then
         brought up to every seq handed out, so that what a crash takes from
         memory before it reaches the file is counted as lost at the restart."""
         if self._closed:
             return False
         try:
-            return self._commit()
+            return self._commit(force)
         finally:
             self._note_ledger()
 
@@ -501,10 +502,10 @@ class MobilityStore:
     def ledger_failing(self) -> bool:
         return bool(self._hw_dirty)
 
-    def _commit(self) -> bool:
+    def _commit(self, force: bool = False) -> bool:
         if not self.dirty:
             return True
-        if self.retry_at and time.monotonic() < self.retry_at:
+        if self.retry_at and time.monotonic() < self.retry_at and not force:
             return False
         rounds = 0
         while True:
@@ -539,6 +540,11 @@ class MobilityStore:
             self._reset_pending()
             self._checkpointer.poke()
             return True
+
+    @property
+    def full(self) -> bool:
+        """The last write failed because the disk is full."""
+        return self.last_error == self._FULL_MESSAGE
 
     _FULL_MESSAGE = ("the disk is full: buffers are kept in memory and written when there is "
                      "room again")
