@@ -87,6 +87,8 @@ class ClientHandler:
         #: subscriptions receive until then goes into that one's buffer
         #: (written with it, so that a crash in between loses nothing)
         self.into: ClientHandler | None = None
+        #: how many entries this one took over from a restored buffer
+        self.carried_count = 0
 
     # -- filling -----------------------------------------------------------------------
     def on_notification(self, sub_id: int, notification: Any) -> None:

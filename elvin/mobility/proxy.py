@@ -161,7 +161,8 @@ class MobilityProxy:
                       "malformed": 0, "bad_secret": 0, "expired": 0, "pings": 0,
                       "overload": 0, "insecure": 0, "hello": 0, "released": 0,
                       "superseded": 0, "restored": 0, "fences": 0, "disk_full": 0,
-                      "dropped_disk_full": 0, "store_failures": 0, "lost_at_restart": 0}
+                      "dropped_disk_full": 0, "store_failures": 0, "lost_at_restart": 0,
+                      "lost_in_take_over": 0}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task] = set()
         self._subs: list[Any] = []
@@ -516,6 +517,7 @@ class MobilityProxy:
         old.into = handler          # disarmed, it forwards
         if handler.pending:
             self._on_pending(handler)
+        handler.carried_count = len(carried)
         log.info("client %r: %d notifications recorded since the restart carried into its "
                  "new buffer", handler.client_id, len(carried))
 
@@ -706,14 +708,24 @@ class MobilityProxy:
                 self._absorb(handler)
             self._remember(handler)
             if not await self._write_move_out():
+                lost = handler.carried_count
                 await self._drop_carry(handler)
                 await self._release(handler)
                 store = self.store
                 assert store is not None
+                if lost:
+                    # the restored buffer goes with the refused move-out: the client
+                    # is attached again, live; what it recorded is told, not hidden
+                    self.stats["lost_in_take_over"] += lost
+                    log.error("client %r: a resumed move-out was refused (%s): the %d "
+                              "notifications its restored buffer recorded since the restart "
+                              "are lost", client_id, store.last_error, lost)
                 raise P.MobilityError(
                     f"this proxy cannot write its state file {store.path} now "
                     f"({store.last_error or 'the write failed'}): not moved out (you stay "
-                    "attached and lose nothing); try again later", "storage")
+                    + (f"attached; the {lost} notifications published for you since this "
+                       "router restarted, before you reconnected, are lost" if lost else
+                       "attached and lose nothing") + "); try again later", "storage")
             if self.tombstones.pop(client_id, None) is not None and self.store is not None:
                 self.store.remove_tombstone(client_id)
             crash_point("mobility-move-out-committed")
