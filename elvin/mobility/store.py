@@ -165,6 +165,8 @@ class MobilityStore:
         self._hw: dict[int, int] = {}
         self._hw_dropped: dict[int, int] = {}
         self._hw_dirty: set[int] = set()
+        #: a ledger that could not be opened is tried again from then on
+        self._ledger_retry = 0.0
         #: handle -> why rows of its buffer were skipped at load
         self.damaged: dict[int, list[str]] = {}
         #: tombstones that failed their checksum at start (dropped)
@@ -492,11 +494,32 @@ class MobilityStore:
             self._note_ledger()
 
     def _note_ledger(self) -> None:
+        if not self.ledger.usable:
+            self._reopen_ledger()
         dirty, self._hw_dirty = self._hw_dirty, set()
         for handle in dirty:
             if not self.ledger.note(handle, self._hw.get(handle, 0),
                                     self._hw_dropped.get(handle, 0)):
                 self._hw_dirty.add(handle)    # tried again at the next commit
+
+    def _reopen_ledger(self) -> None:
+        """A ledger that could not be opened is tried again (once per
+        ``RETRY_BACKOFF``): once it can be (its permissions fixed), every
+        buffer's mark is written to it again."""
+        now = time.monotonic()
+        if now < self._ledger_retry:
+            return
+        self._ledger_retry = now + self.RETRY_BACKOFF
+        try:
+            ledger = Ledger.open(self.path.parent)
+        except OSError:
+            return
+        self.ledger.close()
+        self.ledger = ledger
+        for handle in ledger.handles() - set(self._hw):
+            ledger.clear(handle)
+        self._hw_dirty |= set(self._hw)
+        log.warning("mobility ledger %s can be written again", ledger.path)
 
     @property
     def ledger_failing(self) -> bool:

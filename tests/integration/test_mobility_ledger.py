@@ -18,6 +18,7 @@ from elvin.mobility import MobileConnection, MobilityProxy, ProxyConfig
 from elvin.mobility.ledger import LEDGER_NAME, Ledger
 from elvin.mobility.store import FILE_NAME, MobilityStore, StoredClient, StoredTombstone
 from elvin.router.metrics import exposition
+from tests.waiting import until
 
 from .test_mobility_crash import publish
 
@@ -205,3 +206,26 @@ def test_tombstones_of_a_layout_2_file_get_their_checksum(tmp_path):
         assert [c.client_id for c in store.clients()] == ["c"]
     finally:
         store.close()
+
+
+async def test_a_ledger_that_can_be_opened_again_is_used_again(router, tmp_path, read_only):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    MobilityStore.open(state).close()
+    read_only(state / LEDGER_NAME)
+    store = MobilityStore.open(state)
+    assert not store.ledger.usable
+    if os.geteuid() == 0:
+        subprocess.run(["umount", "-l", str(state / LEDGER_NAME)], check=True)
+    else:
+        (state / LEDGER_NAME).chmod(0o600)
+    async with MobilityProxy(router.url, ProxyConfig(id="p"), store=store) as proxy:
+        mc = await MobileConnection.open(router.url, proxy="p")
+        await mc.subscribe("require(Seq)")
+        await mc.move_out()                   # a commit: the ledger is tried again
+        await publish(router.url, range(5))
+        await until(lambda: proxy.storage()["state"] == "ok", what="the ledger used again")
+        [handle] = [h.handle for h in proxy.handlers.values()]
+        await until(lambda: store.ledger.mark(handle) == 5, what="the mark written")
+        await mc.move_in(router.url)
+        await mc.close()
