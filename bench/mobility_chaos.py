@@ -217,6 +217,7 @@ class Chaos:
         self.mount: Path | None = None
         self.watchers: list[asyncio.Future] = []
         self.crash_points_hit = 0
+        self.traced: list[str] = []
         if args.full_disk:
             self.mount = base / "small"
             self.mount.mkdir()
@@ -292,8 +293,7 @@ class Chaos:
     def died(self, router: Router, fault: str) -> None:
         """``router`` is dead (killed, or at its crash point): whose
         notifications go where nobody can be told, from now on."""
-        if os.environ.get("CHAOS_DEBUG"):
-            print("--", self.since(), fault, file=sys.stderr)
+        self.trace("--", self.since(), fault)
         self.link_down = True
         self.faults[fault] += 1
         now = time.monotonic()
@@ -324,6 +324,7 @@ class Chaos:
         if not self.stop.is_set() and self.rng.random() < self.args.crash_points:
             point = self.rng.choice(CRASH_POINTS)
         await asyncio.to_thread(router.start, point)
+        self.trace("--", self.since(), "started", router.name, point or "")
         if point is not None:
             self.watch(router)
 
@@ -419,10 +420,9 @@ class Chaos:
                 checker.last_move_out = time.monotonic()
                 await mc.move_out()
                 self.close_unprotected(checker)
-                if os.environ.get("CHAOS_DEBUG"):
-                    where = self.location(mc)
-                    print(checker.name, self.since(), "moved out at",
-                          where.name if where else "?", file=sys.stderr)
+                where = self.location(mc)
+                self.trace(checker.name, self.since(), "moved out at",
+                           where.name if where else "?")
             elif mc.state == "moved-out":
                 target = self.rng.choice(self.routers)
                 if self.link_down and target is self.b:
@@ -431,14 +431,12 @@ class Chaos:
                 sync = "none" if target is from_router else "ping"
                 report = await mc.move_in(target.url, sync=sync, ping_timeout=2)
                 self.note(checker, report)
-                if os.environ.get("CHAOS_DEBUG"):
-                    print(checker.name, self.since(), "moved in at", target.name,
-                          report.caught_up, report.dropped, file=sys.stderr)
+                self.trace(checker.name, self.since(), "moved in at", target.name,
+                           report.caught_up, report.dropped)
             checker.moves += 1
         except MobilityError as exc:
             checker.errors[exc.code] += 1
-            if os.environ.get("CHAOS_DEBUG"):
-                print(checker.name, self.since(), mc.state, exc.code, exc, file=sys.stderr)
+            self.trace(checker.name, self.since(), mc.state, exc.code, exc)
             if exc.code == "unconfirmed":
                 self.close_unprotected(checker)
             if exc.code == "unknown-client":
@@ -533,16 +531,13 @@ class Chaos:
             total_lost += lost
             total_reported += checker.reported
             total_unprotected += len(missing & unprotected)
-            if os.environ.get("CHAOS_DEBUG"):
-                t0 = self.acked[0][1] if self.acked else 0
-                print(checker.name, [(round(w[0] - t0, 2), round(w[1] - t0, 2), w[2])
-                                     for w in checker.unprotected], file=sys.stderr)
-                gone = sorted(missing)
-                print(checker.name, "missing", [(s, round(acked[s] - t0, 2))
-                                                 for s in gone[::100]], file=sys.stderr)
-                silent = sorted(missing - unprotected - told)
-                print(checker.name, "lost unexcused", [(s, round(acked[s] - t0, 3))
-                                                       for s in silent[:60]], file=sys.stderr)
+            t0 = self.acked[0][1] if self.acked else 0
+            self.trace(checker.name, [(round(w[0] - t0, 2), round(w[1] - t0, 2), w[2])
+                                      for w in checker.unprotected])
+            self.trace(checker.name, "missing", [(s, round(acked[s] - t0, 2))
+                                                 for s in sorted(missing)[::100]])
+            self.trace(checker.name, "lost unexcused", [
+                (s, round(acked[s] - t0, 3)) for s in sorted(missing - unprotected - told)[:60]])
             ok = not twice and lost <= checker.reported
             failed += not ok
             print(f"  {checker.name}: moves {checker.moves}, got {len(checker.seen)}, "
@@ -556,7 +551,19 @@ class Chaos:
         print(f"total: lost {total_lost}, reported {total_reported}, lost with a dead "
               f"connection or link {total_unprotected} (in flight on the link {total_flight}): "
               f"{'OK' if not failed else 'FAILED'}")
+        if failed:          # what happened when, for the one who looks into it
+            (self.base / "trace.txt").write_text("\n".join(self.traced) + "\n")
+            print(f"trace: {self.base / 'trace.txt'}")
         return 1 if failed else 0
+
+    def trace(self, *parts: object) -> None:
+        """A line of what happened (the seconds since the first
+        acknowledgement first); kept, printed with ``CHAOS_DEBUG``, written
+        to the run's directory when a check fails."""
+        line = " ".join(str(p) for p in parts)
+        self.traced.append(line)
+        if os.environ.get("CHAOS_DEBUG"):
+            print(line, file=sys.stderr)
 
     async def close(self) -> None:
         for watcher in self.watchers:
