@@ -62,6 +62,11 @@ LINK_FLIGHT = 0.3
 CRASH_POINTS = ["mobility-move-out-received", "mobility-move-out-committed",
                 "mobility-move-in-handed", "mobility-download-received",
                 "mobility-release-received", "mobility-released", "mobility-take-over"]
+#: after a kill at a point, the points of what the client does next: a
+#: kill at a release leaves a restored buffer, taken over at the next move-out
+FOLLOW = {"mobility-release-received": ["mobility-take-over", "mobility-move-out-committed"],
+          "mobility-released": ["mobility-take-over", "mobility-move-out-committed"],
+          "mobility-download-received": ["mobility-move-in-handed", "mobility-download-received"]}
 INF = float("inf")
 
 
@@ -309,7 +314,7 @@ class Chaos:
                 checker.unprotected.append([now, INF, "link"])
                 checker.unprotected.append([now - LINK_FLIGHT, now, "flight"])
 
-    async def restart(self, router: Router) -> None:
+    async def restart(self, router: Router, last: str | None = None) -> None:
         """Damage its files maybe, start it again (armed at a crash point,
         maybe); the caller then waits for the federation link."""
         roll = self.rng.random()
@@ -321,8 +326,12 @@ class Chaos:
                 self.faults["torn WAL"] += 1
         await asyncio.sleep(self.rng.uniform(0.05, 0.5))
         point = None
+        follow = FOLLOW.get(last or "")
         if not self.stop.is_set() and self.rng.random() < self.args.crash_points:
-            point = self.rng.choice(CRASH_POINTS)
+            # after a kill at one point, the points the next move meets
+            # then are likelier: they are what a second crash would hit
+            point = self.rng.choice(follow if follow and self.rng.random() < 0.5
+                                    else CRASH_POINTS)
         await asyncio.to_thread(router.start, point)
         self.trace("--", self.since(), "started", router.name, point or "")
         if point is not None:
@@ -339,12 +348,13 @@ class Chaos:
             if router.proc is not proc or router.armed is None \
                     or proc.returncode != -signal.SIGKILL:
                 return              # killed from outside (counted there), or stopped
-            self.died(router, f"{router.armed} {router.name}")    # at once
+            point = router.armed
+            self.died(router, f"{point} {router.name}")    # at once
             router.kills += 1
             self.crash_points_hit += 1
             async with router.lock:
                 if router.proc is proc:
-                    await self.restart(router)
+                    await self.restart(router, point)
             await self.wait_link()
 
         self.watchers.append(asyncio.ensure_future(watching()))
