@@ -236,6 +236,8 @@ class Chaos:
         self.published = 0
         self.clients: list[tuple[MobileConnection, Checker]] = []
         self.stop = asyncio.Event()
+        #: set once every router is up for the end (no crash point armed)
+        self.routers_back = asyncio.Event()
         self.faults = Counter()
         self.link_down = False
 
@@ -466,8 +468,12 @@ class Chaos:
                 window[1] = now
 
     async def settle(self, mc: MobileConnection, checker: Checker) -> None:
-        """End connected at A, with every buffer collected."""
-        for _ in range(20):
+        """End connected at A, with every buffer collected: once every
+        router is back for good (a crash point may have killed one just
+        before the end), trying for up to a minute."""
+        await self.routers_back.wait()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
             if mc.state == "connected" and mc.ticket is None and mc.connection is not None \
                     and mc.connection.is_open and not checker.unprotected_open():
                 return
@@ -475,6 +481,7 @@ class Chaos:
                 await self.step(mc, checker)          # a move-out
             await self.step(mc, checker)              # move in / collect
             await asyncio.sleep(0.1)
+        self.trace(checker.name, self.since(), "NOT SETTLED", mc.state, mc.ticket)
 
     # -- the run --------------------------------------------------------------------------
     async def run(self) -> int:
@@ -495,6 +502,7 @@ class Chaos:
                 if not router.up:
                     await asyncio.to_thread(router.start)
         await self.wait_link()
+        self.routers_back.set()
         await producer
         await asyncio.gather(*tasks)
         # a last batch through A, live to every client: the end of every stream
