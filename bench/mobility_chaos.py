@@ -7,14 +7,25 @@ and in, at A and at B (full move-ins with ``sync="ping"``), at random.
 Meanwhile, at random moments, a router is killed with SIGKILL and started
 again, sometimes with a stored notification's bytes changed or a byte of
 its WAL flipped while it is down, and (``--full-disk``, as root) A's state
-directory is on a small tmpfs that fills up.
+directory is on a small tmpfs that fills up. ``--crash-points P`` starts a
+router, with chance P, armed to kill itself (``ELVIN_CRASH_AT``) at one
+named point of a move picked at random (``elvin.crashpoints``): the windows
+of milliseconds a kill from outside would almost never hit.
 
 The checker, per client: nothing delivered twice; every acknowledged
 notification delivered, or counted in what a move-in reported as dropped
 (``report.dropped``), or told by an ``unknown-client`` error. Notifications
 acknowledged while the client was attached to a router that had died (its
 connection dead until its next move-out) are lost with the connection, as
-for any client: counted apart ("unprotected"), never as a mobility loss.
+for any client: counted apart ("unprotected"), never as a mobility loss;
+so is what was published while the federation link to the client's router
+was down, and what A had acknowledged in the last ``LINK_FLIGHT`` seconds
+before a router died, for a client at B (on its way over the link: A's
+acknowledgement says A has it, not B; "in flight", printed apart). A
+notification was routed somewhere between its batch's first send and its
+acknowledgement: a window that overlaps that span excuses it (the harness's
+own loop can stamp an acknowledgement after a client's move-out returned,
+for a notification routed before that move-out's reply).
 Exit status 1 when a check fails.
 
     .venv/bin/python bench/mobility_chaos.py --seed 1 --duration 30
@@ -48,6 +59,18 @@ from elvin.mobility import MobileConnection, MobilityError
 from elvin.mobility.store import FILE_NAME
 
 BODY = "x" * 600
+#: seconds before a router dies in which what A acknowledged may still be on
+#: its way over the federation link to B (counted apart: "in flight")
+LINK_FLIGHT = 0.3
+#: the named points of a move a router may be armed to kill itself at
+CRASH_POINTS = ["mobility-move-out-received", "mobility-move-out-committed",
+                "mobility-move-in-handed", "mobility-download-received",
+                "mobility-release-received", "mobility-released", "mobility-take-over"]
+#: after a kill at a point, the points of what the client does next: a
+#: kill at a release leaves a restored buffer, taken over at the next move-out
+FOLLOW = {"mobility-release-received": ["mobility-take-over", "mobility-move-out-committed"],
+          "mobility-released": ["mobility-take-over", "mobility-move-out-committed"],
+          "mobility-download-received": ["mobility-move-in-handed", "mobility-download-received"]}
 INF = float("inf")
 
 
@@ -77,28 +100,52 @@ class Router:
         self.proc: subprocess.Popen | None = None
         self.kills = 0
         self.refused = 0
+        #: starts refused with a damaged state file, then done with --state-reset
+        self.reset = 0
+        #: the crash point this run is armed with (None: none)
+        self.armed: str | None = None
+        self.lock = asyncio.Lock()
 
-    def start(self) -> None:
-        with open(self.log, "a") as log:
-            self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=log,
-                                         stdin=subprocess.DEVNULL)
+    def start(self, crash_at: str | None = None) -> None:
+        """Start it; when it refuses its state file as damaged (one line
+        naming the file and ``--state-reset``, as promised), do what that
+        line says once, as a user would: its buffers are gone, and each
+        client is then told so (``unknown-client``) at its move-in."""
         try:
-            wait_listening(self.proc, self.port, time.monotonic() + 30)
+            self._start(crash_at, [])
         except SystemExit:
             self.refused += 1
-            raise
+            if "--state-reset" not in self.log.read_text()[-2000:]:
+                raise
+            self.reset += 1
+            self._start(crash_at, ["--state-reset"])
+
+    def _start(self, crash_at: str | None, extra: list[str]) -> None:
+        env = dict(os.environ)
+        env.pop("ELVIN_CRASH_AT", None)
+        if crash_at:
+            env["ELVIN_CRASH_AT"] = crash_at
+        self.armed = crash_at
+        with open(self.log, "a") as log:
+            log.write(f"--- start {crash_at or ''} {' '.join(extra)}\n")
+            log.flush()
+            self.proc = subprocess.Popen([*self.args, *extra], stdout=subprocess.DEVNULL,
+                                         stderr=log, stdin=subprocess.DEVNULL, env=env)
+        wait_listening(self.proc, self.port, time.monotonic() + 30)
 
     @property
     def up(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:
+        self.armed = None          # killed from outside, not at its point
         if self.up:
             self.proc.send_signal(signal.SIGKILL)   # type: ignore[union-attr]
             self.proc.wait()                        # type: ignore[union-attr]
             self.kills += 1
 
     def stop(self) -> None:
+        self.armed = None
         if self.up:
             self.proc.terminate()                   # type: ignore[union-attr]
             try:
@@ -177,6 +224,9 @@ class Chaos:
         fed_a, fed_b = free_port(), free_port()
         state_a = base / "state-A"
         self.mount: Path | None = None
+        self.watchers: list[asyncio.Future] = []
+        self.crash_points_hit = 0
+        self.traced: list[str] = []
         if args.full_disk:
             self.mount = base / "small"
             self.mount.mkdir()
@@ -187,9 +237,15 @@ class Chaos:
         self.b = Router("B", base, base / "state-B", ("A", fed_a), fed_b)
         self.routers = [self.a, self.b]
         self.acked: list[tuple[int, float]] = []       # (seq, when acknowledged)
+        #: seq -> when its batch began to be sent: a notification was routed
+        #: somewhere in [sent, acknowledged] (the harness's own loop may
+        #: stamp the acknowledgement late), so a window it overlaps excuses it
+        self.sent_at: dict[int, float] = {}
         self.published = 0
         self.clients: list[tuple[MobileConnection, Checker]] = []
         self.stop = asyncio.Event()
+        #: set once every router is up for the end (no crash point armed)
+        self.routers_back = asyncio.Event()
         self.faults = Counter()
         self.link_down = False
 
@@ -211,6 +267,7 @@ class Chaos:
             try:
                 while not self.stop.is_set():
                     batch = range(seq, seq + self.args.batch)
+                    sent = time.monotonic()
                     for s in batch:
                         await pub.send({"Producer": "p", "Seq": s, "Body": BODY})
                     seq = batch.stop
@@ -218,6 +275,7 @@ class Chaos:
                     await asyncio.wait_for(pub.set_keys(), 10)
                     now = time.monotonic()
                     self.acked.extend((s, now) for s in batch)
+                    self.sent_at.update((s, sent) for s in batch)
                     await asyncio.sleep(self.rng.uniform(0.0, 0.05))
             except (ElvinError, OSError, TimeoutError):
                 pass            # A died: the unacknowledged batch is a "maybe"
@@ -237,29 +295,81 @@ class Chaos:
             except TimeoutError:
                 pass
             router = self.rng.choice(self.routers)
-            router.kill()
-            self.link_down = True
-            self.faults["kill " + router.name] += 1
-            now = time.monotonic()
-            for mc, checker in self.clients:
-                conn = mc.connection
-                if mc.state == "connected" and conn is not None and \
-                        self.router_of(conn.url) is router:
-                    # attached to a dead router: until its next move-out
-                    checker.unprotected.append([now, INF, "dead"])
-                if self.location(mc) is not self.a:
-                    # fed from A through a link that is down
-                    checker.unprotected.append([now, INF, "link"])
-            roll = self.rng.random()
-            if roll < self.args.damage:
-                if damage_entry(router.state, self.rng):
-                    self.faults["damaged entry"] += 1
-            elif roll < 2 * self.args.damage:
-                if tear_wal(router.state, self.rng):
-                    self.faults["torn WAL"] += 1
-            await asyncio.sleep(self.rng.uniform(0.05, 0.5))
-            await asyncio.to_thread(router.start)
+            async with router.lock:
+                if not router.up:
+                    continue            # it killed itself at a crash point: being restarted
+                router.kill()
+                self.died(router, "kill " + router.name)
+                await self.restart(router)
+            await self.wait_link()      # not holding the lock: it may die again meanwhile
+
+    def since(self) -> float:
+        """Seconds since the first acknowledgement (the debug lines' clock)."""
+        return round(time.monotonic() - self.acked[0][1], 3) if self.acked else 0.0
+
+    def died(self, router: Router, fault: str) -> None:
+        """``router`` is dead (killed, or at its crash point): whose
+        notifications go where nobody can be told, from now on."""
+        self.trace("--", self.since(), fault)
+        self.link_down = True
+        self.faults[fault] += 1
+        now = time.monotonic()
+        for mc, checker in self.clients:
+            conn = mc.connection
+            if mc.state == "connected" and conn is not None and \
+                    self.router_of(conn.url) is router:
+                # attached to a dead router: until its next move-out
+                checker.unprotected.append([now, INF, "dead"])
+            if self.location(mc) is not self.a:
+                # fed from A through a link that is down, and what A had
+                # acknowledged but not yet sent over it (in flight)
+                checker.unprotected.append([now, INF, "link"])
+                checker.unprotected.append([now - LINK_FLIGHT, now, "flight"])
+
+    async def restart(self, router: Router, last: str | None = None) -> None:
+        """Damage its files maybe, start it again (armed at a crash point,
+        maybe); the caller then waits for the federation link."""
+        roll = self.rng.random()
+        if roll < self.args.damage:
+            if damage_entry(router.state, self.rng):
+                self.faults["damaged entry"] += 1
+        elif roll < 2 * self.args.damage:
+            if tear_wal(router.state, self.rng):
+                self.faults["torn WAL"] += 1
+        await asyncio.sleep(self.rng.uniform(0.05, 0.5))
+        point = None
+        follow = FOLLOW.get(last or "")
+        if not self.stop.is_set() and self.rng.random() < self.args.crash_points:
+            # after a kill at one point, the points the next move meets
+            # then are likelier: they are what a second crash would hit
+            point = self.rng.choice(follow if follow and self.rng.random() < 0.5
+                                    else CRASH_POINTS)
+        await asyncio.to_thread(router.start, point)
+        self.trace("--", self.since(), "started", router.name, point or "")
+        if point is not None:
+            self.watch(router)
+
+    def watch(self, router: Router) -> None:
+        """A router armed at a crash point: when it kills itself there, note
+        it at once (the same bookkeeping as a kill) and start it again."""
+        proc = router.proc
+        assert proc is not None
+
+        async def watching() -> None:
+            await asyncio.to_thread(proc.wait)
+            if router.proc is not proc or router.armed is None \
+                    or proc.returncode != -signal.SIGKILL:
+                return              # killed from outside (counted there), or stopped
+            point = router.armed
+            self.died(router, f"{point} {router.name}")    # at once
+            router.kills += 1
+            self.crash_points_hit += 1
+            async with router.lock:
+                if router.proc is proc:
+                    await self.restart(router, point)
             await self.wait_link()
+
+        self.watchers.append(asyncio.ensure_future(watching()))
 
     def location(self, mc: MobileConnection) -> Router | None:
         """Where the client's notifications go now: the router it is
@@ -332,9 +442,9 @@ class Chaos:
                 checker.last_move_out = time.monotonic()
                 await mc.move_out()
                 self.close_unprotected(checker)
-                if os.environ.get("CHAOS_DEBUG"):
-                    print(checker.name, round(time.monotonic() - self.acked[0][1], 2)
-                          if self.acked else 0, "moved out", file=sys.stderr)
+                where = self.location(mc)
+                self.trace(checker.name, self.since(), "moved out at",
+                           where.name if where else "?")
             elif mc.state == "moved-out":
                 target = self.rng.choice(self.routers)
                 if self.link_down and target is self.b:
@@ -343,11 +453,12 @@ class Chaos:
                 sync = "none" if target is from_router else "ping"
                 report = await mc.move_in(target.url, sync=sync, ping_timeout=2)
                 self.note(checker, report)
+                self.trace(checker.name, self.since(), "moved in at", target.name,
+                           report.caught_up, report.dropped)
             checker.moves += 1
         except MobilityError as exc:
             checker.errors[exc.code] += 1
-            if os.environ.get("CHAOS_DEBUG"):
-                print(checker.name, mc.state, exc.code, exc, file=sys.stderr)
+            self.trace(checker.name, self.since(), mc.state, exc.code, exc)
             if exc.code == "unconfirmed":
                 self.close_unprotected(checker)
             if exc.code == "unknown-client":
@@ -367,8 +478,12 @@ class Chaos:
                 window[1] = now
 
     async def settle(self, mc: MobileConnection, checker: Checker) -> None:
-        """End connected at A, with every buffer collected."""
-        for _ in range(20):
+        """End connected at A, with every buffer collected: once every
+        router is back for good (a crash point may have killed one just
+        before the end), trying for up to a minute."""
+        await self.routers_back.wait()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
             if mc.state == "connected" and mc.ticket is None and mc.connection is not None \
                     and mc.connection.is_open and not checker.unprotected_open():
                 return
@@ -376,6 +491,7 @@ class Chaos:
                 await self.step(mc, checker)          # a move-out
             await self.step(mc, checker)              # move in / collect
             await asyncio.sleep(0.1)
+        self.trace(checker.name, self.since(), "NOT SETTLED", mc.state, mc.ticket)
 
     # -- the run --------------------------------------------------------------------------
     async def run(self) -> int:
@@ -388,9 +504,15 @@ class Chaos:
         await asyncio.sleep(self.args.duration)
         self.stop.set()
         await faults
-        for router in self.routers:
-            if not router.up:
-                await asyncio.to_thread(router.start)
+        for router in self.routers:        # the end runs without crash points
+            async with router.lock:
+                if router.up and router.armed is not None:
+                    router.kill()
+                    self.died(router, "kill " + router.name)
+                if not router.up:
+                    await asyncio.to_thread(router.start)
+        await self.wait_link()
+        self.routers_back.set()
         await producer
         await asyncio.gather(*tasks)
         # a last batch through A, live to every client: the end of every stream
@@ -416,40 +538,67 @@ class Chaos:
     def check(self) -> int:
         failed = 0
         acked = dict(self.acked)
-        total_lost = total_reported = total_unprotected = 0
+        total_lost = total_reported = total_unprotected = total_flight = 0
         print(f"seed {self.args.seed}: {self.published} published, {len(acked)} acknowledged; "
-              f"faults: {dict(self.faults)}; kills A {self.a.kills}, B {self.b.kills}")
+              f"faults: {dict(self.faults)}; kills A {self.a.kills}, B {self.b.kills} "
+              f"({self.crash_points_hit} at crash points); state files refused as damaged "
+              f"and reset: A {self.a.reset}, B {self.b.reset}")
         for _mc, checker in self.clients:
             twice = sorted(s for s, n in checker.seen.items() if n > 1 and s < self.published)
+            sent_at = self.sent_at
             unprotected = {s for s, t in acked.items()
-                           if any(w[0] <= t <= w[1] for w in checker.unprotected)}
+                           if any(w[0] <= t and sent_at[s] <= w[1] for w in checker.unprotected)}
             told = {s for s, t in acked.items() if any(a <= t <= b for a, b in checker.told)}
             missing = {s for s in acked if not checker.seen[s]}
+            flight = {s for s, t in acked.items()
+                      if any(w[0] <= t and sent_at[s] <= w[1]
+                             for w in checker.unprotected if w[2] == "flight")}
+            in_flight = len(missing & flight - told - {
+                s for s, t in acked.items()
+                if any(w[0] <= t and sent_at[s] <= w[1]
+                       for w in checker.unprotected if w[2] != "flight")})
+            total_flight += in_flight
             lost = len(missing - unprotected - told)
             total_lost += lost
             total_reported += checker.reported
             total_unprotected += len(missing & unprotected)
-            if os.environ.get("CHAOS_DEBUG"):
-                t0 = self.acked[0][1] if self.acked else 0
-                print(checker.name, [(round(w[0] - t0, 2), round(w[1] - t0, 2), w[2])
-                                     for w in checker.unprotected], file=sys.stderr)
-                gone = sorted(missing)
-                print(checker.name, "missing", [(s, round(acked[s] - t0, 2))
-                                                 for s in gone[::100]], file=sys.stderr)
+            t0 = self.acked[0][1] if self.acked else 0
+            self.trace(checker.name, [(round(w[0] - t0, 2), round(w[1] - t0, 2), w[2])
+                                      for w in checker.unprotected])
+            self.trace(checker.name, "missing", [(s, round(acked[s] - t0, 2))
+                                                 for s in sorted(missing)[::100]])
+            self.trace(checker.name, "lost unexcused", [
+                (s, round(acked[s] - t0, 3)) for s in sorted(missing - unprotected - told)[:60]])
             ok = not twice and lost <= checker.reported
             failed += not ok
             print(f"  {checker.name}: moves {checker.moves}, got {len(checker.seen)}, "
                   f"lost {lost}, reported {checker.reported}, unknown-client "
                   f"{checker.told_unknown} ({len(missing & told - unprotected)} lost, told), "
                   f"lost with a dead connection "
-                  f"{len(missing & unprotected)}, twice {len(twice)}, duplicates suppressed "
+                  f"{len(missing & unprotected)} (of which in flight on the link {in_flight}), "
+                  f"twice {len(twice)}, duplicates suppressed "
                   f"{checker.duplicates_suppressed}, errors {dict(checker.errors)}"
                   f"{'' if ok else '  <-- FAIL'}")
         print(f"total: lost {total_lost}, reported {total_reported}, lost with a dead "
-              f"connection {total_unprotected}: {'OK' if not failed else 'FAILED'}")
+              f"connection or link {total_unprotected} (in flight on the link {total_flight}): "
+              f"{'OK' if not failed else 'FAILED'}")
+        if failed:          # what happened when, for the one who looks into it
+            (self.base / "trace.txt").write_text("\n".join(self.traced) + "\n")
+            print(f"trace: {self.base / 'trace.txt'}")
         return 1 if failed else 0
 
+    def trace(self, *parts: object) -> None:
+        """A line of what happened (the seconds since the first
+        acknowledgement first); kept, printed with ``CHAOS_DEBUG``, written
+        to the run's directory when a check fails."""
+        line = " ".join(str(p) for p in parts)
+        self.traced.append(line)
+        if os.environ.get("CHAOS_DEBUG"):
+            print(line, file=sys.stderr)
+
     async def close(self) -> None:
+        for watcher in self.watchers:
+            watcher.cancel()
         for mc, _ in self.clients:
             try:
                 await mc.close()
@@ -472,6 +621,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--damage", type=float, default=0.2,
                         help="chance that a kill also changes a stored notification (and "
                              "the same again for a torn WAL)")
+    parser.add_argument("--crash-points", type=float, default=0.0,
+                        help="chance that a restart arms the router to kill itself at a "
+                             "named point of a move, picked at random")
     parser.add_argument("--full-disk", action="store_true",
                         help="A's state directory on a small tmpfs (root: mount)")
     parser.add_argument("--disk-kib", type=int, default=768)

@@ -44,7 +44,9 @@ anyone may subscribe to ``Mobility.*``. Replies carry ``Mobility.Status``
 ``unknown-client``, ``bad-secret``, ``in-use``, ``limit``, ``subscription``,
 ``unreachable``, ``insecure``, ``storage``, ``internal``) and ``Mobility.Error``
 (text); ``storage`` means the proxy cannot write its state file now (a
-move-out is refused rather than promised; try again later).
+move-out is refused rather than promised; the text says why and names the
+file, e.g. the disk is full; the client stays attached; try again later:
+each move-out tries the disk anew).
 A request too broken to carry a reply key gets its error reply unkeyed
 (never a secret).
 

@@ -82,35 +82,44 @@ class ClientHandler:
         self.carry: ClientHandler | None = None
         #: this one is being carried into another: keep what it receives
         self.carried = False
+        #: the handler that took this restored buffer over at its move-out,
+        #: before its own subscriptions are armed: what this one's
+        #: subscriptions receive until then goes into that one's buffer
+        #: (written with it, so that a crash in between loses nothing)
+        self.into: ClientHandler | None = None
+        #: how many entries this one took over from a restored buffer
+        self.carried_count = 0
 
     # -- filling -----------------------------------------------------------------------
     def on_notification(self, sub_id: int, notification: Any) -> None:
         # The client library calls us once per matching subscription with the
         # same attributes dict: buffer the notification once, noting every
         # subscription of the client that it matched.
-        if not self.armed:
+        sink = self.into or self
+        if not (self.armed or self.into is not None):
             return
         attrs = notification.attributes
-        pending = self.pending
+        pending = sink.pending
         if attrs is self._last and pending and type(pending[-1]) is list \
                 and pending[-1][0] is attrs:
             pending[-1][1].append(sub_id)
             return
         self._last = attrs
         pending.append([attrs, [sub_id]])
-        if len(pending) == 1 and self.on_pending is not None:
-            self.on_pending(self)
+        if len(pending) == 1 and sink.on_pending is not None:
+            sink.on_pending(sink)
 
     def on_raw(self, block: bytes, sub_ids: Sequence[int]) -> None:
         """A notification as the router encoded it (``block``: its
         attributes), for the client's subscriptions ``sub_ids``: buffered
         without being decoded (``MobilityProxy`` inside ``elvind``)."""
-        if not self.armed:
+        sink = self.into or self
+        if not (self.armed or self.into is not None):
             return
-        pending = self.pending
+        pending = sink.pending
         pending.append(P.entry_from_block(block, sub_ids))
-        if len(pending) == 1 and self.on_pending is not None:
-            self.on_pending(self)
+        if len(pending) == 1 and sink.on_pending is not None:
+            sink.on_pending(sink)
 
     def arm(self) -> None:
         self.armed = True

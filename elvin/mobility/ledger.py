@@ -17,6 +17,12 @@ Layout: a 16-byte header (magic, slot count), then fixed 32-byte slots
 ``(handle, next_seq, dropped, crc32)``; handle 0 is a free slot. A slot
 whose checksum is wrong is ignored (and logged): the ledger can only add
 losses to what the database says, never hide one.
+
+A ledger that cannot be opened (not writable, not a file) or is found
+damaged never stops the router: the proxy serves from the database alone
+and says so (``problem``: the router's status, its log, naming the file);
+one that cannot be written makes the state "failing" (``MobilityStore``),
+since a crash could then lose notifications without counting them.
 """
 
 from __future__ import annotations
@@ -56,20 +62,43 @@ class Ledger:
         self.damaged = damaged
         #: writes that failed (counted; the first is logged)
         self.failures = 0
+        #: what is wrong with it, naming the file (None: nothing): for the
+        #: status; set when it was damaged at open or cannot be used at all
+        self.problem: str | None = None
+        #: made at this open (none was there, or it was empty)
+        self.fresh = False
+
+    @classmethod
+    def unusable(cls, path: Path, why: str) -> Ledger:
+        """A ledger that could not be opened: every write fails (counted),
+        it knows no marks; the proxy goes on from the database alone."""
+        ledger = cls(path, -1, 0, {}, 0)
+        ledger.problem = (f"the ledger {path} cannot be used ({why}): losses at a crash "
+                          "may go unreported")
+        log.error("mobility %s", ledger.problem)
+        return ledger
+
+    @property
+    def usable(self) -> bool:
+        return self._fd >= 0
 
     @classmethod
     def open(cls, directory: str | os.PathLike) -> Ledger:
         """Open or create; OSError when it cannot (the caller explains)."""
         path = Path(directory) / LEDGER_NAME
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        remade = None
         try:
+            size = os.fstat(fd).st_size
             header = os.pread(fd, _HEADER.size, 0)
             magic, slots = (_HEADER.unpack(header) if len(header) == _HEADER.size
                             else (b"", 0))
-            if magic != _MAGIC or slots <= 0 or os.fstat(fd).st_size < _end(slots):
-                if magic == _MAGIC:
-                    log.error("mobility ledger %s is damaged (its header): made anew; losses "
-                              "from before this start may go unreported", path)
+            if magic != _MAGIC or slots <= 0 or size < _end(slots):
+                if size:      # not a new file: truncated, or its header garbled
+                    remade = ("truncated" if magic == _MAGIC and slots > 0 else
+                              "its header is damaged")
+                    log.error("mobility ledger %s is damaged (%s): made anew; losses from "
+                              "before this start may go unreported", path, remade)
                 slots = INITIAL_SLOTS
                 _allocate(fd, 0, slots)
             marks: dict[int, tuple[int, int, int]] = {}
@@ -91,7 +120,13 @@ class Ledger:
         if damaged:
             log.error("mobility ledger %s: %d damaged slots ignored (the losses they would "
                       "have shown may go unreported)", path, damaged)
-        return cls(path, fd, slots, marks, damaged)
+        ledger = cls(path, fd, slots, marks, damaged)
+        ledger.fresh = size == 0
+        if remade is not None or damaged:
+            ledger.problem = (f"the ledger {path} was found damaged at start ("
+                              f"{remade or f'{damaged} slots fail their checksum'}): losses "
+                              "from before this start may go unreported")
+        return ledger
 
     def mark(self, handle: int) -> int | None:
         """The next seq handed out for ``handle`` as the ledger knows it."""
@@ -104,6 +139,9 @@ class Ledger:
     def note(self, handle: int, next_seq: int, dropped: int) -> bool:
         """Record ``handle``'s next seq (only ever raised); False when the
         write failed."""
+        if self._fd < 0:
+            self.failures += 1
+            return False
         m = self._marks.get(handle)
         if m is not None:
             if m[1] >= next_seq and m[2] == dropped:

@@ -161,7 +161,8 @@ class MobilityProxy:
                       "malformed": 0, "bad_secret": 0, "expired": 0, "pings": 0,
                       "overload": 0, "insecure": 0, "hello": 0, "released": 0,
                       "superseded": 0, "restored": 0, "fences": 0, "disk_full": 0,
-                      "dropped_disk_full": 0, "store_failures": 0, "lost_at_restart": 0}
+                      "dropped_disk_full": 0, "store_failures": 0, "lost_at_restart": 0,
+                      "lost_in_take_over": 0}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task] = set()
         self._subs: list[Any] = []
@@ -299,12 +300,14 @@ class MobilityProxy:
                 handle.cancel()
         self._flush_soon = self._flush_timer = None
 
-    def flush(self) -> bool:
+    def flush(self, force: bool = False) -> bool:
         """Seal what the handlers received since the last call, apply the
         quotas, and write all of it in one transaction. Inside ``elvind`` the
         router calls it before it writes to any socket; otherwise it runs
         once per loop turn. False when the store could not write it (it is
-        kept, and tried again when the store's back-off ends)."""
+        kept, and tried again when the store's back-off ends). ``force``:
+        try the store now even during its back-off (a move-out is waiting:
+        the disk may have room again)."""
         self._cancel_flushes()
         dirty, self._dirty = self._dirty, []
         store = self.store
@@ -324,7 +327,7 @@ class MobilityProxy:
                     store.trim(handler.handle, handler.first_seq, handler.dropped)
         if store is None or not (store.dirty or store.ledger_failing):
             return True
-        written = store.commit()
+        written = store.commit(force)
         self.stats["store_failures"] = store.failures
         if store.dirty and not self._stopped:
             # a failed write is tried again when the store's back-off ends;
@@ -336,19 +339,35 @@ class MobilityProxy:
 
     def storage(self) -> dict[str, Any]:
         """For the router's status and metrics: is the state being written
-        (``ok``), failing (``failing``, with why: the buffers are in memory
-        and a crash now loses what is not written, counted as lost at the
-        restart), or not kept at all (``memory``); what the buffers lost."""
+        (``ok``), failing (``failing``, with why: the buffers are in memory,
+        or the ledger cannot be written, and a crash now loses what is not
+        written, counted as lost at the restart only if the ledger has it),
+        or not kept at all (``memory``); what the buffers lost; and
+        ``warnings`` (only when there are some): damage found at start, each
+        naming its file."""
         store = self.store
+        warnings: list[str] = []
         if store is None:
             state, error = "memory", None
-        elif store.last_error is not None or store.ledger_failing:
-            state = "failing"
-            error = store.last_error or f"the ledger {store.ledger.path} cannot be written"
         else:
-            state, error = "ok", None
-        return {"state": state, "error": error,
-                "dropped": sum(h.dropped for h in self.handlers.values())}
+            ledger = store.ledger
+            if ledger.problem is not None:
+                warnings.append(ledger.problem)
+            if store.damaged_at_start:
+                warnings.append(store.damaged_at_start)
+            if store.last_error is not None:
+                state, error = "failing", store.last_error
+            elif not ledger.usable or store.ledger_failing:
+                state = "failing"
+                error = ledger.problem if not ledger.usable else \
+                    f"the ledger {ledger.path} cannot be written"
+            else:
+                state, error = "ok", None
+        out: dict[str, Any] = {"state": state, "error": error,
+                               "dropped": sum(h.dropped for h in self.handlers.values())}
+        if warnings:
+            out["warnings"] = warnings
+        return out
 
     def _disk_full(self) -> bool:
         """The disk is full: drop the oldest quarter of every buffer (the
@@ -381,6 +400,11 @@ class MobilityProxy:
             del self.handlers[handler.client_id]
         handler.cancel_timers()
         handler.armed = False
+        carry, handler.carry = handler.carry, None
+        if carry is not None:   # a take-over never armed: its feed stops too
+            carry.into = None
+            carry.carried = False
+            self._spawn(self._unsubscribe(carry))
         if self.store is not None:
             self.store.remove_client(handler.handle)
 
@@ -473,24 +497,40 @@ class MobilityProxy:
             if handler.carry is not None:
                 self._take_over(handler)
 
-    def _take_over(self, handler: ClientHandler) -> None:
-        """``handler`` is armed (its move-out reply fell here): what the
-        restored buffer it replaces recorded since the restart, up to this
-        very point, comes first in it; then the old one is let go."""
-        old, handler.carry = handler.carry, None
+    def _absorb(self, handler: ClientHandler) -> None:
+        """At the move-out of ``handler``, before it is written: what the
+        restored buffer it replaces (``handler.carry``) recorded since the
+        restart goes into it, and what that one's subscriptions receive
+        until ``handler`` is armed goes there too (``into``). The new
+        client's row, those entries and the old row's removal are then one
+        transaction: a crash at any point of the take-over finds either the
+        old buffer whole or the new one with everything (the old row used to
+        be replaced at the move-out and its rows carried over only at
+        ``arm``: a crash in between lost them, uncounted)."""
+        old = handler.carry
         assert old is not None and old.restored_seq is not None
         old.seal()
         carried = [data for seq, data in old.entries if seq >= old.restored_seq]
-        pending, handler.pending = handler.pending, []
-        handler.pending = [*carried, *pending]
+        handler.pending = [*carried, *handler.pending]
         handler.dropped += old.dropped - old.restored_dropped
+        self._forget(old)           # its row goes with the new one's commit
+        old.into = handler          # disarmed, it forwards
         if handler.pending:
             self._on_pending(handler)
-        old.carried = False
-        self._forget(old)
-        self._spawn(self._unsubscribe(old))
+        handler.carried_count = len(carried)
         log.info("client %r: %d notifications recorded since the restart carried into its "
                  "new buffer", handler.client_id, len(carried))
+
+    def _take_over(self, handler: ClientHandler) -> None:
+        """``handler`` is armed (its move-out reply fell here): it records
+        on its own from now on; the restored buffer it took over, whose
+        subscriptions fed it until this very point, is let go."""
+        old, handler.carry = handler.carry, None
+        assert old is not None
+        crash_point("mobility-take-over")
+        old.into = None
+        old.carried = False
+        self._spawn(self._unsubscribe(old))
 
     def _on_fence(self, attrs: dict[str, Any], private: bool) -> None:
         client_id, fence = attrs.get(P.CLIENT), attrs.get(P.FENCE)
@@ -664,13 +704,28 @@ class MobilityProxy:
                                       f"{exc}", "subscription")
             self.handlers[client_id] = handler
             self._start_expiry(handler, expiry)
+            if handler.carry is not None:
+                self._absorb(handler)
             self._remember(handler)
-            if not self.flush():       # on disk before the client hears it may leave
+            if not await self._write_move_out():
+                lost = handler.carried_count
                 await self._drop_carry(handler)
                 await self._release(handler)
+                store = self.store
+                assert store is not None
+                if lost:
+                    # the restored buffer goes with the refused move-out: the client
+                    # is attached again, live; what it recorded is told, not hidden
+                    self.stats["lost_in_take_over"] += lost
+                    log.error("client %r: a resumed move-out was refused (%s): the %d "
+                              "notifications its restored buffer recorded since the restart "
+                              "are lost", client_id, store.last_error, lost)
                 raise P.MobilityError(
-                    "this proxy cannot write its buffers to disk now (full, or its state "
-                    "file locked): not moved out, try again later", "storage")
+                    f"this proxy cannot write its state file {store.path} now "
+                    f"({store.last_error or 'the write failed'}): not moved out (you stay "
+                    + (f"attached; the {lost} notifications published for you since this "
+                       "router restarted, before you reconnected, are lost" if lost else
+                       "attached and lose nothing") + "); try again later", "storage")
             if self.tombstones.pop(client_id, None) is not None and self.store is not None:
                 self.store.remove_tombstone(client_id)
             crash_point("mobility-move-out-committed")
@@ -686,6 +741,19 @@ class MobilityProxy:
                               P.SECRET: handler.secret, P.QUOTA: quota,
                               P.EXPIRY: float(expiry), P.PROXY_KEY: self.public_key},
                              reply_key, to_self=True)
+
+    async def _write_move_out(self) -> bool:
+        """A move-out is acknowledged only once it is on disk: written now,
+        whatever the store's back-off (the disk may have room again); on a
+        full disk once more after the WAL's room was handed back. False:
+        refuse it (the client stays attached, nothing is lost)."""
+        if self.flush(force=True):
+            return True
+        store = self.store
+        if store is None or not store.full:
+            return False
+        await asyncio.sleep(store.RECLAIM_WAIT)     # the checkpoint thread's truncation
+        return self.flush(force=True)
 
     def _start_expiry(self, handler: ClientHandler, delay: float) -> None:
         handler.timer = asyncio.get_running_loop().call_later(
@@ -703,6 +771,7 @@ class MobilityProxy:
         old, handler.carry = handler.carry, None
         if old is not None:
             old.carried = False
+            old.into = None
             await self._release(old)
 
     async def _release(self, handler: ClientHandler) -> None:

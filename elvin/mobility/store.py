@@ -28,7 +28,9 @@ drops its oldest buffered notifications, as its quota does).
 Handles (a client's rows) are never reused while rows of a released
 buffer, deleted a slice per commit, may remain (``next_handle``).
 
-Integrity: every row carries a CRC-32 of its values (``crc``), and the file
+Integrity: every row carries a CRC-32 of its values (``crc``; tombstones
+too: one that fails it is dropped and counted, its client then told its
+buffer is gone), and the file
 is checked with SQLite's ``quick_check`` when it is opened. A client row
 that fails its checksum stops the start (``StateError``: its secret and
 subscriptions cannot be trusted); a buffered row that fails it, or whose
@@ -72,7 +74,7 @@ FILE_NAME = "mobility.sqlite3"
 #: is recognised as such rather than taken over
 APPLICATION_ID = 0x456C766D
 #: ``PRAGMA user_version`` of the layout below; a newer file is refused
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: rows (chunks) read per slice when a buffer is loaded (``iter_entries``)
 LOAD_SLICE = 50
 #: rows of a released buffer deleted per commit
@@ -109,7 +111,8 @@ CREATE TABLE tombstones (
     client TEXT PRIMARY KEY,
     secret TEXT NOT NULL,
     dropped INTEGER NOT NULL,
-    until REAL NOT NULL
+    until REAL NOT NULL,
+    crc INTEGER NOT NULL DEFAULT 0
 );
 """
 
@@ -162,8 +165,12 @@ class MobilityStore:
         self._hw: dict[int, int] = {}
         self._hw_dropped: dict[int, int] = {}
         self._hw_dirty: set[int] = set()
+        #: a ledger that could not be opened is tried again from then on
+        self._ledger_retry = 0.0
         #: handle -> why rows of its buffer were skipped at load
         self.damaged: dict[int, list[str]] = {}
+        #: tombstones that failed their checksum at start (dropped)
+        self.damaged_tombstones = 0
         #: called with no argument when the disk is full; it frees room by
         #: dropping buffered notifications (``trim``), then the commit retries
         self.on_full: Callable[[], bool] | None = None
@@ -188,6 +195,11 @@ class MobilityStore:
         self._reset_pending()
         self._checkpointer = _Checkpointer(path)
         known = {h for (h,) in db.execute("SELECT handle FROM clients")}
+        if ledger.fresh and known and ledger.problem is None:
+            ledger.problem = (f"the ledger {ledger.path} was missing at start (the file "
+                              "holds buffers): losses from before this start may go "
+                              "unreported")
+            log.error("mobility %s", ledger.problem)
         for handle in ledger.handles() - known:
             ledger.clear(handle)      # released, its slot not cleared before a crash
 
@@ -214,10 +226,8 @@ class MobilityStore:
                 db.execute(f"PRAGMA max_page_count = {int(max_pages)}")
             try:
                 ledger = Ledger.open(path.parent)
-            except OSError as exc:
-                raise StateError(f"cannot open the mobility ledger {path.parent / LEDGER_NAME}"
-                                 f": {exc.strerror or exc} (give the state directory to the "
-                                 "user the router runs as)") from None
+            except OSError as exc:     # served from the database alone, and said so
+                ledger = Ledger.unusable(path.parent / LEDGER_NAME, exc.strerror or str(exc))
             store = cls(path, db, ledger)
         except sqlite3.Error as exc:
             db.close()
@@ -349,9 +359,45 @@ class MobilityStore:
             self._counters[handle] = (dropped, client.first_seq, top)
         return top, dropped, lost
 
+    @property
+    def damaged_at_start(self) -> str | None:
+        """One line for the status when rows were found damaged or missing
+        at start (counted as lost), naming the file; None when none was."""
+        if not self.damaged and not self.damaged_tombstones:
+            return None
+        parts = []
+        if self.damaged:
+            parts.append(f"the buffers of {len(self.damaged)} clients lacked rows (damaged, or "
+                         "lost before a crash; counted as dropped)")
+        if self.damaged_tombstones:
+            parts.append(f"{self.damaged_tombstones} damaged tombstones were dropped")
+        return f"mobility state file {self.path}: {'; '.join(parts)}"
+
     def tombstones(self) -> list[StoredTombstone]:
-        rows = self._db.execute("SELECT client, secret, dropped, until FROM tombstones")
-        return [StoredTombstone(*row) for row in rows.fetchall()]
+        """The tombstones of expired buffers. One that fails its checksum
+        (or holds a value of the wrong type) is dropped, deleted at the next
+        commit, logged and counted (``damaged_tombstones``): its client's
+        move-in is then told ``unknown-client`` (its buffer is gone), never
+        a wrong count under a secret that cannot be trusted."""
+        with self._reading():
+            rows = self._db.execute(
+                "SELECT client, secret, dropped, until, crc FROM tombstones").fetchall()
+        out = []
+        for client, secret, dropped, until, crc in rows:
+            if type(client) is str and type(secret) is str and type(dropped) is int \
+                    and type(until) in (int, float) \
+                    and crc == _tombstone_crc(client, secret, dropped, until):
+                out.append(StoredTombstone(client, secret, dropped, until))
+                continue
+            self.damaged_tombstones += 1
+            if isinstance(client, str):
+                self._stones[client] = None
+            else:
+                self._bad_stones.append(client)
+            log.error("mobility state file %s: the tombstone of client %r is damaged (it "
+                      "fails its checksum): dropped (its move-in is told its buffer is gone)",
+                      self.path, client)
+        return out
 
     # -- writing (queued, then one transaction) ---------------------------------------------
     def _reset_pending(self) -> None:
@@ -362,11 +408,14 @@ class MobilityStore:
         self._appends: list[tuple[int, int, int, bytes]] = []
         self._floors: dict[int, int] = {}
         self._stones: dict[str, tuple | None] = {}
+        #: damaged tombstones whose key is not even a string (by value)
+        self._bad_stones: list[object] = []
 
     @property
     def dirty(self) -> bool:
         return bool(self._added or self._removed or self._appends or self._floors
-                    or self._counters or self._stones or self.purging or self._bad_rows)
+                    or self._counters or self._stones or self.purging or self._bad_rows
+                    or self._bad_stones)
 
     def add_client(self, c: StoredClient) -> None:
         fixed = self._fixed[c.handle] = _client_fixed_crc(
@@ -414,7 +463,8 @@ class MobilityStore:
                              if (cut := _cut_below(a, handle, first)) is not None]
 
     def put_tombstone(self, t: StoredTombstone) -> None:
-        self._stones[t.client_id] = (t.client_id, t.secret, t.dropped, t.until)
+        self._stones[t.client_id] = (t.client_id, t.secret, t.dropped, t.until,
+                                     _tombstone_crc(t.client_id, t.secret, t.dropped, t.until))
 
     def remove_tombstone(self, client_id: str) -> None:
         self._stones[client_id] = None
@@ -428,35 +478,57 @@ class MobilityStore:
     #: the file system before a full disk's write is tried again
     RECLAIM_WAIT = 0.05
 
-    def commit(self) -> bool:
+    def commit(self, force: bool = False) -> bool:
         """Write what is queued in one transaction. False when it could not
         be written (logged once, counted): the proxy carries on from memory,
         the queue is kept and tried again at ``retry_at`` (the proxy
-        schedules that). A no-op once closed. Either way the ledger is then
+        schedules that; ``force``: try now all the same, for a client
+        waiting on the answer). A no-op once closed. Either way the ledger is then
         brought up to every seq handed out, so that what a crash takes from
         memory before it reaches the file is counted as lost at the restart."""
         if self._closed:
             return False
         try:
-            return self._commit()
+            return self._commit(force)
         finally:
             self._note_ledger()
 
     def _note_ledger(self) -> None:
+        if not self.ledger.usable:
+            self._reopen_ledger()
         dirty, self._hw_dirty = self._hw_dirty, set()
         for handle in dirty:
             if not self.ledger.note(handle, self._hw.get(handle, 0),
                                     self._hw_dropped.get(handle, 0)):
                 self._hw_dirty.add(handle)    # tried again at the next commit
 
+    def _reopen_ledger(self) -> None:
+        """A ledger that could not be opened is tried again (once per
+        ``RETRY_BACKOFF``): once it can be (its permissions fixed), every
+        buffer's mark is written to it again."""
+        now = time.monotonic()
+        if now < self._ledger_retry:
+            return
+        self._ledger_retry = now + self.RETRY_BACKOFF
+        try:
+            ledger = Ledger.open(self.path.parent)
+        except OSError:
+            return
+        self.ledger.close()
+        self.ledger = ledger
+        for handle in ledger.handles() - set(self._hw):
+            ledger.clear(handle)
+        self._hw_dirty |= set(self._hw)
+        log.warning("mobility ledger %s can be written again", ledger.path)
+
     @property
     def ledger_failing(self) -> bool:
         return bool(self._hw_dirty)
 
-    def _commit(self) -> bool:
+    def _commit(self, force: bool = False) -> bool:
         if not self.dirty:
             return True
-        if self.retry_at and time.monotonic() < self.retry_at:
+        if self.retry_at and time.monotonic() < self.retry_at and not force:
             return False
         rounds = 0
         while True:
@@ -491,6 +563,11 @@ class MobilityStore:
             self._reset_pending()
             self._checkpointer.poke()
             return True
+
+    @property
+    def full(self) -> bool:
+        """The last write failed because the disk is full."""
+        return self.last_error == self._FULL_MESSAGE
 
     _FULL_MESSAGE = ("the disk is full: buffers are kept in memory and written when there is "
                      "room again")
@@ -545,7 +622,10 @@ class MobilityStore:
             if row is None:
                 db.execute("DELETE FROM tombstones WHERE client = ?", (client_id,))
             else:
-                db.execute("INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?)", row)
+                db.execute("INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?, ?)", row)
+        if self._bad_stones:
+            db.executemany("DELETE FROM tombstones WHERE client = ?",
+                           [(c,) for c in self._bad_stones])
         db.execute("COMMIT")
         self.purging = (self.purging | removed) - purged
         for handle in removed:
@@ -633,6 +713,9 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         elif version == 1:
             _upgrade_from_1(db)
+            _upgrade_from_2(db)
+        elif version == 2:
+            _upgrade_from_2(db)
         db.execute("COMMIT")
     except sqlite3.Error as exc:
         if db.in_transaction:
@@ -658,6 +741,18 @@ def _upgrade_from_1(db: sqlite3.Connection) -> None:
         with contextlib.suppress(TypeError, struct.error):
             db.execute("UPDATE entries SET crc = ? WHERE rowid = ?",
                        (_entry_crc(h, seq, count, data), rowid))
+    db.execute("PRAGMA user_version = 2")
+
+
+def _upgrade_from_2(db: sqlite3.Connection) -> None:
+    """Layout 2's tombstones had no checksum: computed now from what the
+    file holds (a row of the wrong type keeps 0, and fails at load)."""
+    db.execute("ALTER TABLE tombstones ADD COLUMN crc INTEGER NOT NULL DEFAULT 0")
+    for c, s, d, u in db.execute(
+            "SELECT client, secret, dropped, until FROM tombstones").fetchall():
+        with contextlib.suppress(TypeError, AttributeError, struct.error, ValueError):
+            db.execute("UPDATE tombstones SET crc = ? WHERE client = ?",
+                       (_tombstone_crc(c, s, d, u), c))
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
@@ -777,6 +872,13 @@ def _client_fixed_crc(handle: int, client: str, secret: str, quota: int, expiry:
     head = struct.pack(">qIIqddd", handle, len(c), len(s), quota, float(expiry),
                        float(moved_out_at), float(expires_at))
     return zlib.crc32(subscriptions, zlib.crc32(c + s, zlib.crc32(head)))
+
+
+def _tombstone_crc(client: str, secret: str, dropped: int, until: float) -> int:
+    """The checksum of a tombstone: every value it holds."""
+    c, s = client.encode(), secret.encode()
+    return zlib.crc32(c + s, zlib.crc32(struct.pack(">IIqd", len(c), len(s), dropped,
+                                                    float(until))))
 
 
 def _client_crc(fixed: int, dropped: int, first_seq: int, next_seq: int) -> int:

@@ -16,6 +16,7 @@ from tests.waiting import until
 from .process_util import free_port
 from .test_mobility_crash import elvind as elvind
 from .test_mobility_crash import federation_config, mobile, publish
+from .test_mobility_state import small_filesystem as small_filesystem
 
 POINTS = ["mobility-move-out-received", "mobility-move-out-committed",
           "mobility-move-in-handed", "mobility-release-received", "mobility-released"]
@@ -177,5 +178,84 @@ async def test_a_move_in_done_again_gets_what_was_buffered_since_the_first_try(e
         report = await mc.move_in(b.url, sync="ping")
         assert report.caught_up == 200, report
         got.exactly(range(200))
+    finally:
+        await mc.close()
+
+
+@pytest.mark.parametrize("point", ["mobility-move-out-committed", "mobility-take-over"])
+async def test_a_crash_while_a_restored_buffer_is_taken_over_loses_nothing(elvind, point):
+    """The restored buffer of a client whose connection died (killed after
+    its move-in, before the release) records what is published after the
+    restart; the client's next move-out (``Resume``) takes it over. A
+    second SIGKILL inside that take-over (its move-out written, or its
+    reply back at the proxy while the old buffer's subscriptions still feed
+    the new one) loses none of it: the new buffer was written with them."""
+    a = elvind().start(crash_at="mobility-release-received")
+    mc, got = await mobile(a.url)
+    try:
+        await publish(a.url, range(0, 20))                 # live
+        await mc.move_out()
+        await publish(a.url, range(20, 40))                # buffered
+        await mc.move_in(a.url)                            # killed at its release
+        a.wait_killed()
+        a.start(crash_at=point)
+        await publish(a.url, range(40, 60))                # the restored buffer has them
+        code = await _call(mc, "move_out", a.url)          # resumed: killed in the take-over
+        assert code in (None, "unconfirmed"), code
+        a.wait_killed()
+        a.start()
+        await publish(a.url, range(60, 70))                # buffered in the new one
+        assert mc.state == "moved-out"
+        assert await _call(mc, "move_in", a.url) is None
+        await publish(a.url, range(70, 80))                # live
+        await mc.connection.set_keys()
+        got.exactly(range(80))
+    finally:
+        await mc.close()
+
+
+async def test_a_resumed_move_out_on_a_full_disk_tells_what_it_loses(elvind, small_filesystem):
+    """The take-over of a restored buffer needs room on disk. On a full one
+    the resumed move-out is refused, saying how many notifications it lost
+    (those the restored buffer recorded since the restart), or it goes
+    through after dropping the oldest, counted in the move-in's ``dropped``:
+    either way what the client misses is what it was told."""
+    from .test_mobility_durability import fill, query
+
+    a = elvind()
+    a.state = small_filesystem / "state"
+    a.args[a.args.index("--state-dir") + 1] = str(a.state)
+    a.start(crash_at="mobility-release-received")
+    mc, got = await mobile(a.url)
+    try:
+        await publish(a.url, range(0, 20))                 # live
+        await mc.move_out()
+        await publish(a.url, range(20, 40))                # buffered
+        await mc.move_in(a.url)                            # killed at its release
+        a.wait_killed()
+        a.start()
+        await publish(a.url, range(40, 60), body="w" * 3000)    # the restored buffer has them
+        query(a.state / "mobility.sqlite3", "PRAGMA wal_checkpoint(TRUNCATE)")
+        fill(small_filesystem)
+        told = 0
+        try:
+            await mc.move_out()                            # resumed
+        except MobilityError as exc:
+            assert exc.code == "storage", exc
+            assert "20 notifications" in str(exc), exc
+            told = 20
+            assert mc.state == "connected"
+        (small_filesystem / "filler").unlink()
+        if mc.state == "connected":
+            await mc.move_out()
+        await publish(a.url, range(60, 70))
+        report = await mc.move_in(a.url)
+        told += report.dropped
+        await publish(a.url, range(70, 80))                # live
+        await mc.connection.set_keys()
+        twice = [s for s, n in got.seen.items() if n > 1]
+        assert not twice, twice
+        missing = set(range(80)) - set(got.seen)
+        assert len(missing) == told, (sorted(missing), told)
     finally:
         await mc.close()
