@@ -89,6 +89,9 @@ class Outcome:
     published: int = 0
     checked: int = 0                  # notifications held to "nothing lost"
     deliveries: int = 0
+    #: copies at a router that does not take part while those that do are
+    #: cut apart but for it (the README's exception), not violations
+    cut_duplicates: int = 0
     violations: list[str] = field(default_factory=list)
 
 
@@ -124,6 +127,7 @@ class Simulation:
         self.now = 0.0
         self.round_end = 0.0
         self.last_change = 0.0
+        self.last_cut = -1e9                       # when they were last cut apart
         self.events: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
         self.epochs = itertools.count(1)
@@ -131,13 +135,53 @@ class Simulation:
         self.last: dict[tuple[str, str], float] = {}
         self.routers = {name: _Router(name) for name in self.names}
         if flood_share and n > 2:
+            # no two linked to each other (the README's condition for
+            # exactly once at them: nobody announces a link between them)
+            # and not cutting the others apart
             for name in self.names:
-                if rng.random() < flood_share:
+                if rng.random() < flood_share and not any(
+                        self.routers[p].flood for p in self.peers(name)):
                     self.routers[name].flood = True
+                    if not self.participants_connected(self.config):
+                        self.routers[name].flood = False
         self.outcome = Outcome(seed, n)
         self.counts: dict[int, dict[str, int]] = {}
         self.origin: dict[int, str] = {}
+        self.content: dict[int, int] = {}          # notification -> its content
+        self.repeats = random.Random(seed + 1)     # its own: the schedule stays the seed's
+        self.last_content: dict[str, int] = {}     # origin -> what it published last
         self.notifications = itertools.count()
+
+    def participants_connected(self, links: Any) -> bool:
+        """Whether the routers that take part (alive ones once started) are
+        connected by ``links`` between themselves, not through one that
+        does not take part."""
+        started = any(r.alive for r in self.routers.values())
+        parts = [n for n in self.names if not self.routers[n].flood
+                 and (not started or (self.routers[n].alive and not self.routers[n].silent))]
+        if not parts:
+            return True
+        seen = {parts[0]}
+        todo = [parts[0]]
+        while todo:
+            node = todo.pop()
+            for link in links:
+                if node in link:
+                    peer = next(iter(link - {node}))
+                    if peer in parts and peer not in seen:
+                        seen.add(peer)
+                        todo.append(peer)
+        return len(seen) == len(parts)
+
+    def cut_lately(self) -> bool:
+        """Whether the routers that take part are cut apart but for routers
+        that do not, or were less than ``bound`` ago (until they agree on
+        the links that join them again)."""
+        return self.now < self.last_cut + self.bound() or \
+            not self.participants_connected(self.up)
+
+    def peers(self, name: str) -> list[str]:
+        return sorted(p for link in self.config if name in link for p in link if p != name)
 
     # -- the event queue ---------------------------------------------------------------
     def at(self, when: float, action: Callable[[], None]) -> None:
@@ -154,6 +198,8 @@ class Simulation:
         """Trace a fault or repair (the topology changes: the quiet part of a
         round starts after the last one)."""
         self.last_change = self.now
+        if not self.participants_connected(self.up):    # as things stood until now
+            self.last_cut = self.now
         if self.trace is not None:
             self.trace(f"{self.now:9.4f} {text}")
 
@@ -369,12 +415,18 @@ class Simulation:
 
     # -- notifications -----------------------------------------------------------------
     def publish(self, name: str) -> int | None:
+        """Publish at ``name``; a third of the time the same content as its
+        last notification (a repeat must not be taken for a copy)."""
         r = self.routers[name]
         if not r.alive or r.silent:
             return None
         k = next(self.notifications)
         self.outcome.published += 1
         self.origin[k] = name
+        if name in self.last_content and self.repeats.random() < 1 / 3:
+            self.content[k] = self.last_content[name]
+        else:
+            self.content[k] = self.last_content[name] = k
         self.counts[k] = {name: 1}
         if r.flood:
             for peer in sorted(r.ends):
@@ -413,11 +465,18 @@ class Simulation:
                 return
             if route.parent != sender:
                 return                 # off the tree: dropped
+            if not r.view.first_copy(routing, r.ends[sender].marker,
+                                       {"content": self.content[k]}):
+                return                 # a copy of one taken by another path
             targets = [p for p in route.children if p in r.ends and p not in routing]
         got = self.counts[k].get(r.name, 0) + 1
         self.counts[k][r.name] = got
         self.outcome.deliveries += 1
-        if got > 1:
+        if got > 1 and r.flood and self.cut_lately():
+            # the README's exception: routers that do not take part cut
+            # the others apart (a fault did), as on any cycle of theirs
+            self.outcome.cut_duplicates += 1
+        elif got > 1:
             self.violation(f"notification {k} from {self.origin[k]} reached {r.name} "
                            f"{got} times (routing {list(routing)})")
         out = (r.name, *routing)
@@ -520,7 +579,7 @@ class Simulation:
         elif choice < 0.9 and len(names) > 2:     # SIGHUP: a link added
             a, b = rng.sample(names, 2)
             link = frozenset((a, b))
-            if link not in self.config:
+            if link not in self.config and not (self.routers[a].flood and self.routers[b].flood):
                 self.note(f"link {a}-{b} added")
                 self.config.add(link)
                 self.at(self.now + self.delay(), lambda: self.connect(a, b))
