@@ -34,8 +34,8 @@ delivery. ``Checker`` then counts, per subscriber:
 * duplicates: a (origin, seq) delivered more than once (never allowed);
 * out of order: a delivery of an origin's seq lower than one already had
   (a notification that took an old tree can arrive after a later one that
-  took the new, shorter one: no ordering across a tree switch is promised
-  yet, so this is a figure; ``final_out_of_order`` is the same for the
+  took the new, shorter one: order across a tree switch is not promised,
+  the README's "Order", so this is a figure; ``final_out_of_order`` is the same for the
   final batch, published with no switch under way);
 * lost: published, never delivered, and published *outside every window*.
 
@@ -175,8 +175,10 @@ class Federation:
     """``n`` elvind processes over ``links``, every link through a ``Proxy``."""
 
     def __init__(self, tmp: Path, n: int, links: list[tuple[int, int]], keepalive: float,
-                 settings: dict[str, object] | None = None) -> None:
+                 settings: dict[str, object] | None = None,
+                 flood: frozenset[int] = frozenset()) -> None:
         self.tmp, self.n = tmp, n
+        self.flood = flood                      # routers with routing = "flood"
         self.links = set(links)
         self.keepalive = keepalive
         self.settings = {"debounce": 0.01, "reconnect_min": 0.05, "reconnect_max": 0.5,
@@ -211,6 +213,8 @@ class Federation:
                 "[federation]", f'router_domain = "r{i}"',
                 f'listen = "ewaf://127.0.0.1:{self.fed_ports[i]}"']
         text += [f"{k} = {v}" for k, v in self.settings.items()]
+        if i in self.flood:
+            text.append('routing = "flood"')
         for a, b in sorted(self.links):
             if a == i:
                 text += ["[[federation.connect]]", f'router = "r{b}"',
@@ -480,8 +484,33 @@ class _Client:
             self.checker.published[origin][seq] = self.clock()
 
 
+def flooding_routers(seed: int, n: int, links: list[tuple[int, int]], count: int) -> frozenset[int]:
+    """Up to ``count`` routers to run with ``routing = "flood"`` (their own
+    seeded choice: the graph and schedule stay the seed's), as the README
+    asks for exactly once: no two linked, the others connected without them."""
+    rng = random.Random(seed * 7919 + 1)
+    chosen: set[int] = set()
+    for i in rng.sample(range(n), n):
+        if len(chosen) >= count:
+            break
+        if any(i in link and (set(link) - {i}) & chosen for link in links):
+            continue
+        rest = [j for j in range(n) if j not in chosen | {i}]
+        seen, todo = {rest[0]}, [rest[0]]
+        while todo:
+            node = todo.pop()
+            for a, b in links:
+                for x, y in ((a, b), (b, a)):
+                    if x == node and y in rest and y not in seen:
+                        seen.add(y)
+                        todo.append(y)
+        if len(seen) == len(rest):
+            chosen.add(i)
+    return frozenset(chosen)
+
+
 async def run(seed: int, n: int = 5, extra: int = 2, steps: int = 8, rate: float = 20.0,
-              keepalive: float = 1.0, bound: float | None = None,
+              keepalive: float = 1.0, bound: float | None = None, flood: int = 0,
               kinds: tuple[str, ...] = FAULTS, final_batch: int = 20,
               tmp: Path | None = None, say=print) -> dict:
     """One seeded run; returns the totals (``Checker.verdict``) with the
@@ -499,13 +528,15 @@ async def run(seed: int, n: int = 5, extra: int = 2, steps: int = 8, rate: float
     own_tmp = None
     if tmp is None:
         own_tmp = tmp = Path(tempfile.mkdtemp(prefix="chaos-"))   # kept if the run fails
-    fed = Federation(tmp, n, links, keepalive, settings)
+    flooding = flooding_routers(seed, n, links, flood)
+    fed = Federation(tmp, n, links, keepalive, settings, flooding)
     checker = Checker(n)
     t0 = time.monotonic()
     clock = lambda: time.monotonic() - t0  # noqa: E731
     clients = [_Client(fed, i, checker, clock) for i in range(n)]
     windows: list[Window] = []
-    say(f"seed {seed}: {n} routers, links {sorted(links)}")
+    say(f"seed {seed}: {n} routers, links {sorted(links)}"
+        + (f", routing = flood at {sorted(f'r{i}' for i in flooding)}" if flooding else ""))
     for f in schedule.faults:
         say(f"  {f}")
     say(f"  window of a fault: [start - {EARLY}s, end + detect + {bound:.1f}s], detect = "

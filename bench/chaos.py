@@ -3,6 +3,7 @@ random schedule of combined faults (issue 40, point 4b).
 
 Run: .venv/bin/python bench/chaos.py [--seed S | --seeds N] [--minutes M]
      [--routers N] [--steps K] [--kinds kill,hang,cut,partition,drop,add]
+     [--flood K]
 
 Each run prints its graph, its schedule and the loss window's definition
 (``bench/_chaos.py``), then its totals: published, deliveries, duplicates,
@@ -39,6 +40,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20.0, help="per producer, per second")
     parser.add_argument("--keepalive", type=float, default=1.0)
     parser.add_argument("--kinds", default=",".join(FAULTS))
+    parser.add_argument("--flood", type=int, default=0,
+                        help="routers with routing = 'flood' (none linked to another)")
     args = parser.parse_args()
     kinds = tuple(k for k in args.kinds.split(",") if k)
     unknown = set(kinds) - set(FAULTS)
@@ -56,7 +59,8 @@ def main() -> None:
     while True:
         try:
             r = asyncio.run(run(seed, n=args.routers, extra=args.extra, steps=args.steps,
-                                rate=args.rate, keepalive=args.keepalive, kinds=kinds))
+                                rate=args.rate, keepalive=args.keepalive, kinds=kinds,
+                                flood=args.flood))
         except RuntimeError as exc:           # a router that could not restart
             print(f"seed {seed}: aborted: {exc}")
             aborted.append(seed)
@@ -74,7 +78,9 @@ def main() -> None:
             continue
         for k in totals:
             totals[k] += r[k]
-        violation = (r["duplicates"] or r["out_of_order"] or r["lost"] or r["final_lost"]
+        # out of order while the faults play is a figure (a switch can let a
+        # notification on the new tree overtake: the README); after them not
+        violation = (r["duplicates"] or r["lost"] or r["final_lost"]
                      or r["final_out_of_order"])
         print(f"seed {seed}: {r['seconds']}s, published {r['published']}, deliveries "
               f"{r['deliveries']}, duplicates {r['duplicates']}, out of order "
@@ -101,7 +107,7 @@ def main() -> None:
         print(f"seeds aborted (a router did not restart): {aborted}")
     print(f"seeds with a violation: {bad or 'none'} (replay one: bench/chaos.py --seed S "
           f"--routers {args.routers} --extra {args.extra} --steps {args.steps} "
-          f"--kinds {','.join(kinds)})")
+          f"--kinds {','.join(kinds)} --flood {args.flood})")
 
 
 if __name__ == "__main__":

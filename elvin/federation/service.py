@@ -950,8 +950,9 @@ class FederationService:
 
     def on_tree(self, link: Link, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
         """Whether a notification that came over ``link`` is this router's to
-        take: from its parent in the notification's tree. One that no graph
-        this router holds places is dropped: taking it from anyone and
+        take: from its parent in the notification's tree, and not a copy of
+        one taken by another path (``TopologyView.first_copy``). One that no
+        graph this router holds places is dropped: taking it from anyone and
         flooding it would duplicate it on a cycle."""
         if self.topology is None:
             return True
@@ -965,7 +966,8 @@ class FederationService:
                 self._topology_tick.cancel()
             self._topology_update()
         route = self._route(routing, attrs, link.remote_domain)
-        return route.graph is not None and route.parent == link.remote_domain
+        return route.graph is not None and route.parent == link.remote_domain and \
+            self.topology.first_copy(routing, link.participant, attrs)
 
 
 def _participation(link: Link, unready: bool) -> bool | None:

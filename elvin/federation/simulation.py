@@ -29,13 +29,18 @@ What is simulated, as the federation service does it (``service.py``):
 * faults: kills and restarts (a new life, links redialled), silences
   (SIGSTOP: messages wait, nothing is sent; after ``keepalive`` the
   neighbours close its links), link closes and heals, partitions, links
-  added and removed (SIGHUP), publishing right after a restart.
+  added and removed (SIGHUP), publishing right after a restart; with
+  ``streams``, a producer per round publishing every quarter of the
+  largest delay (at most 200 times) through the faults.
 
 Checked: **never twice** (every delivery, at every moment), and **nothing
 lost after detection**: in the quiet part of each round (no fault for
 ``bound`` seconds), a notification from every live router that is not
 silent reaches every router it is connected to (through links that are up,
-routers alive and not silent), exactly once.
+routers alive and not silent), exactly once; and **per-producer order
+among the notifications routed by one graph** (the same stamp) at every
+router that takes part. One that overtakes an earlier one on another graph
+(across a switch) is counted (``Outcome.reordered``), not a violation.
 
 ``run(seed)`` plays one schedule and returns its ``Outcome``; the
 violations it lists name the seed, which replays it.
@@ -50,7 +55,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from elvin.federation.topology import STAMP_PREFIX, Announcement, LinkState, TopologyView
+from elvin.federation.topology import (
+    DEDUP_WINDOW,
+    STAMP_PREFIX,
+    Announcement,
+    LinkState,
+    TopologyView,
+)
 
 __all__ = ["Outcome", "Simulation", "run"]
 
@@ -89,6 +100,15 @@ class Outcome:
     published: int = 0
     checked: int = 0                  # notifications held to "nothing lost"
     deliveries: int = 0
+    #: copies at a router that does not take part while those that do are
+    #: cut apart but for it (the README's exception), not violations
+    cut_duplicates: int = 0
+    #: copies that came more than the window after the first (held up in a
+    #: hung router's buffers), of what entered at or came through a
+    #: router that does not take part: the README's other exception
+    late_duplicates: int = 0
+    #: deliveries after a later one of the same producer (on another graph)
+    reordered: int = 0
     violations: list[str] = field(default_factory=list)
 
 
@@ -98,7 +118,7 @@ class Simulation:
     def __init__(self, seed: int, max_routers: int = 32, rounds: int = 3,
                  flood_share: float = 0.0, timeout: float = 1.0, keepalive: float = 30.0,
                  trace: Callable[[str], None] | None = None,
-                 links: list[tuple[int, int]] | None = None) -> None:
+                 links: list[tuple[int, int]] | None = None, streams: bool = False) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
         rng = self.rng
@@ -120,10 +140,12 @@ class Simulation:
         self.timeout = timeout
         self.keepalive = keepalive
         self.rounds = rounds
+        self.streams = streams
         self.trace = trace
         self.now = 0.0
         self.round_end = 0.0
         self.last_change = 0.0
+        self.last_cut = -1e9                       # when they were last cut apart
         self.events: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
         self.epochs = itertools.count(1)
@@ -131,13 +153,56 @@ class Simulation:
         self.last: dict[tuple[str, str], float] = {}
         self.routers = {name: _Router(name) for name in self.names}
         if flood_share and n > 2:
+            # no two linked to each other (the README's condition for
+            # exactly once at them: nobody announces a link between them)
+            # and not cutting the others apart
             for name in self.names:
-                if rng.random() < flood_share:
+                if rng.random() < flood_share and not any(
+                        self.routers[p].flood for p in self.peers(name)):
                     self.routers[name].flood = True
+                    if not self.participants_connected(self.config):
+                        self.routers[name].flood = False
         self.outcome = Outcome(seed, n)
         self.counts: dict[int, dict[str, int]] = {}
         self.origin: dict[int, str] = {}
+        self.content: dict[int, int] = {}          # notification -> its content
+        self.repeats = random.Random(seed + 1)     # its own: the schedule stays the seed's
+        self.last_content: dict[str, int] = {}     # origin -> what it published last
         self.notifications = itertools.count()
+        self.first_at: dict[tuple[int, str], float] = {}     # first delivery
+        self.latest: dict[tuple[str, str], int] = {}           # (origin, at) -> newest
+        self.latest_on: dict[tuple[str, str, str], int] = {}   # ... per graph
+
+    def participants_connected(self, links: Any) -> bool:
+        """Whether the routers that take part (alive ones once started) are
+        connected by ``links`` between themselves, not through one that
+        does not take part."""
+        started = any(r.alive for r in self.routers.values())
+        parts = [n for n in self.names if not self.routers[n].flood
+                 and (not started or (self.routers[n].alive and not self.routers[n].silent))]
+        if not parts:
+            return True
+        seen = {parts[0]}
+        todo = [parts[0]]
+        while todo:
+            node = todo.pop()
+            for link in links:
+                if node in link:
+                    peer = next(iter(link - {node}))
+                    if peer in parts and peer not in seen:
+                        seen.add(peer)
+                        todo.append(peer)
+        return len(seen) == len(parts)
+
+    def cut_lately(self) -> bool:
+        """Whether the routers that take part are cut apart but for routers
+        that do not, or were less than ``bound`` ago (until they agree on
+        the links that join them again)."""
+        return self.now < self.last_cut + self.bound() or \
+            not self.participants_connected(self.up)
+
+    def peers(self, name: str) -> list[str]:
+        return sorted(p for link in self.config if name in link for p in link if p != name)
 
     # -- the event queue ---------------------------------------------------------------
     def at(self, when: float, action: Callable[[], None]) -> None:
@@ -154,6 +219,8 @@ class Simulation:
         """Trace a fault or repair (the topology changes: the quiet part of a
         round starts after the last one)."""
         self.last_change = self.now
+        if not self.participants_connected(self.up):    # as things stood until now
+            self.last_cut = self.now
         if self.trace is not None:
             self.trace(f"{self.now:9.4f} {text}")
 
@@ -226,8 +293,8 @@ class Simulation:
         if link in self.up or link not in self.config or not (ra.alive and rb.alive) \
                 or ra.silent or rb.silent:
             return
+        self.note(f"link {a}-{b} up")       # first: the state it ends is checked
         epoch = self.up[link] = next(self.epochs)
-        self.note(f"link {a}-{b} up")
         for me, peer in ((ra, b), (rb, a)):
             me.ends[peer] = _End(epoch, participant=False if me.flood else None)
             if not me.flood:
@@ -369,12 +436,18 @@ class Simulation:
 
     # -- notifications -----------------------------------------------------------------
     def publish(self, name: str) -> int | None:
+        """Publish at ``name``; a third of the time the same content as its
+        last notification (a repeat must not be taken for a copy)."""
         r = self.routers[name]
         if not r.alive or r.silent:
             return None
         k = next(self.notifications)
         self.outcome.published += 1
         self.origin[k] = name
+        if name in self.last_content and self.repeats.random() < 1 / 3:
+            self.content[k] = self.last_content[name]
+        else:
+            self.content[k] = self.last_content[name] = k
         self.counts[k] = {name: 1}
         if r.flood:
             for peer in sorted(r.ends):
@@ -413,16 +486,53 @@ class Simulation:
                 return
             if route.parent != sender:
                 return                 # off the tree: dropped
+            if not r.view.first_copy(routing, r.ends[sender].marker,
+                                       {"content": self.content[k]}):
+                return                 # a copy of one taken by another path
             targets = [p for p in route.children if p in r.ends and p not in routing]
         got = self.counts[k].get(r.name, 0) + 1
         self.counts[k][r.name] = got
         self.outcome.deliveries += 1
-        if got > 1:
+        first = self.first_at.setdefault((k, r.name), self.now)
+        if got > 1 and r.flood and self.cut_lately():
+            # the README's exception: routers that do not take part cut
+            # the others apart (a fault did), as on any cycle of theirs
+            self.outcome.cut_duplicates += 1
+        elif got > 1 and self.now > first + DEDUP_WINDOW * self.timeout and (
+                not routing[-1].startswith(STAMP_PREFIX) or self.routers[sender].flood):
+            # the other exception: a copy held up past the window (in the
+            # buffers of a hung router that then resumed)
+            self.outcome.late_duplicates += 1
+        elif got > 1:
             self.violation(f"notification {k} from {self.origin[k]} reached {r.name} "
                            f"{got} times (routing {list(routing)})")
+        self.check_order(r, k, routing)
         out = (r.name, *routing)
         for peer in targets:
             self.send(r.name, peer, ("notify", k, out))
+
+    def check_order(self, r: _Router, k: int, routing: tuple[str, ...]) -> None:
+        """Per-producer order (notifications are numbered in publishing
+        order): kept among those routed by one graph (the same stamp, held
+        by the router: one it does not hold came round through routers that
+        do not take part and is routed by its own) to a router that takes part; one that overtakes an earlier one of the
+        same producer on another graph (a switch) is counted, not a
+        violation (the README says so)."""
+        origin = self.origin[k]
+        latest = self.latest.get((origin, r.name), -1)
+        if k < latest:
+            self.outcome.reordered += 1
+        self.latest[(origin, r.name)] = max(latest, k)
+        stamp = routing[-1]
+        if r.flood or not stamp.startswith(STAMP_PREFIX) or r.view is None \
+                or stamp[len(STAMP_PREFIX):] not in r.view.graphs:
+            return        # not routed here by the graph it names
+        key = (origin, r.name, stamp)
+        same = self.latest_on.get(key, -1)
+        if k < same:
+            self.violation(f"notification {k} from {origin} reached {r.name} after {same}, "
+                           f"routed by the same graph {stamp}")
+        self.latest_on[key] = max(same, k)
 
     def violation(self, text: str) -> None:
         if self.trace is not None:
@@ -520,7 +630,7 @@ class Simulation:
         elif choice < 0.9 and len(names) > 2:     # SIGHUP: a link added
             a, b = rng.sample(names, 2)
             link = frozenset((a, b))
-            if link not in self.config:
+            if link not in self.config and not (self.routers[a].flood and self.routers[b].flood):
                 self.note(f"link {a}-{b} added")
                 self.config.add(link)
                 self.at(self.now + self.delay(), lambda: self.connect(a, b))
@@ -564,6 +674,11 @@ class Simulation:
             for _ in range(rng.randrange(0, 12)):
                 self.at(start + rng.uniform(0, span),
                         lambda: self.publish(rng.choice(self.names)))
+            if self.streams:             # a producer publishing through the faults
+                name = rng.choice(self.names)
+                gap = max(self.max_delay / 4, span / 200)
+                for i in range(int(span / gap) if gap else 0):
+                    self.at(start + i * gap, lambda n=name: self.publish(n))
             self.run_until(start + span)
             # quiet: no fault from here on in this round (repairs scheduled
             # meanwhile, such as a restart, count as changes too)

@@ -72,9 +72,11 @@ from typing import Any
 
 from elvin.errors import SubscriptionError
 from elvin.federation.config import STAMP_PREFIX, Filter
+from elvin.federation.dedup import Recent, content_key
 from elvin.subscription.ast import Kind, Node, const, name, op
 
-__all__ = ["AGREEMENT_TIMEOUT", "ANNOUNCEMENT_ATTR", "HISTORY", "STAMP_PREFIX", "Announcement", "BadAnnouncement",
+__all__ = ["AGREEMENT_TIMEOUT", "ANNOUNCEMENT_ATTR", "DEDUP_WINDOW", "HISTORY", "STAMP_PREFIX",
+           "Announcement", "BadAnnouncement",
            "Graph", "LinkState", "Route", "TopologyView", "compute_graph", "decode_announcement",
            "encode_announcement", "split_markers", "split_routing", "with_marker"]
 
@@ -459,6 +461,13 @@ class Route:
 #: router in the graph that does not announce holding it (silent: stopped,
 #: hung) are waited for this long, then treated as not there for routing
 AGREEMENT_TIMEOUT = 2.0
+#: how long (in agreement bounds) a router remembers a notification that
+#: came from or through a router that does not take part (``TopologyView.
+#: first_copy``): about as long as a switch to a new graph takes (a pending
+#: link, then a router waited for), shorter than the bound after which
+#: "nothing lost" is promised, so a repeat of equal content published
+#: after a change has settled is never taken for a copy
+DEDUP_WINDOW = 2.0
 
 
 class TopologyView:
@@ -505,6 +514,7 @@ class TopologyView:
         self._confirmed: Graph | None = None
         self._dirty = self._reannounce = False
         self._stamped: dict[str, Graph] = {}
+        self.recent = Recent(DEDUP_WINDOW * timeout)
         self.set_links(())
 
     # -- announcements -----------------------------------------------------------------
@@ -700,6 +710,23 @@ class TopologyView:
         return self._confirmed
 
     # -- routes ------------------------------------------------------------------------
+    def first_copy(self, routing: tuple[str, ...], from_participant: bool,
+                   attrs: Mapping[str, Any]) -> bool:
+        """Whether a notification this router's tree rule takes (``route``:
+        it came from its parent) is the first copy of it here, to deliver
+        and pass on. Always, for one stamped by a router that takes part
+        and sent by one that takes part: it follows one tree every router
+        holds. Otherwise (unstamped: it entered at a router that does not
+        take part, so each router routes it by its own graph; or sent by a
+        router that does not take part, which copies what it passes on to
+        every link) it may reach this router again by another path, and a
+        copy with the same ``attrs`` from the same origin that came by
+        another routing list within the window is dropped (``dedup.Recent``)."""
+        origin, digest = split_routing(routing)
+        if digest is not None and from_participant:
+            return True
+        return self.recent.first((origin, content_key(attrs)), routing, self._now())
+
     def route(self, routing: tuple[str, ...], attrs: Mapping[str, Any] | None,
               sender: str | None = None) -> Route:
         """How a notification with ``routing`` (empty: published here) goes on:
