@@ -126,8 +126,12 @@ class _Overruns(threading.local):
     def __init__(self) -> None:
         self.state = [0]
         #: the CPU time other threads of the process had spent at this
-        #: thread's last ``mark()`` (None: no mark)
+        #: thread's last ``mark()`` (None: no mark); taken when the first
+        #: pattern after the mark runs (``pending``): reading the process's
+        #: CPU clock is a system call (~0.7 us), too dear for every
+        #: notification when most match no pattern at all
         self.others: float | None = None
+        self.pending = False
 
 
 _THREAD = _Overruns()
@@ -146,8 +150,9 @@ def mark() -> None:
     is bottom at once when those threads spent less than half a limit
     meanwhile: the time was its own, and trying it again (``_overran``)
     would cost the loop a second limit. The engine marks at every step of a
-    match (a few microseconds, not per pattern)."""
-    _THREAD.others = time.process_time() - time.thread_time()
+    match; the clocks are read when its first pattern runs (``_run``), so a
+    mark costs nothing in a step that runs none."""
+    _THREAD.pending = True
 
 
 class PatternError(ValueError):
@@ -553,6 +558,10 @@ def _run(method: _Method, value: str) -> bool | None:
         # twice): the same answer, counted again, without the cost
         _THREAD.state[0] += 1
         return None
+    thread = _THREAD
+    if thread.pending:              # the first pattern since a mark()
+        thread.pending = False
+        thread.others = time.process_time() - time.thread_time()
     try:
         return method(value, timeout=MATCH_TIMEOUT) is not None
     except TimeoutError:
