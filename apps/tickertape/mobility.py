@@ -282,8 +282,10 @@ class TickerMobility(QObject):
             self._set_status("Not moved out: not connected")
             return None
         if self._standby_task is not None and not self._standby_task.done():
-            with contextlib.suppress(Exception):
-                await self._standby_task     # one request at a time for our id there
+            # one request at a time for our id there (_start_standby logs its
+            # own failures: they are not this move-out's)
+            with contextlib.suppress(Exception):  # the standby's: not this move-out's
+                await self._standby_task
         specs, self._private_ids = self._specs()
         self.state = "moving-out"
         standby, self.standby = self.standby, None      # the move-out replaces it
