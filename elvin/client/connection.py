@@ -60,6 +60,7 @@ from elvin.client.redirects import Redirected, follow_redirects
 from elvin.client.restore import Reconnector
 from elvin.client.send_checks import check_packet_length, checked_notification
 from elvin.client.session import CLIENT_VERSION, Session, client_uri, open_session
+from elvin.client.session_core import Event, Reply
 from elvin.client.subscription import DEFAULT_BUFFER as SUB_BUFFER
 from elvin.client.subscription import Subscription, SubscriptionTable
 from elvin.errors import ElvinError
@@ -381,8 +382,8 @@ class Connection:
         except Exception:  # one packet's failure must not end the connection; logged
             log.exception("error handling %s", type(packet).__name__)
 
-    def _on_reply(self, session: Session, packet) -> None:
-        exc = session.requests.resolve(packet)
+    def _on_reply(self, session: Session, reply: Reply) -> None:
+        exc = session.requests.resolve(reply.packet)
         if isinstance(exc, QuenchNotSupported) and session is self._session:
             self.supports_quench = False
 
@@ -679,8 +680,8 @@ class ConnectionCore:
     def deliver(self) -> Callable[[pk.NotifyDeliver], None]:
         return self._conn._subs.deliver
 
-    def packet_received(self, session: Session, packet: pk.Packet) -> None:
-        self._conn._dispatch(session, packet)
+    def packet_received(self, session: Session, event: Event) -> None:
+        self._conn._dispatch(session, event)
 
     def session_lost(self, session: Session) -> None:
         self._conn._session_lost(session)
@@ -742,10 +743,11 @@ async def write_frames(conn: Connection, data: bytes) -> None:
         await session.drain()
 
 
-#: what each packet from the router means: ``handler(connection, session, packet)``
+#: what each event of a session's core means: ``handler(connection, session, event)``.
+#: Which packet is legal when is not decided here but by the ``CLIENT`` table
+#: (``elvin.protocol.states``), which the core consults before an event reaches this.
 _HANDLERS: dict[type, Callable[[Connection, Session, Any], None]] = {
-    **dict.fromkeys((pk.ConnRply, pk.DisconnRply, pk.SecRply, pk.QosRply, pk.SubRply,
-                     pk.QnchRply, pk.Nack), Connection._on_reply),
+    Reply: Connection._on_reply,   # a reply or Nack, matched to its request by the core
     pk.NotifyDeliver: lambda conn, _session, packet: conn._subs.deliver(packet),
     **dict.fromkeys((pk.SubAddNotify, pk.SubModNotify, pk.SubDelNotify),
                     lambda conn, _session, packet: conn._quenches.notify(packet)),
