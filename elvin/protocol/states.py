@@ -217,7 +217,8 @@ CLIENT_LIFECYCLE = Machine(
     initial=_L.CONNECTING,
     received={},
     events={
-        _L.CONNECTING: {"opened": _L.OPEN, "failed": _L.CLOSED, "finalized": _L.CLOSED},
+        _L.CONNECTING: {"opened": _L.OPEN, "failed": _L.CLOSED, "close": _L.CLOSING,
+                        "finalized": _L.CLOSED},
         _L.OPEN: {"lost": _L.RECONNECTING, "close": _L.CLOSING, "finalized": _L.CLOSED},
         _L.RECONNECTING: {"reconnected": _L.OPEN, "close": _L.CLOSING,
                           "finalized": _L.CLOSED},
