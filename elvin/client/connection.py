@@ -234,7 +234,8 @@ class Connection:
         session = self._session
         if self.state != "open" or session is None or session.is_closing:
             return None
-        return session.transport.get_extra_info("sockname")
+        transport = session.transport
+        return None if transport is None else transport.get_extra_info("sockname")
 
     def add_close_listener(self, fn: Callable[[CloseReason], object]) -> None:
         """``fn(reason)`` when the connection is finally closed."""
@@ -368,10 +369,13 @@ class Connection:
             reason = self._closed.result() if self._closed and self._closed.done() else None
             raise ConnectionClosedError(
                 "connection is closed" + (f" ({reason})" if reason else ""), reason)
+        ready = self._ready
+        if ready is None:
+            raise ConnectionClosedError("the connection is not open yet (await connect())")
         try:
             async with asyncio.timeout(self.timeout):
                 while True:
-                    await self._ready.wait()
+                    await ready.wait()
                     session = self._session
                     if self.state == "open" and session is not None and not session.is_closing:
                         return session
@@ -661,7 +665,8 @@ class ConnectionCore:
         return self._conn._live_session()
 
     def request(self, session: Session, make: Callable[[int], Any], expect: tuple,
-                on_reply: Callable | None = None, on_late: Callable | None = None, *,
+                on_reply: Callable[[Any], object] | None = None,
+                on_late: Callable[[Any], object] | None = None, *,
                 expression: str | None = None) -> Awaitable[Any]:
         return self._conn._request(session, make, expect, on_reply, on_late,
                                    expression=expression)
@@ -695,13 +700,16 @@ class ConnectionCore:
     def reconnecting(self) -> None:
         self.move("lost")
         self._lost_at = self._uri
-        self._conn._ready.clear()
+        ready = self._conn._ready
+        if ready is not None:   # None only before open(), which cannot lose a session
+            ready.clear()
 
     def reconnected(self) -> None:
         self.move("reconnected")
         conn = self._conn
         conn.reconnects += 1
-        conn._ready.set()
+        if conn._ready is not None:
+            conn._ready.set()
         previous = self._lost_at
         if self._uri != previous:
             conn.failovers += 1
