@@ -3,10 +3,12 @@
 ``Connection`` is the application's handle; it composes modules that each
 do one job:
 
-* ``session``: the channel of one session (framing, output, flow control);
-  bytes go through ``elvin.protocol.FrameDecoder`` (sans-IO) and each packet
-  is dispatched synchronously, in order, by ``Connection._dispatch``;
-* ``requests``: xids and the requests waiting for their reply; a reply
+* ``session``: the channel of one session (output, flow control), the
+  asyncio shell of ``session_core.ClientSessionCore``, the session's
+  protocol (sans-IO: decoding, xids, replies matched to requests, which
+  packet is legal when by the ``CLIENT`` table); each event of the core is
+  dispatched synchronously, in order, by ``Connection._dispatch``;
+* ``requests``: the futures of the requests waiting for their reply; a reply
   updates client state before any later packet is looked at, so a delivery
   that follows a SubRply in the same read already finds its subscription;
 * ``subscription`` / ``quench``: the objects and the connection's tables of
@@ -18,7 +20,8 @@ do one job:
 
 None of them imports this module or touches the connection's private
 state: the tables, auto-quench and the reconnector are handed
-``ConnectionCore`` (below), which implements the contract of ``core.py``
+``ConnectionCore`` (below), which owns the connection's state (where, the
+session, the lifecycle by ``CLIENT_LIFECYCLE``) and implements the contract of ``core.py``
 (``ClientCore``, ``ReconnectingCore``); a session is handed the same object
 as its ``session.SessionOwner``. What a part needs that the contract lacks
 is added there, with its documentation, and implemented here.

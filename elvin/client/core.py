@@ -27,11 +27,15 @@ open                  reconnecting      ``reconnecting()``: a lost session to re
 open                  closed            ``finalize(reason)``: lost, and no reconnecting
 reconnecting          open              ``reconnected()``: a new session, all restored
 reconnecting          closed            ``finalize(reason)``: given up
-open, reconnecting    closing, closed   ``Connection.close``
+any but closed        closing, closed   ``Connection.close``
 ====================  ================  =================================================
 
 The application's calls make the transitions of the first and last rows;
-the reconnector makes the others, through ``ReconnectingCore`` alone.
+the reconnector makes the others, through ``ReconnectingCore`` alone. The
+same moves, as data, are ``elvin.protocol.states.CLIENT_LIFECYCLE``, which
+``connection.ConnectionCore`` consults for each one: a move not in it is a
+bug and raises ``IllegalEvent``. (One session's own protocol states, which
+packet is legal when, are the ``CLIENT`` table, kept by ``session_core``.)
 """
 
 from __future__ import annotations
