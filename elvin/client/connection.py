@@ -150,7 +150,6 @@ class Connection:
         self._lost_listeners: list[Callable] = []
         self._reconnect_listeners: list[Callable] = []
         self._failover_listeners: list[Callable] = []
-        self._ready: asyncio.Event | None = None
         self._reconnector = Reconnector(self._core, (self._subs, self._quenches))
         self._closed: asyncio.Future | None = None
         #: ``fn(protocol)`` connects a session to its router without a
@@ -281,9 +280,9 @@ class Connection:
     async def open(self) -> Connection:
         """Connect (ConnRqst/ConnRply); :func:`connect` calls this. With
         several routers, each is tried in turn until one accepts."""
-        if self.state != "connecting" or self._ready is not None:
+        if self.state != "connecting" or self._core.started:
             raise RuntimeError("Connection.open() may be called only once")
-        self._ready = asyncio.Event()
+        self._core.start()
         self._closed = asyncio.get_running_loop().create_future()
         try:
             await self._open_first()
@@ -297,7 +296,7 @@ class Connection:
                                                     error=exc))
             raise
         self._core.move("opened")
-        self._ready.set()
+        self._core.wake()
         return self
 
     async def _open_first(self) -> None:
@@ -363,32 +362,9 @@ class Connection:
             make, expect, self.timeout if timeout is None else timeout, on_reply, on_late,
             expression)
 
-    async def _live_session(self) -> Session:
-        """The current session; waits while reconnecting (up to ``timeout``)."""
-        session = self._session
-        if self.state == "open" and session is not None and not session.is_closing:
-            return session
-        if self.state in ("closing", "closed"):
-            reason = self._closed.result() if self._closed and self._closed.done() else None
-            raise ConnectionClosedError(
-                "connection is closed" + (f" ({reason})" if reason else ""), reason)
-        ready = self._ready
-        if ready is None:
-            raise ConnectionClosedError("the connection is not open yet (await connect())")
-        try:
-            async with asyncio.timeout(self.timeout):
-                while True:
-                    await ready.wait()
-                    session = self._session
-                    if self.state == "open" and session is not None and not session.is_closing:
-                        return session
-                    if self.state in ("closing", "closed"):
-                        raise ConnectionClosedError("connection is closed")
-                    await asyncio.sleep(0.01)
-        except TimeoutError:
-            raise ConnectionClosedError(
-                f"not connected (reconnecting to {self.url} for more than "
-                f"{self.timeout} s)") from None
+    def _live_session(self) -> Awaitable[Session]:
+        """The current session; waits while reconnecting (``ConnectionCore.live_session``)."""
+        return self._core.live_session()
 
     # ======================================================================
     # dispatch of incoming packets
@@ -427,8 +403,7 @@ class Connection:
         if self.state == "closed":
             return
         self._core.move("finalized")
-        if self._ready is not None:
-            self._ready.set()   # wake waiters so they see "closed"
+        self._core.wake()   # waiters see "closed"
         self._subs.end_all()
         self._quenches.end_all()
         if self._closed is None:
@@ -610,7 +585,7 @@ class ConnectionCore:
     (``supports_quench`` aside, which the quench table learns)."""
 
     __slots__ = ("_conn", "_lifecycle", "_session", "_uri", "_home_uri", "_uris", "_lost_at",
-                 "supports_quench")
+                 "_ready", "supports_quench")
 
     def __init__(self, conn: Connection, uris: tuple[ElvinURI, ...]) -> None:
         self._conn = conn
@@ -620,7 +595,24 @@ class ConnectionCore:
         self._uri = self._home_uri = uris[0]
         #: where the session that was lost last was (for telling a failover)
         self._lost_at = self._uri
+        #: set while the connection has a usable session (or is closed), for
+        #: ``live_session``'s waiters; None until ``start`` (Connection.open)
+        self._ready: asyncio.Event | None = None
         self.supports_quench: bool | None = None
+
+    @property
+    def started(self) -> bool:
+        """``start`` was called (``Connection.open`` may be called once)."""
+        return self._ready is not None
+
+    def start(self) -> None:
+        """The connection is opening: from now on callers may wait for a session."""
+        self._ready = asyncio.Event()
+
+    def wake(self) -> None:
+        """A session is usable, or the connection closed: waiters look again."""
+        if self._ready is not None:
+            self._ready.set()
 
     # -- the lifecycle -----------------------------------------------------------------
     @property
@@ -664,8 +656,37 @@ class ConnectionCore:
     def notification_keys(self) -> Keys:
         return self._conn.notification_keys
 
-    def live_session(self) -> Awaitable[Session]:
-        return self._conn._live_session()
+    async def live_session(self) -> Session:
+        """The current session; waits while reconnecting (up to the connection's timeout)."""
+        session = self._session
+        state = self._lifecycle
+        if state is ClientLifecycle.OPEN and session is not None and not session.is_closing:
+            return session
+        conn = self._conn
+        if state in (ClientLifecycle.CLOSING, ClientLifecycle.CLOSED):
+            closed = conn.closed
+            reason = closed.result() if closed.done() else None
+            raise ConnectionClosedError(
+                "connection is closed" + (f" ({reason})" if reason else ""), reason)
+        ready = self._ready
+        if ready is None:
+            raise ConnectionClosedError("the connection is not open yet (await connect())")
+        try:
+            async with asyncio.timeout(conn.timeout):
+                while True:
+                    await ready.wait()
+                    session = self._session
+                    state = self._lifecycle
+                    if (state is ClientLifecycle.OPEN and session is not None
+                            and not session.is_closing):
+                        return session
+                    if state in (ClientLifecycle.CLOSING, ClientLifecycle.CLOSED):
+                        raise ConnectionClosedError("connection is closed")
+                    await asyncio.sleep(0.01)
+        except TimeoutError:
+            raise ConnectionClosedError(
+                f"not connected (reconnecting to {self.url} for more than "
+                f"{conn.timeout} s)") from None
 
     def request(self, session: Session, make: Callable[[int], Any], expect: tuple,
                 on_reply: Callable[[Any], object] | None = None,
@@ -703,16 +724,14 @@ class ConnectionCore:
     def reconnecting(self) -> None:
         self.move("lost")
         self._lost_at = self._uri
-        ready = self._conn._ready
-        if ready is not None:   # None only before open(), which cannot lose a session
-            ready.clear()
+        if self._ready is not None:   # None only before open(), which cannot lose a session
+            self._ready.clear()
 
     def reconnected(self) -> None:
         self.move("reconnected")
         conn = self._conn
         conn.reconnects += 1
-        if conn._ready is not None:
-            conn._ready.set()
+        self.wake()
         previous = self._lost_at
         if self._uri != previous:
             conn.failovers += 1
