@@ -8,7 +8,8 @@ The router (``elvind``) always runs in its own process (unless ``--url``).
 Figures printed, each section labelled:
 
 * codec: raw ``frame_packet(NotifyEmit)`` encodes/s and ``FrameDecoder.feed``
-  NotifyDeliver decodes/s for the same notification (this process);
+  NotifyDeliver decodes/s for the same notification (this process), and the
+  same bytes through the client's sans-IO ``ClientSessionCore.receive``;
 * (a) asyncio API, three processes: a sender process (``await conn.send``
   in a loop) and a receiver process (``async for n in subscription``), each
   with its CPU share and CPU microseconds per notification next to the
@@ -50,7 +51,15 @@ sys.path.insert(0, str(ROOT))
 
 from _common import free_port, start_elvind, stop_processes, wait_listening  # noqa: E402
 
-from elvin.protocol import FrameDecoder, NotifyDeliver, NotifyEmit, frame_packet  # noqa: E402
+from elvin.client.session_core import ClientSessionCore  # noqa: E402
+from elvin.protocol import (  # noqa: E402
+    ConnRply,
+    ConnRqst,
+    FrameDecoder,
+    NotifyDeliver,
+    NotifyEmit,
+    frame_packet,
+)
 from elvin.values import Int64  # noqa: E402
 
 NOTIFICATION = {
@@ -72,7 +81,7 @@ IDLE_TIMEOUT = 5.0   # a receiver gives up this long after the last notification
 # ---------------------------------------------------------------------------------------
 # codec ceiling
 
-def codec_figures(count: int) -> tuple[float, float]:
+def codec_figures(count: int) -> tuple[float, float, float]:
     notification = dict(NOTIFICATION)
     start = time.perf_counter()
     for i in range(count):
@@ -89,7 +98,19 @@ def codec_figures(count: int) -> tuple[float, float]:
         for offset in range(0, len(data), chunk):
             decoded += len(decoder.feed(data[offset:offset + chunk]))
     decode_rate = decoded / (time.perf_counter() - start)
-    return encode_rate, decode_rate
+
+    # the same bytes through the client's sans-IO session core: decoding plus
+    # the CLIENT table's check; its cost over the decoder alone is the core's
+    core = ClientSessionCore()
+    xid, _, _ = core.request(ConnRqst)
+    core.receive(frame_packet(ConnRply(xid, {})))
+    start = time.perf_counter()
+    received = 0
+    while received < count:
+        for offset in range(0, len(data), chunk):
+            received += len(core.receive(data[offset:offset + chunk]))
+    core_rate = received / (time.perf_counter() - start)
+    return encode_rate, decode_rate, core_rate
 
 
 # ---------------------------------------------------------------------------------------
@@ -538,10 +559,11 @@ def main() -> int:
     loop_name = "uvloop" if args.uvloop else "asyncio default loop"
     print(f"{args.count:,} notifications of {len(NOTIFICATION)} attributes; clients on "
           f"{loop_name}; {os.cpu_count()} cores, python {sys.version.split()[0]}")
-    encode_rate, decode_rate = codec_figures(args.count)
+    encode_rate, decode_rate, core_rate = codec_figures(args.count)
     print("== codec (this process)")
     print(f"   encode NotifyEmit    {encode_rate:12,.0f} /s")
     print(f"   decode NotifyDeliver {decode_rate:12,.0f} /s")
+    print(f"   client session core  {core_rate:12,.0f} /s  (decode + the CLIENT table)")
 
     with contextlib.ExitStack() as stack:
         if args.url:

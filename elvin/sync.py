@@ -13,7 +13,11 @@
 
 There is no second implementation of the protocol: every call runs the
 asyncio client (``elvin.client``) on an event loop in one background daemon
-thread shared by all sync connections, and waits for the result. All
+thread shared by all sync connections, and waits for the result. It wraps
+``Connection``, not the sans-IO ``session_core`` beneath it, on purpose: what
+a blocking shell of its own would need beside the core (reconnection and
+failover, keepalive timers, restoring subscriptions, listeners) is the
+asyncio shell's, and would otherwise be written twice. All
 methods are thread-safe. Listeners added with ``add_listener`` run on that
 background thread and must not block.
 """

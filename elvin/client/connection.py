@@ -3,10 +3,12 @@
 ``Connection`` is the application's handle; it composes modules that each
 do one job:
 
-* ``session``: the channel of one session (framing, output, flow control);
-  bytes go through ``elvin.protocol.FrameDecoder`` (sans-IO) and each packet
-  is dispatched synchronously, in order, by ``Connection._dispatch``;
-* ``requests``: xids and the requests waiting for their reply; a reply
+* ``session``: the channel of one session (output, flow control), the
+  asyncio shell of ``session_core.ClientSessionCore``, the session's
+  protocol (sans-IO: decoding, xids, replies matched to requests, which
+  packet is legal when by the ``CLIENT`` table); each event of the core is
+  dispatched synchronously, in order, by ``Connection._dispatch``;
+* ``requests``: the futures of the requests waiting for their reply; a reply
   updates client state before any later packet is looked at, so a delivery
   that follows a SubRply in the same read already finds its subscription;
 * ``subscription`` / ``quench``: the objects and the connection's tables of
@@ -18,7 +20,8 @@ do one job:
 
 None of them imports this module or touches the connection's private
 state: the tables, auto-quench and the reconnector are handed
-``ConnectionCore`` (below), which implements the contract of ``core.py``
+``ConnectionCore`` (below), which owns the connection's state (where, the
+session, the lifecycle by ``CLIENT_LIFECYCLE``) and implements the contract of ``core.py``
 (``ClientCore``, ``ReconnectingCore``); a session is handed the same object
 as its ``session.SessionOwner``. What a part needs that the contract lacks
 is added there, with its documentation, and implemented here.
@@ -60,12 +63,14 @@ from elvin.client.redirects import Redirected, follow_redirects
 from elvin.client.restore import Reconnector
 from elvin.client.send_checks import check_packet_length, checked_notification
 from elvin.client.session import CLIENT_VERSION, Session, client_uri, open_session
+from elvin.client.session_core import Event, Reply
 from elvin.client.subscription import DEFAULT_BUFFER as SUB_BUFFER
 from elvin.client.subscription import Subscription, SubscriptionTable
 from elvin.errors import ElvinError
 from elvin.keys import Keys
 from elvin.protocol import DEFAULT_LIMITS, ElvinURI, Limits, frame_packet
 from elvin.protocol import packets as pk
+from elvin.protocol.states import CLIENT_LIFECYCLE, ClientLifecycle
 from elvin.quenching import Wanted
 from elvin.values import check_notification
 
@@ -85,7 +90,8 @@ class Connection:
     ``notification_keys`` / ``subscription_keys`` (connection-level keys),
     ``closed`` (a future that resolves to a :class:`CloseReason` when the
     connection is finally closed), ``state`` (``"connecting"``, ``"open"``,
-    ``"reconnecting"``, ``"closing"``, ``"closed"``).
+    ``"reconnecting"``, ``"closing"``, ``"closed"``: the lifecycle, which
+    only the ``CLIENT_LIFECYCLE`` table of ``elvin.protocol.states`` moves).
 
     ``supports_quench``: whether the router of the current session
     implements quench (subset C, optional; Avis lacks it), as its answer to
@@ -111,11 +117,9 @@ class Connection:
                  reconnect_max_delay: float = 5.0,
                  reconnect_attempts: int | None = None,
                  limits: Limits | None = None) -> None:
-        self._uris = router_uris(url)
-        self._uri = self._uris[0]
-        self._home_uri = self._uri
-        #: where the session that was lost last was (for telling a failover)
-        self._lost_at = self._uri
+        uris = router_uris(url)
+        #: the connection's state (where, which session, the lifecycle): see ConnectionCore
+        self._core = ConnectionCore(self, uris)
         self.requested_options = dict(options or {})
         if self.requested_options:
             check_notification(self.requested_options)
@@ -128,29 +132,24 @@ class Connection:
         self.options_check = options_check
         self.ssl_context = ssl_context
         # several routers: failing over among them is the point of naming them
-        self.reconnect = len(self._uris) > 1 if reconnect is None else bool(reconnect)
+        self.reconnect = len(uris) > 1 if reconnect is None else bool(reconnect)
         self.reconnect_delay = reconnect_delay
         self.reconnect_max_delay = reconnect_max_delay
         self.reconnect_attempts = reconnect_attempts
         self._base_limits = limits or DEFAULT_LIMITS
         self._send_limits = send_checks.NO_LIMITS
-        self.state = "connecting"
         self.drop_warnings = 0
         self.reconnects = 0
         #: reconnections that ended at another router than the lost session's
         self.failovers = 0
         self.test_conns_sent = 0
-        self.supports_quench: bool | None = None
 
-        self._session: Session | None = None
-        self._core = ConnectionCore(self)
         self._subs = SubscriptionTable(self._core, self)
         self._quenches = QuenchTable(self._core, self)
         self._close_listeners: list[Callable] = []
         self._lost_listeners: list[Callable] = []
         self._reconnect_listeners: list[Callable] = []
         self._failover_listeners: list[Callable] = []
-        self._ready: asyncio.Event | None = None
         self._reconnector = Reconnector(self._core, (self._subs, self._quenches))
         self._closed: asyncio.Future | None = None
         #: ``fn(protocol)`` connects a session to its router without a
@@ -162,24 +161,39 @@ class Connection:
     # ======================================================================
     # public properties
     @property
+    def state(self) -> str:
+        """``"connecting"``, ``"open"``, ``"reconnecting"``, ``"closing"`` or
+        ``"closed"`` (``elvin.protocol.states.ClientLifecycle``)."""
+        return self._core.state
+
+    @property
+    def supports_quench(self) -> bool | None:
+        """See the class's docstring."""
+        return self._core.supports_quench
+
+    @property
+    def _session(self) -> Session | None:
+        return self._core.session
+
+    @property
     def url(self) -> str:
         """The router's URL as text: the one given, or where a redirect or reconnection
         led.
         """
-        return str(self._uri)
+        return self._core.url
 
     @property
     def uri(self) -> ElvinURI:
         """The router's address parsed (:class:`elvin.router_url.ElvinURI`: host, port,
         protocol stack), as ``url``.
         """
-        return self._uri
+        return self._core.uri
 
     @property
     def urls(self) -> list[str]:
         """The routers this connection may use, in the order given (``url``
         is the one it is at now, or was at last)."""
-        return [str(uri) for uri in self._uris]
+        return [str(uri) for uri in self._core.uris]
 
     @property
     def closed(self) -> asyncio.Future:
@@ -222,7 +236,8 @@ class Connection:
         session = self._session
         if self.state != "open" or session is None or session.is_closing:
             return None
-        return session.transport.get_extra_info("sockname")
+        transport = session.transport
+        return None if transport is None else transport.get_extra_info("sockname")
 
     def add_close_listener(self, fn: Callable[[CloseReason], object]) -> None:
         """``fn(reason)`` when the connection is finally closed."""
@@ -265,30 +280,34 @@ class Connection:
     async def open(self) -> Connection:
         """Connect (ConnRqst/ConnRply); :func:`connect` calls this. With
         several routers, each is tried in turn until one accepts."""
-        if self.state != "connecting" or self._ready is not None:
+        if self.state != "connecting" or self._core.started:
             raise RuntimeError("Connection.open() may be called only once")
-        self._ready = asyncio.Event()
+        self._core.start()
         self._closed = asyncio.get_running_loop().create_future()
         try:
             await self._open_first()
+            if self._core.lifecycle is not ClientLifecycle.CONNECTING:
+                raise ConnectionClosedError("connection closed while it was opening")
         except BaseException as exc:  # closed however the open failed; re-raised
-            self.state = "closed"
+            if self._core.lifecycle is ClientLifecycle.CONNECTING:
+                self._core.move("failed")
             if not self._closed.done():
                 self._closed.set_result(CloseReason("lost", f"connection failed: {exc}",
                                                     error=exc))
             raise
-        self.state = "open"
-        self._ready.set()
+        self._core.move("opened")
+        self._core.wake()
         return self
 
     async def _open_first(self) -> None:
         failures: list[str] = []
-        for uri in self._uris:
+        uris = self._core.uris
+        for uri in uris:
             try:
                 await follow_redirects(self._establish, uri)
                 return
             except (OSError, ElvinError, TimeoutError) as exc:
-                if len(self._uris) == 1:
+                if len(uris) == 1:
                     raise
                 failures.append(f"{uri}: {exc}")
                 log.info("cannot connect to %s (%s); trying the next router", uri, exc)
@@ -323,9 +342,7 @@ class Connection:
         self.options = options
         self._send_limits = send_checks.send_limits(options)
         session.accept_options(options)
-        self._uri = uri
-        self._session = session
-        self.supports_quench = None   # a new router: its first quench answer says
+        self._core.adopt(session, uri)
         if self.keepalive:
             start_keepalive(session, self.keepalive, self.keepalive_timeout or
                             min(max(self.keepalive, 1.0), self.timeout), self.url,
@@ -345,29 +362,9 @@ class Connection:
             make, expect, self.timeout if timeout is None else timeout, on_reply, on_late,
             expression)
 
-    async def _live_session(self) -> Session:
-        """The current session; waits while reconnecting (up to ``timeout``)."""
-        session = self._session
-        if self.state == "open" and session is not None and not session.is_closing:
-            return session
-        if self.state in ("closing", "closed"):
-            reason = self._closed.result() if self._closed and self._closed.done() else None
-            raise ConnectionClosedError(
-                "connection is closed" + (f" ({reason})" if reason else ""), reason)
-        try:
-            async with asyncio.timeout(self.timeout):
-                while True:
-                    await self._ready.wait()
-                    session = self._session
-                    if self.state == "open" and session is not None and not session.is_closing:
-                        return session
-                    if self.state in ("closing", "closed"):
-                        raise ConnectionClosedError("connection is closed")
-                    await asyncio.sleep(0.01)
-        except TimeoutError:
-            raise ConnectionClosedError(
-                f"not connected (reconnecting to {self.url} for more than "
-                f"{self.timeout} s)") from None
+    def _live_session(self) -> Awaitable[Session]:
+        """The current session; waits while reconnecting (``ConnectionCore.live_session``)."""
+        return self._core.live_session()
 
     # ======================================================================
     # dispatch of incoming packets
@@ -381,10 +378,10 @@ class Connection:
         except Exception:  # one packet's failure must not end the connection; logged
             log.exception("error handling %s", type(packet).__name__)
 
-    def _on_reply(self, session: Session, packet) -> None:
-        exc = session.requests.resolve(packet)
+    def _on_reply(self, session: Session, reply: Reply) -> None:
+        exc = session.requests.resolve(reply.packet)
         if isinstance(exc, QuenchNotSupported) and session is self._session:
-            self.supports_quench = False
+            self._core.supports_quench = False
 
     def _on_drop_warn(self, session: Session, packet) -> None:
         self.drop_warnings += 1
@@ -393,9 +390,8 @@ class Connection:
     # ======================================================================
     # losing and closing
     def _session_lost(self, session: Session) -> None:
-        if session is not self._session:
+        if not self._core.drop(session):
             return
-        self._session = None
         reason = session.close_reason or CloseReason("lost")
         if self.state != "open":
             return  # closing, closed, or a reconnection in progress handles it
@@ -406,9 +402,8 @@ class Connection:
     def _finalize(self, reason: CloseReason) -> None:
         if self.state == "closed":
             return
-        self.state = "closed"
-        if self._ready is not None:
-            self._ready.set()   # wake waiters so they see "closed"
+        self._core.move("finalized")
+        self._core.wake()   # waiters see "closed"
         self._subs.end_all()
         self._quenches.end_all()
         if self._closed is None:
@@ -429,7 +424,8 @@ class Connection:
             return CloseReason("closed", "never opened")
         if self.state == "closing":
             return await asyncio.shield(self.closed)
-        previous, self.state = self.state, "closing"
+        previous = self.state
+        self._core.move("close")
         self._reconnector.cancel()
         session = self._session
         if session is not None and not session.is_closing and previous == "open":
@@ -575,66 +571,142 @@ class Connection:
         return f"<Connection {self.url} {self.state}>"
 
 
-class _ConnectionField:
-    """One of the connection's fields, seen through its ``ConnectionCore``:
-    what the core only hands on takes one line (``core.ClientCore`` and
-    ``core.ReconnectingCore`` say what each means). Read-only unless
-    ``writable``; the core's parts cannot assign what they may only read."""
-
-    __slots__ = ("field", "name", "writable")
-
-    def __init__(self, field: str, *, writable: bool = False) -> None:
-        self.field = field
-        self.name = field
-        self.writable = writable
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, core: ConnectionCore | None, owner: type | None = None) -> Any:
-        if core is None:
-            return self
-        return getattr(core._conn, self.field)
-
-    def __set__(self, core: ConnectionCore, value: Any) -> None:
-        if not self.writable:
-            raise AttributeError(f"ConnectionCore.{self.name} is read-only")
-        setattr(core._conn, self.field, value)
-
-
 class ConnectionCore:
-    """A ``Connection`` as its parts see it: the one object that implements
-    ``core.ReconnectingCore`` (for the reconnector, the tables and
-    auto-quench) and ``session.SessionOwner`` (for its sessions). With
-    ``emit_frame`` and ``write_frames`` (``elvin.sync``'s way in), it is the
-    only code outside ``Connection`` that reads or changes the connection's
-    private state, and it lives beside it, so that the two change together."""
+    """A ``Connection``'s state, and the connection as its parts see it.
 
-    __slots__ = ("_conn",)
+    It owns what the connection's lifecycle is made of: where the connection
+    is (``uri``, ``home_uri``, ``uris``), its current session, its lifecycle
+    state (moved only through the ``CLIENT_LIFECYCLE`` table of
+    ``elvin.protocol.states``) and ``supports_quench``; the ``Connection``
+    shows them, read-only, to the application. It is the one object that
+    implements ``core.ReconnectingCore`` (for the reconnector, the tables and
+    auto-quench) and ``session.SessionOwner`` (for its sessions); what a
+    part may change, it changes through a method here, never by assignment
+    (``supports_quench`` aside, which the quench table learns)."""
 
-    def __init__(self, conn: Connection) -> None:
+    __slots__ = ("_conn", "_lifecycle", "_session", "_uri", "_home_uri", "_uris", "_lost_at",
+                 "_ready", "supports_quench")
+
+    def __init__(self, conn: Connection, uris: tuple[ElvinURI, ...]) -> None:
         self._conn = conn
+        self._lifecycle: ClientLifecycle = ClientLifecycle.CONNECTING
+        self._session: Session | None = None
+        self._uris = uris
+        self._uri = self._home_uri = uris[0]
+        #: where the session that was lost last was (for telling a failover)
+        self._lost_at = self._uri
+        #: set while the connection has a usable session (or is closed), for
+        #: ``live_session``'s waiters; None until ``start`` (Connection.open)
+        self._ready: asyncio.Event | None = None
+        self.supports_quench: bool | None = None
+
+    @property
+    def started(self) -> bool:
+        """``start`` was called (``Connection.open`` may be called once)."""
+        return self._ready is not None
+
+    def start(self) -> None:
+        """The connection is opening: from now on callers may wait for a session."""
+        self._ready = asyncio.Event()
+
+    def wake(self) -> None:
+        """A session is usable, or the connection closed: waiters look again."""
+        if self._ready is not None:
+            self._ready.set()
+
+    # -- the lifecycle -----------------------------------------------------------------
+    @property
+    def lifecycle(self) -> ClientLifecycle:
+        return self._lifecycle
+
+    def move(self, event: str) -> None:
+        """The lifecycle after the connection's own ``event`` (the table's
+        names: opened, failed, lost, reconnected, close, finalized);
+        ``IllegalEvent`` if the table has no such move, a bug here."""
+        self._lifecycle = CLIENT_LIFECYCLE.event(  # type: ignore[assignment]  # its states
+            self._lifecycle, event)
+
+    def adopt(self, session: Session, uri: ElvinURI) -> None:
+        """``session``, just established at ``uri``, is the current one."""
+        self._uri = uri
+        self._session = session
+        self.supports_quench = None   # a new router: its first quench answer says
+
+    def drop(self, session: Session) -> bool:
+        """``session`` is gone: no longer the current one. False if it was not."""
+        if session is not self._session:
+            return False
+        self._session = None
+        return True
 
     # -- ClientCore ---------------------------------------------------------------------
-    url = _ConnectionField("url")
-    state = _ConnectionField("state")
-    session = _ConnectionField("_session")
-    notification_keys = _ConnectionField("notification_keys")
-    supports_quench = _ConnectionField("supports_quench", writable=True)
+    @property
+    def url(self) -> str:
+        return str(self._uri)
 
-    def live_session(self) -> Awaitable[Session]:
-        return self._conn._live_session()
+    @property
+    def state(self) -> str:
+        return self._lifecycle.value
+
+    @property
+    def session(self) -> Session | None:
+        return self._session
+
+    @property
+    def notification_keys(self) -> Keys:
+        return self._conn.notification_keys
+
+    async def live_session(self) -> Session:
+        """The current session; waits while reconnecting (up to the connection's timeout)."""
+        session = self._session
+        state = self._lifecycle
+        if state is ClientLifecycle.OPEN and session is not None and not session.is_closing:
+            return session
+        conn = self._conn
+        if state in (ClientLifecycle.CLOSING, ClientLifecycle.CLOSED):
+            closed = conn.closed
+            reason = closed.result() if closed.done() else None
+            raise ConnectionClosedError(
+                "connection is closed" + (f" ({reason})" if reason else ""), reason)
+        ready = self._ready
+        if ready is None:
+            raise ConnectionClosedError("the connection is not open yet (await connect())")
+        try:
+            async with asyncio.timeout(conn.timeout):
+                while True:
+                    await ready.wait()
+                    session = self._session
+                    state = self._lifecycle
+                    if (state is ClientLifecycle.OPEN and session is not None
+                            and not session.is_closing):
+                        return session
+                    if state in (ClientLifecycle.CLOSING, ClientLifecycle.CLOSED):
+                        raise ConnectionClosedError("connection is closed")
+                    await asyncio.sleep(0.01)
+        except TimeoutError:
+            raise ConnectionClosedError(
+                f"not connected (reconnecting to {self.url} for more than "
+                f"{conn.timeout} s)") from None
 
     def request(self, session: Session, make: Callable[[int], Any], expect: tuple,
-                on_reply: Callable | None = None, on_late: Callable | None = None, *,
+                on_reply: Callable[[Any], object] | None = None,
+                on_late: Callable[[Any], object] | None = None, *,
                 expression: str | None = None) -> Awaitable[Any]:
         return self._conn._request(session, make, expect, on_reply, on_late,
                                    expression=expression)
 
     # -- ReconnectingCore --------------------------------------------------------------
-    uri = _ConnectionField("_uri")
-    home_uri = _ConnectionField("_home_uri")
-    uris = _ConnectionField("_uris")
+    @property
+    def uri(self) -> ElvinURI:
+        return self._uri
+
+    @property
+    def home_uri(self) -> ElvinURI:
+        return self._home_uri
+
+    @property
+    def uris(self) -> tuple[ElvinURI, ...]:
+        return self._uris
 
     @property
     def reconnect_policy(self) -> ReconnectPolicy:
@@ -647,25 +719,24 @@ class ConnectionCore:
 
     def abandon(self, session: Session, reason: CloseReason) -> None:
         session.abort(reason)
-        if self._conn._session is session:
-            self._conn._session = None
+        self.drop(session)
 
     def reconnecting(self) -> None:
-        conn = self._conn
-        conn.state = "reconnecting"
-        conn._lost_at = conn._uri
-        conn._ready.clear()
+        self.move("lost")
+        self._lost_at = self._uri
+        if self._ready is not None:   # None only before open(), which cannot lose a session
+            self._ready.clear()
 
     def reconnected(self) -> None:
+        self.move("reconnected")
         conn = self._conn
-        conn.state = "open"
         conn.reconnects += 1
-        conn._ready.set()
-        previous = conn._lost_at
-        if conn._uri != previous:
+        self.wake()
+        previous = self._lost_at
+        if self._uri != previous:
             conn.failovers += 1
             log.info("failed over from %s to %s: subscriptions, keys and quenches restored",
-                     previous, conn._uri)
+                     previous, self._uri)
             for fn in conn._failover_listeners:
                 call_listener(fn, conn, str(previous))
         for fn in conn._reconnect_listeners:
@@ -679,8 +750,8 @@ class ConnectionCore:
     def deliver(self) -> Callable[[pk.NotifyDeliver], None]:
         return self._conn._subs.deliver
 
-    def packet_received(self, session: Session, packet: pk.Packet) -> None:
-        self._conn._dispatch(session, packet)
+    def packet_received(self, session: Session, event: Event) -> None:
+        self._conn._dispatch(session, event)
 
     def session_lost(self, session: Session) -> None:
         self._conn._session_lost(session)
@@ -742,10 +813,11 @@ async def write_frames(conn: Connection, data: bytes) -> None:
         await session.drain()
 
 
-#: what each packet from the router means: ``handler(connection, session, packet)``
+#: what each event of a session's core means: ``handler(connection, session, event)``.
+#: Which packet is legal when is not decided here but by the ``CLIENT`` table
+#: (``elvin.protocol.states``), which the core consults before an event reaches this.
 _HANDLERS: dict[type, Callable[[Connection, Session, Any], None]] = {
-    **dict.fromkeys((pk.ConnRply, pk.DisconnRply, pk.SecRply, pk.QosRply, pk.SubRply,
-                     pk.QnchRply, pk.Nack), Connection._on_reply),
+    Reply: Connection._on_reply,   # a reply or Nack, matched to its request by the core
     pk.NotifyDeliver: lambda conn, _session, packet: conn._subs.deliver(packet),
     **dict.fromkeys((pk.SubAddNotify, pk.SubModNotify, pk.SubDelNotify),
                     lambda conn, _session, packet: conn._quenches.notify(packet)),

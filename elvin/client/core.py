@@ -27,16 +27,20 @@ open                  reconnecting      ``reconnecting()``: a lost session to re
 open                  closed            ``finalize(reason)``: lost, and no reconnecting
 reconnecting          open              ``reconnected()``: a new session, all restored
 reconnecting          closed            ``finalize(reason)``: given up
-open, reconnecting    closing, closed   ``Connection.close``
+any but closed        closing, closed   ``Connection.close``
 ====================  ================  =================================================
 
 The application's calls make the transitions of the first and last rows;
-the reconnector makes the others, through ``ReconnectingCore`` alone.
+the reconnector makes the others, through ``ReconnectingCore`` alone. The
+same moves, as data, are ``elvin.protocol.states.CLIENT_LIFECYCLE``, which
+``connection.ConnectionCore`` consults for each one: a move not in it is a
+bug and raises ``IllegalEvent``. (One session's own protocol states, which
+packet is legal when, are the ``CLIENT`` table, kept by ``session_core``.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple, Protocol
 
 from elvin.client.events import CloseReason
@@ -89,17 +93,17 @@ class ClientCore(Protocol):
     """Whether the current router has quench: None until a quench request is
     answered. A QnchRply makes the quench table set it True."""
 
-    async def live_session(self) -> Session:
+    def live_session(self) -> Awaitable[Session]:
         """The current session once it is open: at once while the connection
         is open, else after a reconnection (up to the connection's timeout).
         ``ConnectionClosedError`` if the connection is closed or does not
         come back in time."""
         ...
 
-    async def request(self, session: Session, make: Callable[[int], Any], expect: tuple,
-                      on_reply: Callable[[Any], None] | None = None,
-                      on_late: Callable[[Any], None] | None = None, *,
-                      expression: str | None = None) -> Any:
+    def request(self, session: Session, make: Callable[[int], Any], expect: tuple,
+                on_reply: Callable[[Any], object] | None = None,
+                on_late: Callable[[Any], object] | None = None, *,
+                expression: str | None = None) -> Awaitable[Any]:
         """Send ``make(xid)`` in ``session`` and return its reply, within the
         connection's timeout (``session.requests.request`` says the rest:
         ``on_reply`` runs as the reply is dispatched, ``on_late`` if it comes
@@ -132,7 +136,7 @@ class ReconnectingCore(ClientCore, Protocol):
         """The application's reconnection settings, as they are now."""
         ...
 
-    async def establish(self, uri: ElvinURI) -> Session:
+    def establish(self, uri: ElvinURI) -> Awaitable[Session]:
         """A new session at ``uri`` (connected, ConnRqst answered, options
         agreed), which becomes the current one. Raises
         ``redirects.Redirected`` when the router sends the client elsewhere,

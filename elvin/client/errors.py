@@ -139,7 +139,7 @@ def nack_exception(code: int, template: str, args: tuple, request: str = "",
         if position is not None and position < 0:
             position = None
         message = render_nack_message(template, args) or NackCode(code).name
-        return SubscriptionError(code, message, position, expression, tuple(args))
+        return SubscriptionError(NackCode(code), message, position, expression, tuple(args))
     if code in QUENCH_REFUSALS and request in QUENCH_REQUESTS:
         return QuenchNotSupported(code, template, args, request)
     return NackError(code, template, args, request)

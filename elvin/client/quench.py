@@ -155,7 +155,7 @@ class Quench(Registered[QuenchEvent]):
         prefixes, numeric intervals; ``wanted(...).matches(85)`` is False
         when nobody can match 85. An over-approximation, never an under-."""
         from elvin.quenching import wanted
-        return wanted(self.subscriptions, attribute)
+        return wanted(self.subscriptions.values(), attribute)
 
     async def modify(self, add: Iterable[str] = (), remove: Iterable[str] = (), *,
                      keys_add: Keys | None = None, keys_del: Keys | None = None,
@@ -242,6 +242,9 @@ class QuenchTable(Registry[Quench]):
             quench.deliver_insecure = insecure
             self._bind(quench, reply.quench_id)
 
+        if old_id is None:
+            raise ConnectionClosedError("the quench is not registered at the router "
+                                        "(its connection is reconnecting)")
         with self._outstanding():
             await self.core.request(session, lambda xid: pk.QnchModRqst(
                 xid, old_id, add, remove, insecure, keys_add, keys_del), (pk.QnchRply,),
@@ -266,6 +269,7 @@ class QuenchTable(Registry[Quench]):
 
     def notify(self, packet: pk.SubAddNotify | pk.SubModNotify | pk.SubDelNotify) -> None:
         """A subscription term appeared, changed or went for some quenches."""
+        targets: list[tuple[int, QuenchEvent]]
         if isinstance(packet, pk.SubDelNotify):
             targets = [(qid, SubscriptionRemoved(packet.term_id)) for qid in packet.quench_ids]
         else:

@@ -1,8 +1,9 @@
 """Requests waiting for their reply: xid allocation and the pending table.
 
 Each request packet carries a transaction id (xid) that its reply (or Nack)
-repeats. The table maps the xids of one session to the futures of the
-callers waiting for them. A reply updates client state through its
+repeats. The session's sans-IO core (``session_core``) allocates the xids
+and knows which request each reply answers; this table maps the same xids
+to the futures of the callers waiting for them. A reply updates client state through its
 ``on_reply`` callback *while it is dispatched*, before any later packet is
 looked at, so that (for example) a delivery that follows a SubRply in the
 same read already finds its subscription. A reply that comes after its
@@ -23,13 +24,11 @@ from typing import Any, Protocol
 
 from elvin.client.errors import ConnectionClosedError, nack_exception
 from elvin.client.events import CloseReason
+from elvin.client.session_core import ClientSessionCore
 from elvin.errors import ElvinError, ProtocolError
-from elvin.protocol import frame_packet
 from elvin.protocol import packets as pk
 
 log = logging.getLogger("elvin.client")
-
-_XID_MAX = 0xFFFFFFFF
 
 
 class Pending:
@@ -55,6 +54,11 @@ def _log_failure(future: asyncio.Future) -> None:
 
 class Channel(Protocol):
     """What a ``RequestTable`` needs of its session (``elvin.client.session.Session``)."""
+
+    @property
+    def core(self) -> ClientSessionCore:
+        """The session's protocol: it allocates each request's xid and frames it."""
+        ...
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -91,25 +95,14 @@ class RequestTable:
     def __init__(self, session: Channel) -> None:
         self.session = session
         self.pending: dict[int, Pending] = {}
-        self._xid = 0
-
-    def _next_xid(self) -> int:
-        xid = self._xid
-        pending = self.pending
-        while True:
-            xid = xid + 1 if xid < _XID_MAX else 1
-            if xid not in pending:
-                self._xid = xid
-                return xid
 
     def _send(self, make: Callable[[int], Any], expect: tuple, on_reply: Callable | None,
               on_late: Callable | None, expression: str | None) -> Pending:
-        xid = self._next_xid()
-        packet = make(xid)
+        xid, packet, data = self.session.core.request(make)
         pending = Pending(self.session.loop.create_future(), expect, on_reply, on_late,
                           packet, expression)
         self.pending[xid] = pending
-        self.session.write(frame_packet(packet))
+        self.session.write(data)
         return pending
 
     def fire_and_forget(self, make: Callable[[int], Any], expect: tuple) -> None:

@@ -2,9 +2,12 @@
 
 A ``Session`` lives as long as its channel. A reconnecting ``Connection``
 goes through several of them, so everything that dies with the channel is
-kept here: the frame decoder, the output buffer and flow control, the table
-of requests still waiting for a reply (``requests``), and why the channel
-ended. What the packets mean is its owner's business (``SessionOwner``, the
+kept here: the protocol of the session (``core``, the sans-IO
+``session_core.ClientSessionCore``: decoding, xids, the session's state by
+the ``CLIENT`` table, violations), the output buffer and flow control, the
+futures of requests still waiting for a reply (``requests``), and why the
+channel ended. The session is the core's I/O shell: it feeds it the bytes
+read and acts on the events it returns. What the packets mean is its owner's business (``SessionOwner``, the
 connection's core): each decoded packet is handed on, in order, and the
 owner hears when the channel is gone.
 """
@@ -21,10 +24,11 @@ from typing import Protocol
 from elvin.client.errors import ConnectError, ConnectionClosedError
 from elvin.client.events import CloseReason
 from elvin.client.requests import RequestTable
-from elvin.errors import ProtocolError
-from elvin.protocol import ElvinURI, FrameDecoder, Limits, parse_uri
+from elvin.client.session_core import BadPacket, ClientSessionCore, Event, Violation
+from elvin.protocol import ElvinURI, Limits, parse_uri
 from elvin.protocol import packets as pk
 from elvin.protocol.limits import OPTION_FIELDS
+from elvin.protocol.states import ClientState
 
 log = logging.getLogger("elvin.client")
 
@@ -85,8 +89,9 @@ class SessionOwner(Protocol):
         skips ``packet_received`` (looked up once per read, not per packet)."""
         ...
 
-    def packet_received(self, session: Session, packet: pk.Packet) -> None:
-        """Any other packet from the router, in order (errors are the owner's)."""
+    def packet_received(self, session: Session, event: Event) -> None:
+        """Any other event of the session's core, in order: a ``Reply`` to a
+        request, or a router packet that is not one (errors are the owner's)."""
         ...
 
     def session_lost(self, session: Session) -> None:
@@ -124,7 +129,8 @@ class Session(asyncio.Protocol):
     def __init__(self, owner: SessionOwner, limits: Limits) -> None:
         self.owner = owner
         self.loop = asyncio.get_running_loop()
-        self.decoder = FrameDecoder(limits)
+        #: the protocol of the session (sans-IO): decoding, xids, its state
+        self.core = ClientSessionCore(limits)
         self.transport: asyncio.Transport | None = None
         self.requests = RequestTable(self)
         self.paused = False
@@ -144,45 +150,28 @@ class Session(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_received = self.loop.time()
-        try:
-            packets = self.decoder.feed(data)
-        except ProtocolError as exc:
-            self._bad_bytes(exc)
-            return
         owner = self.owner
         dispatch = owner.packet_received
         deliver = owner.deliver
-        for packet in packets:
+        for event in self.core.receive(data):
             # a subscriber's chunk is mostly NotifyDeliver: straight to the
             # subscriptions, without the owner's handler table
-            if type(packet) is pk.NotifyDeliver:
+            if type(event) is pk.NotifyDeliver:
                 try:
-                    deliver(packet)
+                    deliver(event)
                 except Exception:  # a listener's bug must not stop delivery; logged
                     log.exception("error handling NotifyDeliver")
-            else:
-                dispatch(self, packet)
-
-    def _bad_bytes(self, exc: ProtocolError) -> None:
-        dispatch = self.owner.packet_received
-        while True:
-            for packet in exc.packets:
-                dispatch(self, packet)
-            if self.decoder.broken:
-                log.error("router sent undecodable data: %s", exc)
-                self.abort(CloseReason("protocol-violation", str(exc), error=exc))
+            elif type(event) is Violation:
+                log.error("router broke the protocol: %s", event.reason)
+                self.abort(CloseReason("protocol-violation", event.reason, error=event.error))
                 return
-            # a bad packet body: the stream is still in sync, ignore the packet
-            # (spec 7.3.2 allows a robust implementation to carry on)
-            log.warning("ignoring a packet from the router that does not decode: %s", exc)
-            try:
-                packets = self.decoder.feed(b"")
-            except ProtocolError as again:
-                exc = again
-                continue
-            for packet in packets:
-                dispatch(self, packet)
-            return
+            elif type(event) is BadPacket:
+                # the stream is still in step: ignore the packet (spec 7.3.2
+                # allows a robust implementation to carry on)
+                log.warning("ignoring a packet from the router that does not decode: %s",
+                            event.error)
+            else:
+                dispatch(self, event)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._wake_drain_waiters()
@@ -194,6 +183,7 @@ class Session(asyncio.Protocol):
             else:
                 message = str(exc) if exc else "the router closed the connection"
                 self.close_reason = CloseReason("lost", message, error=exc)
+        self.core.lost()
         self.requests.fail_all(ConnectionClosedError(f"connection lost ({self.close_reason})",
                                                      self.close_reason))
         if not self.lost.done():
@@ -217,10 +207,11 @@ class Session(asyncio.Protocol):
     def accept_options(self, options: dict) -> None:
         """The connection options agreed: where they let the router send
         more than the decoder's limits allow, they apply (in full)."""
-        base = self.decoder.limits
+        decoder = self.core.decoder
+        base = decoder.limits
         offered = Limits.from_options(options, base)
         if any(getattr(offered, f) > getattr(base, f) for f in OPTION_FIELDS.values()):
-            self.decoder.limits = offered
+            decoder.limits = offered
 
     def on_disconn(self, packet: pk.Disconn) -> None:
         """The router ends the session (Disconn): note why, close the channel."""
@@ -230,7 +221,8 @@ class Session(asyncio.Protocol):
 
     @property
     def is_closing(self) -> bool:
-        return self.transport is None or self.transport.is_closing() or self.lost.done()
+        return (self.transport is None or self.transport.is_closing() or self.lost.done()
+                or self.core.state is ClientState.CLOSED)
 
     def write(self, data: bytes) -> None:
         """Queue a framed packet. Packets written in one turn of the event

@@ -154,11 +154,14 @@ class SubscriptionTable(Registry[Subscription]):
 
         def on_reply(reply: pk.SubRply) -> None:
             self.bind(sub, reply.subscription_id)
-            if expression is not None:
+            if expression is not None and ast is not None:
                 sub.expression, sub.ast = expression, ast
             sub.keys = (sub.keys | keys_add) - keys_del
             sub.accept_insecure = insecure
 
+        if old_id is None:
+            raise ConnectionClosedError("the subscription is not registered at the router "
+                                        "(its connection is reconnecting)")
         await self.core.request(session, lambda xid: pk.SubModRqst(
             xid, old_id, expression or "", insecure, keys_add, keys_del),
             (pk.SubRply,), on_reply, expression=expression)

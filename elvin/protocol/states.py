@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
+from elvin.protocol.packets import PacketId
+
 __all__ = [
     "ANY_PACKET",
     "IllegalEvent",
@@ -123,7 +125,107 @@ class Machine:
 # (filled in by the router session; see elvin.router.session_core)
 
 # -- the client's end (spec 5, 7) ---------------------------------------------------------
-# (filled in by the client core; see elvin.client)
+# One table for a session (one channel: the protocol), one for the
+# ``Connection`` that goes through several sessions (its lifecycle, which
+# ``Connection.state`` shows as a word). The session table is what the client
+# core (``elvin.client.session_core``) asks about every packet.
+
+
+class ClientState(Enum):
+    """The client's end of one session (one channel to a router)."""
+
+    #: the channel is up, ConnRqst not yet sent: the router has nothing to say
+    STARTING = "starting"
+    #: ConnRqst sent, ConnRply (or a Nack, or a Disconn redirect) awaited
+    CONNECTING = "connecting"
+    #: ConnRply received: every router packet of the session is legal
+    OPEN = "open"
+    #: DisconnRqst sent: replies to earlier requests and deliveries in flight
+    #: still come, then DisconnRply
+    DISCONNECTING = "disconnecting"
+    #: the session is over (DisconnRply, Disconn, a refused ConnRqst, the
+    #: channel lost or aborted): whatever still comes is dropped unread
+    CLOSED = "closed"
+
+
+_P = PacketId
+
+#: what a router may send in an open session, and where each leads
+_CLIENT_OPEN: dict[int, Enum] = {
+    **dict.fromkeys((_P.NACK, _P.SEC_RPLY, _P.QOS_RPLY, _P.SUB_RPLY, _P.QNCH_RPLY,
+                     _P.NOTIFY_DELIVER, _P.SUB_ADD_NOTIFY, _P.SUB_MOD_NOTIFY,
+                     _P.SUB_DEL_NOTIFY, _P.TEST_CONN, _P.CONF_CONN, _P.DROP_WARN),
+                    ClientState.OPEN),
+    _P.DISCONN: ClientState.CLOSED,
+}
+
+CLIENT = Machine(
+    role=Role.CLIENT,
+    initial=ClientState.STARTING,
+    received={
+        # a router that is shutting down (or a proxy's channel) may say so at once
+        ClientState.STARTING: {_P.DISCONN: ClientState.CLOSED},
+        ClientState.CONNECTING: {
+            _P.CONN_RPLY: ClientState.OPEN,
+            _P.NACK: ClientState.CLOSED,       # the ConnRqst refused (7.4.1)
+            _P.DISCONN: ClientState.CLOSED,    # a redirect (7.4.7) or shutdown
+        },
+        ClientState.OPEN: _CLIENT_OPEN,
+        ClientState.DISCONNECTING: {
+            **{packet: ClientState.DISCONNECTING for packet in _CLIENT_OPEN},
+            _P.DISCONN: ClientState.CLOSED,
+            _P.DISCONN_RPLY: ClientState.CLOSED,
+        },
+    },
+    events={
+        ClientState.STARTING: {"sent ConnRqst": ClientState.CONNECTING,
+                               "lost": ClientState.CLOSED},
+        ClientState.CONNECTING: {"lost": ClientState.CLOSED},
+        ClientState.OPEN: {"sent DisconnRqst": ClientState.DISCONNECTING,
+                           "lost": ClientState.CLOSED},
+        ClientState.DISCONNECTING: {"lost": ClientState.CLOSED},
+        ClientState.CLOSED: {"lost": ClientState.CLOSED},
+    },
+    ignored=frozenset({ClientState.CLOSED}),
+    names={int(p): p.name for p in PacketId},
+    refusals={
+        ClientState.STARTING: "from the router before the client's ConnRqst",
+        ClientState.CONNECTING: "from the router before its ConnRply",
+        ClientState.OPEN: "is not a packet a router sends in an open session",
+        ClientState.DISCONNECTING: "is not a packet a router sends in a session",
+    },
+)
+
+
+class ClientLifecycle(Enum):
+    """A ``Connection`` across its sessions; the values are the words of
+    ``Connection.state`` (public API)."""
+
+    CONNECTING = "connecting"
+    OPEN = "open"
+    RECONNECTING = "reconnecting"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+_L = ClientLifecycle
+
+#: the lifecycle's moves, all the connection's own (no packet moves it directly:
+#: a session's end does, through the reconnector)
+CLIENT_LIFECYCLE = Machine(
+    role=Role.CLIENT,
+    initial=_L.CONNECTING,
+    received={},
+    events={
+        _L.CONNECTING: {"opened": _L.OPEN, "failed": _L.CLOSED, "close": _L.CLOSING,
+                        "finalized": _L.CLOSED},
+        _L.OPEN: {"lost": _L.RECONNECTING, "close": _L.CLOSING, "finalized": _L.CLOSED},
+        _L.RECONNECTING: {"reconnected": _L.OPEN, "close": _L.CLOSING,
+                          "finalized": _L.CLOSED},
+        _L.CLOSING: {"finalized": _L.CLOSED},
+        _L.CLOSED: {"finalized": _L.CLOSED},
+    },
+)
 
 # -- either end of a federation link (federation draft) ----------------------------------
 # (filled in by the federation link core; see elvin.federation)

@@ -25,9 +25,10 @@ class ScriptedRouter(asyncio.Protocol):
     stay silent after ConnRply (keepalive timeout) or redirect (Disconn 2)."""
 
     def __init__(self, redirect_to: str | None = None,
-                 disconn: tuple[int, str] | None = None) -> None:
+                 disconn: tuple[int, str] | None = None, after_conn_rply: tuple = ()) -> None:
         self.redirect_to = redirect_to
         self.disconn = disconn       # sent 0.2 s after ConnRply
+        self.after_conn_rply = after_conn_rply   # packets sent right after it
         self.received: list = []
         self.next_id = 100
 
@@ -45,6 +46,8 @@ class ScriptedRouter(asyncio.Protocol):
                     self.transport.close()
                 else:
                     self.transport.write(frame(ConnRply(packet.xid, {})))
+                    for extra in self.after_conn_rply:
+                        self.transport.write(frame(extra))
                     if self.disconn:
                         asyncio.get_running_loop().call_later(0.2, self._disconnect)
             elif isinstance(packet, SubAddRqst):
@@ -66,12 +69,12 @@ async def scripted():
     redirects: dict[str, str] = {}
 
     async def start(redirect_to: str | None = None,
-                    disconn: tuple[int, str] | None = None) -> str:
+                    disconn: tuple[int, str] | None = None, after_conn_rply: tuple = ()) -> str:
         loop = asyncio.get_running_loop()
         box: dict[str, str] = {}
 
         def factory():
-            peer = ScriptedRouter(redirects.get(box["url"]), disconn)
+            peer = ScriptedRouter(redirects.get(box["url"]), disconn, after_conn_rply)
             peers.append(peer)
             return peer
         server = await loop.create_server(factory, "127.0.0.1", 0)
@@ -255,3 +258,14 @@ async def test_router_disconn_reasons_are_surfaced(scripted, reason, kind):
     assert closed.kind == kind and closed.disconn_reason == reason
     if kind == "redirect":
         assert closed.redirect == "elvin://127.0.0.1:9"
+
+
+async def test_a_packet_the_client_s_table_forbids_closes_the_connection_saying_which(scripted):
+    # a second ConnRply in an open session: a protocol violation (spec 7.3.2),
+    # decided by elvin.protocol.states.CLIENT, not by a handler
+    url = await scripted(after_conn_rply=(ConnRply(99, {}),))
+    conn = await connect(url)
+    closed = await asyncio.wait_for(conn.closed, 5)
+    assert closed.kind == "protocol-violation"
+    assert "CONN_RPLY" in closed.message
+    assert conn.state == "closed"

@@ -29,6 +29,7 @@ from elvin.errors import NackCode
 from elvin.keys import EMPTY_KEYS
 from elvin.protocol import ElvinURI, parse_uri
 from elvin.protocol import packets as pk
+from elvin.protocol.states import IllegalEvent
 from elvin.subscription import parse
 from tests.waiting import until
 
@@ -164,21 +165,27 @@ def test_the_cores_implement_the_whole_contract(implementation, protocols):
     assert members - instance_names == set()
 
 
-def test_the_connection_s_core_reads_its_fields_and_writes_only_supports_quench():
-    """``ConnectionCore`` is a view, not a copy: it shows the connection's
-    fields as they are now, and a part can learn ``supports_quench`` but not
-    move the state or swap the session behind the connection's back."""
+def test_the_connection_s_core_owns_its_state_and_parts_may_write_only_supports_quench():
+    """``ConnectionCore`` holds the connection's state, which the
+    ``Connection`` shows: a part can learn ``supports_quench`` but not move
+    the lifecycle or swap the session by assignment; the lifecycle moves
+    only as the ``CLIENT_LIFECYCLE`` table allows."""
     conn = Connection("elvin://home.example:2917", notification_keys=None)
-    core = ConnectionCore(conn)
+    core = conn._core
+    assert isinstance(core, ConnectionCore)
     assert (core.url, core.state, core.session) == (conn.url, "connecting", None)
     assert core.uri == core.home_uri == parse_uri("elvin://home.example:2917")
-    conn.state = "open"
-    assert core.state == "open"
+    core.move("opened")
+    assert conn.state == core.state == "open"
     core.supports_quench = False
     assert conn.supports_quench is False
     for name in ("state", "session", "url", "uri", "home_uri", "uris", "notification_keys"):
-        with pytest.raises(AttributeError, match=f"ConnectionCore.{name} is read-only"):
+        with pytest.raises(AttributeError):
             setattr(core, name, None)
+    with pytest.raises(AttributeError):
+        conn.state = "closed"  # type: ignore[misc]  # read-only, which is the point
+    with pytest.raises(IllegalEvent):
+        core.move("reconnected")   # not lost: nothing to reconnect
     assert conn.state == "open"
 
 

@@ -18,6 +18,7 @@ from elvin.client.errors import (
 )
 from elvin.client.events import CloseReason
 from elvin.client.requests import Channel, RequestTable
+from elvin.client.session_core import ClientSessionCore
 from elvin.errors import NackCode, ProtocolError, SubscriptionError
 from elvin.protocol import FrameDecoder
 from elvin.protocol import packets as pk
@@ -33,6 +34,7 @@ class MemoryChannel:
         self.close_reason: CloseReason | None = None
         self.paused = False
         self.sent: list[pk.Packet] = []
+        self.core = ClientSessionCore()
         self._decoder = FrameDecoder()
 
     def write(self, data: bytes) -> None:
