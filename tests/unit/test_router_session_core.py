@@ -153,10 +153,26 @@ class Call(Job):
             fn(self)
 
 
+class FakeClock:
+    """The host's clock: still unless the test moves it. It starts at the
+    process clock's reading because the quench manager (not the core) still
+    reads ``time.perf_counter`` against the deadlines the core derives."""
+
+    def __init__(self) -> None:
+        self.now = time.perf_counter()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 class Host:
     """The router's real sans-IO parts; deliveries and long compiles recorded."""
 
     def __init__(self) -> None:
+        self.clock = FakeClock()
         self.engine = Engine()
         self.quench = QuenchManager(self.engine, lambda owner, packet: owner.core.send(packet))
         self.stats = Stats()
