@@ -70,8 +70,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Generator, Hashable
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from collections.abc import Callable, Generator, Hashable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from elvin.errors import KeyRefused, NackCode, ProtocolError, SubscriptionError
 from elvin.keys import EMPTY_KEYS, Keys
@@ -141,6 +141,7 @@ if TYPE_CHECKING:   # the router's parts, as the host port names them (no import
     from elvin.router.engine import Engine, Subscription
     from elvin.router.quench import Quench, QuenchManager
     from elvin.router.stats import Stats
+    from elvin.subscription.ast import Node
     from elvin.subscription.shapes import Registered
 
 log = logging.getLogger("elvin.router.session")
@@ -182,6 +183,15 @@ _CONF_CONN = frame(ConfConn())
 _DROP_WARN = frame(DropWarn())
 _NOTIFY_EMIT = NOTIFY_EMIT_HEADER
 _UNOTIFY = UNOTIFY_HEADER
+
+
+_Item = TypeVar("_Item", covariant=True)
+
+
+class _Owning(Protocol[_Item]):
+    """The engine and the quench manager: what each owner made, by id."""
+
+    def owned(self, owner: Hashable, /) -> Mapping[int, _Item]: ...
 
 
 class HostJob(Job, Protocol):
@@ -343,7 +353,7 @@ class SessionCore:
         self.backlog = Backlog()
         self._pending: _Pending | None = None
         #: the wide NotifyEmit being decoded off the loop, and its body
-        self._wide: tuple[Any, bytes] | None = None
+        self._wide: tuple[HostJob, bytes] | None = None
         #: called when a compile finished and packets wait again (the channel
         #: schedules its next turn); None: nobody to tell (tests drain directly)
         self.on_ready: Callable[[], None] | None = None
@@ -588,7 +598,7 @@ class SessionCore:
             self.abort()
 
     # -- output -------------------------------------------------------------------------
-    def send(self, packet: Any, droppable: bool = False) -> None:
+    def send(self, packet: Packet, droppable: bool = False) -> None:
         """A packet for the client; none after Disconn or DisconnRply (once closing)."""
         if self.state is not CLOSING and self.state is not CLOSED:
             self.io.write(frame(packet), droppable)
@@ -720,7 +730,7 @@ class SessionCore:
             return
         self._emit(body, *decoded)
 
-    def _notify_emit_decoded(self, body: bytes, job: Any) -> None:
+    def _notify_emit_decoded(self, body: bytes, job: HostJob) -> None:
         """(A wide NotifyEmit decoded, on the loop.)"""
         self._wide = None
         if not self.backlog.finish(job):
@@ -849,7 +859,7 @@ class SessionCore:
             self.io.write(_DROP_WARN)
         return True
 
-    def _emitted(self, job: Any) -> None:
+    def _emitted(self, job: HostJob) -> None:
         """(A notification matched in steps was delivered, on the loop.)"""
         if self.backlog.finish(job) and self.backlog and self.on_ready is not None:
             self.on_ready()
@@ -921,7 +931,7 @@ class SessionCore:
         job.add_done_callback(self._compiled)
         return None
 
-    def _compiled(self, job: Any) -> None:
+    def _compiled(self, job: HostJob) -> None:
         """(The job's completion, on the loop.)"""
         pending = self._pending
         if not self.backlog.finish(job) or pending is None or pending.job is not job:
@@ -965,7 +975,7 @@ class SessionCore:
         if compiled is not None:
             self._sub_add(p, compiled)
 
-    def _sub_add(self, p: SubAddRqst, compiled: Any) -> None:
+    def _sub_add(self, p: SubAddRqst, compiled: Registered) -> None:
         placement = compiled.placement
         if placement is not None and (len(placement.plan) > WIDE or len(placement.names) > WIDE):
             # a wide expression is linked in over several loop turns, as this
@@ -981,12 +991,12 @@ class SessionCore:
                                    compiled.names, compiled.index, placement)
         self._added(p, sub)
 
-    def _added(self, p: SubAddRqst, sub: Any) -> None:
+    def _added(self, p: SubAddRqst, sub: Subscription) -> None:
         if not self.released:
             self.io.write(sub_rply_frame(p.xid, sub.id))
         self.host.quench.subscription_added(sub)
 
-    def _linked(self, p: SubAddRqst, job: Any) -> None:
+    def _linked(self, p: SubAddRqst, job: HostJob) -> None:
         """(A wide subscription linked in, on the loop.)"""
         if not self.backlog.finish(job):
             try:
@@ -1003,11 +1013,12 @@ class SessionCore:
         if self.backlog and self.on_ready is not None:
             self.on_ready()
 
-    def _own_sub(self, xid: int, sub_id: int) -> Any:
+    def _own_sub(self, xid: int, sub_id: int) -> Subscription | None:
         return self._owned(self.host.engine, xid, sub_id, NackCode.NO_SUCH_SUB,
                            "No such subscription: %1")
 
-    def _owned(self, table: Any, xid: int, item_id: int, code: int, message: str) -> Any:
+    def _owned(self, table: _Owning[_Item], xid: int, item_id: int, code: int,
+               message: str) -> _Item | None:
         """This session's subscription or quench ``item_id`` in ``table``, or
         None after a Nack: a client may only name what it made itself."""
         item = table.owned(self.owner).get(item_id)
@@ -1062,7 +1073,7 @@ class SessionCore:
         # modify keeps the tree object unless it changed: no walk of a big tree here
         quench.subscription_modified(sub, before, sub.ast is not old_ast)
 
-    def _modified(self, p: SubModRqst, sub: Any, old_ast: Any, job: Any) -> None:
+    def _modified(self, p: SubModRqst, sub: Subscription, old_ast: Node, job: HostJob) -> None:
         """(A wide modification linked in, on the loop.)"""
         if not self.backlog.finish(job):
             return                      # released meanwhile: its subscriptions go
@@ -1165,7 +1176,7 @@ class SessionCore:
                                  self.nfn_keys, announce=False)
         self._announce(p.xid, q)
 
-    def _announce(self, xid: int, q: Any) -> None:
+    def _announce(self, xid: int, q: Quench) -> None:
         """Tell quench ``q`` what is pending, then QnchRply: what fits in
         ``announcer.FIRST_STEP`` now, the rest in later loop turns as this
         session's one job (its later packets wait for it). The reply also
@@ -1178,7 +1189,7 @@ class SessionCore:
         self.backlog.start(job)         # cancelled if the session is released
         job.add_done_callback(functools.partial(self._announced, xid, q))
 
-    def _announced(self, xid: int, q: Any, job: Any) -> None:
+    def _announced(self, xid: int, q: Quench, job: HostJob) -> None:
         """(The announcement's end, on the loop.)"""
         if not self.backlog.finish(job):
             return                      # released meanwhile
@@ -1187,7 +1198,7 @@ class SessionCore:
         if self.backlog and self.on_ready is not None:
             self.on_ready()
 
-    def _own_quench(self, xid: int, quench_id: int) -> Any:
+    def _own_quench(self, xid: int, quench_id: int) -> Quench | None:
         return self._owned(self.host.quench, xid, quench_id, NackCode.NO_SUCH_QUENCH,
                            "No such quench: %1")
 
