@@ -7,12 +7,15 @@ caller sets), when a compile it asked for is done (through the job's
 completion), and when the channel is gone (``lost``). What it wants done on
 the channel it asks of its ``SessionIO`` (``write`` a packet, ``close``...),
 and what it wants of the router it asks of its ``SessionHost`` (the engine,
-the quench manager, delivery, compiling). The asyncio protocol
+the quench manager, delivery, compiling, and the clock: the core reads none
+itself). The wire layout of its fast paths is ``elvin.protocol.fastpath``. The asyncio protocol
 (``elvin.router.session.Session``) implements ``SessionIO``: it moves bytes
 and applies flow control, nothing else. Tests drive a core with recording
 fakes of both, without sockets (``tests/unit/test_router_session_core.py``).
 
-States:
+States (``SessionState``; which packet is legal in which, and what follows,
+is the table ``elvin.protocol.states.ROUTER_SESSION``, consulted once per
+packet in ``_packet``; every transition goes through it):
 
 ``NEW``        nothing received yet. The first packet must be ConnRqst or
                UNotify; anything else, or neither within ``connect_timeout``
@@ -28,8 +31,9 @@ States:
 
 Errors (7.3):
 
-* a frame that cannot be unmarshalled, a packet type a client may not send,
-  or anything but ConnRqst/UNotify first is a *protocol violation*: the
+* a frame that cannot be unmarshalled, or a packet the table refuses in
+  the session's state (a type a client may not send, anything but
+  ConnRqst/UNotify first) is a *protocol violation*: the
   session gets Disconn (reason 4) if it is established, and is closed;
 * a well-formed packet that breaks the negotiated limits or the session
   state (a second ConnRqst, a SecRqst adding a registered key) is a
