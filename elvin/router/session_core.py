@@ -497,12 +497,14 @@ class SessionCore:
         try:
             state = self.state
             head = body[:4]
+            if head == _NOTIFY_EMIT and state is CONNECTED:
+                # the hot path: what the table says of it (asserted at import),
+                # without the look-up
+                self._notify_emit(body)
+                return
             following = _LEGAL[state].get(head)
             if following is None:
                 self._illegal(state, body)
-                return
-            if head == _NOTIFY_EMIT:            # the hot path (legal only in a session)
-                self._notify_emit(body)
                 return
             packet: Packet | None = decode_sub_add_rqst(body, self.limits) \
                 if head == SUB_ADD_RQST_HEADER else None    # a registration burst's
@@ -1265,3 +1267,6 @@ _HANDLERS: dict[bytes, Callable[[SessionCore, Any], None]] = {
     )}
 # every packet the table lets a client send has a handler, and no other has one
 assert {*_HANDLERS, _NOTIFY_EMIT} == {head for row in _LEGAL.values() for head in row}
+# the hot path of ``_packet``: NotifyEmit is legal in a session, keeps it, and nowhere else
+assert [(state, row[_NOTIFY_EMIT]) for state, row in _LEGAL.items() if _NOTIFY_EMIT in row] \
+    == [(CONNECTED, CONNECTED)]
