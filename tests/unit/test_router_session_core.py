@@ -947,3 +947,17 @@ def test_the_publish_limit_runs_on_the_hosts_clock() -> None:
     channel.feed(NotifyEmit({"N": 4}))
     assert host.delivered == [{"N": 1}, {"N": 4}]
     assert channel.core.counters.throttled == 2
+
+
+def test_the_table_says_what_the_spec_does() -> None:
+    """7.4.3: ConnRqst or UNotify first; 5.4.1: a session-less channel takes
+    UNotify only; a session takes every client request, and DisconnRqst
+    ends it; nothing a router sends is legal from a client."""
+    legal = {state: {PacketId(pid) for pid in _IDS if ROUTER_SESSION.legal(state, pid)}
+             for state in _STATES}
+    assert legal[NEW] == {PacketId.CONN_RQST, PacketId.UNOTIFY}
+    assert legal[UNOTIFY] == {PacketId.UNOTIFY}
+    assert legal[CONNECTED] == set(_SAMPLES)
+    assert ROUTER_SESSION.receive(CONNECTED, PacketId.DISCONN_RQST) is CLOSING
+    assert ROUTER_SESSION.receive(NEW, PacketId.UNOTIFY) is UNOTIFY
+    assert ROUTER_SESSION.receive(NEW, PacketId.CONN_RQST) is NEW    # until it is accepted
