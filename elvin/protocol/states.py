@@ -28,7 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, StrEnum
+
+from elvin.protocol.packets import PACKET_CLASSES, PacketId
 
 from elvin.protocol.packets import PacketId
 
@@ -37,7 +39,10 @@ __all__ = [
     "IllegalEvent",
     "IllegalPacket",
     "Machine",
+    "ROUTER_SESSION",
     "Role",
+    "SessionEvent",
+    "SessionState",
 ]
 
 
@@ -122,7 +127,74 @@ class Machine:
 
 
 # -- the router's end of a client channel (spec 5, 7) ------------------------------------
-# (filled in by the router session; see elvin.router.session_core)
+# (consulted by elvin.router.session_core)
+
+class SessionState(StrEnum):
+    """Where a router's client channel is (``elvin.router.session_core``).
+    Strings, so that the status file and the logs show them as they are."""
+
+    #: nothing taken yet: ConnRqst or UNotify must come first (7.4.3)
+    NEW = "new"
+    #: session-less (5.4.1): UNotify only; the router sends nothing
+    UNOTIFY = "unotify"
+    #: a session: ConnRqst accepted
+    CONNECTED = "connected"
+    #: DisconnRqst taken or Disconn sent: what is read is dropped
+    CLOSING = "closing"
+    #: the channel is gone
+    CLOSED = "closed"
+
+
+class SessionEvent(StrEnum):
+    """The router session's own transitions (``Machine.event``)."""
+
+    #: a ConnRqst passed every check: ConnRply follows
+    ACCEPTED = "accepted ConnRqst"
+    #: Disconn was written (a redirect, too many errors, a violation, shutdown)
+    SENT_DISCONN = "sent Disconn"
+    #: closed at once, without a word (a violation before a session, a timeout)
+    ABORTED = "aborted"
+    #: refused at the door (elvin.router.door) before a byte was read
+    REFUSED = "refused at the door"
+    #: the channel is gone (the peer hung up, or the close finished)
+    LOST = "lost"
+
+
+_S = SessionState
+_E = SessionEvent
+_P = PacketId
+
+#: what a connected client may send; each leaves the session connected (a
+#: second ConnRqst too: it is Nacked, a protocol error, 7.3.3), but DisconnRqst
+_SESSION_REQUESTS = (_P.CONN_RQST, _P.UNOTIFY, _P.NOTIFY_EMIT, _P.TEST_CONN, _P.QOS_RQST,
+                     _P.SEC_RQST, _P.SUB_ADD_RQST, _P.SUB_MOD_RQST, _P.SUB_DEL_RQST,
+                     _P.QNCH_ADD_RQST, _P.QNCH_MOD_RQST, _P.QNCH_DEL_RQST)
+
+ROUTER_SESSION = Machine(
+    role=Role.ROUTER_SESSION,
+    initial=_S.NEW,
+    received={
+        # ConnRqst stays NEW until the handler accepts it (ACCEPTED): a refused
+        # one (version, keys, a full router) gets a Nack and another may come
+        _S.NEW: {_P.CONN_RQST: _S.NEW, _P.UNOTIFY: _S.UNOTIFY},
+        _S.UNOTIFY: {_P.UNOTIFY: _S.UNOTIFY},
+        # 7.4.5: nothing after DisconnRqst is read; its DisconnRply is the last packet
+        _S.CONNECTED: {**{int(pid): _S.CONNECTED for pid in _SESSION_REQUESTS},
+                       _P.DISCONN_RQST: _S.CLOSING},
+    },
+    events={
+        _S.NEW: {_E.ACCEPTED: _S.CONNECTED, _E.SENT_DISCONN: _S.CLOSING,
+                 _E.ABORTED: _S.CLOSING, _E.REFUSED: _S.CLOSED, _E.LOST: _S.CLOSED},
+        _S.UNOTIFY: {_E.ABORTED: _S.CLOSING, _E.LOST: _S.CLOSED},
+        _S.CONNECTED: {_E.SENT_DISCONN: _S.CLOSING, _E.ABORTED: _S.CLOSING,
+                       _E.LOST: _S.CLOSED},
+        _S.CLOSING: {_E.ABORTED: _S.CLOSING, _E.LOST: _S.CLOSED},
+        _S.CLOSED: {_E.ABORTED: _S.CLOSED, _E.LOST: _S.CLOSED},
+    },
+    ignored=frozenset({_S.CLOSING, _S.CLOSED}),
+    names={int(pid): cls.__name__ for pid, cls in PACKET_CLASSES.items()},
+    refusals={_S.NEW: "before ConnRqst", _S.UNOTIFY: "on a session-less channel",
+              _S.CONNECTED: "may not be sent by a client"})
 
 # -- the client's end (spec 5, 7) ---------------------------------------------------------
 # One table for a session (one channel: the protocol), one for the

@@ -85,6 +85,8 @@ class Router:
         self.sessions: set[Session] = set()
         #: the publish limit's buckets, per client address (elvin.router.clientstats)
         self.publish_limit = PublishLimit()
+        #: the clock of the sessions' deadlines (SessionHost.clock): the scheduler's too
+        self.clock = time.perf_counter
         self.initial_options = initial_options(self.config.options)
         self.initial_limits = self.initial_options.limits()
         # host:pid:start time, and a sequence number: two routers started in one
@@ -186,8 +188,9 @@ class Router:
         listener = str(parsed)
         if context is None:
             def factory() -> Any:
-                # once started (self.loop set) the Router is the ChannelHost; the port's
-                # owner is the Session itself (its typing: issue 46, point 2)
+                # once started (self.loop set) the Router is the ChannelHost; its
+                # release/session_connected/owner_sub_keys_changed take the Session,
+                # the port's take any Hashable owner (the core does not know its owner's type)
                 return Session(self, listener)  # type: ignore[arg-type]  # see above
         else:
             # TLS over plain TCP (elvin.federation.tlsaccept): the door counts

@@ -141,7 +141,7 @@ class Session(asyncio.Protocol):
         elif door is not None and not door.admit(self, peer):
             self._refused = True        # closed at once, without a word
             core = self.core
-            core.state, core.released = CLOSED, True
+            core.refused()
             transport.abort()
             return
         try:

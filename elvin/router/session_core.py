@@ -7,12 +7,15 @@ caller sets), when a compile it asked for is done (through the job's
 completion), and when the channel is gone (``lost``). What it wants done on
 the channel it asks of its ``SessionIO`` (``write`` a packet, ``close``...),
 and what it wants of the router it asks of its ``SessionHost`` (the engine,
-the quench manager, delivery, compiling). The asyncio protocol
+the quench manager, delivery, compiling, and the clock: the core reads none
+itself). The wire layout of its fast paths is ``elvin.protocol.fastpath``. The asyncio protocol
 (``elvin.router.session.Session``) implements ``SessionIO``: it moves bytes
 and applies flow control, nothing else. Tests drive a core with recording
 fakes of both, without sockets (``tests/unit/test_router_session_core.py``).
 
-States:
+States (``SessionState``; which packet is legal in which, and what follows,
+is the table ``elvin.protocol.states.ROUTER_SESSION``, consulted once per
+packet in ``_packet``; every transition goes through it):
 
 ``NEW``        nothing received yet. The first packet must be ConnRqst or
                UNotify; anything else, or neither within ``connect_timeout``
@@ -28,8 +31,9 @@ States:
 
 Errors (7.3):
 
-* a frame that cannot be unmarshalled, a packet type a client may not send,
-  or anything but ConnRqst/UNotify first is a *protocol violation*: the
+* a frame that cannot be unmarshalled, or a packet the table refuses in
+  the session's state (a type a client may not send, anything but
+  ConnRqst/UNotify first) is a *protocol violation*: the
   session gets Disconn (reason 4) if it is established, and is closed;
 * a well-formed packet that breaks the negotiated limits or the session
   state (a second ConnRqst, a SecRqst adding a registered key) is a
@@ -70,10 +74,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import struct
-import time
-from collections.abc import Callable, Generator, Hashable
-from typing import Any, Protocol
+from collections.abc import Callable, Generator, Hashable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from elvin.errors import KeyRefused, NackCode, ProtocolError, SubscriptionError
 from elvin.keys import EMPTY_KEYS, Keys
@@ -89,7 +91,6 @@ from elvin.protocol import (
     FrameDecoder,
     LimitError,
     Nack,
-    NotifyEmit,
     Packet,
     PacketId,
     QnchAddRqst,
@@ -106,12 +107,21 @@ from elvin.protocol import (
     SubRply,
     TestConn,
     UNotify,
-    decode_attributes,
     decode_packet,
     frame,
 )
 from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Job, Violation
+from elvin.protocol.fastpath import (
+    NOTIFY_EMIT_HEADER,
+    SUB_ADD_RQST_HEADER,
+    UNOTIFY_HEADER,
+    NotifyEmitFields,
+    decode_notify_emit,
+    header,
+    sub_rply_frame,
+)
 from elvin.protocol.limits import FIELD_OPTIONS, Limits
+from elvin.protocol.states import ROUTER_SESSION, IllegalPacket, SessionEvent, SessionState
 from elvin.protocol.xdr import decode_sub_add_rqst
 from elvin.router.announcer import FIRST_STEP
 from elvin.router.clientstats import ClientCounters, timed_steps
@@ -128,12 +138,22 @@ from elvin.router.security import (
 )
 from elvin.values import INT32_MAX, INT32_MIN, Int64, Value
 
+if TYPE_CHECKING:   # the router's parts, as the host port names them (no import at run time)
+    from elvin.ratelog import RateLimitedLog
+    from elvin.router.clientstats import PublishLimit
+    from elvin.router.config import RouterConfig
+    from elvin.router.engine import Engine, Subscription
+    from elvin.router.quench import Quench, QuenchManager
+    from elvin.router.stats import Stats
+    from elvin.subscription.ast import Node
+    from elvin.subscription.shapes import Registered
+
 log = logging.getLogger("elvin.router.session")
 
 #: NotifyEmit bodies longer than this (bytes) are decoded on the host's worker
 WIDE_NOTIFICATION = 256 * 1024
 
-def _note(host: Any, kind: str, level: int, message: str, *args: Any) -> None:
+def _note(host: SessionHost, kind: str, level: int, message: str, *args: Any) -> None:
     """A line a client can make the router write: through the host's
     rate-limited log (``session_notes``, elvin.ratelog) when it has one."""
     notes = getattr(host, "session_notes", None)
@@ -145,7 +165,17 @@ def _note(host: Any, kind: str, level: int, message: str, *args: Any) -> None:
 __all__ = ["CLOSED", "CLOSING", "CONNECTED", "NEW", "OFF_LOOP_LENGTH", "UNOTIFY",
            "SessionCore", "SessionHost", "SessionIO"]
 
-NEW, UNOTIFY, CONNECTED, CLOSING, CLOSED = "new", "unotify", "connected", "closing", "closed"
+# the states (elvin.protocol.states), by the names the router's modules use
+NEW, UNOTIFY, CONNECTED = SessionState.NEW, SessionState.UNOTIFY, SessionState.CONNECTED
+CLOSING, CLOSED = SessionState.CLOSING, SessionState.CLOSED
+
+#: ROUTER_SESSION's legal packets, by the first word of their body: the
+#: state each leads to (the table, indexed for ``_packet``'s one look-up; a
+#: packet missing here is refused by ``ROUTER_SESSION.receive`` itself)
+_LEGAL: dict[SessionState, dict[bytes, SessionState]] = {
+    state: {header(pid): cast(SessionState, following)
+            for pid, following in ROUTER_SESSION.received.get(state, {}).items()}
+    for state in SessionState}
 
 #: the peer name of the router's in-process clients (elvin.router.localchannel)
 INTERNAL_PEER = ("in-process", 0)
@@ -155,14 +185,25 @@ OFF_LOOP_LENGTH = 256      # longer ones take 5-20 ms to compile: the worker doe
 
 _CONF_CONN = frame(ConfConn())
 _DROP_WARN = frame(DropWarn())
-_ZERO4 = b"\0\0\0\0"
-_ONE4 = b"\0\0\0\1"
-_NOTIFY_EMIT = int(PacketId.NOTIFY_EMIT).to_bytes(4, "big")
-_UNOTIFY = int(PacketId.UNOTIFY).to_bytes(4, "big")
-#: SubRply for SubAddRqst, framed directly (the reply of a registration
-#: burst: no packet object, no generic encoder): length, id, xid, sub id
-_SUB_RPLY = struct.Struct(">IiIQ")
-_SUB_RPLY_ID = int(PacketId.SUB_RPLY)
+_NOTIFY_EMIT = NOTIFY_EMIT_HEADER
+_UNOTIFY = UNOTIFY_HEADER
+
+
+_Item = TypeVar("_Item", covariant=True)
+
+
+class _Owning(Protocol[_Item]):
+    """The engine and the quench manager: what each owner made, by id."""
+
+    def owned(self, owner: Hashable, /) -> Mapping[int, _Item]: ...
+
+
+class HostJob(Job, Protocol):
+    """What the host's ``compile_long``, ``run_off_loop``, ``link_later`` and
+    ``announce_later`` give: a future (``asyncio.Future`` in the router) the
+    backlog waits on, that calls back once it is done."""
+
+    def add_done_callback(self, fn: Callable[[Any], object], /) -> None: ...
 
 
 class SessionIO(Protocol):
@@ -188,44 +229,49 @@ class SessionIO(Protocol):
 class SessionHost(Protocol):
     """What a core asks of its router (``elvin.router.server.Router``)."""
 
-    engine: Any
-    quench: Any
-    stats: Any
-    config: Any
+    engine: Engine
+    quench: QuenchManager
+    stats: Stats
+    config: RouterConfig
     #: the publish limit's buckets (elvin.router.clientstats.PublishLimit)
-    publish_limit: Any
+    publish_limit: PublishLimit
+    #: the rate-limited log of what clients make the router write (elvin.ratelog)
+    session_notes: RateLimitedLog
     initial_options: SessionOptions
     initial_limits: Limits
 
-    def compile(self, text: str) -> Any:
-        """A short expression compiled now (``Registered``), or SubscriptionError."""
+    def clock(self) -> float:
+        """Seconds on the clock of the router's deadlines (``time.perf_counter``
+        in the router: the scheduler's ``drain`` deadlines and the quench
+        manager read it too). The core reads no clock of its own."""
 
-    def compile_long(self, text: str) -> Any:
-        """A long expression compiled on a worker: a future (``Job``) that
-        gives a ``Registered`` or raises SubscriptionError."""
+    def compile(self, text: str) -> Registered:
+        """A short expression compiled now, or SubscriptionError."""
 
-    def run_off_loop(self, size: int, job: Callable[[], Any]) -> Any:
+    def compile_long(self, text: str) -> HostJob:
+        """A long expression compiled on a worker: a future that gives a
+        ``Registered`` or raises SubscriptionError."""
+
+    def run_off_loop(self, size: int, job: Callable[[], Any]) -> HostJob:
         """``job()`` on the host's worker (``size``: bytes, choosing its lane):
-        a future (``Job``) of its result."""
+        a future of its result."""
 
-    def link_later(self, steps: Any) -> Any:
-        """A future (``Job``) of what the generator ``steps`` returns, run a
-        few milliseconds per loop turn (``elvin.router.steps``)."""
+    def link_later(self, steps: Generator[Any, None, Any]) -> HostJob:
+        """A future of what the generator ``steps`` returns, run a few
+        milliseconds per loop turn (``elvin.router.steps``)."""
 
-    def announce_later(self, quench: Any) -> Any:
-        """A future (``Job``) done once ``quench`` is told what is pending
+    def announce_later(self, quench: Quench) -> HostJob:
+        """A future done once ``quench`` is told what is pending
         (``elvin.router.announcer``)."""
 
-    def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
-                nkeys: Any, *, producer: Any = None,
-                preds: list[Any] | None = None) -> int: ...
+    def deliver_steps(self, attrs: dict[str, Value], block: bytes | None,
+                      deliver_insecure: bool, nkeys: NotificationKeys | None, *,
+                      producer: Hashable | None = None) -> Generator[None, None, int]:
+        """A delivery as a generator of steps (the rest run by ``link_later``)."""
 
-    def deliver_steps(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
-                      nkeys: Any, *, producer: Any = None) -> Any:
-        """``deliver`` as a generator of steps (the rest run by ``link_later``)."""
-
-    def deliver_ordered(self, key: Hashable, attrs: dict[str, Any], block: bytes | None,
-                        deliver_insecure: bool, nkeys: Any, *, producer: Any = None) -> None:
+    def deliver_ordered(self, key: Hashable, attrs: dict[str, Value], block: bytes | None,
+                        deliver_insecure: bool, nkeys: NotificationKeys | None, *,
+                        producer: Hashable | None = None) -> None:
         """``deliver_steps`` run to its end, after the earlier ones of ``key``."""
 
     def refuse_connection(self) -> str | None | bool: ...
@@ -311,7 +357,7 @@ class SessionCore:
         self.backlog = Backlog()
         self._pending: _Pending | None = None
         #: the wide NotifyEmit being decoded off the loop, and its body
-        self._wide: tuple[Any, bytes] | None = None
+        self._wide: tuple[HostJob, bytes] | None = None
         #: called when a compile finished and packets wait again (the channel
         #: schedules its next turn); None: nobody to tell (tests drain directly)
         self.on_ready: Callable[[], None] | None = None
@@ -357,13 +403,14 @@ class SessionCore:
         limit = self.host.config.pre_session_max_length
         if bodies:
             first = bodies[0]
-            length: int | None = len(first)
+            length = len(first)
             ptype: int | None = int.from_bytes(first[:4], "big")
         else:
             decoder = self.decoder
-            length = decoder.pending_length
-            if length is None or length <= limit:
+            pending = decoder.pending_length
+            if pending is None or pending <= limit:
                 return None
+            length = pending
             ptype = decoder.pending_type
             if ptype is None:
                 return None         # its type tells: wait for 4 more bytes
@@ -385,10 +432,10 @@ class SessionCore:
 
     def drain(self, quantum: int, deadline: float) -> bool:
         """Handle up to ``quantum`` backlog packets, fewer if the clock
-        (``time.perf_counter``) passes ``deadline`` (one notification may cost
+        (the host's ``clock``) passes ``deadline`` (one notification may cost
         a whole evaluation budget). True if more wait and can be handled now."""
         backlog = self.backlog
-        clock = time.perf_counter
+        clock = self.host.clock
         for _ in range(quantum):
             if self.state is CLOSING or self.state is CLOSED:
                 break
@@ -435,7 +482,7 @@ class SessionCore:
         (it holds this core: the two would be a reference cycle, kept until
         a full collection)."""
         state, producer = self.state, self.owner
-        self.state = CLOSED
+        self._event(SessionEvent.LOST)
         if not self.released and (state is CONNECTED or state is UNOTIFY):
             self._owed(state, producer)
         self._release()
@@ -445,17 +492,23 @@ class SessionCore:
 
     # -- dispatch -----------------------------------------------------------------------
     def _packet(self, body: bytes) -> None:
+        """One packet: legal here (``ROUTER_SESSION``), else a violation;
+        then decoded, the state it leads to entered, and its handler run."""
         try:
-            packet = None
-            if self.state is CONNECTED:
-                if body[:4] == _NOTIFY_EMIT:
-                    self._notify_emit(body)
-                    return
-                packet = decode_sub_add_rqst(body, self.limits)   # a registration burst's
-            if packet is not None:
-                handler: Callable[[SessionCore, Any], None] = \
-                    SessionCore._sub_add_rqst           # and a connected session's request
-            else:
+            state = self.state
+            head = body[:4]
+            if head == _NOTIFY_EMIT and state is CONNECTED:
+                # the hot path: what the table says of it (asserted at import),
+                # without the look-up
+                self._notify_emit(body)
+                return
+            following = _LEGAL[state].get(head)
+            if following is None:
+                self._illegal(state, body)
+                return
+            packet: Packet | None = decode_sub_add_rqst(body, self.limits) \
+                if head == SUB_ADD_RQST_HEADER else None    # a registration burst's
+            if packet is None:
                 try:
                     packet = decode_packet(body, self.limits)
                 except LimitError as exc:
@@ -464,19 +517,9 @@ class SessionCore:
                 except ProtocolError as exc:
                     self._violation(f"malformed packet: {exc}")
                     return
-                found = _HANDLERS.get(type(packet))
-                if found is None:
-                    self._violation(f"{type(packet).__name__} may not be sent by a client")
-                    return
-                handler = found
-                state = self.state
-                if state is NEW:
-                    if type(packet) not in (ConnRqst, UNotify):
-                        self._violation(f"{type(packet).__name__} before ConnRqst")
-                        return
-                elif state is UNOTIFY and type(packet) is not UNotify:
-                    self._violation(f"{type(packet).__name__} on a session-less channel")
-                    return
+            if following is not state:
+                self._enter(following)
+            handler = _HANDLERS[head]
             try:
                 handler(self, packet)
             except Exception:  # one packet's failure must not end the session; logged, nacked
@@ -487,6 +530,31 @@ class SessionCore:
         except Exception:       # never let a client's packet escape
             log.exception("%s: unexpected failure; closing the session", self.peer)
             self.abort()
+
+    def _illegal(self, state: SessionState, body: bytes) -> None:
+        """A packet ``_LEGAL`` lacks: the table's refusal is a violation
+        (7.3.2), the one place an illegal packet is handled. (In a state the
+        table ignores, the packet is dropped.)"""
+        if len(body) < 4:
+            self._violation(f"malformed packet: a packet of {len(body)} bytes is too short "
+                            "to hold a packet type")
+            return
+        try:
+            ROUTER_SESSION.receive(state, int.from_bytes(body[:4], "big", signed=True))
+        except IllegalPacket as exc:
+            self._violation(exc.reason)
+
+    def _enter(self, following: SessionState) -> None:
+        """A packet moved the session to ``following`` (the table's, or the
+        ConnRqst handler's ``ACCEPTED``). Leaving NEW, the channel's connect
+        timer goes."""
+        if self.state is NEW:
+            self.io.started()
+        self.state = following
+
+    def _event(self, event: SessionEvent) -> None:
+        """One of the session's own transitions (``ROUTER_SESSION.events``)."""
+        self.state = cast(SessionState, ROUTER_SESSION.event(self.state, event))
 
     def _limit_error(self, exc: LimitError) -> None:
         """A well-formed packet over the negotiated limits: a protocol error."""
@@ -536,7 +604,7 @@ class SessionCore:
             self.abort()
 
     # -- output -------------------------------------------------------------------------
-    def send(self, packet: Any, droppable: bool = False) -> None:
+    def send(self, packet: Packet, droppable: bool = False) -> None:
         """A packet for the client; none after Disconn or DisconnRply (once closing)."""
         if self.state is not CLOSING and self.state is not CLOSED:
             self.io.write(frame(packet), droppable)
@@ -566,15 +634,21 @@ class SessionCore:
         self.close_after_flush()
 
     def close_after_flush(self) -> None:
-        self.state = CLOSING
+        """Disconn was written: close once it is."""
+        self._event(SessionEvent.SENT_DISCONN)
         self._release()
         self.io.close(flush=True)
 
     def abort(self) -> None:
-        if self.state is not CLOSED:
-            self.state = CLOSING
+        """Close at once, without a word."""
+        self._event(SessionEvent.ABORTED)
         self._release()
         self.io.close(flush=False)
+
+    def refused(self) -> None:
+        """Refused at the door before a byte was read: nothing to release."""
+        self._event(SessionEvent.REFUSED)
+        self.released = True
 
     # -- packets ------------------------------------------------------------------------
     def _conn_rqst(self, p: ConnRqst) -> None:
@@ -606,8 +680,7 @@ class SessionCore:
         self.nfn_keys = p.nfn_keys
         self.sub_keys = p.sub_keys
         self.nfn_prepared = prepare_notification(self.nfn_keys)
-        self.state = CONNECTED
-        self.io.started()
+        self._enter(cast(SessionState, ROUTER_SESSION.event(self.state, SessionEvent.ACCEPTED)))
         self.host.session_connected(self.owner)
         self.send(ConnRply(p.xid, reply))  # type: ignore[arg-type]  # Values (options.py: object)
 
@@ -618,9 +691,6 @@ class SessionCore:
         self.io.apply_options(options)
 
     def _unotify(self, p: UNotify) -> None:
-        if self.state is NEW:
-            self.state = UNOTIFY
-            self.io.started()
         prepared = self._unotify_prepared(p)
         if prepared is not None:
             # in steps, as NotifyEmit; this connection's later ones after it
@@ -651,13 +721,13 @@ class SessionCore:
         later packets wait for it, so its notifications stay in order)."""
         if len(body) > WIDE_NOTIFICATION:
             job = self.host.run_off_loop(len(body), functools.partial(
-                _decode_notify_emit, body, self.limits))
+                decode_notify_emit, body, self.limits))
             self.backlog.start(job, keep=True)  # owed even if the client goes
             self._wide = (job, body)
             job.add_done_callback(functools.partial(self._notify_emit_decoded, body))
             return
         try:
-            decoded = _decode_notify_emit(body, self.limits)
+            decoded = decode_notify_emit(body, self.limits)
         except LimitError as exc:
             log.debug("%s: NotifyEmit over the limits ignored: %s", self.peer, exc)
             return
@@ -666,7 +736,7 @@ class SessionCore:
             return
         self._emit(body, *decoded)
 
-    def _notify_emit_decoded(self, body: bytes, job: Any) -> None:
+    def _notify_emit_decoded(self, body: bytes, job: HostJob) -> None:
         """(A wide NotifyEmit decoded, on the loop.)"""
         self._wide = None
         if not self.backlog.finish(job):
@@ -690,7 +760,7 @@ class SessionCore:
         # step): the first step now, the rest as this session's job, so its
         # next notification waits for it
         counters = self.counters
-        clock = time.perf_counter
+        clock = self.host.clock
         started = clock()
         steps = self._emit_steps(body, attrs, end, deliver_insecure, keys, self.owner)
         if steps is None:
@@ -743,7 +813,7 @@ class SessionCore:
         steps: Any = None
         if inflight is not None:
             yield inflight              # parked until it is matched, or decoded
-            first: _Decoded | None = _outcome(inflight) if wide is not None else None
+            first: NotifyEmitFields | None = _outcome(inflight) if wide is not None else None
             if wide is not None and first is not None:
                 steps = self._emit_steps(wide[1], *first, producer)
             if steps is not None:
@@ -751,15 +821,15 @@ class SessionCore:
         for body in owed:
             yield
             if body[:4] == _NOTIFY_EMIT:
-                decoded: _Decoded | None
+                decoded: NotifyEmitFields | None
                 if len(body) > WIDE_NOTIFICATION:
                     job = self.host.run_off_loop(len(body), functools.partial(
-                        _decode_notify_emit, body, self.limits))
+                        decode_notify_emit, body, self.limits))
                     yield job           # parked while it is decoded off the loop
                     decoded = _outcome(job)
                 else:
                     try:
-                        decoded = _decode_notify_emit(body, self.limits)
+                        decoded = decode_notify_emit(body, self.limits)
                     except ProtocolError:   # LimitError too: it was never accepted
                         continue
                 if decoded is None:
@@ -787,7 +857,7 @@ class SessionCore:
         if self.peer == INTERNAL_PEER:
             return False
         host = self.host
-        now = time.monotonic()
+        now = host.clock()
         if host.publish_limit.admits(self.counters, self.peer, host.config, now):
             return False
         host.stats.throttled += 1
@@ -795,18 +865,17 @@ class SessionCore:
             self.io.write(_DROP_WARN)
         return True
 
-    def _emitted(self, job: Any) -> None:
+    def _emitted(self, job: HostJob) -> None:
         """(A notification matched in steps was delivered, on the loop.)"""
         if self.backlog.finish(job) and self.backlog and self.on_ready is not None:
             self.on_ready()
 
-    def _notify_emit_packet(self, p: NotifyEmit) -> None:  # only reached if not CONNECTED
-        self._violation("NotifyEmit before ConnRqst")
-
     def _disconn_rqst(self, p: DisconnRqst) -> None:
-        self._release()      # 7.4.5: stop evaluating this client's subscriptions now
+        # (CLOSING already: the table's) 7.4.5: stop evaluating this
+        # client's subscriptions now; the reply is the last packet
+        self._release()
         self.io.write(frame(DisconnRply(p.xid)))
-        self.close_after_flush()
+        self.io.close(flush=True)
 
     def _test_conn(self, p: TestConn | None) -> None:
         self.io.write_conf_conn(_CONF_CONN)
@@ -868,7 +937,7 @@ class SessionCore:
         job.add_done_callback(self._compiled)
         return None
 
-    def _compiled(self, job: Any) -> None:
+    def _compiled(self, job: HostJob) -> None:
         """(The job's completion, on the loop.)"""
         pending = self._pending
         if not self.backlog.finish(job) or pending is None or pending.job is not job:
@@ -912,7 +981,7 @@ class SessionCore:
         if compiled is not None:
             self._sub_add(p, compiled)
 
-    def _sub_add(self, p: SubAddRqst, compiled: Any) -> None:
+    def _sub_add(self, p: SubAddRqst, compiled: Registered) -> None:
         placement = compiled.placement
         if placement is not None and (len(placement.plan) > WIDE or len(placement.names) > WIDE):
             # a wide expression is linked in over several loop turns, as this
@@ -928,12 +997,12 @@ class SessionCore:
                                    compiled.names, compiled.index, placement)
         self._added(p, sub)
 
-    def _added(self, p: SubAddRqst, sub: Any) -> None:
+    def _added(self, p: SubAddRqst, sub: Subscription) -> None:
         if not self.released:
-            self.io.write(_SUB_RPLY.pack(16, _SUB_RPLY_ID, p.xid, sub.id))
+            self.io.write(sub_rply_frame(p.xid, sub.id))
         self.host.quench.subscription_added(sub)
 
-    def _linked(self, p: SubAddRqst, job: Any) -> None:
+    def _linked(self, p: SubAddRqst, job: HostJob) -> None:
         """(A wide subscription linked in, on the loop.)"""
         if not self.backlog.finish(job):
             try:
@@ -950,11 +1019,12 @@ class SessionCore:
         if self.backlog and self.on_ready is not None:
             self.on_ready()
 
-    def _own_sub(self, xid: int, sub_id: int) -> Any:
+    def _own_sub(self, xid: int, sub_id: int) -> Subscription | None:
         return self._owned(self.host.engine, xid, sub_id, NackCode.NO_SUCH_SUB,
                            "No such subscription: %1")
 
-    def _owned(self, table: Any, xid: int, item_id: int, code: int, message: str) -> Any:
+    def _owned(self, table: _Owning[_Item], xid: int, item_id: int, code: int,
+               message: str) -> _Item | None:
         """This session's subscription or quench ``item_id`` in ``table``, or
         None after a Nack: a client may only name what it made itself."""
         item = table.owned(self.owner).get(item_id)
@@ -978,7 +1048,7 @@ class SessionCore:
         else:
             self._sub_mod(p, sub, None)
 
-    def _sub_mod(self, p: SubModRqst, sub: Any, compiled: Any) -> None:
+    def _sub_mod(self, p: SubModRqst, sub: Subscription, compiled: Registered | None) -> None:
         engine = self.host.engine
         if engine.get(sub.id) is not sub:     # gone while compiling
             self.nack(p.xid, NackCode.NO_SUCH_SUB, "No such subscription: %1", (id64(sub.id),))
@@ -986,7 +1056,8 @@ class SessionCore:
         quench = self.host.quench
         keys = apply_delta(sub.keys, p.add_keys, p.del_keys)
         placement = compiled.placement if compiled is not None else None
-        if placement is not None and (len(placement.plan) > WIDE or len(placement.names) > WIDE):
+        if compiled is not None and placement is not None and (
+                len(placement.plan) > WIDE or len(placement.names) > WIDE):
             # a wide expression is linked in over several loop turns (as for
             # SubAddRqst); the quench view is taken when it changes
             job = self.host.link_later(engine.modify_steps(
@@ -1008,7 +1079,7 @@ class SessionCore:
         # modify keeps the tree object unless it changed: no walk of a big tree here
         quench.subscription_modified(sub, before, sub.ast is not old_ast)
 
-    def _modified(self, p: SubModRqst, sub: Any, old_ast: Any, job: Any) -> None:
+    def _modified(self, p: SubModRqst, sub: Subscription, old_ast: Node, job: HostJob) -> None:
         """(A wide modification linked in, on the loop.)"""
         if not self.backlog.finish(job):
             return                      # released meanwhile: its subscriptions go
@@ -1111,20 +1182,20 @@ class SessionCore:
                                  self.nfn_keys, announce=False)
         self._announce(p.xid, q)
 
-    def _announce(self, xid: int, q: Any) -> None:
+    def _announce(self, xid: int, q: Quench) -> None:
         """Tell quench ``q`` what is pending, then QnchRply: what fits in
         ``announcer.FIRST_STEP`` now, the rest in later loop turns as this
         session's one job (its later packets wait for it). The reply also
         waits for the fan-out queued before it (``QuenchManager.outbox``)."""
         quench = self.host.quench
-        if quench.advance(q, time.perf_counter() + FIRST_STEP) and not quench.outbox:
+        if quench.advance(q, self.host.clock() + FIRST_STEP) and not quench.outbox:
             self.send(QnchRply(xid, q.id))
             return
         job = self.host.announce_later(q)
         self.backlog.start(job)         # cancelled if the session is released
         job.add_done_callback(functools.partial(self._announced, xid, q))
 
-    def _announced(self, xid: int, q: Any, job: Any) -> None:
+    def _announced(self, xid: int, q: Quench, job: HostJob) -> None:
         """(The announcement's end, on the loop.)"""
         if not self.backlog.finish(job):
             return                      # released meanwhile
@@ -1133,7 +1204,7 @@ class SessionCore:
         if self.backlog and self.on_ready is not None:
             self.on_ready()
 
-    def _own_quench(self, xid: int, quench_id: int) -> Any:
+    def _own_quench(self, xid: int, quench_id: int) -> Quench | None:
         return self._owned(self.host.quench, xid, quench_id, NackCode.NO_SUCH_QUENCH,
                            "No such quench: %1")
 
@@ -1177,37 +1248,25 @@ def _outcome(job: Any) -> Any:
     return None
 
 
-#: a NotifyEmit decoded: its attributes, where they end, deliver-insecure, its keys
-_Decoded = tuple[dict[str, Value], int, bool, "Keys | None"]
-
-
-def _decode_notify_emit(body: bytes, limits: Limits
-                        ) -> tuple[dict[str, Value], int, bool, Keys | None]:
-    """(attributes, end of their XDR, deliver_insecure, keys or None) of a
-    NotifyEmit body; LimitError or ProtocolError. Shares no state: the
-    host's worker runs it for a wide notification."""
-    attrs, end = decode_attributes(body, 4, limits)
-    tail = body[end:]
-    if (len(tail) == 8 and tail[4:] == _ZERO4
-            and (tail[:4] == _ONE4 or tail[:4] == _ZERO4)):
-        return attrs, end, tail[:4] == _ONE4, None
-    # keys (or something odd): the general decoder says which
-    packet: NotifyEmit = decode_packet(body, limits)   # (its pkt_id was NotifyEmit's)
-    return attrs, end, packet.deliver_insecure, packet.keys
-
-
-_HANDLERS: dict[type, Callable[[SessionCore, Any], None]] = {
-    ConnRqst: SessionCore._conn_rqst,
-    UNotify: SessionCore._unotify,
-    NotifyEmit: SessionCore._notify_emit_packet,
-    DisconnRqst: SessionCore._disconn_rqst,
-    TestConn: SessionCore._test_conn,
-    QosRqst: SessionCore._qos_rqst,
-    SecRqst: SessionCore._sec_rqst,
-    SubAddRqst: SessionCore._sub_add_rqst,
-    SubModRqst: SessionCore._sub_mod_rqst,
-    SubDelRqst: SessionCore._sub_del_rqst,
-    QnchAddRqst: SessionCore._qnch_add_rqst,
-    QnchModRqst: SessionCore._qnch_mod_rqst,
-    QnchDelRqst: SessionCore._qnch_del_rqst,
-}
+#: the handler of each packet a client may send (by the first word of its
+#: body; NotifyEmit has its own fast path in ``_packet``)
+_HANDLERS: dict[bytes, Callable[[SessionCore, Any], None]] = {
+    header(cls.ID): handler for cls, handler in (
+        (ConnRqst, SessionCore._conn_rqst),
+        (UNotify, SessionCore._unotify),
+        (DisconnRqst, SessionCore._disconn_rqst),
+        (TestConn, SessionCore._test_conn),
+        (QosRqst, SessionCore._qos_rqst),
+        (SecRqst, SessionCore._sec_rqst),
+        (SubAddRqst, SessionCore._sub_add_rqst),
+        (SubModRqst, SessionCore._sub_mod_rqst),
+        (SubDelRqst, SessionCore._sub_del_rqst),
+        (QnchAddRqst, SessionCore._qnch_add_rqst),
+        (QnchModRqst, SessionCore._qnch_mod_rqst),
+        (QnchDelRqst, SessionCore._qnch_del_rqst),
+    )}
+# every packet the table lets a client send has a handler, and no other has one
+assert {*_HANDLERS, _NOTIFY_EMIT} == {head for row in _LEGAL.values() for head in row}
+# the hot path of ``_packet``: NotifyEmit is legal in a session, keeps it, and nowhere else
+assert [(state, row[_NOTIFY_EMIT]) for state, row in _LEGAL.items() if _NOTIFY_EMIT in row] \
+    == [(CONNECTED, CONNECTED)]

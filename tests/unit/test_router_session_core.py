@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
 from elvin.errors import NackCode, SubscriptionError
 from elvin.keys import EMPTY_KEYS
 from elvin.protocol import (
@@ -21,16 +23,25 @@ from elvin.protocol import (
     FrameDecoder,
     Nack,
     NotifyEmit,
+    PacketId,
     QnchAddRqst,
+    QnchDelRqst,
+    QnchModRqst,
     QnchRply,
+    QosRqst,
+    SecRqst,
     SubAddRqst,
     SubDelRqst,
+    SubModRqst,
     SubRply,
     TestConn,
     UNotify,
     decode_packet,
     frame,
 )
+from elvin.protocol.framing import frame_body
+from elvin.protocol.states import ROUTER_SESSION, IllegalPacket, SessionState
+from elvin.router import session_core
 from elvin.router.compiling import compile_and_place
 from elvin.router.config import RouterConfig
 from elvin.router.engine import Engine
@@ -153,10 +164,41 @@ class Call(Job):
             fn(self)
 
 
+class FakeClock:
+    """The host's clock: the process clock, moved forward when a test says.
+    (It follows ``time.perf_counter`` because the quench manager, not the
+    core, still reads that against the deadlines the core derives from this
+    clock; ``StillClock`` is the one that does not move by itself.)"""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.perf_counter() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += seconds
+
+
+class StillClock(FakeClock):
+    """A clock that moves only when the test moves it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = time.perf_counter()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 class Host:
     """The router's real sans-IO parts; deliveries and long compiles recorded."""
 
     def __init__(self) -> None:
+        self.clock = FakeClock()
         self.engine = Engine()
         self.quench = QuenchManager(self.engine, lambda owner, packet: owner.core.send(packet))
         self.stats = Stats()
@@ -737,3 +779,185 @@ def test_each_pattern_that_overruns_its_limit_ends_a_step():
     assert job.steps >= 4                   # (the first step ran before the job)
     assert list(host.matched[0][subscriber]) == [cheap.subscription_id]
     assert host.engine.pattern_overruns == 5
+
+
+# -- the table (elvin.protocol.states.ROUTER_SESSION) ------------------------------------
+
+def _in_state(host: Host, state) -> Channel:
+    """A channel brought to ``state`` by the packets that lead there."""
+    if state is CONNECTED:
+        return connected(host)
+    channel = Channel(host)
+    if state is UNOTIFY:
+        channel.feed(UNotify(4, 0, {"first": 1}))
+    assert channel.core.state is state
+    return channel
+
+
+#: one well-formed packet of each type a client may send
+_SAMPLES = {
+    PacketId.CONN_RQST: ConnRqst(5, 4, 0, {}),
+    PacketId.UNOTIFY: UNotify(4, 0, {"A": 1}),
+    PacketId.NOTIFY_EMIT: NotifyEmit({"A": 1}),
+    PacketId.DISCONN_RQST: DisconnRqst(5),
+    PacketId.TEST_CONN: TestConn(),
+    PacketId.QOS_RQST: QosRqst(5, {}),
+    PacketId.SEC_RQST: SecRqst(5),
+    PacketId.SUB_ADD_RQST: SubAddRqst(5, "require(a)"),
+    PacketId.SUB_MOD_RQST: SubModRqst(5, 1),
+    PacketId.SUB_DEL_RQST: SubDelRqst(5, 1),
+    PacketId.QNCH_ADD_RQST: QnchAddRqst(5, ("a",)),
+    PacketId.QNCH_MOD_RQST: QnchModRqst(5, 1),
+    PacketId.QNCH_DEL_RQST: QnchDelRqst(5, 1),
+}
+
+_STATES = (NEW, UNOTIFY, CONNECTED)
+#: every packet id, and two that are none
+_IDS = [*(int(pid) for pid in PacketId), 0, 999]
+
+
+@pytest.mark.parametrize("state", _STATES, ids=str)
+def test_every_packet_the_table_refuses_is_a_violation(state) -> None:
+    """Each (state, packet) pair the table lacks closes the channel, with
+    the table's reason; a session gets Disconn (reason 4) first. Only the
+    packet's first word is read: a bare header is enough."""
+    illegal = [pid for pid in _IDS if not ROUTER_SESSION.legal(state, pid)]
+    assert illegal, "every state refuses something"
+    for pid in illegal:
+        host = Host()
+        channel = _in_state(host, state)
+        channel.take()
+        errors = host.stats.protocol_errors
+        out = channel.feed(raw=frame_body(pid.to_bytes(4, "big", signed=True)))
+        assert host.stats.protocol_errors == errors + 1, pid
+        assert channel.core.state is CLOSING, pid
+        if state is CONNECTED:
+            assert [(type(p), p.reason) for p in out] == [(Disconn, 4)], pid
+            with pytest.raises(IllegalPacket) as refused:
+                ROUTER_SESSION.receive(state, pid)
+            assert refused.value.reason in out[0].args, pid
+        else:
+            assert out == [] and channel.closed is False, pid
+
+
+@pytest.mark.parametrize("state", _STATES, ids=str)
+def test_every_packet_the_table_allows_reaches_its_handler(state, monkeypatch) -> None:
+    """Each legal (state, packet) pair is handed to its handler (recorded
+    here instead of run), and the state is the table's after it."""
+    reached: list[int] = []
+    recording = [False]
+
+    def recorder(handler):
+        def record(core, packet):
+            if not recording[0]:
+                return handler(core, packet)     # bringing the channel to ``state``
+            reached.append(int(packet.ID) if hasattr(packet, "ID") else -1)
+        return record
+
+    for head, handler in list(session_core._HANDLERS.items()):
+        monkeypatch.setitem(session_core._HANDLERS, head, recorder(handler))
+    emit = SessionCore._notify_emit
+    monkeypatch.setattr(SessionCore, "_notify_emit", lambda core, body: recorder(emit)(
+        core, NotifyEmit({}) if recording[0] else body))
+    legal = [pid for pid in _IDS if ROUTER_SESSION.legal(state, pid)]
+    assert set(legal) <= set(_SAMPLES)
+    for pid in legal:
+        host = Host()
+        recording[0] = False
+        channel = _in_state(host, state)
+        channel.take()
+        reached.clear()
+        recording[0] = True
+        out = channel.feed(_SAMPLES[pid])
+        if pid == PacketId.TEST_CONN:       # a session's liveness: answered on arrival
+            assert [type(p) for p in out] == [ConfConn]
+        else:
+            assert reached == [pid], PacketId(pid)
+        assert channel.core.state is ROUTER_SESSION.receive(state, pid), PacketId(pid)
+        assert host.stats.protocol_errors == 0
+
+
+def test_the_states_are_the_tables_and_keep_their_strings() -> None:
+    """The router's modules name the states NEW...CLOSED; the status file
+    and the tests read them as strings."""
+    assert (NEW, UNOTIFY, CONNECTED, CLOSING, CLOSED) == tuple(SessionState)
+    assert CONNECTED == "connected" and str(CLOSING) == "closing"
+    assert ROUTER_SESSION.initial is NEW
+
+
+def test_a_refused_connrqst_leaves_the_channel_new_for_another() -> None:
+    """A ConnRqst the router refuses (a version it does not speak) stays in
+    NEW, as the table says; the next one may succeed."""
+    host = Host()
+    channel = Channel(host)
+    out = channel.feed(ConnRqst(1, 5, 0, {}))
+    assert [type(p) for p in out] == [Nack] and channel.core.state is NEW
+    assert channel.started_calls == 0           # the connect timer still runs
+    assert [type(p) for p in channel.feed(ConnRqst(2, 4, 0, {}))] == [ConnRply]
+    assert channel.core.state is CONNECTED and channel.started_calls == 1
+
+
+def test_a_lost_channel_and_a_door_refusal_go_through_the_tables_events() -> None:
+    host = Host()
+    channel = connected(host)
+    channel.core.lost()
+    assert channel.core.state is CLOSED
+    refused = Channel(host)
+    refused.core.refused()
+    assert refused.core.state is CLOSED and refused.core.released
+
+
+# -- the clock passed in ------------------------------------------------------------------
+
+class _Ticking(StillClock):
+    """A clock that moves a second at every look."""
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_drain_stops_when_the_hosts_clock_passes_the_deadline() -> None:
+    host = Host()
+    channel = connected(host)
+    host.clock = _Ticking()
+    channel.core.receive(b"".join(frame(NotifyEmit({"N": n})) for n in range(3)))
+    assert channel.core.drain(64, host.clock.now + 0.5)     # more wait
+    assert host.delivered == [{"N": 0}]
+    while channel.core.drain(64, host.clock.now + 100):
+        pass
+    assert host.delivered == [{"N": 0}, {"N": 1}, {"N": 2}]
+
+
+def test_the_publish_limit_runs_on_the_hosts_clock() -> None:
+    """One notification a second, a burst of one: at one instant the second
+    is dropped with a DropWarn; a second later one goes again."""
+    from elvin.protocol import DropWarn
+    from elvin.router.clientstats import PublishLimit
+
+    host = Host()
+    host.clock = StillClock()
+    host.publish_limit = PublishLimit()
+    host.config.publish_rate, host.config.publish_burst = 1.0, 1
+    channel = connected(host)
+    out = channel.feed(NotifyEmit({"N": 1}), NotifyEmit({"N": 2}))
+    assert host.delivered == [{"N": 1}] and [type(p) for p in out] == [DropWarn]
+    assert channel.feed(NotifyEmit({"N": 3})) == []         # still the same instant
+    host.clock.advance(1.0)
+    channel.feed(NotifyEmit({"N": 4}))
+    assert host.delivered == [{"N": 1}, {"N": 4}]
+    assert channel.core.counters.throttled == 2
+
+
+def test_the_table_says_what_the_spec_does() -> None:
+    """7.4.3: ConnRqst or UNotify first; 5.4.1: a session-less channel takes
+    UNotify only; a session takes every client request, and DisconnRqst
+    ends it; nothing a router sends is legal from a client."""
+    legal = {state: {PacketId(pid) for pid in _IDS if ROUTER_SESSION.legal(state, pid)}
+             for state in _STATES}
+    assert legal[NEW] == {PacketId.CONN_RQST, PacketId.UNOTIFY}
+    assert legal[UNOTIFY] == {PacketId.UNOTIFY}
+    assert legal[CONNECTED] == set(_SAMPLES)
+    assert ROUTER_SESSION.receive(CONNECTED, PacketId.DISCONN_RQST) is CLOSING
+    assert ROUTER_SESSION.receive(NEW, PacketId.UNOTIFY) is UNOTIFY
+    assert ROUTER_SESSION.receive(NEW, PacketId.CONN_RQST) is NEW    # until it is accepted
