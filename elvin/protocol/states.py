@@ -32,10 +32,12 @@ from enum import Enum, StrEnum
 
 from elvin.protocol.packets import PACKET_CLASSES, PacketId
 
-from elvin.protocol.packets import PacketId
-
 __all__ = [
     "ANY_PACKET",
+    "CLIENT",
+    "CLIENT_LIFECYCLE",
+    "ClientLifecycle",
+    "ClientState",
     "IllegalEvent",
     "IllegalPacket",
     "Machine",
@@ -220,7 +222,6 @@ class ClientState(Enum):
     CLOSED = "closed"
 
 
-_P = PacketId
 
 #: what a router may send in an open session, and where each leads
 _CLIENT_OPEN: dict[int, Enum] = {
