@@ -525,7 +525,7 @@ class Simulation:
         self.latest[(origin, r.name)] = max(latest, k)
         stamp = routing[-1]
         if r.flood or not stamp.startswith(STAMP_PREFIX) or r.view is None \
-                or stamp[len(STAMP_PREFIX):] not in r.view.graphs:
+                or r.view.by_stamp(stamp) is None:
             return        # not routed here by the graph it names
         key = (origin, r.name, stamp)
         same = self.latest_on.get(key, -1)
