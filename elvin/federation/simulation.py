@@ -37,7 +37,8 @@ Checked: **never twice** (every delivery, at every moment), and **nothing
 lost after detection**: in the quiet part of each round (no fault for
 ``bound`` seconds), a notification from every live router that is not
 silent reaches every router it is connected to (through links that are up,
-routers alive and not silent), exactly once; and **per-producer order
+routers alive and not silent, not through one that the origin's tree
+reaches through a silent router not yet detected), exactly once; and **per-producer order
 among the notifications routed by one graph** (the same stamp) at every
 router that takes part. One that overtakes an earlier one on another graph
 (across a switch) is counted (``Outcome.reordered``), not a violation.
@@ -541,10 +542,10 @@ class Simulation:
             self.outcome.violations.append(f"seed {self.seed} at t={self.now:.4f}: {text}")
 
     # -- the schedule ------------------------------------------------------------------
-    def reachable(self, origin: str) -> set[str]:
+    def reachable(self, origin: str, avoid: frozenset[str] | set[str] = frozenset()) -> set[str]:
         def usable(name: str) -> bool:
             r = self.routers[name]
-            return r.alive and not r.silent
+            return r.alive and not r.silent and name not in avoid
         seen = {origin}
         todo = [origin]
         while todo:
@@ -569,14 +570,17 @@ class Simulation:
         if graph is None:
             return want
         tree = graph.tree(origin)
+        behind = set()                 # on the tree below a silent router
         for name in sorted(want):
             node = name
             while node in tree and node != origin:
                 node = tree[node]
                 if self.routers[node].silent:
-                    want.discard(name)
+                    behind.add(name)
                     break
-        return want
+        # and what the graph does not have (behind a router that does not
+        # take part) is reached only through routers not behind one
+        return self.reachable(origin, avoid=behind)
 
     def fault(self) -> None:
         """One random fault (or repair)."""
