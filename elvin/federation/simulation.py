@@ -173,6 +173,10 @@ class Simulation:
         self.first_at: dict[tuple[int, str], float] = {}     # first delivery
         self.latest: dict[tuple[str, str], int] = {}           # (origin, at) -> newest
         self.latest_on: dict[tuple[str, str, str], int] = {}   # ... per graph
+        #: copies (notification, routing list) that a router on their way
+        #: routed by another graph than their stamp names (it does not hold
+        #: it): not routed by one graph, so not held to its order
+        self.rerouted: set[tuple[int, tuple[str, ...]]] = set()
 
     def participants_connected(self, links: Any) -> bool:
         """Whether the routers that take part (alive ones once started) are
@@ -476,6 +480,8 @@ class Simulation:
             return
         if r.flood:
             targets = [p for p in sorted(r.ends) if p not in routing]
+            if (k, routing) in self.rerouted:
+                self.rerouted.add((k, (r.name, *routing)))
         else:
             assert r.view is not None
             route = r.view.route(routing, None, sender)
@@ -491,6 +497,10 @@ class Simulation:
                                        {"content": self.content[k]}):
                 return                 # a copy of one taken by another path
             targets = [p for p in route.children if p in r.ends and p not in routing]
+            stamp = routing[-1]
+            if (k, routing) in self.rerouted or (
+                    stamp.startswith(STAMP_PREFIX) and r.view.by_stamp(stamp) is None):
+                self.rerouted.add((k, (r.name, *routing)))
         got = self.counts[k].get(r.name, 0) + 1
         self.counts[k][r.name] = got
         self.outcome.deliveries += 1
@@ -526,8 +536,8 @@ class Simulation:
         self.latest[(origin, r.name)] = max(latest, k)
         stamp = routing[-1]
         if r.flood or not stamp.startswith(STAMP_PREFIX) or r.view is None \
-                or r.view.by_stamp(stamp) is None:
-            return        # not routed here by the graph it names
+                or r.view.by_stamp(stamp) is None or (k, routing) in self.rerouted:
+            return        # not routed here (or on the way) by the graph it names
         key = (origin, r.name, stamp)
         same = self.latest_on.get(key, -1)
         if k < same:
