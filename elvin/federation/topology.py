@@ -776,6 +776,13 @@ class TopologyView:
             if graph is None:
                 return Route(None, self.me)
             return graph.route(self.me, self.me, attrs)
+        if self._reannounce:
+            # the others took this router for gone (it hung) or it heard of
+            # a later life of its own, and ``refresh`` has not run yet: its
+            # graphs are not the ones the others route by, and what it
+            # passed on now (the backlog of a resumed hang) could reach a
+            # router the others already reached by another tree: dropped
+            return Route(None, routing[-1])
         last = routing[-1]
         if last.startswith(STAMP_PREFIX):
             routing = routing[:-1]

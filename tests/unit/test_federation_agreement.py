@@ -247,3 +247,13 @@ def test_a_copy_rerouted_on_its_way_is_not_held_to_its_stamps_order():
     outcome = run(101948, max_routers=16, flood_share=0.2, streams=True)
     assert not outcome.violations, "\n".join(outcome.violations)
     assert outcome.reordered
+
+
+def test_a_router_resuming_from_a_hang_does_not_route_its_backlog_by_its_old_graph():
+    """A router hung past the bound is taken for gone and routed around;
+    resumed, it reads its backlog, the announcements saying so first, and
+    until it recomputes it passed what a flooding router had sent it on by
+    its old graph, to a flooding router the others had already reached
+    (100949: twice at r09 and r11). It drops them instead."""
+    outcome = run(100949, max_routers=16, flood_share=0.2, streams=True)
+    assert not outcome.violations, "\n".join(outcome.violations)
