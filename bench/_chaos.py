@@ -204,9 +204,22 @@ class Federation:
         await asyncio.get_running_loop().run_in_executor(None, self._wait_all)
 
     def _wait_all(self) -> None:
+        """RuntimeError (not the bench's SystemExit, which would end a loop
+        of runs) if one does not start."""
         deadline = time.monotonic() + 60
         for i in range(self.n):
-            wait_listening(self.procs[i], self.client_ports[i], deadline)  # type: ignore[arg-type]
+            try:
+                wait_listening(self.procs[i], self.client_ports[i], deadline)  # type: ignore[arg-type]
+            except SystemExit as exc:
+                raise RuntimeError(f"r{i} did not start ({exc}; its log: "
+                                   f"{self.logs[i]})") from None
+
+    def exited(self) -> list[str]:
+        """The routers that ended by themselves (not killed by a fault):
+        each with its exit status and log."""
+        return [f"r{i} exited with status {proc.returncode} (its log: {self.logs[i]})"
+                for i, proc in enumerate(self.procs)
+                if proc is not None and proc.poll() is not None]
 
     def write_config(self, i: int) -> None:
         text = [f'listen = "elvin://127.0.0.1:{self.client_ports[i]}"', "discovery = false",
@@ -578,6 +591,11 @@ async def run(seed: int, n: int = 5, extra: int = 2, steps: int = 8, rate: float
         await _wait_for(lambda: all(checker.counts[s][k] for s in range(n) for k in final),
                         limit=60)
         await asyncio.sleep(0.5)           # a late duplicate would show now
+        exited = fed.exited()
+        if exited:
+            # a router that died under the faults is a failure of the run,
+            # whatever the subscribers got
+            raise RuntimeError("; ".join(exited))
         result = checker.verdict(windows, final)
         result["converged"] = converged
     except BaseException:

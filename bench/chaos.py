@@ -10,7 +10,12 @@ Each run prints its graph, its schedule and the loss window's definition
 out of order, lost outside the windows, lost inside them (allowed), and
 whether the final batch (published once everything is healed and the
 federation carries a probe everywhere) arrived everywhere. The last lines
-are the totals over all runs and the seeds that had a violation:
+are the totals over all runs and the seeds that failed: a violation (a
+duplicate, a loss outside the windows, a final batch not everywhere or out
+of order, a federation that never carried a probe everywhere again) or a
+router that did not restart (it exited, e.g. status 3, or did not listen
+again within a minute: its log is kept and named). Exits 1 if any failed:
+
 ``--seed S`` replays one (the same graph and schedule; what the routers do
 in it still depends on timing).
 """
@@ -28,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _chaos import FAULTS, run
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, help="one run with this seed")
     parser.add_argument("--seeds", type=int, default=1, help="runs with seeds 1..N")
@@ -61,8 +66,8 @@ def main() -> None:
             r = asyncio.run(run(seed, n=args.routers, extra=args.extra, steps=args.steps,
                                 rate=args.rate, keepalive=args.keepalive, kinds=kinds,
                                 flood=args.flood))
-        except RuntimeError as exc:           # a router that could not restart
-            print(f"seed {seed}: aborted: {exc}")
+        except RuntimeError as exc:    # a router that did not (re)start, or died
+            print(f"seed {seed}: FAILED: a router did not restart or ended: {exc}")
             aborted.append(seed)
             r = None
         runs += 1
@@ -81,7 +86,7 @@ def main() -> None:
         # out of order while the faults play is a figure (a switch can let a
         # notification on the new tree overtake: the README); after them not
         violation = (r["duplicates"] or r["lost"] or r["final_lost"]
-                     or r["final_out_of_order"])
+                     or r["final_out_of_order"] or not r["converged"])
         print(f"seed {seed}: {r['seconds']}s, published {r['published']}, deliveries "
               f"{r['deliveries']}, duplicates {r['duplicates']}, out of order "
               f"{r['out_of_order']}, lost {r['lost']} (in windows {r['lost_in_windows']}), "
@@ -103,12 +108,14 @@ def main() -> None:
         sys.stdout.flush()
     print(f"== {runs} runs, {time.monotonic() - started:.0f}s: "
           + ", ".join(f"{k} {v}" for k, v in totals.items()))
-    if aborted:
-        print(f"seeds aborted (a router did not restart): {aborted}")
+    print(f"seeds failed because a router did not restart or ended: {aborted or 'none'}")
     print(f"seeds with a violation: {bad or 'none'} (replay one: bench/chaos.py --seed S "
           f"--routers {args.routers} --extra {args.extra} --steps {args.steps} "
           f"--kinds {','.join(kinds)} --flood {args.flood})")
+    failed = len(bad) + len(aborted)
+    print(f"FAILED: {failed} of {runs} runs" if failed else f"passed: {runs} runs")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -121,6 +121,7 @@ class FederationStats:
     links_established: int = 0
     links_refused: int = 0
     redials_failed: int = 0            # outgoing dials that did not give a link
+    interest_gaps: int = 0             # subscriptions added before their interest could be announced (service.interest_unannounced)
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)

@@ -171,6 +171,9 @@ class FederationService:
         #: links whose peer sent a FedNotify before any pull filter (it does
         #: not take part)
         self._plain: set[Link] = set()
+        #: links whose peer has acknowledged a pull filter of this router at
+        #: least once (``interest_unannounced``)
+        self._acked_once: set[Link] = set()
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> FederationService:
@@ -188,6 +191,8 @@ class FederationService:
         self._say_who_may_link(self.config)
         for spec in self.config.connect:
             self._connectors.append(Connector(self, spec))
+        for _ in self._local:           # restored before any link is up
+            self._note_interest_gap()
         return self
 
     async def stop(self) -> None:
@@ -534,6 +539,7 @@ class FederationService:
 
     def unlink(self, link: Link) -> None:
         self._plain.discard(link)
+        self._acked_once.discard(link)
         if link in self._unready:
             self._unready.discard(link)
         elif self._unready:
@@ -563,10 +569,51 @@ class FederationService:
     def _local_changed(self, ast: Any, added: bool) -> None:
         if added:
             self._local[ast] = None
+            self._note_interest_gap()
         else:
             self._local.pop(ast, None)
         if self.linked:
             self._schedule()
+
+    def interest_unannounced(self) -> list[str]:
+        """The peers that may not know yet what this router's subscribers
+        want: each link this router dials that is not up, each link up whose
+        peer has not yet acknowledged any pull filter of this router, and,
+        taking part, no agreed topology (its peers have not heard from it).
+
+        Why: interest travels only in pull filters, so right after a
+        (re)start, until the links are up and acknowledged, notifications
+        published elsewhere for a subscriber here are not forwarded to this
+        router: lost, and no router can tell, since none knew it was
+        wanted. That window cannot be closed (the interest is not
+        announceable yet), so it is reported: a subscription added in it is
+        counted (``FederationStats.interest_gaps``) and logged
+        (``_note_interest_gap``), and a caller that must know (a mobility
+        move-in) can ask before it acknowledges. Later pull filter changes
+        (a new subscription while the links are up) are not counted: they
+        take the one round trip every Elvin federation has always taken."""
+        missing = []
+        for connector in self._connectors:
+            link = connector.link
+            if link is None or link.state != LINKED:
+                missing.append(connector.spec.router or connector.spec.url)
+        for domain, link in sorted(self.linked.items()):
+            if link.state == LINKED and link not in self._acked_once:
+                missing.append(domain)
+        if self.topology is not None and self.topology.confirmed is None and self.linked:
+            missing.append("(no topology agreed yet)")
+        return missing
+
+    def _note_interest_gap(self) -> None:
+        missing = self.interest_unannounced()
+        if not missing:
+            return
+        self.stats.interest_gaps += 1
+        self.notes.log("interest-gap", logging.WARNING,
+                       "federation: a subscription was added before its interest could be "
+                       "announced to %s (links not up or pull filters not acknowledged yet, "
+                       "as after a restart): notifications published elsewhere until then "
+                       "do not reach it", ", ".join(missing[:8]))
 
     def remote_pull_changed(self, link: Link) -> None:
         if self.topology is not None:
@@ -723,6 +770,7 @@ class FederationService:
         self._topology_soon()
 
     def pull_acked(self, link: Link) -> None:
+        self._acked_once.add(link)
         if self._unready:
             self._check_ready()
 

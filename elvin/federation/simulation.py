@@ -37,7 +37,8 @@ Checked: **never twice** (every delivery, at every moment), and **nothing
 lost after detection**: in the quiet part of each round (no fault for
 ``bound`` seconds), a notification from every live router that is not
 silent reaches every router it is connected to (through links that are up,
-routers alive and not silent), exactly once; and **per-producer order
+routers alive and not silent, not through one that the origin's tree
+reaches through a silent router not yet detected), exactly once; and **per-producer order
 among the notifications routed by one graph** (the same stamp) at every
 router that takes part. One that overtakes an earlier one on another graph
 (across a switch) is counted (``Outcome.reordered``), not a violation.
@@ -172,6 +173,10 @@ class Simulation:
         self.first_at: dict[tuple[int, str], float] = {}     # first delivery
         self.latest: dict[tuple[str, str], int] = {}           # (origin, at) -> newest
         self.latest_on: dict[tuple[str, str, str], int] = {}   # ... per graph
+        #: copies (notification, routing list) that a router on their way
+        #: routed by another graph than their stamp names (it does not hold
+        #: it): not routed by one graph, so not held to its order
+        self.rerouted: set[tuple[int, tuple[str, ...]]] = set()
 
     def participants_connected(self, links: Any) -> bool:
         """Whether the routers that take part (alive ones once started) are
@@ -475,6 +480,8 @@ class Simulation:
             return
         if r.flood:
             targets = [p for p in sorted(r.ends) if p not in routing]
+            if (k, routing) in self.rerouted:
+                self.rerouted.add((k, (r.name, *routing)))
         else:
             assert r.view is not None
             route = r.view.route(routing, None, sender)
@@ -490,6 +497,10 @@ class Simulation:
                                        {"content": self.content[k]}):
                 return                 # a copy of one taken by another path
             targets = [p for p in route.children if p in r.ends and p not in routing]
+            stamp = routing[-1]
+            if (k, routing) in self.rerouted or (
+                    stamp.startswith(STAMP_PREFIX) and r.view.by_stamp(stamp) is None):
+                self.rerouted.add((k, (r.name, *routing)))
         got = self.counts[k].get(r.name, 0) + 1
         self.counts[k][r.name] = got
         self.outcome.deliveries += 1
@@ -525,8 +536,8 @@ class Simulation:
         self.latest[(origin, r.name)] = max(latest, k)
         stamp = routing[-1]
         if r.flood or not stamp.startswith(STAMP_PREFIX) or r.view is None \
-                or stamp[len(STAMP_PREFIX):] not in r.view.graphs:
-            return        # not routed here by the graph it names
+                or r.view.by_stamp(stamp) is None or (k, routing) in self.rerouted:
+            return        # not routed here (or on the way) by the graph it names
         key = (origin, r.name, stamp)
         same = self.latest_on.get(key, -1)
         if k < same:
@@ -541,10 +552,10 @@ class Simulation:
             self.outcome.violations.append(f"seed {self.seed} at t={self.now:.4f}: {text}")
 
     # -- the schedule ------------------------------------------------------------------
-    def reachable(self, origin: str) -> set[str]:
+    def reachable(self, origin: str, avoid: frozenset[str] | set[str] = frozenset()) -> set[str]:
         def usable(name: str) -> bool:
             r = self.routers[name]
-            return r.alive and not r.silent
+            return r.alive and not r.silent and name not in avoid
         seen = {origin}
         todo = [origin]
         while todo:
@@ -569,14 +580,17 @@ class Simulation:
         if graph is None:
             return want
         tree = graph.tree(origin)
+        behind = set()                 # on the tree below a silent router
         for name in sorted(want):
             node = name
             while node in tree and node != origin:
                 node = tree[node]
                 if self.routers[node].silent:
-                    want.discard(name)
+                    behind.add(name)
                     break
-        return want
+        # and what the graph does not have (behind a router that does not
+        # take part) is reached only through routers not behind one
+        return self.reachable(origin, avoid=behind)
 
     def fault(self) -> None:
         """One random fault (or repair)."""

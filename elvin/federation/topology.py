@@ -45,7 +45,9 @@ Agreement: a graph is named by its ``digest``. Each router keeps the last
 *confirmed* at a router once every taking part router in it has announced
 holding it. The origin routes a notification by its newest confirmed graph
 and stamps the digest into the routing list (``stamp``), and every router on
-the way routes by that same graph: when the topology changes (a router dies
+the way routes by that same graph (also one it let go of from its history
+within ``DEDUP_WINDOW`` agreement bounds, as a burst of changes turns the
+history over in milliseconds): when the topology changes (a router dies
 or comes back), each notification still follows exactly one tree that every
 router on it knows, so the switch to the new trees loses and duplicates
 nothing. Agreement has a bound (``TopologyView``, ``agreement_timeout``): a
@@ -468,6 +470,9 @@ AGREEMENT_TIMEOUT = 2.0
 #: "nothing lost" is promised, so a repeat of equal content published
 #: after a change has settled is never taken for a copy
 DEDUP_WINDOW = 2.0
+#: graphs pushed out of the history that a router still routes by, at most
+#: (for ``DEDUP_WINDOW`` agreement bounds: ``TopologyView._retire``)
+RETIRED_GRAPHS = 64
 
 
 class TopologyView:
@@ -514,6 +519,8 @@ class TopologyView:
         self._confirmed: Graph | None = None
         self._dirty = self._reannounce = False
         self._stamped: dict[str, Graph] = {}
+        #: graphs pushed out of the history, by stamp, with when (``_retire``)
+        self._retired: OrderedDict[str, tuple[Graph, float]] = OrderedDict()
         self.recent = Recent(DEDUP_WINDOW * timeout)
         self.set_links(())
 
@@ -630,7 +637,7 @@ class TopologyView:
                 self.current = self.graphs.pop(graph.digest, graph)
                 self.graphs[graph.digest] = self.current
                 while len(self.graphs) > HISTORY:
-                    self.graphs.popitem(last=False)
+                    self._retire(self.graphs.popitem(last=False)[1], now)
                 self._stamped = {g.stamp: g for g in self.graphs.values()}
             own = self.announcements[self.me]
             gone = tuple(sorted(self.gone.items()))
@@ -641,6 +648,34 @@ class TopologyView:
             if not self._wait(now):
                 break
         self._confirm()
+
+    def _retire(self, graph: Graph, now: float) -> None:
+        """Keep routing by ``graph`` for the window after it left the
+        history (no longer announced as held, so nothing new is stamped
+        with it). Why: a burst of changes (links coming up after a restart
+        or a heal) makes a graph per announcement that arrives, and pushes
+        graphs out of the history within milliseconds, while notifications
+        stamped with one of them (the origin saw everyone holding it) are
+        on their way: without it they are dropped here (lost), or, if a
+        router that does not take part passed them on, routed by another
+        graph than on the way here (twice)."""
+        retired = self._retired
+        retired[graph.stamp] = (graph, now)
+        retired.move_to_end(graph.stamp)
+        window = DEDUP_WINDOW * self.timeout
+        while retired and (next(iter(retired.values()))[1] + window < now
+                           or len(retired) > RETIRED_GRAPHS):
+            retired.popitem(last=False)
+
+    def by_stamp(self, stamp: str) -> Graph | None:
+        """The graph ``stamp`` names, held or retired within the window."""
+        graph = self._stamped.get(stamp)
+        if graph is not None:
+            return graph
+        retired = self._retired.get(stamp)
+        if retired is not None and self._now() <= retired[1] + DEDUP_WINDOW * self.timeout:
+            return retired[0]
+        return None
 
     def _gone_everywhere(self) -> dict[str, int]:
         """The routers this one takes for gone, and those that the others
@@ -741,12 +776,19 @@ class TopologyView:
             if graph is None:
                 return Route(None, self.me)
             return graph.route(self.me, self.me, attrs)
+        if self._reannounce:
+            # the others took this router for gone (it hung) or it heard of
+            # a later life of its own, and ``refresh`` has not run yet: its
+            # graphs are not the ones the others route by, and what it
+            # passed on now (the backlog of a resumed hang) could reach a
+            # router the others already reached by another tree: dropped
+            return Route(None, routing[-1])
         last = routing[-1]
         if last.startswith(STAMP_PREFIX):
             routing = routing[:-1]
             if not routing:
                 return Route(None, "")
-            graph = self._stamped.get(last)
+            graph = self.by_stamp(last)
             if graph is not None:
                 for domain in reversed(routing):
                     if domain in graph.node_set:

@@ -25,7 +25,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
-from _chaos import run  # noqa: E402
+from _chaos import Federation, run  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -59,3 +59,26 @@ def test_restart_then_publish(tmp_path):
     result = asyncio.run(run(seed=2, n=5, extra=6, steps=5, rate=10.0, kinds=("kill",),
                              tmp=tmp_path, say=lambda *a: None))
     check(result)
+
+
+def test_a_router_that_does_not_restart_fails_the_run(tmp_path):
+    """A restart that fails (seed 212 of a long run: ``elvind`` exited with
+    status 3) or a router that ends by itself under the faults is a failed
+    run, named with its log, not a run that goes on without it: the
+    harness raises, and ``bench/chaos.py`` counts it and exits 1."""
+    async def scenario() -> None:
+        fed = Federation(tmp_path, 2, [(0, 1)], keepalive=1.0)
+        await fed.start()
+        try:
+            assert fed.exited() == []
+            fed.kill(1)
+            (tmp_path / "r1.toml").write_text("this is not TOML [\n")   # it cannot start
+            with pytest.raises(RuntimeError, match="r1 did not start again"):
+                await fed.restart(1)
+            fed.procs[0].terminate()                 # r0 ends by itself, as a crash would
+            await asyncio.get_running_loop().run_in_executor(None, fed.procs[0].wait)
+            assert [line.split(" (")[0] for line in fed.exited()] == [
+                f"r0 exited with status {fed.procs[0].returncode}"]
+        finally:
+            await fed.stop()
+    asyncio.run(scenario())

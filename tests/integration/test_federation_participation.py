@@ -265,3 +265,35 @@ async def test_reloading_with_another_routing_relinks_and_takes_part_again(tmp_p
         assert takes_part(r0, "r1") and takes_part(r2, "r1")
     finally:
         stop_all(routers)
+
+
+async def test_interest_not_yet_announced_is_a_counted_logged_gap(caplog):
+    """Right after a (re)start, what its subscribers want reaches the peers
+    only once the links are up and the pull filters acknowledged;
+    notifications published elsewhere before then are lost, and no router
+    can tell (mobility run 25). The gap cannot be closed, so it is reported:
+    a subscription added in it is counted (``interest_gaps``) and logged,
+    and ``interest_unannounced`` names the peers that may not know it. A
+    subscription added once every link is acknowledged is not counted."""
+    router = single_router(accept=["p1"])
+    service = lambda: router.router.federation  # noqa: E731
+    try:
+        url = router.federation_urls[0]
+        p1 = await RawFederator.linked(url, "p1")
+        first = await p1.expect(FedSubReplace)              # not acknowledged yet
+        sub = await RawClient.connected(router.port)
+        await sub.subscribe('Group == "early"')
+        await until(lambda: fed_stats(router)["interest_gaps"] == 1,
+                    what="the subscription counted as a gap")
+        assert router.call(lambda: service().interest_unannounced())[0] == "p1"
+        assert "before its interest could be announced to p1" in caplog.text
+        p1.send(Ack(first.xid))
+        await until(lambda: router.call(lambda: service().interest_unannounced()) == [],
+                    what="p1 acknowledged a pull filter, a topology agreed")
+        await sub.subscribe('Group == "later"')
+        await p1.expect(FedSubReplace)          # the later interest went out: it was seen
+        assert fed_stats(router)["interest_gaps"] == 1
+        await sub.close()
+        await p1.close()
+    finally:
+        router.stop()
