@@ -32,8 +32,11 @@ from enum import Enum
 
 __all__ = [
     "ANY_PACKET",
+    "FEDERATION_ACCEPTING",
+    "FEDERATION_CONNECTING",
     "IllegalEvent",
     "IllegalPacket",
+    "LinkState",
     "Machine",
     "Role",
 ]
@@ -126,4 +129,89 @@ class Machine:
 # (filled in by the client core; see elvin.client)
 
 # -- either end of a federation link (federation draft) ----------------------------------
-# (filled in by the federation link core; see elvin.federation)
+# (the federation link core, elvin.federation.link_core, consults it)
+#
+# The draft's handshake (6.3): the connecting router sends FedConnRqst and
+# waits for FedConnRply (or a Nack, or a Disconn); the accepting router waits
+# for FedConnRqst and answers it once the peer is admitted. Admission may take
+# DNS lookups, so a FedConnRqst leaves the accepting end in AWAIT_RQST and the
+# link core's own "established" event moves it to LINKED; likewise the
+# connecting end checks the FedConnRply's domain before it is linked. Once
+# linked, either end may send everything but the handshake.
+
+from enum import StrEnum  # noqa: E402 - this section's own imports
+
+from elvin.protocol import federation_ids as _fed  # noqa: E402
+from elvin.protocol.packets import PacketId as _PacketId  # noqa: E402
+
+
+class LinkState(StrEnum):
+    """Where a federation link is. A ``str`` enum with the values the link
+    used before this table, so logs and status pages read the same."""
+
+    AWAIT_RQST = "await-rqst"      # accepting end: waiting for FedConnRqst (and admission)
+    AWAIT_RPLY = "await-rply"      # connecting end: waiting for FedConnRply
+    LINKED = "linked"
+    CLOSED = "closed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_LINKED_TAKES: dict[int, Enum] = {
+    _fed.FED_NOTIFY: LinkState.LINKED,
+    _fed.FED_SUB_REPLACE: LinkState.LINKED,
+    _fed.ACK: LinkState.LINKED,
+    int(_PacketId.NACK): LinkState.LINKED,        # our FedSubReplace refused: the core closes
+    int(_PacketId.TEST_CONN): LinkState.LINKED,
+    int(_PacketId.CONF_CONN): LinkState.LINKED,
+    int(_PacketId.DROP_WARN): LinkState.LINKED,
+    int(_PacketId.DISCONN): LinkState.CLOSED,
+}
+_LINK_EVENTS: dict[Enum, dict[str, Enum]] = {
+    LinkState.AWAIT_RQST: {"established": LinkState.LINKED, "close": LinkState.CLOSED},
+    LinkState.AWAIT_RPLY: {"established": LinkState.LINKED, "close": LinkState.CLOSED},
+    LinkState.LINKED: {"close": LinkState.CLOSED},
+    LinkState.CLOSED: {"close": LinkState.CLOSED},
+}
+_LINK_NAMES: dict[int, str] = {
+    _fed.FED_CONN_RQST: "FedConnRqst", _fed.FED_CONN_RPLY: "FedConnRply",
+    _fed.FED_SUB_REPLACE: "FedSubReplace", _fed.FED_NOTIFY: "FedNotify", _fed.ACK: "Ack",
+    int(_PacketId.NACK): "Nack", int(_PacketId.DISCONN): "Disconn",
+    int(_PacketId.TEST_CONN): "TestConn", int(_PacketId.CONF_CONN): "ConfConn",
+    int(_PacketId.DROP_WARN): "DropWarn",
+}
+
+#: the accepting end of a federation link: FedConnRqst first, nothing else
+FEDERATION_ACCEPTING = Machine(
+    role=Role.FEDERATION_LINK,
+    initial=LinkState.AWAIT_RQST,
+    received={
+        # a second FedConnRqst while the first is admitted is legal here; the
+        # core drops it (the draft has no answer for it but the first's)
+        LinkState.AWAIT_RQST: {_fed.FED_CONN_RQST: LinkState.AWAIT_RQST},
+        LinkState.LINKED: _LINKED_TAKES,
+    },
+    events=_LINK_EVENTS,
+    ignored=frozenset({LinkState.CLOSED}),
+    names=_LINK_NAMES,
+    refusals={LinkState.AWAIT_RQST: "before FedConnRqst",
+              LinkState.LINKED: "on a federation link"},
+)
+
+#: the connecting end: FedConnRply, or a Nack or Disconn refusing the link
+FEDERATION_CONNECTING = Machine(
+    role=Role.FEDERATION_LINK,
+    initial=LinkState.AWAIT_RPLY,
+    received={
+        LinkState.AWAIT_RPLY: {_fed.FED_CONN_RPLY: LinkState.AWAIT_RPLY,
+                               int(_PacketId.NACK): LinkState.CLOSED,
+                               int(_PacketId.DISCONN): LinkState.CLOSED},
+        LinkState.LINKED: _LINKED_TAKES,
+    },
+    events=_LINK_EVENTS,
+    ignored=frozenset({LinkState.CLOSED}),
+    names=_LINK_NAMES,
+    refusals={LinkState.AWAIT_RPLY: "before FedConnRply",
+              LinkState.LINKED: "on a federation link"},
+)
