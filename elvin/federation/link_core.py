@@ -66,7 +66,7 @@ __all__ = [
 #: shell off the loop (FederationHost.run_off_loop); a shorter one (~10
 #: terms) costs the loop at most a few milliseconds
 OFF_LOOP_BYTES = 1024
-_FED_SUB_REPLACE = FedSubReplace.ID.to_bytes(4, "big")
+_NO_ROW: dict[int, object] = {}
 
 
 class LinkSettings(Protocol):
@@ -185,6 +185,7 @@ class LinkCore:
         self.limits = limits
         self.settings = settings
         self.machine = FEDERATION_CONNECTING if role == "connect" else FEDERATION_ACCEPTING
+        self._rows = self.machine.received
         self.state: LinkState = self.machine.initial  # type: ignore[assignment]  # the machine's initial is a LinkState
         self.decoder = FrameDecoder(limits)
         self.remote_domain: str | None = None
@@ -281,12 +282,16 @@ class LinkCore:
         if state is LinkState.CLOSED:
             return []
         packet_id = int.from_bytes(body[:4], "big") if len(body) >= 4 else -2
-        try:
-            following = self.machine.receive(state, packet_id)
-        except IllegalPacket as exc:
-            if state is LinkState.AWAIT_RPLY:
-                self.answered = True
-            return self.violate(exc.reason)
+        # the table's row looked up directly (a FedNotify pays no method
+        # call); whatever the row lacks goes to Machine.receive, which raises
+        following = self._rows.get(state, _NO_ROW).get(packet_id)
+        if following is None:
+            try:
+                following = self.machine.receive(state, packet_id)
+            except IllegalPacket as exc:
+                if state is LinkState.AWAIT_RPLY:
+                    self.answered = True
+                return self.violate(exc.reason)
         if state is LinkState.LINKED and packet_id == FedSubReplace.ID and \
                 len(body) > OFF_LOOP_BYTES:
             return [OffLoopSubReplace(body)]
