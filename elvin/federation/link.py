@@ -673,16 +673,10 @@ class FederationLink(asyncio.Protocol):
         self._send(Ack(p.xid))
 
     def _fed_notify(self, p: FedNotify, block: bytes | None) -> None:
+        """A FedNotify whose routing list the core has checked: an
+        announcement, or a notification for the filters and the trees."""
         service = self.service
         routing = p.routing
-        if self.remote_domain not in routing:
-            self.violation(f"FedNotify routing list {list(routing)[:8]!r} lacks the "
-                           f"sender's domain {self.remote_domain!r}")
-            return
-        if len(routing) > service.config.max_routing:
-            self.violation(f"FedNotify routing list of {len(routing)} domains (limit "
-                           f"{service.config.max_routing})")
-            return
         attrs = p.attributes
         if ANNOUNCEMENT_ATTR in attrs:
             self.stats.announcements_received += 1
