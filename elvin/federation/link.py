@@ -82,7 +82,7 @@ from elvin.federation.topology import ANNOUNCEMENT_ATTR
 from elvin.protocol import DisconnReason, Nack
 from elvin.protocol.backlog import Backlog, Violation
 from elvin.protocol.limits import Limits
-from elvin.protocol.states import LinkState
+from elvin.protocol.states import FederationLinkState
 
 if TYPE_CHECKING:
     from elvin.federation.admission import Refusal
@@ -98,9 +98,9 @@ __all__ = ["AWAIT_RPLY", "AWAIT_RQST", "CLOSED", "LINKED", "OFF_LOOP_BYTES",
 #: (codes 2500-2599 are for implementations): we use the same.
 NACK_INVALID_DOMAIN = 2500
 
-#: the link's states (``elvin.protocol.states.LinkState``; str values, as before)
-AWAIT_RQST, AWAIT_RPLY = LinkState.AWAIT_RQST, LinkState.AWAIT_RPLY
-LINKED, CLOSED = LinkState.LINKED, LinkState.CLOSED
+#: the link's states (``elvin.protocol.states.FederationLinkState``; str values, as before)
+AWAIT_RQST, AWAIT_RPLY = FederationLinkState.AWAIT_RQST, FederationLinkState.AWAIT_RPLY
+LINKED, CLOSED = FederationLinkState.LINKED, FederationLinkState.CLOSED
 _MAX_WRITE_BUFFER = 8 * 1024 * 1024   # FedNotify beyond this backlog are dropped
 
 
@@ -246,7 +246,7 @@ class FederationLink(asyncio.Protocol):
 
     # -- the core's state, read through ------------------------------------------------
     @property
-    def state(self) -> LinkState:
+    def state(self) -> FederationLinkState:
         return self.core.state
 
     @property

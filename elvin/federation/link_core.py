@@ -52,8 +52,8 @@ from elvin.protocol.limits import Limits
 from elvin.protocol.states import (
     FEDERATION_ACCEPTING,
     FEDERATION_CONNECTING,
+    FederationLinkState,
     IllegalPacket,
-    LinkState,
 )
 
 __all__ = [
@@ -186,7 +186,7 @@ class LinkCore:
         self.settings = settings
         self.machine = FEDERATION_CONNECTING if role == "connect" else FEDERATION_ACCEPTING
         self._rows = self.machine.received
-        self.state: LinkState = self.machine.initial  # type: ignore[assignment]  # the machine's initial is a LinkState
+        self.state: FederationLinkState = self.machine.initial  # type: ignore[assignment]  # the machine's initial is a FederationLinkState
         self.decoder = FrameDecoder(limits)
         self.remote_domain: str | None = None
         #: the link was established (it may since have closed)
@@ -207,7 +207,7 @@ class LinkCore:
 
     @property
     def closed(self) -> bool:
-        return self.state is LinkState.CLOSED
+        return self.state is FederationLinkState.CLOSED
 
     # -- the handshake ---------------------------------------------------------------------
     def start(self) -> list[Event]:
@@ -220,12 +220,12 @@ class LinkCore:
     def establish(self, domain: str, xid: int | None = None) -> list[Event]:
         """The shell admitted the peer as ``domain``: at the accepting end
         ``xid`` is its FedConnRqst's, answered with FedConnRply."""
-        if self.state not in (LinkState.AWAIT_RQST, LinkState.AWAIT_RPLY):
+        if self.state not in (FederationLinkState.AWAIT_RQST, FederationLinkState.AWAIT_RPLY):
             return []
         events: list[Event] = []
         if self.role == "accept":
             events.append(Send(FedConnRply(xid or 0, self.domain)))
-        self.state = self.machine.event(self.state, "established")  # type: ignore[assignment]  # LinkState table
+        self.state = self.machine.event(self.state, "established")  # type: ignore[assignment]  # FederationLinkState table
         self.remote_domain = domain
         self.established = True
         events.append(Linked(domain))
@@ -235,15 +235,15 @@ class LinkCore:
         """Nack the peer's FedConnRqst with ``told`` and close (the log says ``detail``)."""
         if self.closed:
             return []
-        self.state = LinkState.CLOSED
+        self.state = FederationLinkState.CLOSED
         return [Send(Nack(xid, code, told[:200])), Close("refused", detail)]
 
     def handshake_due(self) -> list[Event]:
         """The handshake's deadline (``request_timeout`` after the channel
         opened) has come: if it is not done, the link is closed."""
-        if self.state not in (LinkState.AWAIT_RQST, LinkState.AWAIT_RPLY):
+        if self.state not in (FederationLinkState.AWAIT_RQST, FederationLinkState.AWAIT_RPLY):
             return []
-        self.state = LinkState.CLOSED
+        self.state = FederationLinkState.CLOSED
         awaited = "FedConnRqst" if self.role == "accept" else "FedConnRply"
         return [Close("handshake-timeout", awaited)]
 
@@ -266,7 +266,7 @@ class LinkCore:
             # packets of this peer's, acted on before the violation
             bodies, bad = exc.frames, f"bad frame: {exc}"
         answers: list[Event] = []
-        if self.state is LinkState.LINKED and TEST_CONN_BODY in bodies:
+        if self.state is FederationLinkState.LINKED and TEST_CONN_BODY in bodies:
             kept = []
             for body in bodies:
                 if body == TEST_CONN_BODY:
@@ -279,7 +279,7 @@ class LinkCore:
     def handle(self, body: bytes) -> list[Event]:
         """One packet body from the peer: what to do about it."""
         state = self.state
-        if state is LinkState.CLOSED:
+        if state is FederationLinkState.CLOSED:
             return []
         packet_id = int.from_bytes(body[:4], "big") if len(body) >= 4 else -2
         # the table's row looked up directly (a FedNotify pays no method
@@ -289,21 +289,21 @@ class LinkCore:
             try:
                 following = self.machine.receive(state, packet_id)
             except IllegalPacket as exc:
-                if state is LinkState.AWAIT_RPLY:
+                if state is FederationLinkState.AWAIT_RPLY:
                     self.answered = True
                 return self.violate(exc.reason)
-        if state is LinkState.LINKED and packet_id == FedSubReplace.ID and \
+        if state is FederationLinkState.LINKED and packet_id == FedSubReplace.ID and \
                 len(body) > OFF_LOOP_BYTES:
             return [OffLoopSubReplace(body)]
         try:
             packet, attrs_end = decode_fed_notify(body, self.limits)
         except ProtocolError as exc:
-            if state is LinkState.AWAIT_RPLY:
+            if state is FederationLinkState.AWAIT_RPLY:
                 self.answered = True
             return self.malformed(exc)
-        if state is LinkState.AWAIT_RQST:
+        if state is FederationLinkState.AWAIT_RQST:
             return self._fed_conn_rqst(packet)  # type: ignore[arg-type]  # the table let only FedConnRqst through
-        if state is LinkState.AWAIT_RPLY:
+        if state is FederationLinkState.AWAIT_RPLY:
             self.answered = True
             return self._answer(packet, following)
         if attrs_end:
@@ -312,7 +312,7 @@ class LinkCore:
 
     def malformed(self, exc: ProtocolError) -> list[Event]:
         """A bad FedSubReplace is Nacked; any other bad packet ends the link."""
-        if exc.packet_id == FedSubReplace.ID and exc.xid and self.state is LinkState.LINKED:
+        if exc.packet_id == FedSubReplace.ID and exc.xid and self.state is FederationLinkState.LINKED:
             return [Send(Nack(exc.xid, int(NackCode.PROT_ERROR), f"bad SubAST: {exc}"[:200])),
                     BadPullFilter(str(exc))]
         return self.violate(f"malformed packet: {exc}")
@@ -321,7 +321,7 @@ class LinkCore:
         """The one violation path (7.3.2): Disconn with reason 4 and close."""
         if self.closed:
             return []
-        self.state = LinkState.CLOSED
+        self.state = FederationLinkState.CLOSED
         return [Send(Disconn(int(DisconnReason.PROTOCOL_ERRORS), reason[:200])),
                 Close("violation", reason)]
 
@@ -360,7 +360,7 @@ class LinkCore:
         if isinstance(packet, DropWarn):
             return [DropWarned()]
         if isinstance(packet, Nack):
-            self.state = LinkState.CLOSED
+            self.state = FederationLinkState.CLOSED
             return [Send(Disconn(int(DisconnReason.SHUTDOWN), "request rejected")),
                     Close("rejected", f"Nack {packet.error}: {packet.message}", packet)]
         self.state = following          # type: ignore[assignment]  # Disconn: CLOSED, from the table
@@ -401,7 +401,7 @@ class LinkCore:
 
     def requests_due(self, now: float) -> list[Event]:
         """Resend or give up on the requests whose deadline has passed."""
-        if self.state is not LinkState.LINKED:
+        if self.state is not FederationLinkState.LINKED:
             return []
         settings = self.settings
         events: list[Event] = []
@@ -414,7 +414,7 @@ class LinkCore:
             if attempt < settings.request_retries:
                 events.extend(self._send_sub_replace(attempt + 1, now))
                 continue
-            self.state = LinkState.CLOSED
+            self.state = FederationLinkState.CLOSED
             self.requests.clear()
             events.append(Close("request-timeout",
                                 f"FedSubReplace unanswered after {attempt + 1} attempts"))
@@ -425,12 +425,12 @@ class LinkCore:
     def keepalive_due(self, now: float) -> list[Event]:
         """Every ``keepalive`` seconds while linked: TestConn after that much
         silence, and close if the peer said nothing since the last one."""
-        if self.state is not LinkState.LINKED:
+        if self.state is not FederationLinkState.LINKED:
             return []
         keepalive = self.settings.keepalive
         idle = now - self.last_rx
         if self.test_pending and idle >= keepalive:
-            self.state = LinkState.CLOSED
+            self.state = FederationLinkState.CLOSED
             return [Close("silent", f"nothing for {idle:.0f} s")]
         if idle >= keepalive:
             self.test_pending = True
@@ -443,7 +443,7 @@ class LinkCore:
         """We end the link: Disconn (unless ``reason`` is 0) and close."""
         if self.closed:
             return []
-        self.state = LinkState.CLOSED
+        self.state = FederationLinkState.CLOSED
         self.requests.clear()
         events: list[Event] = [Send(Disconn(int(reason), message))] if reason else []
         events.append(Close("closed", message))
@@ -451,5 +451,5 @@ class LinkCore:
 
     def lost(self) -> None:
         """The channel is gone."""
-        self.state = LinkState.CLOSED
+        self.state = FederationLinkState.CLOSED
         self.requests.clear()

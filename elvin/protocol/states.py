@@ -36,7 +36,7 @@ __all__ = [
     "FEDERATION_CONNECTING",
     "IllegalEvent",
     "IllegalPacket",
-    "LinkState",
+    "FederationLinkState",
     "Machine",
     "Role",
 ]
@@ -145,9 +145,11 @@ from elvin.protocol import federation_ids as _fed  # noqa: E402
 from elvin.protocol.packets import PacketId as _PacketId  # noqa: E402
 
 
-class LinkState(StrEnum):
+class FederationLinkState(StrEnum):
     """Where a federation link is. A ``str`` enum with the values the link
-    used before this table, so logs and status pages read the same."""
+    used before this table, so logs and status pages read the same. (Not
+    ``LinkState``: ``elvin.federation.topology.LinkState`` is a link as a
+    topology announcement describes it.)"""
 
     AWAIT_RQST = "await-rqst"      # accepting end: waiting for FedConnRqst (and admission)
     AWAIT_RPLY = "await-rply"      # connecting end: waiting for FedConnRply
@@ -159,20 +161,20 @@ class LinkState(StrEnum):
 
 
 _LINKED_TAKES: dict[int, Enum] = {
-    _fed.FED_NOTIFY: LinkState.LINKED,
-    _fed.FED_SUB_REPLACE: LinkState.LINKED,
-    _fed.ACK: LinkState.LINKED,
-    int(_PacketId.NACK): LinkState.LINKED,        # our FedSubReplace refused: the core closes
-    int(_PacketId.TEST_CONN): LinkState.LINKED,
-    int(_PacketId.CONF_CONN): LinkState.LINKED,
-    int(_PacketId.DROP_WARN): LinkState.LINKED,
-    int(_PacketId.DISCONN): LinkState.CLOSED,
+    _fed.FED_NOTIFY: FederationLinkState.LINKED,
+    _fed.FED_SUB_REPLACE: FederationLinkState.LINKED,
+    _fed.ACK: FederationLinkState.LINKED,
+    int(_PacketId.NACK): FederationLinkState.LINKED,        # our FedSubReplace refused: the core closes
+    int(_PacketId.TEST_CONN): FederationLinkState.LINKED,
+    int(_PacketId.CONF_CONN): FederationLinkState.LINKED,
+    int(_PacketId.DROP_WARN): FederationLinkState.LINKED,
+    int(_PacketId.DISCONN): FederationLinkState.CLOSED,
 }
 _LINK_EVENTS: dict[Enum, dict[str, Enum]] = {
-    LinkState.AWAIT_RQST: {"established": LinkState.LINKED, "close": LinkState.CLOSED},
-    LinkState.AWAIT_RPLY: {"established": LinkState.LINKED, "close": LinkState.CLOSED},
-    LinkState.LINKED: {"close": LinkState.CLOSED},
-    LinkState.CLOSED: {"close": LinkState.CLOSED},
+    FederationLinkState.AWAIT_RQST: {"established": FederationLinkState.LINKED, "close": FederationLinkState.CLOSED},
+    FederationLinkState.AWAIT_RPLY: {"established": FederationLinkState.LINKED, "close": FederationLinkState.CLOSED},
+    FederationLinkState.LINKED: {"close": FederationLinkState.CLOSED},
+    FederationLinkState.CLOSED: {"close": FederationLinkState.CLOSED},
 }
 _LINK_NAMES: dict[int, str] = {
     _fed.FED_CONN_RQST: "FedConnRqst", _fed.FED_CONN_RPLY: "FedConnRply",
@@ -185,33 +187,33 @@ _LINK_NAMES: dict[int, str] = {
 #: the accepting end of a federation link: FedConnRqst first, nothing else
 FEDERATION_ACCEPTING = Machine(
     role=Role.FEDERATION_LINK,
-    initial=LinkState.AWAIT_RQST,
+    initial=FederationLinkState.AWAIT_RQST,
     received={
         # a second FedConnRqst while the first is admitted is legal here; the
         # core drops it (the draft has no answer for it but the first's)
-        LinkState.AWAIT_RQST: {_fed.FED_CONN_RQST: LinkState.AWAIT_RQST},
-        LinkState.LINKED: _LINKED_TAKES,
+        FederationLinkState.AWAIT_RQST: {_fed.FED_CONN_RQST: FederationLinkState.AWAIT_RQST},
+        FederationLinkState.LINKED: _LINKED_TAKES,
     },
     events=_LINK_EVENTS,
-    ignored=frozenset({LinkState.CLOSED}),
+    ignored=frozenset({FederationLinkState.CLOSED}),
     names=_LINK_NAMES,
-    refusals={LinkState.AWAIT_RQST: "before FedConnRqst",
-              LinkState.LINKED: "on a federation link"},
+    refusals={FederationLinkState.AWAIT_RQST: "before FedConnRqst",
+              FederationLinkState.LINKED: "on a federation link"},
 )
 
 #: the connecting end: FedConnRply, or a Nack or Disconn refusing the link
 FEDERATION_CONNECTING = Machine(
     role=Role.FEDERATION_LINK,
-    initial=LinkState.AWAIT_RPLY,
+    initial=FederationLinkState.AWAIT_RPLY,
     received={
-        LinkState.AWAIT_RPLY: {_fed.FED_CONN_RPLY: LinkState.AWAIT_RPLY,
-                               int(_PacketId.NACK): LinkState.CLOSED,
-                               int(_PacketId.DISCONN): LinkState.CLOSED},
-        LinkState.LINKED: _LINKED_TAKES,
+        FederationLinkState.AWAIT_RPLY: {_fed.FED_CONN_RPLY: FederationLinkState.AWAIT_RPLY,
+                               int(_PacketId.NACK): FederationLinkState.CLOSED,
+                               int(_PacketId.DISCONN): FederationLinkState.CLOSED},
+        FederationLinkState.LINKED: _LINKED_TAKES,
     },
     events=_LINK_EVENTS,
-    ignored=frozenset({LinkState.CLOSED}),
+    ignored=frozenset({FederationLinkState.CLOSED}),
     names=_LINK_NAMES,
-    refusals={LinkState.AWAIT_RPLY: "before FedConnRply",
-              LinkState.LINKED: "on a federation link"},
+    refusals={FederationLinkState.AWAIT_RPLY: "before FedConnRply",
+              FederationLinkState.LINKED: "on a federation link"},
 )

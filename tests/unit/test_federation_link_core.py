@@ -40,8 +40,8 @@ from elvin.protocol.limits import DEFAULT_LIMITS
 from elvin.protocol.states import (
     FEDERATION_ACCEPTING,
     FEDERATION_CONNECTING,
+    FederationLinkState,
     IllegalPacket,
-    LinkState,
 )
 
 SETTINGS = FederationConfig(keepalive=10.0, request_timeout=2.0, request_retries=1,
@@ -88,7 +88,7 @@ def linked_pair() -> tuple[LinkCore, LinkCore]:
 # -- the handshake ---------------------------------------------------------------------
 def test_both_ends_link_through_the_handshake():
     a, b = core("connect", "a.example"), core("accept", "b.example")
-    assert (a.state, b.state) == (LinkState.AWAIT_RPLY, LinkState.AWAIT_RQST)
+    assert (a.state, b.state) == (FederationLinkState.AWAIT_RPLY, FederationLinkState.AWAIT_RQST)
     assert b.start() == []                              # the accepting end waits
     (rqst,) = sent(a.start())
     assert isinstance(rqst, FedConnRqst) and rqst.router_domain == "a.example"
@@ -96,16 +96,16 @@ def test_both_ends_link_through_the_handshake():
 
     events = deliver(a.start(), b)                      # a second start: xid 2
     assert [type(e) for e in events] == [ConnRqstReceived]
-    assert b.state is LinkState.AWAIT_RQST              # admission is the shell's
+    assert b.state is FederationLinkState.AWAIT_RQST              # admission is the shell's
     admitted = b.establish("a.example", events[0].packet.xid)
     assert isinstance(sent(admitted)[0], FedConnRply)
-    assert admitted[-1] == Linked("a.example") and b.state is LinkState.LINKED
+    assert admitted[-1] == Linked("a.example") and b.state is FederationLinkState.LINKED
 
     answer = deliver(admitted, a)
     assert [type(e) for e in answer] == [ConnRplyReceived] and a.answered
-    assert a.state is LinkState.AWAIT_RPLY               # until the shell checks the domain
+    assert a.state is FederationLinkState.AWAIT_RPLY               # until the shell checks the domain
     assert a.establish("b.example") == [Linked("b.example")]
-    assert a.state is LinkState.LINKED and a.remote_domain == "b.example" and a.established
+    assert a.state is FederationLinkState.LINKED and a.remote_domain == "b.example" and a.established
 
 
 def test_a_reply_to_another_xid_is_a_violation():
@@ -198,11 +198,11 @@ def test_an_unknown_or_truncated_packet_is_a_violation():
 
 def test_the_tables_are_the_ones_the_core_consults():
     with pytest.raises(IllegalPacket):
-        FEDERATION_ACCEPTING.receive(LinkState.AWAIT_RQST, FedNotify.ID)
-    assert FEDERATION_CONNECTING.receive(LinkState.AWAIT_RPLY, int(Nack.ID)) is \
-        LinkState.CLOSED
-    assert FEDERATION_ACCEPTING.receive(LinkState.LINKED, int(Disconn.ID)) is LinkState.CLOSED
-    assert FEDERATION_ACCEPTING.legal(LinkState.CLOSED, 12345)     # dropped unread
+        FEDERATION_ACCEPTING.receive(FederationLinkState.AWAIT_RQST, FedNotify.ID)
+    assert FEDERATION_CONNECTING.receive(FederationLinkState.AWAIT_RPLY, int(Nack.ID)) is \
+        FederationLinkState.CLOSED
+    assert FEDERATION_ACCEPTING.receive(FederationLinkState.LINKED, int(Disconn.ID)) is FederationLinkState.CLOSED
+    assert FEDERATION_ACCEPTING.legal(FederationLinkState.CLOSED, 12345)     # dropped unread
 
 
 def test_a_bad_frame_header_is_reported_after_the_good_bodies_before_it():
@@ -233,7 +233,7 @@ def test_a_good_fed_notify_is_received_with_its_attribute_block():
     _, b = linked_pair()
     (event,) = feed(b, FedNotify({"x": 1}, routing=("a.example",)))
     assert isinstance(event, NotifyReceived) and event.packet.attributes == {"x": 1}
-    assert event.block is not None and b.state is LinkState.LINKED
+    assert event.block is not None and b.state is FederationLinkState.LINKED
 
 
 def test_pull_filters_small_large_and_malformed():
