@@ -88,6 +88,7 @@ if TYPE_CHECKING:
     from elvin.federation.admission import Refusal
     from elvin.federation.config import FederationConfig
     from elvin.federation.host import FederationHost
+    from elvin.ratelog import RateLimitedLog
 
 log = logging.getLogger("elvin.federation")
 
@@ -112,11 +113,12 @@ def _decode_and_build(body: bytes, limits: Limits, max_terms: int,
     (``subtrees.split_groups``: the matcher is the plain filter's).
     ``ProtocolError`` if the packet is malformed."""
     packet, _ = decode_fed_notify(body, limits)
-    plain, groups = split_groups(packet.pull_filter)  # type: ignore[attr-defined]
+    assert isinstance(packet, FedSubReplace)    # the core sends only FedSubReplace here
+    plain, groups = split_groups(packet.pull_filter)
     try:
         return packet, build_pull_matcher(plain, max_terms), plain, groups
     except Exception as exc:  # noqa: BLE001 - the peer's filter: answered as an error
-        return packet, exc, plain, groups  # type: ignore[return-value]
+        return packet, exc, plain, groups
 
 
 @dataclass
@@ -151,6 +153,8 @@ class LinkOwner(Protocol):
     limits: Limits
     host: FederationHost
     stats: FederationStats
+    #: the service's rate-limited log, which the link's warnings go through
+    notes: RateLimitedLog
 
     def link_opened(self, link: FederationLink) -> None: ...
 
@@ -333,31 +337,30 @@ class FederationLink(asyncio.Protocol):
     def _run(self, events: list[Event]) -> None:
         """Do what the core asks, in order."""
         for event in events:
-            kind = type(event)
-            if kind is Send:
-                self._send(event.packet)  # type: ignore[union-attr]  # Send
-            elif kind is NotifyReceived:
-                self._fed_notify(event.packet, event.block)  # type: ignore[union-attr]  # NotifyReceived
-            elif kind is SubReplaceReceived:
-                self._fed_sub_replace(event.packet)  # type: ignore[union-attr, arg-type]  # SubReplaceReceived
-            elif kind is OffLoopSubReplace:
-                self._sub_replace_off_loop(event.body)  # type: ignore[union-attr]  # OffLoopSubReplace
-            elif kind is Acked:
+            if isinstance(event, Send):
+                self._send(event.packet)
+            elif isinstance(event, NotifyReceived):
+                self._fed_notify(event.packet, event.block)
+            elif isinstance(event, SubReplaceReceived):
+                self._fed_sub_replace(event.packet)
+            elif isinstance(event, OffLoopSubReplace):
+                self._sub_replace_off_loop(event.body)
+            elif isinstance(event, Acked):
                 self.acked_pull = True
                 self.service.pull_acked(self)
-            elif kind is Close:
-                self._closed(event)  # type: ignore[arg-type]  # Close
-            elif kind is ConnRqstReceived:
-                self._fed_conn_rqst(event.packet)  # type: ignore[union-attr, arg-type]  # ConnRqstReceived
-            elif kind is ConnRplyReceived:
-                self._fed_conn_rply(event.packet.router_domain)  # type: ignore[union-attr]  # ConnRplyReceived
-            elif kind is Linked:
-                self._established(event.domain)  # type: ignore[union-attr]  # Linked
-            elif kind is BadPullFilter:
+            elif isinstance(event, Close):
+                self._closed(event)
+            elif isinstance(event, ConnRqstReceived):
+                self._fed_conn_rqst(event.packet)
+            elif isinstance(event, ConnRplyReceived):
+                self._fed_conn_rply(event.packet.router_domain)
+            elif isinstance(event, Linked):
+                self._established(event.domain)
+            elif isinstance(event, BadPullFilter):
                 self.service.notes.log("bad pull filters from federation peers", logging.WARNING,
                                        "federation peer %r sent a bad pull filter: %s",
-                                       self.remote_domain, event.detail)  # type: ignore[union-attr]  # BadPullFilter
-            elif kind is DropWarned:
+                                       self.remote_domain, event.detail)
+            elif isinstance(event, DropWarned):
                 self.service.notes.log("DropWarns from federation peers", logging.WARNING,
                                        "federation peer %r dropped packets (DropWarn)",
                                        self.remote_domain)
