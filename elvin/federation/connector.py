@@ -27,7 +27,7 @@ import ssl
 from typing import Any, Protocol
 
 from elvin.federation.config import ConnectSpec, parse_ewaf_uri
-from elvin.federation.link import LINKED, Link, LinkOwner
+from elvin.federation.link import LINKED, FederationLink, LinkOwner
 from elvin.protocol import DisconnReason
 from elvin.retrylog import RetryLog
 
@@ -64,13 +64,13 @@ class Connector:
     def __init__(self, service: Dialler, spec: ConnectSpec) -> None:
         self.service = service
         self.spec = spec
-        self.link: Link | None = None
+        self.link: FederationLink | None = None
         self.failed_dials = 0        # since the router started
         self.last_error: str | None = None
         #: stop() was called: the loop ends even if the cancellation is lost
         #: (3.11's wait_for swallows one that meets a finished dial)
         self._stopped = False
-        self._said_up: Link | None = None       # the link whose coming up was said
+        self._said_up: FederationLink | None = None       # the link whose coming up was said
         self._retries = RetryLog(log, f"federation link to {spec.url}")
         self._tls_retries = RetryLog(log, f"federation link to {spec.url}",
                                      level=logging.WARNING)
@@ -117,7 +117,7 @@ class Connector:
                 if self.spec.source_address:
                     tls["local_addr"] = (self.spec.source_address, 0)
                 _t, link = await asyncio.wait_for(
-                    loop.create_connection(lambda: Link(service, "connect", self.spec),
+                    loop.create_connection(lambda: FederationLink(service, "connect", self.spec),
                                            host, uri.port, **tls),
                     service.config.connect_timeout)
             except ssl.SSLError as exc:

@@ -1,10 +1,16 @@
-"""One federation link (either end) and its protocol state machine.
+"""One federation link (either end): the asyncio shell of its sans-IO core.
 
-A ``Link`` is the asyncio protocol of one router-to-router connection: the
-FedConnRqst/FedConnRply handshake, then FedNotify, FedSubReplace, TestConn
-and the rest of the Elvin Federation Protocol 1.0. Everything that concerns
-more than one link (which domains may link, pull filters, forwarding, local
-delivery) is its ``FederationService``'s business.
+A ``FederationLink`` is the asyncio protocol of one router-to-router
+connection. The protocol itself (the FedConnRqst/FedConnRply handshake, which
+packet is legal when, the FedNotify routing checks, request retries and
+keepalive decisions) is its ``LinkCore`` (``elvin.federation.link_core``),
+which takes bytes and times and answers with events; this shell writes the
+packets, runs the timers, admits the peer (which may take DNS lookups),
+compiles large pull filters off the loop and tells its ``FederationService``,
+to which everything that concerns more than one link (which domains may
+link, pull filters, forwarding, local delivery) belongs. (It was called
+``Link``, a name it shared with ``elvin.federation.domain.Link``, an edge of
+an event-domain topology; ``Link`` stays as an alias.)
 
 Keys: a FedNotify carries the notification's keys as they came from the
 producer (its NotifyEmit keys plus its connection's notification keys) and
@@ -37,21 +43,32 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
 import logging
 import socket
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from elvin.errors import KeyRefused, NackCode, ProtocolError, SubscriptionError
 from elvin.federation.config import ConnectSpec, Filter
+from elvin.federation.link_core import (
+    OFF_LOOP_BYTES,
+    Acked,
+    BadPullFilter,
+    Close,
+    ConnRplyReceived,
+    ConnRqstReceived,
+    DropWarned,
+    Event,
+    LinkCore,
+    Linked,
+    NotifyReceived,
+    OffLoopSubReplace,
+    Send,
+    SubReplaceReceived,
+)
 from elvin.federation.packets import (
-    VERSION_MAJOR,
-    VERSION_MINOR,
     Ack,
-    FedConnRply,
     FedConnRqst,
     FedNotify,
     FedSubReplace,
@@ -62,32 +79,30 @@ from elvin.federation.pullfilter import PullMatcher, build_pull_matcher
 from elvin.federation.subast import PullFilter, encode_subast
 from elvin.federation.subtrees import BehindMatchers, Groups, split_groups
 from elvin.federation.topology import ANNOUNCEMENT_ATTR
-from elvin.protocol import ConfConn, Disconn, DisconnReason, DropWarn, Nack, TestConn
-from elvin.protocol.backlog import TEST_CONN_BODY, Backlog, Violation
-from elvin.protocol.framing import FrameDecoder
+from elvin.protocol import DisconnReason, Nack
+from elvin.protocol.backlog import Backlog, Violation
 from elvin.protocol.limits import Limits
+from elvin.protocol.states import FederationLinkState
 
 if TYPE_CHECKING:
     from elvin.federation.admission import Refusal
     from elvin.federation.config import FederationConfig
     from elvin.federation.host import FederationHost
+    from elvin.ratelog import RateLimitedLog
 
 log = logging.getLogger("elvin.federation")
 
-__all__ = ["AWAIT_RPLY", "AWAIT_RQST", "CLOSED", "LINKED", "FederationStats", "Link",
-           "LinkOwner", "NACK_INVALID_DOMAIN"]
+__all__ = ["AWAIT_RPLY", "AWAIT_RQST", "CLOSED", "LINKED", "OFF_LOOP_BYTES",
+           "FederationLink", "FederationStats", "Link", "LinkOwner", "NACK_INVALID_DOMAIN"]
 
 #: Avis's implementation-specific Nack code for a refused router domain
 #: (codes 2500-2599 are for implementations): we use the same.
 NACK_INVALID_DOMAIN = 2500
 
-AWAIT_RQST, AWAIT_RPLY, LINKED, CLOSED = "await-rqst", "await-rply", "linked", "closed"
+#: the link's states (``elvin.protocol.states.FederationLinkState``; str values, as before)
+AWAIT_RQST, AWAIT_RPLY = FederationLinkState.AWAIT_RQST, FederationLinkState.AWAIT_RPLY
+LINKED, CLOSED = FederationLinkState.LINKED, FederationLinkState.CLOSED
 _MAX_WRITE_BUFFER = 8 * 1024 * 1024   # FedNotify beyond this backlog are dropped
-#: a FedSubReplace body longer than this is decoded and compiled on the
-#: router's compile worker (FederationHost.run_off_loop); a shorter one
-#: (~10 terms) costs the loop at most a few milliseconds
-OFF_LOOP_BYTES = 1024
-_FED_SUB_REPLACE = FedSubReplace.ID.to_bytes(4, "big")
 
 
 def _decode_and_build(body: bytes, limits: Limits, max_terms: int,
@@ -98,11 +113,12 @@ def _decode_and_build(body: bytes, limits: Limits, max_terms: int,
     (``subtrees.split_groups``: the matcher is the plain filter's).
     ``ProtocolError`` if the packet is malformed."""
     packet, _ = decode_fed_notify(body, limits)
-    plain, groups = split_groups(packet.pull_filter)  # type: ignore[attr-defined]
+    assert isinstance(packet, FedSubReplace)    # the core sends only FedSubReplace here
+    plain, groups = split_groups(packet.pull_filter)
     try:
         return packet, build_pull_matcher(plain, max_terms), plain, groups
     except Exception as exc:  # noqa: BLE001 - the peer's filter: answered as an error
-        return packet, exc, plain, groups  # type: ignore[return-value]
+        return packet, exc, plain, groups
 
 
 @dataclass
@@ -138,48 +154,77 @@ class LinkOwner(Protocol):
     limits: Limits
     host: FederationHost
     stats: FederationStats
+    #: the service's rate-limited log, which the link's warnings go through
+    notes: RateLimitedLog
 
-    def link_opened(self, link: Link) -> None: ...
+    def link_opened(self, link: FederationLink) -> None: ...
 
-    def link_established(self, link: Link) -> None: ...
+    def link_established(self, link: FederationLink) -> None: ...
 
-    def link_closed(self, link: Link) -> None: ...
+    def link_closed(self, link: FederationLink) -> None: ...
 
-    def unlink(self, link: Link) -> None: ...
+    def unlink(self, link: FederationLink) -> None: ...
 
     def check_domain(self, domain: str, spec: ConnectSpec | None,
-                     relink: Link | None = None) -> tuple[str, tuple[Filter, Filter] | None]:
+                     relink: FederationLink | None = None) -> tuple[str, tuple[Filter, Filter] | None]:
         """(problem, (outgoing, incoming) filters): may ``domain`` link?"""
 
-    def check_peer(self, link: Link, domain: str) -> Refusal | None | asyncio.Task:
+    def check_peer(self, link: FederationLink, domain: str) -> Refusal | None | asyncio.Task:
         """May this peer (its address, its certificate) link as ``domain``?"""
 
-    def pull_acked(self, link: Link) -> None: ...
+    def pull_acked(self, link: FederationLink) -> None: ...
 
-    def remote_pull_changed(self, link: Link) -> None: ...
+    def remote_pull_changed(self, link: FederationLink) -> None: ...
 
-    def announcement_received(self, link: Link, attrs: Mapping[str, Any]) -> None: ...
+    def announcement_received(self, link: FederationLink, attrs: Mapping[str, Any]) -> None: ...
 
-    def hold_from(self, link: Link, p: FedNotify, block: bytes | None) -> bool: ...
+    def hold_from(self, link: FederationLink, p: FedNotify, block: bytes | None) -> bool: ...
 
-    def on_tree(self, link: Link, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
+    def on_tree(self, link: FederationLink, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
         """Whether a notification from ``link`` came along its tree (else dropped)."""
 
 
-class Link(asyncio.Protocol):
-    """One federation connection (either end), with its handshake state."""
+class _Settings:
+    """The core's view of the service's settings, read at each use (a
+    reload swaps ``service.config``)."""
+
+    __slots__ = ("_service",)
+
+    def __init__(self, service: LinkOwner) -> None:
+        self._service = service
+
+    @property
+    def max_routing(self) -> int:
+        return self._service.config.max_routing
+
+    @property
+    def keepalive(self) -> float:
+        return self._service.config.keepalive
+
+    @property
+    def request_timeout(self) -> float:
+        return self._service.config.request_timeout
+
+    @property
+    def request_retries(self) -> int:
+        return self._service.config.request_retries
+
+
+class FederationLink(asyncio.Protocol):
+    """One federation connection (either end): the asyncio shell of a
+    ``LinkCore``, which holds its protocol state."""
 
     def __init__(self, service: LinkOwner, role: str,
                  spec: ConnectSpec | None = None) -> None:
         self.service = service
         self.role = role                      # "connect" or "accept"
         self.spec = spec
-        self.state = AWAIT_RPLY if role == "connect" else AWAIT_RQST
+        self._loop = asyncio.get_running_loop()
+        self.core = LinkCore("connect" if role == "connect" else "accept", service.domain,
+                             service.limits, _Settings(service), self._loop.time())
         self.transport: asyncio.Transport | None = None
-        self.decoder = FrameDecoder(service.limits)
         self.peer = "?"
         self.address: str | None = None          # the peer's IP address
-        self.remote_domain: str | None = None
         self.outgoing: Filter = Filter(False)
         self.incoming: Filter = Filter(False)
         self.remote_pull: PullFilter = False          # the peer's last pull filter
@@ -197,23 +242,30 @@ class Link(asyncio.Protocol):
         self._backlog = Backlog()
         self.sent_pull: bytes | None = None           # encoding of the last one we sent
         self.acked_pull = False
-        self._pull_sent: PullFilter = False           # ... and the filter itself (retries)
-        self._pull_xid = 0                            # xid of the latest FedSubReplace
-        #: requests awaiting an Ack/Nack: xid -> (deadline on the loop clock, attempt)
-        self._requests: dict[int, tuple[float, int]] = {}
         self._request_timer: asyncio.TimerHandle | None = None
-        self.established = False
-        #: the peer answered our FedConnRqst (FedConnRply, Nack or Disconn)
-        self.answered = False
         self.stats = FederationStats()
-        self.closed = asyncio.get_running_loop().create_future()
-        self._xids = itertools.count(1)
-        self._rqst_xid = 0
+        self.closed = self._loop.create_future()
         self._timer: asyncio.TimerHandle | None = None
         self._keepalive: asyncio.TimerHandle | None = None
-        self._last_rx = time.monotonic()
-        self._test_pending = False
         self._drop_warned = False
+
+    # -- the core's state, read through ------------------------------------------------
+    @property
+    def state(self) -> FederationLinkState:
+        return self.core.state
+
+    @property
+    def remote_domain(self) -> str | None:
+        return self.core.remote_domain
+
+    @property
+    def established(self) -> bool:
+        return self.core.established
+
+    @property
+    def answered(self) -> bool:
+        """The peer answered our FedConnRqst (FedConnRply, Nack or Disconn)."""
+        return self.core.answered
 
     @property
     def compiling(self) -> bool:
@@ -221,11 +273,11 @@ class Link(asyncio.Protocol):
         return self._backlog.busy
 
     def __repr__(self) -> str:
-        return f"<Link {self.role} {self.peer} {self.remote_domain or '?'} {self.state}>"
+        return f"<FederationLink {self.role} {self.peer} {self.remote_domain or '?'} {self.state}>"
 
     # -- asyncio -----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport  # type: ignore[assignment]  # a stream transport: the loop's create_connection/server
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"
@@ -237,16 +289,12 @@ class Link(asyncio.Protocol):
             except (OSError, AttributeError, ValueError):
                 pass
         self.service.link_opened(self)
-        config = self.service.config
-        if self.role == "connect":
-            self._rqst_xid = next(self._xids)
-            self._send(FedConnRqst(self._rqst_xid, VERSION_MAJOR, VERSION_MINOR,
-                                   self.service.domain))
-        self._timer = asyncio.get_running_loop().call_later(
-            config.request_timeout, self._handshake_timeout)
+        self._run(self.core.start())
+        self._timer = self._loop.call_later(self.service.config.request_timeout,
+                                            self._handshake_timeout)
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        self.state = CLOSED
+        self.core.lost()
         self._cancel_timers()
         if self.established:
             log.info("federation link with %r (%s) closed%s", self.remote_domain, self.peer,
@@ -256,48 +304,28 @@ class Link(asyncio.Protocol):
             self.closed.set_result(self.established)
 
     def data_received(self, data: bytes) -> None:
-        self._last_rx = time.monotonic()
-        bad = None
-        try:
-            bodies = self.decoder.feed_frames(data)
-        except ProtocolError as exc:
-            # the bodies that arrived whole before the bad header are good
-            # packets of this peer's: acted on (after any FedSubReplace still
-            # compiling) before the link is closed for the violation
-            bodies, bad = exc.frames, f"bad frame: {exc}"
-        if self.state == LINKED and TEST_CONN_BODY in bodies:
-            bodies = self._answer_liveness(bodies)
+        bodies, bad, answers = self.core.feed(data, self._loop.time())
+        self._run(answers)
         backlog = self._backlog
         backlog.add(bodies)
         if bad is not None:
             backlog.violation(bad)
         self._act()
 
-    def _answer_liveness(self, bodies: list[bytes]) -> list[bytes]:
-        """A TestConn is answered as it arrives, even while a pull filter
-        compiles: ConfConn has no xid to keep in order, and a peer whose
-        keepalive is shorter than a big compile must not close the link."""
-        kept = []
-        for body in bodies:
-            if body == TEST_CONN_BODY:
-                self._send(ConfConn())
-            else:
-                kept.append(body)
-        return kept
-
     def _act(self) -> None:
         """Act on what the backlog holds, in order, until a FedSubReplace
         goes off the loop (the rest waits for it) or nothing is left. While
         one compiles, reading goes on until too much is held."""
         backlog = self._backlog
-        while self.state != CLOSED:
+        core = self.core
+        while not core.closed:
             item = backlog.next()
             if item is None:
                 break
             if type(item) is Violation:
                 self.violation(item.reason)
                 break
-            self._body(item)  # type: ignore[arg-type]
+            self._run(core.handle(item))  # type: ignore[arg-type]  # not a Violation: a body
         transport = self.transport
         if transport is None or transport.is_closing():
             return
@@ -305,6 +333,82 @@ class Link(asyncio.Protocol):
             transport.pause_reading()
         else:
             transport.resume_reading()
+
+    # -- the core's events ---------------------------------------------------------------
+    def _run(self, events: list[Event]) -> None:
+        """Do what the core asks, in order."""
+        for event in events:
+            if isinstance(event, Send):
+                self._send(event.packet)
+            elif isinstance(event, NotifyReceived):
+                self._fed_notify(event.packet, event.block)
+            elif isinstance(event, SubReplaceReceived):
+                self._fed_sub_replace(event.packet)
+            elif isinstance(event, OffLoopSubReplace):
+                self._sub_replace_off_loop(event.body)
+            elif isinstance(event, Acked):
+                self.acked_pull = True
+                self.service.pull_acked(self)
+            elif isinstance(event, Close):
+                self._closed(event)
+            elif isinstance(event, ConnRqstReceived):
+                self._fed_conn_rqst(event.packet)
+            elif isinstance(event, ConnRplyReceived):
+                self._fed_conn_rply(event.packet.router_domain)
+            elif isinstance(event, Linked):
+                self._established(event.domain)
+            elif isinstance(event, BadPullFilter):
+                self.service.notes.log("bad pull filters from federation peers", logging.WARNING,
+                                       "federation peer %r sent a bad pull filter: %s",
+                                       self.remote_domain, event.detail)
+            elif isinstance(event, DropWarned):
+                self.service.notes.log("DropWarns from federation peers", logging.WARNING,
+                                       "federation peer %r dropped packets (DropWarn)",
+                                       self.remote_domain)
+
+    def _closed(self, event: Close) -> None:
+        """The core ended the link: say why, then close the channel."""
+        service, kind, packet = self.service, event.kind, event.packet
+        if kind == "violation":
+            service.notes.log("federation protocol violations", logging.WARNING,
+                              "federation peer %s (%s) violated the protocol: %s; "
+                              "disconnecting", self.peer,
+                              self.remote_domain or "unknown domain", event.detail)
+        elif kind == "refused":
+            service.notes.log("refused federation links", logging.WARNING,
+                              "refused federation link from %s: %s", self.peer, event.detail)
+            service.stats.links_refused += 1
+            self._cancel_timers()       # never linked: nothing to unlink
+            if self.transport is not None:
+                self.transport.close()
+            return
+        elif kind == "peer-refused" and isinstance(packet, Nack):
+            log.warning("federation router at %s refused our link: Nack %d %s",
+                        self.peer, packet.error, packet.message)
+            service.stats.links_refused += 1
+        elif kind == "peer-disconnected" and self.established and packet is not None:
+            log.info("federation peer %r disconnected (reason %d%s)", self.remote_domain,
+                     packet.reason, f": {packet.args}" if packet.args else "")  # type: ignore[attr-defined]  # a Disconn
+        elif kind == "rejected":
+            log.warning("federation peer %r rejected our request (%s); closing",
+                        self.remote_domain, event.detail)
+        elif kind == "request-timeout":
+            log.warning("federation peer %r (%s) did not answer FedSubReplace within %g s "
+                        "(%s): request timeout; closing the link%s",
+                        self.remote_domain, self.peer, service.config.request_timeout,
+                        event.detail, " (will redial)" if self.role == "connect" else "")
+        elif kind == "silent":
+            log.warning("federation peer %r (%s) stopped responding; closing",
+                        self.remote_domain, self.peer)
+        elif kind == "handshake-timeout":
+            service.notes.log("federation handshakes timed out", logging.WARNING,
+                              "federation peer %s: no %s within %.0f s; closing", self.peer,
+                              event.detail, service.config.request_timeout)
+        self._cancel_timers()
+        if self.transport is None or self.transport.is_closing():
+            return
+        service.unlink(self)     # the domain may link again at once
+        self.transport.close()
 
     # -- sending ---------------------------------------------------------------------
     def _send(self, packet: object) -> None:
@@ -347,181 +451,80 @@ class Link(asyncio.Protocol):
             return
         self.sent_pull = encoded
         self.acked_pull = False
-        self._pull_sent = pull
-        self._send_sub_replace(0)
+        self._count_sub_replace()
+        self._run(self.core.send_pull_filter(pull, self._loop.time()))
+        self._arm_requests()
 
-    def _send_sub_replace(self, attempt: int) -> None:
-        xid = self._pull_xid = next(self._xids)
-        self._send(FedSubReplace(xid, self._pull_sent))
+    def _count_sub_replace(self) -> None:
         self.stats.sub_replace_sent += 1
         self.service.stats.sub_replace_sent += 1
-        self._track_request(xid, attempt)
 
-    # -- request timeouts ------------------------------------------------------------
-    # FedSubReplace is the only request a linked router sends (the handshake's
-    # FedConnRqst has its own deadline, TestConn is the keepalive's business).
-    # Avis's Link answers a FedSubReplace timeout (Federation.Request-Timeout,
-    # 20 s) by logging a warning and sending the subscription again, forever,
-    # leaving dead peers to the liveness check. We retry the same way
-    # (``request_retries`` times, default 1) and then give up: the link is
-    # closed with a warning saying why, and an outgoing link is redialled by
-    # its _Connector (a peer that keeps up TCP and TestConn but never answers
-    # a request would otherwise never get our pull filter, silently).
-    def _track_request(self, xid: int, attempt: int) -> None:
-        loop = asyncio.get_running_loop()
-        timeout = self.service.config.request_timeout
-        self._requests[xid] = (loop.time() + timeout, attempt)
-        if self._request_timer is None:
-            self._request_timer = loop.call_later(timeout, self._requests_due)
+    # -- request timeouts (the core decides; see LinkCore.requests_due) ---------------
+    def _arm_requests(self) -> None:
+        """A timer for the core's first request deadline, if none is set."""
+        deadline = self.core.next_request_deadline
+        if self._request_timer is None and deadline is not None:
+            self._request_timer = self._loop.call_at(deadline, self._requests_due)
 
     def _requests_due(self) -> None:
         self._request_timer = None
-        if self.state != LINKED:
-            return
-        config = self.service.config
-        loop = asyncio.get_running_loop()
-        now = loop.time() + 0.001     # asyncio may run a timer a clock tick early
-        for xid, (deadline, attempt) in list(self._requests.items()):
-            if deadline > now:
-                break
-            del self._requests[xid]
-            if xid != self._pull_xid:
-                continue          # superseded by a later FedSubReplace, itself pending
-            if attempt < config.request_retries:
-                log.warning("federation peer %r (%s) did not answer FedSubReplace "
-                            "(xid %d) within %g s; sending it again", self.remote_domain,
-                            self.peer, xid, config.request_timeout)
-                self._send_sub_replace(attempt + 1)
-                continue
-            log.warning("federation peer %r (%s) did not answer FedSubReplace within %g s "
-                        "(%d attempts): request timeout; closing the link%s",
-                        self.remote_domain, self.peer, config.request_timeout, attempt + 1,
-                        " (will redial)" if self.role == "connect" else "")
-            self.close(0)
-            return
-        if self._request_timer is not None:       # set by a resend above
-            self._request_timer.cancel()
-            self._request_timer = None
-        if self._requests:
-            first = next(iter(self._requests.values()))[0]
-            self._request_timer = loop.call_at(first, self._requests_due)
+        now = self._loop.time() + 0.001     # asyncio may run a timer a clock tick early
+        events = self.core.requests_due(now)
+        for event in events:
+            if type(event) is Send:
+                log.warning("federation peer %r (%s) did not answer FedSubReplace within "
+                            "%g s; sending it again (xid %d)", self.remote_domain, self.peer,
+                            self.service.config.request_timeout,
+                            event.packet.xid)  # type: ignore[attr-defined]  # a FedSubReplace
+                self._count_sub_replace()
+        self._run(events)
+        if not self.core.closed:
+            self._arm_requests()
 
     def close(self, reason: int = DisconnReason.SHUTDOWN, message: str = "") -> None:
         """Disconn (unless reason is 0) and close after the write buffer drains."""
         if self.transport is None or self.transport.is_closing():
             return
-        if reason:
-            self._send(Disconn(int(reason), message))
-        self.state = CLOSED
-        self._cancel_timers()
-        self.service.unlink(self)     # the domain may link again at once
-        self.transport.close()
+        self._run(self.core.close(reason, message))
 
     def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
 
     def violation(self, reason: str) -> None:
-        self.service.notes.log("federation protocol violations", logging.WARNING,
-                               "federation peer %s (%s) violated the protocol: %s; "
-                               "disconnecting", self.peer,
-                               self.remote_domain or "unknown domain", reason)
-        self.close(DisconnReason.PROTOCOL_ERRORS, reason[:200])
+        """The peer broke the protocol: Disconn (reason 4) and close (the core's one path)."""
+        if self.transport is None or self.transport.is_closing():
+            return
+        self._run(self.core.violate(reason))
 
     def _cancel_timers(self) -> None:
         for handle in (self._timer, self._keepalive, self._request_timer):
             if handle is not None:
                 handle.cancel()
         self._timer = self._keepalive = self._request_timer = None
-        self._requests.clear()
         self._backlog.release()         # a pull filter compiling is cancelled
 
     def _handshake_timeout(self) -> None:
         self._timer = None
-        if self.state in (AWAIT_RQST, AWAIT_RPLY):
-            self.service.notes.log(
-                "federation handshakes timed out", logging.WARNING,
-                "federation peer %s: no %s within %.0f s; closing", self.peer,
-                "FedConnRqst" if self.state == AWAIT_RQST else "FedConnRply",
-                self.service.config.request_timeout)
-            self.close(0)
+        self._run(self.core.handshake_due())
 
     def _schedule_keepalive(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._keepalive = loop.call_later(self.service.config.keepalive, self._keepalive_due)
+        self._keepalive = self._loop.call_later(self.service.config.keepalive,
+                                                self._keepalive_due)
 
     def _keepalive_due(self) -> None:
         self._keepalive = None
-        if self.state != LINKED:
-            return
-        config = self.service.config
-        idle = time.monotonic() - self._last_rx
-        if self._test_pending and idle >= config.keepalive:
-            log.warning("federation peer %r (%s) stopped responding; closing",
-                        self.remote_domain, self.peer)
-            self.close(0)
-            return
-        if idle >= config.keepalive:
-            self._test_pending = True
-            self._send(TestConn())
-        else:
-            self._test_pending = False
-        self._schedule_keepalive()
+        self._run(self.core.keepalive_due(self._loop.time()))
+        if self.state is LINKED:
+            self._schedule_keepalive()
 
-    # -- receiving ---------------------------------------------------------------------
-    def _body(self, body: bytes) -> None:
-        if len(body) > OFF_LOOP_BYTES and body[:4] == _FED_SUB_REPLACE and \
-                self.state == LINKED:
-            self._sub_replace_off_loop(body)
-            return
-        try:
-            packet, attrs_end = decode_fed_notify(body, self.service.limits)
-        except ProtocolError as exc:
-            self._malformed(exc)
-            return
-        if self.state == AWAIT_RQST:
-            if isinstance(packet, FedConnRqst):
-                self._fed_conn_rqst(packet)
-            else:
-                self.violation(f"{type(packet).__name__} before FedConnRqst")
-        elif self.state == AWAIT_RPLY:
-            self.answered = True
-            if isinstance(packet, FedConnRply):
-                self._fed_conn_rply(packet)
-            elif isinstance(packet, Nack):
-                log.warning("federation router at %s refused our link: Nack %d %s",
-                            self.peer, packet.error, packet.message)
-                self.service.stats.links_refused += 1
-                self.close(0)
-            elif isinstance(packet, Disconn):
-                self.close(0)
-            else:
-                self.violation(f"{type(packet).__name__} before FedConnRply")
-        elif self.state == LINKED:
-            if attrs_end:
-                self._fed_notify(packet, body[4:attrs_end])  # type: ignore[arg-type]
-            else:
-                self._linked_packet(packet)
-
+    # -- the handshake ---------------------------------------------------------------
     def _malformed(self, exc: ProtocolError) -> None:
-        """A bad FedSubReplace is Nacked; any other bad packet ends the link."""
-        pid, xid = exc.packet_id, exc.xid
-        if pid == FedSubReplace.ID and xid and self.state == LINKED:
-            self.service.notes.log("bad pull filters from federation peers", logging.WARNING,
-                                   "federation peer %r sent a bad pull filter: %s",
-                                   self.remote_domain, exc)
-            self._send(Nack(xid, int(NackCode.PROT_ERROR), f"bad SubAST: {exc}"[:200]))
-            return
-        self.violation(f"malformed packet: {exc}")
+        self._run(self.core.malformed(exc))
 
     def _fed_conn_rqst(self, p: FedConnRqst) -> None:
-        service = self.service
-        if p.major_version != VERSION_MAJOR or p.minor_version > VERSION_MINOR:
-            reason = (f"incompatible federation protocol version {p.major_version}."
-                      f"{p.minor_version} (this router speaks {VERSION_MAJOR}.{VERSION_MINOR})")
-            self._refuse(p.xid, int(NackCode.PROT_INCOMPAT), reason)
-            return
-        problem, _classes = service.check_domain(p.router_domain, None)
+        """A compatible FedConnRqst (the core checked the version): admit the peer."""
+        problem, _classes = self.service.check_domain(p.router_domain, None)
         if problem:
             self._refuse(p.xid, NACK_INVALID_DOMAIN, problem)
             return
@@ -572,75 +575,34 @@ class Link(asyncio.Protocol):
         if problem:
             self._refuse(p.xid, NACK_INVALID_DOMAIN, problem)
             return
-        self._send(FedConnRply(p.xid, service.domain))
-        self._established(p.router_domain, *classes)  # type: ignore[misc]
+        self.outgoing, self.incoming = classes  # type: ignore[misc]  # no problem: the filters
+        self._run(self.core.establish(p.router_domain, p.xid))
 
     def _refuse(self, xid: int, code: int, reason: str, told: str | None = None) -> None:
         """Nack the FedConnRqst (with ``told``, else ``reason``) and close;
         the log says ``reason``."""
-        self.service.notes.log("refused federation links", logging.WARNING,
-                               "refused federation link from %s: %s", self.peer, reason)
-        self.service.stats.links_refused += 1
-        self._send(Nack(xid, code, (reason if told is None else told)[:200]))
-        self.state = CLOSED
-        self._cancel_timers()
-        if self.transport is not None:
-            self.transport.close()
+        self._run(self.core.refuse(xid, code, reason if told is None else told, reason))
 
-    def _fed_conn_rply(self, p: FedConnRply) -> None:
-        if p.xid != self._rqst_xid:
-            self.violation(f"FedConnRply for xid {p.xid}, not {self._rqst_xid}")
-            return
-        problem, classes = self.service.check_domain(p.router_domain, self.spec)
+    def _fed_conn_rply(self, domain: str) -> None:
+        """The peer answered our FedConnRqst as ``domain``: may it link?"""
+        problem, classes = self.service.check_domain(domain, self.spec)
         if problem:
             log.warning("federation link to %s: %s; closing", self.peer, problem)
             self.service.stats.links_refused += 1
             self.close(DisconnReason.PROTOCOL_ERRORS, problem[:200])
             return
-        self._established(p.router_domain, *classes)  # type: ignore[misc]
+        self.outgoing, self.incoming = classes  # type: ignore[misc]  # no problem: the filters
+        self._run(self.core.establish(domain))
 
-    def _established(self, domain: str, outgoing: Filter, incoming: Filter) -> None:
+    def _established(self, domain: str) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self.remote_domain = domain
-        self.outgoing, self.incoming = outgoing, incoming
-        self.state = LINKED
-        self.established = True
         self._schedule_keepalive()
         log.info("federation link %s %r (%s) established: outgoing %s, incoming %s",
                  "to" if self.role == "connect" else "from", domain, self.peer,
-                 outgoing.text, incoming.text)
+                 self.outgoing.text, self.incoming.text)
         self.service.link_established(self)
-
-    def _linked_packet(self, packet: object) -> None:
-        if isinstance(packet, FedNotify):
-            self._fed_notify(packet, None)
-        elif isinstance(packet, FedSubReplace):
-            self._fed_sub_replace(packet)
-        elif isinstance(packet, Ack):
-            if self._requests.pop(packet.xid, None) is not None and \
-                    packet.xid == self._pull_xid:
-                self.acked_pull = True
-                self.service.pull_acked(self)
-        elif isinstance(packet, Nack):
-            log.warning("federation peer %r rejected our request (Nack %d: %s); closing",
-                        self.remote_domain, packet.error, packet.message)
-            self.close(DisconnReason.SHUTDOWN, "request rejected")
-        elif isinstance(packet, TestConn):
-            self._send(ConfConn())
-        elif isinstance(packet, ConfConn):
-            self._test_pending = False
-        elif isinstance(packet, DropWarn):
-            self.service.notes.log("DropWarns from federation peers", logging.WARNING,
-                                   "federation peer %r dropped packets (DropWarn)",
-                                   self.remote_domain)
-        elif isinstance(packet, Disconn):
-            log.info("federation peer %r disconnected (reason %d%s)", self.remote_domain,
-                     packet.reason, f": {packet.args}" if packet.args else "")
-            self.close(0)
-        else:
-            self.violation(f"unexpected {type(packet).__name__} on a federation link")
 
     def _fed_sub_replace(self, p: FedSubReplace) -> None:
         """A small pull filter (``OFF_LOOP_BYTES``) is applied at once: it
@@ -715,16 +677,10 @@ class Link(asyncio.Protocol):
         self._send(Ack(p.xid))
 
     def _fed_notify(self, p: FedNotify, block: bytes | None) -> None:
+        """A FedNotify whose routing list the core has checked: an
+        announcement, or a notification for the filters and the trees."""
         service = self.service
         routing = p.routing
-        if self.remote_domain not in routing:
-            self.violation(f"FedNotify routing list {list(routing)[:8]!r} lacks the "
-                           f"sender's domain {self.remote_domain!r}")
-            return
-        if len(routing) > service.config.max_routing:
-            self.violation(f"FedNotify routing list of {len(routing)} domains (limit "
-                           f"{service.config.max_routing})")
-            return
         attrs = p.attributes
         if ANNOUNCEMENT_ATTR in attrs:
             self.stats.announcements_received += 1
@@ -765,3 +721,5 @@ class Link(asyncio.Protocol):
         service.stats.fed_notify_delivered += 1
 
 
+#: the name this class had (``elvin.federation.domain`` has a ``Link`` too)
+Link = FederationLink

@@ -37,6 +37,15 @@ from typing import ClassVar
 from elvin.federation.subast import PullFilter, decode_subast, encode_subast_into
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.protocol import xdr, xdrprim
+from elvin.protocol.federation_ids import (
+    ACK,
+    FED_CONN_RPLY,
+    FED_CONN_RQST,
+    FED_NOTIFY,
+    FED_SUB_REPLACE,
+    VERSION_MAJOR,
+    VERSION_MINOR,
+)
 from elvin.protocol.limits import DEFAULT_LIMITS, Limits
 from elvin.protocol.packets import ConfConn, Disconn, DropWarn, Nack, TestConn
 from elvin.values import Value
@@ -49,9 +58,6 @@ __all__ = [
     "keys_block", "routing_block",
 ]
 
-FED_CONN_RQST, FED_CONN_RPLY, FED_SUB_REPLACE, FED_NOTIFY = 192, 193, 194, 195
-ACK = 65
-VERSION_MAJOR, VERSION_MINOR = 1, 0
 
 _p_i32 = xdrprim.INT32.pack
 _p_u32 = xdrprim.UINT32.pack

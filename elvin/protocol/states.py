@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 
+from elvin.protocol import federation_ids as _fed
 from elvin.protocol.packets import PACKET_CLASSES, PacketId
 
 __all__ = [
@@ -38,8 +39,11 @@ __all__ = [
     "CLIENT_LIFECYCLE",
     "ClientLifecycle",
     "ClientState",
+    "FEDERATION_ACCEPTING",
+    "FEDERATION_CONNECTING",
     "IllegalEvent",
     "IllegalPacket",
+    "FederationLinkState",
     "Machine",
     "ROUTER_SESSION",
     "Role",
@@ -301,4 +305,87 @@ CLIENT_LIFECYCLE = Machine(
 )
 
 # -- either end of a federation link (federation draft) ----------------------------------
-# (filled in by the federation link core; see elvin.federation)
+# (the federation link core, elvin.federation.link_core, consults it)
+#
+# The draft's handshake (6.3): the connecting router sends FedConnRqst and
+# waits for FedConnRply (or a Nack, or a Disconn); the accepting router waits
+# for FedConnRqst and answers it once the peer is admitted. Admission may take
+# DNS lookups, so a FedConnRqst leaves the accepting end in AWAIT_RQST and the
+# link core's own "established" event moves it to LINKED; likewise the
+# connecting end checks the FedConnRply's domain before it is linked. Once
+# linked, either end may send everything but the handshake.
+
+
+
+class FederationLinkState(StrEnum):
+    """Where a federation link is. A ``str`` enum with the values the link
+    used before this table, so logs and status pages read the same. (Not
+    ``LinkState``: ``elvin.federation.topology.LinkState`` is a link as a
+    topology announcement describes it.)"""
+
+    AWAIT_RQST = "await-rqst"      # accepting end: waiting for FedConnRqst (and admission)
+    AWAIT_RPLY = "await-rply"      # connecting end: waiting for FedConnRply
+    LINKED = "linked"
+    CLOSED = "closed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_LINKED_TAKES: dict[int, Enum] = {
+    _fed.FED_NOTIFY: FederationLinkState.LINKED,
+    _fed.FED_SUB_REPLACE: FederationLinkState.LINKED,
+    _fed.ACK: FederationLinkState.LINKED,
+    int(PacketId.NACK): FederationLinkState.LINKED,        # our FedSubReplace refused: the core closes
+    int(PacketId.TEST_CONN): FederationLinkState.LINKED,
+    int(PacketId.CONF_CONN): FederationLinkState.LINKED,
+    int(PacketId.DROP_WARN): FederationLinkState.LINKED,
+    int(PacketId.DISCONN): FederationLinkState.CLOSED,
+}
+_LINK_EVENTS: dict[Enum, dict[str, Enum]] = {
+    FederationLinkState.AWAIT_RQST: {"established": FederationLinkState.LINKED, "close": FederationLinkState.CLOSED},
+    FederationLinkState.AWAIT_RPLY: {"established": FederationLinkState.LINKED, "close": FederationLinkState.CLOSED},
+    FederationLinkState.LINKED: {"close": FederationLinkState.CLOSED},
+    FederationLinkState.CLOSED: {"close": FederationLinkState.CLOSED},
+}
+_LINK_NAMES: dict[int, str] = {
+    _fed.FED_CONN_RQST: "FedConnRqst", _fed.FED_CONN_RPLY: "FedConnRply",
+    _fed.FED_SUB_REPLACE: "FedSubReplace", _fed.FED_NOTIFY: "FedNotify", _fed.ACK: "Ack",
+    int(PacketId.NACK): "Nack", int(PacketId.DISCONN): "Disconn",
+    int(PacketId.TEST_CONN): "TestConn", int(PacketId.CONF_CONN): "ConfConn",
+    int(PacketId.DROP_WARN): "DropWarn",
+}
+
+#: the accepting end of a federation link: FedConnRqst first, nothing else
+FEDERATION_ACCEPTING = Machine(
+    role=Role.FEDERATION_LINK,
+    initial=FederationLinkState.AWAIT_RQST,
+    received={
+        # a second FedConnRqst while the first is admitted is legal here; the
+        # core drops it (the draft has no answer for it but the first's)
+        FederationLinkState.AWAIT_RQST: {_fed.FED_CONN_RQST: FederationLinkState.AWAIT_RQST},
+        FederationLinkState.LINKED: _LINKED_TAKES,
+    },
+    events=_LINK_EVENTS,
+    ignored=frozenset({FederationLinkState.CLOSED}),
+    names=_LINK_NAMES,
+    refusals={FederationLinkState.AWAIT_RQST: "before FedConnRqst",
+              FederationLinkState.LINKED: "on a federation link"},
+)
+
+#: the connecting end: FedConnRply, or a Nack or Disconn refusing the link
+FEDERATION_CONNECTING = Machine(
+    role=Role.FEDERATION_LINK,
+    initial=FederationLinkState.AWAIT_RPLY,
+    received={
+        FederationLinkState.AWAIT_RPLY: {_fed.FED_CONN_RPLY: FederationLinkState.AWAIT_RPLY,
+                               int(PacketId.NACK): FederationLinkState.CLOSED,
+                               int(PacketId.DISCONN): FederationLinkState.CLOSED},
+        FederationLinkState.LINKED: _LINKED_TAKES,
+    },
+    events=_LINK_EVENTS,
+    ignored=frozenset({FederationLinkState.CLOSED}),
+    names=_LINK_NAMES,
+    refusals={FederationLinkState.AWAIT_RPLY: "before FedConnRply",
+              FederationLinkState.LINKED: "on a federation link"},
+)
