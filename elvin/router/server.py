@@ -24,7 +24,7 @@ import socket
 import time
 import weakref
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elvin.cli_common import listen_error_reason, listen_error_status
 from elvin.errors import RouterStartError
@@ -44,6 +44,7 @@ from elvin.router.config import RouterConfig, parse_listen_uri
 from elvin.router.connlog import ConnectionLog
 from elvin.router.door import Door, raise_nofile_limit, tls_key
 from elvin.router.engine import Engine
+from elvin.router.mobility_service import MobilityService
 from elvin.router.options import OptionRanges, initial_options
 from elvin.router.ordered import OrderedSteps
 from elvin.router.quench import QuenchManager
@@ -58,6 +59,9 @@ from elvin.router.steps import StepRunner
 from elvin.subscription.patterns import MATCH_TIMEOUT
 from elvin.subscription.shapes import ShapeCompiler
 from elvin.tls import listener_context
+
+if TYPE_CHECKING:
+    from elvin.mobility.proxy import MobilityProxy
 
 log = logging.getLogger("elvin.router")
 
@@ -128,6 +132,9 @@ class Router:
         #: what clients can make the sessions say, rate-limited (elvin.ratelog)
         self.session_notes = RateLimitedLog(logging.getLogger("elvin.router.session"))
         #: owner -> [when its last overrun line was logged, overruns not logged since]
+        # once started, the Router is the ChannelHost (its typing: issue 46, point 2)
+        self._mobility = MobilityService(self, self.config,  # type: ignore[arg-type]  # see above
+                                         lambda: self.urls, lambda: self.state_dir)
         self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
             weakref.WeakKeyDictionary()
         self.engine.overrun_listener = self._pattern_overran
@@ -165,7 +172,7 @@ class Router:
                 log.debug("listening on %s", url)
             if not self.config.quench:
                 log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
-            await self._start_mobility()
+            await self._mobility.start()
             await self._start_federation()
             for _kind, server in self._servers:
                 await server.start_serving()
@@ -286,7 +293,10 @@ class Router:
         await asyncio.sleep(0)
         # last: it buffers for moved-out clients until nobody can publish
         # (its own session closed with the others), then writes its state
-        await self._stop_mobility()
+        try:
+            await self._mobility.stop()
+        except Exception:  # stopping anyway; logged
+            log.exception("stopping the mobility proxy failed")
         await self._close_archive()     # every session is gone: nothing more to route
         self._reaper.finish()
         self.steps.finish()
@@ -393,33 +403,11 @@ class Router:
             state.close()
 
     # -- mobility ------------------------------------------------------------------------
-    #: the mobility proxy (elvin.mobility) while running with ``mobility`` on
-    mobility: Any = None
-
-    async def _start_mobility(self) -> None:
-        """Run a mobility proxy as an internal client of this router. It uses
-        only the public client API, as a standalone ``elvin-mobility-proxy``
-        would, over an in-process channel (``elvin.router.localchannel``)
-        whose one hook makes its buffers safe on disk before the router
-        answers anyone. It starts before the router accepts connections."""
-        if not getattr(self.config, "mobility", False):
-            return
-        from elvin.mobility.proxy import start_in_router
-        from elvin.statedir import StateError
-        try:
-            self.mobility = await start_in_router(self)
-        except StateError:
-            raise                       # (it names the state directory and the way out)
-        except Exception as exc:  # noqa: BLE001 - re-raised as RouterStartError
-            raise RouterStartError(f"cannot start the mobility proxy: {exc}") from None
-
-    async def _stop_mobility(self) -> None:
-        proxy, self.mobility = self.mobility, None
-        if proxy is not None:
-            try:
-                await proxy.stop()
-            except Exception:  # stopping anyway; logged
-                log.exception("stopping the mobility proxy failed")
+    @property
+    def mobility(self) -> MobilityProxy | None:
+        """The mobility proxy (elvin.router.mobility_service) while running
+        with ``mobility`` on, else None."""
+        return self._mobility.proxy
 
     # -- discovery and redirection -------------------------------------------------------
     #: the discovery responder (elvin.discovery) while running with discovery on
