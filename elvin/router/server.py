@@ -53,6 +53,7 @@ from elvin.router.recent import RecentValues
 from elvin.router.scheduler import Scheduler
 from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
+from elvin.router.services import ServiceRegistry, StartPoint, StopPoint
 from elvin.router.session import CLOSING, CONNECTED, Session
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
 from elvin.router.steps import StepRunner
@@ -135,6 +136,10 @@ class Router:
         # once started, the Router is the ChannelHost (its typing: issue 46, point 2)
         self._mobility = MobilityService(self, self.config,  # type: ignore[arg-type]  # see above
                                          lambda: self.urls, lambda: self.state_dir)
+        #: the parts beside the core (elvin.router.services), started and
+        #: stopped at their points of ``start`` and ``stop``
+        self.services = ServiceRegistry()
+        self.services.register(self._mobility)
         self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
             weakref.WeakKeyDictionary()
         self.engine.overrun_listener = self._pattern_overran
@@ -172,7 +177,7 @@ class Router:
                 log.debug("listening on %s", url)
             if not self.config.quench:
                 log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
-            await self._mobility.start()
+            await self.services.start(StartPoint.BOUND)
             await self._start_federation()
             for _kind, server in self._servers:
                 await server.start_serving()
@@ -293,10 +298,7 @@ class Router:
         await asyncio.sleep(0)
         # last: it buffers for moved-out clients until nobody can publish
         # (its own session closed with the others), then writes its state
-        try:
-            await self._mobility.stop()
-        except Exception:  # stopping anyway; logged
-            log.exception("stopping the mobility proxy failed")
+        await self.services.stop(StopPoint.AFTER_LAST_SESSION)
         await self._close_archive()     # every session is gone: nothing more to route
         self._reaper.finish()
         self.steps.finish()
