@@ -42,6 +42,7 @@ from elvin.router.clientstats import PublishLimit, top_clients, top_clients_text
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
 from elvin.router.connlog import ConnectionLog
+from elvin.router.discovery_service import DiscoveryService
 from elvin.router.door import Door, raise_nofile_limit, tls_key
 from elvin.router.engine import Engine
 from elvin.router.mobility_service import MobilityService
@@ -62,6 +63,7 @@ from elvin.subscription.shapes import ShapeCompiler
 from elvin.tls import listener_context
 
 if TYPE_CHECKING:
+    from elvin.discovery import DiscoveryResponder
     from elvin.mobility.proxy import MobilityProxy
 
 log = logging.getLogger("elvin.router")
@@ -139,7 +141,9 @@ class Router:
         #: the parts beside the core (elvin.router.services), started and
         #: stopped at their points of ``start`` and ``stop``
         self.services = ServiceRegistry()
+        self._discovery = DiscoveryService(self.config, lambda: self.urls)
         self.services.register(self._mobility)
+        self.services.register(self._discovery)
         self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
             weakref.WeakKeyDictionary()
         self.engine.overrun_listener = self._pattern_overran
@@ -181,7 +185,7 @@ class Router:
             await self._start_federation()
             for _kind, server in self._servers:
                 await server.start_serving()
-            await self._start_discovery()
+            await self.services.start(StartPoint.SERVING)
             self._started = True
         except BaseException:  # stopped the one way (below); re-raised
             # whatever started is stopped the one way a router stops (each
@@ -271,7 +275,8 @@ class Router:
                 await self._stopped.wait()
             return
         self._stopping = True
-        self._stop_discovery()          # withdraw the advertisement first
+        # withdraw the advertisement first
+        await self.services.stop(StopPoint.BEFORE_CLOSING_LISTENERS)
         if self._stats_handle is not None:
             self._stats_handle.cancel()
             self._stats_handle = None
@@ -412,33 +417,11 @@ class Router:
         return self._mobility.proxy
 
     # -- discovery and redirection -------------------------------------------------------
-    #: the discovery responder (elvin.discovery) while running with discovery on
-    discovery: Any = None
-
-    async def _start_discovery(self) -> None:
-        """Answer router discovery for this router's listen URLs. A router that
-        cannot (no multicast route, port taken) still routes: discovery is a
-        convenience, so the failure is a warning, not a start-up error."""
-        config = self.config
-        if not config.discovery:
-            return
-        from elvin.discovery import DiscoveryResponder
-
-        responder = DiscoveryResponder(
-            lambda: self.urls, scope=config.discovery_scope, default=config.discovery_default,
-            address=config.discovery_address, port=config.discovery_port,
-            interface=config.discovery_interface)
-        try:
-            self.discovery = await responder.start()
-        except OSError as exc:
-            log.warning("router discovery is off: cannot answer on %s:%d (%s)",
-                        config.discovery_address, config.discovery_port,
-                        exc.strerror or exc)
-
-    def _stop_discovery(self) -> None:
-        responder, self.discovery = self.discovery, None
-        if responder is not None:
-            responder.close()
+    @property
+    def discovery(self) -> DiscoveryResponder | None:
+        """The discovery responder (elvin.router.discovery_service) while
+        answering, else None."""
+        return self._discovery.responder
 
     def redirect(self, url: str, sessions: Any = None) -> int:
         """Hand clients over to the router at ``url``: each connected session
