@@ -45,6 +45,7 @@ from elvin.router.connlog import ConnectionLog
 from elvin.router.discovery_service import DiscoveryService
 from elvin.router.door import Door, raise_nofile_limit, tls_key
 from elvin.router.engine import Engine
+from elvin.router.federation_service import FederationAdapter
 from elvin.router.mobility_service import MobilityService
 from elvin.router.options import OptionRanges, initial_options
 from elvin.router.ordered import OrderedSteps
@@ -64,6 +65,7 @@ from elvin.tls import listener_context
 
 if TYPE_CHECKING:
     from elvin.discovery import DiscoveryResponder
+    from elvin.federation.service import FederationService
     from elvin.mobility.proxy import MobilityProxy
 
 log = logging.getLogger("elvin.router")
@@ -126,9 +128,6 @@ class Router:
         #: while running with ``archive`` set, else
         #: None (``deliver`` tests only this, so the archive costs nothing when off)
         self.archive: Any = None
-        #: the FederationService (elvin.federation) while ``config.federation``
-        #: is set, else None (``deliver`` tests only this)
-        self.federation: Any = None
         self._producer_ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         #: admission and partial-frame accounting (elvin.router.door), while running
         self.door: Door | None = None
@@ -142,7 +141,9 @@ class Router:
         #: stopped at their points of ``start`` and ``stop``
         self.services = ServiceRegistry()
         self._discovery = DiscoveryService(self.config, lambda: self.urls)
+        self._federation = FederationAdapter(self, self.config)
         self.services.register(self._mobility)
+        self.services.register(self._federation)
         self.services.register(self._discovery)
         self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
             weakref.WeakKeyDictionary()
@@ -182,7 +183,6 @@ class Router:
             if not self.config.quench:
                 log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
             await self.services.start(StartPoint.BOUND)
-            await self._start_federation()
             for _kind, server in self._servers:
                 await server.start_serving()
             await self.services.start(StartPoint.SERVING)
@@ -286,7 +286,8 @@ class Router:
         await self._close_servers()
         for transport in list(self._tls_pending):
             transport.abort()               # type: ignore[attr-defined]  # a pending TLS socket's transport
-        await self._stop_federation()   # Disconn to every federated router
+        # Disconn to every federated router
+        await self.services.stop(StopPoint.BEFORE_CLOSING_SESSIONS)
         for session in list(self.sessions):
             try:
                 if session.state == CONNECTED:
@@ -329,38 +330,11 @@ class Router:
                 log.debug("a listener did not close cleanly", exc_info=True)
 
     # -- federation ----------------------------------------------------------------------
-    async def _start_federation(self) -> None:
-        fed = self.config.federation
-        if fed is None or not fed.enabled:
-            return
-        from elvin.federation.service import FederationService  # only when federating
-        from elvin.router.fedhost import RouterFederationHost
-        service = FederationService(RouterFederationHost(self), fed)
-        try:
-            await service.start()
-        except BaseException:  # half-started: stopped; re-raised
-            await service.stop()
-            raise
-        self.federation = service
-
-    async def _stop_federation(self) -> None:
-        service, self.federation = self.federation, None
-        if service is not None:
-            await service.stop()
-
-    async def reconfigure_federation(self, fed: Any) -> None:
-        """Apply a new ``[federation]`` section (SIGHUP): starts, changes or
-        stops the federation service without touching client sessions."""
-        self.config.federation = fed
-        if fed is None or not fed.enabled:
-            await self._stop_federation()
-        elif self.federation is None:
-            try:
-                await self._start_federation()
-            except Exception as exc:  # noqa: BLE001 - e.g. the port is taken: logged, keep serving
-                log.error("cannot start federation: %s", exc)
-        else:
-            await self.federation.reconfigure(fed)
+    @property
+    def federation(self) -> FederationService | None:
+        """The federation (elvin.router.federation_service) while
+        ``config.federation`` is set and enabled, else None."""
+        return self._federation.running
 
     # -- reload (elvin.router.reload) ---------------------------------------------------
     def set_option_ranges(self, ranges: OptionRanges) -> None:
@@ -627,9 +601,10 @@ class Router:
             self.census.note(attrs)
         if self.archive is not None:
             self._archive(attrs, block, insecure, secure, producer, deliver_insecure)
+        federation = self._federation.running
         if not insecure and not secure:
-            if self.federation is not None:
-                self.federation.forward(attrs, block, deliver_insecure, nkeys, routing)
+            if federation is not None:
+                federation.forward(attrs, block, deliver_insecure, nkeys, routing)
             return 0
         if block is None:
             block = encode_attributes(attrs)
@@ -643,8 +618,8 @@ class Router:
             session.send_bytes(frame_notify_deliver(block, (), ids), True)
             count += 1
         self.stats.notifications_out += count
-        if self.federation is not None:     # after local delivery, with the same XDR
-            self.federation.forward(attrs, block, deliver_insecure, nkeys, routing)
+        if federation is not None:     # after local delivery, with the same XDR
+            federation.forward(attrs, block, deliver_insecure, nkeys, routing)
         return count
 
     # -- traffic archive ---------------------------------------------------------------
@@ -774,11 +749,12 @@ class Router:
             self.config.stats_interval, self._publish_stats)
 
     def stats_notification(self) -> dict[str, object]:
-        links = self.federation.link_report() if self.federation is not None else []
+        federation = self._federation.running
+        links = federation.link_report() if federation is not None else []
         return self.stats.notification(
             self.router_id, self.connection_count, len(self.engine), len(self.quench),
             federation_links=links,
-            redials_failed=self.federation.stats.redials_failed if self.federation else 0,
+            redials_failed=federation.stats.redials_failed if federation else 0,
             top_clients=top_clients_text(self.top_clients()))
 
     def top_clients(self) -> list[dict[str, Any]]:
