@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from elvin.discovery import DiscoveryResponder
     from elvin.federation.service import FederationService
     from elvin.mobility.proxy import MobilityProxy
+    from elvin.statedir import StateDir
 
 log = logging.getLogger("elvin.router")
 
@@ -367,7 +368,7 @@ class Router:
 
     # -- state directory -----------------------------------------------------------------
     #: the locked ``elvin.statedir.StateDir`` while running with ``state_dir``
-    state_dir: Any = None
+    state_dir: StateDir | None = None
 
     def _open_state(self) -> None:
         """Lock the state directory (``StateError``, a ``RouterStartError``,
