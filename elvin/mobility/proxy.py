@@ -140,7 +140,7 @@ class MobilityProxy:
     ``store`` (a ``MobilityStore``): keep the key, the moved-out clients and
     their buffers on disk, and take them back at ``start``. ``connector``:
     an ``async () -> (connection, channel)`` used instead of connecting to
-    ``url`` (``start_in_router``: the router's in-process channel, whose
+    ``url`` (``elvin.router.mobility_service``: the router's in-process channel, whose
     barrier calls ``flush`` before the router writes to any socket)."""
 
     def __init__(self, url: str, config: ProxyConfig | None = None, *,
@@ -1027,51 +1027,6 @@ class MobilityProxy:
 
 
 # -- inside elvind ------------------------------------------------------------------
-async def start_in_router(router: Any) -> MobilityProxy:
-    """Start a proxy as an internal client of ``router`` (an
-    ``elvin.router.server.Router`` whose listeners are bound), through the
-    public client API over an in-process channel
-    (``elvin.router.localchannel``). It answers to every URL the router
-    listens on. Its key comes from the router's ``mobility_key_file``
-    (``load_key_file``), else from its state, else it is random. With the
-    router's state directory it keeps its buffers there
-    (``MobilityStore``), and takes them back now."""
-    from elvin.router.localchannel import connect_local
-
-    urls = [u for u in router.urls if "/ssl," not in u]
-    if not urls:
-        raise RuntimeError("the mobility proxy needs a plain TCP listen URI")
-    aliases = set(router.urls)
-    url = urls[0]
-    port = parse_uri(url).port
-    for host in ("0.0.0.0", "[::]"):
-        if f"//{host}:" in url:
-            url = url.replace(f"//{host}:", "//127.0.0.1:")
-    for host in ("127.0.0.1", "localhost"):
-        aliases.add(f"elvin://{host}:{port}")
-    conf = router.config
-    key_file = getattr(conf, "mobility_key_file", None)
-    config = ProxyConfig(id=getattr(conf, "mobility_id", None) or url, aliases=tuple(aliases),
-                         quota=getattr(conf, "mobility_quota", ProxyConfig.quota),
-                         expiry=getattr(conf, "mobility_expiry", ProxyConfig.expiry),
-                         key=load_key_file(key_file) if key_file else None)
-    store = None
-    state_dir = getattr(router, "state_dir", None)
-    if state_dir is not None:
-        store = MobilityStore.open(state_dir.path, reset=getattr(conf, "state_reset", False))
-    else:
-        log.info("mobility buffers are in memory only (no --state-dir): a restart of the "
-                 "router loses them")
-    proxy = MobilityProxy(url, config, store=store,
-                          connector=lambda: connect_local(router, url))
-    try:
-        return await proxy.start()
-    except BaseException:
-        if store is not None:
-            store.close()
-        raise
-
-
 # -- elvin-mobility-proxy ------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     from elvin.cli_common import ToolParser, add_log_level_argument

@@ -144,6 +144,9 @@ async def apply_config(router: Any, new: RouterConfig,
             applied.append(change("archive", before or "off", new.archive or "off"))
     if "federation" in live:
         what = "; ".join(federation_changes(old.federation, new.federation))
-        await router.reconfigure_federation(new.federation)
-        applied.append(f"[federation] {what}" if what else "[federation]")
+        problem = await router.services["federation"].reconfigure(new)
+        if problem:
+            failed.append(f"[federation]: {problem}")
+        else:
+            applied.append(f"[federation] {what}" if what else "[federation]")
     return reload_verdict(applied, [_shown(name) for name in restart], failed)

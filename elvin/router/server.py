@@ -24,7 +24,7 @@ import socket
 import time
 import weakref
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elvin.cli_common import listen_error_reason, listen_error_status
 from elvin.errors import RouterStartError
@@ -42,8 +42,11 @@ from elvin.router.clientstats import PublishLimit, top_clients, top_clients_text
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RouterConfig, parse_listen_uri
 from elvin.router.connlog import ConnectionLog
+from elvin.router.discovery_service import DiscoveryService
 from elvin.router.door import Door, raise_nofile_limit, tls_key
 from elvin.router.engine import Engine
+from elvin.router.federation_service import FederationAdapter
+from elvin.router.mobility_service import MobilityService
 from elvin.router.options import OptionRanges, initial_options
 from elvin.router.ordered import OrderedSteps
 from elvin.router.quench import QuenchManager
@@ -52,12 +55,19 @@ from elvin.router.recent import RecentValues
 from elvin.router.scheduler import Scheduler
 from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
+from elvin.router.services import ServiceRegistry, StartPoint, StopPoint
 from elvin.router.session import CLOSING, CONNECTED, Session
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
 from elvin.router.steps import StepRunner
 from elvin.subscription.patterns import MATCH_TIMEOUT
 from elvin.subscription.shapes import ShapeCompiler
 from elvin.tls import listener_context
+
+if TYPE_CHECKING:
+    from elvin.discovery import DiscoveryResponder
+    from elvin.federation.service import FederationService
+    from elvin.mobility.proxy import MobilityProxy
+    from elvin.statedir import StateDir
 
 log = logging.getLogger("elvin.router")
 
@@ -121,15 +131,23 @@ class Router:
         #: while running with ``archive`` set, else
         #: None (``deliver`` tests only this, so the archive costs nothing when off)
         self.archive: Any = None
-        #: the FederationService (elvin.federation) while ``config.federation``
-        #: is set, else None (``deliver`` tests only this)
-        self.federation: Any = None
         self._producer_ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         #: admission and partial-frame accounting (elvin.router.door), while running
         self.door: Door | None = None
         #: what clients can make the sessions say, rate-limited (elvin.ratelog)
         self.session_notes = RateLimitedLog(logging.getLogger("elvin.router.session"))
         #: owner -> [when its last overrun line was logged, overruns not logged since]
+        # once started, the Router is the ChannelHost (its typing: issue 46, point 2)
+        self._mobility = MobilityService(self, self.config,  # type: ignore[arg-type]  # see above
+                                         lambda: self.urls, lambda: self.state_dir)
+        #: the parts beside the core (elvin.router.services), started and
+        #: stopped at their points of ``start`` and ``stop``
+        self.services = ServiceRegistry()
+        self._discovery = DiscoveryService(self.config, lambda: self.urls)
+        self._federation = FederationAdapter(self, self.config)
+        self.services.register(self._mobility)
+        self.services.register(self._federation)
+        self.services.register(self._discovery)
         self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
             weakref.WeakKeyDictionary()
         self.engine.overrun_listener = self._pattern_overran
@@ -167,11 +185,10 @@ class Router:
                 log.debug("listening on %s", url)
             if not self.config.quench:
                 log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
-            await self._start_mobility()
-            await self._start_federation()
+            await self.services.start(StartPoint.BOUND)
             for _kind, server in self._servers:
                 await server.start_serving()
-            await self._start_discovery()
+            await self.services.start(StartPoint.SERVING)
             self._started = True
         except BaseException:  # stopped the one way (below); re-raised
             # whatever started is stopped the one way a router stops (each
@@ -262,7 +279,8 @@ class Router:
                 await self._stopped.wait()
             return
         self._stopping = True
-        self._stop_discovery()          # withdraw the advertisement first
+        # withdraw the advertisement first
+        await self.services.stop(StopPoint.BEFORE_CLOSING_LISTENERS)
         if self._stats_handle is not None:
             self._stats_handle.cancel()
             self._stats_handle = None
@@ -272,7 +290,8 @@ class Router:
         await self._close_servers()
         for transport in list(self._tls_pending):
             transport.abort()               # type: ignore[attr-defined]  # a pending TLS socket's transport
-        await self._stop_federation()   # Disconn to every federated router
+        # Disconn to every federated router
+        await self.services.stop(StopPoint.BEFORE_CLOSING_SESSIONS)
         for session in list(self.sessions):
             try:
                 if session.state == CONNECTED:
@@ -289,7 +308,7 @@ class Router:
         await asyncio.sleep(0)
         # last: it buffers for moved-out clients until nobody can publish
         # (its own session closed with the others), then writes its state
-        await self._stop_mobility()
+        await self.services.stop(StopPoint.AFTER_LAST_SESSION)
         await self._close_archive()     # every session is gone: nothing more to route
         self._reaper.finish()
         self.steps.finish()
@@ -315,38 +334,11 @@ class Router:
                 log.debug("a listener did not close cleanly", exc_info=True)
 
     # -- federation ----------------------------------------------------------------------
-    async def _start_federation(self) -> None:
-        fed = self.config.federation
-        if fed is None or not fed.enabled:
-            return
-        from elvin.federation.service import FederationService  # only when federating
-        from elvin.router.fedhost import RouterFederationHost
-        service = FederationService(RouterFederationHost(self), fed)
-        try:
-            await service.start()
-        except BaseException:  # half-started: stopped; re-raised
-            await service.stop()
-            raise
-        self.federation = service
-
-    async def _stop_federation(self) -> None:
-        service, self.federation = self.federation, None
-        if service is not None:
-            await service.stop()
-
-    async def reconfigure_federation(self, fed: Any) -> None:
-        """Apply a new ``[federation]`` section (SIGHUP): starts, changes or
-        stops the federation service without touching client sessions."""
-        self.config.federation = fed
-        if fed is None or not fed.enabled:
-            await self._stop_federation()
-        elif self.federation is None:
-            try:
-                await self._start_federation()
-            except Exception as exc:  # noqa: BLE001 - e.g. the port is taken: logged, keep serving
-                log.error("cannot start federation: %s", exc)
-        else:
-            await self.federation.reconfigure(fed)
+    @property
+    def federation(self) -> FederationService | None:
+        """The federation (elvin.router.federation_service) while
+        ``config.federation`` is set and enabled, else None."""
+        return self._federation.running
 
     # -- reload (elvin.router.reload) ---------------------------------------------------
     def set_option_ranges(self, ranges: OptionRanges) -> None:
@@ -379,7 +371,7 @@ class Router:
 
     # -- state directory -----------------------------------------------------------------
     #: the locked ``elvin.statedir.StateDir`` while running with ``state_dir``
-    state_dir: Any = None
+    state_dir: StateDir | None = None
 
     def _open_state(self) -> None:
         """Lock the state directory (``StateError``, a ``RouterStartError``,
@@ -396,62 +388,18 @@ class Router:
             state.close()
 
     # -- mobility ------------------------------------------------------------------------
-    #: the mobility proxy (elvin.mobility) while running with ``mobility`` on
-    mobility: Any = None
-
-    async def _start_mobility(self) -> None:
-        """Run a mobility proxy as an internal client of this router. It uses
-        only the public client API, as a standalone ``elvin-mobility-proxy``
-        would, over an in-process channel (``elvin.router.localchannel``)
-        whose one hook makes its buffers safe on disk before the router
-        answers anyone. It starts before the router accepts connections."""
-        if not getattr(self.config, "mobility", False):
-            return
-        from elvin.mobility.proxy import start_in_router
-        from elvin.statedir import StateError
-        try:
-            self.mobility = await start_in_router(self)
-        except StateError:
-            raise                       # (it names the state directory and the way out)
-        except Exception as exc:  # noqa: BLE001 - re-raised as RouterStartError
-            raise RouterStartError(f"cannot start the mobility proxy: {exc}") from None
-
-    async def _stop_mobility(self) -> None:
-        proxy, self.mobility = self.mobility, None
-        if proxy is not None:
-            try:
-                await proxy.stop()
-            except Exception:  # stopping anyway; logged
-                log.exception("stopping the mobility proxy failed")
+    @property
+    def mobility(self) -> MobilityProxy | None:
+        """The mobility proxy (elvin.router.mobility_service) while running
+        with ``mobility`` on, else None."""
+        return self._mobility.proxy
 
     # -- discovery and redirection -------------------------------------------------------
-    #: the discovery responder (elvin.discovery) while running with discovery on
-    discovery: Any = None
-
-    async def _start_discovery(self) -> None:
-        """Answer router discovery for this router's listen URLs. A router that
-        cannot (no multicast route, port taken) still routes: discovery is a
-        convenience, so the failure is a warning, not a start-up error."""
-        config = self.config
-        if not config.discovery:
-            return
-        from elvin.discovery import DiscoveryResponder
-
-        responder = DiscoveryResponder(
-            lambda: self.urls, scope=config.discovery_scope, default=config.discovery_default,
-            address=config.discovery_address, port=config.discovery_port,
-            interface=config.discovery_interface)
-        try:
-            self.discovery = await responder.start()
-        except OSError as exc:
-            log.warning("router discovery is off: cannot answer on %s:%d (%s)",
-                        config.discovery_address, config.discovery_port,
-                        exc.strerror or exc)
-
-    def _stop_discovery(self) -> None:
-        responder, self.discovery = self.discovery, None
-        if responder is not None:
-            responder.close()
+    @property
+    def discovery(self) -> DiscoveryResponder | None:
+        """The discovery responder (elvin.router.discovery_service) while
+        answering, else None."""
+        return self._discovery.responder
 
     def redirect(self, url: str, sessions: Any = None) -> int:
         """Hand clients over to the router at ``url``: each connected session
@@ -657,9 +605,10 @@ class Router:
             self.census.note(attrs)
         if self.archive is not None:
             self._archive(attrs, block, insecure, secure, producer, deliver_insecure)
+        federation = self._federation.running
         if not insecure and not secure:
-            if self.federation is not None:
-                self.federation.forward(attrs, block, deliver_insecure, nkeys, routing)
+            if federation is not None:
+                federation.forward(attrs, block, deliver_insecure, nkeys, routing)
             return 0
         if block is None:
             block = encode_attributes(attrs)
@@ -673,8 +622,8 @@ class Router:
             session.send_bytes(frame_notify_deliver(block, (), ids), True)
             count += 1
         self.stats.notifications_out += count
-        if self.federation is not None:     # after local delivery, with the same XDR
-            self.federation.forward(attrs, block, deliver_insecure, nkeys, routing)
+        if federation is not None:     # after local delivery, with the same XDR
+            federation.forward(attrs, block, deliver_insecure, nkeys, routing)
         return count
 
     # -- traffic archive ---------------------------------------------------------------
@@ -804,11 +753,12 @@ class Router:
             self.config.stats_interval, self._publish_stats)
 
     def stats_notification(self) -> dict[str, object]:
-        links = self.federation.link_report() if self.federation is not None else []
+        federation = self._federation.running
+        links = federation.link_report() if federation is not None else []
         return self.stats.notification(
             self.router_id, self.connection_count, len(self.engine), len(self.quench),
             federation_links=links,
-            redials_failed=self.federation.stats.redials_failed if self.federation else 0,
+            redials_failed=federation.stats.redials_failed if federation else 0,
             top_clients=top_clients_text(self.top_clients()))
 
     def top_clients(self) -> list[dict[str, Any]]:

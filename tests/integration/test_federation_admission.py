@@ -298,7 +298,8 @@ async def test_a_reload_closes_a_link_its_new_hosts_no_longer_allow():
             service = hub.router.federation
             config = dataclasses.replace(service.config,
                                          accept=[AcceptSpec("edge", hosts=hosts)])
-            return asyncio.ensure_future(hub.router.reconfigure_federation(config))
+            return asyncio.ensure_future(hub.router.services["federation"].reconfigure(
+                dataclasses.replace(hub.router.config, federation=config)))
 
         done = hub.call(reload, [OTHER, "10.0.0.0/8"])
         await until(lambda: hub.call(done.done), what="the reload")
@@ -341,7 +342,8 @@ async def test_a_reload_during_a_peers_lookup_decides_it_by_the_new_rules(monkey
             service = hub.router.federation
             config = dataclasses.replace(service.config,
                                          accept=[AcceptSpec("edge", hosts=["127.0.0.1"])])
-            return asyncio.ensure_future(hub.router.reconfigure_federation(config))
+            return asyncio.ensure_future(hub.router.services["federation"].reconfigure(
+                dataclasses.replace(hub.router.config, federation=config)))
         done = hub.call(reload)
         await until(lambda: hub.call(done.done), what="the reload")
         release.set()

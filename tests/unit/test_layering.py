@@ -50,3 +50,16 @@ def test_apps_reach_routers_only_through_the_client():
         return (module == "elvin.router" or module.startswith("elvin.router.")) \
             and module != "elvin.router.bundled"
     assert _offending("apps", forbidden) == []
+
+
+def _is_router(module: str) -> bool:
+    return module == "elvin.router" or module.startswith("elvin.router.")
+
+
+@pytest.mark.parametrize("folder", ["elvin/mobility", "elvin/discovery", "elvin/pipeline"])
+def test_the_routers_services_do_not_reach_back_into_the_router(folder):
+    """The router uses these packages, never the other way round: how the
+    router hooks each one up lives in the router (``elvin.router.*_service``),
+    so that the package stands on its own (a standalone
+    ``elvin-mobility-proxy`` is the same proxy as the one inside ``elvind``)."""
+    assert _offending(folder, _is_router) == []
