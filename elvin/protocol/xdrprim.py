@@ -386,11 +386,16 @@ def _new_int64_value(value: int) -> Int64:
     return _new_int64(Int64, value)
 
 
+def _no_accelerator(*_args: object) -> None:
+    """Without the accelerator every array goes to the pure reader."""
+    return None
+
+
 _NEW_INT64 = _new_int64_value
-_FAST_READ_ATTRS = getattr(_accel.xdrfast, "read_attrs", None)
+_FAST_READ_ATTRS: Callable[..., Any] = getattr(_accel.xdrfast, "read_attrs", _no_accelerator)
 #: the NameValue array reader: the compiled accelerator's when it is in use
 #: (``make accel``; ``ELVIN_PURE=1`` turns it off), else the pure one
-read_attrs = read_attrs_pure if _FAST_READ_ATTRS is None else _read_attrs_compiled
+read_attrs = read_attrs_pure if _accel.xdrfast is None else _read_attrs_compiled
 
 
 def skip_attrs(data: bytes, o: int, end: int) -> int:
