@@ -12,9 +12,27 @@ MANSOURCES := $(shell find elvin apps -name '*.py' 2>/dev/null) scripts/manpages
 
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: run test core-check bench lint setup clean screenshots docs man package-check
+.PHONY: run test core-check bench lint setup clean screenshots docs man package-check accel accel-remove
 
 setup: $(STAMP) $(MANSTAMP)
+	@if [ "$(ELVIN_ACCEL)" = 1 ]; then $(MAKE) --no-print-directory accel \
+	    || echo "warning: the accelerator was not built (above); the pure-Python path is used"; fi
+
+# the optional compiled accelerator (elvin/protocol/_xdrfast.c: the NameValue reader's
+# happy path) into the venv's site-packages; nothing needs it (ELVIN_PURE=1 turns it
+# off). `make setup ELVIN_ACCEL=1` builds it too, and goes on pure if it fails. It needs
+# a C compiler and Python's headers: python3-dev is installed where they are missing.
+accel: $(STAMP)
+	@inc=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])'); \
+	if [ ! -f "$$inc/Python.h" ]; then \
+	    echo "accel: Python.h is missing ($$inc): installing python3-dev"; \
+	    apt-get install -y -q python3-dev > /dev/null || sudo apt-get install -y -q python3-dev > /dev/null; \
+	fi
+	$(BIN)/python scripts/build_accel.py
+	@$(BIN)/python -c 'from elvin.protocol import _accel; print("accel:", _accel.describe())'
+
+accel-remove: $(STAMP)
+	$(BIN)/python scripts/build_accel.py --remove
 
 # the suite with every extra a user can have (.[all]), and the dependency group
 # `dev` (pyproject.toml: the test runner, ruff, Sphinx, build and twine), which

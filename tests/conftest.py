@@ -31,6 +31,14 @@ for _name in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_H
     os.environ[_name] = os.path.join(_XDG, _name.lower())
 
 
+def pytest_report_header(config):
+    """Which path the codec's hot loops took in this run: the compiled accelerator
+    (``make accel``) or pure Python (``ELVIN_PURE=1``, or not built)."""
+    from elvin.protocol import _accel
+
+    return f"elvin codec: {_accel.describe()}"
+
+
 def pytest_collection_modifyitems(config, items):
     """``make test`` runs the suite on several workers (pytest-xdist,
     ``--dist loadgroup``): the tests that share the session's SparkSession run

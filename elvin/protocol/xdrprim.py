@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 
 from elvin.errors import ProtocolError
 from elvin.keys import EMPTY_KEYS, Keys, KeyScheme
+from elvin.protocol import _accel
 from elvin.protocol.limits import LimitError, Limits
 from elvin.values import INT32_MAX, INT32_MIN, ElvinType, Int64, Value, check_value
 
@@ -71,6 +72,7 @@ __all__ = [
     "put_u64",
     "put_value",
     "read_attrs",
+    "read_attrs_pure",
     "read_bool",
     "read_count",
     "read_id64s",
@@ -278,9 +280,12 @@ _DECODED_NAMES: dict[bytes, str] = {}
 _DECODED_NAMES_MAX = 4096
 
 
-def read_attrs(data: bytes, o: int, end: int, limits: Limits,
-               what: str = "attributes") -> tuple[dict[str, Value], int]:
-    """The hot loop: an array of NameValue into a dict (inlined reads)."""
+def read_attrs_pure(data: bytes, o: int, end: int, limits: Limits,
+                    what: str = "attributes") -> tuple[dict[str, Value], int]:
+    """The hot loop: an array of NameValue into a dict (inlined reads). This
+    is ``read_attrs`` itself unless the compiled accelerator is in use (see
+    ``read_attrs`` below); it is the reference the accelerator is tested
+    against, and it decides every packet the accelerator gives up on."""
     (n,) = _i32(data, o)
     if n < 0:
         raise ProtocolError(f"{what}: negative attribute count {n}", o)
@@ -361,6 +366,36 @@ def read_attrs(data: bytes, o: int, end: int, limits: Limits,
             raise ProtocolError(f"{what}: unknown value typecode {tc} for {name!r}", o)
         attrs[name] = value
     return attrs, o
+
+
+def _read_attrs_compiled(data: bytes, o: int, end: int, limits: Limits,
+                         what: str = "attributes") -> tuple[dict[str, Value], int]:
+    """``read_attrs`` through the compiled accelerator (``elvin.protocol._accel``):
+    it decodes well-formed arrays and returns None for anything else, which
+    ``read_attrs_pure`` then decodes or refuses with its exact error."""
+    got: tuple[dict[str, Value], int] | None = _FAST_READ_ATTRS(
+        data, o, end, limits.max_attributes, limits.max_name_length,
+        limits.max_string_length, limits.max_opaque_length, _DECODED_NAMES,
+        _DECODED_NAMES_MAX, _NEW_INT64)
+    if got is None:
+        return read_attrs_pure(data, o, end, limits, what)
+    return got
+
+
+def _new_int64_value(value: int) -> Int64:
+    return _new_int64(Int64, value)
+
+
+def _no_accelerator(*_args: object) -> None:
+    """Without the accelerator every array goes to the pure reader."""
+    return None
+
+
+_NEW_INT64 = _new_int64_value
+_FAST_READ_ATTRS: Callable[..., Any] = getattr(_accel.xdrfast, "read_attrs", _no_accelerator)
+#: the NameValue array reader: the compiled accelerator's when it is in use
+#: (``make accel``; ``ELVIN_PURE=1`` turns it off), else the pure one
+read_attrs = read_attrs_pure if _accel.xdrfast is None else _read_attrs_compiled
 
 
 def skip_attrs(data: bytes, o: int, end: int) -> int:
