@@ -58,12 +58,16 @@ run: $(STAMP) $(MANSTAMP)
 # check's result comes after. First the lint (ruff, mypy), the docs site (warnings as
 # errors) and the package check (sdist + wheel, twine, a fresh venv), so that none can
 # rot; a failure there is reported and fails the run, but the suite still runs.
+# The suite runs with the compiled accelerator where it builds; the core-only
+# check (its own venv, nothing compiled) runs the codec and router tests pure,
+# so both paths are tested in every run.
 test: $(STAMP) $(MANSTAMP)
 	@PYTHON=$(PYTHON) bash scripts/core-only-check.sh > .core-check.log 2>&1 & core=$$!; \
 	pre=0; \
 	if $(MAKE) --no-print-directory lint; then :; else echo "lint FAILED"; pre=1; fi; \
 	if $(MAKE) --no-print-directory docs; then :; else echo "docs build FAILED"; pre=1; fi; \
 	$(MAKE) --no-print-directory package-check || pre=1; \
+	$(MAKE) --no-print-directory accel || echo "accel: not built (above); the suite runs pure"; \
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 --dist loadgroup; suite=$$?; \
 	if [ $$pre -ne 0 ]; then echo "make test: the lint, the docs build or the package check FAILED (above)"; suite=1; fi; \
 	if wait $$core; then echo "core-only check passed: $$(grep -E '^[0-9]+ passed' .core-check.log | tail -1) (.core-check.log)"; \
