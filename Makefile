@@ -51,7 +51,7 @@ $(MANSTAMP): $(STAMP) $(MANSOURCES)
 	@touch $@
 
 run: $(STAMP) $(MANSTAMP)
-	$(BIN)/python -m elvin.run
+	$(BIN)/python -m elvin.daemon.run
 
 # the suite runs on two workers and the core-only check beside it (the tests mostly
 # wait on sockets and child processes, so they share the cores well); the core-only

@@ -23,7 +23,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
-from elvin.xdg import state_home
+from elvin.daemon.xdg import state_home
 
 __all__ = ["APPS", "AppLauncher", "SuiteApp", "add_app_actions"]
 

@@ -9,7 +9,7 @@ again, sometimes with a stored notification's bytes changed or a byte of
 its WAL flipped while it is down, and (``--full-disk``, as root) A's state
 directory is on a small tmpfs that fills up. ``--crash-points P`` starts a
 router, with chance P, armed to kill itself (``ELVIN_CRASH_AT``) at one
-named point of a move picked at random (``elvin.crashpoints``): the windows
+named point of a move picked at random (``elvin.daemon.crashpoints``): the windows
 of milliseconds a kill from outside would almost never hit.
 
 The checker, per client: nothing delivered twice; every acknowledged

@@ -97,10 +97,10 @@ async def run(biff, url: str | list[str], default_text: str, screenshot: Path | 
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
+    from elvin.daemon.xdg import state_home
     from elvin.qt import ConnectionManager, StatusWidget
     from elvin.qt.app import run_window
     from elvin.qt.geometry import WindowMemory
-    from elvin.xdg import state_home
 
     app = QApplication.instance()
     app.setApplicationName("biff")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from elvin_apps.console.workspace import Workspace, WorkspaceError, from_dict, to_dict
 
+from elvin.daemon.xdg import state_home
 from elvin.fileutil import atomic_write
 from elvin.statefile import read_json_state
-from elvin.xdg import state_home
 
 __all__ = ["load_session", "save_session", "session_path"]
 

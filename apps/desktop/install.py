@@ -34,8 +34,8 @@ from pathlib import Path
 from elvin_apps.suite import APPS, SuiteApp
 
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK
+from elvin.daemon.xdg import config_home, data_home
 from elvin.fileutil import atomic_write
-from elvin.xdg import config_home, data_home
 
 __all__ = ["Installation", "desktop_entry", "install", "main", "uninstall"]
 

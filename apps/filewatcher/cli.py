@@ -11,7 +11,7 @@ The daemon always runs in the foreground (``--foreground`` is accepted for
 habit's sake); systemd (packaging/systemd/filewatcher.service) or a shell
 puts it in the background. SIGHUP re-reads the configuration (roots and
 every other setting but the router URL and the status file apply at once)
-and reopens the log file; SIGUSR1 only reopens it (``elvin.daemon_control``).
+and reopens the log file; SIGUSR1 only reopens it (``elvin.daemon.daemon_control``).
 ``check`` validates the configuration as a start would, without connecting;
 ``reload`` sends SIGHUP and prints the daemon's verdict.
 
@@ -45,11 +45,12 @@ from elvin_apps.filewatcher.config import (
 )
 from elvin_apps.filewatcher.status import StatusError, format_status, read_status
 
-from elvin import cli_common, sdnotify
+from elvin import cli_common
 from elvin.app_cli import add_config_argument, app_parser
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolError, ToolParser
 from elvin.config_file import raw_setting, read_toml
-from elvin.daemon_control import (
+from elvin.daemon import sdnotify
+from elvin.daemon.daemon_control import (
     DaemonSignals,
     ask_reload,
     other_instance,

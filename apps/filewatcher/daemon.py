@@ -57,7 +57,7 @@ from elvin_apps.filewatcher.snapshots import Snapshots
 from elvin_apps.filewatcher.watches import RawEvent, WatchManager
 
 from elvin.client import Connection
-from elvin.daemon_control import ReloadRecord
+from elvin.daemon.daemon_control import ReloadRecord
 from elvin.tasks import stop_task
 
 __all__ = ["FileWatcher"]
@@ -114,7 +114,7 @@ class FileWatcher:
                                    delay=reconcile_delay * 2)
         self._stopped = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
-        #: the last SIGHUP's verdict, for ``filewatcher reload`` (elvin.daemon_control)
+        #: the last SIGHUP's verdict, for ``filewatcher reload`` (elvin.daemon.daemon_control)
         self.reload_record = ReloadRecord()
 
     # ------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ class FileWatcher:
         file need a restart and are kept. Returns (what was applied, what
         needs a restart), as ``reload`` reports them; the log settings are
         the command line's business."""
-        from elvin.daemon_control import change
+        from elvin.daemon.daemon_control import change
 
         old = self.config
         changed = [s for s in SETTINGS if getattr(old, s.name) != getattr(config, s.name)]

@@ -28,7 +28,7 @@ denied...) or ``refused`` (over ``max-watches``) is NOT watched, and
 ``error`` says why; ``unreadable`` lists directories inside a watched tree
 that could not be watched; ``unreadable_roots`` maps a root the daemon
 cannot list to the reason. ``reload`` is the last SIGHUP's verdict
-(``elvin.daemon_control``).
+(``elvin.daemon.daemon_control``).
 
 ``quench`` is ``"on"``, or ``"off"`` when the router has no quench (the
 daemon then watches the roots, under the pseudo subscription ``no-quench``).
@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from elvin.cli_common import duration
-from elvin.daemon_control import read_status_file
+from elvin.daemon.daemon_control import read_status_file
 from elvin.fileutil import atomic_write
 
 __all__ = ["NO_QUENCH_NOTE", "StatusError", "format_status", "read_status", "write_status"]

@@ -12,7 +12,7 @@
 ``run`` (the default) is a foreground daemon (docs/architecture.md): logs to stderr or
 ``--log-file``, stops cleanly on SIGTERM/SIGINT (state saved, status marked
 stopped, Elvin connection closed), re-reads its config on SIGHUP and reopens
-its log file (SIGUSR1 only reopens it; ``elvin.daemon_control``). ``reload``
+its log file (SIGUSR1 only reopens it; ``elvin.daemon.daemon_control``). ``reload``
 sends SIGHUP to the pid in the status file and prints the daemon's verdict
 (so ``systemctl reload`` and scripts need not know the pid, and a refused
 file is not mistaken for an applied one). ``check`` validates the
@@ -40,7 +40,6 @@ from pathlib import Path
 
 from elvin_apps.newswatcher import __version__
 
-from elvin import sdnotify
 from elvin.app_cli import add_config_argument, app_parser, configured_router
 from elvin.cli_common import (
     EXIT_FAILURE,
@@ -53,7 +52,8 @@ from elvin.cli_common import (
     setup_logging,
 )
 from elvin.config_file import default_config_path, load_named, raw_setting, read_toml
-from elvin.daemon_control import DaemonSignals, ask_reload, other_instance, reload_verdict
+from elvin.daemon import sdnotify
+from elvin.daemon.daemon_control import DaemonSignals, ask_reload, other_instance, reload_verdict
 from elvin.fileutil import files_problems, open_problem
 
 log = logging.getLogger("elvin_apps.newswatcher")

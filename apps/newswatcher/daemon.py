@@ -51,7 +51,7 @@ from elvin_apps.newswatcher.status import NO_QUENCH_NOTE, STATUS_NAME, write_sta
 import elvin
 from elvin.cli_common import os_error
 from elvin.client import ConnectionClosedError, OptionalQuench
-from elvin.daemon_control import ReloadRecord
+from elvin.daemon.daemon_control import ReloadRecord
 from elvin.tasks import stop_task
 
 log = logging.getLogger("elvin_apps.newswatcher")
@@ -250,7 +250,7 @@ class NewsWatcher:
         self._background: set[asyncio.Task] = set()
         self._stopped = asyncio.Event()
         self._running = False
-        #: the last SIGHUP's verdict, for ``newswatcher reload`` (elvin.daemon_control)
+        #: the last SIGHUP's verdict, for ``newswatcher reload`` (elvin.daemon.daemon_control)
         self.reload_record = ReloadRecord()
 
     # -- feeds -------------------------------------------------------------------

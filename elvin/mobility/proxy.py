@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from elvin.config_file import check_numbers, number
-from elvin.crashpoints import crash_point
+from elvin.daemon.crashpoints import crash_point
 from elvin.errors import ElvinError, SubscriptionError
 from elvin.fileutil import reading
 from elvin.keys import Keys, public_key
@@ -1102,7 +1102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.report(prog)
     except (OSError, ValueError) as exc:
         return fail(prog, str(exc), EXIT_USAGE)
-    from elvin.statedir import StateDir, StateError
+    from elvin.daemon.statedir import StateDir, StateError
     if args.state_reset and not args.state_dir:
         return fail(prog, "--state-reset needs --state-dir (the state to move aside)",
                     EXIT_USAGE)

@@ -45,7 +45,7 @@ Opening checks everything a restart could meet and raises ``StateError``
 with one line naming the file and what to do: not a database or damaged,
 written by a newer version, locked by another program, not readable or not
 writable. ``reset=True`` (``elvind --state-reset``) first moves the file
-aside (``elvin.statedir.move_aside``), never deleting it.
+aside (``elvin.daemon.statedir.move_aside``), never deleting it.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from elvin.daemon.statedir import StateError, move_aside
 from elvin.mobility.ledger import LEDGER_NAME, Ledger
-from elvin.statedir import StateError, move_aside
 
 log = logging.getLogger("elvin.mobility")
 

@@ -25,9 +25,9 @@ from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QScreen
 from PySide6.QtWidgets import QWidget
 
+from elvin.daemon.xdg import state_home
 from elvin.fileutil import atomic_write
 from elvin.statefile import int_in, number_in, read_json_state
-from elvin.xdg import state_home
 
 __all__ = ["FRAME_ALLOWANCE", "WindowMemory", "clamped", "fit_to_screen", "fitted",
            "keep_on_screen", "place_clear_of",

@@ -1,7 +1,7 @@
 """``elvind``'s commands for admins, beside running the router:
 ``--check-config`` (what a start would meet, found without starting) and
 ``elvind status`` / ``elvind reload`` (through the status file the running
-router keeps: ``elvin.router.status``; the verdicts: ``elvin.daemon_control``).
+router keeps: ``elvin.router.status``; the verdicts: ``elvin.daemon.daemon_control``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from elvin.cli_common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ToolError, ToolParser, fail
-from elvin.daemon_control import ask_reload, other_instance, show_status
+from elvin.daemon.daemon_control import ask_reload, other_instance, show_status
 from elvin.extras import ARCHIVE_MODULES, missing_extra_message
 from elvin.router.arguments import make_config
 from elvin.router.config import ConfigError, RouterConfig, load_config

@@ -7,7 +7,7 @@
     elvind status [--status-file FILE | --config FILE] [--json]
     elvind reload [--status-file FILE | --config FILE]
 
-Signals (``elvin.daemon_control``): SIGTERM/SIGINT stop, SIGHUP re-reads
+Signals (``elvin.daemon.daemon_control``): SIGTERM/SIGINT stop, SIGHUP re-reads
 the configuration and applies what can change while running
 (``elvin.router.reload``) and reopens the log file, SIGUSR1 only reopens the
 log file. Under systemd (``Type=notify``) it says READY once listening.
@@ -30,7 +30,6 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
-from elvin import sdnotify
 from elvin.cli_common import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -42,7 +41,8 @@ from elvin.cli_common import (
     os_error_status,
     setup_logging,
 )
-from elvin.daemon_control import DaemonSignals, ReloadRecord
+from elvin.daemon import sdnotify
+from elvin.daemon.daemon_control import DaemonSignals, ReloadRecord
 from elvin.errors import RouterStartError
 from elvin.extras import ARCHIVE_MODULES, missing_extra_message
 from elvin.router.arguments import (  # noqa: F401 - where callers found them

@@ -22,10 +22,10 @@ from elvin.router.localchannel import connect_local
 from elvin.router.services import StartPoint, StopPoint
 
 if TYPE_CHECKING:
+    from elvin.daemon.statedir import StateDir
     from elvin.mobility.proxy import MobilityProxy
     from elvin.router.config import RouterConfig
     from elvin.router.session import ChannelHost
-    from elvin.statedir import StateDir
 
 __all__ = ["MobilityService", "start_in_router"]
 
@@ -98,7 +98,7 @@ class MobilityService:
     async def start(self) -> None:
         if not self._config.mobility:
             return
-        from elvin.statedir import StateError
+        from elvin.daemon.statedir import StateError
         try:
             self.proxy = await start_in_router(self._router, self._config, self._urls(),
                                                self._state_dir())

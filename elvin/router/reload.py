@@ -19,7 +19,7 @@ The verdict is one line naming what changed, down to the option and the
 federation entry, e.g. ``applied log-level (info -> debug), [options]
 Packet.Max-Length (1048576 -> 65536) (for new connections), [federation]
 connect +edge2; needs a restart: listen``, logged and kept for
-``elvind reload`` (``elvin.daemon_control``).
+``elvind reload`` (``elvin.daemon.daemon_control``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from elvin.daemon_control import change, reload_verdict
+from elvin.daemon.daemon_control import change, reload_verdict
 from elvin.router.config import RELOADABLE, SETTINGS, RouterConfig
 
 __all__ = ["apply_config", "changed_settings", "federation_changes", "option_changes"]

@@ -64,10 +64,10 @@ from elvin.subscription.shapes import ShapeCompiler
 from elvin.tls import listener_context
 
 if TYPE_CHECKING:
+    from elvin.daemon.statedir import StateDir
     from elvin.discovery import DiscoveryResponder
     from elvin.federation.service import FederationService
     from elvin.mobility.proxy import MobilityProxy
-    from elvin.statedir import StateDir
 
 log = logging.getLogger("elvin.router")
 
@@ -370,7 +370,7 @@ class Router:
         return None
 
     # -- state directory -----------------------------------------------------------------
-    #: the locked ``elvin.statedir.StateDir`` while running with ``state_dir``
+    #: the locked ``elvin.daemon.statedir.StateDir`` while running with ``state_dir``
     state_dir: StateDir | None = None
 
     def _open_state(self) -> None:
@@ -378,7 +378,7 @@ class Router:
         says what is wrong)."""
         if self.config.state_dir is None:
             return
-        from elvin.statedir import StateDir
+        from elvin.daemon.statedir import StateDir
         self.state_dir = StateDir.open(self.config.state_dir)
         log.info("state directory %s", self.state_dir.path)
 

@@ -62,7 +62,7 @@ from typing import Any, TextIO
 
 from elvin.certcheck import Validity, expiry_note
 from elvin.cli_common import duration
-from elvin.daemon_control import read_status_file
+from elvin.daemon.daemon_control import read_status_file
 from elvin.fileutil import atomic_write, runtime_file
 
 __all__ = ["StatusError", "StatusFile", "default_status_file", "format_status", "link_states",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from elvin.display_check import (
+from elvin.daemon.display_check import (
     debian_package,
     describe_missing,
     display_problem,
@@ -170,7 +170,7 @@ def test_the_tickertape_maps_its_window_on_a_real_x_server(xvfb, router_url, tmp
 def test_missing_xcb_libraries_are_named_with_their_packages(tmp_path):
     """A copy of the xcb plugin away from Qt's own libraries: ``ldd`` really
     reports libraries missing, and the message names them."""
-    from elvin.display_check import _qt_dir
+    from elvin.daemon.display_check import _qt_dir
 
     qt = _qt_dir()
     if qt is None or shutil.which("ldd") is None:
@@ -210,7 +210,7 @@ def test_make_run_says_why_when_no_x_server_answers(router_url, tmp_path):
     number = _free_display()
     env = _app_env(tmp_path, f":{number}")
     env["ELVIN_URL"] = router_url
-    out = subprocess.run([sys.executable, "-m", "elvin.run"], env=env, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "elvin.daemon.run"], env=env, capture_output=True,
                          text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr
     assert f"DISPLAY=:{number} is set but no X server answers there" in out.stdout
@@ -291,7 +291,7 @@ def test_make_run_puts_the_apps_in_the_menu(desktop_1024, router_url, tmp_path):
     display = desktop_1024
     env = _app_env(tmp_path, display)
     env["ELVIN_URL"] = router_url
-    run = subprocess.Popen([sys.executable, "-m", "elvin.run"], env=env,
+    run = subprocess.Popen([sys.executable, "-m", "elvin.daemon.run"], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            stdin=subprocess.DEVNULL, start_new_session=True)
     try:

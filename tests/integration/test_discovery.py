@@ -158,7 +158,7 @@ def test_apps_resolution_picks_a_discovered_router(discoverable, monkeypatch):
     assert discover_url(timeout=TIMEOUT, environ=env) == router.url
     assert discover_url(timeout=0.5, environ={"ELVIN_DISCOVERY": "off"}) is None
 
-    from elvin import run
+    from elvin.daemon import run
 
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -173,7 +173,7 @@ def test_apps_resolution_falls_back_when_nothing_answers(monkeypatch):
         silent = f"127.0.0.1:{sock.getsockname()[1]}"
     monkeypatch.setenv("ELVIN_DISCOVERY", silent)
     monkeypatch.delenv("ELVIN_URL", raising=False)
-    from elvin import run
+    from elvin.daemon import run
 
     assert discover_url(timeout=0.5) is None
     assert run.find_router(timeout=0.5) is None

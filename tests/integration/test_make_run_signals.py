@@ -1,4 +1,4 @@
-"""``make run``'s launcher (``python -m elvin.run``) stops everything it
+"""``make run``'s launcher (``python -m elvin.daemon.run``) stops everything it
 started -- the bundled router and the tickertape -- on SIGTERM, SIGINT and
 SIGHUP, leaving no orphan and the router's port free.
 
@@ -63,7 +63,7 @@ def test_the_launcher_stops_the_router_and_the_tickertape(sig, tmp_path):
                XDG_DATA_HOME=str(tmp_path / "data"))
     env.pop("ELVIN_URL", None)
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "elvin.run", "--router-url", f"elvin://127.0.0.1:{port}"],
+        [sys.executable, "-m", "elvin.daemon.run", "--router-url", f"elvin://127.0.0.1:{port}"],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
     try:

@@ -5,7 +5,7 @@ round trip proves it), none twice.
 
 Some kill points are exact instants a test cannot hit from outside; there
 the router kills itself at a named point (``ELVIN_CRASH_AT``, see
-``elvin.crashpoints``): a real SIGKILL all the same.
+``elvin.daemon.crashpoints``): a real SIGKILL all the same.
 """
 
 from __future__ import annotations

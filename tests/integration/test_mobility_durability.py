@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from elvin.daemon.statedir import StateError
 from elvin.mobility import MobileConnection, MobilityError, MobilityProxy, ProxyConfig
 from elvin.mobility.proxy import PURGE_PAUSE
 from elvin.mobility.store import (
@@ -27,7 +28,6 @@ from elvin.mobility.store import (
     StoredClient,
     iter_entries,
 )
-from elvin.statedir import StateError
 from tests.waiting import until, wait_until
 
 from .test_mobility_crash import Counted, mobile, publish

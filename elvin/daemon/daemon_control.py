@@ -9,7 +9,7 @@ Signals (``DaemonSignals``):
 * SIGUSR1: only reopen the log file.
 
 Each is logged when it arrives; systemd hears ``RELOADING=1`` ... ``READY=1``
-around a reload and ``STOPPING=1`` (``elvin.sdnotify``).
+around a reload and ``STOPPING=1`` (``elvin.daemon.sdnotify``).
 
 Verdicts (``ReloadRecord``, ``ask_reload``): a daemon keeps the outcome of
 its last reload (a serial number, when, whether it was applied and what it
@@ -34,7 +34,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from elvin import sdnotify
 from elvin.cli_common import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -43,6 +42,7 @@ from elvin.cli_common import (
     reopen_log_files,
     setup_logging,
 )
+from elvin.daemon import sdnotify
 from elvin.fileutil import pid_alive
 
 __all__ = ["DaemonSignals", "ReloadRecord", "ask_reload", "change", "other_instance",

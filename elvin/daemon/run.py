@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from elvin.display_check import display_problem
+from elvin.daemon.display_check import display_problem
 from elvin.protocol import parse_uri
 from elvin.router_url import DEFAULT_URL, RouterURLError, choose_router_url
 

@@ -19,7 +19,7 @@ import time
 
 __all__ = ["notify", "ready", "reloading", "status", "stopping"]
 
-log = logging.getLogger("elvin.sdnotify")
+log = logging.getLogger("elvin.daemon.sdnotify")
 
 
 def _address(value: str) -> str | bytes | None:
