@@ -93,7 +93,8 @@ NEVER = 2**31 - 1
 class GcPolicy:
     """``install()`` on the router's loop, ``uninstall()`` when it stops.
     ``population()`` counts what the router keeps alive on purpose (live
-    subscriptions + sessions)."""
+    subscriptions weighted by what they hold, ``Engine.weight``, + sessions:
+    a wide subscription counted as one member looked like garbage)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop,
                  population: Callable[[], int]) -> None:

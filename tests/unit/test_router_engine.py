@@ -355,3 +355,25 @@ def test_a_wide_subscription_linked_in_steps_shares_its_owners_connection_keys()
     assert ids(result, "o", 0) == [sub.id]
     engine.set_owner_keys("o", Keys())           # the owner's keys go: so does the match
     assert engine.match_owners({"n0": 1}, prepare_notification(Keys.producer("conn"))) == {}
+
+
+def test_the_weight_counts_a_wide_subscription_by_its_filings():
+    """Issue 42: the GC policy's population counted a ``||`` of 10,000 names
+    (~100,000 objects) as one member, so on a small router it looked like a
+    heap of garbage and set off a full collection. ``weight`` counts filings:
+    a wide subscription weighs about as many everyday ones as its names, and
+    the weight goes back when it goes (in the deferred steps)."""
+    from elvin.router.engine import place
+
+    engine = Engine()
+    narrow = [add(engine, "o", f'Group == "g{i}"') for i in range(100)]
+    light = engine.weight
+    assert 100 <= light <= 300
+    text = " || ".join(f"n{i} == {i}" for i in range(3000))
+    c = compile(text)
+    wide = engine.add("o", text, c.ast, c.matches, placement=place(c.ast))
+    assert engine.weight - light >= 3000
+    engine.remove(wide)
+    for sub in narrow:
+        engine.remove(sub)
+    assert engine.weight == 0
