@@ -69,7 +69,7 @@ from collections.abc import Callable
 
 log = logging.getLogger("elvin.router.gc")
 
-__all__ = ["CHECK_SHARE", "THAW_MIN_OBJECTS", "THAW_SHARE", "YOUNG_PASSES", "GcPolicy"]
+__all__ = ["CHECK_SHARE", "CONFIRM_AFTER", "THAW_MIN_OBJECTS", "THAW_SHARE", "YOUNG_PASSES", "GcPolicy"]
 
 #: generation-1 passes between two managed collections of the old generation
 YOUNG_PASSES = 2
@@ -86,6 +86,14 @@ THAW_SHARE = 0.25
 #: million objects is checked every 6 s, soon enough for garbage that only
 #: matters once it is a quarter of the heap)
 CHECK_SHARE = 0.005
+#: seconds an excess of blocks must last before a thaw: blocks also count
+#: what is alive but not yet a member -- a wide expression compiled and
+#: still being linked in, a 60,000-attribute notification being decoded --
+#: and on a small router one ``||`` of 10,000 names in flight (~300,000
+#: blocks) was a quarter of the heap, so each wide SubAddRqst set off a full
+#: collection (60 ms at 5,000 subscriptions). Dead cycles stay; a transient
+#: goes: the excess is confirmed by a check at least this much later
+CONFIRM_AFTER = 2.0
 #: a third threshold no generation-2 count reaches (a C int)
 NEVER = 2**31 - 1
 
@@ -107,6 +115,9 @@ class GcPolicy:
         #: ``CHECK_SHARE``, or None to check at every managed pass (tests)
         self.check_share: float | None = CHECK_SHARE
         self._next_check = 0.0      # perf_counter() before which no check is made
+        #: ``CONFIRM_AFTER``; 0 to thaw at the first check that sees an excess (tests)
+        self.confirm_after = CONFIRM_AFTER
+        self._suspect: float | None = None  # perf_counter() of the first check over
         self._young = 0
         self._frozen_young = 0      # young passes followed by a freeze since a generation-1 count
         self._scheduled = False
@@ -211,7 +222,19 @@ class GcPolicy:
         if self._per_member is None and population:
             # the first measure with members: the best estimate until a thaw
             self._per_member = max(0.0, (blocks - self._baseline) / population)
-        if self._over_threshold(blocks, population):
+        over = self._over_threshold(blocks, population)
+        if over and self.confirm_after > 0:
+            now = time.perf_counter()
+            if self._suspect is None:
+                self._suspect = now
+            over = now - self._suspect >= self.confirm_after
+            if not over:
+                self._done(start, blocks)   # a transient, or garbage: the next check tells
+                return
+        else:
+            self._suspect = None
+        if over:
+            self._suspect = None
             gc.unfreeze()
             gc.collect()
             gc.freeze()
