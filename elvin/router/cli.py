@@ -176,7 +176,7 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
                             "find this router; set status-file)", path, exc.strerror or exc)
                 status_file = None
         # elvind owns its process: no full collection pass over a big heap (gcpolicy)
-        gc_policy = GcPolicy(loop, lambda: len(router.engine) + len(router.sessions))
+        gc_policy = GcPolicy(loop, lambda: router.engine.weight + len(router.sessions))
         gc_policy.install()
         # The compile worker shares the GIL with the loop, and a loop that gave
         # it up for a system call waits up to the switch interval to have it back:

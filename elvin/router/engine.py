@@ -392,6 +392,16 @@ class Engine:
         return [pred.ast for pred in self._preds]
 
     @property
+    def weight(self) -> int:
+        """What the subscriptions hold, roughly in objects' worth: one per
+        subscription plus one per index filing (a ``||`` of 10,000 names is
+        10,000 filings and ~100,000 objects; an everyday subscription one or
+        two). The GC policy's population (``gcpolicy``): counted as one
+        member, a wide subscription looked like a quarter of a small heap of
+        garbage and set off a full collection. A few integer adds."""
+        return len(self.subs) + sum(self.index.stats().values())
+
+    @property
     def predicate_count(self) -> int:
         return len(self._preds)
 

@@ -23,11 +23,11 @@ long-lived (subscriptions, their trees and code, sessions), so elvind:
   subscription's objects are examined once, not three times;
 * since a frozen object that later dies *in a reference cycle* is not
   reclaimed until it is unfrozen, it watches for such garbage directly: the
-  number of frozen objects (``gc.get_freeze_count()``, which falls as soon as
-  a frozen object is freed by its reference count) against what the live
+  heap's allocated blocks (``sys.getallocatedblocks()``, which falls as soon
+  as anything is freed by its reference count) against what the live
   *population* (subscriptions + sessions) explains. After a thaw the heap is
-  all live, so ``objects per member = (frozen - baseline) / population`` is
-  exact; from then on, frozen objects beyond ``baseline + objects per member x
+  all live, so ``blocks per member = (blocks - baseline) / population`` is
+  exact; from then on, blocks beyond ``baseline + blocks per member x
   population`` are dead cycles (or a heavier kind of member, which the next
   thaw learns). When they exceed ``THAW_SHARE`` of what is expected (at least
   ``THAW_MIN_OBJECTS``), it thaws everything and runs one full collection.
@@ -44,15 +44,15 @@ long-lived (subscriptions, their trees and code, sessions), so elvind:
   see ``compiler._define`` and ``Session.connection_lost``) and is freed
   by its reference count at once.
 
-Counting the frozen objects walks every one of them (about 30 ms for 3
-million: a router with 100,000 subscriptions and 100,000 keys held its loop
-56 ms for it, issue 42), so the policy keeps an upper bound instead: the
-count at the last walk plus every object it froze since (the young
-generations, a few thousand, counted as they are frozen; frozen objects
-freed since are not subtracted). The dead-cycle estimate from that bound is
-never lower than the true one; only when it says a thaw may be due is the
-walk made (paced as before), to decide. So the walk comes once per quarter
-of the heap replaced, not every few seconds.
+Why blocks and not ``gc.get_freeze_count()``: counting the frozen objects
+walks every one of them, a linked list of cache misses (56 ms for a million
+on this machine: a router with 100,000 subscriptions and 100,000 keys held
+its loop 60-67 ms for it, issue 42). ``sys.getallocatedblocks()`` reads one
+counter per 4 KiB pool of the allocator (0.4 ms for the same heap: 2 million
+blocks), so the check costs what a heap's *size in pages* costs, a hundred
+times less, and the policy never walks the frozen objects. Blocks count
+untracked objects too (strings, buffers), which a dead cycle also holds:
+the share and the minimum apply to blocks.
 
 Only the standalone router installs this (``elvind``): an embedded router
 shares its process with an application whose collector is not ours to tune.
@@ -63,27 +63,37 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import sys
 import time
 from collections.abc import Callable
 
 log = logging.getLogger("elvin.router.gc")
 
-__all__ = ["CHECK_SHARE", "THAW_MIN_OBJECTS", "THAW_SHARE", "YOUNG_PASSES", "GcPolicy"]
+__all__ = ["CHECK_SHARE", "CONFIRM_AFTER", "THAW_MIN_OBJECTS", "THAW_SHARE", "YOUNG_PASSES", "GcPolicy"]
 
 #: generation-1 passes between two managed collections of the old generation
 YOUNG_PASSES = 2
-#: dead frozen objects (beyond what the population explains) that always allow a thaw
+#: allocated blocks beyond what the population explains that always allow a
+#: thaw (the name is older than the measure: it counted frozen objects)
 THAW_MIN_OBJECTS = 20_000
-#: ... and the share of the expected frozen objects that allows one on a big heap
+#: ... and the share of the expected blocks that allows one on a big heap
 THAW_SHARE = 0.25
-#: the share of the loop's time the dead-cycle check may take: it walks every
-#: frozen object (``gc.get_freeze_count``, about 30 ms for 3 million), and
-#: during a registration burst managed passes come every hundred or so
+#: the share of the loop's time the dead-cycle check may take: it reads one
+#: counter per allocator pool (``sys.getallocatedblocks``, 0.4 ms for a heap of
+#: a million tracked objects; the walk it replaced took 56), and during a registration burst managed passes come every hundred or so
 #: subscriptions, where checking at each one took 15 % of the router's CPU
 #: (at 2 % it was still a microsecond per registration; at 0.5 % a heap of 3
 #: million objects is checked every 6 s, soon enough for garbage that only
 #: matters once it is a quarter of the heap)
 CHECK_SHARE = 0.005
+#: seconds an excess of blocks must last before a thaw: blocks also count
+#: what is alive but not yet a member -- a wide expression compiled and
+#: still being linked in, a 60,000-attribute notification being decoded --
+#: and on a small router one ``||`` of 10,000 names in flight (~300,000
+#: blocks) was a quarter of the heap, so each wide SubAddRqst set off a full
+#: collection (60 ms at 5,000 subscriptions). Dead cycles stay; a transient
+#: goes: the excess is confirmed by a check at least this much later
+CONFIRM_AFTER = 2.0
 #: a third threshold no generation-2 count reaches (a C int)
 NEVER = 2**31 - 1
 
@@ -91,7 +101,8 @@ NEVER = 2**31 - 1
 class GcPolicy:
     """``install()`` on the router's loop, ``uninstall()`` when it stops.
     ``population()`` counts what the router keeps alive on purpose (live
-    subscriptions + sessions)."""
+    subscriptions weighted by what they hold, ``Engine.weight``, + sessions:
+    a wide subscription counted as one member looked like garbage)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop,
                  population: Callable[[], int]) -> None:
@@ -104,15 +115,15 @@ class GcPolicy:
         #: ``CHECK_SHARE``, or None to check at every managed pass (tests)
         self.check_share: float | None = CHECK_SHARE
         self._next_check = 0.0      # perf_counter() before which no check is made
+        #: ``CONFIRM_AFTER``; 0 to thaw at the first check that sees an excess (tests)
+        self.confirm_after = CONFIRM_AFTER
+        self._suspect: float | None = None  # perf_counter() of the first check over
         self._young = 0
         self._frozen_young = 0      # young passes followed by a freeze since a generation-1 count
         self._scheduled = False
         self._thresholds = gc.get_threshold()
-        self._baseline = 0          # frozen objects with no population (modules, caches)
-        self._per_member: float | None = None   # frozen objects per member, after a thaw
-        #: at least the number of frozen objects: the last count plus what was
-        #: frozen since (see the module's docstring)
-        self._frozen_most = 0
+        self._baseline = 0          # allocated blocks with no population (modules, caches)
+        self._per_member: float | None = None   # allocated blocks per member, after a thaw
         self._installed = False
 
     def install(self) -> None:
@@ -123,8 +134,7 @@ class GcPolicy:
         gc.freeze()                 # modules and start-up state: never garbage
         t0, t1, _ = self._thresholds
         gc.set_threshold(t0, t1, NEVER)
-        self._frozen_most = gc.get_freeze_count()
-        self._learn(self._frozen_most, self.population(), start=True)
+        self._learn(sys.getallocatedblocks(), self.population(), start=True)
         gc.callbacks.append(self._on_gc)
 
     def uninstall(self) -> None:
@@ -153,7 +163,7 @@ class GcPolicy:
             # count, so these passes count towards the managed pass (and its
             # thaw) as CPython's would have counted towards a generation-1 one
             self._frozen_young += 1
-            self._freeze()
+            gc.freeze()
             if self._frozen_young < self._thresholds[1]:
                 return
         elif generation != 1:
@@ -167,80 +177,84 @@ class GcPolicy:
             except RuntimeError:        # the loop is closed: nothing to do any more
                 pass
 
-    def _freeze(self) -> None:
-        """``gc.freeze()``, counting what it freezes (the young generations:
-        small, but for the first freeze after a thaw, which counts anyway)."""
-        self._frozen_most += sum(len(gc.get_objects(generation=g)) for g in range(3))
-        gc.freeze()
+    def _over_threshold(self, blocks: int, population: int) -> bool:
+        dead = self.dead_estimate(blocks, population)
+        return dead > max(THAW_MIN_OBJECTS, (blocks - dead) * THAW_SHARE)
 
-    def _over_threshold(self, frozen: int, population: int) -> bool:
-        dead = self.dead_estimate(frozen, population)
-        return dead > max(THAW_MIN_OBJECTS, (frozen - dead) * THAW_SHARE)
-
-    def dead_estimate(self, frozen: int, population: int) -> int:
-        """Frozen objects that what is alive on purpose does not explain."""
+    def dead_estimate(self, blocks: int, population: int) -> int:
+        """Allocated blocks that what is alive on purpose does not explain."""
         per_member = self._per_member
         if per_member is None or population == 0:
-            return max(0, frozen - self._baseline) if population == 0 else 0
-        return int(frozen - self._baseline - per_member * population)
+            return max(0, blocks - self._baseline) if population == 0 else 0
+        return int(blocks - self._baseline - per_member * population)
 
-    def _learn(self, frozen: int, population: int, start: bool = False) -> None:
-        """Everything frozen is alive now (a full collection just ran): with
-        no population it is all baseline, else what the members hold."""
+    def _learn(self, blocks: int, population: int, start: bool = False) -> None:
+        """Everything allocated is alive now (a full collection just ran):
+        with no population it is all baseline, else what the members hold."""
         if start or population == 0:
-            self._baseline = frozen
+            self._baseline = blocks
             if start:
                 self._per_member = None
             return
-        self._per_member = max(0.0, (frozen - self._baseline) / population)
+        self._per_member = max(0.0, (blocks - self._baseline) / population)
 
     def collect(self) -> None:
         """Collect what reached the old generation since the last freeze,
-        freeze the survivors; thaw and collect everything if the frozen
-        objects hold more dead cycles than ``THAW_SHARE`` allows."""
+        freeze the survivors; thaw and collect everything if the heap holds
+        more dead cycles than ``THAW_SHARE`` allows. Never walks the frozen
+        objects (see the module's docstring): the check reads the
+        allocator's pools."""
         self._scheduled = False
         self._young = 0
         start = time.perf_counter()
         gc.collect()
-        self._freeze()
-        population = self.population()
-        if self._per_member is not None and not self._over_threshold(self._frozen_most,
-                                                                     population):
-            self._done(start)       # even the bound explains the frozen objects: no walk
-            return
+        gc.freeze()
         if self.check_share is not None and start < self._next_check:
             self._done(start)       # the last check was too recent to pay for another
             return
         counted = time.perf_counter()
-        frozen = self._frozen_most = gc.get_freeze_count()
+        blocks = sys.getallocatedblocks()
+        population = self.population()
         self.checks += 1
         if self.check_share is not None:
             now = time.perf_counter()
             self._next_check = now + (now - counted) / self.check_share
         if self._per_member is None and population:
             # the first measure with members: the best estimate until a thaw
-            self._per_member = max(0.0, (frozen - self._baseline) / population)
-        if self._over_threshold(frozen, population):
+            self._per_member = max(0.0, (blocks - self._baseline) / population)
+        over = self._over_threshold(blocks, population)
+        if over and self.confirm_after > 0:
+            now = time.perf_counter()
+            if self._suspect is None:
+                self._suspect = now
+            over = now - self._suspect >= self.confirm_after
+            if not over:
+                self._done(start, blocks)   # a transient, or garbage: the next check tells
+                return
+        else:
+            self._suspect = None
+        if over:
+            self._suspect = None
             gc.unfreeze()
             gc.collect()
             gc.freeze()
             self.thaws += 1
-            frozen = self._frozen_most = gc.get_freeze_count()
-            self._learn(frozen, population)
+            blocks = sys.getallocatedblocks()
+            self._learn(blocks, population)
         elif population and self._per_member is not None:
             # a lighter population than learnt: lower the estimate now (never
             # raise it here: a rise may be garbage, which only a thaw can tell)
-            observed = (frozen - self._baseline) / population
+            observed = (blocks - self._baseline) / population
             if observed < self._per_member:
                 self._per_member = max(0.0, observed)
-        self._done(start, frozen)
+        self._done(start, blocks)
 
-    def _done(self, start: float, frozen: int | None = None) -> None:
-        """Statistics and the log line of a slow pass (with the frozen count
-        only when this pass counted them: counting walks every one)."""
+    def _done(self, start: float, blocks: int | None = None) -> None:
+        """Statistics and the log line of a slow pass (with the heap's
+        allocated blocks when this pass read them)."""
         self.passes += 1
         elapsed = time.perf_counter() - start
         self.longest = max(self.longest, elapsed)
         if elapsed > 0.05:
-            counted = "" if frozen is None else f" ({frozen} objects frozen)"
+            counted = "" if blocks is None else f" ({blocks} blocks allocated)"
             log.info("garbage collection took %.0f ms%s", elapsed * 1e3, counted)
