@@ -137,7 +137,7 @@ async def apply_config(router: Any, new: RouterConfig,
         applied.append(f"[options] {what} (for new connections)")
     if "archive" in live:
         before = old.archive
-        problem = await router.reconfigure_archive(new.archive)
+        problem = await router.services["archive"].reconfigure(new)
         if problem:
             failed.append(f"archive: {problem}")
         else:

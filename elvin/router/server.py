@@ -37,6 +37,7 @@ from elvin.protocol import (
 )
 from elvin.ratelog import RateLimitedLog
 from elvin.router.announcer import QuenchAnnouncer
+from elvin.router.archive_service import ArchiveService, Recorder
 from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
 from elvin.router.clientstats import PublishLimit, top_clients, top_clients_text
 from elvin.router.compiling import CompileWorkers
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
     from elvin.discovery import DiscoveryResponder
     from elvin.federation.service import FederationService
     from elvin.mobility.proxy import MobilityProxy
+    from elvin.pipeline.archive_process import ArchiveProcess
 
 log = logging.getLogger("elvin.router")
 
@@ -127,11 +129,11 @@ class Router:
         self.recent = RecentValues(self.engine.match) if self.config.attribute_names else None
         if self.recent is not None:
             self.engine.watch(CENSUS_ATTRIBUTE, self.recent.census_watch(self.census))
-        #: the traffic archive's ArchiveProcess (elvin.pipeline.archive_process)
-        #: while running with ``archive`` set, else
-        #: None (``deliver`` tests only this, so the archive costs nothing when off)
-        self.archive: Any = None
-        self._producer_ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        #: the traffic archive (elvin.router.archive_service); while it writes,
+        #: its ``record``, else None (``deliver`` tests only this attribute, so
+        #: the archive costs nothing when off)
+        self._archiving: Recorder | None = None
+        self._archive = ArchiveService(self.config, self._set_archiving)
         #: admission and partial-frame accounting (elvin.router.door), while running
         self.door: Door | None = None
         #: what clients can make the sessions say, rate-limited (elvin.ratelog)
@@ -145,6 +147,7 @@ class Router:
         self.services = ServiceRegistry()
         self._discovery = DiscoveryService(self.config, lambda: self.urls)
         self._federation = FederationAdapter(self, self.config)
+        self.services.register(self._archive)
         self.services.register(self._mobility)
         self.services.register(self._federation)
         self.services.register(self._discovery)
@@ -175,8 +178,7 @@ class Router:
         self.compile("require(Elvin-Router-Warm-Up)")
         self._open_state()                    # first: one router per state directory
         try:
-            if self.config.archive is not None:   # before listening: nothing unarchived
-                self._open_archive(self.config.archive)
+            await self.services.start(StartPoint.BEFORE_LISTENING)  # nothing unarchived
             # bound but not accepting until the mobility proxy has its
             # subscriptions back: nothing published after a restart is missed
             for uri in self.config.listen:
@@ -308,8 +310,7 @@ class Router:
         await asyncio.sleep(0)
         # last: it buffers for moved-out clients until nobody can publish
         # (its own session closed with the others), then writes its state
-        await self.services.stop(StopPoint.AFTER_LAST_SESSION)
-        await self._close_archive()     # every session is gone: nothing more to route
+        await self.services.stop(StopPoint.AFTER_LAST_SESSION)  # the archive among them
         self._reaper.finish()
         self.steps.finish()
         self._compilers.close()
@@ -355,19 +356,9 @@ class Router:
             self._stats_handle = self.loop.call_later(seconds, self._publish_stats)
 
     async def reconfigure_archive(self, directory: str | None) -> str | None:
-        """Close the archive (writing what is pending) and open ``directory``
-        instead (None: archive off). The problem, if the new one cannot be
-        opened (the archive is then off), else None."""
-        await self._close_archive()
-        self.config.archive = directory
-        if directory is None:
-            return None
-        try:
-            self._open_archive(directory)
-        except RouterStartError as exc:
-            log.error("archive is off: %s", exc)
-            return str(exc)
-        return None
+        """The archive moved to ``directory`` (None: off): the problem, or None
+        (``ArchiveService.move_to``; a reload goes through the service)."""
+        return await self._archive.move_to(directory)
 
     # -- state directory -----------------------------------------------------------------
     #: the locked ``elvin.daemon.statedir.StateDir`` while running with ``state_dir``
@@ -388,6 +379,15 @@ class Router:
             state.close()
 
     # -- mobility ------------------------------------------------------------------------
+    @property
+    def archive(self) -> ArchiveProcess | None:
+        """The traffic archive's writer process while the archive is on
+        (``archive``), else None."""
+        return self._archive.writer
+
+    def _set_archiving(self, record: Recorder | None) -> None:
+        self._archiving = record
+
     @property
     def mobility(self) -> MobilityProxy | None:
         """The mobility proxy (elvin.router.mobility_service) while running
@@ -603,8 +603,9 @@ class Router:
                          secure: dict[Any, Any]) -> int:
         if deliver_insecure and self.census.counting:
             self.census.note(attrs)
-        if self.archive is not None:
-            self._archive(attrs, block, insecure, secure, producer, deliver_insecure)
+        archiving = self._archiving
+        if archiving is not None:
+            archiving(attrs, block, insecure, secure, producer, deliver_insecure)
         federation = self._federation.running
         if not insecure and not secure:
             if federation is not None:
@@ -625,104 +626,6 @@ class Router:
         if federation is not None:     # after local delivery, with the same XDR
             federation.forward(attrs, block, deliver_insecure, nkeys, routing)
         return count
-
-    # -- traffic archive ---------------------------------------------------------------
-    def _open_archive(self, directory: str) -> None:
-        """Check the directory (errors name it, before listening) and start the
-        archive's child process (elvin.pipeline.archive_process: the Parquet
-        writing does not share this process's GIL)."""
-        from elvin.cli_common import os_error_status
-        from elvin.pipeline.archive_process import ArchiveProcess, ArchiveProcessError
-
-        try:
-            archive = ArchiveProcess(directory)
-        except ArchiveProcessError as exc:
-            raise RouterStartError(str(exc), os_error_status(exc.errno)) from None
-        try:
-            archive.start(asyncio.get_running_loop())
-        except Exception as exc:  # noqa: BLE001 - re-raised as RouterStartError
-            raise RouterStartError(f"cannot start the archive process for {directory}: "
-                                   f"{exc}") from None
-        self._producer_ids = weakref.WeakKeyDictionary()
-        self._producer_serial = itertools.count(1)
-        self.archive = archive
-        log.info("archiving notifications in %s (writer process %d)", archive.directory,
-                 archive.pid)
-        if self.config.archive_private:
-            log.warning("archive %s keeps private notifications (archive-private): "
-                        "whoever can read it reads what producers sent only to key "
-                        "holders", archive.directory)
-        else:
-            log.info("archive %s: notifications sent for key holders only are archived "
-                     "without their attributes (archive-private keeps them)",
-                     archive.directory)
-
-    async def _close_archive(self) -> None:
-        """Send what is pending to the archive process and wait for it to write
-        everything and exit; rows written or lost are logged."""
-        archive, self.archive = self.archive, None
-        if archive is None:
-            return
-        summary = await archive.close()
-        if summary.written is None:     # the child died: its files are all we have
-            log.error("archive %s: %s; of %d notifications, those it had not written are "
-                      "lost", archive.directory, summary.error, summary.received)
-        elif summary.error or summary.lost:
-            log.error("archive %s: %d notifications written, %d lost: %s",
-                      archive.directory, summary.written, summary.lost, summary.error)
-        else:
-            log.info("archive %s: %d notifications written", archive.directory,
-                     summary.written)
-        if summary.dropped:
-            log.warning("archive %s: %d notifications not archived (writer was behind)",
-                        archive.directory, summary.dropped)
-
-    def _archive(self, attrs: dict[str, Any], block: bytes | None, insecure: dict[Any, Any],
-                 secure: dict[Any, Any],
-                 producer: Any, deliver_insecure: bool = True) -> None:
-        """Queue one archive row: a tuple for the archive process (which decodes
-        ``block``). Counts come from ``engine.match``'s result before
-        ``deliver`` consumes it: a client is a session with any matching id.
-        A notification for key holders only (``deliver_insecure`` false) goes
-        without its attributes and producer -- only their size crosses to the
-        archive process -- unless ``archive-private`` is on
-        (``elvin.pipeline.archive``)."""
-        if secure:
-            clients = len(insecure.keys() | secure.keys())
-            subscriptions = (sum(map(len, insecure.values()))
-                             + sum(map(len, secure.values())))
-        else:
-            clients = len(insecure)
-            subscriptions = sum(map(len, insecure.values()))
-        private = not deliver_insecure
-        if producer is not None and not isinstance(producer, str):
-            producer = self._producer_id(producer)
-        row: bytes | dict[str, Any] | int | None = block   # what the row carries
-        if type(row) is not bytes:
-            try:
-                row = encode_attributes(attrs) if block is None else bytes(block)
-            except ValueError:
-                row = attrs         # not encodable: the child takes the dict itself
-        if private and not self.config.archive_private:
-            from elvin.pipeline.withheld import withheld_size
-            producer = None
-            # withheld: the size's class only (elvin.pipeline.withheld)
-            row = withheld_size(len(row) if type(row) is bytes else 0)
-        self.archive.append(time=time.time(), producer=producer, subscriptions=subscriptions,
-                            clients=clients, secure=bool(secure), private=private, block=row)
-
-    def _producer_id(self, session: Any) -> str:
-        """``N/host:port``: N numbers the producing channels of this router run
-        in order of their first notification, so ids stay unique when a peer
-        address is reused."""
-        ids = self._producer_ids
-        pid = ids.get(session)
-        if pid is None:
-            peer = getattr(session, "peer", None)
-            where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 \
-                else str(peer)
-            pid = ids[session] = f"{next(self._producer_serial)}/{where}"
-        return pid
 
     # -- statistics ---------------------------------------------------------------------
     @property
