@@ -58,6 +58,7 @@ from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
 from elvin.router.services import ServiceRegistry, StartPoint, StopPoint
 from elvin.router.session import CLOSING, CONNECTED, Session
+from elvin.router.statistics_service import StatisticsService
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
 from elvin.router.steps import StepRunner
 from elvin.subscription.patterns import MATCH_TIMEOUT
@@ -111,14 +112,16 @@ class Router:
         #: TLS sockets whose handshake is under way (aborted at stop)
         self._tls_pending: set[asyncio.BaseTransport] = set()
         self._stopped: asyncio.Event | None = None
-        self._stats_handle: asyncio.TimerHandle | None = None
         self._stopping = False
         self._started = False           # start() completed (a stop then says so)
         #: text -> Registered (ast, matches) or SubscriptionError; parses, checks
         #: and compiles once per expression shape (elvin.subscription.shapes)
         self.compile = ShapeCompiler().compile
         self._compilers = CompileWorkers()
-        self.engine.watch(STATS_ATTRIBUTE, self._stats_watch)
+        #: the statistics notification's timer (elvin.router.statistics_service)
+        self._statistics = StatisticsService(self.config, self._publish_stats,
+                                             lambda: self.engine.refers(STATS_ATTRIBUTE))
+        self.engine.watch(STATS_ATTRIBUTE, self._statistics.watch)
         #: the attribute names seen, for browsers (elvin.router.census): counts
         #: only while someone subscribes to Elvin-Router-Attributes
         self.census = AttributeCensus(lambda attrs: self.deliver(attrs, None, True, None),
@@ -151,6 +154,7 @@ class Router:
         self.services.register(self._mobility)
         self.services.register(self._federation)
         self.services.register(self._discovery)
+        self.services.register(self._statistics)   # last: the first to stop
         self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
             weakref.WeakKeyDictionary()
         self.engine.overrun_listener = self._pattern_overran
@@ -282,10 +286,7 @@ class Router:
             return
         self._stopping = True
         # withdraw the advertisement first
-        await self.services.stop(StopPoint.BEFORE_CLOSING_LISTENERS)
-        if self._stats_handle is not None:
-            self._stats_handle.cancel()
-            self._stats_handle = None
+        await self.services.stop(StopPoint.BEFORE_CLOSING_LISTENERS)  # statistics too
         self.census.stop()
         if self.recent is not None:
             self.recent.stop()
@@ -349,11 +350,9 @@ class Router:
         self.initial_limits = self.initial_options.limits()
 
     def set_stats_interval(self, seconds: float) -> None:
-        """A new ``stats-interval``; a statistics timer running now restarts."""
-        self.config.stats_interval = seconds
-        if self._stats_handle is not None and self.loop is not None:
-            self._stats_handle.cancel()
-            self._stats_handle = self.loop.call_later(seconds, self._publish_stats)
+        """A new ``stats-interval``; a statistics timer running now restarts
+        (``StatisticsService.set_interval``; a reload goes through the service)."""
+        self._statistics.set_interval(seconds)
 
     async def reconfigure_archive(self, directory: str | None) -> str | None:
         """The archive moved to ``directory`` (None: off): the problem, or None
@@ -632,28 +631,14 @@ class Router:
     def connection_count(self) -> int:
         return sum(1 for s in self.sessions if s.state == CONNECTED)
 
-    def _stats_watch(self, active: bool) -> None:
-        if active:
-            if self._stats_handle is None and self.loop is not None and not self._stopping:
-                self._stats_handle = self.loop.call_later(self.config.stats_interval,
-                                                          self._publish_stats)
-        elif self._stats_handle is not None:
-            self._stats_handle.cancel()
-            self._stats_handle = None
-
     def _publish_stats(self) -> None:
-        self._stats_handle = None
-        if self._stopping or not self.engine.refers(STATS_ATTRIBUTE):
+        """One statistics notification (``StatisticsService`` calls this)."""
+        if self._stopping:
             return
-        try:
-            attrs = self.stats_notification()
-            # the statistics count what clients send and get, not themselves
-            delivered = self.deliver(attrs, None, True, None)
-            self.stats.notifications_out -= delivered
-        except Exception:  # statistics must never hurt the router; logged
-            log.exception("publishing statistics failed")
-        self._stats_handle = self.loop.call_later(  # type: ignore[union-attr]  # running: loop set
-            self.config.stats_interval, self._publish_stats)
+        attrs = self.stats_notification()
+        # the statistics count what clients send and get, not themselves
+        delivered = self.deliver(attrs, None, True, None)
+        self.stats.notifications_out -= delivered
 
     def stats_notification(self) -> dict[str, object]:
         federation = self._federation.running
