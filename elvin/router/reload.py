@@ -127,7 +127,10 @@ async def apply_config(router: Any, new: RouterConfig,
             continue
         old_value = getattr(old, name)
         if name == "stats_interval":
-            router.set_stats_interval(new.stats_interval)
+            problem = await router.services["statistics"].reconfigure(new)
+            if problem:
+                failed.append(f"stats-interval: {problem}")
+                continue
         else:
             setattr(old, name, getattr(new, name))
         applied.append(change(_shown(name), old_value, getattr(new, name)))
@@ -137,7 +140,7 @@ async def apply_config(router: Any, new: RouterConfig,
         applied.append(f"[options] {what} (for new connections)")
     if "archive" in live:
         before = old.archive
-        problem = await router.reconfigure_archive(new.archive)
+        problem = await router.services["archive"].reconfigure(new)
         if problem:
             failed.append(f"archive: {problem}")
         else:

@@ -37,6 +37,7 @@ from elvin.protocol import (
 )
 from elvin.ratelog import RateLimitedLog
 from elvin.router.announcer import QuenchAnnouncer
+from elvin.router.archive_service import ArchiveService, Recorder
 from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
 from elvin.router.clientstats import PublishLimit, top_clients, top_clients_text
 from elvin.router.compiling import CompileWorkers
@@ -57,6 +58,7 @@ from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
 from elvin.router.services import ServiceRegistry, StartPoint, StopPoint
 from elvin.router.session import CLOSING, CONNECTED, Session
+from elvin.router.statistics_service import StatisticsService
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
 from elvin.router.steps import StepRunner
 from elvin.subscription.patterns import MATCH_TIMEOUT
@@ -68,6 +70,7 @@ if TYPE_CHECKING:
     from elvin.discovery import DiscoveryResponder
     from elvin.federation.service import FederationService
     from elvin.mobility.proxy import MobilityProxy
+    from elvin.pipeline.archive_process import ArchiveProcess
 
 log = logging.getLogger("elvin.router")
 
@@ -109,14 +112,16 @@ class Router:
         #: TLS sockets whose handshake is under way (aborted at stop)
         self._tls_pending: set[asyncio.BaseTransport] = set()
         self._stopped: asyncio.Event | None = None
-        self._stats_handle: asyncio.TimerHandle | None = None
         self._stopping = False
         self._started = False           # start() completed (a stop then says so)
         #: text -> Registered (ast, matches) or SubscriptionError; parses, checks
         #: and compiles once per expression shape (elvin.subscription.shapes)
         self.compile = ShapeCompiler().compile
         self._compilers = CompileWorkers()
-        self.engine.watch(STATS_ATTRIBUTE, self._stats_watch)
+        #: the statistics notification's timer (elvin.router.statistics_service)
+        self._statistics = StatisticsService(self.config, self._publish_stats,
+                                             lambda: self.engine.refers(STATS_ATTRIBUTE))
+        self.engine.watch(STATS_ATTRIBUTE, self._statistics.watch)
         #: the attribute names seen, for browsers (elvin.router.census): counts
         #: only while someone subscribes to Elvin-Router-Attributes
         self.census = AttributeCensus(lambda attrs: self.deliver(attrs, None, True, None),
@@ -127,11 +132,11 @@ class Router:
         self.recent = RecentValues(self.engine.match) if self.config.attribute_names else None
         if self.recent is not None:
             self.engine.watch(CENSUS_ATTRIBUTE, self.recent.census_watch(self.census))
-        #: the traffic archive's ArchiveProcess (elvin.pipeline.archive_process)
-        #: while running with ``archive`` set, else
-        #: None (``deliver`` tests only this, so the archive costs nothing when off)
-        self.archive: Any = None
-        self._producer_ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        #: the traffic archive (elvin.router.archive_service); while it writes,
+        #: its ``record``, else None (``deliver`` tests only this attribute, so
+        #: the archive costs nothing when off)
+        self._archiving: Recorder | None = None
+        self._archive = ArchiveService(self.config, self._set_archiving)
         #: admission and partial-frame accounting (elvin.router.door), while running
         self.door: Door | None = None
         #: what clients can make the sessions say, rate-limited (elvin.ratelog)
@@ -145,9 +150,11 @@ class Router:
         self.services = ServiceRegistry()
         self._discovery = DiscoveryService(self.config, lambda: self.urls)
         self._federation = FederationAdapter(self, self.config)
+        self.services.register(self._archive)
         self.services.register(self._mobility)
         self.services.register(self._federation)
         self.services.register(self._discovery)
+        self.services.register(self._statistics)   # last: the first to stop
         self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
             weakref.WeakKeyDictionary()
         self.engine.overrun_listener = self._pattern_overran
@@ -175,8 +182,7 @@ class Router:
         self.compile("require(Elvin-Router-Warm-Up)")
         self._open_state()                    # first: one router per state directory
         try:
-            if self.config.archive is not None:   # before listening: nothing unarchived
-                self._open_archive(self.config.archive)
+            await self.services.start(StartPoint.BEFORE_LISTENING)  # nothing unarchived
             # bound but not accepting until the mobility proxy has its
             # subscriptions back: nothing published after a restart is missed
             for uri in self.config.listen:
@@ -280,10 +286,7 @@ class Router:
             return
         self._stopping = True
         # withdraw the advertisement first
-        await self.services.stop(StopPoint.BEFORE_CLOSING_LISTENERS)
-        if self._stats_handle is not None:
-            self._stats_handle.cancel()
-            self._stats_handle = None
+        await self.services.stop(StopPoint.BEFORE_CLOSING_LISTENERS)  # statistics too
         self.census.stop()
         if self.recent is not None:
             self.recent.stop()
@@ -308,8 +311,7 @@ class Router:
         await asyncio.sleep(0)
         # last: it buffers for moved-out clients until nobody can publish
         # (its own session closed with the others), then writes its state
-        await self.services.stop(StopPoint.AFTER_LAST_SESSION)
-        await self._close_archive()     # every session is gone: nothing more to route
+        await self.services.stop(StopPoint.AFTER_LAST_SESSION)  # the archive among them
         self._reaper.finish()
         self.steps.finish()
         self._compilers.close()
@@ -348,26 +350,14 @@ class Router:
         self.initial_limits = self.initial_options.limits()
 
     def set_stats_interval(self, seconds: float) -> None:
-        """A new ``stats-interval``; a statistics timer running now restarts."""
-        self.config.stats_interval = seconds
-        if self._stats_handle is not None and self.loop is not None:
-            self._stats_handle.cancel()
-            self._stats_handle = self.loop.call_later(seconds, self._publish_stats)
+        """A new ``stats-interval``; a statistics timer running now restarts
+        (``StatisticsService.set_interval``; a reload goes through the service)."""
+        self._statistics.set_interval(seconds)
 
     async def reconfigure_archive(self, directory: str | None) -> str | None:
-        """Close the archive (writing what is pending) and open ``directory``
-        instead (None: archive off). The problem, if the new one cannot be
-        opened (the archive is then off), else None."""
-        await self._close_archive()
-        self.config.archive = directory
-        if directory is None:
-            return None
-        try:
-            self._open_archive(directory)
-        except RouterStartError as exc:
-            log.error("archive is off: %s", exc)
-            return str(exc)
-        return None
+        """The archive moved to ``directory`` (None: off): the problem, or None
+        (``ArchiveService.move_to``; a reload goes through the service)."""
+        return await self._archive.move_to(directory)
 
     # -- state directory -----------------------------------------------------------------
     #: the locked ``elvin.daemon.statedir.StateDir`` while running with ``state_dir``
@@ -388,6 +378,15 @@ class Router:
             state.close()
 
     # -- mobility ------------------------------------------------------------------------
+    @property
+    def archive(self) -> ArchiveProcess | None:
+        """The traffic archive's writer process while the archive is on
+        (``archive``), else None."""
+        return self._archive.writer
+
+    def _set_archiving(self, record: Recorder | None) -> None:
+        self._archiving = record
+
     @property
     def mobility(self) -> MobilityProxy | None:
         """The mobility proxy (elvin.router.mobility_service) while running
@@ -603,8 +602,9 @@ class Router:
                          secure: dict[Any, Any]) -> int:
         if deliver_insecure and self.census.counting:
             self.census.note(attrs)
-        if self.archive is not None:
-            self._archive(attrs, block, insecure, secure, producer, deliver_insecure)
+        archiving = self._archiving
+        if archiving is not None:
+            archiving(attrs, block, insecure, secure, producer, deliver_insecure)
         federation = self._federation.running
         if not insecure and not secure:
             if federation is not None:
@@ -626,131 +626,19 @@ class Router:
             federation.forward(attrs, block, deliver_insecure, nkeys, routing)
         return count
 
-    # -- traffic archive ---------------------------------------------------------------
-    def _open_archive(self, directory: str) -> None:
-        """Check the directory (errors name it, before listening) and start the
-        archive's child process (elvin.pipeline.archive_process: the Parquet
-        writing does not share this process's GIL)."""
-        from elvin.cli_common import os_error_status
-        from elvin.pipeline.archive_process import ArchiveProcess, ArchiveProcessError
-
-        try:
-            archive = ArchiveProcess(directory)
-        except ArchiveProcessError as exc:
-            raise RouterStartError(str(exc), os_error_status(exc.errno)) from None
-        try:
-            archive.start(asyncio.get_running_loop())
-        except Exception as exc:  # noqa: BLE001 - re-raised as RouterStartError
-            raise RouterStartError(f"cannot start the archive process for {directory}: "
-                                   f"{exc}") from None
-        self._producer_ids = weakref.WeakKeyDictionary()
-        self._producer_serial = itertools.count(1)
-        self.archive = archive
-        log.info("archiving notifications in %s (writer process %d)", archive.directory,
-                 archive.pid)
-        if self.config.archive_private:
-            log.warning("archive %s keeps private notifications (archive-private): "
-                        "whoever can read it reads what producers sent only to key "
-                        "holders", archive.directory)
-        else:
-            log.info("archive %s: notifications sent for key holders only are archived "
-                     "without their attributes (archive-private keeps them)",
-                     archive.directory)
-
-    async def _close_archive(self) -> None:
-        """Send what is pending to the archive process and wait for it to write
-        everything and exit; rows written or lost are logged."""
-        archive, self.archive = self.archive, None
-        if archive is None:
-            return
-        summary = await archive.close()
-        if summary.written is None:     # the child died: its files are all we have
-            log.error("archive %s: %s; of %d notifications, those it had not written are "
-                      "lost", archive.directory, summary.error, summary.received)
-        elif summary.error or summary.lost:
-            log.error("archive %s: %d notifications written, %d lost: %s",
-                      archive.directory, summary.written, summary.lost, summary.error)
-        else:
-            log.info("archive %s: %d notifications written", archive.directory,
-                     summary.written)
-        if summary.dropped:
-            log.warning("archive %s: %d notifications not archived (writer was behind)",
-                        archive.directory, summary.dropped)
-
-    def _archive(self, attrs: dict[str, Any], block: bytes | None, insecure: dict[Any, Any],
-                 secure: dict[Any, Any],
-                 producer: Any, deliver_insecure: bool = True) -> None:
-        """Queue one archive row: a tuple for the archive process (which decodes
-        ``block``). Counts come from ``engine.match``'s result before
-        ``deliver`` consumes it: a client is a session with any matching id.
-        A notification for key holders only (``deliver_insecure`` false) goes
-        without its attributes and producer -- only their size crosses to the
-        archive process -- unless ``archive-private`` is on
-        (``elvin.pipeline.archive``)."""
-        if secure:
-            clients = len(insecure.keys() | secure.keys())
-            subscriptions = (sum(map(len, insecure.values()))
-                             + sum(map(len, secure.values())))
-        else:
-            clients = len(insecure)
-            subscriptions = sum(map(len, insecure.values()))
-        private = not deliver_insecure
-        if producer is not None and not isinstance(producer, str):
-            producer = self._producer_id(producer)
-        row: bytes | dict[str, Any] | int | None = block   # what the row carries
-        if type(row) is not bytes:
-            try:
-                row = encode_attributes(attrs) if block is None else bytes(block)
-            except ValueError:
-                row = attrs         # not encodable: the child takes the dict itself
-        if private and not self.config.archive_private:
-            from elvin.pipeline.withheld import withheld_size
-            producer = None
-            # withheld: the size's class only (elvin.pipeline.withheld)
-            row = withheld_size(len(row) if type(row) is bytes else 0)
-        self.archive.append(time=time.time(), producer=producer, subscriptions=subscriptions,
-                            clients=clients, secure=bool(secure), private=private, block=row)
-
-    def _producer_id(self, session: Any) -> str:
-        """``N/host:port``: N numbers the producing channels of this router run
-        in order of their first notification, so ids stay unique when a peer
-        address is reused."""
-        ids = self._producer_ids
-        pid = ids.get(session)
-        if pid is None:
-            peer = getattr(session, "peer", None)
-            where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 \
-                else str(peer)
-            pid = ids[session] = f"{next(self._producer_serial)}/{where}"
-        return pid
-
     # -- statistics ---------------------------------------------------------------------
     @property
     def connection_count(self) -> int:
         return sum(1 for s in self.sessions if s.state == CONNECTED)
 
-    def _stats_watch(self, active: bool) -> None:
-        if active:
-            if self._stats_handle is None and self.loop is not None and not self._stopping:
-                self._stats_handle = self.loop.call_later(self.config.stats_interval,
-                                                          self._publish_stats)
-        elif self._stats_handle is not None:
-            self._stats_handle.cancel()
-            self._stats_handle = None
-
     def _publish_stats(self) -> None:
-        self._stats_handle = None
-        if self._stopping or not self.engine.refers(STATS_ATTRIBUTE):
+        """One statistics notification (``StatisticsService`` calls this)."""
+        if self._stopping:
             return
-        try:
-            attrs = self.stats_notification()
-            # the statistics count what clients send and get, not themselves
-            delivered = self.deliver(attrs, None, True, None)
-            self.stats.notifications_out -= delivered
-        except Exception:  # statistics must never hurt the router; logged
-            log.exception("publishing statistics failed")
-        self._stats_handle = self.loop.call_later(  # type: ignore[union-attr]  # running: loop set
-            self.config.stats_interval, self._publish_stats)
+        attrs = self.stats_notification()
+        # the statistics count what clients send and get, not themselves
+        delivered = self.deliver(attrs, None, True, None)
+        self.stats.notifications_out -= delivered
 
     def stats_notification(self) -> dict[str, object]:
         federation = self._federation.running

@@ -34,3 +34,26 @@ async def test_stats_only_while_subscribed(make_router):
     await watcher.nothing(0.7)
     await watcher.close()
     await stats_client.close()
+
+
+async def test_a_reloaded_stats_interval_restarts_the_running_timer(make_router, tmp_path):
+    """The statistics service takes a reload's stats-interval at once: a
+    subscriber waiting on an hour's timer gets them at the new interval."""
+    import argparse
+    import asyncio
+
+    from elvin.router.cli import reload_router
+
+    router = make_router(stats_interval=3600)
+    client = await RawClient.connected(router.port)
+    await client.subscribe("require(Elvin-Router-Stats)")
+    path = tmp_path / "r.toml"
+    path.write_text(f'listen = "{router.url}"\ndiscovery = false\nstats-interval = 0.1\n')
+    ok, message = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
+        reload_router(router.router, argparse.Namespace(config=str(path)),
+                      set_logging=lambda *a: None), router.loop))
+    assert ok and "stats-interval (3600 -> 0.1)" in message, message
+    for _ in range(2):
+        assert (await client.expect(NotifyDeliver, timeout=5)).attributes[
+            "Elvin-Router-Stats"] == 1
+    await client.close()
