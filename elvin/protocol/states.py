@@ -356,36 +356,29 @@ _LINK_NAMES: dict[int, str] = {
     int(PacketId.DROP_WARN): "DropWarn",
 }
 
-#: the accepting end of a federation link: FedConnRqst first, nothing else
-FEDERATION_ACCEPTING = Machine(
-    role=Role.FEDERATION_LINK,
-    initial=FederationLinkState.AWAIT_RQST,
-    received={
-        # a second FedConnRqst while the first is admitted is legal here; the
-        # core drops it (the draft has no answer for it but the first's)
-        FederationLinkState.AWAIT_RQST: {_fed.FED_CONN_RQST: FederationLinkState.AWAIT_RQST},
-        FederationLinkState.LINKED: _LINKED_TAKES,
-    },
-    events=_LINK_EVENTS,
-    ignored=frozenset({FederationLinkState.CLOSED}),
-    names=_LINK_NAMES,
-    refusals={FederationLinkState.AWAIT_RQST: "before FedConnRqst",
-              FederationLinkState.LINKED: "on a federation link"},
-)
+def _link_machine(waiting: FederationLinkState, first: dict[int, Enum],
+                  awaited: str) -> Machine:
+    """One end of a link: what it takes while ``waiting`` for the handshake's
+    ``awaited`` packet, then what either end takes once linked."""
+    return Machine(
+        role=Role.FEDERATION_LINK, initial=waiting,
+        received={waiting: first, FederationLinkState.LINKED: _LINKED_TAKES},
+        events=_LINK_EVENTS, ignored=frozenset({FederationLinkState.CLOSED}),
+        names=_LINK_NAMES,
+        refusals={waiting: f"before {awaited}",
+                  FederationLinkState.LINKED: "on a federation link"})
+
+
+#: the accepting end of a federation link: FedConnRqst first, nothing else. A
+#: second FedConnRqst while the first is admitted is legal here; the core drops
+#: it (the draft has no answer for it but the first's)
+FEDERATION_ACCEPTING = _link_machine(
+    FederationLinkState.AWAIT_RQST,
+    {_fed.FED_CONN_RQST: FederationLinkState.AWAIT_RQST}, "FedConnRqst")
 
 #: the connecting end: FedConnRply, or a Nack or Disconn refusing the link
-FEDERATION_CONNECTING = Machine(
-    role=Role.FEDERATION_LINK,
-    initial=FederationLinkState.AWAIT_RPLY,
-    received={
-        FederationLinkState.AWAIT_RPLY: {_fed.FED_CONN_RPLY: FederationLinkState.AWAIT_RPLY,
-                               int(PacketId.NACK): FederationLinkState.CLOSED,
-                               int(PacketId.DISCONN): FederationLinkState.CLOSED},
-        FederationLinkState.LINKED: _LINKED_TAKES,
-    },
-    events=_LINK_EVENTS,
-    ignored=frozenset({FederationLinkState.CLOSED}),
-    names=_LINK_NAMES,
-    refusals={FederationLinkState.AWAIT_RPLY: "before FedConnRply",
-              FederationLinkState.LINKED: "on a federation link"},
-)
+FEDERATION_CONNECTING = _link_machine(
+    FederationLinkState.AWAIT_RPLY,
+    {_fed.FED_CONN_RPLY: FederationLinkState.AWAIT_RPLY,
+     int(PacketId.NACK): FederationLinkState.CLOSED,
+     int(PacketId.DISCONN): FederationLinkState.CLOSED}, "FedConnRply")
