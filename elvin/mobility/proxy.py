@@ -668,6 +668,11 @@ class MobilityProxy:
         crash_point("mobility-move-out-received")
         async with self._lock(client_id):
             old = self.handlers.get(client_id)
+            #: an unfinished take-over (its move-out's reply never came back,
+            #: the client stayed attached live): what it holds cannot be
+            #: delivered without part of it coming twice, so it is counted
+            unfinished: ClientHandler | None = None
+            lost_unfinished = 0
             if old is not None:
                 # the same client again (its earlier move-out's reply was
                 # lost, or its move-in was never released): it proves it
@@ -680,6 +685,11 @@ class MobilityProxy:
                     # kept (subscribed, recording) until the new one is armed
                     old.carried = True
                     old.cancel_timers()
+                elif old.carry is not None:
+                    # kept until the new subscriptions are in: a refused
+                    # move-out leaves it as it was
+                    unfinished = old
+                    lost_unfinished = old.dropped + len(old.entries) + len(old.pending)
                 else:
                     await self._release(old)
                 self.stats["superseded"] += 1
@@ -702,24 +712,36 @@ class MobilityProxy:
                     raise exc
                 raise P.MobilityError(f"subscription {spec.id} ({spec.expression!r}) refused: "
                                       f"{exc}", "subscription")
+            if unfinished is not None:
+                # its row goes with the new one's commit, which carries the count
+                self._forget(unfinished)
+                self._spawn(self._unsubscribe(unfinished))
+                handler.dropped += lost_unfinished
+                self.stats["lost_in_take_over"] += lost_unfinished
+                if lost_unfinished:
+                    log.error("client %r: its earlier move-out's take-over never finished "
+                              "(the reply did not come back): the %d notifications it "
+                              "held are lost, counted in what its move-in reports as "
+                              "dropped", client_id, lost_unfinished)
             self.handlers[client_id] = handler
             self._start_expiry(handler, expiry)
             if handler.carry is not None:
                 self._absorb(handler)
             self._remember(handler)
             if not await self._write_move_out():
-                lost = handler.carried_count
+                carried = handler.carried_count
+                lost = carried + lost_unfinished
                 await self._drop_carry(handler)
                 await self._release(handler)
                 store = self.store
                 assert store is not None
-                if lost:
+                if carried:
                     # the restored buffer goes with the refused move-out: the client
                     # is attached again, live; what it recorded is told, not hidden
-                    self.stats["lost_in_take_over"] += lost
+                    self.stats["lost_in_take_over"] += carried
                     log.error("client %r: a resumed move-out was refused (%s): the %d "
                               "notifications its restored buffer recorded since the restart "
-                              "are lost", client_id, store.last_error, lost)
+                              "are lost", client_id, store.last_error, carried)
                 raise P.MobilityError(
                     f"this proxy cannot write its state file {store.path} now "
                     f"({store.last_error or 'the write failed'}): not moved out (you stay "

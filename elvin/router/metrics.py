@@ -193,6 +193,12 @@ def exposition(status: Mapping[str, Any], openmetrics: bool = False) -> str:
     family("mobility_dropped", "gauge",
            "notifications the moved-out clients lost (quota, full disk, damage)").add(
         storage.get("dropped", 0))
+    # damage found at start (a ledger or state file that did not read back
+    # whole): logged once, and kept here so that an alert needs no log scan
+    family("mobility_storage_damaged", "gauge",
+           "damage the mobility proxy found in its state files at start (one per damaged "
+           "file: see the status's storage warnings)").add(
+        len(storage.get("warnings") or ()))
     archive = status.get("archive")
     family("archive_up", "gauge", "1 while the traffic archive is being written").add(
         1 if archive and archive.get("state") == "writing" else 0)

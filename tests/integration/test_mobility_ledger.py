@@ -113,11 +113,21 @@ async def test_a_damaged_ledger_is_reported_and_the_buffer_still_served(router, 
     async with MobilityProxy(router.url, ProxyConfig(id="p"), store=store) as proxy:
         [warning] = proxy.storage()["warnings"]
         assert str(state / LEDGER_NAME) in warning
+        text = exposition({"mobility": {"storage": proxy.storage()}})
+        assert "\nelvind_mobility_storage_damaged 1\n" in text, text
         assert proxy.storage()["state"] == "ok"      # written again from now on
         report = await mc.move_in(router.url)
         assert sorted(got) == list(range(40)) and report.dropped == 0
         await mc.close()
     assert str(state / LEDGER_NAME) in caplog.text
+    (tmp_path / "clean").mkdir(mode=0o700)
+    clean = MobilityStore.open(tmp_path / "clean")         # the same, undamaged: none
+    try:
+        text = exposition({"mobility": {
+            "storage": MobilityProxy(router.url, ProxyConfig(id="q"), store=clean).storage()}})
+        assert "\nelvind_mobility_storage_damaged 0\n" in text, text
+    finally:
+        clean.close()
 
 
 def test_random_damage_to_the_ledger_never_reads_back_a_wrong_mark(tmp_path):

@@ -259,3 +259,60 @@ async def test_a_resumed_move_out_on_a_full_disk_tells_what_it_loses(elvind, sma
         assert len(missing) == told, (sorted(missing), told)
     finally:
         await mc.close()
+
+
+async def test_a_move_out_retried_after_an_unfinished_take_over_tells_what_it_loses(
+        router, tmp_path):
+    """A resumed move-out takes a restored buffer over, but its reply never
+    comes back (the send fails: the proxy's connection broke), so the new
+    buffer is never armed; the client, attached live, tries again. What the
+    unfinished take-over holds cannot be delivered without part of it
+    coming twice: it used to be deleted with nothing said; now the retried
+    move-out's buffer counts it, and the move-in tells the exact number."""
+    from elvin.keys import EMPTY_KEYS
+    from elvin.mobility import MobilityProxy, ProxyConfig
+    from elvin.mobility import protocol as P
+    from elvin.mobility.client import request_move_in, request_move_out
+    from elvin.mobility.store import MobilityStore
+
+    client = await connect(router.url)
+    specs = [P.SubscriptionSpec(1, "require(Seq)", True, EMPTY_KEYS)]
+    secrets = ["first-secret-0123456789", "second-secret-0123456789",
+               "third-secret-0123456789"]
+    try:
+        async with MobilityProxy(router.url, ProxyConfig(id="p"),
+                                 store=MobilityStore.open(tmp_path)):
+            await request_move_out(client, specs, client_id="c", proxy="p", timeout=5,
+                                   secret=secrets[0])
+            await publish(router.url, range(0, 20))        # buffered, then a restart
+        async with MobilityProxy(router.url, ProxyConfig(id="p"),
+                                 store=MobilityStore.open(tmp_path)) as proxy:
+            await publish(router.url, range(20, 30))       # the restored buffer has them
+            send = proxy.connection.send
+
+            async def reply_lost(attrs, **kwargs):
+                if attrs.get(P.REPLY) == P.MOVE_OUT and attrs.get(P.STATUS) == "ok":
+                    proxy.connection.send = send       # once
+                    raise ConnectionResetError("the reply is lost")
+                await send(attrs, **kwargs)
+
+            proxy.connection.send = reply_lost
+            with pytest.raises(MobilityError):
+                await request_move_out(client, specs, client_id="c", proxy="p", timeout=5,
+                                       secret=secrets[1], previous_secret=secrets[0],
+                                       resume=True)
+            taken = proxy.handlers["c"]
+            assert taken.carry is not None and not taken.armed, "the take-over finished"
+            await publish(router.url, range(30, 35))       # fed into the unfinished one
+            await until(lambda: taken.buffered == 15, what="the unfinished take-over's 15")
+            ticket = await request_move_out(client, specs, client_id="c", proxy="p",
+                                            timeout=5, secret=secrets[2],
+                                            previous_secret=secrets[1])
+            await publish(router.url, range(35, 40))       # buffered in the new one
+            await until(lambda: proxy.handlers["c"].buffered == 5, what="the new buffer's 5")
+            entries, reply = await request_move_in(client, ticket, proxy="p", timeout=5)
+            assert len(entries) == 5
+            assert reply.attributes[P.DROPPED] == 15, reply.attributes
+            assert proxy.stats["lost_in_take_over"] == 15
+    finally:
+        await client.close()
