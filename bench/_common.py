@@ -46,7 +46,11 @@ def start_elvind(*args: str, stderr: int | None = subprocess.PIPE,
     log_file = os.environ.get("BENCH_LOG_FILE")     # keep elvind's log (BENCH_LOG's level)
     if log_file:
         stderr = open(log_file, "a")  # the child holds it
-    return subprocess.Popen([sys.executable, "-m", "elvin.router", *args,
+    # BENCH_PROFILE=FILE: the router runs under cProfile and writes its
+    # profile to FILE when it stops (bench/profile_delivery.py reads it)
+    profile = os.environ.get("BENCH_PROFILE")
+    runner = ["-m", "cProfile", "-o", profile] if profile else []
+    return subprocess.Popen([sys.executable, *runner, "-m", "elvin.router", *args,
                              "--log-level", os.environ.get("BENCH_LOG", "warning")],
                             cwd=ROOT, stderr=stderr, text=True,
                             preexec_fn=(lambda: os.nice(nice)) if nice else None)
