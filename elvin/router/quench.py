@@ -232,9 +232,9 @@ class QuenchManager:
         out: dict[int, Quench] = {}
         by_name = self._by_name
         if isinstance(names, (set, frozenset)) and len(by_name) < len(names):
-            for name, quenches in by_name.items():
+            for name, on_name in by_name.items():
                 if name in names:
-                    out.update(quenches)
+                    out.update(on_name)
             return out
         for name in names:
             quenches = by_name.get(name)
