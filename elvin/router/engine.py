@@ -493,6 +493,7 @@ class Engine:
             if fresh is not None:
                 yield from self.index.add_steps(fresh, placement.plan, LINK_STEP)
             yield from self._add_refs_steps(sub, extra)
+            yield       # the swap is a step of its own, not the last filings' too
         except GeneratorExit:
             self._give_up(fresh, sub, extra)
             raise
@@ -511,7 +512,10 @@ class Engine:
         sub.keys = keys
         sub._rekey()
         pred.invalidate()
-        self._defer(self._remove_refs_steps(sub, old_names - sub.names))
+        # (the names it no longer has are found in those steps too: a set
+        # difference of 10,000 names is not this step's work)
+        self._defer(self._remove_refs_steps(
+            sub, (name for name in old_names if name not in placement.names)))
         return result
 
     def _join_predicate(self, sub: Subscription, ast: Node, evaluate: _Evaluate,

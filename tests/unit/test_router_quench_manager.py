@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from elvin.keys import EMPTY_KEYS
 from elvin.router.engine import Engine
 from elvin.router.quench import Pending, QuenchManager
+from elvin.router.steps import drain
 from elvin.subscription import compile
 
 
@@ -51,3 +53,81 @@ def test_pending_copies_are_the_engines_tables_as_they_were():
     manager.subscription_added(later)
     assert manager.advance(quench, float("inf"))
     assert sorted(p.term_id for p in sent) == sorted([first.id, later.id])
+
+
+class _CountingByName(dict):
+    """The manager's quenches by name, counting each look-up and each entry
+    walked (a work unit)."""
+
+    ops = 0
+
+    def get(self, key, default=None):
+        _CountingByName.ops += 1
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        _CountingByName.ops += 1
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        _CountingByName.ops += 1
+        return super().__contains__(key)
+
+    def items(self):
+        for item in super().items():
+            _CountingByName.ops += 1
+            yield item
+
+
+def test_the_swap_of_a_wide_modification_costs_the_quenched_names_not_its_width():
+    """Issue 42: the last step of a wide SubModRqst (``modify_steps``, whose
+    ``before_swap`` takes the quench view) and the view taken after it
+    (``subscription_modified``) looked each of a 10,000-name ``||``'s names
+    up, the SubModRqst's 9 ms hold. Counted in work units, not wall time:
+    each is bounded by a step's worth while a few names are quenched, and
+    the quenchers are still told."""
+    from functools import partial
+
+    from elvin.router.compiling import compile_and_place
+    from elvin.router.engine import LINK_STEP
+
+    width = 10 * LINK_STEP
+    engine = Engine()
+    sent = []
+    manager = QuenchManager(engine, lambda owner, packet: sent.append(packet))
+    manager._by_name = _CountingByName(manager._by_name)
+    for i in range(5):
+        manager.add("q", (f"n{i * 7}", f"elsewhere{i}"), True)
+    c = compile_and_place(" || ".join(f"n{i} == 1" for i in range(width)))
+    sub = drain(engine.add_steps("s", "", c.ast, c.matches, True, EMPTY_KEYS, EMPTY_KEYS,
+                                 c.placement))
+
+    def told():         # sent at once, or queued for the announcer
+        packets = sent + [packet for _, packet in manager.outbox]
+        sent.clear()
+        manager.outbox.clear()
+        return packets
+
+    manager.subscription_added(sub)
+    assert [len(p.insecure_quench_ids) for p in told()] == [5]
+
+    c = compile_and_place(" || ".join(f"n{i} == 2" for i in range(width)))
+    steps = engine.modify_steps(sub, text="", ast=c.ast, evaluate=c.matches,
+                                accept_insecure=True, keys=EMPTY_KEYS,
+                                placement=c.placement, before_swap=partial(manager.view, sub))
+    worst = 0
+    while True:
+        before = _CountingByName.ops
+        try:
+            next(steps)
+        except StopIteration as stop:
+            view = stop.value
+            worst = max(worst, _CountingByName.ops - before)
+            break
+        worst = max(worst, _CountingByName.ops - before)
+    assert worst <= LINK_STEP, worst
+    before = _CountingByName.ops
+    manager.subscription_modified(sub, view, True)
+    assert _CountingByName.ops - before <= LINK_STEP, _CountingByName.ops - before
+    assert len(view) == 5       # each quencher told of the change, in one packet
+    assert [sorted(p.insecure_quench_ids) for p in told()] == [sorted(q.id for q in view)]
