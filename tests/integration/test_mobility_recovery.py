@@ -316,3 +316,61 @@ async def test_a_move_out_retried_after_an_unfinished_take_over_tells_what_it_lo
             assert proxy.stats["lost_in_take_over"] == 15
     finally:
         await client.close()
+
+
+async def test_a_kill_after_a_refused_take_over_delivers_nothing_twice(elvind, small_filesystem):
+    """A resumed move-out refused on a full disk (the client, told what it
+    lost, is attached live again), then a SIGKILL before the disk has room:
+    the restored buffer's removal was never written, so it comes back at the
+    restart, armed, holding what was delivered at the move-in and what the
+    refusal said was lost. The next resumed move-out takes over only what it
+    recorded since this restart: nothing comes twice, and every notification
+    the client misses is one it was told about (the refusal's count plus the
+    move-in's ``dropped``)."""
+    from .test_mobility_durability import fill, query
+
+    a = elvind()
+    a.state = small_filesystem / "state"
+    a.args[a.args.index("--state-dir") + 1] = str(a.state)
+    a.start(crash_at="mobility-release-received")
+    mc, got = await mobile(a.url)
+    try:
+        await publish(a.url, range(0, 20))                 # live
+        await mc.move_out()
+        await publish(a.url, range(20, 40))                # buffered
+        await mc.move_in(a.url)                            # killed at its release
+        a.wait_killed()
+        a.start()
+        await publish(a.url, range(40, 60), body="w" * 3000)    # the restored buffer has them
+        query(a.state / "mobility.sqlite3", "PRAGMA wal_checkpoint(TRUNCATE)")
+        fill(small_filesystem)
+        with pytest.raises(MobilityError) as refused:
+            await mc.move_out()                            # resumed: refused
+        assert refused.value.code == "storage", refused.value
+        assert "the 20 notifications" in str(refused.value), refused.value
+        told = 20
+        assert mc.state == "connected"
+        await publish(a.url, range(60, 80))                # live again, on its new connection
+        await until(lambda: 79 in got.seen, what="the live ones after the refusal")
+        a.kill()                                           # the disk still full
+        (small_filesystem / "filler").unlink()
+        a.start()
+        # the refused take-over's buffer is back: its removal never reached the disk
+        assert a.logged().rsplit("--- run", 1)[1].count("1 moved-out clients restored"), \
+            a.logged()
+        await publish(a.url, range(80, 100))               # only the restored buffer has them
+        await mc.move_out()                                # resumed: taken over
+        await publish(a.url, range(100, 110))              # buffered in the new one
+        report = await mc.move_in(a.url)
+        told += report.dropped
+        await publish(a.url, range(110, 120))              # live
+        await mc.connection.set_keys()
+        await until(lambda: 119 in got.seen, what="the live ones at the end")
+        twice = sorted(s for s, n in got.seen.items() if n > 1)
+        assert not twice, f"delivered twice: {twice}"
+        assert set(got.seen) <= set(range(120)), sorted(got.seen)
+        missing = sorted(set(range(120)) - set(got.seen))
+        assert len(missing) == told, f"missing {missing}, told {told}"
+        assert set(missing) <= set(range(40, 60)), f"lost unsaid: {missing}"
+    finally:
+        await mc.close()
