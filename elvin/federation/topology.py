@@ -506,6 +506,13 @@ class TopologyView:
         self.announcements: dict[str, Announcement] = {}
         self.graphs: OrderedDict[str, Graph] = OrderedDict()   # held, oldest first
         self._sequence = int(clock() * 1e6)
+        #: this life's first sequence number and start (``first_copy``): an
+        #: announcement of this router's below it is from an earlier life
+        self._born_sequence = self._sequence
+        self._born = monotonic()
+        self.earlier_life = False
+        #: copies dropped because an earlier life may have taken them
+        self.forgotten = 0
         self._raw: tuple[LinkState, ...] = ()        # as set_links gave them
         self._links: tuple[LinkState, ...] = ()      # as announced
         self._pending: dict[str, float] = {}         # peer -> pending since
@@ -575,6 +582,8 @@ class TopologyView:
         graphs follow at the next ``refresh``, so that a burst of
         announcements costs one computation."""
         if ann.router == self.me:
+            if ann.sequence <= self._born_sequence:
+                self.earlier_life = True            # the others still hold it
             if ann.sequence >= self._sequence:      # from an earlier life of this router
                 self._sequence = ann.sequence
                 self._dirty = self._reannounce = True
@@ -756,11 +765,22 @@ class TopologyView:
         router that does not take part, which copies what it passes on to
         every link) it may reach this router again by another path, and a
         copy with the same ``attrs`` from the same origin that came by
-        another routing list within the window is dropped (``dedup.Recent``)."""
+        another routing list within the window is dropped (``dedup.Recent``).
+
+        A router restarted within that window (it has heard of its earlier
+        life: the others still hold that life's announcement) drops every
+        such copy: what its earlier life took died with it, so it cannot
+        tell a copy from a first one, and a copy held up meanwhile (a
+        peer's ``hold_from``) would reach the same subscribers twice (a
+        mobility proxy's restored subscriptions span both lives)."""
         origin, digest = split_routing(routing)
         if digest is not None and from_participant:
             return True
-        return self.recent.first((origin, content_key(attrs)), routing, self._now())
+        now = self._now()
+        if self.earlier_life and now < self._born + self.recent.window:
+            self.forgotten += 1
+            return False
+        return self.recent.first((origin, content_key(attrs)), routing, now)
 
     def route(self, routing: tuple[str, ...], attrs: Mapping[str, Any] | None,
               sender: str | None = None) -> Route:

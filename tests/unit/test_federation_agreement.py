@@ -40,6 +40,15 @@ def test_schedules_that_found_bugs():
     assert not violations, "\n".join(violations)
 
 
+def test_a_restarted_router_drops_copies_its_earlier_life_may_have_taken():
+    """Seed 200804: a notification of a router that does not take part
+    reached r04, was held at r05 (its link not agreed yet) while r04 was
+    killed and restarted, then reached r04's new life by the tree, with no
+    memory of the first copy: twice at the same subscribers."""
+    outcome = run(200804, max_routers=16, flood_share=0.2, streams=True)
+    assert not outcome.violations, "\n".join(outcome.violations[:3])
+
+
 def test_random_fault_schedules_on_larger_federations():
     violations: list[str] = []
     for seed in range(1000, 1012):
