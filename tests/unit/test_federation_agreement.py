@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from elvin.federation.simulation import Simulation, run
 from elvin.federation.topology import (
+    DEDUP_WINDOW,
+    STAMP_PREFIX,
     Announcement,
     LinkState,
     TopologyView,
@@ -266,3 +268,29 @@ def test_a_router_resuming_from_a_hang_does_not_route_its_backlog_by_its_old_gra
     (100949: twice at r09 and r11). It drops them instead."""
     outcome = run(100949, max_routers=16, flood_share=0.2, streams=True)
     assert not outcome.violations, "\n".join(outcome.violations)
+
+
+def test_a_new_life_takes_no_unstamped_copy_within_the_window():
+    """What the earlier life took died with it: once a router hears of its
+    earlier life (a peer still holds that life's announcement), copies that
+    need the dedup memory are dropped until the window after its start has
+    passed; stamped ones from a router that takes part still pass."""
+    clock = [10.0]
+    view = TopologyView("r0", clock=lambda: 2000.0, monotonic=lambda: clock[0], timeout=2.0)
+    unstamped = ("flooder",)
+    stamped = ("p", STAMP_PREFIX + "digest")
+    assert view.first_copy(unstamped, False, {"n": 1})        # a first life: no memory lost
+    view.receive(Announcement("r0", int(1000.0 * 1e6) + 3))  # its earlier life's, held by a peer
+    assert view.earlier_life
+    assert not view.first_copy(unstamped, False, {"n": 2})
+    assert view.first_copy(stamped, True, {"n": 2})
+    assert view.forgotten == 1
+    clock[0] = 10.0 + DEDUP_WINDOW * 2.0
+    assert view.first_copy(unstamped, False, {"n": 3})
+
+
+def test_its_own_announcement_coming_round_is_not_an_earlier_life():
+    clock = [0.0]
+    view = view_at(clock)
+    view.receive(view.own)                                   # round a cycle and back
+    assert not view.earlier_life
