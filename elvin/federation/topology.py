@@ -505,14 +505,8 @@ class TopologyView:
         self._now = monotonic
         self.announcements: dict[str, Announcement] = {}
         self.graphs: OrderedDict[str, Graph] = OrderedDict()   # held, oldest first
+        self._clock = clock
         self._sequence = int(clock() * 1e6)
-        #: this life's first sequence number and start (``first_copy``): an
-        #: announcement of this router's below it is from an earlier life
-        self._born_sequence = self._sequence
-        self._born = monotonic()
-        self.earlier_life = False
-        #: copies dropped because an earlier life may have taken them
-        self.forgotten = 0
         self._raw: tuple[LinkState, ...] = ()        # as set_links gave them
         self._links: tuple[LinkState, ...] = ()      # as announced
         self._pending: dict[str, float] = {}         # peer -> pending since
@@ -582,8 +576,6 @@ class TopologyView:
         graphs follow at the next ``refresh``, so that a burst of
         announcements costs one computation."""
         if ann.router == self.me:
-            if ann.sequence <= self._born_sequence:
-                self.earlier_life = True            # the others still hold it
             if ann.sequence >= self._sequence:      # from an earlier life of this router
                 self._sequence = ann.sequence
                 self._dirty = self._reannounce = True
@@ -600,6 +592,22 @@ class TopologyView:
             self._reannounce = True                 # taken for gone: say it is not
         self._dirty = True
         return True
+
+    def life_mark(self) -> int:
+        """Now, as a sequence number, for ``restarted_since``."""
+        return int(self._clock() * 1e6)
+
+    def restarted_since(self, mark: int) -> bool:
+        """Whether another router began a new life after ``mark``
+        (``life_mark``): its announcement's sequence number is above it (a
+        life's numbers start at its clock's microseconds and grow by one per
+        announcement). Why: a copy held meanwhile (``hold_from``) may have
+        reached that router's earlier life by another path, and its new life
+        has no memory of that (``first_copy``): released, it would arrive
+        twice. A clock behind misses a restart (as without this); one ahead
+        takes a recent start for one, which only drops a held copy."""
+        return any(ann.sequence > mark for router, ann in self.announcements.items()
+                   if router != self.me)
 
     def refresh(self) -> bool:
         """Recompute the graphs after ``receive``: True if this router's own
@@ -765,22 +773,11 @@ class TopologyView:
         router that does not take part, which copies what it passes on to
         every link) it may reach this router again by another path, and a
         copy with the same ``attrs`` from the same origin that came by
-        another routing list within the window is dropped (``dedup.Recent``).
-
-        A router restarted within that window (it has heard of its earlier
-        life: the others still hold that life's announcement) drops every
-        such copy: what its earlier life took died with it, so it cannot
-        tell a copy from a first one, and a copy held up meanwhile (a
-        peer's ``hold_from``) would reach the same subscribers twice (a
-        mobility proxy's restored subscriptions span both lives)."""
+        another routing list within the window is dropped (``dedup.Recent``)."""
         origin, digest = split_routing(routing)
         if digest is not None and from_participant:
             return True
-        now = self._now()
-        if self.earlier_life and now < self._born + self.recent.window:
-            self.forgotten += 1
-            return False
-        return self.recent.first((origin, content_key(attrs)), routing, now)
+        return self.recent.first((origin, content_key(attrs)), routing, self._now())
 
     def route(self, routing: tuple[str, ...], attrs: Mapping[str, Any] | None,
               sender: str | None = None) -> Route:
