@@ -155,7 +155,8 @@ class FederationService:
         self._held_dropped = 0
         #: FedNotify from peers whose link the agreed topology does not have
         #: yet (it just came up): taken or dropped once it does
-        self._held_in: list[tuple[Link, Any, bytes | None]] = []
+        #: (link, packet, block, ``TopologyView.life_mark`` when first held)
+        self._held_in: list[tuple[Link, Any, bytes | None, int]] = []
         self._route_memo: tuple[Any, Any, Route | None] = ((), None, None)
         #: routes that do not depend on the notification (no filtered link in
         #: their graph), by routing list: one dict lookup per hop on the hot path
@@ -813,11 +814,14 @@ class FederationService:
                 self._held.extend(held[i + 1:])
                 return
 
-    def hold_from(self, link: Link, p: Any, block: bytes | None) -> bool:
+    def hold_from(self, link: Link, p: Any, block: bytes | None,
+                  mark: int | None = None) -> bool:
         """Whether to keep a FedNotify that has no route for now: one from a
         peer that the agreed topology does not have yet (its link just came
         up). Routed once the routers agree on a topology with it (every
-        router then takes it from the same one), instead of lost."""
+        router then takes it from the same one), instead of lost; dropped
+        if a router restarted meanwhile (``TopologyView.restarted_since``:
+        its earlier life may have had it)."""
         view = self.topology
         if view is None or len(self._held_in) >= MAX_HELD:
             return False
@@ -829,17 +833,22 @@ class FederationService:
             return False                 # stamped: routed now or never (TopologyView.route)
         if self._route(routing, p.attributes, link.remote_domain).graph is not None:
             return False                 # off the tree: dropped
-        self._held_in.append((link, p, block))
+        self._held_in.append((link, p, block, view.life_mark() if mark is None else mark))
         return True
 
     def _release_held_in(self) -> None:
         held, self._held_in = self._held_in, []
-        for link, p, block in held:
+        view = self.topology
+        for link, p, block, mark in held:
             if link.state != LINKED or self.linked.get(link.remote_domain) is not link:
+                continue
+            if view is not None and view.restarted_since(mark):
+                link.stats.fed_notify_off_tree += 1       # a restart outlived its hold
+                self.stats.fed_notify_off_tree += 1
                 continue
             if self.on_tree(link, tuple(p.routing), p.attributes):
                 link.deliver_notify(p, block)
-            elif not self.hold_from(link, p, block):
+            elif not self.hold_from(link, p, block, mark):
                 link.stats.fed_notify_off_tree += 1
                 self.stats.fed_notify_off_tree += 1
 

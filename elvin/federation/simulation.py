@@ -24,7 +24,8 @@ What is simulated, as the federation service does it (``service.py``):
   graph, then sent in order), stamped, forwarded to the route's children,
   taken only from the route's parent, as ``forward`` and ``on_tree`` do
   (one from a peer that the agreed graph does not have yet is held until a
-  graph is agreed, as ``hold_from`` does);
+  graph is agreed, as ``hold_from`` does, and dropped if a router restarted
+  meanwhile);
   a router that does not take part (``flood``) floods by routing lists;
 * faults: kills and restarts (a new life, links redialled), silences
   (SIGSTOP: messages wait, nothing is sent; after ``keepalive`` the
@@ -87,7 +88,8 @@ class _Router:
     backlog: list[tuple[str, int, tuple]] = field(default_factory=list)
     ends: dict[str, _End] = field(default_factory=dict)
     held: list[int] = field(default_factory=list)
-    held_in: list[tuple[str, int, tuple[str, ...]]] = field(default_factory=list)
+    #: (sender, link epoch, notification, routing, life mark when first held)
+    held_in: list[tuple[str, int, int, tuple[str, ...], int]] = field(default_factory=list)
     agreed: Any = None                # the confirmed graph last seen
     tick_at: float | None = None
     update_due: bool = False
@@ -240,8 +242,7 @@ class Simulation:
         r.ends, r.held, r.backlog, r.tick_at, r.update_due = {}, [], [], None, False
         r.held_in, r.agreed = [], None
         if not r.flood:
-            life_start = self.now
-            r.view = TopologyView(name, clock=lambda: 1000.0 + life_start,
+            r.view = TopologyView(name, clock=lambda: 1000.0 + self.now,
                                   monotonic=lambda: self.now, timeout=self.timeout)
         for link in sorted(self.config, key=sorted):
             if name in link:
@@ -413,9 +414,11 @@ class Simulation:
             r.agreed = r.view.confirmed
             if r.agreed is not None and r.held_in:
                 held, r.held_in = r.held_in, []
-                for sender, k, routing in held:
-                    if sender in r.ends:
-                        self.take(r, sender, k, routing)
+                for sender, epoch, k, routing, mark in held:
+                    end = r.ends.get(sender)
+                    if end is not None and end.epoch == epoch and \
+                            not r.view.restarted_since(mark):
+                        self.take(r, sender, k, routing, mark)
         self.schedule_tick(r)
 
     def schedule_tick(self, r: _Router) -> None:
@@ -475,7 +478,8 @@ class Simulation:
                 if child in r.ends:
                     self.send(r.name, child, ("notify", k, out))
 
-    def take(self, r: _Router, sender: str, k: int, routing: tuple[str, ...]) -> None:
+    def take(self, r: _Router, sender: str, k: int, routing: tuple[str, ...],
+             mark: int | None = None) -> None:
         if r.name in routing:
             return
         if r.flood:
@@ -489,7 +493,8 @@ class Simulation:
                 graph = r.view.confirmed
                 if not routing[-1].startswith(STAMP_PREFIX) and (
                         graph is None or sender not in graph.node_set):
-                    r.held_in.append((sender, k, routing))   # its link is not agreed yet
+                    r.held_in.append((sender, r.ends[sender].epoch, k, routing,  # its link
+                                      r.view.life_mark() if mark is None else mark))  # not agreed yet
                 return
             if route.parent != sender:
                 return                 # off the tree: dropped

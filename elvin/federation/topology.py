@@ -505,6 +505,7 @@ class TopologyView:
         self._now = monotonic
         self.announcements: dict[str, Announcement] = {}
         self.graphs: OrderedDict[str, Graph] = OrderedDict()   # held, oldest first
+        self._clock = clock
         self._sequence = int(clock() * 1e6)
         self._raw: tuple[LinkState, ...] = ()        # as set_links gave them
         self._links: tuple[LinkState, ...] = ()      # as announced
@@ -591,6 +592,22 @@ class TopologyView:
             self._reannounce = True                 # taken for gone: say it is not
         self._dirty = True
         return True
+
+    def life_mark(self) -> int:
+        """Now, as a sequence number, for ``restarted_since``."""
+        return int(self._clock() * 1e6)
+
+    def restarted_since(self, mark: int) -> bool:
+        """Whether another router began a new life after ``mark``
+        (``life_mark``): its announcement's sequence number is above it (a
+        life's numbers start at its clock's microseconds and grow by one per
+        announcement). Why: a copy held meanwhile (``hold_from``) may have
+        reached that router's earlier life by another path, and its new life
+        has no memory of that (``first_copy``): released, it would arrive
+        twice. A clock behind misses a restart (as without this); one ahead
+        takes a recent start for one, which only drops a held copy."""
+        return any(ann.sequence > mark for router, ann in self.announcements.items()
+                   if router != self.me)
 
     def refresh(self) -> bool:
         """Recompute the graphs after ``receive``: True if this router's own
