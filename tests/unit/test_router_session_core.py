@@ -421,13 +421,24 @@ def test_quench_requests_see_existing_subscriptions_first():
     subscriber = connected(host)
     subscriber.feed(SubAddRqst(2, "require(Temperature)"))
     producer = connected(host)
-    replies = producer.feed(QnchAddRqst(3, ("Temperature",)))
+    # the announcement may go on in later turns when its first step's budget
+    # (real time: the quench manager reads perf_counter) runs out on a loaded
+    # machine; the order is what is promised, not that it fits one turn
+    replies = producer.feed(QnchAddRqst(3, ("Temperature",))) + _finish_jobs(host, producer)
     assert [type(p).__name__ for p in replies] == ["SubAddNotify", "QnchRply"]
     assert isinstance(replies[-1], QnchRply)
     subscriber.take()
     removed = subscriber.feed(SubDelRqst(4, 1))
     assert [type(p) for p in removed] == [SubRply]
-    assert [type(p).__name__ for p in producer.take()] == ["SubDelNotify"]
+    notes = producer.take() + _finish_jobs(host, producer)
+    assert [type(p).__name__ for p in notes] == ["SubDelNotify"]
+
+
+def _finish_jobs(host: Host, channel: Channel) -> list[Any]:
+    """Run the host's later turns to the end; what ``channel`` got meanwhile."""
+    while host.jobs:
+        host.jobs.pop(0).finish()
+    return channel.take()
 
 
 def test_notify_emit_fast_path_keys_and_garbage():
