@@ -576,8 +576,14 @@ class TopologyView:
         graphs follow at the next ``refresh``, so that a burst of
         announcements costs one computation."""
         if ann.router == self.me:
-            if ann.sequence >= self._sequence:      # from an earlier life of this router
-                self._sequence = ann.sequence
+            # a peer sends every announcement it holds when a link comes up,
+            # this router's latest among them: that echo is not news. Taken
+            # for an earlier life's, it set ``_reannounce``, and every
+            # stamped notification read before the next ``refresh`` was
+            # dropped: r0's stream lost at r2 while r1 rejoined a ring.
+            if ann.sequence > self._sequence or (
+                    ann.sequence == self._sequence and ann != self.announcements.get(self.me)):
+                self._sequence = ann.sequence          # from an earlier life of this router
                 self._dirty = self._reannounce = True
             return False
         held = self.announcements.get(ann.router)

@@ -6,10 +6,15 @@ graphs can be read), r1 is an ``elvind`` process on the path r0 -> r1 -> r2
 SIGKILL; once the survivors agree on the topology without it, everything
 published reaches every survivor exactly once. r1 is then started again
 while r0 publishes a stream: every notification published from before the
-restart until after the rejoin reaches every survivor exactly once and in
-order, and once the routers agree again r0's notifications take the path
-through r1 again. Counts, not timings (bench/federation.py times the
-failover).
+restart until after the rejoin reaches every survivor exactly once, and
+once the routers agree again r0's notifications take the path through r1
+again, exactly once and in order. Across the switch back, one sent on the
+new tree may overtake ones still on the old tree (docs/admins/federation.md,
+"Order": nothing is held back to reorder them), so the stream's order is
+not asserted; order among those routed by one topology is, for the batches
+published while it holds (and by the simulation, per stamp, in
+tests/unit/test_federation_agreement.py). Counts, not timings
+(bench/federation.py times the failover).
 """
 
 from __future__ import annotations
@@ -111,11 +116,16 @@ async def settled(routers, start: tuple[int, int]) -> None:
     await until(done, what="nothing in flight")
 
 
-def assert_once_in_order(subscribers, origin: str, seqs) -> None:
+def assert_once(subscribers, origin: str, seqs) -> None:
     for name, s in subscribers.items():
         got = {seq: s.counts[(origin, seq)] for seq in seqs}
         assert all(c == 1 for c in got.values()), \
             f"at {name}: {origin}'s not exactly once: {({k: c for k, c in got.items() if c != 1})}"
+
+
+def assert_once_in_order(subscribers, origin: str, seqs) -> None:
+    assert_once(subscribers, origin, seqs)
+    for name, s in subscribers.items():
         order = [seq for seq in s.order[origin] if seq in seqs]
         assert order == sorted(order), f"at {name}: {origin}'s out of order"
 
@@ -182,7 +192,18 @@ async def test_a_killed_router_is_routed_around_and_rejoins(tmp_path):
                     link_stats(ring.r2, "r1") is not None, what="r2 linked with r1")
         for s in subscribers.values():
             await s.round_trip()
-        assert_once_in_order(subscribers, "r0", range(stream_from, last + 1))
+        assert_once(subscribers, "r0", range(stream_from, last + 1))
+
+        # the ring holds again: every producer's batch exactly once, in order
+        for name, producer in producers.items():
+            for seq in range(5000, 5020):
+                producer.notify({"Origin": name, "Seq": seq})
+        await until(lambda: all((o, 5019) in s.counts for s in subscribers.values()
+                                for o in producers), what="the batch after the rejoin")
+        for s in subscribers.values():
+            await s.round_trip()
+        for origin in producers:
+            assert_once_in_order(subscribers, origin, range(5000, 5020))
         for producer in producers.values():
             await producer.close()
     finally:

@@ -115,6 +115,31 @@ def test_a_router_taken_for_gone_says_it_is_not():
     assert view.own.sequence > mine                 # a newer announcement lifts it
 
 
+def test_its_own_announcement_echoed_by_a_peer_is_not_taken_for_an_earlier_life():
+    """A peer whose link comes up sends every announcement it holds, this
+    router's own latest among them. Taken for an earlier life's, it made the
+    router drop every stamped notification until its next ``refresh``: r0's
+    stream lost at r2 while r1 rejoined a ring (tests/integration/
+    test_federation_failover.py, 15 of 40 runs under load)."""
+    view = view_at([0.0], "r1")
+    view.set_links([LinkState("r0", True)])
+    view.receive(Announcement("r0", 9, (LinkState("r1", True),), ()))
+    view.refresh()
+    view.receive(Announcement("r0", 10, (LinkState("r1", True),), (view.current.digest,)))
+    view.refresh()
+    graph = view.confirmed
+    assert graph is not None
+    stamp = graph.stamp
+    mine = view.own
+    view.receive(mine)                               # the echo
+    assert view.route(("r0", stamp), None, "r0").graph is graph
+    assert view.refresh() is False and view.own is mine
+    # one of an earlier life (same number, other content, or a later number) is news
+    view.receive(Announcement("r1", mine.sequence, (), ()))
+    assert view.route(("r0", stamp), None, "r0").graph is None
+    assert view.refresh() is True and view.own.sequence > mine.sequence
+
+
 def test_what_one_router_takes_for_gone_the_others_take_too():
     view = view_at([0.0], "r1")
     view.set_links([LinkState("r0", True), LinkState("s", True)])
