@@ -285,21 +285,21 @@ class FederationConfig:
             raise FederationConfigError("federation.require_authenticated",
                                         f"must be true or false, not "
                                         f"{self.require_authenticated!r}")
-        for i, spec in enumerate(self.accept):
+        for i, rule in enumerate(self.accept):
             key = list_item("federation.accept", i)
-            if not isinstance(spec.router, str) or not spec.router:
+            if not isinstance(rule.router, str) or not rule.router:
                 raise FederationConfigError(f"{key}, router", "must be a router domain name")
-            if spec.router in seen:
+            if rule.router in seen:
                 raise FederationConfigError(f"{key}, router",
-                                            f"router {spec.router!r} is listed twice")
-            seen.add(spec.router)
-            self._check_filters(key, spec.outgoing, spec.incoming)
-            if spec.require_authenticated is not None and \
-                    not isinstance(spec.require_authenticated, bool):
+                                            f"router {rule.router!r} is listed twice")
+            seen.add(rule.router)
+            self._check_filters(key, rule.outgoing, rule.incoming)
+            if rule.require_authenticated is not None and \
+                    not isinstance(rule.require_authenticated, bool):
                 raise FederationConfigError(f"{key}, require_authenticated",
                                             f"must be true or false, not "
-                                            f"{spec.require_authenticated!r}")
-            _check_hosts(key, "hosts", spec.hosts, self.authenticates(spec))
+                                            f"{rule.require_authenticated!r}")
+            _check_hosts(key, "hosts", rule.hosts, self.authenticates(rule))
         self._check_filters("federation.accept_any", self.accept_any_outgoing,
                             self.accept_any_incoming)
         _check_hosts("federation", "accept_any_hosts", self.accept_any_hosts,

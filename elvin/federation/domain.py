@@ -619,10 +619,10 @@ class Domain:
     # The algorithms read the link dicts directly (iterating a dict gives its
     # keys, the neighbour ids); they never mutate them.
     def _adj(self) -> Adjacency:
-        return self._succ  # type: ignore[return-value]
+        return self._succ
 
     def _radj(self) -> Adjacency:
-        return self._pred  # type: ignore[return-value]
+        return self._pred
 
     @staticmethod
     def _reach(adj: Adjacency, root: int) -> set[int]:

@@ -34,6 +34,7 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from elvin import __version__
 from elvin.cli_common import os_error
@@ -67,7 +68,7 @@ class _UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     """Usage errors exit with status 1 (the suite's convention), not 2."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise _UsageError(message)
 
 

@@ -53,7 +53,10 @@ def _reverse(address: str) -> tuple[str, ...]:
 
 def _forward(name: str) -> tuple[str, ...]:
     infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
-    return tuple(dict.fromkeys(info[4][0] for info in infos))
+    # an IPv4 or IPv6 sockaddr starts with the address text; only a Python built
+    # without IPv6 hands back AF_INET6 as (int, bytes), which names no peer address
+    hosts = (info[4][0] for info in infos)
+    return tuple(dict.fromkeys(host for host in hosts if isinstance(host, str)))
 
 
 class HostLookups(Resolver):

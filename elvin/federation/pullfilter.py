@@ -73,13 +73,13 @@ def compute_pull_filter(incoming: PullFilter, local: Iterable[Node],
             if outgoing is True:
                 everything = True
                 break
-            terms[outgoing] = None  # type: ignore[index]
+            terms[outgoing] = None
             continue
         for term in _or_terms(pull):
             if outgoing is True:
                 terms[term] = None
             else:
-                terms[_and(_conjuncts(outgoing) + _conjuncts(term))] = None  # type: ignore[arg-type]
+                terms[_and(_conjuncts(outgoing) + _conjuncts(term))] = None
         if len(terms) > max_disjuncts:
             break
     if everything or len(terms) > max_disjuncts:
@@ -89,7 +89,7 @@ def compute_pull_filter(incoming: PullFilter, local: Iterable[Node],
     if incoming is not True:
         # distributed over the terms, so that the peer can index every term
         # (PullMatcher) instead of evaluating one big AND of an OR
-        head = _conjuncts(incoming)  # type: ignore[arg-type]
+        head = _conjuncts(incoming)
         terms = dict.fromkeys(_and(head + _conjuncts(term)) for term in terms)
     keys = list(terms)
     return keys[0] if len(keys) == 1 else Node(Kind.OR, tuple(keys))

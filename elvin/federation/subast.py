@@ -108,16 +108,16 @@ def encode_subast_into(b: bytearray, node: PullFilter) -> None:
             value = n.value
             if kind is Kind.NAME or kind is Kind.STRING:
                 b += _p_ii(int(kind), TC_STRING)
-                put_string(b, value, f"SubAST {kind.name} value")  # type: ignore[arg-type]
+                put_string(b, value, f"SubAST {kind.name} value")
             elif kind is Kind.INT32:
                 if isinstance(value, bool) or not isinstance(value, int) or \
                         not INT32_MIN <= value <= INT32_MAX:
                     raise ValueError(f"SubAST int32 value {value!r} out of range")
                 b += _p_iii(int(kind), TC_INT32, value)
             elif kind is Kind.INT64:
-                b += _p_iiq(int(kind), TC_INT64, int(value))  # type: ignore[arg-type]
+                b += _p_iiq(int(kind), TC_INT64, int(value))
             else:
-                b += _p_iid(int(kind), TC_REAL64, float(value))  # type: ignore[arg-type]
+                b += _p_iid(int(kind), TC_REAL64, float(value))
         else:
             b += _p_iii(int(kind), 0, len(n.children))
             stack.extend(reversed(n.children))
@@ -224,4 +224,4 @@ def _decode(data: bytes, o: int, end: int, limits: Limits) -> tuple[PullFilter, 
                 return False, o
             if root == TRUE_FILTER_AST:
                 return True, o
-            return root, o  # type: ignore[return-value]
+            return root, o

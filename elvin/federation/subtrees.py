@@ -69,7 +69,7 @@ def _tag_value(node: Node) -> str | None:
     if node.kind is Kind.EQUALS and len(node.children) == 2:
         left, right = node.children
         if left.kind is Kind.NAME and left.value == _ATTR and right.kind is Kind.STRING:
-            return right.value  # type: ignore[return-value]
+            return right.value
     return None
 
 

@@ -56,8 +56,11 @@ class Handshaking(asyncio.Protocol):
             transport.abort()          # type: ignore[attr-defined]
             return
         waiter = loop.create_future()
+        # typeshed has the private SSLProtocol's timeout as int; asyncio takes any
+        # number of seconds (its own default is 60.0; create_server, which passes it
+        # on, says float)
         tls = SSLProtocol(loop, self._link(), self._context, waiter, server_side=True,
-                          ssl_handshake_timeout=self._timeout)
+                          ssl_handshake_timeout=self._timeout)  # type: ignore[arg-type]
         self._pending.add(transport)
         waiter.add_done_callback(lambda done: self._done(transport, peer, done))
         transport.set_protocol(tls)

@@ -230,7 +230,7 @@ class _Reader:
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
             raise self.fail(f"[[{key}]]", f"'{key}' must be an array of tables "
                                           f"([[{key}]] sections)")
-        lines = _header_lines(self.text, key)
+        lines: list[int | None] = list(_header_lines(self.text, key))
         if len(lines) != len(value):
             lines = [None] * len(value)   # inline or mixed syntax: no line numbers
         return list(zip(value, lines, strict=True))

@@ -136,7 +136,7 @@ class ClientHandler:
         new = []
         seq = self.next_seq
         for item in self.pending:
-            if type(item) is bytes:
+            if isinstance(item, bytes):
                 data = item
             else:
                 try:

@@ -80,6 +80,8 @@ LOAD_SLICE = 50
 #: rows of a released buffer deleted per commit
 PURGE_SLICE = 64
 _LEN = struct.Struct(">I")
+#: a row of the entries table: (handle, seq, count, data, crc)
+_EntryRow = tuple[int, int, int, bytes, int]
 #: what every "this file cannot be used" message ends with
 _RESET_HINT = "start it once with --state-reset to move the file aside"
 
@@ -405,7 +407,7 @@ class MobilityStore:
         self._counters: dict[int, tuple[int, int, int]] = {}
         self._bad_rows: list[int] = []
         self._removed: set[int] = set()
-        self._appends: list[tuple[int, int, int, bytes]] = []
+        self._appends: list[_EntryRow] = []
         self._floors: dict[int, int] = {}
         self._stones: dict[str, tuple | None] = {}
         #: damaged tombstones whose key is not even a string (by value)
@@ -846,8 +848,7 @@ def _pack_chunk(datas: Iterable[bytes]) -> bytes:
     return b"".join(pack(len(d)) + d for d in datas)
 
 
-def _cut_below(append: tuple[int, int, int, bytes, int], handle: int,
-               first: int) -> tuple[int, int, int, bytes, int] | None:
+def _cut_below(append: _EntryRow, handle: int, first: int) -> _EntryRow | None:
     """A queued row of ``handle`` without its entries before seq ``first``
     (None when none is left); another handle's row as it is."""
     row_handle, seq, count, data, _crc = append

@@ -107,6 +107,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -370,9 +371,10 @@ def write_table(directory: str | os.PathLike, table: pa.Table, prefix: str,
     base = Path(directory)
     ms = table.column("time").cast(pa.int64()).to_numpy()
     hours = ms // _MS_PER_HOUR
-    written = []
+    written: list[Path] = []
     if len(hours) == 0:
         return written
+    groups: list[tuple[int, npt.NDArray[np.intp] | None]]
     if hours.min() == hours.max():
         groups = [(int(hours[0]), None)]
     else:
@@ -449,7 +451,7 @@ class ArchiveWriter:
     # -- producer side ---------------------------------------------------------
     def append(self, record: ArchiveRecord | Mapping[str, Any]) -> bool:
         """Queue one notification; ``False`` if refused (too many pending)."""
-        if type(record) is not ArchiveRecord:
+        if not isinstance(record, ArchiveRecord):
             record = ArchiveRecord(**record)
         t = record.time
         ms = int(_time.time() * 1000) if t is None else _to_ms(t)

@@ -645,9 +645,10 @@ def count_matches(spark: SparkSession, expressions: list[str | Node],
     spark.conf.set("spark.sql.ansi.enabled", "false")
     flags = _with_entries(df.where(~withheld()), entries).select(
         *[p.alias(f"__elvin_m{i}") for i, p in enumerate(predicates)])
-    row = flags.agg(F.count(F.lit(1)).alias("rows"),
-                    *[F.count_if(F.col(f"__elvin_m{i}")).alias(f"m{i}")
-                      for i in range(len(predicates))]).first()
+    # an aggregate over the whole frame: one row, even when the frame is empty
+    [row] = flags.agg(F.count(F.lit(1)).alias("rows"),
+                      *[F.count_if(F.col(f"__elvin_m{i}")).alias(f"m{i}")
+                        for i in range(len(predicates))]).collect()
     return [int(row[f"m{i}"]) for i in range(len(predicates))], int(row["rows"])
 
 
@@ -765,5 +766,8 @@ def python_udf_predicate(expression: str | Node) -> Column:
     # real annotations (this module uses postponed ones): pandas_udf infers
     # the UDF kind from them
     _matches.__annotations__ = {"attributes": pd.Series, "return": pd.Series}
-    return F.pandas_udf(_matches, "boolean")(F.col("attributes"))
+    # pyspark's stubs type only the older form that names a functionType, not
+    # this one (the documented form since Spark 3.0, the kind taken from the hints)
+    udf = F.pandas_udf(_matches, "boolean")  # type: ignore[call-overload]
+    return udf(F.col("attributes"))
 

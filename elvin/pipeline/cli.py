@@ -44,7 +44,8 @@ log = logging.getLogger("elvin.pipeline")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    # only its arguments are copied into the subcommands; a ToolParser, as they are
+    common = ToolParser(add_help=False)
     common.add_argument("--master", default=None, metavar="URL",
                         help="Spark master (default local[*]), e.g. spark://host:7077")
     common.add_argument("--json", action="store_true", help="print JSON instead of text")

@@ -54,6 +54,9 @@ NO_GROUP = "(no Group)"
 PRIVATE_GROUP = "(private)"
 NO_PRODUCER = "(unknown)"
 
+#: a table's rows, as Spark's ``Row``\ s give them (each table its own columns)
+Rows = list[tuple[Any, ...]]
+
 
 @dataclass
 class ReportResult:
@@ -85,39 +88,41 @@ def report(spark: SparkSession, archive_dir: str | os.PathLike, out_dir: str | o
     ).persist()
     try:
         note("volume per hour")
-        hours = [(r["hour"], r["n"], r["bytes"], r["nobody"], r["secure"]) for r in
-                 base.groupBy("hour").agg(
-                     F.count(F.lit(1)).alias("n"), F.sum("size").alias("bytes"),
-                     F.count_if(F.col("clients") == 0).alias("nobody"),
-                     F.count_if("secure").alias("secure"))
-                 .orderBy("hour").collect()]
+        hours: Rows = [(r["hour"], r["n"], r["bytes"], r["nobody"], r["secure"]) for r in
+                       base.groupBy("hour").agg(
+                           F.count(F.lit(1)).alias("n"), F.sum("size").alias("bytes"),
+                           F.count_if(F.col("clients") == 0).alias("nobody"),
+                           F.count_if("secure").alias("secure"))
+                       .orderBy("hour").collect()]
         note("summary")
-        s = base.agg(F.min("time").alias("first"), F.max("time").alias("last"),
-                     F.countDistinct("producer").alias("producers"),
-                     F.avg("clients").alias("fanout"),
-                     F.count_if("private").alias("private"),
-                     F.count_if("withheld").alias("withheld")).first()
+        # an aggregate over the whole frame: one row, even when the frame is empty
+        [s] = base.agg(F.min("time").alias("first"), F.max("time").alias("last"),
+                       F.countDistinct("producer").alias("producers"),
+                       F.avg("clients").alias("fanout"),
+                       F.count_if("private").alias("private"),
+                       F.count_if("withheld").alias("withheld")).collect()
         note("groups")
-        groups = [(r["group"], r["n"]) for r in
-                  base.groupBy("group").agg(F.count(F.lit(1)).alias("n"))
-                  .orderBy(F.desc("n"), "group").collect()]
+        groups: Rows = [(r["group"], r["n"]) for r in
+                        base.groupBy("group").agg(F.count(F.lit(1)).alias("n"))
+                        .orderBy(F.desc("n"), "group").collect()]
         note("attribute names")
         pairs = base.select(F.explode(F.arrays_zip("names", "types")).alias("a"))
-        attributes = [(r["name"], r["n"], r["t1"], r["t2"], r["t3"], r["t4"], r["t5"]) for r in
-                      pairs.groupBy(F.col("a.names").alias("name")).agg(
-                          F.count(F.lit(1)).alias("n"),
-                          *[F.count_if(F.col("a.types") == code).alias(f"t{code}")
-                            for code in range(1, 6)])
-                      .orderBy(F.desc("n"), "name").collect()]
+        attributes: Rows = [
+            (r["name"], r["n"], r["t1"], r["t2"], r["t3"], r["t4"], r["t5"]) for r in
+            pairs.groupBy(F.col("a.names").alias("name")).agg(
+                F.count(F.lit(1)).alias("n"),
+                *[F.count_if(F.col("a.types") == code).alias(f"t{code}")
+                  for code in range(1, 6)])
+            .orderBy(F.desc("n"), "name").collect()]
         note("producers")
-        producers = [(r["producer"], r["n"], r["bytes"]) for r in
-                     base.groupBy("producer").agg(F.count(F.lit(1)).alias("n"),
-                                                  F.sum("size").alias("bytes"))
-                     .orderBy(F.desc("n"), "producer").limit(TOP_PRODUCERS).collect()]
+        producers: Rows = [(r["producer"], r["n"], r["bytes"]) for r in
+                           base.groupBy("producer").agg(F.count(F.lit(1)).alias("n"),
+                                                        F.sum("size").alias("bytes"))
+                           .orderBy(F.desc("n"), "producer").limit(TOP_PRODUCERS).collect()]
         note("fan-out and sizes")
-        fanout = [(r["clients"], r["n"]) for r in
-                  base.groupBy("clients").agg(F.count(F.lit(1)).alias("n"))
-                  .orderBy("clients").collect()]
+        fanout: Rows = [(r["clients"], r["n"]) for r in
+                        base.groupBy("clients").agg(F.count(F.lit(1)).alias("n"))
+                        .orderBy("clients").collect()]
         raw_sizes = [(r["b"], r["n"]) for r in
                      base.select(F.when(F.col("size") <= 0, F.lit(-1))
                                  .otherwise(F.floor(F.log2(F.col("size"))).cast("int")).alias("b"))
@@ -125,7 +130,7 @@ def report(spark: SparkSession, archive_dir: str | os.PathLike, out_dir: str | o
     finally:
         base.unpersist()
 
-    sizes = [("0" if b < 0 else f"{1 << b}-{(2 << b) - 1}", n) for b, n in raw_sizes]
+    sizes: Rows = [("0" if b < 0 else f"{1 << b}-{(2 << b) - 1}", n) for b, n in raw_sizes]
     total = sum(h[1] for h in hours)
     nobody = sum(h[3] for h in hours)
     summary: dict[str, Any] = {
@@ -145,7 +150,7 @@ def report(spark: SparkSession, archive_dir: str | os.PathLike, out_dir: str | o
         "groups": len(groups),
         "attribute_names": len(attributes),
     }
-    tables = {
+    tables: dict[str, tuple[tuple[str, ...], Rows]] = {
         "hours": (("hour", "notifications", "bytes", "matched_nobody", "secure"), hours),
         "groups": (("group", "notifications"), groups),
         "attributes": (("name", "notifications", "int32", "int64", "real64", "string",
