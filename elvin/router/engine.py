@@ -327,8 +327,13 @@ class Predicate:
 class Engine:
     """Subscriptions, their index, and matching."""
 
-    def __init__(self, first_id: int = 1) -> None:
+    def __init__(self, first_id: int = 1, *,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self._ids = itertools.count(first_id)
+        #: the clock ``match_steps`` measures its ``MATCH_SLICE`` on: the
+        #: router passes its sessions' (``SessionHost.clock``, the same
+        #: function), a test one that moves only when it says
+        self.clock = clock
         self.subs: dict[int, Subscription] = {}
         self.by_owner: dict[Hashable, dict[int, Subscription]] = {}
         #: owner -> its connection subscription keys (owners with
@@ -830,7 +835,7 @@ class Engine:
         self.evaluations += len(preds)
         matched: list[Predicate] = []
         over = overruns()
-        clock = time.perf_counter
+        clock = self.clock
         end = clock() + MATCH_SLICE
         mark()      # an overrun in this step costs one limit, not two
         for pred in preds:

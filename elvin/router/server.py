@@ -92,14 +92,15 @@ class Router:
     def __init__(self, config: RouterConfig | None = None) -> None:
         self.config = config if config is not None else RouterConfig()
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.engine = Engine()
-        self.quench = QuenchManager(self.engine, self._send_quench_packet)
+        #: the clock of the sessions' deadlines (SessionHost.clock): the
+        #: scheduler's, the engine's match steps' and the quench manager's too
+        self.clock = time.perf_counter
+        self.engine = Engine(clock=self.clock)
+        self.quench = QuenchManager(self.engine, self._send_quench_packet, self.clock)
         self.stats = Stats()
         self.sessions: set[Session] = set()
         #: the publish limit's buckets, per client address (elvin.router.clientstats)
         self.publish_limit = PublishLimit()
-        #: the clock of the sessions' deadlines (SessionHost.clock): the scheduler's too
-        self.clock = time.perf_counter
         self.initial_options = initial_options(self.config.options)
         self.initial_limits = self.initial_options.limits()
         # host:pid:start time, and a sequence number: two routers started in one
