@@ -528,7 +528,7 @@ class Router:
     def _pattern_overran(self, pred: Any, count: int) -> None:
         """A subscription's regex()/wildcard() ran out of its own time limit
         (``patterns.MATCH_TIMEOUT``): it alone is bottom for that
-        notification and suspended a while (``engine.Suspended``). Counted
+        notification and suspended a while (``elvin.subscription.suspension``). Counted
         (statistics, status, metrics) and logged, naming the client and the
         subscription, at most once per ``OVERRUN_LOG_EVERY`` seconds per
         client (a client's pattern could overrun on every notification)."""
