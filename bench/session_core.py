@@ -45,8 +45,8 @@ class _Host:
 
     def __init__(self) -> None:
         self.clock = time.perf_counter
-        self.engine = Engine()
-        self.quench = QuenchManager(self.engine, lambda owner, packet: None)
+        self.engine = Engine(clock=self.clock)
+        self.quench = QuenchManager(self.engine, lambda owner, packet: None, self.clock)
         self.stats = Stats()
         self.config = RouterConfig()
         self.publish_limit = PublishLimit()

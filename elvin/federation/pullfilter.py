@@ -28,11 +28,11 @@ from typing import Any
 
 from elvin.errors import SubscriptionError
 from elvin.federation.subast import PullFilter, encode_subast
-from elvin.router.engine import charge_overrun
 from elvin.subscription import compile as compile_subscription
 from elvin.subscription.ast import Kind, Node
 from elvin.subscription.index import TermIndex, plan_for
 from elvin.subscription.patterns import overruns
+from elvin.subscription.suspension import charge_overrun
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ class PullMatcher:
         if constant is not None:
             return constant
         # the terms' patterns are the peer's to choose: a term whose pattern
-        # overruns its own time limit is suspended (``engine.charge_overrun``),
+        # overruns its own time limit is suspended (``suspension.charge_overrun``),
         # so it costs this router's loop one limit per suspension, not one
         # per notification, and no other term is cut short by it
         over = overruns()

@@ -35,10 +35,7 @@ from elvin.cli_common import (
     EXIT_OK,
     EXIT_USAGE,
     fail,
-    listen_error_reason,
-    listen_error_status,
     os_error,
-    os_error_status,
     setup_logging,
 )
 from elvin.daemon import sdnotify
@@ -86,21 +83,12 @@ async def reload_router(router: Router, args: argparse.Namespace,
 async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -> None:
     from elvin.certcheck import certificate_findings
     from elvin.router.gcpolicy import GcPolicy
-    from elvin.router.metrics import MetricsServer, parse_metrics_address
     from elvin.router.server import Router
-    from elvin.router.status import (
-        StatusFile,
-        link_states,
-        other_router_pid,
-        router_status,
-        status_file_for,
-    )
+    from elvin.router.status import other_router_pid
+    from elvin.router.status_service import DaemonReport
 
     log = logging.getLogger("elvin.router")
-    router = Router(config)
     loop = asyncio.get_running_loop()
-    metrics: MetricsServer | None = None
-    status_file: StatusFile | None = None
     gc_policy: GcPolicy | None = None
     record = ReloadRecord()
     started = asyncio.Event()
@@ -129,16 +117,16 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
     for warning in tls_warnings:
         log.warning("%s", warning)
 
-    def snapshot() -> dict[str, Any]:
-        return router_status(router, version=VERSION,
-                             config_path=getattr(args, "config", None),
-                             metrics_url=metrics.url if metrics else None,
-                             reload=record.as_dict(), certificates=certificates)
+    # the status file and the metrics endpoint are the router's services
+    # (elvin.router.status_service, metrics_service): this is what they add
+    router = Router(config, DaemonReport(VERSION, getattr(args, "config", None),
+                                         record.as_dict, certificates))
+    status = router.status_service
 
     # before listening: a signal that comes as soon as the port answers must
     # find its handler (SIGHUP's and SIGUSR1's default is to kill)
     signals = DaemonSignals(loop, log, stop=request_stop, reload=reload, record=record,
-                            on_reloaded=lambda: status_file.changed() if status_file else None)
+                            on_reloaded=status.changed if status is not None else None)
     signals.install()
     router_started = False
     try:
@@ -147,34 +135,8 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
             raise RouterStartError(f"the status file {config.status_file} is in use by "
                                    f"elvind pid {other}: give each router its own "
                                    "status-file", EXIT_USAGE)
-        if config.metrics:      # first: a port it cannot have stops it before the router
-            host, port = parse_metrics_address(config.metrics)
-            metrics = MetricsServer(host, port, snapshot)
-            try:
-                await metrics.start()
-            except OSError as exc:
-                raise RouterStartError(f"cannot listen for metrics on {config.metrics}: "
-                                       f"{listen_error_reason(exc, port)}",
-                                       listen_error_status(exc)) from None
-        await router.start()
+        await router.start()        # the metrics first, the status file last
         router_started = True
-        path = status_file_for(config, router.ports[0] if router.ports else None)
-        other = other_router_pid(path)
-        if other is not None:       # same port on another address: never share its file
-            log.warning("the status file %s is in use by elvind pid %s: this router writes "
-                        "none ('elvind status' will not find it; set status-file)", path, other)
-        else:
-            status_file = StatusFile(path, snapshot, watch=lambda: link_states(router))
-            try:
-                status_file.start()
-            except OSError as exc:
-                if config.status_file:      # named: the admin wants it, so it must work
-                    raise RouterStartError(f"cannot write the status file {path}: "
-                                           f"{exc.strerror or exc}",
-                                           os_error_status(exc)) from None
-                log.warning("cannot write the status file %s: %s ('elvind status' will not "
-                            "find this router; set status-file)", path, exc.strerror or exc)
-                status_file = None
         # elvind owns its process: no full collection pass over a big heap (gcpolicy)
         gc_policy = GcPolicy(loop, lambda: router.engine.weight + len(router.sessions))
         gc_policy.install()
@@ -192,8 +154,9 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
         if router.mobility is not None:
             print(f"elvind: mobility proxy {router.mobility.id!r} (public key "
                   f"{router.mobility.public_key.hex()})", file=sys.stderr, flush=True)
-        if metrics is not None:
-            log.info("metrics at %s", metrics.url)
+        metrics_url = router.metrics_service.url if router.metrics_service else None
+        if metrics_url is not None:
+            log.info("metrics at %s", metrics_url)
         sdnotify.ready(line)
         await router.serve_forever()
         if stopping:
@@ -207,10 +170,6 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
         await asyncio.gather(*stopping, return_exceptions=True)
         if gc_policy is not None:
             gc_policy.uninstall()
-        if metrics is not None:
-            await metrics.stop()
-        if status_file is not None:
-            await status_file.close()
         if router_started:
             await router.stop()
 

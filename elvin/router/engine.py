@@ -57,12 +57,13 @@ from elvin.router.security import (
 from elvin.subscription.ast import Node, names_in
 from elvin.subscription.index import TermIndex, plan_for
 from elvin.subscription.patterns import mark, overruns
+from elvin.subscription.suspension import charge_overrun
 from elvin.subscription.unparse import unparse
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LINK_STEP", "MATCH_SLICE", "SUSPEND_FIRST", "SUSPEND_MOST", "WIDE", "ConnectionKeys", "Engine",
-           "Placement", "Predicate", "Subscription", "Suspended", "charge_overrun", "place"]
+__all__ = ["LINK_STEP", "MATCH_SLICE", "WIDE", "ConnectionKeys", "Engine",
+           "Placement", "Predicate", "Subscription", "place"]
 
 
 class ConnectionKeys:
@@ -93,49 +94,6 @@ MATCH_SLICE = 0.001
 #: subscriptions with more names or filings than this are unlinked in steps
 #: (``deferred``) when the engine has an ``on_deferred``
 WIDE = 1000
-
-#: seconds a predicate whose pattern overran its own time limit
-#: (``patterns.MATCH_TIMEOUT``) is bottom without being evaluated; each
-#: further overrun doubles it, up to ``SUSPEND_MOST``
-SUSPEND_FIRST = 1.0
-SUSPEND_MOST = 64.0
-
-
-class Suspended:
-    """The ``evaluate`` of a predicate (or pull filter term) whose pattern ran
-    out of its own time: bottom at once until ``until``, then the predicate's
-    own ``evaluate`` again. Its account is its own: how often *it* overran
-    decides how long it waits, nothing else does, so an expensive pattern
-    costs the loop at most one time limit per suspension, and every other
-    subscription is evaluated as if it were not there."""
-
-    __slots__ = ("evaluate", "until", "count")
-
-    def __init__(self, evaluate: Callable[[Mapping[str, Any]], Any]) -> None:
-        self.evaluate = evaluate
-        self.until = 0.0
-        self.count = 0      # overruns so far
-
-    def __call__(self, attrs: Mapping[str, Any]) -> Any:
-        if time.monotonic() < self.until:
-            return None
-        return self.evaluate(attrs)
-
-
-def charge_overrun(holder: Any, again: bool = True) -> int:
-    """``holder`` (anything with an ``evaluate``: a ``Predicate``, a pull
-    filter term) just overran a pattern's time limit: suspend it (see
-    ``Suspended``) from now; returns how many times it has overran.
-    ``again=False``: only start its current suspension anew from now."""
-    wrapper = holder.evaluate
-    if type(wrapper) is not Suspended:
-        wrapper = holder.evaluate = Suspended(wrapper)
-    if again:
-        wrapper.count += 1
-    wrapper.until = time.monotonic() + min(SUSPEND_MOST,
-                                           SUSPEND_FIRST * 2 ** (wrapper.count - 1))
-    return wrapper.count
-
 
 class Subscription:
     """One registered subscription (one SubAddRqst). ``keys`` and
@@ -327,8 +285,13 @@ class Predicate:
 class Engine:
     """Subscriptions, their index, and matching."""
 
-    def __init__(self, first_id: int = 1) -> None:
+    def __init__(self, first_id: int = 1, *,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self._ids = itertools.count(first_id)
+        #: the clock ``match_steps`` measures its ``MATCH_SLICE`` on: the
+        #: router passes its sessions' (``SessionHost.clock``, the same
+        #: function), a test one that moves only when it says
+        self.clock = clock
         self.subs: dict[int, Subscription] = {}
         self.by_owner: dict[Hashable, dict[int, Subscription]] = {}
         #: owner -> its connection subscription keys (owners with
@@ -830,7 +793,7 @@ class Engine:
         self.evaluations += len(preds)
         matched: list[Predicate] = []
         over = overruns()
-        clock = time.perf_counter
+        clock = self.clock
         end = clock() + MATCH_SLICE
         mark()      # an overrun in this step costs one limit, not two
         for pred in preds:

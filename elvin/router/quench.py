@@ -46,14 +46,18 @@ goes through that one queue, so a quencher gets its packets in the order of
 the changes; ``queued`` and ``flushed`` count them, so that a QnchRply can
 wait until what its announcement queued is out (``QuenchAnnouncer``).
 
-The manager is sans-IO: ``send(owner, packet)`` is supplied by the router.
+The manager is sans-IO: ``send(owner, packet)`` and ``clock()`` (the seconds
+its budgets are measured in) are supplied by the router, which passes the
+clock of its sessions' deadlines (``SessionHost.clock``): the deadlines a
+session hands to ``advance`` come from that clock, so the manager must read
+the same one, and a test can pass a clock that stands still, so that whether
+an announcement fits its first step does not depend on the machine's load.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
@@ -195,9 +199,12 @@ View = dict[Quench, int]
 
 class QuenchManager:
     def __init__(self, engine: Engine, send: Callable[[Hashable, object], None],
-                 first_id: int = 1) -> None:
+                 clock: Callable[[], float], first_id: int = 1) -> None:
         self.engine = engine
         self.send = send
+        #: the host's clock, which every deadline given here is on (see the
+        #: module's docstring); read for the fan-out and announcement budgets
+        self.clock = clock
         self._ids = itertools.count(first_id)
         self.quenches: dict[int, Quench] = {}
         self.by_owner: dict[Hashable, dict[int, Quench]] = {}
@@ -292,11 +299,11 @@ class QuenchManager:
 
     def _begin(self) -> None:
         """A change's fan-out starts: it may send for ``FANOUT_STEP`` at once."""
-        self._until = time.perf_counter() + FANOUT_STEP
+        self._until = self.clock() + FANOUT_STEP
 
     def _send(self, owner: Hashable, packet: object) -> None:
         outbox = self.outbox
-        if outbox or time.perf_counter() > self._until:
+        if outbox or self.clock() > self._until:
             outbox.append((owner, packet))
             self.queued += 1
             if len(outbox) == 1 and self.on_outbox is not None:
@@ -315,7 +322,7 @@ class QuenchManager:
         """Send from the outbox until the clock passes ``deadline``; True
         once it is empty."""
         outbox = self.outbox
-        clock = time.perf_counter
+        clock = self.clock
         while outbox:
             owner, packet = outbox.popleft()
             self.flushed += 1
@@ -378,7 +385,7 @@ class QuenchManager:
 
     def advance(self, quench: Quench, deadline: float) -> bool:
         """Tell ``quench`` about pending subscriptions until the clock
-        (``time.perf_counter``) passes ``deadline``; True once it is told all
+        (``self.clock``) passes ``deadline``; True once it is told all
         (or was removed)."""
         pending = quench.pending
         if pending is None:
@@ -386,7 +393,7 @@ class QuenchManager:
         self._until = deadline      # (its sends go at once unless others wait)
         owner, qid = quench.owner, (quench.id,)
         engine_get = self.engine.subs.get
-        clock = time.perf_counter
+        clock = self.clock
         done = 0
         while pending:
             sub_id, _ = pending.popitem()

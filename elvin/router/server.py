@@ -47,6 +47,7 @@ from elvin.router.discovery_service import DiscoveryService
 from elvin.router.door import Door, raise_nofile_limit, tls_key
 from elvin.router.engine import Engine
 from elvin.router.federation_service import FederationAdapter
+from elvin.router.metrics_service import MetricsService
 from elvin.router.mobility_service import MobilityService
 from elvin.router.options import OptionRanges, initial_options
 from elvin.router.ordered import OrderedSteps
@@ -60,6 +61,7 @@ from elvin.router.services import ServiceRegistry, StartPoint, StopPoint
 from elvin.router.session import CLOSING, CONNECTED, Session
 from elvin.router.statistics_service import StatisticsService
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
+from elvin.router.status_service import DaemonReport, StatusService
 from elvin.router.steps import StepRunner
 from elvin.subscription.patterns import MATCH_TIMEOUT
 from elvin.subscription.shapes import ShapeCompiler
@@ -89,17 +91,22 @@ _ROUTER_SEQUENCE = itertools.count(1)
 
 
 class Router:
-    def __init__(self, config: RouterConfig | None = None) -> None:
+    def __init__(self, config: RouterConfig | None = None,
+                 daemon: DaemonReport | None = None) -> None:
+        """``daemon``: what elvind tells in its status (``elvin.router.cli``);
+        with it the router keeps a status file and serves ``config.metrics``
+        (``status_service``, ``metrics_service``), without it neither."""
         self.config = config if config is not None else RouterConfig()
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.engine = Engine()
-        self.quench = QuenchManager(self.engine, self._send_quench_packet)
+        #: the clock of the sessions' deadlines (SessionHost.clock): the
+        #: scheduler's, the engine's match steps' and the quench manager's too
+        self.clock = time.perf_counter
+        self.engine = Engine(clock=self.clock)
+        self.quench = QuenchManager(self.engine, self._send_quench_packet, self.clock)
         self.stats = Stats()
         self.sessions: set[Session] = set()
         #: the publish limit's buckets, per client address (elvin.router.clientstats)
         self.publish_limit = PublishLimit()
-        #: the clock of the sessions' deadlines (SessionHost.clock): the scheduler's too
-        self.clock = time.perf_counter
         self.initial_options = initial_options(self.config.options)
         self.initial_limits = self.initial_options.limits()
         # host:pid:start time, and a sequence number: two routers started in one
@@ -150,11 +157,23 @@ class Router:
         self.services = ServiceRegistry()
         self._discovery = DiscoveryService(self.config, lambda: self.urls)
         self._federation = FederationAdapter(self, self.config)
+        #: elvind's metrics endpoint and status file (one picture), or None
+        self.metrics_service: MetricsService | None = None
+        self.status_service: StatusService | None = None
+        if daemon is not None:
+            metrics = MetricsService(self.config, lambda: status.snapshot())
+            status = StatusService(self, daemon, lambda: metrics.url)
+            self.metrics_service, self.status_service = metrics, status
+            # first: an address it cannot have stops the start before anything
+            self.services.register(metrics)
         self.services.register(self._archive)
         self.services.register(self._mobility)
         self.services.register(self._federation)
         self.services.register(self._discovery)
-        self.services.register(self._statistics)   # last: the first to stop
+        self.services.register(self._statistics)   # last of its point: the first to stop
+        if self.status_service is not None:
+            # last: its first picture shows every part started
+            self.services.register(self.status_service)
         self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
             weakref.WeakKeyDictionary()
         self.engine.overrun_listener = self._pattern_overran
@@ -320,6 +339,8 @@ class Router:
             self.door.close()
         self.session_notes.close()
         self._close_state()
+        # what reports on the router, once it has stopped (the status file goes)
+        await self.services.stop(StopPoint.STOPPED)
         if self._stopped is not None:
             self._stopped.set()
         if self._started:               # (a failed start says why, in one line, instead)
@@ -507,7 +528,7 @@ class Router:
     def _pattern_overran(self, pred: Any, count: int) -> None:
         """A subscription's regex()/wildcard() ran out of its own time limit
         (``patterns.MATCH_TIMEOUT``): it alone is bottom for that
-        notification and suspended a while (``engine.Suspended``). Counted
+        notification and suspended a while (``elvin.subscription.suspension``). Counted
         (statistics, status, metrics) and logged, naming the client and the
         subscription, at most once per ``OVERRUN_LOG_EVERY`` seconds per
         client (a client's pattern could overrun on every notification)."""

@@ -3,7 +3,8 @@
 The core of a router (``elvin.router.server.Router``) is its sessions and
 the delivery of notifications between them. Everything else a router may
 do -- federate, keep a mobility proxy, archive the traffic, answer
-discovery, publish its statistics -- is a ``Service``: a part with a
+discovery, publish its statistics, keep elvind's status file, serve
+metrics -- is a ``Service``: a part with a
 name that the core starts, stops and reconfigures, and that does nothing
 while its setting is off. A new part of the router is a new service, not
 new methods on the core.
@@ -14,7 +15,9 @@ it starts before anyone can connect and stops after the last session is
 gone; the mobility proxy is a client of the router, so it needs the bound
 listeners (their URLs name it) and must also outlive every other session;
 federation says goodbye to its peers while the clients are still served;
-discovery advertises only a router that accepts, and is withdrawn first.
+discovery advertises only a router that accepts, and is withdrawn first;
+what reports on the router (the status file, metrics) goes once it has
+stopped, so that it shows the router until then.
 So each service says where in the core's start it starts (``StartPoint``)
 and where in its stop it stops (``StopPoint``); services of one point start
 in the order they were registered and stop in the reverse order.
@@ -55,6 +58,8 @@ class StopPoint(enum.Enum):
     BEFORE_CLOSING_SESSIONS = "before closing sessions"
     #: every client session is gone: nobody can publish any more
     AFTER_LAST_SESSION = "after the last session"
+    #: the router has stopped: every service of the points above is stopped
+    STOPPED = "stopped"
 
 
 class Service(Protocol):

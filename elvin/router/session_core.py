@@ -242,8 +242,10 @@ class SessionHost(Protocol):
 
     def clock(self) -> float:
         """Seconds on the clock of the router's deadlines (``time.perf_counter``
-        in the router: the scheduler's ``drain`` deadlines and the quench
-        manager read it too). The core reads no clock of its own."""
+        in the router: the scheduler's ``drain`` deadlines are on it, and the
+        router gives the same clock to its engine and quench manager, which
+        measure their steps' budgets against the deadlines derived from it).
+        The core reads no clock of its own."""
 
     def compile(self, text: str) -> Registered:
         """A short expression compiled now, or SubscriptionError."""

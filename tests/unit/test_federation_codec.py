@@ -348,11 +348,11 @@ def test_a_peers_slow_patterns_are_suspended_not_run_per_notification():
     """A peer chooses its pull filter's patterns: 100 terms whose regex
     backtracks until its time limit would hold this router's loop for 100 x
     20 ms on every notification forwarded. Each term that overruns its own
-    limit is suspended (``engine.charge_overrun``): the next notification
+    limit is suspended (``suspension.charge_overrun``): the next notification
     runs none of them, and a cheap term of the same filter is never cut
     short by them."""
     from elvin.federation.pullfilter import PullMatcher
-    from elvin.router.engine import Suspended
+    from elvin.subscription.suspension import Suspended
 
     matcher = PullMatcher()
     slow = [parse(f'regex(Message, "^(a|aa|a{{{k}}})+$")') for k in range(1, 4)]

@@ -56,10 +56,23 @@ def _is_router(module: str) -> bool:
     return module == "elvin.router" or module.startswith("elvin.router.")
 
 
-@pytest.mark.parametrize("folder", ["elvin/mobility", "elvin/discovery", "elvin/pipeline"])
+@pytest.mark.parametrize("folder", ["elvin/federation", "elvin/mobility", "elvin/discovery",
+                                    "elvin/pipeline"])
 def test_the_routers_services_do_not_reach_back_into_the_router(folder):
     """The router uses these packages, never the other way round: how the
-    router hooks each one up lives in the router (``elvin.router.*_service``),
-    so that the package stands on its own (a standalone
-    ``elvin-mobility-proxy`` is the same proxy as the one inside ``elvind``)."""
+    router hooks each one up lives in the router (``elvin.router.*_service``,
+    ``elvin.router.fedhost``), so that the package stands on its own (a
+    standalone ``elvin-mobility-proxy`` is the same proxy as the one inside
+    ``elvind``). What a package shares with the router lives below both: the
+    federation's pull matcher suspends a term whose pattern overran as the
+    engine suspends a predicate, through ``elvin.subscription.suspension``
+    (it imported ``elvin.router.engine`` for it, issue 46)."""
     assert _offending(folder, _is_router) == []
+
+
+def test_the_language_does_not_reach_up_into_federation():
+    """``elvin.subscription`` is below the federation as it is below the
+    router: what both need of it is imported from it, never the reverse."""
+    def forbidden(module: str) -> bool:
+        return module == "elvin.federation" or module.startswith("elvin.federation.")
+    assert _offending("elvin/subscription", forbidden) == []

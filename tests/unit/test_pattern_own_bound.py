@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import time
 
-from elvin.router.engine import Engine, Suspended
+from elvin.router.engine import Engine
 from elvin.subscription import compile, patterns
 from elvin.subscription.patterns import MATCH_TIMEOUT, regex_matcher
+from elvin.subscription.suspension import Suspended
 
 SLOW = 'regex(Message, "^(a|aa|a{%d})+$")'       # backtracks until its limit on VALUE
 VALUE = {"Message": "a" * 40 + "b"}

@@ -1,4 +1,7 @@
-"""elvin.router.quench: the manager's announcements (issue 42)."""
+"""elvin.router.quench: the manager's announcements (issue 42). The
+managers here are given a clock that stands still (``_still``) unless a test
+says otherwise, as the router gives its own: whether a change's fan-out or
+an announcement fits its budget then never depends on the machine's load."""
 
 from __future__ import annotations
 
@@ -7,6 +10,23 @@ from elvin.router.engine import Engine
 from elvin.router.quench import Pending, QuenchManager
 from elvin.router.steps import drain
 from elvin.subscription import compile
+
+
+def _still() -> float:
+    """A clock that stands still: no budget ever runs out."""
+    return 1000.0
+
+
+class _Ticking:
+    """A clock that moves a second at every look: every budget runs out at
+    its first look."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
 
 
 def _add(engine, text):
@@ -21,7 +41,7 @@ def test_a_modified_quench_is_told_each_subscription_of_its_names_once():
     several of the names is told once, one removed meanwhile not at all."""
     engine = Engine()
     sent = []
-    manager = QuenchManager(engine, lambda owner, packet: sent.append(packet))
+    manager = QuenchManager(engine, lambda owner, packet: sent.append(packet), _still)
     on_x = _add(engine, "x == 1")
     on_y = [_add(engine, f"y == {i}") for i in range(3)]
     both = _add(engine, "x == 1 && y == 2")
@@ -46,7 +66,7 @@ def test_pending_copies_are_the_engines_tables_as_they_were():
     quench started is told by its own change, not again by the announcement."""
     engine = Engine()
     sent = []
-    manager = QuenchManager(engine, lambda owner, packet: sent.append(packet))
+    manager = QuenchManager(engine, lambda owner, packet: sent.append(packet), _still)
     first = _add(engine, "x == 1")
     quench = manager.add("q", ("x",), True, announce=False)
     later = _add(engine, "x == 2")
@@ -94,7 +114,7 @@ def test_the_swap_of_a_wide_modification_costs_the_quenched_names_not_its_width(
     width = 10 * LINK_STEP
     engine = Engine()
     sent = []
-    manager = QuenchManager(engine, lambda owner, packet: sent.append(packet))
+    manager = QuenchManager(engine, lambda owner, packet: sent.append(packet), _still)
     manager._by_name = _CountingByName(manager._by_name)
     for i in range(5):
         manager.add("q", (f"n{i * 7}", f"elsewhere{i}"), True)
@@ -131,3 +151,38 @@ def test_the_swap_of_a_wide_modification_costs_the_quenched_names_not_its_width(
     assert _CountingByName.ops - before <= LINK_STEP, _CountingByName.ops - before
     assert len(view) == 5       # each quencher told of the change, in one packet
     assert [sorted(p.insecure_quench_ids) for p in told()] == [sorted(q.id for q in view)]
+
+
+def test_the_budgets_are_on_the_clock_the_manager_is_given():
+    """The fan-out of a change and an announcement's step are measured on
+    the host's clock (the router's sessions' one), never the process's: a
+    clock that stands still lets all of it go at once however long it takes,
+    one that runs out at the first look queues the fan-out for the
+    announcer's turns and ends a step after one look."""
+    from elvin.router.quench import FANOUT_STEP
+
+    def setup(clock):
+        engine = Engine()
+        sent = []
+        manager = QuenchManager(engine, lambda owner, packet: sent.append(packet), clock)
+        for i in range(3):
+            manager.add(f"q{i}", ("x",), True)
+        subs = [_add(engine, f"x == {i}") for i in range(12)]
+        return engine, manager, sent, subs
+
+    engine, manager, sent, subs = setup(_still)
+    manager.subscription_added(subs[0])
+    assert len(sent) == 3 and not manager.outbox            # all at once
+    quench = manager.add("late", ("x",), True, announce=False)
+    assert manager.advance(quench, _still() + FANOUT_STEP)  # told all in one step
+    assert not quench.pending
+
+    clock = _Ticking()
+    engine, manager, sent, subs = setup(clock)
+    manager.subscription_added(subs[0])
+    assert sent == [] and len(manager.outbox) == 3          # left to the announcer
+    assert not manager.flush(clock.now)                     # one packet, then the look
+    assert len(sent) == 1 and len(manager.outbox) == 2
+    quench = manager.add("late", ("x",), True, announce=False)
+    assert not manager.advance(quench, clock.now + FANOUT_STEP)     # a step ends
+    assert quench.pending and manager.advance(quench, float("inf"))
