@@ -68,8 +68,9 @@ from elvin.client.subscription import DEFAULT_BUFFER as SUB_BUFFER
 from elvin.client.subscription import Subscription, SubscriptionTable
 from elvin.errors import ElvinError
 from elvin.keys import Keys
-from elvin.protocol import DEFAULT_LIMITS, ElvinURI, Limits, frame_packet
+from elvin.protocol import DEFAULT_LIMITS, ElvinURI, Limits
 from elvin.protocol import packets as pk
+from elvin.protocol.fastpath import notify_emit_frame
 from elvin.protocol.states import CLIENT_LIFECYCLE, ClientLifecycle
 from elvin.quenching import Wanted
 from elvin.values import check_notification
@@ -782,7 +783,7 @@ def router_uris(url: str | ElvinURI | Sequence[str | ElvinURI]) -> tuple[ElvinUR
 def _emit_frame(attributes: dict, keys: Keys, deliver_insecure: bool, limits: Limits) -> bytes:
     """The NotifyEmit of checked ``attributes``, framed; ValueError if it
     is longer than the router accepts."""
-    data = frame_packet(pk.NotifyEmit(attributes, bool(deliver_insecure), keys))
+    data = notify_emit_frame(attributes, deliver_insecure, keys)
     check_packet_length(data, limits)
     return data
 
