@@ -167,7 +167,5 @@ class SubscriptionTable(Registry[Subscription]):
 
     def deliver(self, packet: pk.NotifyDeliver) -> None:
         """A notification for the subscriptions the router names
-        (``SubscriptionsCore.matches``)."""
-        attributes = packet.attributes
-        for sub, secure in self.ids.matches(packet):
-            sub._deliver(attributes, secure)
+        (``SubscriptionsCore.deliver``)."""
+        self.ids.deliver(packet, Subscription._deliver)

@@ -5,7 +5,8 @@ are the protocol of what the router knows by an id it chose: which request
 registers, changes or removes an object (SubAddRqst, SubModRqst, SubDelRqst,
 QnchAddRqst, QnchModRqst, QnchDelRqst), what each reply does to the table
 (the object's new id, its new expression, names or keys), which objects a
-NotifyDeliver or a SubAdd/Mod/DelNotify is for, and what a new session
+NotifyDeliver or a SubAdd/Mod/DelNotify is for (a delivery is handed to a
+callback of the shell's, the rest returned as events), and what a new session
 registers again (every open object, with its id void). No socket, future,
 session or clock: a request is returned as ``make(xid)`` for the shell to
 send, a reply is handed in once it came, and what the router said is
@@ -36,6 +37,7 @@ from elvin.client.events import (
 from elvin.keys import Keys
 from elvin.protocol import packets as pk
 from elvin.subscription.ast import Node
+from elvin.values import Value
 
 __all__ = ["Entry", "IdTable", "QuenchChange", "QuenchEntry", "QuenchesCore",
            "SubscriptionChange", "SubscriptionEntry", "SubscriptionsCore"]
@@ -188,19 +190,25 @@ class SubscriptionsCore(IdTable[S]):
         sub.keys = (sub.keys | change.keys_add) - change.keys_del
         sub.accept_insecure = change.accept_insecure
 
-    def matches(self, packet: pk.NotifyDeliver) -> list[tuple[S, bool]]:
-        """The subscriptions ``packet`` is for, each with whether it matched
-        securely (a secure match wins over an insecure one for the same
-        subscription); ids this table does not know are skipped."""
-        subs = self.by_id
+    def deliver(self, packet: pk.NotifyDeliver,
+                push: Callable[[S, dict[str, Value], bool], object]) -> None:
+        """``push(sub, attributes, secure)`` for each subscription ``packet``
+        names, with whether it matched securely (a secure match wins over an
+        insecure one for the same subscription); ids this table does not know
+        are skipped. A callback, not a list of events: this is most of a
+        subscriber's traffic, and a list of them cost each hand-over 0.3-0.5 us
+        more (about half as much again, by timeit)."""
+        by_id = self.by_id
+        attributes = packet.attributes
         secure = packet.secure_matches
-        found = [(sub, True) for sub_id in secure
-                 if (sub := subs.get(sub_id)) is not None]
+        for sub_id in secure:
+            sub = by_id.get(sub_id)
+            if sub is not None:
+                push(sub, attributes, True)
         for sub_id in packet.insecure_matches:
-            sub = subs.get(sub_id)
+            sub = by_id.get(sub_id)
             if sub is not None and (not secure or sub_id not in secure):
-                found.append((sub, False))
-        return found
+                push(sub, attributes, False)
 
 
 class QuenchChange(NamedTuple):

@@ -127,7 +127,10 @@ def test_a_delivery_goes_to_the_named_subscriptions_a_secure_match_winning():
     events = session.receive(frame_packet(pk.NotifyDeliver({"X": 1}, (2,), (1, 2, 9))))
     (delivery,) = events
     assert isinstance(delivery, pk.NotifyDeliver)
-    assert table.matches(delivery) == [(b, True), (a, False)]   # 9 is nobody's, c unnamed
+    pushed: list[tuple[Sub, dict, bool]] = []
+    table.deliver(delivery, lambda sub, attributes, secure: pushed.append(
+        (sub, attributes, secure)))
+    assert pushed == [(b, {"X": 1}, True), (a, {"X": 1}, False)]   # 9 nobody's, c unnamed
 
 
 def test_a_new_session_voids_every_id_and_registers_the_open_ones_again_in_order():
