@@ -45,7 +45,6 @@ from elvin.client import (
     Subscription,
     SubscriptionClosedError,
 )
-from elvin.client.connection import emit_frame, write_frames
 from elvin.keys import Keys
 from elvin.quenching import Wanted
 
@@ -360,7 +359,8 @@ class SyncConnection:
         write (connection closed) is raised by the next ``send`` or ``flush``.
         """
         conn = self.connection
-        data = emit_frame(conn, notification, keys, deliver_insecure)
+        data = conn.frame_notification(notification, keys=keys,
+                                       deliver_insecure=deliver_insecure)
         if data is None:   # auto-quench decides, or not open: the loop's send does it all
             return _run(conn.send(notification, keys=keys, deliver_insecure=deliver_insecure),
                         self._wait)
@@ -393,7 +393,7 @@ class SyncConnection:
                         self._cond.notify_all()
                         return
                     self._cond.notify_all()
-                await write_frames(self.connection, b"".join(batch))
+                await self.connection.write_frames(b"".join(batch))
         except BaseException as exc:  # noqa: BLE001 - kept, raised in the caller's thread
             with self._cond:
                 self._send_error = exc

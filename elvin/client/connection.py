@@ -7,7 +7,7 @@ do one job:
   asyncio shell of ``session_core.ClientSessionCore``, the session's
   protocol (sans-IO: decoding, xids, replies matched to requests, which
   packet is legal when by the ``CLIENT`` table); each event of the core is
-  dispatched synchronously, in order, by ``Connection._dispatch``;
+  dispatched synchronously, in order, by ``ConnectionCore.packet_received``;
 * ``requests``: the futures of the requests waiting for their reply; a reply
   updates client state before any later packet is looked at, so a delivery
   that follows a SubRply in the same read already finds its subscription;
@@ -21,10 +21,15 @@ do one job:
 None of them imports this module or touches the connection's private
 state: the tables, auto-quench and the reconnector are handed
 ``ConnectionCore`` (below), which owns the connection's state (where, the
-session, the lifecycle by ``CLIENT_LIFECYCLE``) and implements the contract of ``core.py``
-(``ClientCore``, ``ReconnectingCore``); a session is handed the same object
-as its ``session.SessionOwner``. What a part needs that the contract lacks
-is added there, with its documentation, and implemented here.
+session, the lifecycle by ``CLIENT_LIFECYCLE``, the tables, the listeners,
+the ``closed`` future, the router's limits), opens sessions and acts on
+their events, and implements the contract of ``core.py`` (``ClientCore``,
+``ReconnectingCore``); a session is handed the same object as its
+``session.SessionOwner``. ``Connection`` keeps only the application's
+settings and counters (public attributes the core reads and counts) and
+asks the core for the rest, so nothing reaches into it. What a part needs
+that the contract lacks is added there, with its documentation, and
+implemented here.
 
 Assumption about quench (documented in the brief, guaranteed by the bundled
 router): after a QnchAddRqst/QnchModRqst the router sends the SubAddNotify
@@ -68,16 +73,16 @@ from elvin.client.subscription import DEFAULT_BUFFER as SUB_BUFFER
 from elvin.client.subscription import Subscription, SubscriptionTable
 from elvin.errors import ElvinError
 from elvin.keys import Keys
-from elvin.protocol import DEFAULT_LIMITS, ElvinURI, Limits, frame_packet
+from elvin.protocol import DEFAULT_LIMITS, ElvinURI, Limits
 from elvin.protocol import packets as pk
+from elvin.protocol.fastpath import notify_emit_frame
 from elvin.protocol.states import CLIENT_LIFECYCLE, ClientLifecycle
 from elvin.quenching import Wanted
 from elvin.values import check_notification
 
 log = logging.getLogger("elvin.client")
 
-__all__ = ["Connection", "ConnectionCore", "connect", "DEFAULT_URL", "emit_frame",
-           "write_frames"]
+__all__ = ["Connection", "ConnectionCore", "connect", "DEFAULT_URL"]
 
 DEFAULT_URL = "elvin://127.0.0.1:2917"
 
@@ -118,8 +123,9 @@ class Connection:
                  reconnect_attempts: int | None = None,
                  limits: Limits | None = None) -> None:
         uris = router_uris(url)
-        #: the connection's state (where, which session, the lifecycle): see ConnectionCore
-        self._core = ConnectionCore(self, uris)
+        #: the connection's state (where, which session, the lifecycle, the
+        #: tables, the listeners): see ConnectionCore
+        self._core = ConnectionCore(self, uris, limits or DEFAULT_LIMITS, auto_quench)
         self.requested_options = dict(options or {})
         if self.requested_options:
             check_notification(self.requested_options)
@@ -136,27 +142,15 @@ class Connection:
         self.reconnect_delay = reconnect_delay
         self.reconnect_max_delay = reconnect_max_delay
         self.reconnect_attempts = reconnect_attempts
-        self._base_limits = limits or DEFAULT_LIMITS
-        self._send_limits = send_checks.NO_LIMITS
         self.drop_warnings = 0
         self.reconnects = 0
         #: reconnections that ended at another router than the lost session's
         self.failovers = 0
         self.test_conns_sent = 0
-
-        self._subs = SubscriptionTable(self._core, self)
-        self._quenches = QuenchTable(self._core, self)
-        self._close_listeners: list[Callable] = []
-        self._lost_listeners: list[Callable] = []
-        self._reconnect_listeners: list[Callable] = []
-        self._failover_listeners: list[Callable] = []
-        self._reconnector = Reconnector(self._core, (self._subs, self._quenches))
-        self._closed: asyncio.Future | None = None
         #: ``fn(protocol)`` connects a session to its router without a
         #: socket (``elvin.router.localchannel``: a router's own proxy); None
         #: for TCP/TLS to ``url``
         self.open_channel: Callable[[Any], None] | None = None
-        self._auto_quench = AutoQuench(self._core, self._quenches) if auto_quench else None
 
     # ======================================================================
     # public properties
@@ -200,9 +194,7 @@ class Connection:
         """A future that is resolved with the :class:`CloseReason` once the connection is
         closed for good; await it to wait for the end.
         """
-        if self._closed is None:
-            self._closed = asyncio.get_running_loop().create_future()
-        return self._closed
+        return self._core.closed
 
     @property
     def is_open(self) -> bool:
@@ -212,19 +204,20 @@ class Connection:
     @property
     def subscriptions(self) -> list[Subscription]:
         """The live subscriptions made on this connection, a new list."""
-        return list(self._subs.live)
+        return list(self._core.subscriptions.live)
 
     @property
     def quenches(self) -> list[Quench]:
         """The live quenches made on this connection, a new list."""
-        return self._quenches.public
+        return self._core.quenches.public
 
     @property
     def auto_quench_stats(self) -> dict[str, int] | None:
         """``{"sent": n, "dropped": m, "terms": t}`` with auto-quench, else
         None: ``t`` is how many subscription terms at the router the internal
         quench knows of now (0: every notification would be dropped)."""
-        return self._auto_quench.stats() if self._auto_quench else None
+        auto_quench = self._core.auto_quench
+        return auto_quench.stats() if auto_quench else None
 
     @property
     def local_address(self) -> tuple | None:
@@ -241,31 +234,32 @@ class Connection:
 
     def add_close_listener(self, fn: Callable[[CloseReason], object]) -> None:
         """``fn(reason)`` when the connection is finally closed."""
-        self._close_listeners.append(fn)
+        self._core.close_listeners.append(fn)
 
     def add_connection_lost_listener(self, fn: Callable[[CloseReason], object]) -> None:
         """``fn(reason)`` each time a session ends other than by ``close()``,
         including when an automatic reconnection follows."""
-        self._lost_listeners.append(fn)
+        self._core.lost_listeners.append(fn)
 
     def add_reconnect_listener(self, fn: Callable[[Connection], object]) -> None:
         """``fn(connection)`` after a successful automatic reconnection
         (subscriptions and quenches restored; notifications sent while the
         connection was down are lost)."""
-        self._reconnect_listeners.append(fn)
+        self._core.reconnect_listeners.append(fn)
 
     def add_failover_listener(self, fn: Callable[[Connection, str], object]) -> None:
         """``fn(connection, previous_url)`` when a reconnection ends at
         another router than the session that was lost (``connection.url``
         is the new one); reconnect listeners are told after."""
-        self._failover_listeners.append(fn)
+        self._core.failover_listeners.append(fn)
 
     def remove_listener(self, fn: Callable) -> None:
         """Remove ``fn`` from the close, connection-lost and reconnect listeners, wherever
         it was added; unknown functions are ignored.
         """
-        for listeners in (self._close_listeners, self._lost_listeners,
-                          self._reconnect_listeners, self._failover_listeners):
+        core = self._core
+        for listeners in (core.close_listeners, core.lost_listeners,
+                          core.reconnect_listeners, core.failover_listeners):
             if fn in listeners:
                 listeners.remove(fn)
 
@@ -283,7 +277,6 @@ class Connection:
         if self.state != "connecting" or self._core.started:
             raise RuntimeError("Connection.open() may be called only once")
         self._core.start()
-        self._closed = asyncio.get_running_loop().create_future()
         try:
             await self._open_first()
             if self._core.lifecycle is not ClientLifecycle.CONNECTING:
@@ -291,9 +284,8 @@ class Connection:
         except BaseException as exc:  # closed however the open failed; re-raised
             if self._core.lifecycle is ClientLifecycle.CONNECTING:
                 self._core.move("failed")
-            if not self._closed.done():
-                self._closed.set_result(CloseReason("lost", f"connection failed: {exc}",
-                                                    error=exc))
+            self._core.resolve_closed(CloseReason("lost", f"connection failed: {exc}",
+                                                  error=exc))
             raise
         self._core.move("opened")
         self._core.wake()
@@ -304,7 +296,7 @@ class Connection:
         uris = self._core.uris
         for uri in uris:
             try:
-                await follow_redirects(self._establish, uri)
+                await follow_redirects(self._core.establish, uri)
                 return
             except (OSError, ElvinError, TimeoutError) as exc:
                 if len(uris) == 1:
@@ -313,136 +305,36 @@ class Connection:
                 log.info("cannot connect to %s (%s); trying the next router", uri, exc)
         raise ConnectError("no router could be reached: " + "; ".join(failures))
 
-    async def _establish(self, uri: ElvinURI) -> Session:
-        """A new session at ``uri``: channel, ConnRqst, the options agreed;
-        it becomes the current one."""
-        session = await open_session(self._core, uri, self._base_limits, self.timeout,
-                                     self.ssl_context, self.open_channel)
-        try:
-            reply = await self._request(
-                session, lambda xid: pk.ConnRqst(xid, *CLIENT_VERSION,
-                                                 dict(self.requested_options),
-                                                 self.notification_keys,
-                                                 self.subscription_keys),
-                (pk.ConnRply,))
-        except ConnectionClosedError as exc:
-            session.abort(CloseReason("lost", "connection refused"))
-            Redirected.check(exc)
-            raise
-        except BaseException:  # the session is aborted however; re-raised
-            session.abort(CloseReason("lost", "connection attempt failed"))
-            raise
-        options = dict(reply.options)
-        if self.options_check is not None and not self.options_check(options):
-            with contextlib.suppress(Exception):  # refusing anyway: a failed goodbye changes nothing
-                await self._request(session, pk.DisconnRqst, (pk.DisconnRply,),
-                                    timeout=min(self.timeout, 2))
-            session.abort(CloseReason("closed", "connection options rejected"))
-            raise OptionsRejectedError(options)
-        self.options = options
-        self._send_limits = send_checks.send_limits(options)
-        session.accept_options(options)
-        self._core.adopt(session, uri)
-        if self.keepalive:
-            start_keepalive(session, self.keepalive, self.keepalive_timeout or
-                            min(max(self.keepalive, 1.0), self.timeout), self.url,
-                            self._probe_sent)
-        return session
-
-    def _probe_sent(self) -> None:
-        self.test_conns_sent += 1
-
     # ======================================================================
-    # requests
-    async def _request(self, session: Session, make: Callable[[int], Any], expect: tuple,
-                       on_reply: Callable | None = None, on_late: Callable | None = None,
-                       timeout: float | None = None, expression: str | None = None):
-        """``make(xid)`` sent in ``session``, its reply awaited (see RequestTable)."""
-        return await session.requests.request(
-            make, expect, self.timeout if timeout is None else timeout, on_reply, on_late,
-            expression)
-
-    def _live_session(self) -> Awaitable[Session]:
-        """The current session; waits while reconnecting (``ConnectionCore.live_session``)."""
-        return self._core.live_session()
-
-    # ======================================================================
-    # dispatch of incoming packets
-    def _dispatch(self, session: Session, packet) -> None:
-        try:
-            handler = _HANDLERS.get(type(packet))
-            if handler is None:
-                log.warning("unexpected %s from the router; ignored", type(packet).__name__)
-                return
-            handler(self, session, packet)
-        except Exception:  # one packet's failure must not end the connection; logged
-            log.exception("error handling %s", type(packet).__name__)
-
-    def _on_reply(self, session: Session, reply: Reply) -> None:
-        exc = session.requests.resolve(reply.packet)
-        if isinstance(exc, QuenchNotSupported) and session is self._session:
-            self._core.supports_quench = False
-
-    def _on_drop_warn(self, session: Session, packet) -> None:
-        self.drop_warnings += 1
-        log.warning("the router dropped packets for this connection (DropWarn)")
-
-    # ======================================================================
-    # losing and closing
-    def _session_lost(self, session: Session) -> None:
-        if not self._core.drop(session):
-            return
-        reason = session.close_reason or CloseReason("lost")
-        if self.state != "open":
-            return  # closing, closed, or a reconnection in progress handles it
-        for fn in self._lost_listeners:
-            call_listener(fn, reason)
-        self._reconnector.after_loss(reason)
-
-    def _finalize(self, reason: CloseReason) -> None:
-        if self.state == "closed":
-            return
-        self._core.move("finalized")
-        self._core.wake()   # waiters see "closed"
-        self._subs.end_all()
-        self._quenches.end_all()
-        if self._closed is None:
-            with contextlib.suppress(RuntimeError):
-                self._closed = asyncio.get_running_loop().create_future()
-        if self._closed is not None and not self._closed.done():
-            self._closed.set_result(reason)
-        for fn in self._close_listeners:
-            call_listener(fn, reason)
-
+    # closing
     async def close(self, timeout: float | None = None) -> CloseReason:
         """Close cleanly: DisconnRqst, wait for DisconnRply (up to
         ``timeout``, default ``min(self.timeout, 5)``), close the channel.
         Idempotent; returns the close reason."""
         if self.state == "closed":
-            if self._closed is not None and self._closed.done():
-                return self._closed.result()
-            return CloseReason("closed", "never opened")
+            return self._core.close_reason or CloseReason("closed", "never opened")
         if self.state == "closing":
             return await asyncio.shield(self.closed)
         previous = self.state
         self._core.move("close")
-        self._reconnector.cancel()
+        self._core.reconnector.cancel()
         session = self._session
         if session is not None and not session.is_closing and previous == "open":
             try:
-                await self._request(session, pk.DisconnRqst, (pk.DisconnRply,),
-                                    timeout=min(self.timeout, 5) if timeout is None else timeout)
+                await self._core.request(
+                    session, pk.DisconnRqst, (pk.DisconnRply,),
+                    timeout=min(self.timeout, 5) if timeout is None else timeout)
             except (ElvinError, TimeoutError, OSError) as exc:
                 log.debug("no clean disconnect: %s", exc)
             except asyncio.CancelledError:
                 session.abort(CloseReason("closed", "closed by the application"))
-                self._finalize(CloseReason("closed", "closed by the application"))
+                self._core.finalize(CloseReason("closed", "closed by the application"))
                 raise
         if session is not None:
             session.close_reason = session.close_reason or CloseReason("closed")
             session.close()
         reason = CloseReason("closed", "closed by the application")
-        self._finalize(reason)
+        self._core.finalize(reason)
         return reason
 
     # ======================================================================
@@ -455,19 +347,47 @@ class Connection:
         Returns True when sent, False when auto-quench dropped it because no
         subscription at the router can match it.
         """
-        attributes = checked_notification(notification, self._send_limits)
+        core = self._core
+        attributes = checked_notification(notification, core.send_limits)
         keys = keys_arg(keys, "keys")
-        if self._auto_quench is not None:
+        auto_quench = core.auto_quench
+        if auto_quench is not None:
             attributes = dict(attributes)   # we may wait: keep what was given now
-            if not await self._auto_quench.allow(attributes, keys, deliver_insecure):
+            if not await auto_quench.allow(attributes, keys, deliver_insecure):
                 return False
         session = self._session
         if self.state != "open" or session is None or session.is_closing:
-            session = await self._live_session()
-        session.write(_emit_frame(attributes, keys, deliver_insecure, self._send_limits))
+            session = await core.live_session()
+        session.write(_emit_frame(attributes, keys, deliver_insecure, core.send_limits))
         if session.paused:
             await session.drain()
         return True
+
+    def frame_notification(self, notification: Mapping[str, Any], *,
+                           keys: Keys | None = None,
+                           deliver_insecure: bool = True) -> bytes | None:
+        """The first half of ``send``, for a caller that encodes in one
+        thread and writes in batches with ``write_frames`` (``elvin.sync``
+        does): ``notification`` checked (against the router's limits too)
+        and framed as a NotifyEmit; TypeError or ValueError as ``send``
+        raises them. None when it has to go through ``send`` instead:
+        auto-quench decides what is sent, or the connection is not open."""
+        core = self._core
+        limits = core.send_limits
+        attributes = checked_notification(notification, limits)
+        keys = keys_arg(keys, "keys")
+        if core.auto_quench is not None or self.state != "open":
+            return None
+        return _emit_frame(attributes, keys, deliver_insecure, limits)
+
+    async def write_frames(self, data: bytes) -> None:
+        """Write framed packets (``frame_notification``'s, back to back) in
+        the current session, waiting while the connection reconnects (up to
+        its timeout) and while the transport is full."""
+        session = await self._core.live_session()
+        session.write(data)
+        if session.paused:
+            await session.drain()
 
     async def wanted(self, attribute: str, *, keys: Keys | None = None) -> Wanted:
         """With ``auto_quench=True``: which values of ``attribute`` some
@@ -477,11 +397,12 @@ class Connection:
         value) at a router without quench. Over-approximates: a value it
         rules out can match no subscription; ``send()`` still checks each
         notification exactly."""
-        if self._auto_quench is None:
+        auto_quench = self._core.auto_quench
+        if auto_quench is None:
             raise ValueError("Connection.wanted() needs connect(..., auto_quench=True)")
         if not isinstance(attribute, str) or not attribute:
             raise TypeError(f"an attribute name is a non-empty str, not {attribute!r}")
-        return await self._auto_quench.wanted(attribute, keys_arg(keys, "keys"))
+        return await auto_quench.wanted(attribute, keys_arg(keys, "keys"))
 
     async def subscribe(self, expression: str, *, keys: Keys | None = None,
                         accept_insecure: bool = True,
@@ -497,11 +418,12 @@ class Connection:
                             f"{type(expression).__name__}")
         ast = parse(expression)
         keys = keys_arg(keys, "keys")
-        session = await self._live_session()
-        sub = Subscription(self._subs, expression, ast, keys, bool(accept_insecure), buffer_size)
+        session = await self._core.live_session()
+        table = self._core.subscriptions
+        sub = Subscription(table, expression, ast, keys, bool(accept_insecure), buffer_size)
         if listener is not None:
             sub.add_listener(listener)
-        await self._subs.register(session, sub)
+        await table.register(session, sub)
         return sub
 
     async def quench(self, names: Iterable[str], *, keys: Keys | None = None,
@@ -524,11 +446,12 @@ class Connection:
         if not names:
             raise ValueError("a quench needs at least one attribute name")
         keys = keys_arg(keys, "keys")
-        session = await self._live_session()
-        quench = Quench(self._quenches, names, keys, bool(deliver_insecure), buffer_size)
+        session = await self._core.live_session()
+        quenches = self._core.quenches
+        quench = Quench(quenches, names, keys, bool(deliver_insecure), buffer_size)
         if listener is not None:
             quench.add_listener(listener)
-        await self._quenches.register(session, quench)
+        await quenches.register(session, quench)
         return quench
 
     # ======================================================================
@@ -543,27 +466,27 @@ class Connection:
         del_n = keys_arg(del_notification, "del_notification")
         add_s = keys_arg(add_subscription, "add_subscription")
         del_s = keys_arg(del_subscription, "del_subscription")
-        session = await self._live_session()
+        session = await self._core.live_session()
 
         def on_reply(reply) -> None:
             self.notification_keys = (self.notification_keys | add_n) - del_n
             self.subscription_keys = (self.subscription_keys | add_s) - del_s
 
-        await self._request(session, lambda xid: pk.SecRqst(xid, add_n, del_n, add_s, del_s),
+        await self._core.request(session, lambda xid: pk.SecRqst(xid, add_n, del_n, add_s, del_s),
                             (pk.SecRply,), on_reply)
 
     async def set_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """Renegotiate connection options (QosRqst); returns and stores the
         options the router now applies."""
         options = check_notification(options)
-        session = await self._live_session()
+        session = await self._core.live_session()
 
         def on_reply(reply: pk.QosRply) -> None:
             self.options.update(reply.options)
-            self._send_limits = send_checks.send_limits(self.options)
+            self._core.send_limits = send_checks.send_limits(self.options)
             self.requested_options.update(options)
 
-        reply = await self._request(session, lambda xid: pk.QosRqst(xid, dict(options)),
+        reply = await self._core.request(session, lambda xid: pk.QosRqst(xid, dict(options)),
                                     (pk.QosRply,), on_reply)
         return dict(reply.options)
 
@@ -577,17 +500,26 @@ class ConnectionCore:
     It owns what the connection's lifecycle is made of: where the connection
     is (``uri``, ``home_uri``, ``uris``), its current session, its lifecycle
     state (moved only through the ``CLIENT_LIFECYCLE`` table of
-    ``elvin.protocol.states``) and ``supports_quench``; the ``Connection``
-    shows them, read-only, to the application. It is the one object that
-    implements ``core.ReconnectingCore`` (for the reconnector, the tables and
-    auto-quench) and ``session.SessionOwner`` (for its sessions); what a
-    part may change, it changes through a method here, never by assignment
+    ``elvin.protocol.states``) and ``supports_quench``; the tables of
+    subscriptions and quenches, auto-quench and the reconnector; the
+    listeners and the ``closed`` future; the router's limits on what is
+    sent. The ``Connection`` shows them, read-only, to the application, and
+    holds only the application's settings and counters, which this reads
+    and counts. It is the one object that implements
+    ``core.ReconnectingCore`` (for the reconnector, the tables and
+    auto-quench) and ``session.SessionOwner`` (for its sessions): it opens
+    sessions (``establish``), acts on what they receive (``packet_received``)
+    and on their end (``session_lost``, ``finalize``). What a part may
+    change, it changes through a method here, never by assignment
     (``supports_quench`` aside, which the quench table learns)."""
 
     __slots__ = ("_conn", "_lifecycle", "_session", "_uri", "_home_uri", "_uris", "_lost_at",
-                 "_ready", "supports_quench")
+                 "_ready", "_closed", "supports_quench", "base_limits", "send_limits",
+                 "subscriptions", "quenches", "auto_quench", "reconnector", "close_listeners",
+                 "lost_listeners", "reconnect_listeners", "failover_listeners")
 
-    def __init__(self, conn: Connection, uris: tuple[ElvinURI, ...]) -> None:
+    def __init__(self, conn: Connection, uris: tuple[ElvinURI, ...], limits: Limits,
+                 auto_quench: bool) -> None:
         self._conn = conn
         self._lifecycle: ClientLifecycle = ClientLifecycle.CONNECTING
         self._session: Session | None = None
@@ -598,7 +530,22 @@ class ConnectionCore:
         #: set while the connection has a usable session (or is closed), for
         #: ``live_session``'s waiters; None until ``start`` (Connection.open)
         self._ready: asyncio.Event | None = None
+        #: resolved with the CloseReason at the end; made at ``start`` or when first asked
+        self._closed: asyncio.Future | None = None
         self.supports_quench: bool | None = None
+        #: the decoder's limits of every session (``connect(limits=...)``)
+        self.base_limits = limits
+        #: what the router of the current session accepts (``send_checks``)
+        self.send_limits = send_checks.NO_LIMITS
+        self.subscriptions = SubscriptionTable(self, conn)
+        self.quenches = QuenchTable(self, conn)
+        self.auto_quench = AutoQuench(self, self.quenches) if auto_quench else None
+        self.reconnector = Reconnector(self, (self.subscriptions, self.quenches))
+        #: the application's listeners (``Connection.add_*_listener``)
+        self.close_listeners: list[Callable] = []
+        self.lost_listeners: list[Callable] = []
+        self.reconnect_listeners: list[Callable] = []
+        self.failover_listeners: list[Callable] = []
 
     @property
     def started(self) -> bool:
@@ -608,11 +555,34 @@ class ConnectionCore:
     def start(self) -> None:
         """The connection is opening: from now on callers may wait for a session."""
         self._ready = asyncio.Event()
+        self._closed = asyncio.get_running_loop().create_future()
 
     def wake(self) -> None:
         """A session is usable, or the connection closed: waiters look again."""
         if self._ready is not None:
             self._ready.set()
+
+    # -- the end -----------------------------------------------------------------------
+    @property
+    def closed(self) -> asyncio.Future:
+        """``Connection.closed``: made here when asked before ``start``."""
+        if self._closed is None:
+            self._closed = asyncio.get_running_loop().create_future()
+        return self._closed
+
+    @property
+    def close_reason(self) -> CloseReason | None:
+        """Why the connection closed, once ``closed`` is resolved; else None."""
+        closed = self._closed
+        return closed.result() if closed is not None and closed.done() else None
+
+    def resolve_closed(self, reason: CloseReason) -> None:
+        """``closed`` resolves with ``reason``, unless it already has one."""
+        if self._closed is None:
+            with contextlib.suppress(RuntimeError):  # no loop running: nobody can await it
+                self._closed = asyncio.get_running_loop().create_future()
+        if self._closed is not None and not self._closed.done():
+            self._closed.set_result(reason)
 
     # -- the lifecycle -----------------------------------------------------------------
     @property
@@ -664,7 +634,7 @@ class ConnectionCore:
             return session
         conn = self._conn
         if state in (ClientLifecycle.CLOSING, ClientLifecycle.CLOSED):
-            closed = conn.closed
+            closed = self.closed
             reason = closed.result() if closed.done() else None
             raise ConnectionClosedError(
                 "connection is closed" + (f" ({reason})" if reason else ""), reason)
@@ -691,9 +661,12 @@ class ConnectionCore:
     def request(self, session: Session, make: Callable[[int], Any], expect: tuple,
                 on_reply: Callable[[Any], object] | None = None,
                 on_late: Callable[[Any], object] | None = None, *,
-                expression: str | None = None) -> Awaitable[Any]:
-        return self._conn._request(session, make, expect, on_reply, on_late,
-                                   expression=expression)
+                expression: str | None = None, timeout: float | None = None) -> Awaitable[Any]:
+        """``make(xid)`` sent in ``session``, its reply awaited (``RequestTable.request``),
+        within ``timeout`` (default: the connection's)."""
+        return session.requests.request(
+            make, expect, self._conn.timeout if timeout is None else timeout, on_reply,
+            on_late, expression)
 
     # -- ReconnectingCore --------------------------------------------------------------
     @property
@@ -714,8 +687,45 @@ class ConnectionCore:
         return ReconnectPolicy(conn.reconnect, conn.reconnect_delay, conn.reconnect_max_delay,
                                conn.reconnect_attempts)
 
-    def establish(self, uri: ElvinURI) -> Awaitable[Session]:
-        return self._conn._establish(uri)
+    async def establish(self, uri: ElvinURI) -> Session:
+        """A new session at ``uri``: channel, ConnRqst, the options agreed
+        (with the connection's settings); it becomes the current one."""
+        conn = self._conn
+        session = await open_session(self, uri, self.base_limits, conn.timeout,
+                                     conn.ssl_context, conn.open_channel)
+        try:
+            reply = await self.request(
+                session, lambda xid: pk.ConnRqst(xid, *CLIENT_VERSION,
+                                                 dict(conn.requested_options),
+                                                 conn.notification_keys,
+                                                 conn.subscription_keys),
+                (pk.ConnRply,))
+        except ConnectionClosedError as exc:
+            session.abort(CloseReason("lost", "connection refused"))
+            Redirected.check(exc)
+            raise
+        except BaseException:  # the session is aborted however; re-raised
+            session.abort(CloseReason("lost", "connection attempt failed"))
+            raise
+        options = dict(reply.options)
+        if conn.options_check is not None and not conn.options_check(options):
+            with contextlib.suppress(Exception):  # refusing anyway: a failed goodbye changes nothing
+                await self.request(session, pk.DisconnRqst, (pk.DisconnRply,),
+                                   timeout=min(conn.timeout, 2))
+            session.abort(CloseReason("closed", "connection options rejected"))
+            raise OptionsRejectedError(options)
+        conn.options = options
+        self.send_limits = send_checks.send_limits(options)
+        session.accept_options(options)
+        self.adopt(session, uri)
+        if conn.keepalive:
+            start_keepalive(session, conn.keepalive, conn.keepalive_timeout or
+                            min(max(conn.keepalive, 1.0), conn.timeout), self.url,
+                            self._probe_sent)
+        return session
+
+    def _probe_sent(self) -> None:
+        self._conn.test_conns_sent += 1
 
     def abandon(self, session: Session, reason: CloseReason) -> None:
         session.abort(reason)
@@ -737,24 +747,55 @@ class ConnectionCore:
             conn.failovers += 1
             log.info("failed over from %s to %s: subscriptions, keys and quenches restored",
                      previous, self._uri)
-            for fn in conn._failover_listeners:
+            for fn in self.failover_listeners:
                 call_listener(fn, conn, str(previous))
-        for fn in conn._reconnect_listeners:
+        for fn in self.reconnect_listeners:
             call_listener(fn, conn)
 
     def finalize(self, reason: CloseReason) -> None:
-        self._conn._finalize(reason)
+        if self._lifecycle is ClientLifecycle.CLOSED:
+            return
+        self.move("finalized")
+        self.wake()   # waiters see "closed"
+        self.subscriptions.end_all()
+        self.quenches.end_all()
+        self.resolve_closed(reason)
+        for fn in self.close_listeners:
+            call_listener(fn, reason)
 
     # -- SessionOwner ------------------------------------------------------------------
     @property
     def deliver(self) -> Callable[[pk.NotifyDeliver], None]:
-        return self._conn._subs.deliver
+        return self.subscriptions.deliver
 
     def packet_received(self, session: Session, event: Event) -> None:
-        self._conn._dispatch(session, event)
+        try:
+            handler = _HANDLERS.get(type(event))
+            if handler is None:
+                log.warning("unexpected %s from the router; ignored", type(event).__name__)
+                return
+            handler(self, session, event)
+        except Exception:  # one packet's failure must not end the connection; logged
+            log.exception("error handling %s", type(event).__name__)
 
     def session_lost(self, session: Session) -> None:
-        self._conn._session_lost(session)
+        if not self.drop(session):
+            return
+        reason = session.close_reason or CloseReason("lost")
+        if self._lifecycle is not ClientLifecycle.OPEN:
+            return  # closing, closed, or a reconnection in progress handles it
+        for fn in self.lost_listeners:
+            call_listener(fn, reason)
+        self.reconnector.after_loss(reason)
+
+    def _on_reply(self, session: Session, reply: Reply) -> None:
+        exc = session.requests.resolve(reply.packet)
+        if isinstance(exc, QuenchNotSupported) and session is self._session:
+            self.supports_quench = False
+
+    def _on_drop_warn(self, _session: Session, _packet: pk.DropWarn) -> None:
+        self._conn.drop_warnings += 1
+        log.warning("the router dropped packets for this connection (DropWarn)")
 
 
 def router_uris(url: str | ElvinURI | Sequence[str | ElvinURI]) -> tuple[ElvinURI, ...]:
@@ -782,48 +823,22 @@ def router_uris(url: str | ElvinURI | Sequence[str | ElvinURI]) -> tuple[ElvinUR
 def _emit_frame(attributes: dict, keys: Keys, deliver_insecure: bool, limits: Limits) -> bytes:
     """The NotifyEmit of checked ``attributes``, framed; ValueError if it
     is longer than the router accepts."""
-    data = frame_packet(pk.NotifyEmit(attributes, bool(deliver_insecure), keys))
+    data = notify_emit_frame(attributes, deliver_insecure, keys)
     check_packet_length(data, limits)
     return data
 
 
-def emit_frame(conn: Connection, notification: Mapping[str, Any], keys: Keys | None,
-               deliver_insecure: bool) -> bytes | None:
-    """``notification`` checked (against the router's limits too) and framed
-    as a NotifyEmit, for a caller that writes it later with ``write_frames``
-    (``elvin.sync`` does, from another thread, in batches); TypeError or
-    ValueError as ``Connection.send`` says them. None when it has to go
-    through ``Connection.send`` instead: auto-quench decides what is sent,
-    or the connection is not open."""
-    limits = conn._send_limits
-    attributes = checked_notification(notification, limits)
-    keys = keys_arg(keys, "keys")
-    if conn._auto_quench is not None or conn.state != "open":
-        return None
-    return _emit_frame(attributes, keys, deliver_insecure, limits)
-
-
-async def write_frames(conn: Connection, data: bytes) -> None:
-    """Write framed packets (``emit_frame``'s) in the connection's session,
-    waiting while it reconnects (up to its timeout) and while the
-    transport is full."""
-    session = await conn._live_session()
-    session.write(data)
-    if session.paused:
-        await session.drain()
-
-
-#: what each event of a session's core means: ``handler(connection, session, event)``.
+#: what each event of a session's core means: ``handler(core, session, event)``.
 #: Which packet is legal when is not decided here but by the ``CLIENT`` table
 #: (``elvin.protocol.states``), which the core consults before an event reaches this.
-_HANDLERS: dict[type, Callable[[Connection, Session, Any], None]] = {
-    Reply: Connection._on_reply,   # a reply or Nack, matched to its request by the core
-    pk.NotifyDeliver: lambda conn, _session, packet: conn._subs.deliver(packet),
+_HANDLERS: dict[type, Callable[[ConnectionCore, Session, Any], None]] = {
+    Reply: ConnectionCore._on_reply,   # a reply or Nack, matched to its request by the core
+    pk.NotifyDeliver: lambda core, _session, packet: core.subscriptions.deliver(packet),
     **dict.fromkeys((pk.SubAddNotify, pk.SubModNotify, pk.SubDelNotify),
-                    lambda conn, _session, packet: conn._quenches.notify(packet)),
+                    lambda core, _session, packet: core.quenches.notify(packet)),
     pk.TestConn: lambda _conn, session, _packet: answer_test_conn(session),
     pk.ConfConn: lambda *_: None,   # data_received already noted the traffic
-    pk.DropWarn: Connection._on_drop_warn,
+    pk.DropWarn: ConnectionCore._on_drop_warn,
     pk.Disconn: lambda _conn, session, packet: session.on_disconn(packet),
 }
 

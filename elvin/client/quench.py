@@ -25,6 +25,7 @@ from elvin.client.events import (
 )
 from elvin.client.registry import Registered, Registry
 from elvin.client.session import Session
+from elvin.client.subscriptions_core import QuenchChange, QuenchesCore
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.protocol import packets as pk
 from elvin.subscription.ast import Node
@@ -170,22 +171,15 @@ class Quench(Registered[QuenchEvent]):
 
 
 class QuenchTable(Registry[Quench]):
-    """A connection's quenches, by their router ids.
+    """A connection's quenches, by their router ids: the asyncio shell of
+    ``subscriptions_core.QuenchesCore``, which also holds the events for
+    quench ids whose QnchRply has not come yet (the router reports existing
+    subscriptions *before* the QnchRply; see ``connection.py``)."""
 
-    Until a quench's reply arrives its id is unknown here, so notifications
-    addressed to unknown quench ids are held while any quench request is
-    outstanding and applied when the QnchRply names that id (the router
-    reports existing subscriptions *before* the QnchRply; see
-    ``connection.py``).
-    """
-
-    delete = pk.QnchDelRqst
-    reply = pk.QnchRply
+    ids: QuenchesCore[Quench]
 
     def __init__(self, core: ClientCore, connection: Any) -> None:
-        super().__init__(core, connection)
-        self._asking = 0                          # quench requests outstanding
-        self._early: dict[int, list[QuenchEvent]] = {}
+        super().__init__(core, connection, QuenchesCore())
 
     @property
     def public(self) -> list[Quench]:
@@ -196,59 +190,48 @@ class QuenchTable(Registry[Quench]):
     def _outstanding(self) -> Iterator[None]:
         """Around a request whose QnchRply names a quench: events for ids
         not known yet are held meanwhile."""
-        self._asking += 1
+        self.ids.asked()
         try:
             yield
         finally:
-            self._asking -= 1
-            if not self._asking:
-                self._early.clear()
-
-    def _bind(self, quench: Quench, quench_id: int) -> None:
-        self.core.supports_quench = True   # a QnchRply: this router has quench
-        self.bind(quench, quench_id)
-        for event in self._early.pop(quench_id, ()):
-            quench._apply(event)
+            self.ids.answered()
 
     def _registered(self, session: Session, quench: Quench, quench_id: int) -> None:
-        self.core.supports_quench = True
-        early = self._early.pop(quench_id, ())
+        self.core.supports_quench = True   # a QnchRply: this router has quench
+        early = self.ids.held(quench_id)
         if self.registered(session, quench, quench_id):     # else closed meanwhile
             for event in early:
                 quench._apply(event)
 
+    def _modified(self, quench: Quench, change: QuenchChange, reply: pk.QnchRply) -> None:
+        self.core.supports_quench = True   # a QnchRply: this router has quench
+        for event in self.ids.modified(quench, change, reply):
+            quench._apply(event)
+
     async def register(self, session: Session, quench: Quench) -> None:
         """QnchAddRqst for ``quench`` in ``session`` (new, or restored)."""
         with self._outstanding():
-            await self.core.request(session, lambda xid: pk.QnchAddRqst(
-                xid, tuple(sorted(quench.names)), quench.deliver_insecure, quench.keys),
-                (pk.QnchRply,), lambda reply: self._registered(session, quench,
-                                                               reply.quench_id))
+            await self.core.request(session, self.ids.add_request(quench), (self.ids.reply,),
+                                    lambda reply: self._registered(session, quench,
+                                                                   reply.quench_id))
 
     async def modify(self, quench: Quench, add: tuple, remove: tuple, keys_add: Keys,
                      keys_del: Keys, deliver_insecure: bool | None) -> None:
         if quench.closed:
             raise ConnectionClosedError("the quench is closed")
-        add = names_arg(add, "names to add")
-        remove = names_arg(remove, "names to remove")
-        keys_add, keys_del = keys_arg(keys_add, "keys_add"), keys_arg(keys_del, "keys_del")
-        insecure = quench.deliver_insecure if deliver_insecure is None else bool(deliver_insecure)
+        change = QuenchChange(
+            names_arg(add, "names to add"), names_arg(remove, "names to remove"),
+            quench.deliver_insecure if deliver_insecure is None else bool(deliver_insecure),
+            keys_arg(keys_add, "keys_add"), keys_arg(keys_del, "keys_del"))
         session = await self.core.live_session()
         old_id = quench.id
-
-        def on_reply(reply: pk.QnchRply) -> None:
-            quench.names = (quench.names | frozenset(add)) - frozenset(remove)
-            quench.keys = (quench.keys | keys_add) - keys_del
-            quench.deliver_insecure = insecure
-            self._bind(quench, reply.quench_id)
-
         if old_id is None:
             raise ConnectionClosedError("the quench is not registered at the router "
                                         "(its connection is reconnecting)")
         with self._outstanding():
-            await self.core.request(session, lambda xid: pk.QnchModRqst(
-                xid, old_id, add, remove, insecure, keys_add, keys_del), (pk.QnchRply,),
-                on_reply)
+            await self.core.request(session, self.ids.modify_request(old_id, change),
+                                    (self.ids.reply,),
+                                    lambda reply: self._modified(quench, change, reply))
 
     def refused(self, quench: Quench, error: BaseException) -> None:
         """A router without quench ends every quench restored to it; the
@@ -268,24 +251,10 @@ class QuenchTable(Registry[Quench]):
         return quenches
 
     def notify(self, packet: pk.SubAddNotify | pk.SubModNotify | pk.SubDelNotify) -> None:
-        """A subscription term appeared, changed or went for some quenches."""
-        targets: list[tuple[int, QuenchEvent]]
-        if isinstance(packet, pk.SubDelNotify):
-            targets = [(qid, SubscriptionRemoved(packet.term_id)) for qid in packet.quench_ids]
-        else:
-            cls = SubscriptionAdded if isinstance(packet, pk.SubAddNotify) \
-                else SubscriptionModified
-            targets = [(qid, cls(packet.term_id, packet.sub_expr, True))
-                       for qid in packet.secure_quench_ids]
-            targets += [(qid, cls(packet.term_id, packet.sub_expr, False))
-                        for qid in packet.insecure_quench_ids
-                        if qid not in packet.secure_quench_ids]
-        for qid, event in targets:
-            quench = self.by_id.get(qid)
-            if quench is not None:
-                quench._apply(event)
-            elif self._asking:
-                # the QnchRply that names this id has not arrived yet
-                self._early.setdefault(qid, []).append(event)
-            else:
-                log.debug("quench event for unknown quench %d ignored", qid)
+        """A subscription term appeared, changed or went for some quenches
+        (``QuenchesCore.notified``)."""
+        found, unknown = self.ids.notified(packet)
+        for quench, event in found:
+            quench._apply(event)
+        for qid in unknown:
+            log.debug("quench event for unknown quench %d ignored", qid)

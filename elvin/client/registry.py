@@ -6,7 +6,8 @@ application keeps the same object. ``Registered`` is what the two share
 (the id, the event stream with its listeners, the end); ``Registry`` is a
 connection's table of one kind: the open objects in creation order, and the
 current router id of each, which is how incoming packets find their object.
-A table works through its connection's ``ClientCore`` (``core.py``); each
+A table works through its connection's ``ClientCore`` (``core.py``) and
+keeps its bookkeeping in a sans-IO table of ``subscriptions_core``; each
 object knows its table, and hands the application back the connection it
 belongs to.
 """
@@ -20,6 +21,7 @@ from typing import Any, Generic, TypeVar
 from elvin.client._stream import EventStream
 from elvin.client.core import ClientCore
 from elvin.client.session import Session
+from elvin.client.subscriptions_core import IdTable
 
 log = logging.getLogger("elvin.client")
 
@@ -86,55 +88,43 @@ class Registered(Generic[E]):
 
 
 class Registry(Generic[R]):
-    """A connection's open objects of one kind, and their router ids."""
+    """A connection's open objects of one kind, the asyncio shell of their
+    sans-IO table (``subscriptions_core``: the ids, which request does what,
+    what each reply changes): it sends the table's requests in a session,
+    awaits their replies, and ends the objects the table lets go."""
 
-    #: the request that removes one at the router: ``delete(xid, id)``
-    delete: Callable[[int, int], Any]
-    #: the reply to register, modify and delete requests
-    reply: type
-
-    def __init__(self, core: ClientCore, connection: Any) -> None:
+    def __init__(self, core: ClientCore, connection: Any, ids: IdTable) -> None:
         self.core = core
         #: what the objects give the application as their ``connection``
         self.connection = connection
-        self.by_id: dict[int, R] = {}
-        self.live: list[R] = []   # open ones, in creation order
+        #: the sans-IO table: the open objects and their router ids
+        self.ids = ids
+
+    @property
+    def by_id(self) -> dict[int, R]:
+        """The open objects by their router id in the current session."""
+        return self.ids.by_id
+
+    @property
+    def live(self) -> list[R]:
+        """The open objects, in creation order."""
+        return self.ids.live
 
     def bind(self, obj: R, new_id: int, add: bool = False) -> None:
-        """The router now knows ``obj`` as ``new_id`` (a reply arrived);
-        ``add``: a registration, which makes ``obj`` one of the open ones."""
-        if add and obj not in self.live:
-            self.live.append(obj)
-        self.unbind(obj, obj.id)
-        obj.id = new_id
-        self.by_id[new_id] = obj
+        """The router now knows ``obj`` as ``new_id`` (``IdTable.bind``)."""
+        self.ids.bind(obj, new_id, add)
 
     def registered(self, session: Session, obj: R, new_id: int) -> bool:
-        """A registration's reply arrived in ``session``: the router knows
-        ``obj`` as ``new_id``. True if ``obj`` is now one of the open ones.
-
-        False if the application closed it meanwhile -- while a reconnect
-        was restoring it, or before the reply to its first registration
-        came: ``close`` could not remove it at the router then (no id, or no
-        session). The router is told to forget it now (SubDelRqst or
-        QnchDelRqst), so that nothing piles up for a closed object and no
-        later reconnect restores it."""
-        if obj.closed:
-            session.requests.fire_and_forget(lambda xid: self.delete(xid, new_id),
-                                             (self.reply,))
-            return False
-        self.bind(obj, new_id, add=True)
-        return True
-
-    def unbind(self, obj: R, old_id: int | None) -> None:
-        if old_id is not None and self.by_id.get(old_id) is obj:
-            del self.by_id[old_id]
+        """A registration's reply arrived in ``session`` (``IdTable.registered``);
+        an object closed meanwhile is removed at the router now."""
+        if self.ids.registered(obj, new_id):
+            return True
+        session.requests.fire_and_forget(self.ids.delete_request(new_id), (self.ids.reply,))
+        return False
 
     def discard(self, obj: R) -> None:
         """``obj`` can no longer be registered: end it."""
-        if obj in self.live:
-            self.live.remove(obj)
-        self.unbind(obj, obj.id)
+        self.ids.discard(obj)
         obj._end()
 
     def refused(self, obj: R, error: BaseException) -> None:
@@ -146,17 +136,12 @@ class Registry(Generic[R]):
 
     def forget_ids(self) -> list[R]:
         """A new session: every id is void. Returns the objects to register again."""
-        self.by_id.clear()
-        for obj in self.live:
-            obj.id = None
-        return list(self.live)
+        return self.ids.forget_ids()
 
     def end_all(self) -> None:
         """The connection is closed: every object ends."""
-        for obj in self.live:
+        for obj in self.ids.clear():
             obj._end()
-        self.live.clear()
-        self.by_id.clear()
 
     async def register(self, session: Session, obj: R) -> None:
         raise NotImplementedError
@@ -165,16 +150,16 @@ class Registry(Generic[R]):
         """Remove ``obj`` at the router if the session is up, and end it."""
         if obj.closed:
             return
-        if obj in self.live:
-            self.live.remove(obj)
+        ids = self.ids
+        ids.closing(obj)
         core = self.core
         session, obj_id = core.session, obj.id
         if core.state != "open" or session is None or obj_id is None:
-            self.unbind(obj, obj_id)
+            ids.unbind(obj, obj_id)
             obj._end()
             return
         try:
-            await core.request(session, lambda xid: self.delete(xid, obj_id), (self.reply,),
-                               lambda _reply: self.unbind(obj, obj_id))
+            await core.request(session, ids.delete_request(obj_id), (ids.reply,),
+                               lambda _reply: ids.unbind(obj, obj_id))
         finally:
             obj._end()

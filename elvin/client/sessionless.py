@@ -12,8 +12,8 @@ from elvin.client.args import keys_arg
 from elvin.client.errors import ConnectError
 from elvin.client.session import CLIENT_VERSION, client_uri, os_error_text, ssl_context_for
 from elvin.keys import Keys
-from elvin.protocol import ElvinURI, frame_packet
-from elvin.protocol import packets as pk
+from elvin.protocol import ElvinURI
+from elvin.protocol.fastpath import unotify_frame
 from elvin.values import check_notification
 
 
@@ -27,7 +27,7 @@ async def unotify(url: str | ElvinURI, notification: Mapping[str, Any], *,
     attributes = check_notification(notification)
     keys = keys_arg(keys, "keys")
     uri = client_uri(url)
-    data = frame_packet(pk.UNotify(*CLIENT_VERSION, attributes, bool(deliver_insecure), keys))
+    data = unotify_frame(CLIENT_VERSION, attributes, deliver_insecure, keys)
     async with asyncio.timeout(timeout):
         try:
             _reader, writer = await asyncio.open_connection(

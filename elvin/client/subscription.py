@@ -9,11 +9,14 @@ removes them, and hands each NotifyDeliver to the subscriptions it names.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from elvin.client.args import keys_arg
+from elvin.client.core import ClientCore
 from elvin.client.errors import ConnectionClosedError
 from elvin.client.registry import Registered, Registry
 from elvin.client.session import Session
+from elvin.client.subscriptions_core import SubscriptionChange, SubscriptionsCore
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.protocol import packets as pk
 from elvin.subscription.ast import Node
@@ -120,23 +123,24 @@ class Subscription(Registered[Notification]):
 
 
 class SubscriptionTable(Registry[Subscription]):
-    """A connection's subscriptions, by their router ids."""
+    """A connection's subscriptions, by their router ids: the asyncio shell
+    of ``subscriptions_core.SubscriptionsCore``."""
 
-    delete = pk.SubDelRqst
-    reply = pk.SubRply
+    ids: SubscriptionsCore[Subscription]
+
+    def __init__(self, core: ClientCore, connection: Any) -> None:
+        super().__init__(core, connection, SubscriptionsCore())
 
     async def register(self, session: Session, sub: Subscription) -> None:
         """SubAddRqst for ``sub`` in ``session`` (new, or restored)."""
+        ids = self.ids
 
         def on_late(reply: pk.SubRply) -> None:
             # the caller gave up waiting: remove the orphan at the router
-            session.requests.fire_and_forget(
-                lambda xid: pk.SubDelRqst(xid, reply.subscription_id), (pk.SubRply,))
+            session.requests.fire_and_forget(ids.delete_request(reply.subscription_id),
+                                             (ids.reply,))
 
-        await self.core.request(session, lambda xid: pk.SubAddRqst(xid, sub.expression,
-                                                                   sub.accept_insecure,
-                                                                   sub.keys),
-                                (pk.SubRply,),
+        await self.core.request(session, ids.add_request(sub), (ids.reply,),
                                 lambda reply: self.registered(session, sub,
                                                               reply.subscription_id),
                                 on_late, expression=sub.expression)
@@ -147,36 +151,21 @@ class SubscriptionTable(Registry[Subscription]):
         if sub.closed:
             raise ConnectionClosedError("the subscription is closed")
         ast = parse(expression) if expression is not None else None
-        keys_add, keys_del = keys_arg(keys_add, "keys_add"), keys_arg(keys_del, "keys_del")
-        insecure = sub.accept_insecure if accept_insecure is None else bool(accept_insecure)
+        change = SubscriptionChange(
+            expression, ast,
+            sub.accept_insecure if accept_insecure is None else bool(accept_insecure),
+            keys_arg(keys_add, "keys_add"), keys_arg(keys_del, "keys_del"))
         session = await self.core.live_session()
         old_id = sub.id
-
-        def on_reply(reply: pk.SubRply) -> None:
-            self.bind(sub, reply.subscription_id)
-            if expression is not None and ast is not None:
-                sub.expression, sub.ast = expression, ast
-            sub.keys = (sub.keys | keys_add) - keys_del
-            sub.accept_insecure = insecure
-
         if old_id is None:
             raise ConnectionClosedError("the subscription is not registered at the router "
                                         "(its connection is reconnecting)")
-        await self.core.request(session, lambda xid: pk.SubModRqst(
-            xid, old_id, expression or "", insecure, keys_add, keys_del),
-            (pk.SubRply,), on_reply, expression=expression)
+        ids = self.ids
+        await self.core.request(session, ids.modify_request(old_id, change), (ids.reply,),
+                                lambda reply: ids.modified(sub, change, reply),
+                                expression=expression)
 
     def deliver(self, packet: pk.NotifyDeliver) -> None:
-        """A notification for the subscriptions the router names (a secure
-        match wins over an insecure one for the same subscription)."""
-        subs = self.by_id
-        attributes = packet.attributes
-        secure = packet.secure_matches
-        for sub_id in secure:
-            sub = subs.get(sub_id)
-            if sub is not None:
-                sub._deliver(attributes, True)
-        for sub_id in packet.insecure_matches:
-            sub = subs.get(sub_id)
-            if sub is not None and (not secure or sub_id not in secure):
-                sub._deliver(attributes, False)
+        """A notification for the subscriptions the router names
+        (``SubscriptionsCore.deliver``)."""
+        self.ids.deliver(packet, Subscription._deliver)

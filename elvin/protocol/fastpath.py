@@ -1,11 +1,13 @@
-"""Wire layout the router's hot paths read and write without the generic codec.
+"""Wire layout the hot paths read and write without the generic codec.
 
 A router session handles most of its packets in one of two shapes: a
 NotifyEmit (a publisher's stream) and a SubAddRqst answered by a SubRply (a
 registration burst). For those, the generic decoder and encoder (one call
 per field, a packet object each way) cost about as much as the work itself,
 so the router reads the NotifyEmit's tail and writes the SubRply straight
-from and into bytes. That layout is the protocol's business, not the
+from and into bytes. The client writes its NotifyEmit and UNotify the same
+way (``notify_emit_frame``, ``unotify_frame``), with the tail the router
+reads (``_TAILS``: one layout, written and read here). That layout is the protocol's business, not the
 session's: it lives here, beside ``elvin.protocol.xdr`` (whose
 ``decode_sub_add_rqst`` is the third such fast path), and answers exactly
 what the generic codec would (``tests/unit/test_protocol_fastpath.py``).
@@ -22,12 +24,14 @@ from collections.abc import Callable
 
 from elvin.keys import Keys
 from elvin.protocol.limits import Limits
-from elvin.protocol.packets import NotifyEmit, PacketId
-from elvin.protocol.xdr import decode_attributes, decode_packet
+from elvin.protocol.packets import NotifyEmit, PacketId, UNotify
+from elvin.protocol.xdr import decode_attributes, decode_packet, encode_attributes, frame_packet
+from elvin.protocol.xdrprim import XDR_FALSE, XDR_TRUE
 from elvin.values import Value
 
 __all__ = ["NOTIFY_EMIT_HEADER", "NotifyEmitFields", "SUB_ADD_RQST_HEADER", "UNOTIFY_HEADER",
-           "decode_notify_emit", "header", "sub_rply_frame"]
+           "decode_notify_emit", "header", "notify_emit_frame", "sub_rply_frame",
+           "unotify_frame"]
 
 
 def header(pid: int) -> bytes:
@@ -39,8 +43,12 @@ NOTIFY_EMIT_HEADER = header(PacketId.NOTIFY_EMIT)
 UNOTIFY_HEADER = header(PacketId.UNOTIFY)
 SUB_ADD_RQST_HEADER = header(PacketId.SUB_ADD_RQST)
 
-_ZERO4 = b"\0\0\0\0"
-_ONE4 = b"\0\0\0\1"
+#: the usual tail of a NotifyEmit or UNotify, by its deliver-insecure flag: that
+#: boolean word, then an empty key list (a count of 0)
+_INSECURE_TAIL = XDR_TRUE + XDR_FALSE
+_SECURE_TAIL = XDR_FALSE + XDR_FALSE
+_TAILS = {True: _INSECURE_TAIL, False: _SECURE_TAIL}
+_FRAME_LENGTH = struct.Struct(">I").pack
 
 #: a framed SubRply from (xid, subscription id): frame length, pkt_id, xid,
 #: id64 (a C call: no packet object, no generic encoder)
@@ -61,8 +69,32 @@ def decode_notify_emit(body: bytes, limits: Limits) -> NotifyEmitFields:
     gives the keys or the exact error."""
     attrs, end = decode_attributes(body, 4, limits)
     tail = body[end:]
-    if (len(tail) == 8 and tail[4:] == _ZERO4
-            and (tail[:4] == _ONE4 or tail[:4] == _ZERO4)):
-        return attrs, end, tail[:4] == _ONE4, None
+    if tail == _INSECURE_TAIL or tail == _SECURE_TAIL:
+        return attrs, end, tail == _INSECURE_TAIL, None
     packet: NotifyEmit = decode_packet(body, limits)   # (its pkt_id was NotifyEmit's)
     return attrs, end, packet.deliver_insecure, packet.keys
+
+
+def notify_emit_frame(attributes: dict[str, Value], deliver_insecure: bool,
+                      keys: Keys) -> bytes:
+    """The framed NotifyEmit of ``attributes`` (checked values: see
+    ``elvin.values.check_notification``), the bytes ``frame_packet`` would
+    give; without keys, written from its parts (no packet object)."""
+    if keys:
+        return frame_packet(NotifyEmit(attributes, bool(deliver_insecure), keys))
+    body = b"".join((NOTIFY_EMIT_HEADER, encode_attributes(attributes),
+                     _TAILS[bool(deliver_insecure)]))
+    return _FRAME_LENGTH(len(body)) + body
+
+
+def unotify_frame(version: tuple[int, int], attributes: dict[str, Value],
+                  deliver_insecure: bool, keys: Keys) -> bytes:
+    """The framed UNotify of a client speaking ``version`` (major, minor),
+    as ``notify_emit_frame`` for a NotifyEmit."""
+    if keys or not all(0 <= number <= 255 for number in version):
+        # the generic encoder gives the keys, or the error a bad version is
+        return frame_packet(UNotify(*version, attributes, bool(deliver_insecure), keys))
+    body = b"".join((UNOTIFY_HEADER, version[0].to_bytes(4, "big"),
+                     version[1].to_bytes(4, "big"), encode_attributes(attributes),
+                     _TAILS[bool(deliver_insecure)]))
+    return _FRAME_LENGTH(len(body)) + body

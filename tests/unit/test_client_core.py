@@ -374,3 +374,35 @@ async def test_closing_the_connection_stops_reconnecting():
     with pytest.raises(asyncio.CancelledError):
         await reconnector.task
     assert core.state == "reconnecting"    # what comes next is close()'s business
+
+
+def test_no_part_of_the_client_reaches_into_the_connection_s_private_state():
+    """``Connection`` keeps the application's settings; the rest is its
+    core's. No module of ``elvin.client`` (nor ``elvin.sync``) reads or
+    calls a private name of ``Connection`` on anything but ``self``: what a
+    part needs is a documented member of ``ConnectionCore`` or a public one
+    of ``Connection``."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    import elvin.client.connection as module
+
+    source = inspect.getsource(module)
+    (cls,) = [node for node in ast.parse(source).body
+              if isinstance(node, ast.ClassDef) and node.name == "Connection"]
+    private = {node.name for node in cls.body
+               if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+    private |= {node.attr for node in ast.walk(cls) if isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name) and node.value.id == "self"
+                and isinstance(node.ctx, ast.Store)}
+    private = {name for name in private if name.startswith("_") and not name.startswith("__")}
+    assert "_core" in private                                # the scan sees the class
+    root = Path(module.__file__).parent
+    reaches = []
+    for path in [*sorted(root.glob("*.py")), root.parent / "sync.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr in private
+                    and not (isinstance(node.value, ast.Name) and node.value.id == "self")):
+                reaches.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert reaches == []

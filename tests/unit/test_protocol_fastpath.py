@@ -7,14 +7,16 @@ import pytest
 
 from elvin.errors import ProtocolError
 from elvin.keys import Keys
-from elvin.protocol import LimitError, Limits, NotifyEmit, PacketId, SubRply, frame
+from elvin.protocol import LimitError, Limits, NotifyEmit, PacketId, SubRply, UNotify, frame
 from elvin.protocol.fastpath import (
     NOTIFY_EMIT_HEADER,
     SUB_ADD_RQST_HEADER,
     UNOTIFY_HEADER,
     decode_notify_emit,
     header,
+    notify_emit_frame,
     sub_rply_frame,
+    unotify_frame,
 )
 from elvin.protocol.xdr import decode_packet, encode_packet
 from elvin.values import Int64
@@ -57,3 +59,37 @@ def test_headers_are_the_first_word_of_a_body() -> None:
     assert UNOTIFY_HEADER == int(PacketId.UNOTIFY).to_bytes(4, "big")
     assert SUB_ADD_RQST_HEADER == header(PacketId.SUB_ADD_RQST)
     assert header(-1) == b"\xff\xff\xff\xff"
+
+
+EMITTED = [
+    ({"N": 1, "S": "text", "L": Int64(2**40), "F": 0.5, "O": b"\0\1"}, True, Keys()),
+    ({"N": 1}, False, Keys()),
+    ({}, True, Keys()),
+    ({"N": 1}, False, Keys.producer_notification("secret")),
+]
+
+
+@pytest.mark.parametrize(("attributes", "insecure", "keys"), EMITTED)
+def test_a_notify_emit_frame_is_the_encoders_and_the_router_reads_it_back(
+        attributes: dict, insecure: bool, keys: Keys) -> None:
+    data = notify_emit_frame(attributes, insecure, keys)
+    assert data == frame(NotifyEmit(attributes, insecure, keys))
+    read, _end, read_insecure, read_keys = decode_notify_emit(data[4:], Limits())
+    assert (read, read_insecure, read_keys or Keys()) == (attributes, insecure, keys)
+
+
+@pytest.mark.parametrize(("attributes", "insecure", "keys"), EMITTED)
+def test_a_unotify_frame_is_the_encoders(attributes: dict, insecure: bool,
+                                         keys: Keys) -> None:
+    assert unotify_frame((4, 0), attributes, insecure, keys) == frame(
+        UNotify(4, 0, attributes, insecure, keys))
+    generic = decode_packet(unotify_frame((4, 1), attributes, insecure, keys)[4:])
+    assert generic == UNotify(4, 1, attributes, insecure, keys)
+
+
+def test_a_unotify_frame_refuses_what_the_encoder_refuses() -> None:
+    with pytest.raises(ValueError) as generic:
+        frame(UNotify(256, 0, {"N": 1}, True, Keys()))
+    with pytest.raises(ValueError) as fast:
+        unotify_frame((256, 0), {"N": 1}, True, Keys())
+    assert str(fast.value) == str(generic.value)
