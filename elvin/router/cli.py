@@ -178,7 +178,6 @@ async def _serve(config: RouterConfig, args: argparse.Namespace | None = None) -
         # elvind owns its process: no full collection pass over a big heap (gcpolicy)
         gc_policy = GcPolicy(loop, lambda: router.engine.weight + len(router.sessions))
         gc_policy.install()
-        router.compile_workers.pause_long = gc_policy.paused   # (gcpolicy: wide compiles)
         # The compile worker shares the GIL with the loop, and a loop that gave
         # it up for a system call waits up to the switch interval to have it back:
         # 5 ms by default, for each read and write of every client's round trip

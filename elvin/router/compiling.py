@@ -38,11 +38,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import functools
 import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 from elvin.router.engine import place
@@ -81,15 +79,13 @@ class _Counts:
             setattr(self, field, getattr(self, field) + 1)
 
 
-def _run_cancellable(counts: _Counts, token: CancelToken,
-                     around: Callable[[], AbstractContextManager[Any]] | None,
-                     job: Callable[..., Any], *args: Any) -> Any:
+def _run_cancellable(counts: _Counts, token: CancelToken, job: Callable[..., Any],
+                     *args: Any) -> Any:
     """On the worker: ``job(*args)`` unless or until ``token`` is cancelled
-    (then ``Cancelled``, which nobody reads: the future was cancelled),
-    inside ``around()`` if given."""
+    (then ``Cancelled``, which nobody reads: the future was cancelled)."""
     counts.add("started")
     try:
-        with cancellable(token), (around() if around is not None else contextlib.nullcontext()):
+        with cancellable(token):
             result = job(*args)
     except Cancelled:
         counts.add("stopped")
@@ -115,9 +111,6 @@ class CompileWorkers:
         self._lanes: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
         self.counts = _Counts()
         self._waiting = 0       # futures not done yet (on the loop)
-        #: the context the long lane's jobs run in: elvind's ``GcPolicy.paused``
-        #: (no young collection passes over a wide tree being built); None: none
-        self.pause_long: Callable[[], AbstractContextManager[Any]] | None = None
 
     def submit(self, loop: asyncio.AbstractEventLoop, text: str) -> asyncio.Future[Any]:
         return self.run(loop, len(text), compile_and_place, text)
@@ -133,9 +126,7 @@ class CompileWorkers:
                 max_workers=1, thread_name_prefix=f"elvind-compile-{lane}")
         token = CancelToken()
         self.counts.add("submitted")
-        around = self.pause_long if lane == "long" else None
-        future = loop.run_in_executor(pool, _run_cancellable, self.counts, token, around, job,
-                                      *args)
+        future = loop.run_in_executor(pool, _run_cancellable, self.counts, token, job, *args)
         future.add_done_callback(functools.partial(_cancel_token_if_cancelled, token))
         self._waiting += 1
         future.add_done_callback(self._done)

@@ -54,19 +54,6 @@ times less, and the policy never walks the frozen objects. Blocks count
 untracked objects too (strings, buffers), which a dead cycle also holds:
 the share and the minimum apply to blocks.
 
-A wide expression's compile (an ``||`` of 10,000 names: 70,000 tracked
-objects, 70 ms) is run ``paused()`` (the compile workers' long lane): its
-young passes found nothing -- a compile makes no cyclic garbage -- yet took
-30 % of its CPU (98 ms instead of 68), each holding the GIL the loop waits
-for (0.4-1.4 ms of CPU, up to 3 ms of wall clock on a loaded machine: the
-longest collections of a wide SubAddRqst and SubModRqst in
-``bench/loop.py``). Paused, none runs; when
-the last pause ends, what was allocated meanwhile is frozen, as after a
-young pass that found no garbage (a cycle that died meanwhile, anyone's, is
-frozen with it: the dead-cycle check above is what reclaims it), and the
-next young passes count towards the managed pass as usual, so a lane kept
-busy cannot keep that check from running.
-
 Only the standalone router installs this (``elvind``): an embedded router
 shares its process with an application whose collector is not ours to tune.
 """
@@ -74,13 +61,11 @@ shares its process with an application whose collector is not ours to tune.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 log = logging.getLogger("elvin.router.gc")
 
@@ -140,8 +125,6 @@ class GcPolicy:
         self._baseline = 0          # allocated blocks with no population (modules, caches)
         self._per_member: float | None = None   # allocated blocks per member, after a thaw
         self._installed = False
-        self._pauses = 0            # ``paused()`` blocks running (any thread)
-        self._pause_lock = threading.Lock()
 
     def install(self) -> None:
         if self._installed:
@@ -164,30 +147,6 @@ class GcPolicy:
             pass
         gc.set_threshold(*self._thresholds)
         gc.unfreeze()
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """(Any thread.) No automatic collection inside the block (a wide
-        compile: see the module's docstring); when the last block running
-        ends, what is young is frozen and collection goes on. Not installed:
-        nothing is paused (an embedded router's collector is the application's)."""
-        with self._pause_lock:
-            if not self._installed:
-                pausing = False
-            else:
-                pausing = True
-                self._pauses += 1
-                gc.disable()
-        try:
-            yield
-        finally:
-            if pausing:
-                with self._pause_lock:
-                    self._pauses -= 1
-                    if self._pauses == 0:
-                        if self._installed:
-                            gc.freeze()
-                        gc.enable()
 
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:
         """(Any thread, inside the collector: only counts, freezes and schedules.)"""
@@ -246,10 +205,6 @@ class GcPolicy:
         objects (see the module's docstring): the check reads the
         allocator's pools."""
         self._scheduled = False
-        if self._pauses:
-            # a wide compile is under way: what it built so far is not to be
-            # examined (its end freezes it); the next young passes schedule this again
-            return
         self._young = 0
         start = time.perf_counter()
         gc.collect()
