@@ -14,6 +14,11 @@ as ``run_off_loop`` gives): the job is parked, costing no turns, until the
 future is done, and then goes on. That is how work that must keep an order
 waits for work done elsewhere (a gone producer's notifications wait for the
 one being matched and for a wide one decoded off the loop).
+
+A step may also yield ``NEXT_TURN``: the job runs no more steps this turn,
+whatever is left of the budget, for work that may wait and need not take
+the turn's budget from the others -- letting go of what a wide subscription
+held (``Engine.let_go``): at most one of its steps per loop turn, not 2 ms.
 """
 
 from __future__ import annotations
@@ -32,10 +37,25 @@ Step = Generator[Any, Any, Any]
 
 log = logging.getLogger("elvin.router")
 
-__all__ = ["BUDGET", "StepRunner"]
+__all__ = ["BUDGET", "NEXT_TURN", "StepRunner"]
 
 #: seconds of steps per loop turn, all jobs together
 BUDGET = 0.002
+
+
+class _NextTurn:
+    """The type of ``NEXT_TURN`` (its repr names it in a debugger)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NEXT_TURN"
+
+
+#: yielded by a step: no more of this job's steps in this turn
+NEXT_TURN = _NextTurn()
+#: ``_step``'s answer for a job that yielded ``NEXT_TURN``
+_LATER = "later"
 
 
 class StepRunner(TurnLoop):
@@ -64,12 +84,15 @@ class StepRunner(TurnLoop):
         """Run everything still queued to its end, now (the router is stopping;
         a job parked on a future still waits for it)."""
         while self.jobs:
-            self._step(*self.jobs.popleft(), float("inf"))
+            job = self.jobs.popleft()
+            if self._step(*job, float("inf")) == _LATER:
+                self.jobs.appendleft(job)
 
     def _step(self, generator: Step, future: asyncio.Future[Any] | None,
-              deadline: float) -> bool | None:
+              deadline: float) -> bool | str | None:
         """Steps of one job until ``deadline``; True once it is over, None
-        when it parked on a future (``_park``)."""
+        when it parked on a future (``_park``), ``_LATER`` when it yielded
+        ``NEXT_TURN``."""
         if future is not None and future.done():    # cancelled: give up
             generator.close()
             return True
@@ -78,6 +101,8 @@ class StepRunner(TurnLoop):
             while True:
                 waits = next(generator)
                 self.steps += 1
+                if waits is NEXT_TURN:
+                    return _LATER
                 if waits is not None and hasattr(waits, "add_done_callback"):
                     if not waits.done():
                         self._park(generator, future, waits)
@@ -107,15 +132,19 @@ class StepRunner(TurnLoop):
 
     def _turn(self, deadline: float) -> None:
         jobs = self.jobs
+        later = []              # jobs that yielded NEXT_TURN: back after this turn
         while jobs:
             generator, future = jobs[0]
             over = self._step(generator, future, deadline)
             if over is False:
                 jobs.rotate(-1)
+            elif over == _LATER:
+                later.append(jobs.popleft())
             else:               # over, or parked (it rejoins when its future is done)
                 jobs.popleft()
             if time.perf_counter() > deadline:
                 break
+        jobs.extend(later)
 
 
 def drain(generator: Step) -> Any:

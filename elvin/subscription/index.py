@@ -701,11 +701,15 @@ class TermIndex:
         if not place:
             return
         paths = _paths(place)
+        del place       # the list holds the paths alone: each goes as it is unfiled
         self.repeats -= _may_repeat(paths)
-        for n, path in enumerate(paths, 1):
+        total = len(paths)
+        paths.reverse()     # (popped in filing order)
+        for n in range(1, total + 1):
+            path = paths.pop()
             self._counts[path[0]] -= 1
             self._unfile(self._root, path, 0, entry)
-            if n % step == 0 and n < len(paths):
+            if n % step == 0 and n < total:
                 yield
 
     def clear(self) -> None:

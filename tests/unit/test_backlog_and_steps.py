@@ -87,3 +87,40 @@ def test_a_step_that_yields_a_future_parks_until_it_is_done():
         assert order == ["before", "other", "after"]
 
     asyncio.run(scenario())
+
+
+def test_a_step_that_yields_next_turn_runs_once_per_turn():
+    """Work that may wait (letting go of a wide subscription's memory) runs
+    one step per loop turn, not the turn's whole budget; the other jobs
+    take the rest of it; and ``finish`` still runs it to its end."""
+    from elvin.router.steps import NEXT_TURN
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        runner = StepRunner(loop)
+        turns: list[int] = []
+        busy: list[int] = []
+        turn = [0]
+
+        def patient():
+            for _ in range(5):
+                turns.append(turn[0])
+                yield NEXT_TURN
+
+        def eager():
+            for _ in range(50):
+                busy.append(turn[0])
+                yield
+
+        job = runner.run(patient())
+        other = runner.run(eager())
+        while not (job.done() and other.done()):
+            await asyncio.sleep(0)
+            turn[0] += 1
+        assert len(turns) == 5 and len(set(turns)) == 5     # a step per turn
+        assert len(busy) == 50 and len(set(busy)) < 5       # the rest of the budget
+        runner.background(patient())
+        runner.finish()
+        assert len(turns) == 10 and len(runner) == 0
+
+    asyncio.run(scenario())
