@@ -711,7 +711,9 @@ class MobilityProxy:
                 else:
                     await self._release(old)
                 self.stats["superseded"] += 1
-            if len(self.handlers) >= config.max_clients:
+            # a retry of this client replaces (or continues) its own buffer,
+            # still held while it is carried or unfinished: not one more client
+            if len(self.handlers) - (client_id in self.handlers) >= config.max_clients:
                 raise P.MobilityError(f"this proxy already buffers for {config.max_clients} "
                                       "clients", "limit")
             handler = ClientHandler(client_id, secret or secrets.token_urlsafe(24), quota,
