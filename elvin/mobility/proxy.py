@@ -707,7 +707,6 @@ class MobilityProxy:
                     # kept until the new subscriptions are in: a refused
                     # move-out leaves it as it was
                     unfinished = old
-                    lost_unfinished = old.dropped + len(old.entries) + len(old.pending)
                 else:
                     await self._release(old)
                 self.stats["superseded"] += 1
@@ -736,7 +735,12 @@ class MobilityProxy:
             # comes meanwhile: the new buffer starts only at the reply
             unannounced = await self._interest_known(client_id, "move-out")
             if unfinished is not None:
-                # its row goes with the new one's commit, which carries the count
+                # counted now, not when the retry came: the restored buffer's
+                # subscriptions kept feeding it while the new ones were made
+                # (and the reply waited for the federation). Its row goes with
+                # the new one's commit, which carries the count
+                lost_unfinished = (unfinished.dropped + len(unfinished.entries)
+                                   + len(unfinished.pending))
                 self._forget(unfinished)
                 self._spawn(self._unsubscribe(unfinished))
                 handler.dropped += lost_unfinished
