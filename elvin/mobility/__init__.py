@@ -92,8 +92,10 @@ and, except ``hello``, ``Mobility.Client`` (the client's unique id):
     ``Mobility.Proxy-Key``. Inside a federated ``elvind`` the reply first
     waits (``mobility-announce-wait`` seconds at most) until the router's
     peers know what its subscribers want (right after a restart they do not
-    until the links are up and the pull filters acknowledged, and what is
-    published at them meanwhile is not forwarded); if some still may not,
+    until the links are up and the pull filters acknowledged, nor for a round
+    trip after a subscription that changes the pull filters, such as the
+    proxy's own: what is published at them meanwhile is not forwarded); if
+    some still may not,
     the reply names them in ``Mobility.Unannounced`` (``, ``-separated),
     as does a move-in reply. The reply is sent to the client's reply key *and*
     the proxy's own key: the buffer starts where the proxy's copy falls in

@@ -94,7 +94,7 @@ class ProxyConfig:
     tombstone_ttl: float = number(3600.0, above=0)
     max_tombstones: int = number(10_000, 0, integer=True)
     download_timeout: float = number(30.0, above=0)
-    announce_wait: float = number(5.0, above=0)
+    announce_wait: float = number(3.0, above=0)
     key: bytes | None = field(default=None, repr=False)
 
     def validate(self) -> ProxyConfig:
@@ -151,8 +151,10 @@ class MobilityProxy:
     ``url`` (``elvin.router.mobility_service``: the router's in-process channel, whose
     barrier calls ``flush`` before the router writes to any socket).
     ``interest``: ``() -> names`` of the router's federation peers that may
-    not know yet what its subscribers want (inside ``elvind``:
-    ``FederationService.interest_unannounced``); a move-out or move-in reply,
+    not know yet what its subscribers want now (inside ``elvind``:
+    ``FederationService.interest_pending``: after a restart until the links
+    are up and acknowledged, and for one round trip after a subscription
+    that changes the router's pull filters); a move-out or move-in reply,
     which promises that from then on everything reaches the client, waits
     for it to be empty (``ProxyConfig.announce_wait`` at most), else names
     them."""
@@ -800,7 +802,8 @@ class MobilityProxy:
         subscribers want, at most ``announce_wait`` seconds, without holding
         the loop. Until then what is published at those peers is not
         forwarded here (right after a restart the pull filters are not yet
-        announced and acknowledged), lost where no router can count it; so
+        announced and acknowledged; after a subscription of ours that
+        changes them, for a round trip), lost where no router can count it; so
         the peers that still may not know are returned, and the reply names
         them (``Mobility.Unannounced``) rather than promise what cannot be
         kept. Empty: every peer knows (or no federation)."""

@@ -202,7 +202,7 @@ class RouterConfig:
                                      help="seconds an unclaimed buffer is kept (default "
                                           "{default})")
     mobility_announce_wait: float = setting(
-        5.0, above=0, flag="--mobility-announce-wait", metavar="SECONDS", section=MOBILITY,
+        3.0, above=0, flag="--mobility-announce-wait", metavar="SECONDS", section=MOBILITY,
         help="most seconds a move-out or move-in reply waits for the federation's peers to "
              "know what this router's subscribers want, as right after a restart (a reply "
              "sent before names the peers that may not know yet) (default {default})")

@@ -43,7 +43,7 @@ async def start_in_router(router: ChannelHost, config: RouterConfig, urls: list[
     state, else it is random. With the router's state directory it keeps its
     buffers there (``MobilityStore``), and takes them back now. ``interest``:
     the router's federation peers that may not know yet what its
-    subscribers want (``FederationService.interest_unannounced``), which
+    subscribers want now (``FederationService.interest_pending``), which
     move-out and move-in replies wait for."""
     # imported only when mobility is on: a router without it loads none of it
     from elvin.mobility.proxy import MobilityProxy, ProxyConfig, load_key_file

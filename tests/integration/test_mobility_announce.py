@@ -32,11 +32,14 @@ from .test_mobility import Received, publish
 class Gate:
     """A TCP relay in front of a router's federation port. Shut, it cuts
     every connection through it and closes each new one at once: a link
-    through it cannot come up."""
+    through it cannot come up. Holding, it keeps what the dialling router
+    sends until ``release`` (what comes back still passes)."""
 
     def __init__(self, port: int) -> None:
         self.port = port
         self.is_open = True
+        self.holding = False
+        self.held: list[tuple[asyncio.StreamWriter, bytes]] = []
         self.writers: list[asyncio.StreamWriter] = []
         self.server: asyncio.Server | None = None
 
@@ -50,14 +53,23 @@ class Gate:
             return
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
         self.writers += [writer, up_writer]
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer),
-                             return_exceptions=True)
+        await asyncio.gather(self._pipe(reader, up_writer, up=True),
+                             self._pipe(up_reader, writer), return_exceptions=True)
 
-    @staticmethod
-    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    up: bool = False) -> None:
         while data := await reader.read(65536):
-            writer.write(data)
+            if up and self.holding:
+                self.held.append((writer, data))
+            else:
+                writer.write(data)
         writer.close()
+
+    def release(self) -> None:
+        self.holding = False
+        held, self.held = self.held, []
+        for writer, data in held:
+            writer.write(data)
 
     def shut(self) -> None:
         self.is_open = False
@@ -84,7 +96,7 @@ def router_b(gate_url: str, state_dir, **settings) -> EmbeddedRouter:
 
 
 def unannounced(b: EmbeddedRouter) -> list[str]:
-    return b.call(lambda: b.router.federation.interest_unannounced())
+    return b.call(lambda: b.router.federation.interest_pending())
 
 
 def buffered_seqs(b: EmbeddedRouter, client_id: str) -> list[int]:
@@ -138,6 +150,51 @@ async def test_a_resumed_move_out_after_a_restart_waits_until_the_peers_know(tmp
         lost = sorted(set(range(21)) - set(seqs))
         assert seqs == list(range(21)), f"lost, and nobody was told: {lost}"
         assert reply.dropped == 0
+        assert ticket.unannounced == (), ticket.unannounced
+    finally:
+        await client.close()
+        await pub.close()
+        await gate.close()
+        b.stop()
+        a.stop()
+
+
+async def test_a_move_out_with_a_new_interest_waits_for_its_acknowledgement(tmp_path):
+    """The link is up and acknowledged, but nothing at B wants what the
+    client's move-out subscribes to: the proxy's subscription changes B's
+    pull filter, and until A acknowledges it, A forwards none of it. The
+    reply waits for that acknowledgement (held on its way in the gate
+    here); it used to come at once, and what A published right after it
+    never reached the buffer, told to nobody (the chaos harness's seed 1)."""
+    a = single_router("A", accept=["B"])
+    gate = Gate(int(a.federation_urls[0].rsplit(":", 1)[1]))
+    gate_url = await gate.start()
+    b = router_b(gate_url, tmp_path / "b")
+    specs = [P.SubscriptionSpec(1, 'Producer == "new"', True, EMPTY_KEYS)]
+    pub = await connect(a.url)
+    client = await connect(b.url)
+    try:
+        await until(lambda: unannounced(b) == [], what="B's interest known at A")
+        gate.holding = True
+        move_out = asyncio.ensure_future(request_move_out(client, specs, client_id="c",
+                                                          timeout=20))
+        waiting = lambda: b.call(  # noqa: E731
+            lambda: getattr(b.router.mobility, "awaiting_interest", 0))
+        await until(lambda: move_out.done() or waiting() > 0,
+                    what="the move-out answered or waiting")
+        if not move_out.done():
+            gate.release()       # the proxy waits: let A have the new pull filter
+        ticket = await move_out
+        await publish(pub, "new", range(20))        # right after the reply
+        await pub.set_keys()                        # a round trip: A has routed them
+        gate.release()
+        await until(lambda: unannounced(b) == [], what="A acknowledged")
+        await publish(pub, "new", [20])             # after them on the same link
+        await until(lambda: 20 in buffered_seqs(b, "c"), what="the last one buffered")
+        entries, reply = await request_move_in(client, ticket, timeout=10)
+        seqs = [attrs["Seq"] for attrs, _ids in entries]
+        lost = sorted(set(range(21)) - set(seqs))
+        assert seqs == list(range(21)), f"lost, and nobody was told: {lost}"
         assert ticket.unannounced == (), ticket.unannounced
     finally:
         await client.close()
