@@ -605,7 +605,7 @@ class Chaos:
         print(f"total: lost {total_lost}, reported {total_reported}, lost with a dead "
               f"connection or link {total_unprotected} (in flight on the link {total_flight}): "
               f"{'OK' if not failed else 'FAILED'}")
-        if failed:          # what happened when, for the one who looks into it
+        if failed or self.args.keep:    # what happened when, for the one who looks
             (self.base / "trace.txt").write_text("\n".join(self.traced) + "\n")
             print(f"trace: {self.base / 'trace.txt'}")
         return 1 if failed else 0
@@ -650,7 +650,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--full-disk", action="store_true",
                         help="A's state directory on a small tmpfs (root: mount)")
     parser.add_argument("--disk-kib", type=int, default=768)
-    parser.add_argument("--keep", metavar="DIR", help="run in DIR and keep the logs")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="run in DIR and keep the logs and the trace")
     return parser
 
 
