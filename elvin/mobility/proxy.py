@@ -136,6 +136,16 @@ class _Tombstone:
     until: float
 
 
+def _since_restart(restored: ClientHandler) -> int:
+    """What a restored buffer recorded (or dropped to its quota) since the
+    restart: what the client, whose connection died at the restart, never
+    had."""
+    assert restored.restored_seq is not None
+    since = restored.restored_seq
+    return (sum(1 for seq, _ in restored.entries if seq >= since) + len(restored.pending)
+            + restored.dropped - restored.restored_dropped)
+
+
 def _same_secret(known: str, given: str | None) -> bool:
     return given is not None and hmac.compare_digest(known.encode(), given.encode())
 
@@ -726,13 +736,25 @@ class MobilityProxy:
                 handler.carry = old
             failed = await self._subscribe(handler)
             if failed:
+                # the restored buffer goes with the refused move-out (the
+                # client is attached again, live): what it recorded since the
+                # restart is told, not hidden, as for a refusal for want of disk
+                lost = _since_restart(handler.carry) if handler.carry is not None else 0
                 await self._drop_carry(handler)
                 await self._unsubscribe(handler)
                 spec, exc = failed[0]
+                if lost:
+                    self.stats["lost_in_take_over"] += lost
+                    log.error("client %r: a resumed move-out was refused (a subscription "
+                              "was): the %d notifications its restored buffer recorded since "
+                              "the restart are lost", client_id, lost)
                 if not isinstance(exc, (ElvinError, SubscriptionError, ValueError, TypeError)):
                     raise exc
-                raise P.MobilityError(f"subscription {spec.id} ({spec.expression!r}) refused: "
-                                      f"{exc}", "subscription")
+                raise P.MobilityError(
+                    f"subscription {spec.id} ({spec.expression!r}) refused: {exc}"
+                    + (f" (not moved out: the {lost} notifications published for you since "
+                       "this router restarted, before you reconnected, are lost)"
+                       if lost else ""), "subscription")
             # the client's old connection (or a restored buffer) has what
             # comes meanwhile: the new buffer starts only at the reply
             unannounced = await self._interest_known(client_id, "move-out")

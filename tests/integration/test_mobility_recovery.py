@@ -497,3 +497,41 @@ async def test_what_an_unfinished_take_over_receives_during_the_retry_is_counted
             assert proxy.stats["lost_in_take_over"] == 15
     finally:
         await client.close()
+
+
+async def test_a_resumed_move_out_refused_for_a_subscription_tells_what_it_loses(
+        router, tmp_path):
+    """A resumed move-out whose subscription the router refuses lets the
+    restored buffer go (the client is attached again, live), as one refused
+    for want of disk does: what that buffer recorded since the restart, which
+    the client never had, is told in the refusal and counted, not dropped
+    unsaid."""
+    from elvin.keys import EMPTY_KEYS
+    from elvin.mobility import MobilityProxy, ProxyConfig
+    from elvin.mobility import protocol as P
+    from elvin.mobility.client import request_move_out
+    from elvin.mobility.store import MobilityStore
+
+    client = await connect(router.url)
+    specs = [P.SubscriptionSpec(1, "require(Seq)", True, EMPTY_KEYS)]
+    bad = [*specs, P.SubscriptionSpec(2, "Seq ==", True, EMPTY_KEYS)]
+    first, second = "first-secret-0123456789", "second-secret-0123456789"
+    try:
+        async with MobilityProxy(router.url, ProxyConfig(id="p"),
+                                 store=MobilityStore.open(tmp_path)):
+            await request_move_out(client, specs, client_id="c", proxy="p", timeout=5,
+                                   secret=first)
+            await publish(router.url, range(0, 5))         # buffered before the restart
+        async with MobilityProxy(router.url, ProxyConfig(id="p"),
+                                 store=MobilityStore.open(tmp_path)) as proxy:
+            await publish(router.url, range(5, 15))        # the restored buffer has them
+            await until(lambda: proxy.handlers["c"].buffered == 15, what="recorded")
+            with pytest.raises(MobilityError) as refused:
+                await request_move_out(client, bad, client_id="c", proxy="p", timeout=5,
+                                       secret=second, previous_secret=first, resume=True)
+            assert refused.value.code == "subscription", refused.value
+            assert "the 10 notifications" in str(refused.value), refused.value
+            assert proxy.stats["lost_in_take_over"] == 10
+            assert "c" not in proxy.handlers
+    finally:
+        await client.close()
