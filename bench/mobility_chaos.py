@@ -14,7 +14,9 @@ of milliseconds a kill from outside would almost never hit.
 
 The checker, per client: nothing delivered twice; every acknowledged
 notification delivered, or counted in what a move-in reported as dropped
-(``report.dropped``), or told by an ``unknown-client`` error. Notifications
+(``report.dropped``), or told by an ``unknown-client`` error, or by a
+reply that named federation peers which may not know yet what the client
+subscribes to (``unannounced``: until its next move). Notifications
 acknowledged while the client was attached to a router that had died (its
 connection dead until its next move-out) are lost with the connection, as
 for any client: counted apart ("unprotected"), never as a mobility loss;
@@ -207,6 +209,11 @@ class Checker:
     #: move-out to that answer, what was published is lost, and it knows
     told: list[tuple[float, float]] = field(default_factory=list)
     last_move_out: float = 0.0
+    #: when a reply last named federation peers that may not know what the
+    #: client subscribes to (``unannounced``): what is published from then
+    #: to its next move may be missing, and it was told (None: not now)
+    unannounced_since: float | None = None
+    unannounced_replies: int = 0
 
     def __call__(self, n) -> None:
         if n.get("Producer") == "p":
@@ -433,15 +440,28 @@ class Chaos:
             await self.step(mc, checker)
         await self.settle(mc, checker)
 
+    def told_unannounced(self, checker: Checker, peers: tuple[str, ...]) -> None:
+        """A move's reply named peers that may not know what the client
+        subscribes to: from then to its next move, told."""
+        now = time.monotonic()
+        if checker.unannounced_since is not None:
+            checker.told.append((checker.unannounced_since, now))
+            checker.unannounced_since = None
+        if peers:
+            checker.unannounced_since = now
+            checker.unannounced_replies += 1
+
     async def step(self, mc: MobileConnection, checker: Checker) -> None:
         try:
             if mc.state == "connected" and mc.ticket is not None:
                 report = await mc.collect()
                 self.note(checker, report)
+                self.told_unannounced(checker, report.unannounced)
             elif mc.state == "connected":
                 checker.last_move_out = time.monotonic()
-                await mc.move_out()
+                ticket = await mc.move_out()
                 self.close_unprotected(checker)
+                self.told_unannounced(checker, ticket.unannounced)
                 where = self.location(mc)
                 self.trace(checker.name, self.since(), "moved out at",
                            where.name if where else "?")
@@ -453,6 +473,7 @@ class Chaos:
                 sync = "none" if target is from_router else "ping"
                 report = await mc.move_in(target.url, sync=sync, ping_timeout=2)
                 self.note(checker, report)
+                self.told_unannounced(checker, report.unannounced)
                 self.trace(checker.name, self.since(), "moved in at", target.name,
                            report.caught_up, report.dropped)
             checker.moves += 1
@@ -461,6 +482,7 @@ class Chaos:
             self.trace(checker.name, self.since(), mc.state, exc.code, exc)
             if exc.code == "unconfirmed":
                 self.close_unprotected(checker)
+            self.told_unannounced(checker, ())
             if exc.code == "unknown-client":
                 checker.told_unknown += 1
                 checker.told.append((checker.last_move_out, time.monotonic()))
@@ -576,13 +598,14 @@ class Chaos:
                   f"{checker.told_unknown} ({len(missing & told - unprotected)} lost, told), "
                   f"lost with a dead connection "
                   f"{len(missing & unprotected)} (of which in flight on the link {in_flight}), "
-                  f"twice {len(twice)}, duplicates suppressed "
+                  f"twice {len(twice)}, replies naming unannounced peers "
+                  f"{checker.unannounced_replies}, duplicates suppressed "
                   f"{checker.duplicates_suppressed}, errors {dict(checker.errors)}"
                   f"{'' if ok else '  <-- FAIL'}")
         print(f"total: lost {total_lost}, reported {total_reported}, lost with a dead "
               f"connection or link {total_unprotected} (in flight on the link {total_flight}): "
               f"{'OK' if not failed else 'FAILED'}")
-        if failed:          # what happened when, for the one who looks into it
+        if failed or self.args.keep:    # what happened when, for the one who looks
             (self.base / "trace.txt").write_text("\n".join(self.traced) + "\n")
             print(f"trace: {self.base / 'trace.txt'}")
         return 1 if failed else 0
@@ -627,7 +650,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--full-disk", action="store_true",
                         help="A's state directory on a small tmpfs (root: mount)")
     parser.add_argument("--disk-kib", type=int, default=768)
-    parser.add_argument("--keep", metavar="DIR", help="run in DIR and keep the logs")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="run in DIR and keep the logs and the trace")
     return parser
 
 

@@ -605,6 +605,23 @@ class FederationService:
             missing.append("(no topology agreed yet)")
         return missing
 
+    def interest_pending(self) -> list[str]:
+        """``interest_unannounced``, and each peer that has not yet
+        acknowledged the pull filter holding what this router's subscribers
+        want now: a change still waiting for the debounce (every peer), or
+        sent and not acknowledged. Until then a subscription just added here
+        (a mobility proxy's, at a move-out) draws nothing published at that
+        peer: the one round trip of every Elvin federation, which a caller
+        whose acknowledgement promises "from now on" (a mobility move-out or
+        move-in) waits for. Empty: every peer has this router's interest."""
+        missing = self.interest_unannounced()
+        changing = self._flush is not None
+        for domain, link in sorted(self.linked.items()):
+            if link.state == LINKED and domain not in missing and (
+                    changing or (link.sent_pull is not None and not link.acked_pull)):
+                missing.append(domain)
+        return missing
+
     def _note_interest_gap(self) -> None:
         missing = self.interest_unannounced()
         if not missing:

@@ -89,7 +89,15 @@ and, except ``hello``, ``Mobility.Client`` (the client's unique id):
     and waits for each subscription to be acknowledged by the router, writes
     the handler to its store (if any), then replies with ``Mobility.Secret``,
     the granted ``Mobility.Quota`` and ``Mobility.Expiry``, and
-    ``Mobility.Proxy-Key``. The reply is sent to the client's reply key *and*
+    ``Mobility.Proxy-Key``. Inside a federated ``elvind`` the reply first
+    waits (``mobility-announce-wait`` seconds at most) until the router's
+    peers know what its subscribers want (right after a restart they do not
+    until the links are up and the pull filters acknowledged, nor for a round
+    trip after a subscription that changes the pull filters, such as the
+    proxy's own: what is published at them meanwhile is not forwarded); if
+    some still may not,
+    the reply names them in ``Mobility.Unannounced`` (``, ``-separated),
+    as does a move-in reply. The reply is sent to the client's reply key *and*
     the proxy's own key: the buffer starts where the proxy's copy falls in
     its stream, and the client delivers nothing live after its copy, so a
     notification routed around the move-out is delivered live or buffered,

@@ -71,6 +71,11 @@ class Ticket:
     #: False when the router went away before the proxy confirmed the
     #: move-out: the proxy may or may not hold a buffer under this secret
     confirmed: bool = True
+    #: federation peers of the router that may not have known, when the
+    #: proxy confirmed, what it subscribed for (it had just restarted, say):
+    #: what is published there until they do may be missing from the buffer,
+    #: uncounted (``Mobility.Unannounced``); empty when every peer knew
+    unannounced: tuple[str, ...] = ()
 
 
 @dataclass
@@ -89,6 +94,10 @@ class MoveInReport:
     ping_ok: bool | None = None
     delay: float = 0.0
     merged_live: int = 0
+    #: federation peers of the new router that may not have known, when
+    #: the proxy answered, what the client subscribed to there: what is
+    #: published at them until they do may not arrive (``Mobility.Unannounced``)
+    unannounced: tuple[str, ...] = ()
 
 
 # -- the protocol's client-side requests --------------------------------------------
@@ -132,10 +141,15 @@ async def request_move_out(connection: Any, subscriptions: Sequence[P.Subscripti
         raise P.MobilityError("the proxy's move-out reply carries no secret", "malformed")
     granted_quota = attrs.get(P.QUOTA)
     granted_expiry = attrs.get(P.EXPIRY)
+    unannounced = P.unannounced_names(attrs)
+    if unannounced:
+        log.warning("client %s moved out at %s while its federation peers %s may not know "
+                    "yet what it subscribed for: what is published there until they do may "
+                    "be missing from the buffer", client_id, proxy_id, ", ".join(unannounced))
     return Ticket(client_id, proxy_id, connection.url, secret,
                   granted_quota if isinstance(granted_quota, int) else 0,
                   float(granted_expiry) if isinstance(granted_expiry, (int, float)) else 0.0,
-                  time.time(), proxy_key)
+                  time.time(), proxy_key, unannounced=unannounced)
 
 
 async def request_move_in(connection: Any, ticket: Ticket, *, proxy: str | None = None,
@@ -736,6 +750,7 @@ class MobileConnection:
             self.duplicates += skipped
             return MoveInReport(caught_up=caught_up, dropped=reply.dropped,
                                 expired=reply.expired,
+                                unannounced=P.unannounced_names(reply.attributes),
                                 duplicates=self.duplicates - duplicates_before,
                                 delay=time.monotonic() - started)
 
@@ -837,6 +852,12 @@ class MobileConnection:
                     via=via, timeout=self.download_timeout, proxy_key=key, fence=fence)
                 fenced = fence is not None and reply.attributes.get(P.FENCE) == fence
                 report.dropped, report.expired = reply.dropped, reply.expired
+                report.unannounced = P.unannounced_names(reply.attributes)
+                if report.unannounced:
+                    log.warning("client %s moved in at %s while its federation peers %s may "
+                                "not know yet what it subscribes to: what is published there "
+                                "until they do may not arrive", self.client_id, here,
+                                ", ".join(report.unannounced))
                 self.ticket = None
                 if reply.dropped:
                     log.warning("client %s: %d notifications were dropped while away (%s)",

@@ -61,6 +61,16 @@ PREVIOUS_SECRET = "Mobility.Previous-Secret"   # move-out: the client's previous
 #: crash (its release lost) stays replaceable for that many moves
 MAX_PREVIOUS_SECRETS = 64
 RESUME = "Mobility.Resume"            # move-out: 1 when the client's connection here died
+#: move-out / move-in reply: the federation peers of the proxy's router that
+#: may not know yet what its subscribers want (as right after a restart), so
+#: that what is published there may not reach the client; absent when all know
+UNANNOUNCED = "Mobility.Unannounced"
+
+
+def unannounced_names(attrs: Any) -> tuple[str, ...]:
+    """The peers a reply's ``Mobility.Unannounced`` names (``, ``-separated)."""
+    value = attrs.get(UNANNOUNCED) if hasattr(attrs, "get") else None
+    return tuple(n for n in value.split(", ") if n) if isinstance(value, str) else ()
 
 HELLO, MOVE_OUT, MOVE_IN, DOWNLOAD = "hello", "move-out", "move-in", "download"
 RELEASE, FENCE_KIND = "release", "fence"

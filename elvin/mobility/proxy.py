@@ -62,6 +62,9 @@ __all__ = ["MobilityProxy", "ProxyConfig", "load_key_file", "main"]
 MAX_PENDING = 1000
 #: seconds between two slices of a released buffer's deletion
 PURGE_PAUSE = 0.005
+#: seconds between two looks at whether the federation's peers know the
+#: router's interest, while a move-out or move-in reply waits for it
+INTEREST_POLL = 0.02
 
 
 @dataclass
@@ -76,6 +79,10 @@ class ProxyConfig:
     private key (default: a fresh random one at each start); set it to give
     the proxy a stable public key that clients can pin (``proxy_key``), which
     takes the ``hello`` exchange, and the impersonation it allows, away.
+    ``announce_wait``: the most seconds a move-out or move-in reply waits
+    for the router's federation peers to know what its subscribers want
+    (``MobilityProxy(interest=...)``); a reply sent while some still may
+    not names them (``Mobility.Unannounced``).
     """
 
     id: str | None = None
@@ -87,6 +94,7 @@ class ProxyConfig:
     tombstone_ttl: float = number(3600.0, above=0)
     max_tombstones: int = number(10_000, 0, integer=True)
     download_timeout: float = number(30.0, above=0)
+    announce_wait: float = number(3.0, above=0)
     key: bytes | None = field(default=None, repr=False)
 
     def validate(self) -> ProxyConfig:
@@ -128,6 +136,16 @@ class _Tombstone:
     until: float
 
 
+def _since_restart(restored: ClientHandler) -> int:
+    """What a restored buffer recorded (or dropped to its quota) since the
+    restart: what the client, whose connection died at the restart, never
+    had."""
+    assert restored.restored_seq is not None
+    since = restored.restored_seq
+    return (sum(1 for seq, _ in restored.entries if seq >= since) + len(restored.pending)
+            + restored.dropped - restored.restored_dropped)
+
+
 def _same_secret(known: str, given: str | None) -> bool:
     return given is not None and hmac.compare_digest(known.encode(), given.encode())
 
@@ -141,12 +159,24 @@ class MobilityProxy:
     their buffers on disk, and take them back at ``start``. ``connector``:
     an ``async () -> (connection, channel)`` used instead of connecting to
     ``url`` (``elvin.router.mobility_service``: the router's in-process channel, whose
-    barrier calls ``flush`` before the router writes to any socket)."""
+    barrier calls ``flush`` before the router writes to any socket).
+    ``interest``: ``() -> names`` of the router's federation peers that may
+    not know yet what its subscribers want now (inside ``elvind``:
+    ``FederationService.interest_pending``: after a restart until the links
+    are up and acknowledged, and for one round trip after a subscription
+    that changes the router's pull filters); a move-out or move-in reply,
+    which promises that from then on everything reaches the client, waits
+    for it to be empty (``ProxyConfig.announce_wait`` at most), else names
+    them."""
 
     def __init__(self, url: str, config: ProxyConfig | None = None, *,
                  reconnect: bool = False, store: MobilityStore | None = None,
-                 connector: Callable[[], Awaitable[tuple[Any, Any]]] | None = None) -> None:
+                 connector: Callable[[], Awaitable[tuple[Any, Any]]] | None = None,
+                 interest: Callable[[], Sequence[str]] | None = None) -> None:
         self.url = url
+        self._interest = interest
+        #: replies waiting now for the federation's peers to know the interest
+        self.awaiting_interest = 0
         self.config = (config or ProxyConfig()).validate()
         self.reconnect = reconnect
         self.store = store
@@ -162,7 +192,7 @@ class MobilityProxy:
                       "overload": 0, "insecure": 0, "hello": 0, "released": 0,
                       "superseded": 0, "restored": 0, "fences": 0, "disk_full": 0,
                       "dropped_disk_full": 0, "store_failures": 0, "lost_at_restart": 0,
-                      "lost_in_take_over": 0}
+                      "lost_in_take_over": 0, "interest_waits": 0, "unannounced": 0}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task] = set()
         self._subs: list[Any] = []
@@ -689,11 +719,12 @@ class MobilityProxy:
                     # kept until the new subscriptions are in: a refused
                     # move-out leaves it as it was
                     unfinished = old
-                    lost_unfinished = old.dropped + len(old.entries) + len(old.pending)
                 else:
                     await self._release(old)
                 self.stats["superseded"] += 1
-            if len(self.handlers) >= config.max_clients:
+            # a retry of this client replaces (or continues) its own buffer,
+            # still held while it is carried or unfinished: not one more client
+            if len(self.handlers) - (client_id in self.handlers) >= config.max_clients:
                 raise P.MobilityError(f"this proxy already buffers for {config.max_clients} "
                                       "clients", "limit")
             handler = ClientHandler(client_id, secret or secrets.token_urlsafe(24), quota,
@@ -705,15 +736,35 @@ class MobilityProxy:
                 handler.carry = old
             failed = await self._subscribe(handler)
             if failed:
+                # the restored buffer goes with the refused move-out (the
+                # client is attached again, live): what it recorded since the
+                # restart is told, not hidden, as for a refusal for want of disk
+                lost = _since_restart(handler.carry) if handler.carry is not None else 0
                 await self._drop_carry(handler)
                 await self._unsubscribe(handler)
                 spec, exc = failed[0]
+                if lost:
+                    self.stats["lost_in_take_over"] += lost
+                    log.error("client %r: a resumed move-out was refused (a subscription "
+                              "was): the %d notifications its restored buffer recorded since "
+                              "the restart are lost", client_id, lost)
                 if not isinstance(exc, (ElvinError, SubscriptionError, ValueError, TypeError)):
                     raise exc
-                raise P.MobilityError(f"subscription {spec.id} ({spec.expression!r}) refused: "
-                                      f"{exc}", "subscription")
+                raise P.MobilityError(
+                    f"subscription {spec.id} ({spec.expression!r}) refused: {exc}"
+                    + (f" (not moved out: the {lost} notifications published for you since "
+                       "this router restarted, before you reconnected, are lost)"
+                       if lost else ""), "subscription")
+            # the client's old connection (or a restored buffer) has what
+            # comes meanwhile: the new buffer starts only at the reply
+            unannounced = await self._interest_known(client_id, "move-out")
             if unfinished is not None:
-                # its row goes with the new one's commit, which carries the count
+                # counted now, not when the retry came: the restored buffer's
+                # subscriptions kept feeding it while the new ones were made
+                # (and the reply waited for the federation). Its row goes with
+                # the new one's commit, which carries the count
+                lost_unfinished = (unfinished.dropped + len(unfinished.entries)
+                                   + len(unfinished.pending))
                 self._forget(unfinished)
                 self._spawn(self._unsubscribe(unfinished))
                 handler.dropped += lost_unfinished
@@ -758,11 +809,51 @@ class MobilityProxy:
             # the client detach (paper, section 3.2). The reply comes back to
             # us too, and the buffer starts where it falls: what the router
             # routed before it reached the client live.
-            await self._send({P.REPLY: P.MOVE_OUT, P.PROXY: self.id, P.CLIENT: client_id,
-                              P.REQUEST_ID: attrs[P.REQUEST_ID], P.STATUS: "ok",
-                              P.SECRET: handler.secret, P.QUOTA: quota,
-                              P.EXPIRY: float(expiry), P.PROXY_KEY: self.public_key},
-                             reply_key, to_self=True)
+            reply = {P.REPLY: P.MOVE_OUT, P.PROXY: self.id, P.CLIENT: client_id,
+                     P.REQUEST_ID: attrs[P.REQUEST_ID], P.STATUS: "ok",
+                     P.SECRET: handler.secret, P.QUOTA: quota,
+                     P.EXPIRY: float(expiry), P.PROXY_KEY: self.public_key}
+            if unannounced:
+                reply[P.UNANNOUNCED] = ", ".join(unannounced)
+            await self._send(reply, reply_key, to_self=True)
+
+    async def _interest_known(self, client_id: str, kind: str) -> list[str]:
+        """Before a reply that promises "from now on everything reaches
+        you" (a move-out: the buffer has it; a move-in: the client has it
+        live): wait until the router's federation peers know what its
+        subscribers want, at most ``announce_wait`` seconds, without holding
+        the loop. Until then what is published at those peers is not
+        forwarded here (right after a restart the pull filters are not yet
+        announced and acknowledged; after a subscription of ours that
+        changes them, for a round trip), lost where no router can count it; so
+        the peers that still may not know are returned, and the reply names
+        them (``Mobility.Unannounced``) rather than promise what cannot be
+        kept. Empty: every peer knows (or no federation)."""
+        if self._interest is None:
+            return []
+        missing = list(self._interest())
+        if not missing:
+            return []
+        self.stats["interest_waits"] += 1
+        log.info("client %r: the %s reply waits until the federation's peers know what this "
+                 "router's subscribers want (%s)", client_id, kind, ", ".join(missing[:8]))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.announce_wait
+        self.awaiting_interest += 1
+        try:
+            while missing and loop.time() < deadline:
+                await asyncio.sleep(INTEREST_POLL)
+                missing = list(self._interest())
+        finally:
+            self.awaiting_interest -= 1
+        if missing:
+            self.stats["unannounced"] += 1
+            log.warning("client %r: %s acknowledged while the federation's peers %s may not "
+                        "know yet what this router's subscribers want (after %g s): what is "
+                        "published there until they do may not reach the client, and the "
+                        "reply says so", client_id, kind, ", ".join(missing[:8]),
+                        self.config.announce_wait)
+        return missing
 
     async def _write_move_out(self) -> bool:
         """A move-out is acknowledged only once it is on disk: written now,
@@ -908,7 +999,8 @@ class MobilityProxy:
 
     async def _send_batches(self, kind: str, attrs: dict[str, Any], reply_key: bytes,
                             blobs: Sequence[bytes], count: int, dropped: int,
-                            expired: bool, fence: str | None = None) -> None:
+                            expired: bool, fence: str | None = None,
+                            unannounced: Sequence[str] = ()) -> None:
         for index, blob in enumerate(blobs):
             reply = {P.REPLY: kind, P.PROXY: self.id, P.CLIENT: attrs[P.CLIENT],
                      P.REQUEST_ID: attrs[P.REQUEST_ID], P.STATUS: "ok",
@@ -917,6 +1009,8 @@ class MobilityProxy:
                      P.EXPIRED: int(expired)}
             if fence is not None:
                 reply[P.FENCE] = fence   # cut at the client's fence
+            if unannounced:
+                reply[P.UNANNOUNCED] = ", ".join(unannounced)
             await self._send(reply, reply_key)
             crash_point("mobility-move-in-handed")
 
@@ -955,11 +1049,13 @@ class MobilityProxy:
         else:
             blobs, count, dropped, expired = await self._fetch(
                 previous, from_url, via, client_id, secret, from_key)
+        # the client is subscribed here already: what it gets live from now on
+        unannounced = await self._interest_known(client_id, "move-in")
         self.stats["move_in"] += 1
         log.info("client %r moved in from %r: %d notifications, %d dropped", client_id,
                  previous, count, dropped)
         await self._send_batches(P.MOVE_IN, attrs, reply_key, blobs, count, dropped, expired,
-                                 fence if fenced else None)
+                                 fence if fenced else None, unannounced)
 
     async def _release_request(self, attrs: dict[str, Any]) -> None:
         """The client has delivered its buffer: release it here, or tell the

@@ -201,6 +201,11 @@ class RouterConfig:
                                      metavar="SECONDS", section=MOBILITY,
                                      help="seconds an unclaimed buffer is kept (default "
                                           "{default})")
+    mobility_announce_wait: float = setting(
+        3.0, above=0, flag="--mobility-announce-wait", metavar="SECONDS", section=MOBILITY,
+        help="most seconds a move-out or move-in reply waits for the federation's peers to "
+             "know what this router's subscribers want, as right after a restart (a reply "
+             "sent before names the peers that may not know yet) (default {default})")
     mobility_key_file: str | None = setting(
         None, flag="--mobility-key-file", metavar="FILE", section=MOBILITY,
         help="the proxy's raw private key (the file's bytes, as elvin-mobility-proxy "

@@ -13,7 +13,7 @@ the other way round.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from elvin.errors import RouterStartError
@@ -33,13 +33,18 @@ log = logging.getLogger("elvin.mobility")
 
 
 async def start_in_router(router: ChannelHost, config: RouterConfig, urls: list[str],
-                          state_dir: StateDir | None) -> MobilityProxy:
+                          state_dir: StateDir | None,
+                          interest: Callable[[], Sequence[str]] | None = None
+                          ) -> MobilityProxy:
     """Start a proxy as an internal client of ``router``, whose listeners
     (``urls``) are bound, through the public client API over an in-process
     channel. It answers to every URL the router listens on. Its key comes
     from the router's ``mobility_key_file`` (``load_key_file``), else from its
     state, else it is random. With the router's state directory it keeps its
-    buffers there (``MobilityStore``), and takes them back now."""
+    buffers there (``MobilityStore``), and takes them back now. ``interest``:
+    the router's federation peers that may not know yet what its
+    subscribers want now (``FederationService.interest_pending``), which
+    move-out and move-in replies wait for."""
     # imported only when mobility is on: a router without it loads none of it
     from elvin.mobility.proxy import MobilityProxy, ProxyConfig, load_key_file
     from elvin.mobility.store import MobilityStore
@@ -58,7 +63,8 @@ async def start_in_router(router: ChannelHost, config: RouterConfig, urls: list[
     key_file = config.mobility_key_file
     proxy_config = ProxyConfig(id=url, aliases=tuple(aliases),
                                quota=config.mobility_quota, expiry=config.mobility_expiry,
-                               key=load_key_file(key_file) if key_file else None)
+                               key=load_key_file(key_file) if key_file else None,
+                               announce_wait=config.mobility_announce_wait)
     store = None
     if state_dir is not None:
         store = MobilityStore.open(state_dir.path, reset=config.state_reset)
@@ -66,7 +72,7 @@ async def start_in_router(router: ChannelHost, config: RouterConfig, urls: list[
         log.info("mobility buffers are in memory only (no --state-dir): a restart of the "
                  "router loses them")
     proxy = MobilityProxy(url, proxy_config, store=store,
-                          connector=lambda: connect_local(router, url))
+                          connector=lambda: connect_local(router, url), interest=interest)
     try:
         return await proxy.start()
     except BaseException:
@@ -87,8 +93,10 @@ class MobilityService:
 
     def __init__(self, router: ChannelHost, config: RouterConfig,
                  urls: Callable[[], list[str]],
-                 state_dir: Callable[[], StateDir | None]) -> None:
+                 state_dir: Callable[[], StateDir | None],
+                 interest: Callable[[], Sequence[str]] | None = None) -> None:
         self._router = router
+        self._interest = interest
         self._config = config
         self._urls = urls
         self._state_dir = state_dir
@@ -101,7 +109,7 @@ class MobilityService:
         from elvin.daemon.statedir import StateError
         try:
             self.proxy = await start_in_router(self._router, self._config, self._urls(),
-                                               self._state_dir())
+                                               self._state_dir(), self._interest)
         except StateError:
             raise                       # (it names the state directory and the way out)
         except Exception as exc:  # noqa: BLE001 - re-raised as RouterStartError

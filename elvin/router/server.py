@@ -151,7 +151,8 @@ class Router:
         #: owner -> [when its last overrun line was logged, overruns not logged since]
         # once started, the Router is the ChannelHost (its typing: issue 46, point 2)
         self._mobility = MobilityService(self, self.config,  # type: ignore[arg-type]  # see above
-                                         lambda: self.urls, lambda: self.state_dir)
+                                         lambda: self.urls, lambda: self.state_dir,
+                                         self._interest_pending)
         #: the parts beside the core (elvin.router.services), started and
         #: stopped at their points of ``start`` and ``stop``
         self.services = ServiceRegistry()
@@ -407,6 +408,13 @@ class Router:
 
     def _set_archiving(self, record: Recorder | None) -> None:
         self._archiving = record
+
+    def _interest_pending(self) -> list[str]:
+        """The federation peers that may not know yet what this router's
+        subscribers want now (none without federation): what the mobility
+        proxy's replies wait for."""
+        federation = self._federation.running
+        return federation.interest_pending() if federation is not None else []
 
     @property
     def mobility(self) -> MobilityProxy | None:

@@ -374,3 +374,164 @@ async def test_a_kill_after_a_refused_take_over_delivers_nothing_twice(elvind, s
         assert set(missing) <= set(range(40, 60)), f"lost unsaid: {missing}"
     finally:
         await mc.close()
+
+
+async def test_a_retried_move_out_at_the_client_limit_replaces_its_own_buffer(router, tmp_path):
+    """At the proxy's client limit, the client's own buffer is no other
+    client: a resumed move-out that takes its restored buffer over, and a
+    move-out retried after that take-over never finished (the reply was
+    lost), replace it instead of being refused with ``limit``; another
+    client still is refused."""
+    from elvin.keys import EMPTY_KEYS
+    from elvin.mobility import MobilityProxy, ProxyConfig
+    from elvin.mobility import protocol as P
+    from elvin.mobility.client import request_move_in, request_move_out
+    from elvin.mobility.store import MobilityStore
+
+    client = await connect(router.url)
+    specs = [P.SubscriptionSpec(1, "require(Seq)", True, EMPTY_KEYS)]
+    secrets = ["first-secret-0123456789", "second-secret-0123456789",
+               "third-secret-0123456789"]
+    config = ProxyConfig(id="p", max_clients=1)
+    try:
+        async with MobilityProxy(router.url, config, store=MobilityStore.open(tmp_path)):
+            await request_move_out(client, specs, client_id="c", proxy="p", timeout=5,
+                                   secret=secrets[0])
+        async with MobilityProxy(router.url, config,
+                                 store=MobilityStore.open(tmp_path)) as proxy:
+            await publish(router.url, range(0, 10))        # the restored buffer has them
+            send = proxy.connection.send
+
+            async def reply_lost(attrs, **kwargs):
+                if attrs.get(P.REPLY) == P.MOVE_OUT and attrs.get(P.STATUS) == "ok":
+                    proxy.connection.send = send       # once
+                    raise ConnectionResetError("the reply is lost")
+                await send(attrs, **kwargs)
+
+            proxy.connection.send = reply_lost
+            with pytest.raises(MobilityError) as lost:     # resumed, at the limit
+                await request_move_out(client, specs, client_id="c", proxy="p", timeout=5,
+                                       secret=secrets[1], previous_secret=secrets[0],
+                                       resume=True)
+            assert lost.value.code != "limit", lost.value
+            taken = proxy.handlers["c"]
+            assert taken.carry is not None and not taken.armed, "the take-over finished"
+            with pytest.raises(MobilityError) as other:
+                await request_move_out(client, specs, client_id="d", proxy="p", timeout=5)
+            assert other.value.code == "limit", other.value
+            ticket = await request_move_out(client, specs, client_id="c", proxy="p",
+                                            timeout=5, secret=secrets[2],
+                                            previous_secret=secrets[1])   # at the limit
+            await publish(router.url, range(10, 15))       # buffered in the new one
+            await until(lambda: proxy.handlers["c"].buffered == 5, what="the new buffer's 5")
+            entries, reply = await request_move_in(client, ticket, proxy="p", timeout=5)
+            assert [attrs["Seq"] for attrs, _ids in entries] == list(range(10, 15))
+            assert reply.attributes[P.DROPPED] == 10, reply.attributes
+    finally:
+        await client.close()
+
+
+async def test_what_an_unfinished_take_over_receives_during_the_retry_is_counted(
+        router, tmp_path):
+    """A move-out retried (without ``Resume``) after a take-over that never
+    finished: the restored buffer's subscriptions keep feeding the
+    unfinished take-over while the retry makes its own subscriptions (and
+    waits for them). What arrives then is dropped with it, so it is counted
+    too, at the moment it goes (it used to be counted when the retry
+    arrived: those went unsaid), and the move-in tells the exact number."""
+    from elvin.keys import EMPTY_KEYS
+    from elvin.mobility import MobilityProxy, ProxyConfig
+    from elvin.mobility import protocol as P
+    from elvin.mobility.client import request_move_in, request_move_out
+    from elvin.mobility.store import MobilityStore
+
+    client = await connect(router.url)
+    specs = [P.SubscriptionSpec(1, "require(Seq)", True, EMPTY_KEYS)]
+    secrets = ["first-secret-0123456789", "second-secret-0123456789",
+               "third-secret-0123456789"]
+    try:
+        async with MobilityProxy(router.url, ProxyConfig(id="p"),
+                                 store=MobilityStore.open(tmp_path)):
+            await request_move_out(client, specs, client_id="c", proxy="p", timeout=5,
+                                   secret=secrets[0])
+        async with MobilityProxy(router.url, ProxyConfig(id="p"),
+                                 store=MobilityStore.open(tmp_path)) as proxy:
+            await publish(router.url, range(0, 10))        # the restored buffer has them
+            send = proxy.connection.send
+
+            async def reply_lost(attrs, **kwargs):
+                if attrs.get(P.REPLY) == P.MOVE_OUT and attrs.get(P.STATUS) == "ok":
+                    proxy.connection.send = send       # once
+                    raise ConnectionResetError("the reply is lost")
+                await send(attrs, **kwargs)
+
+            proxy.connection.send = reply_lost
+            with pytest.raises(MobilityError):
+                await request_move_out(client, specs, client_id="c", proxy="p", timeout=5,
+                                       secret=secrets[1], previous_secret=secrets[0],
+                                       resume=True)
+            taken = proxy.handlers["c"]
+            assert taken.carry is not None and not taken.armed, "the take-over finished"
+            subscribe = proxy.connection.subscribe
+            during: list[int] = []
+
+            async def published_meanwhile(*args, **kwargs):
+                # the retry's subscriptions are on their way: traffic goes on
+                if not during:
+                    during.append(1)
+                    await publish(router.url, range(10, 15))
+                    await until(lambda: taken.buffered == 15,
+                                what="fed into the unfinished take-over meanwhile")
+                return await subscribe(*args, **kwargs)
+
+            proxy.connection.subscribe = published_meanwhile
+            ticket = await request_move_out(client, specs, client_id="c", proxy="p",
+                                            timeout=10, secret=secrets[2],
+                                            previous_secret=secrets[1])
+            assert during, "the retry made no subscription"
+            await publish(router.url, range(15, 20))       # buffered in the new one
+            await until(lambda: proxy.handlers["c"].buffered == 5, what="the new buffer's 5")
+            entries, reply = await request_move_in(client, ticket, proxy="p", timeout=5)
+            assert [attrs["Seq"] for attrs, _ids in entries] == list(range(15, 20))
+            assert reply.attributes[P.DROPPED] == 15, reply.attributes
+            assert proxy.stats["lost_in_take_over"] == 15
+    finally:
+        await client.close()
+
+
+async def test_a_resumed_move_out_refused_for_a_subscription_tells_what_it_loses(
+        router, tmp_path):
+    """A resumed move-out whose subscription the router refuses lets the
+    restored buffer go (the client is attached again, live), as one refused
+    for want of disk does: what that buffer recorded since the restart, which
+    the client never had, is told in the refusal and counted, not dropped
+    unsaid."""
+    from elvin.keys import EMPTY_KEYS
+    from elvin.mobility import MobilityProxy, ProxyConfig
+    from elvin.mobility import protocol as P
+    from elvin.mobility.client import request_move_out
+    from elvin.mobility.store import MobilityStore
+
+    client = await connect(router.url)
+    specs = [P.SubscriptionSpec(1, "require(Seq)", True, EMPTY_KEYS)]
+    bad = [*specs, P.SubscriptionSpec(2, "Seq ==", True, EMPTY_KEYS)]
+    first, second = "first-secret-0123456789", "second-secret-0123456789"
+    try:
+        async with MobilityProxy(router.url, ProxyConfig(id="p"),
+                                 store=MobilityStore.open(tmp_path)):
+            await request_move_out(client, specs, client_id="c", proxy="p", timeout=5,
+                                   secret=first)
+            await publish(router.url, range(0, 5))         # buffered before the restart
+        async with MobilityProxy(router.url, ProxyConfig(id="p"),
+                                 store=MobilityStore.open(tmp_path)) as proxy:
+            await publish(router.url, range(5, 15))        # the restored buffer has them
+            await until(lambda: proxy.handlers["c"].buffered == 15, what="recorded")
+            with pytest.raises(MobilityError) as refused:
+                await request_move_out(client, bad, client_id="c", proxy="p", timeout=5,
+                                       secret=second, previous_secret=first, resume=True)
+            assert refused.value.code == "subscription", refused.value
+            assert "the 10 notifications" in str(refused.value), refused.value
+            assert proxy.stats["lost_in_take_over"] == 10
+            assert "c" not in proxy.handlers
+    finally:
+        await client.close()
