@@ -926,6 +926,10 @@ class Engine:
             if keyed:
                 self._match_keyed_groups(groups, nkeys, deliver_insecure,  # type: ignore[arg-type]  # built above
                                          insecure, secure)
+            elif not insecure and deliver_insecure:
+                # an owner has one group in a predicate: the first one's groups
+                # go in as they are (for a fan-out, one C call)
+                insecure.update(groups)  # type: ignore[arg-type]  # as above
             elif deliver_insecure:
                 for owner, ids in groups:  # type: ignore[union-attr]  # as above
                     prev = insecure.get(owner)
