@@ -61,6 +61,19 @@ class _Host:
         self.matched += len(insecure) + len(secure)
         return 0
 
+    def deliver_first(self, attrs: Any, block: Any, deliver_insecure: bool, nkeys: Any, *,
+                      producer: Any = None) -> Any:
+        first = self.engine.match_first(attrs, nkeys, deliver_insecure)
+        if type(first) is not tuple:
+            return self._rest(first)
+        self.matched += len(first[0]) + len(first[1])
+        return None
+
+    def _rest(self, rest: Any) -> Any:
+        insecure, secure = yield from rest
+        self.matched += len(insecure) + len(secure)
+        return 0
+
     def link_later(self, steps: Any) -> Any:
         """A match that ran over its step (the process was preempted): run to
         its end now, as the router's step runner would in later turns."""

@@ -1,8 +1,8 @@
 """Build the optional compiled accelerator (``make accel``) into this Python's site-packages.
 
 The accelerator is ``elvin_xdrfast`` (source: ``elvin/protocol/_xdrfast.c``), the
-happy path of ``xdrprim.read_attrs``. Nothing needs it: ``elvin/protocol/_accel.py``
-uses it when it imports, and ``ELVIN_PURE=1`` turns it off. It is built here, on
+happy path of ``xdrprim.read_attrs`` and of ``fastpath.decode_notify_emit``. Nothing
+needs it: ``elvin/protocol/_accel.py`` uses it when it imports, and ``ELVIN_PURE=1`` turns it off. It is built here, on
 request, rather than by ``pip install``, so that the core install stays pure Python
 and installs where there is no compiler. The ``.so`` goes into the running
 interpreter's site-packages (the venv's), never into the source tree.

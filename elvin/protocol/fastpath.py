@@ -21,17 +21,19 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Callable
+from typing import Any
 
 from elvin.keys import Keys
+from elvin.protocol import _accel
 from elvin.protocol.limits import Limits
 from elvin.protocol.packets import NotifyEmit, PacketId, UNotify
 from elvin.protocol.xdr import decode_attributes, decode_packet, encode_attributes, frame_packet
-from elvin.protocol.xdrprim import XDR_FALSE, XDR_TRUE
+from elvin.protocol.xdrprim import ACCEL_READER_ARGS, XDR_FALSE, XDR_TRUE
 from elvin.values import Value
 
 __all__ = ["NOTIFY_EMIT_HEADER", "NotifyEmitFields", "SUB_ADD_RQST_HEADER", "UNOTIFY_HEADER",
-           "decode_notify_emit", "header", "notify_emit_frame", "sub_rply_frame",
-           "unotify_frame"]
+           "decode_notify_emit", "decode_notify_emit_pure", "header", "notify_emit_frame",
+           "sub_rply_frame", "unotify_frame"]
 
 
 def header(pid: int) -> bytes:
@@ -61,7 +63,7 @@ sub_rply_frame: Callable[[int, int], bytes] = functools.partial(
 NotifyEmitFields = tuple[dict[str, Value], int, bool, "Keys | None"]
 
 
-def decode_notify_emit(body: bytes, limits: Limits) -> NotifyEmitFields:
+def decode_notify_emit_pure(body: bytes, limits: Limits) -> NotifyEmitFields:
     """The fields of a NotifyEmit body (``pkt_id`` first); LimitError or
     ProtocolError as ``decode_packet`` raises them. The usual tail (a
     deliver-insecure word and an empty key list) is read from the bytes;
@@ -98,3 +100,25 @@ def unotify_frame(version: tuple[int, int], attributes: dict[str, Value],
                      version[1].to_bytes(4, "big"), encode_attributes(attributes),
                      _TAILS[bool(deliver_insecure)]))
     return _FRAME_LENGTH(len(body)) + body
+
+
+_FAST_NOTIFY_EMIT: Callable[..., Any] | None = getattr(_accel.xdrfast, "read_notify_emit", None)
+_NAMES, _NAMES_MAX, _NEW_INT64 = ACCEL_READER_ARGS
+
+
+def _decode_notify_emit_compiled(body: bytes, limits: Limits) -> NotifyEmitFields:
+    """``decode_notify_emit_pure`` in one compiled call for the usual body
+    (well-formed attributes, the usual tail); anything else, whatever the
+    compiled reader declines, is the pure decoder's to decode or refuse."""
+    got: NotifyEmitFields | None = _FAST_NOTIFY_EMIT(  # type: ignore[misc]  # set: chosen below
+        body, limits.max_attributes, limits.max_name_length, limits.max_string_length,
+        limits.max_opaque_length, _NAMES, _NAMES_MAX, _NEW_INT64)
+    if got is None:
+        return decode_notify_emit_pure(body, limits)
+    return got
+
+
+#: the NotifyEmit decoder: one compiled call when the accelerator has it
+#: (``make accel``; ``ELVIN_PURE=1`` turns it off), else the pure one
+decode_notify_emit: Callable[[bytes, Limits], NotifyEmitFields] = (
+    decode_notify_emit_pure if _FAST_NOTIFY_EMIT is None else _decode_notify_emit_compiled)

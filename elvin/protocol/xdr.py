@@ -56,6 +56,7 @@ buffer and defers to ``decode_packet`` for anything unusual.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -111,6 +112,8 @@ __all__ = [
     "encode_packet",
     "encode_value",
     "frame_notify_deliver",
+    "notify_deliver_head",
+    "one_insecure_id",
     "frame_packet",
     "split_notify_deliver",
 ]
@@ -899,6 +902,19 @@ def _ids_block(ids: Iterable[int] | Sequence[int]) -> bytes:
         (only,) = ids
         return _ONE_ID.pack(1, only)
     return _p_i32(n) + id64_array(n).pack(*ids)
+
+
+def notify_deliver_head(attributes_block: bytes) -> bytes:
+    """What every framed pk.NotifyDeliver of one notification to a single
+    insecure subscription starts with (frame length, pkt_id, the attributes,
+    no secure ids): a fan-out builds it once, and each subscriber's frame is
+    it plus ``one_insecure_id(id)``, as ``frame_notify_deliver(block, (), (id,))``."""
+    return b"".join((_S_HDR_ID.pack(len(attributes_block) + 20, _DELIVER_ID),
+                     attributes_block, _NO_IDS))
+
+
+#: the end of a frame that starts with ``notify_deliver_head``: one insecure id
+one_insecure_id: Callable[[int], bytes] = functools.partial(_ONE_ID.pack, 1)
 
 
 def frame_notify_deliver(attributes_block: bytes, secure_matches: Sequence[int] = (),

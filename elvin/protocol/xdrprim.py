@@ -42,6 +42,7 @@ from elvin.protocol.limits import LimitError, Limits
 from elvin.values import INT32_MAX, INT32_MIN, ElvinType, Int64, Value, check_value
 
 __all__ = [
+    "ACCEL_READER_ARGS",
     "INT32",
     "INT64",
     "PAD",
@@ -396,6 +397,9 @@ _FAST_READ_ATTRS: Callable[..., Any] = getattr(_accel.xdrfast, "read_attrs", _no
 #: the NameValue array reader: the compiled accelerator's when it is in use
 #: (``make accel``; ``ELVIN_PURE=1`` turns it off), else the pure one
 read_attrs = read_attrs_pure if _accel.xdrfast is None else _read_attrs_compiled
+#: what every compiled reader takes after the limits (the name cache, its
+#: size limit, the Int64 maker): ``fastpath``'s NotifyEmit reader shares them
+ACCEL_READER_ARGS = (_DECODED_NAMES, _DECODED_NAMES_MAX, _NEW_INT64)
 
 
 def skip_attrs(data: bytes, o: int, end: int) -> int:

@@ -823,15 +823,52 @@ class Engine:
         overran its own limit, so a step costs at most one such limit more.
         The matched predicates expand to their members at the end: a
         subscription removed meanwhile gets nothing."""
+        first = self.match_first(attrs, nkeys, deliver_insecure, preds)
+        if isinstance(first, tuple):
+            return first
+        yield
+        return (yield from first)
+
+    def match_first(self, attrs: Mapping[str, Any], nkeys: NotificationKeys | None,
+                    deliver_insecure: bool, preds: list[Predicate] | None = None
+                    ) -> tuple[_Matched, _Matched] | Generator[None, None,
+                                                               tuple[_Matched, _Matched]]:
+        """The first step of ``match_steps`` run now: ``match``'s answer when
+        that step was the only one (the usual case: a few candidates), else a
+        generator of the steps after it, the first of which runs at its first
+        ``next``. The router's hot path calls this rather than starting two
+        generators for a notification that needs no second step."""
         if preds is None:
             preds = self.index.candidates(attrs)
         self.evaluations += len(preds)
         matched: list[Predicate] = []
+        start = self._match_step(preds, 0, attrs, matched)
+        if start < 0:
+            return self._expand(matched, nkeys, deliver_insecure)
+        return self._match_rest(preds, start, attrs, matched, nkeys, deliver_insecure)
+
+    def _match_rest(self, preds: list[Predicate], start: int, attrs: Mapping[str, Any],
+                    matched: list[Predicate], nkeys: NotificationKeys | None,
+                    deliver_insecure: bool) -> Generator[None, None, tuple[_Matched, _Matched]]:
+        """(``match_first``'s later steps, from ``preds[start]``.)"""
+        while True:
+            start = self._match_step(preds, start, attrs, matched)
+            if start < 0:
+                return self._expand(matched, nkeys, deliver_insecure)
+            yield
+
+    def _match_step(self, preds: list[Predicate], start: int, attrs: Mapping[str, Any],
+                    matched: list[Predicate]) -> int:
+        """One step of a match: ``preds[start:]`` evaluated, the true ones
+        added to ``matched``, until ``MATCH_SLICE`` has passed or a pattern
+        overran its own limit (charged to its own predicate). Where the next
+        step starts, or -1 when none is needed."""
         over = overruns()
         clock = self.clock
         end = clock() + MATCH_SLICE
         mark()      # an overrun in this step costs one limit, not two
-        for pred in preds:
+        for i in range(start, len(preds)):
+            pred = preds[i]
             seen = over[0]
             try:
                 result = pred.evaluate(attrs)
@@ -843,16 +880,12 @@ class Engine:
             if over[0] != seen:     # its own account; and this step is over
                 self._overran(pred)
                 self._restamp()
-                yield
-                end = clock() + MATCH_SLICE
-                mark()
-            elif clock() > end:
+                return i + 1
+            if clock() > end:
                 # the clock after every predicate (~0.1 us): sixteen patterns
                 # each just under their limit were a step of 16 limits
-                yield
-                end = clock() + MATCH_SLICE
-                mark()
-        return self._expand(matched, nkeys, deliver_insecure)
+                return i + 1
+        return -1
 
     def _evaluate(self, preds: list[Predicate], attrs: Mapping[str, Any]) -> list[Predicate]:
         """The predicates of ``preds`` true for ``attrs``; a pattern overrun is
@@ -891,6 +924,10 @@ class Engine:
             if keyed:
                 self._match_keyed_groups(groups, nkeys, deliver_insecure,  # type: ignore[arg-type]  # built above
                                          insecure, secure)
+            elif not insecure and deliver_insecure:
+                # an owner has one group in a predicate: the first one's groups
+                # go in as they are (for a fan-out, one C call)
+                insecure.update(groups)  # type: ignore[arg-type]  # as above
             elif deliver_insecure:
                 for owner, ids in groups:  # type: ignore[union-attr]  # as above
                     prev = insecure.get(owner)

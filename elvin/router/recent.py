@@ -68,6 +68,8 @@ class RecentValues:
         self.kept: OrderedDict[tuple[str, ...], tuple[Mapping[str, Any], bytes, bool, Any]] = \
             OrderedDict()
         self._replays: dict[Hashable, _Replay] = {}
+        #: the shape ``note`` put last at the end of ``kept``
+        self._newest: tuple[str, ...] | None = None
         self.replayed = 0             # notifications replayed (figures, tests)
 
     def note(self, attrs: Mapping[str, Any], block: bytes, deliver_insecure: bool,
@@ -77,10 +79,14 @@ class RecentValues:
             return
         shape = tuple(attrs)
         kept = self.kept
-        if shape in kept:
-            kept.move_to_end(shape)
-        elif len(kept) >= self.max_shapes:
-            kept.popitem(last=False)
+        if shape != self._newest:
+            # (a stream repeats its shape: then it is the newest kept already,
+            # or the only one since a ``clear``, and the look-ups are spared)
+            if shape in kept:
+                kept.move_to_end(shape)
+            elif len(kept) >= self.max_shapes:
+                kept.popitem(last=False)
+            self._newest = shape
         kept[shape] = (attrs, block, deliver_insecure, nkeys)
 
     def census_watch(self, census: Any) -> Callable[[bool], None]:

@@ -23,7 +23,7 @@ import os
 import socket
 import time
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Generator, Hashable
 from typing import TYPE_CHECKING, Any
 
 from elvin.cli_common import listen_error_reason, listen_error_status
@@ -35,6 +35,7 @@ from elvin.protocol import (
     encode_attributes,
     frame_notify_deliver,
 )
+from elvin.protocol.xdr import notify_deliver_head, one_insecure_id
 from elvin.ratelog import RateLimitedLog
 from elvin.router.announcer import QuenchAnnouncer
 from elvin.router.archive_service import ArchiveService, Recorder
@@ -600,6 +601,30 @@ class Router:
         return self._deliver_matched(attrs, block, deliver_insecure, nkeys, producer, routing,
                                      insecure, secure)
 
+    def deliver_first(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
+                      nkeys: NotificationKeys | None, *, producer: Any = None
+                      ) -> Generator[None, None, int] | None:
+        """``deliver_steps``'s first step run now (a client's NotifyEmit, the
+        hot path): None when it was the only one (delivered), else a
+        generator of the steps after it, for ``link_later``. Two generators
+        fewer per notification than ``deliver_steps`` when, as usual, one
+        step matches it."""
+        if self._recent_request(attrs, block, deliver_insecure, nkeys, producer):
+            return None
+        first = self.engine.match_first(attrs, nkeys, deliver_insecure)
+        if isinstance(first, tuple):
+            self._deliver_matched(attrs, block, deliver_insecure, nkeys, producer, (), *first)
+            return None
+        return self._deliver_rest(first, attrs, block, deliver_insecure, nkeys, producer)
+
+    def _deliver_rest(self, rest: Generator[None, None, tuple[dict[Any, Any], dict[Any, Any]]],
+                      attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
+                      nkeys: NotificationKeys | None, producer: Any) -> Generator[None, None, int]:
+        """(``deliver_first``'s later steps.)"""
+        insecure, secure = yield from rest
+        return self._deliver_matched(attrs, block, deliver_insecure, nkeys, producer, (),
+                                     insecure, secure)
+
     def deliver_ordered(self, key: Hashable, attrs: dict[str, Any], block: bytes | None,
                         deliver_insecure: bool, nkeys: NotificationKeys | None, *,
                         producer: Any = None, routing: tuple[str, ...] = ()) -> None:
@@ -647,8 +672,14 @@ class Router:
                 other = insecure.pop(session, ())
                 session.send_bytes(frame_notify_deliver(block, ids, other), True)
                 count += 1
+        head = None     # the frames' common start, once per notification
         for session, ids in insecure.items():
-            session.send_bytes(frame_notify_deliver(block, (), ids), True)
+            if len(ids) == 1:
+                if head is None:
+                    head = notify_deliver_head(block)
+                session.send_bytes(head + one_insecure_id(ids[0]), True)
+            else:
+                session.send_bytes(frame_notify_deliver(block, (), ids), True)
             count += 1
         self.stats.notifications_out += count
         if federation is not None:     # after local delivery, with the same XDR

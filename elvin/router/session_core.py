@@ -271,6 +271,12 @@ class SessionHost(Protocol):
                       producer: Hashable | None = None) -> Generator[None, None, int]:
         """A delivery as a generator of steps (the rest run by ``link_later``)."""
 
+    def deliver_first(self, attrs: dict[str, Value], block: bytes | None,
+                      deliver_insecure: bool, nkeys: NotificationKeys | None, *,
+                      producer: Hashable | None = None) -> Generator[None, None, int] | None:
+        """``deliver_steps``'s first step run now: None when it was the only
+        one, else a generator of the steps after it (for ``link_later``)."""
+
     def deliver_ordered(self, key: Hashable, attrs: dict[str, Value], block: bytes | None,
                         deliver_insecure: bool, nkeys: NotificationKeys | None, *,
                         producer: Hashable | None = None) -> None:
@@ -764,22 +770,19 @@ class SessionCore:
         counters = self.counters
         clock = self.host.clock
         started = clock()
-        steps = self._emit_steps(body, attrs, end, deliver_insecure, keys, self.owner)
-        if steps is None:
-            return
-        try:
-            next(steps)
-        except StopIteration:
-            counters.match_seconds += clock() - started
-            return
+        rest = self._emit_steps(body, attrs, end, deliver_insecure, keys, self.owner, now=True)
         counters.match_seconds += clock() - started
-        job = self.host.link_later(timed_steps(steps, counters))
+        if rest is None:
+            return
+        job = self.host.link_later(timed_steps(rest, counters))
         self.backlog.start(job, keep=True)  # owed even if the client goes
         job.add_done_callback(self._emitted)
 
     def _emit_steps(self, body: bytes, attrs: dict[str, Any], end: int, deliver_insecure: bool,
-                    keys: Keys | None, producer: Any) -> Any:
-        """A decoded NotifyEmit's delivery as steps, or None if its keys are refused."""
+                    keys: Keys | None, producer: Any, now: bool = False) -> Any:
+        """A decoded NotifyEmit's delivery as steps, or None if its keys are
+        refused. ``now``: its first step is run at once (``deliver_first``),
+        and what is returned is the steps after it, None if there are none."""
         if keys:
             try:
                 check_keys(keys)
@@ -793,6 +796,9 @@ class SessionCore:
         if host.config.publish_rate and self._throttled():
             return None
         nkeys = prepare_notification(self.nfn_keys | keys) if keys else self.nfn_prepared
+        if now:
+            return host.deliver_first(attrs, body[4:end], deliver_insecure, nkeys,
+                                      producer=producer)
         return host.deliver_steps(attrs, body[4:end], deliver_insecure, nkeys,
                                   producer=producer)
 

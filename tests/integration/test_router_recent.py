@@ -73,6 +73,25 @@ def test_the_kept_notifications_are_bounded():
     assert list(recent.kept) == [("Name7",), ("Name8",), ("Name9",)]
 
 
+def test_a_repeated_shape_keeps_the_newest_values_and_the_order_of_use():
+    """A stream repeating its shape (``note``'s shortcut for the newest)
+    replaces its kept values and stays the newest; a shape seen again after
+    others moves back to the end; after ``stop`` the same shape is kept anew."""
+    recent = RecentValues(lambda *a: ({}, {}), max_shapes=2, max_bytes=100)
+    for n in range(3):
+        recent.note({"A": n}, b"a", True, None)
+    recent.note({"B": 0}, b"b", True, None)
+    recent.note({"A": 9}, b"a", True, None)
+    recent.note({"A": 10}, b"a", True, None)
+    assert [(shape, entry[0]) for shape, entry in recent.kept.items()] == \
+        [(("B",), {"B": 0}), (("A",), {"A": 10})]
+    recent.note({"C": 0}, b"c", True, None)                # the oldest (B) goes
+    assert list(recent.kept) == [("A",), ("C",)]
+    recent.stop()
+    recent.note({"C": 1}, b"c", True, None)
+    assert list(recent.kept) == [("C",)] and recent.kept[("C",)][0] == {"C": 1}
+
+
 async def test_one_replay_per_client_at_a_time():
     """A client asking again (for another subscription) replaces its
     running replay: a client cannot pile up replays."""

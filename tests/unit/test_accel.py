@@ -19,8 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elvin.protocol import _accel, xdrprim
+from elvin.keys import Keys
+from elvin.protocol import NotifyEmit, _accel, fastpath, xdrprim
 from elvin.protocol.limits import DEFAULT_LIMITS, Limits
+from elvin.protocol.xdr import encode_packet
 from elvin.values import INT64_MAX, INT64_MIN, Int64
 
 compiled = pytest.mark.skipif(_accel.xdrfast is None, reason=_accel.describe())
@@ -139,3 +141,64 @@ def test_buffers_other_than_bytes_go_the_pure_way() -> None:
     buffer = bytearray(data)
     assert (_outcome(xdrprim._read_attrs_compiled, buffer, 0, len(data), DEFAULT_LIMITS)
             == _outcome(xdrprim.read_attrs_pure, buffer, 0, len(data), DEFAULT_LIMITS))
+
+
+def _emit_outcome(decode, body: bytes, limits: Limits):
+    """What a NotifyEmit decoder makes of a body: its fields with each value's type, or the error."""
+    try:
+        attrs, end, insecure, keys = decode(body, limits)
+    except Exception as exc:  # noqa: BLE001 -- the error itself is what is compared
+        return ("error", type(exc), str(exc), getattr(exc, "offset", None))
+    return ("ok", [(k, type(v), repr(v)) for k, v in attrs.items()], end, insecure, keys)
+
+
+def _same_emit(body: bytes, limits: Limits = DEFAULT_LIMITS) -> None:
+    assert (_emit_outcome(fastpath._decode_notify_emit_compiled, body, limits)
+            == _emit_outcome(fastpath.decode_notify_emit_pure, body, limits))
+
+
+def test_decode_notify_emit_is_the_compiled_one_only_with_the_accelerator() -> None:
+    code = ("from elvin.protocol import fastpath; "
+            "print(fastpath.decode_notify_emit is fastpath.decode_notify_emit_pure)")
+    env = dict(os.environ, ELVIN_PURE="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert out == ["True"]
+    assert (fastpath.decode_notify_emit is fastpath.decode_notify_emit_pure) == \
+        (_accel.xdrfast is None)
+
+
+@compiled
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(attr_sets, st.booleans(), st.data())
+def test_notify_emits_decode_alike_well_formed_keyed_or_damaged(
+        attrs: dict[str, object], insecure: bool, draw: st.DataObject) -> None:
+    """The compiled NotifyEmit reader (attributes and the usual tail in one
+    call) against the pure decoder: every body, well-formed, with keys, with
+    a damaged tail or array, cut short, gives the same fields or error."""
+    keys = draw.draw(st.sampled_from([None, Keys.producer_notification("secret")]))
+    body = encode_packet(NotifyEmit(attrs, insecure, keys if keys is not None else Keys()))
+    _same_emit(body)
+    data = bytearray(body)
+    for _ in range(draw.draw(st.integers(0, 3))):
+        at = draw.draw(st.integers(4, len(data) - 1))
+        data[at] = draw.draw(st.sampled_from([0, 1, 2, 3, 4, 0x7F, 0x80, 0xC3, 0xFF]))
+    _same_emit(bytes(data))
+    _same_emit(bytes(data[:draw.draw(st.integers(4, len(data)))]))
+    _same_emit(bytes(data) + b"\0" * draw.draw(st.integers(1, 8)))   # a longer tail
+    _same_emit(body, Limits(max_attributes=draw.draw(st.integers(0, 3)),
+                            max_string_length=draw.draw(st.integers(0, 8))))
+
+
+@compiled
+def test_the_usual_tails_take_the_compiled_path() -> None:
+    """A NotifyEmit without keys, deliver-insecure or not, is decoded in the
+    one compiled call (not handed to the pure decoder)."""
+    for insecure in (True, False):
+        body = encode_packet(NotifyEmit({"N": 1, "S": "x"}, insecure))
+        got = _accel.xdrfast.read_notify_emit(
+            body, 64, 64, 64, 64, *xdrprim.ACCEL_READER_ARGS)
+        assert got == ({"N": 1, "S": "x"}, len(body) - 8, insecure, None)
+    keyed = encode_packet(NotifyEmit({"N": 1}, True, Keys.producer_notification("k")))
+    assert _accel.xdrfast.read_notify_emit(
+        keyed, 64, 64, 64, 64, *xdrprim.ACCEL_READER_ARGS) is None

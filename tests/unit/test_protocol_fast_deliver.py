@@ -25,7 +25,13 @@ from elvin.protocol import (
     frame,
 )
 from elvin.protocol.limits import LimitError
-from elvin.protocol.xdr import decode_notify_deliver
+from elvin.protocol.xdr import (
+    decode_notify_deliver,
+    encode_attributes,
+    frame_notify_deliver,
+    notify_deliver_head,
+    one_insecure_id,
+)
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
 
 SETTINGS = settings(max_examples=200, deadline=None,
@@ -191,3 +197,16 @@ def test_only_bytes_take_the_fast_path():
     body = encode_packet(NotifyDeliver(NOTIFICATION, (), (1,)))
     assert decode_notify_deliver(bytearray(body), 0, len(body)) is None
     assert type(decode_packet(bytearray(body)).attributes["Payload"]) is bytes
+
+
+@SETTINGS
+@given(attributes, st.integers(0, 2**64 - 1))
+def test_a_fan_out_frame_from_the_shared_head_is_the_whole_frame(attrs, sub_id):
+    """The router builds ``notify_deliver_head`` once per notification and
+    adds each subscriber's id: byte for byte what ``frame_notify_deliver``
+    writes, and what decodes to the NotifyDeliver with that one id."""
+    block = encode_attributes(attrs)
+    data = notify_deliver_head(block) + one_insecure_id(sub_id)
+    assert data == frame_notify_deliver(block, (), (sub_id,))
+    packet = decode_packet(data[4:])
+    assert same(packet, NotifyDeliver(attrs, (), (sub_id,)))

@@ -529,3 +529,31 @@ def test_a_step_of_linking_a_wide_subscription_costs_a_step_not_what_came_before
             assert worst_step(steps)[0] <= 4 * LINK_STEP
         deferred.clear()
     assert sub.id in ids(engine.match_owners({"x": (len(widths) - 1) * 10_000, f"n{len(widths) - 1}_0": 1}), "o")
+
+
+def test_match_first_answers_in_one_step_or_hands_over_the_rest(monkeypatch):
+    """``match_first`` (the router's hot path) gives ``match``'s answer when
+    one step is enough; when the slice runs out it gives a generator of the
+    later steps, which ends with the same answer as ``match_steps``, one
+    step per predicate at a nil slice."""
+    import elvin.router.engine as engine_module
+
+    engine = Engine()
+    subs = [add(engine, f"o{i % 2}", f"x > {i}") for i in range(4)]
+    first = engine.match_first({"x": 2}, None, True)
+    assert isinstance(first, tuple)
+    assert first == engine.match({"x": 2}, None, True)
+    assert list(first[0]["o0"]) == [subs[0].id] and list(first[0]["o1"]) == [subs[1].id]
+    monkeypatch.setattr(engine_module, "MATCH_SLICE", -1.0)
+    rest = engine.match_first({"x": 9}, None, True)
+    assert not isinstance(rest, tuple)
+    steps = 0
+    try:
+        while True:
+            next(rest)
+            steps += 1
+    except StopIteration as stop:
+        insecure, secure = stop.value
+    assert steps == 3          # 4 predicates, one a step: the first ran in match_first
+    assert sorted(insecure["o0"]) == [subs[0].id, subs[2].id] and not secure
+    assert sorted(insecure["o1"]) == [subs[1].id, subs[3].id]

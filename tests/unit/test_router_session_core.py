@@ -243,6 +243,14 @@ class Host:
         self.matched = [*getattr(self, "matched", []), insecure]   # per notification
         return 0
 
+    def deliver_first(self, attrs, block, deliver_insecure, nkeys, *, producer=None):
+        steps = self.deliver_steps(attrs, block, deliver_insecure, nkeys, producer=producer)
+        try:
+            next(steps)
+        except StopIteration:
+            return None
+        return steps
+
     def deliver_ordered(self, key, attrs, block, deliver_insecure, nkeys, *, producer=None):
         self.ordered.submit(key, self.deliver_steps(attrs, block, deliver_insecure, nkeys,
                                                     producer=producer))
