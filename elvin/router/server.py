@@ -41,15 +41,15 @@ from elvin.router.archive_service import ArchiveService, Recorder
 from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
 from elvin.router.clientstats import PublishLimit, top_clients, top_clients_text
 from elvin.router.compiling import CompileWorkers
-from elvin.router.config import RouterConfig, parse_listen_uri
+from elvin.router.config import RELOADABLE, RouterConfig, parse_listen_uri
 from elvin.router.connlog import ConnectionLog
+from elvin.router.core_settings import LOG_SETTINGS, ConnectionDefaults, LiveSettings
 from elvin.router.discovery_service import DiscoveryService
 from elvin.router.door import Door, raise_nofile_limit, tls_key
 from elvin.router.engine import Engine
 from elvin.router.federation_service import FederationAdapter
 from elvin.router.metrics_service import MetricsService
 from elvin.router.mobility_service import MobilityService
-from elvin.router.options import OptionRanges, initial_options
 from elvin.router.ordered import OrderedSteps
 from elvin.router.quench import QuenchManager
 from elvin.router.reaper import Reaper
@@ -73,6 +73,8 @@ if TYPE_CHECKING:
     from elvin.federation.service import FederationService
     from elvin.mobility.proxy import MobilityProxy
     from elvin.pipeline.archive_process import ArchiveProcess
+    from elvin.protocol.limits import Limits
+    from elvin.router.options import SessionOptions
 
 log = logging.getLogger("elvin.router")
 
@@ -91,6 +93,11 @@ _ROUTER_SEQUENCE = itertools.count(1)
 
 
 class Router:
+    #: what a new connection's options and limits start from (SessionHost),
+    #: kept by ``core_settings.ConnectionDefaults``
+    initial_options: SessionOptions
+    initial_limits: Limits
+
     def __init__(self, config: RouterConfig | None = None,
                  daemon: DaemonReport | None = None) -> None:
         """``daemon``: what elvind tells in its status (``elvin.router.cli``);
@@ -107,8 +114,8 @@ class Router:
         self.sessions: set[Session] = set()
         #: the publish limit's buckets, per client address (elvin.router.clientstats)
         self.publish_limit = PublishLimit()
-        self.initial_options = initial_options(self.config.options)
-        self.initial_limits = self.initial_options.limits()
+        #: sets initial_options and initial_limits, and again on a reload
+        self._connection_defaults = ConnectionDefaults(self)
         # host:pid:start time, and a sequence number: two routers started in one
         # process within one second (embedded routers, a quick restart) would
         # otherwise share an id, and federation takes a router's id as its
@@ -174,6 +181,11 @@ class Router:
         if self.status_service is not None:
             # last: its first picture shows every part started
             self.services.register(self.status_service)
+        # what a reload applies to the core: the options, and the rest, which
+        # the core reads from its configuration as it goes (the log is elvind's)
+        self.services.register_part(self._connection_defaults)
+        self.services.register_part(
+            LiveSettings(self.config, RELOADABLE - LOG_SETTINGS - self.services.claimed()))
         self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
             weakref.WeakKeyDictionary()
         self.engine.overrun_listener = self._pattern_overran
@@ -362,23 +374,6 @@ class Router:
         """The federation (elvin.router.federation_service) while
         ``config.federation`` is set and enabled, else None."""
         return self._federation.running
-
-    # -- reload (elvin.router.reload) ---------------------------------------------------
-    def set_option_ranges(self, ranges: OptionRanges) -> None:
-        """New connection-option limits, for the connections made from now on."""
-        self.config.options = ranges
-        self.initial_options = initial_options(ranges)
-        self.initial_limits = self.initial_options.limits()
-
-    def set_stats_interval(self, seconds: float) -> None:
-        """A new ``stats-interval``; a statistics timer running now restarts
-        (``StatisticsService.set_interval``; a reload goes through the service)."""
-        self._statistics.set_interval(seconds)
-
-    async def reconfigure_archive(self, directory: str | None) -> str | None:
-        """The archive moved to ``directory`` (None: off): the problem, or None
-        (``ArchiveService.move_to``; a reload goes through the service)."""
-        return await self._archive.move_to(directory)
 
     # -- state directory -----------------------------------------------------------------
     #: the locked ``elvin.daemon.statedir.StateDir`` while running with ``state_dir``

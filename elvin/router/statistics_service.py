@@ -32,6 +32,7 @@ class StatisticsService:
     name = "statistics"
     starts = StartPoint.BEFORE_LISTENING
     stops = StopPoint.BEFORE_CLOSING_LISTENERS
+    reloads: frozenset[str] = frozenset({"stats_interval"})
 
     def __init__(self, config: RouterConfig, publish: Callable[[], None],
                  wanted: Callable[[], bool]) -> None:
