@@ -22,13 +22,10 @@ import logging
 import os
 import socket
 import time
-import weakref
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
-from elvin.cli_common import listen_error_reason, listen_error_status
 from elvin.errors import RouterStartError
-from elvin.federation.tlsaccept import Handshaking
 from elvin.keys import Keys
 from elvin.protocol import (
     DisconnReason,
@@ -41,16 +38,18 @@ from elvin.router.archive_service import ArchiveService, Recorder
 from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
 from elvin.router.clientstats import PublishLimit, top_clients, top_clients_text
 from elvin.router.compiling import CompileWorkers
-from elvin.router.config import RELOADABLE, RouterConfig, parse_listen_uri
+from elvin.router.config import RELOADABLE, RouterConfig
 from elvin.router.connlog import ConnectionLog
 from elvin.router.core_settings import LOG_SETTINGS, ConnectionDefaults, LiveSettings
 from elvin.router.discovery_service import DiscoveryService
-from elvin.router.door import Door, raise_nofile_limit, tls_key
+from elvin.router.door import Door, raise_nofile_limit
 from elvin.router.engine import Engine
 from elvin.router.federation_service import FederationAdapter
+from elvin.router.listeners import Listeners
 from elvin.router.metrics_service import MetricsService
 from elvin.router.mobility_service import MobilityService
 from elvin.router.ordered import OrderedSteps
+from elvin.router.overruns import OverrunLog
 from elvin.router.quench import QuenchManager
 from elvin.router.reaper import Reaper
 from elvin.router.recent import RecentValues
@@ -59,13 +58,12 @@ from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
 from elvin.router.services import ServiceRegistry, StartPoint, StopPoint
 from elvin.router.session import CLOSING, CONNECTED, Session
+from elvin.router.statedir_service import StateDirService
 from elvin.router.statistics_service import StatisticsService
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
 from elvin.router.status_service import DaemonReport, StatusService
 from elvin.router.steps import StepRunner
-from elvin.subscription.patterns import MATCH_TIMEOUT
 from elvin.subscription.shapes import ShapeCompiler
-from elvin.tls import listener_context
 
 if TYPE_CHECKING:
     from elvin.daemon.statedir import StateDir
@@ -77,14 +75,6 @@ if TYPE_CHECKING:
     from elvin.router.options import SessionOptions
 
 log = logging.getLogger("elvin.router")
-
-#: seconds between two log lines about one client's overrunning patterns
-OVERRUN_LOG_EVERY = 10.0
-
-
-def _clip(text: str, most: int) -> str:
-    """``text`` cut to ``most`` characters for a log line."""
-    return text if len(text) <= most else text[:most - 3] + "..."
 
 __all__ = ["Router", "RouterStartError"]
 
@@ -122,9 +112,13 @@ class Router:
         # default domain (a repeat would look like a routing loop)
         self.router_id = (f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}"
                           f":{next(_ROUTER_SEQUENCE)}")
-        self._servers: list[tuple[str, asyncio.Server]] = []
-        #: TLS sockets whose handshake is under way (aborted at stop)
-        self._tls_pending: set[asyncio.BaseTransport] = set()
+        #: the client listeners (elvin.router.listeners); the door while running
+        # once started, the Router is the ChannelHost (its typing: issue 46, point 2):
+        # its release/session_connected/owner_sub_keys_changed take the Session, the
+        # port's take any Hashable owner (the core does not know its owner's type)
+        self.listeners = Listeners(
+            self.config, lambda listener: Session(self, listener),  # type: ignore[arg-type]  # see above
+            lambda: self.door)
         self._stopped: asyncio.Event | None = None
         self._stopping = False
         self._started = False           # start() completed (a stop then says so)
@@ -156,12 +150,16 @@ class Router:
         #: what clients can make the sessions say, rate-limited (elvin.ratelog)
         self.session_notes = RateLimitedLog(logging.getLogger("elvin.router.session"))
         #: owner -> [when its last overrun line was logged, overruns not logged since]
-        # once started, the Router is the ChannelHost (its typing: issue 46, point 2)
+        # once started, the Router is the ChannelHost (as for the listeners' sessions)
         self._mobility = MobilityService(self, self.config,  # type: ignore[arg-type]  # see above
                                          lambda: self.urls, lambda: self.state_dir)
         #: the parts beside the core (elvin.router.services), started and
         #: stopped at their points of ``start`` and ``stop``
         self.services = ServiceRegistry()
+        # first of all: one router per state directory, kept until the last
+        # part that writes in it (the mobility proxy) has stopped
+        self._state = StateDirService(self.config)
+        self.services.register(self._state)
         self._discovery = DiscoveryService(self.config, lambda: self.urls)
         self._federation = FederationAdapter(self, self.config)
         #: elvind's metrics endpoint and status file (one picture), or None
@@ -186,9 +184,8 @@ class Router:
         self.services.register_part(self._connection_defaults)
         self.services.register_part(
             LiveSettings(self.config, RELOADABLE - LOG_SETTINGS - self.services.claimed()))
-        self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
-            weakref.WeakKeyDictionary()
-        self.engine.overrun_listener = self._pattern_overran
+        #: counts and logs a pattern's overrun (elvin.router.overruns)
+        self.engine.overrun_listener = OverrunLog(lambda: self.stats).overran
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> Router:
@@ -211,20 +208,18 @@ class Router:
         # lark builds its parser on the first parse (~50-100 ms): do it now,
         # before any client can be kept waiting by it
         self.compile("require(Elvin-Router-Warm-Up)")
-        self._open_state()                    # first: one router per state directory
         try:
             await self.services.start(StartPoint.BEFORE_LISTENING)  # nothing unarchived
             # bound but not accepting until the mobility proxy has its
             # subscriptions back: nothing published after a restart is missed
             for uri in self.config.listen:
-                await self._listen(uri)
+                await self.listeners.bind(uri)
             for url in self.urls:   # elvind says it once, on stderr (elvin.router.cli)
                 log.debug("listening on %s", url)
             if not self.config.quench:
                 log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
             await self.services.start(StartPoint.BOUND)
-            for _kind, server in self._servers:
-                await server.start_serving()
+            await self.listeners.serve()
             await self.services.start(StartPoint.SERVING)
             self._started = True
         except BaseException:  # stopped the one way (below); re-raised
@@ -234,74 +229,15 @@ class Router:
             raise
         return self
 
-    async def _listen(self, uri: str) -> None:
-        parsed = parse_listen_uri(uri)
-        context = listener_context(self.config.tls_cert, self.config.tls_key,
-                                   f"listen URI {uri}") if parsed.secure else None
-        host = None if parsed.host in ("", "*") else parsed.host
-        listener = str(parsed)
-        if context is None:
-            def factory() -> Any:
-                # once started (self.loop set) the Router is the ChannelHost; its
-                # release/session_connected/owner_sub_keys_changed take the Session,
-                # the port's take any Hashable owner (the core does not know its owner's type)
-                return Session(self, listener)  # type: ignore[arg-type]  # see above
-        else:
-            # TLS over plain TCP (elvin.federation.tlsaccept): the door counts
-            # the socket from its accept, not from the end of its handshake
-            def factory() -> Any:
-                return Handshaking(lambda: Session(self, listener), context,  # type: ignore[arg-type]  # as above
-                                   self.config.connect_timeout, self._tls_failed,
-                                   self._tls_pending, room=self._tls_room)
-        try:
-            server = await self.loop.create_server(  # type: ignore[union-attr]  # running: loop set
-                factory, host, parsed.port, reuse_address=True, backlog=1024,
-                start_serving=False)
-        except OSError as exc:
-            raise RouterStartError(f"cannot listen on {parsed.host}:{parsed.port} "
-                                   f"({uri}): {listen_error_reason(exc, parsed.port)}",
-                                   listen_error_status(exc)) from None
-        self._servers.append(("ssl" if parsed.secure else "tcp", server))
-
-    def _tls_room(self, peer: Any) -> bool:
-        """A TLS socket was accepted: the door admits it (or closes it) before
-        any TLS work; its session takes the count over (``Door.transfer``)."""
-        door = self.door
-        return door is None or door.admit(tls_key(peer), (peer.address, peer.port))
-
-    def _tls_failed(self, peer: Any, exc: BaseException) -> None:
-        """A TLS handshake failed (or timed out): said rate-limited, uncounted."""
-        door = self.door
-        if door is not None:
-            door.closed(tls_key(peer))
-            door.notes.log("failed TLS handshakes", logging.INFO,
-                           "TLS handshake from %s:%s failed: %s", peer.address, peer.port,
-                           exc or type(exc).__name__)
-
     @property
     def ports(self) -> list[int]:
-        out = []
-        for _kind, server in self._servers:
-            for sock in server.sockets:
-                port = sock.getsockname()[1]
-                if port not in out:
-                    out.append(port)
-        return out
+        """The bound ports (``Listeners.ports``)."""
+        return self.listeners.ports
 
     @property
     def urls(self) -> list[str]:
-        out = []
-        for kind, server in self._servers:
-            if not server.sockets:
-                continue
-            addr = server.sockets[0].getsockname()
-            host, port = addr[0], addr[1]
-            shown = f"[{host}]" if ":" in host else host
-            if kind == "ssl":
-                out.append(f"elvin:4.0/ssl,none,xdr/{shown}:{port}")
-            else:
-                out.append(f"elvin://{shown}:{port}")
-        return out
+        """The bound listeners' URLs (``Listeners.urls``)."""
+        return self.listeners.urls
 
     async def serve_forever(self) -> None:
         if self._stopped is None:
@@ -321,9 +257,7 @@ class Router:
         self.census.stop()
         if self.recent is not None:
             self.recent.stop()
-        await self._close_servers()
-        for transport in list(self._tls_pending):
-            transport.abort()               # type: ignore[attr-defined]  # a pending TLS socket's transport
+        await self.listeners.close()        # and the TLS handshakes under way
         # Disconn to every federated router
         await self.services.stop(StopPoint.BEFORE_CLOSING_SESSIONS)
         for session in list(self.sessions):
@@ -350,23 +284,12 @@ class Router:
         if self.door is not None:
             self.door.close()
         self.session_notes.close()
-        self._close_state()
         # what reports on the router, once it has stopped (the status file goes)
         await self.services.stop(StopPoint.STOPPED)
         if self._stopped is not None:
             self._stopped.set()
         if self._started:               # (a failed start says why, in one line, instead)
             log.info("router stopped")
-
-    async def _close_servers(self) -> None:
-        servers, self._servers = self._servers, []
-        for _kind, server in servers:
-            server.close()
-        for _kind, server in servers:
-            try:
-                await asyncio.wait_for(server.wait_closed(), 1.0)
-            except Exception:  # stopping: closed anyway
-                log.debug("a listener did not close cleanly", exc_info=True)
 
     # -- federation ----------------------------------------------------------------------
     @property
@@ -376,22 +299,11 @@ class Router:
         return self._federation.running
 
     # -- state directory -----------------------------------------------------------------
-    #: the locked ``elvin.daemon.statedir.StateDir`` while running with ``state_dir``
-    state_dir: StateDir | None = None
-
-    def _open_state(self) -> None:
-        """Lock the state directory (``StateError``, a ``RouterStartError``,
-        says what is wrong)."""
-        if self.config.state_dir is None:
-            return
-        from elvin.daemon.statedir import StateDir
-        self.state_dir = StateDir.open(self.config.state_dir)
-        log.info("state directory %s", self.state_dir.path)
-
-    def _close_state(self) -> None:
-        state, self.state_dir = self.state_dir, None
-        if state is not None:
-            state.close()
+    @property
+    def state_dir(self) -> StateDir | None:
+        """The locked state directory (elvin.router.statedir_service) while
+        running with ``state_dir``, else None."""
+        return self._state.directory
 
     # -- mobility ------------------------------------------------------------------------
     @property
@@ -519,41 +431,6 @@ class Router:
         engine.set_owner_keys(session, keys)
         for sub, before in zip(subs, views, strict=True):
             quench.subscription_modified(sub, before, False)
-
-    def _pattern_overran(self, pred: Any, count: int) -> None:
-        """A subscription's regex()/wildcard() ran out of its own time limit
-        (``patterns.MATCH_TIMEOUT``): it alone is bottom for that
-        notification and suspended a while (``elvin.subscription.suspension``). Counted
-        (statistics, status, metrics) and logged, naming the client and the
-        subscription, at most once per ``OVERRUN_LOG_EVERY`` seconds per
-        client (a client's pattern could overrun on every notification)."""
-        self.stats.pattern_overruns += 1
-        members = list(pred.members())
-        if not members:
-            return
-        sub = members[0]
-        now = time.monotonic()
-        try:
-            line = self._overrun_lines.get(sub.owner)
-        except TypeError:           # an owner that cannot be weakly referenced
-            line = None
-        if line is not None and now - line[0] < OVERRUN_LOG_EVERY:
-            line[1] += 1
-            return
-        quiet = line[1] if line is not None else 0
-        try:
-            self._overrun_lines[sub.owner] = [now, 0]
-        except TypeError:
-            pass
-        others = f" (and {len(members) - 1} more with the same expression)" if len(members) > 1 \
-            else ""
-        since = f"; {quiet} more overrun(s) of this client not logged" if quiet else ""
-        log.warning("%s: subscription %d%s: a regex()/wildcard() pattern ran out of its own "
-                    "time limit (%.0f ms), so it is bottom for this notification and is not "
-                    "evaluated for %.0f s (overrun %d of this expression)%s: %s",
-                    getattr(sub.owner, "peer", sub.owner), sub.id, others,
-                    MATCH_TIMEOUT * 1000, pred.evaluate.until - now, count, since,
-                    _clip(sub.text, 200))
 
     def _send_quench_packet(self, owner: Hashable, packet: Any) -> None:
         owner.send(packet, droppable=True)  # type: ignore[attr-defined]  # owners that quench are sessions
