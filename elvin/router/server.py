@@ -22,8 +22,8 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator, Hashable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from elvin.errors import RouterStartError
 from elvin.keys import Keys
@@ -43,7 +43,7 @@ from elvin.router.connlog import ConnectionLog
 from elvin.router.core_settings import LOG_SETTINGS, ConnectionDefaults, LiveSettings
 from elvin.router.discovery_service import DiscoveryService
 from elvin.router.door import Door, raise_nofile_limit
-from elvin.router.engine import Engine
+from elvin.router.engine import Engine, Subscription
 from elvin.router.federation_service import FederationAdapter
 from elvin.router.listeners import Listeners
 from elvin.router.metrics_service import MetricsService
@@ -73,8 +73,12 @@ if TYPE_CHECKING:
     from elvin.pipeline.archive_process import ArchiveProcess
     from elvin.protocol.limits import Limits
     from elvin.router.options import SessionOptions
+    from elvin.router.quench import Quench
+    from elvin.subscription.shapes import Registered
 
 log = logging.getLogger("elvin.router")
+
+_T = TypeVar("_T")
 
 __all__ = ["Router", "RouterStartError"]
 
@@ -328,7 +332,7 @@ class Router:
         answering, else None."""
         return self._discovery.responder
 
-    def redirect(self, url: str, sessions: Any = None) -> int:
+    def redirect(self, url: str, sessions: Iterable[Session] | None = None) -> int:
         """Hand clients over to the router at ``url``: each connected session
         (all, or those in ``sessions``) gets Disconn reason 2 with ``url`` and
         is closed; clients that follow redirects restore their session there.
@@ -360,21 +364,21 @@ class Router:
         """The compile workers (``counts``: what they did; ``busy``)."""
         return self._compilers
 
-    def compile_long(self, text: str) -> asyncio.Future[Any]:
+    def compile_long(self, text: str) -> asyncio.Future[Registered]:
         """Compile a long expression on a worker thread (``elvin.router.compiling``);
         the future gives a ``Registered`` or raises ``SubscriptionError``."""
         return self._compilers.submit(self.loop, text)  # type: ignore[arg-type]  # running: loop set
 
-    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future[Any]:
+    def run_off_loop(self, size: int, job: Callable[[], _T]) -> asyncio.Future[_T]:
         """``job()`` on the compile worker for an expression of ``size``
         characters (a federated peer's pull filter: ``FederationHost``)."""
         return self._compilers.run(self.loop, size, job)  # type: ignore[arg-type]  # running: loop set
 
-    def link_later(self, steps: Any) -> asyncio.Future[Any]:
+    def link_later(self, steps: Generator[object, None, _T]) -> asyncio.Future[_T]:
         """Run the generator ``steps`` in later loop turns (``elvin.router.steps``)."""
         return self.steps.run(steps)
 
-    def announce_later(self, quench: Any) -> asyncio.Future[None]:
+    def announce_later(self, quench: Quench) -> asyncio.Future[None]:
         """Tell ``quench`` what is pending in later loop turns (``announcer``)."""
         return self.announcer.later(quench)
 
@@ -402,7 +406,7 @@ class Router:
         if subs:
             self._reaper.add(list(subs.values()))
 
-    def _forget(self, sub: Any) -> None:
+    def _forget(self, sub: Subscription) -> None:
         quench = self.quench
         before = quench.view(sub)
         self.engine.remove(sub)
@@ -432,8 +436,8 @@ class Router:
         for sub, before in zip(subs, views, strict=True):
             quench.subscription_modified(sub, before, False)
 
-    def _send_quench_packet(self, owner: Hashable, packet: Any) -> None:
-        owner.send(packet, droppable=True)  # type: ignore[attr-defined]  # owners that quench are sessions
+    def _send_quench_packet(self, owner: Hashable, packet: object) -> None:
+        cast(Session, owner).send(packet, droppable=True)   # owners that quench are sessions
 
     # -- delivery ------------------------------------------------------------------------
     def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
@@ -542,6 +546,6 @@ class Router:
             redials_failed=federation.stats.redials_failed if federation else 0,
             top_clients=top_clients_text(self.top_clients()))
 
-    def top_clients(self) -> list[dict[str, Any]]:
+    def top_clients(self) -> list[dict[str, object]]:
         """The busiest client channels' figures (elvin.router.clientstats)."""
         return top_clients(self.sessions, self.engine, self.quench)
