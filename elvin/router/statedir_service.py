@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from elvin.daemon.statedir import StateDir
 from elvin.router.services import StartPoint, StopPoint
 
 if TYPE_CHECKING:
-    from elvin.daemon.statedir import StateDir
     from elvin.router.config import RouterConfig
 
 __all__ = ["StateDirService"]
@@ -25,7 +25,9 @@ log = logging.getLogger("elvin.router")
 
 
 class StateDirService:
-    """Holds the lock of ``config.state_dir`` while the router runs."""
+    """Holds the lock of ``config.state_dir`` while the router runs: what
+    its parts keep there (``StateDir``: the mobility proxy's store) is then
+    theirs alone."""
 
     name = "state directory"
     starts = StartPoint.BEFORE_LISTENING
@@ -42,7 +44,6 @@ class StateDirService:
         what is wrong)."""
         if self._config.state_dir is None:
             return
-        from elvin.daemon.statedir import StateDir  # only with a state directory
         self.directory = StateDir.open(self._config.state_dir)
         log.info("state directory %s", self.directory.path)
 
