@@ -1,4 +1,9 @@
-"""The router: listeners, sessions, delivery, statistics and lifecycle.
+"""The router's core: its sessions, the delivery of notifications between
+them, and its lifecycle. Everything beside (federation, mobility, the
+archive, discovery, statistics, the state directory, elvind's status and
+metrics) is a service registered with it (``elvin.router.services``); its
+listeners are ``elvin.router.listeners``, and what a reload applies to the
+core itself is ``elvin.router.core_settings``.
 
 Async API::
 
@@ -36,7 +41,7 @@ from elvin.ratelog import RateLimitedLog
 from elvin.router.announcer import QuenchAnnouncer
 from elvin.router.archive_service import ArchiveService, Recorder
 from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
-from elvin.router.clientstats import PublishLimit, top_clients, top_clients_text
+from elvin.router.clientstats import PublishLimit, top_clients
 from elvin.router.compiling import CompileWorkers
 from elvin.router.config import RELOADABLE, RouterConfig
 from elvin.router.connlog import ConnectionLog
@@ -131,8 +136,7 @@ class Router:
         self.compile = ShapeCompiler().compile
         self._compilers = CompileWorkers()
         #: the statistics notification's timer (elvin.router.statistics_service)
-        self._statistics = StatisticsService(self.config, self._publish_stats,
-                                             lambda: self.engine.refers(STATS_ATTRIBUTE))
+        self._statistics = StatisticsService(self.config, self)
         self.engine.watch(STATS_ATTRIBUTE, self._statistics.watch)
         #: the attribute names seen, for browsers (elvin.router.census): counts
         #: only while someone subscribes to Elvin-Router-Attributes
@@ -527,24 +531,6 @@ class Router:
     @property
     def connection_count(self) -> int:
         return sum(1 for s in self.sessions if s.state == CONNECTED)
-
-    def _publish_stats(self) -> None:
-        """One statistics notification (``StatisticsService`` calls this)."""
-        if self._stopping:
-            return
-        attrs = self.stats_notification()
-        # the statistics count what clients send and get, not themselves
-        delivered = self.deliver(attrs, None, True, None)
-        self.stats.notifications_out -= delivered
-
-    def stats_notification(self) -> dict[str, object]:
-        federation = self._federation.running
-        links = federation.link_report() if federation is not None else []
-        return self.stats.notification(
-            self.router_id, self.connection_count, len(self.engine), len(self.quench),
-            federation_links=links,
-            redials_failed=federation.stats.redials_failed if federation else 0,
-            top_clients=top_clients_text(self.top_clients()))
 
     def top_clients(self) -> list[dict[str, object]]:
         """The busiest client channels' figures (elvin.router.clientstats)."""
