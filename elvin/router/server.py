@@ -134,7 +134,9 @@ class Router:
         #: text -> Registered (ast, matches) or SubscriptionError; parses, checks
         #: and compiles once per expression shape (elvin.subscription.shapes)
         self.compile = ShapeCompiler().compile
-        self._compilers = CompileWorkers()
+        #: the threads that compile long expressions and run what is given
+        #: off the loop (``counts``: what they did; ``busy``)
+        self.compile_workers = CompileWorkers()
         #: the statistics notification's timer (elvin.router.statistics_service)
         self._statistics = StatisticsService(self.config, self)
         self.engine.watch(STATS_ATTRIBUTE, self._statistics.watch)
@@ -287,7 +289,7 @@ class Router:
         await self.services.stop(StopPoint.AFTER_LAST_SESSION)  # the archive among them
         self._reaper.finish()
         self.steps.finish()
-        self._compilers.close()
+        self.compile_workers.close()
         self.connection_log.close()
         if self.door is not None:
             self.door.close()
@@ -363,20 +365,15 @@ class Router:
             return False
         return self.config.redirect_to
 
-    @property
-    def compile_workers(self) -> CompileWorkers:
-        """The compile workers (``counts``: what they did; ``busy``)."""
-        return self._compilers
-
     def compile_long(self, text: str) -> asyncio.Future[Registered]:
         """Compile a long expression on a worker thread (``elvin.router.compiling``);
         the future gives a ``Registered`` or raises ``SubscriptionError``."""
-        return self._compilers.submit(self.loop, text)  # type: ignore[arg-type]  # running: loop set
+        return self.compile_workers.submit(self.loop, text)  # type: ignore[arg-type]  # running: loop set
 
     def run_off_loop(self, size: int, job: Callable[[], _T]) -> asyncio.Future[_T]:
         """``job()`` on the compile worker for an expression of ``size``
         characters (a federated peer's pull filter: ``FederationHost``)."""
-        return self._compilers.run(self.loop, size, job)  # type: ignore[arg-type]  # running: loop set
+        return self.compile_workers.run(self.loop, size, job)  # type: ignore[arg-type]  # running: loop set
 
     def link_later(self, steps: Generator[object, None, _T]) -> asyncio.Future[_T]:
         """Run the generator ``steps`` in later loop turns (``elvin.router.steps``)."""
