@@ -48,6 +48,7 @@ class ArchiveService:
     name = "archive"
     starts = StartPoint.BEFORE_LISTENING
     stops = StopPoint.AFTER_LAST_SESSION
+    reloads: frozenset[str] = frozenset({"archive"})
 
     def __init__(self, config: RouterConfig,
                  on_writing: Callable[[Recorder | None], None]) -> None:

@@ -29,6 +29,7 @@ class DiscoveryService:
     name = "discovery responder"
     starts = StartPoint.SERVING
     stops = StopPoint.BEFORE_CLOSING_LISTENERS
+    reloads: frozenset[str] = frozenset()
 
     def __init__(self, config: RouterConfig, urls: Callable[[], list[str]]) -> None:
         self._config = config

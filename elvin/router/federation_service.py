@@ -32,6 +32,7 @@ class FederationAdapter:
     name = "federation"
     starts = StartPoint.BOUND
     stops = StopPoint.BEFORE_CLOSING_SESSIONS
+    reloads: frozenset[str] = frozenset({"federation"})
 
     def __init__(self, router: _Router, config: RouterConfig) -> None:
         self._router = router

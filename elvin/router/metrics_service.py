@@ -33,6 +33,7 @@ class MetricsService:
     name = "metrics"
     starts = StartPoint.BEFORE_LISTENING
     stops = StopPoint.STOPPED
+    reloads: frozenset[str] = frozenset()
 
     def __init__(self, config: RouterConfig,
                  snapshot: Callable[[], Mapping[str, Any]]) -> None:

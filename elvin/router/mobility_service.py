@@ -90,6 +90,7 @@ class MobilityService:
     name = "mobility proxy"
     starts = StartPoint.BOUND
     stops = StopPoint.AFTER_LAST_SESSION
+    reloads: frozenset[str] = frozenset()
 
     def __init__(self, router: ChannelHost, config: RouterConfig,
                  urls: Callable[[], list[str]],

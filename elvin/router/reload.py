@@ -15,6 +15,11 @@ setting that differs is either applied, or named as needing a restart:
   mobility...): the running router keeps its old values, and the reload's
   message lists them.
 
+Who applies a setting is the part of the router that owns it, registered
+with its core (``elvin.router.services``: each says which settings it
+``reloads``; ``elvin.router.core_settings`` for the core's own and the
+log): this module only calls them, in ``ORDER``, and says what they did.
+
 The verdict is one line naming what changed, down to the option and the
 federation entry, e.g. ``applied log-level (info -> debug), [options]
 Packet.Max-Length (1048576 -> 65536) (for new connections), [federation]
@@ -27,12 +32,20 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elvin.daemon.daemon_control import change, reload_verdict
 from elvin.router.config import RELOADABLE, SETTINGS, RouterConfig
+from elvin.router.core_settings import LogSettings
 
-__all__ = ["apply_config", "changed_settings", "federation_changes", "option_changes"]
+if TYPE_CHECKING:
+    from elvin.federation.config import FederationConfig
+    from elvin.router.options import OptionRanges
+    from elvin.router.server import Router
+    from elvin.router.services import Reconfigurable
+
+__all__ = ["ORDER", "apply_config", "changed_settings", "federation_changes", "option_changes",
+           "reload_parts"]
 
 log = logging.getLogger("elvin.router")
 
@@ -46,7 +59,7 @@ def changed_settings(old: RouterConfig, new: RouterConfig) -> list[str]:
     return [s.name for s in SETTINGS if getattr(old, s.name) != getattr(new, s.name)]
 
 
-def option_changes(old: Any, new: Any) -> list[str]:
+def option_changes(old: OptionRanges, new: OptionRanges) -> list[str]:
     """What differs between two ``OptionRanges``, as a reload says it:
     ``Packet.Max-Length (1048576 -> 65536)`` for a default, the whole
     ``min/default/max`` when a bound changed too."""
@@ -68,7 +81,8 @@ def option_changes(old: Any, new: Any) -> list[str]:
     return out
 
 
-def federation_changes(old: Any, new: Any) -> list[str]:
+def federation_changes(old: FederationConfig | None, new: FederationConfig | None
+                       ) -> list[str]:
     """What differs between two ``FederationConfig`` (either None: off), as
     a reload says it: ``connect +edge2 -edge1``, ``connect edge1 changed``,
     ``reconnect-max (30 -> 10)``..."""
@@ -98,58 +112,68 @@ def _entries_changed(before: Sequence[object], after: Sequence[object]) -> str:
     return " ".join(parts) or "reordered"
 
 
-async def apply_config(router: Any, new: RouterConfig,
+#: the order in which a reload reconfigures the parts (by name; any other
+#: part after them, in the order of the router's registry): the log first, so
+#: that what follows is said in the new one; then what the core reads as it
+#: goes and the defaults of new connections; last what opens files or dials
+#: (``archive``, ``[federation]``), which may fail
+ORDER = ("log", "statistics", "settings", "connection options", "archive", "federation")
+
+
+def _said(name: str, before: Any, after: Any) -> str:
+    """How the verdict says that setting ``name`` went from ``before`` to
+    ``after``."""
+    if name == "options":
+        return f"[options] {'; '.join(option_changes(before, after))} (for new connections)"
+    if name == "federation":
+        what = "; ".join(federation_changes(before, after))
+        return f"[federation] {what}" if what else "[federation]"
+    if name == "archive":
+        return change("archive", before or "off", after or "off")
+    return change(_shown(name), before, after)
+
+
+def _failed_as(part: Reconfigurable, names: Sequence[str], new: RouterConfig) -> str:
+    """What the verdict names as failed when ``part`` could not apply ``names``."""
+    if part.name == "log":           # the level always applies: the file did not open
+        return f"log-file {new.log_file!r}"
+    return ", ".join(_shown(name) for name in names)
+
+
+def reload_parts(router: Router, set_logging: Callable[[str, str | None], None]
+                 ) -> list[Reconfigurable]:
+    """The parts a reload reconfigures, in ``ORDER``: the router's (its
+    registry's) and the process's log (``set_logging``)."""
+    parts = [LogSettings(router.config, set_logging), *router.services.parts()]
+    rank = {name: i for i, name in enumerate(ORDER)}
+    return sorted(parts, key=lambda part: rank.get(part.name, len(ORDER)))
+
+
+async def apply_config(router: Router, new: RouterConfig,
                        set_logging: Callable[[str, str | None], None]) -> tuple[bool, str]:
     """Apply what can change of ``new`` to ``router``; ``(all applied,
     message)``. ``set_logging(level, file)`` switches the log (``OSError``
-    when the new file cannot be opened)."""
+    when the new file cannot be opened). Each part (``reload_parts``) whose
+    settings changed is reconfigured, and says what went wrong; this only
+    orders the calls and says what they did."""
     old = router.config
     changed = changed_settings(old, new)
     if not changed:
         return True, "no changes"
     applied: list[str] = []
     failed: list[str] = []
-    restart = [name for name in changed if name not in RELOADABLE]
-    live = [name for name in changed if name in RELOADABLE]
-    if "log_level" in live or "log_file" in live:
-        try:
-            set_logging(new.log_level, new.log_file)
-        except OSError as exc:
-            failed.append(f"log-file {new.log_file!r}: cannot open: {exc.strerror or exc}")
-        else:
-            for name in ("log_level", "log_file"):
-                if name in live:
-                    old_value, new_value = getattr(old, name), getattr(new, name)
-                    setattr(old, name, new_value)
-                    applied.append(change(_shown(name), old_value, new_value))
-    for name in live:
-        if name in ("log_level", "log_file", "options", "federation", "archive"):
+    parts = reload_parts(router, set_logging)
+    owned = {name for part in parts for name in part.reloads}
+    # a reloadable setting no part applies would be lost: it is kept for a restart
+    restart = [name for name in changed if name not in RELOADABLE or name not in owned]
+    for part in parts:
+        names = [name for name in changed if name in part.reloads and name in RELOADABLE]
+        if not names:
             continue
-        old_value = getattr(old, name)
-        if name == "stats_interval":
-            problem = await router.services["statistics"].reconfigure(new)
-            if problem:
-                failed.append(f"stats-interval: {problem}")
-                continue
-        else:
-            setattr(old, name, getattr(new, name))
-        applied.append(change(_shown(name), old_value, getattr(new, name)))
-    if "options" in live:
-        what = "; ".join(option_changes(old.options, new.options))
-        router.set_option_ranges(new.options)
-        applied.append(f"[options] {what} (for new connections)")
-    if "archive" in live:
-        before = old.archive
-        problem = await router.services["archive"].reconfigure(new)
+        before = {name: getattr(old, name) for name in names}
+        problem = await part.reconfigure(new)
         if problem:
-            failed.append(f"archive: {problem}")
+            failed.append(f"{_failed_as(part, names, new)}: {problem}")
         else:
-            applied.append(change("archive", before or "off", new.archive or "off"))
-    if "federation" in live:
-        what = "; ".join(federation_changes(old.federation, new.federation))
-        problem = await router.services["federation"].reconfigure(new)
-        if problem:
-            failed.append(f"[federation]: {problem}")
-        else:
-            applied.append(f"[federation] {what}" if what else "[federation]")
+            applied += [_said(name, before[name], getattr(new, name)) for name in names]
     return reload_verdict(applied, [_shown(name) for name in restart], failed)

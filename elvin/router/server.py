@@ -1,4 +1,9 @@
-"""The router: listeners, sessions, delivery, statistics and lifecycle.
+"""The router's core: its sessions, the delivery of notifications between
+them, and its lifecycle. Everything beside (federation, mobility, the
+archive, discovery, statistics, the state directory, elvind's status and
+metrics) is a service registered with it (``elvin.router.services``); its
+listeners are ``elvin.router.listeners``, and what a reload applies to the
+core itself is ``elvin.router.core_settings``.
 
 Async API::
 
@@ -22,13 +27,10 @@ import logging
 import os
 import socket
 import time
-import weakref
-from collections.abc import Callable, Generator, Hashable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator, Hashable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from elvin.cli_common import listen_error_reason, listen_error_status
 from elvin.errors import RouterStartError
-from elvin.federation.tlsaccept import Handshaking
 from elvin.keys import Keys
 from elvin.protocol import (
     DisconnReason,
@@ -40,18 +42,20 @@ from elvin.ratelog import RateLimitedLog
 from elvin.router.announcer import QuenchAnnouncer
 from elvin.router.archive_service import ArchiveService, Recorder
 from elvin.router.census import CENSUS_ATTRIBUTE, AttributeCensus
-from elvin.router.clientstats import PublishLimit, top_clients, top_clients_text
+from elvin.router.clientstats import PublishLimit, top_clients
 from elvin.router.compiling import CompileWorkers
-from elvin.router.config import RouterConfig, parse_listen_uri
+from elvin.router.config import RELOADABLE, RouterConfig
 from elvin.router.connlog import ConnectionLog
+from elvin.router.core_settings import LOG_SETTINGS, ConnectionDefaults, LiveSettings
 from elvin.router.discovery_service import DiscoveryService
-from elvin.router.door import Door, raise_nofile_limit, tls_key
-from elvin.router.engine import Engine
+from elvin.router.door import Door, raise_nofile_limit
+from elvin.router.engine import Engine, Subscription
 from elvin.router.federation_service import FederationAdapter
+from elvin.router.listeners import Listeners
 from elvin.router.metrics_service import MetricsService
 from elvin.router.mobility_service import MobilityService
-from elvin.router.options import OptionRanges, initial_options
 from elvin.router.ordered import OrderedSteps
+from elvin.router.overruns import OverrunLog
 from elvin.router.quench import QuenchManager
 from elvin.router.reaper import Reaper
 from elvin.router.recent import RecentValues
@@ -60,13 +64,12 @@ from elvin.router.security import NotificationKeys
 from elvin.router.sendqueue import FlushBatch
 from elvin.router.services import ServiceRegistry, StartPoint, StopPoint
 from elvin.router.session import CLOSING, CONNECTED, Session
+from elvin.router.statedir_service import StateDirService
 from elvin.router.statistics_service import StatisticsService
 from elvin.router.stats import STATS_ATTRIBUTE, Stats
 from elvin.router.status_service import DaemonReport, StatusService
 from elvin.router.steps import StepRunner
-from elvin.subscription.patterns import MATCH_TIMEOUT
 from elvin.subscription.shapes import ShapeCompiler
-from elvin.tls import listener_context
 
 if TYPE_CHECKING:
     from elvin.daemon.statedir import StateDir
@@ -74,16 +77,14 @@ if TYPE_CHECKING:
     from elvin.federation.service import FederationService
     from elvin.mobility.proxy import MobilityProxy
     from elvin.pipeline.archive_process import ArchiveProcess
+    from elvin.protocol.limits import Limits
+    from elvin.router.options import SessionOptions
+    from elvin.router.quench import Quench
+    from elvin.subscription.shapes import Registered
 
 log = logging.getLogger("elvin.router")
 
-#: seconds between two log lines about one client's overrunning patterns
-OVERRUN_LOG_EVERY = 10.0
-
-
-def _clip(text: str, most: int) -> str:
-    """``text`` cut to ``most`` characters for a log line."""
-    return text if len(text) <= most else text[:most - 3] + "..."
+_T = TypeVar("_T")
 
 __all__ = ["Router", "RouterStartError"]
 
@@ -92,6 +93,11 @@ _ROUTER_SEQUENCE = itertools.count(1)
 
 
 class Router:
+    #: what a new connection's options and limits start from (SessionHost),
+    #: kept by ``core_settings.ConnectionDefaults``
+    initial_options: SessionOptions
+    initial_limits: Limits
+
     def __init__(self, config: RouterConfig | None = None,
                  daemon: DaemonReport | None = None) -> None:
         """``daemon``: what elvind tells in its status (``elvin.router.cli``);
@@ -108,27 +114,32 @@ class Router:
         self.sessions: set[Session] = set()
         #: the publish limit's buckets, per client address (elvin.router.clientstats)
         self.publish_limit = PublishLimit()
-        self.initial_options = initial_options(self.config.options)
-        self.initial_limits = self.initial_options.limits()
+        #: sets initial_options and initial_limits, and again on a reload
+        self._connection_defaults = ConnectionDefaults(self)
         # host:pid:start time, and a sequence number: two routers started in one
         # process within one second (embedded routers, a quick restart) would
         # otherwise share an id, and federation takes a router's id as its
         # default domain (a repeat would look like a routing loop)
         self.router_id = (f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}"
                           f":{next(_ROUTER_SEQUENCE)}")
-        self._servers: list[tuple[str, asyncio.Server]] = []
-        #: TLS sockets whose handshake is under way (aborted at stop)
-        self._tls_pending: set[asyncio.BaseTransport] = set()
+        #: the client listeners (elvin.router.listeners); the door while running
+        # once started, the Router is the ChannelHost (its typing: issue 46, point 2):
+        # its release/session_connected/owner_sub_keys_changed take the Session, the
+        # port's take any Hashable owner (the core does not know its owner's type)
+        self.listeners = Listeners(
+            self.config, lambda listener: Session(self, listener),  # type: ignore[arg-type]  # see above
+            lambda: self.door)
         self._stopped: asyncio.Event | None = None
         self._stopping = False
         self._started = False           # start() completed (a stop then says so)
         #: text -> Registered (ast, matches) or SubscriptionError; parses, checks
         #: and compiles once per expression shape (elvin.subscription.shapes)
         self.compile = ShapeCompiler().compile
-        self._compilers = CompileWorkers()
+        #: the threads that compile long expressions and run what is given
+        #: off the loop (``counts``: what they did; ``busy``)
+        self.compile_workers = CompileWorkers()
         #: the statistics notification's timer (elvin.router.statistics_service)
-        self._statistics = StatisticsService(self.config, self._publish_stats,
-                                             lambda: self.engine.refers(STATS_ATTRIBUTE))
+        self._statistics = StatisticsService(self.config, self)
         self.engine.watch(STATS_ATTRIBUTE, self._statistics.watch)
         #: the attribute names seen, for browsers (elvin.router.census): counts
         #: only while someone subscribes to Elvin-Router-Attributes
@@ -150,13 +161,17 @@ class Router:
         #: what clients can make the sessions say, rate-limited (elvin.ratelog)
         self.session_notes = RateLimitedLog(logging.getLogger("elvin.router.session"))
         #: owner -> [when its last overrun line was logged, overruns not logged since]
-        # once started, the Router is the ChannelHost (its typing: issue 46, point 2)
+        # once started, the Router is the ChannelHost (as for the listeners' sessions)
         self._mobility = MobilityService(self, self.config,  # type: ignore[arg-type]  # see above
                                          lambda: self.urls, lambda: self.state_dir,
                                          self._interest_pending)
         #: the parts beside the core (elvin.router.services), started and
         #: stopped at their points of ``start`` and ``stop``
         self.services = ServiceRegistry()
+        # first of all: one router per state directory, kept until the last
+        # part that writes in it (the mobility proxy) has stopped
+        self._state = StateDirService(self.config)
+        self.services.register(self._state)
         self._discovery = DiscoveryService(self.config, lambda: self.urls)
         self._federation = FederationAdapter(self, self.config)
         #: elvind's metrics endpoint and status file (one picture), or None
@@ -176,9 +191,13 @@ class Router:
         if self.status_service is not None:
             # last: its first picture shows every part started
             self.services.register(self.status_service)
-        self._overrun_lines: weakref.WeakKeyDictionary[Any, list[float]] = \
-            weakref.WeakKeyDictionary()
-        self.engine.overrun_listener = self._pattern_overran
+        # what a reload applies to the core: the options, and the rest, which
+        # the core reads from its configuration as it goes (the log is elvind's)
+        self.services.register_part(self._connection_defaults)
+        self.services.register_part(
+            LiveSettings(self.config, RELOADABLE - LOG_SETTINGS - self.services.claimed()))
+        #: counts and logs a pattern's overrun (elvin.router.overruns)
+        self.engine.overrun_listener = OverrunLog(lambda: self.stats).overran
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> Router:
@@ -201,20 +220,18 @@ class Router:
         # lark builds its parser on the first parse (~50-100 ms): do it now,
         # before any client can be kept waiting by it
         self.compile("require(Elvin-Router-Warm-Up)")
-        self._open_state()                    # first: one router per state directory
         try:
             await self.services.start(StartPoint.BEFORE_LISTENING)  # nothing unarchived
             # bound but not accepting until the mobility proxy has its
             # subscriptions back: nothing published after a restart is missed
             for uri in self.config.listen:
-                await self._listen(uri)
+                await self.listeners.bind(uri)
             for url in self.urls:   # elvind says it once, on stderr (elvin.router.cli)
                 log.debug("listening on %s", url)
             if not self.config.quench:
                 log.info("quench (subset C) off: quench requests get Nack NOT_IMPL")
             await self.services.start(StartPoint.BOUND)
-            for _kind, server in self._servers:
-                await server.start_serving()
+            await self.listeners.serve()
             await self.services.start(StartPoint.SERVING)
             self._started = True
         except BaseException:  # stopped the one way (below); re-raised
@@ -224,74 +241,15 @@ class Router:
             raise
         return self
 
-    async def _listen(self, uri: str) -> None:
-        parsed = parse_listen_uri(uri)
-        context = listener_context(self.config.tls_cert, self.config.tls_key,
-                                   f"listen URI {uri}") if parsed.secure else None
-        host = None if parsed.host in ("", "*") else parsed.host
-        listener = str(parsed)
-        if context is None:
-            def factory() -> Any:
-                # once started (self.loop set) the Router is the ChannelHost; its
-                # release/session_connected/owner_sub_keys_changed take the Session,
-                # the port's take any Hashable owner (the core does not know its owner's type)
-                return Session(self, listener)  # type: ignore[arg-type]  # see above
-        else:
-            # TLS over plain TCP (elvin.federation.tlsaccept): the door counts
-            # the socket from its accept, not from the end of its handshake
-            def factory() -> Any:
-                return Handshaking(lambda: Session(self, listener), context,  # type: ignore[arg-type]  # as above
-                                   self.config.connect_timeout, self._tls_failed,
-                                   self._tls_pending, room=self._tls_room)
-        try:
-            server = await self.loop.create_server(  # type: ignore[union-attr]  # running: loop set
-                factory, host, parsed.port, reuse_address=True, backlog=1024,
-                start_serving=False)
-        except OSError as exc:
-            raise RouterStartError(f"cannot listen on {parsed.host}:{parsed.port} "
-                                   f"({uri}): {listen_error_reason(exc, parsed.port)}",
-                                   listen_error_status(exc)) from None
-        self._servers.append(("ssl" if parsed.secure else "tcp", server))
-
-    def _tls_room(self, peer: Any) -> bool:
-        """A TLS socket was accepted: the door admits it (or closes it) before
-        any TLS work; its session takes the count over (``Door.transfer``)."""
-        door = self.door
-        return door is None or door.admit(tls_key(peer), (peer.address, peer.port))
-
-    def _tls_failed(self, peer: Any, exc: BaseException) -> None:
-        """A TLS handshake failed (or timed out): said rate-limited, uncounted."""
-        door = self.door
-        if door is not None:
-            door.closed(tls_key(peer))
-            door.notes.log("failed TLS handshakes", logging.INFO,
-                           "TLS handshake from %s:%s failed: %s", peer.address, peer.port,
-                           exc or type(exc).__name__)
-
     @property
     def ports(self) -> list[int]:
-        out = []
-        for _kind, server in self._servers:
-            for sock in server.sockets:
-                port = sock.getsockname()[1]
-                if port not in out:
-                    out.append(port)
-        return out
+        """The bound ports (``Listeners.ports``)."""
+        return self.listeners.ports
 
     @property
     def urls(self) -> list[str]:
-        out = []
-        for kind, server in self._servers:
-            if not server.sockets:
-                continue
-            addr = server.sockets[0].getsockname()
-            host, port = addr[0], addr[1]
-            shown = f"[{host}]" if ":" in host else host
-            if kind == "ssl":
-                out.append(f"elvin:4.0/ssl,none,xdr/{shown}:{port}")
-            else:
-                out.append(f"elvin://{shown}:{port}")
-        return out
+        """The bound listeners' URLs (``Listeners.urls``)."""
+        return self.listeners.urls
 
     async def serve_forever(self) -> None:
         if self._stopped is None:
@@ -311,9 +269,7 @@ class Router:
         self.census.stop()
         if self.recent is not None:
             self.recent.stop()
-        await self._close_servers()
-        for transport in list(self._tls_pending):
-            transport.abort()               # type: ignore[attr-defined]  # a pending TLS socket's transport
+        await self.listeners.close()        # and the TLS handshakes under way
         # Disconn to every federated router
         await self.services.stop(StopPoint.BEFORE_CLOSING_SESSIONS)
         for session in list(self.sessions):
@@ -335,28 +291,17 @@ class Router:
         await self.services.stop(StopPoint.AFTER_LAST_SESSION)  # the archive among them
         self._reaper.finish()
         self.steps.finish()
-        self._compilers.close()
+        self.compile_workers.close()
         self.connection_log.close()
         if self.door is not None:
             self.door.close()
         self.session_notes.close()
-        self._close_state()
         # what reports on the router, once it has stopped (the status file goes)
         await self.services.stop(StopPoint.STOPPED)
         if self._stopped is not None:
             self._stopped.set()
         if self._started:               # (a failed start says why, in one line, instead)
             log.info("router stopped")
-
-    async def _close_servers(self) -> None:
-        servers, self._servers = self._servers, []
-        for _kind, server in servers:
-            server.close()
-        for _kind, server in servers:
-            try:
-                await asyncio.wait_for(server.wait_closed(), 1.0)
-            except Exception:  # stopping: closed anyway
-                log.debug("a listener did not close cleanly", exc_info=True)
 
     # -- federation ----------------------------------------------------------------------
     @property
@@ -365,40 +310,12 @@ class Router:
         ``config.federation`` is set and enabled, else None."""
         return self._federation.running
 
-    # -- reload (elvin.router.reload) ---------------------------------------------------
-    def set_option_ranges(self, ranges: OptionRanges) -> None:
-        """New connection-option limits, for the connections made from now on."""
-        self.config.options = ranges
-        self.initial_options = initial_options(ranges)
-        self.initial_limits = self.initial_options.limits()
-
-    def set_stats_interval(self, seconds: float) -> None:
-        """A new ``stats-interval``; a statistics timer running now restarts
-        (``StatisticsService.set_interval``; a reload goes through the service)."""
-        self._statistics.set_interval(seconds)
-
-    async def reconfigure_archive(self, directory: str | None) -> str | None:
-        """The archive moved to ``directory`` (None: off): the problem, or None
-        (``ArchiveService.move_to``; a reload goes through the service)."""
-        return await self._archive.move_to(directory)
-
     # -- state directory -----------------------------------------------------------------
-    #: the locked ``elvin.daemon.statedir.StateDir`` while running with ``state_dir``
-    state_dir: StateDir | None = None
-
-    def _open_state(self) -> None:
-        """Lock the state directory (``StateError``, a ``RouterStartError``,
-        says what is wrong)."""
-        if self.config.state_dir is None:
-            return
-        from elvin.daemon.statedir import StateDir
-        self.state_dir = StateDir.open(self.config.state_dir)
-        log.info("state directory %s", self.state_dir.path)
-
-    def _close_state(self) -> None:
-        state, self.state_dir = self.state_dir, None
-        if state is not None:
-            state.close()
+    @property
+    def state_dir(self) -> StateDir | None:
+        """The locked state directory (elvin.router.statedir_service) while
+        running with ``state_dir``, else None."""
+        return self._state.directory
 
     # -- mobility ------------------------------------------------------------------------
     @property
@@ -430,7 +347,7 @@ class Router:
         answering, else None."""
         return self._discovery.responder
 
-    def redirect(self, url: str, sessions: Any = None) -> int:
+    def redirect(self, url: str, sessions: Iterable[Session] | None = None) -> int:
         """Hand clients over to the router at ``url``: each connected session
         (all, or those in ``sessions``) gets Disconn reason 2 with ``url`` and
         is closed; clients that follow redirects restore their session there.
@@ -457,26 +374,21 @@ class Router:
             return False
         return self.config.redirect_to
 
-    @property
-    def compile_workers(self) -> CompileWorkers:
-        """The compile workers (``counts``: what they did; ``busy``)."""
-        return self._compilers
-
-    def compile_long(self, text: str) -> asyncio.Future[Any]:
+    def compile_long(self, text: str) -> asyncio.Future[Registered]:
         """Compile a long expression on a worker thread (``elvin.router.compiling``);
         the future gives a ``Registered`` or raises ``SubscriptionError``."""
-        return self._compilers.submit(self.loop, text)  # type: ignore[arg-type]  # running: loop set
+        return self.compile_workers.submit(self.loop, text)  # type: ignore[arg-type]  # running: loop set
 
-    def run_off_loop(self, size: int, job: Callable[[], Any]) -> asyncio.Future[Any]:
+    def run_off_loop(self, size: int, job: Callable[[], _T]) -> asyncio.Future[_T]:
         """``job()`` on the compile worker for an expression of ``size``
         characters (a federated peer's pull filter: ``FederationHost``)."""
-        return self._compilers.run(self.loop, size, job)  # type: ignore[arg-type]  # running: loop set
+        return self.compile_workers.run(self.loop, size, job)  # type: ignore[arg-type]  # running: loop set
 
-    def link_later(self, steps: Any) -> asyncio.Future[Any]:
+    def link_later(self, steps: Generator[object, None, _T]) -> asyncio.Future[_T]:
         """Run the generator ``steps`` in later loop turns (``elvin.router.steps``)."""
         return self.steps.run(steps)
 
-    def announce_later(self, quench: Any) -> asyncio.Future[None]:
+    def announce_later(self, quench: Quench) -> asyncio.Future[None]:
         """Tell ``quench`` what is pending in later loop turns (``announcer``)."""
         return self.announcer.later(quench)
 
@@ -504,7 +416,7 @@ class Router:
         if subs:
             self._reaper.add(list(subs.values()))
 
-    def _forget(self, sub: Any) -> None:
+    def _forget(self, sub: Subscription) -> None:
         quench = self.quench
         before = quench.view(sub)
         self.engine.remove(sub)
@@ -534,43 +446,8 @@ class Router:
         for sub, before in zip(subs, views, strict=True):
             quench.subscription_modified(sub, before, False)
 
-    def _pattern_overran(self, pred: Any, count: int) -> None:
-        """A subscription's regex()/wildcard() ran out of its own time limit
-        (``patterns.MATCH_TIMEOUT``): it alone is bottom for that
-        notification and suspended a while (``elvin.subscription.suspension``). Counted
-        (statistics, status, metrics) and logged, naming the client and the
-        subscription, at most once per ``OVERRUN_LOG_EVERY`` seconds per
-        client (a client's pattern could overrun on every notification)."""
-        self.stats.pattern_overruns += 1
-        members = list(pred.members())
-        if not members:
-            return
-        sub = members[0]
-        now = time.monotonic()
-        try:
-            line = self._overrun_lines.get(sub.owner)
-        except TypeError:           # an owner that cannot be weakly referenced
-            line = None
-        if line is not None and now - line[0] < OVERRUN_LOG_EVERY:
-            line[1] += 1
-            return
-        quiet = line[1] if line is not None else 0
-        try:
-            self._overrun_lines[sub.owner] = [now, 0]
-        except TypeError:
-            pass
-        others = f" (and {len(members) - 1} more with the same expression)" if len(members) > 1 \
-            else ""
-        since = f"; {quiet} more overrun(s) of this client not logged" if quiet else ""
-        log.warning("%s: subscription %d%s: a regex()/wildcard() pattern ran out of its own "
-                    "time limit (%.0f ms), so it is bottom for this notification and is not "
-                    "evaluated for %.0f s (overrun %d of this expression)%s: %s",
-                    getattr(sub.owner, "peer", sub.owner), sub.id, others,
-                    MATCH_TIMEOUT * 1000, pred.evaluate.until - now, count, since,
-                    _clip(sub.text, 200))
-
-    def _send_quench_packet(self, owner: Hashable, packet: Any) -> None:
-        owner.send(packet, droppable=True)  # type: ignore[attr-defined]  # owners that quench are sessions
+    def _send_quench_packet(self, owner: Hashable, packet: object) -> None:
+        cast(Session, owner).send(packet, droppable=True)   # owners that quench are sessions
 
     # -- delivery ------------------------------------------------------------------------
     def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
@@ -691,24 +568,6 @@ class Router:
     def connection_count(self) -> int:
         return sum(1 for s in self.sessions if s.state == CONNECTED)
 
-    def _publish_stats(self) -> None:
-        """One statistics notification (``StatisticsService`` calls this)."""
-        if self._stopping:
-            return
-        attrs = self.stats_notification()
-        # the statistics count what clients send and get, not themselves
-        delivered = self.deliver(attrs, None, True, None)
-        self.stats.notifications_out -= delivered
-
-    def stats_notification(self) -> dict[str, object]:
-        federation = self._federation.running
-        links = federation.link_report() if federation is not None else []
-        return self.stats.notification(
-            self.router_id, self.connection_count, len(self.engine), len(self.quench),
-            federation_links=links,
-            redials_failed=federation.stats.redials_failed if federation else 0,
-            top_clients=top_clients_text(self.top_clients()))
-
-    def top_clients(self) -> list[dict[str, Any]]:
+    def top_clients(self) -> list[dict[str, object]]:
         """The busiest client channels' figures (elvin.router.clientstats)."""
         return top_clients(self.sessions, self.engine, self.quench)

@@ -21,6 +21,13 @@ stopped, so that it shows the router until then.
 So each service says where in the core's start it starts (``StartPoint``)
 and where in its stop it stops (``StopPoint``); services of one point start
 in the order they were registered and stop in the reverse order.
+
+A reload (``elvin.router.reload``) goes through the registry too: each
+reloadable setting (``RELOADABLE``) is applied by the one part that says it
+``reloads`` it -- a service, or a part of the core registered with
+``register_part`` (``elvin.router.core_settings``: the connection options,
+the settings the core reads per request) -- so a reload knows no setting's
+workings, only their order and how to say what changed.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from elvin.router.config import RouterConfig
 
-__all__ = ["Service", "ServiceRegistry", "StartPoint", "StopPoint"]
+__all__ = ["Reconfigurable", "Service", "ServiceRegistry", "StartPoint", "StopPoint"]
 
 log = logging.getLogger("elvin.router")
 
@@ -62,13 +69,24 @@ class StopPoint(enum.Enum):
     STOPPED = "stopped"
 
 
-class Service(Protocol):
+class Reconfigurable(Protocol):
+    """A part of the router that applies some reloadable settings."""
+
+    #: how the part is named in logs and in ``ServiceRegistry[name]``
+    name: str
+    #: the reloadable settings (``RouterConfig`` field names, each in
+    #: ``RELOADABLE``) that this part, and no other, applies on a reload
+    reloads: frozenset[str]
+
+    async def reconfigure(self, config: RouterConfig) -> str | None:
+        """Apply this part's settings of ``config``: the problem, or None."""
+
+
+class Service(Reconfigurable, Protocol):
     """A part of the router beside its core. A service whose setting is off
     starts as nothing and stops as nothing, so the core needs no test of its
     own for it."""
 
-    #: how the service is named in logs and in ``ServiceRegistry[name]``
-    name: str
     starts: StartPoint
     stops: StopPoint
 
@@ -90,19 +108,38 @@ class Service(Protocol):
 
 
 class ServiceRegistry:
-    """The services of one router, in the order they were registered."""
+    """The services of one router, in the order they were registered, and
+    the parts of its core that a reload reconfigures."""
 
     def __init__(self) -> None:
         self._services: list[Service] = []
+        self._parts: list[Reconfigurable] = []   # the services and the core's parts
         self._running: list[Service] = []      # started (or starting), in order
 
     def register(self, service: Service) -> None:
-        if any(s.name == service.name for s in self._services):
-            raise ValueError(f"a service named {service.name!r} is registered already")
+        self.register_part(service)
         self._services.append(service)
+
+    def register_part(self, part: Reconfigurable) -> None:
+        """A part of the core that a reload reconfigures but nothing starts."""
+        if any(p.name == part.name for p in self._parts):
+            raise ValueError(f"a part named {part.name!r} is registered already")
+        claimed = [name for p in self._parts for name in p.reloads & part.reloads]
+        if claimed:
+            raise ValueError(f"{part.name!r} reloads {', '.join(sorted(claimed))}, "
+                             "which another part reloads already")
+        self._parts.append(part)
 
     def __iter__(self) -> Iterator[Service]:
         return iter(self._services)
+
+    def parts(self) -> Iterator[Reconfigurable]:
+        """Every part a reload reconfigures (the services among them)."""
+        return iter(self._parts)
+
+    def claimed(self) -> frozenset[str]:
+        """The reloadable settings that a registered part reloads."""
+        return frozenset(name for part in self._parts for name in part.reloads)
 
     def __getitem__(self, name: str) -> Service:
         for service in self._services:

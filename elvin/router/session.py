@@ -137,7 +137,7 @@ class Session(asyncio.Protocol):
         if door is not None and transport.get_extra_info("ssl_object") is not None and \
                 isinstance(peer, tuple) and len(peer) >= 2 and \
                 door.transfer(("tls", peer[0], peer[1]), self):
-            pass                        # counted since its accept (Router._tls_room)
+            pass                        # counted since its accept (Listeners._tls_room)
         elif door is not None and not door.admit(self, peer):
             self._refused = True        # closed at once, without a word
             core = self.core

@@ -71,6 +71,7 @@ class StatusService:
     name = "status file"
     starts = StartPoint.SERVING
     stops = StopPoint.STOPPED
+    reloads: frozenset[str] = frozenset()
 
     def __init__(self, router: Router, daemon: DaemonReport,
                  metrics_url: Callable[[], str | None]) -> None:

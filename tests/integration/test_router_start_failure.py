@@ -33,7 +33,7 @@ async def test_a_failed_federation_start_releases_what_the_router_started(tmp_pa
         with pytest.raises(Exception):          # noqa: B017 - the bind error, whatever its type
             await router.start()
         # the client listener is closed: nobody can connect to a half router
-        assert router._servers == []
+        assert router.ports == []
         assert router.state_dir is None
         # it went the way of a stop: whoever waits for the router to end
         # (an application's serve_forever task) is not left waiting for ever
