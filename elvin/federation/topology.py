@@ -457,6 +457,24 @@ class Route:
     def stamp(self) -> str | None:
         return self.graph.stamp if self.graph is not None else None
 
+    def onward(self, routing: tuple[str, ...]) -> tuple[str, ...]:
+        """The routing list a notification that came with ``routing`` goes
+        on with (before this router prepends its domain): without its stamp
+        when this router routed it by another graph than the stamp names.
+        Why: that happens only when it does not hold that graph and the
+        copy came from a router that does not take part (``TopologyView.route``),
+        as when a router of ours that routers that do not take part cut
+        apart from the others publishes: its stamp names a graph only it
+        holds. Routed here as an unstamped one, it must go on as one: the
+        routers after this one, seeing a stamp they do not hold from a
+        router that takes part, would drop it (lost beyond this router),
+        while unstamped they route it as this router did, by their
+        confirmed graph with the dedup unstamped notifications have
+        (``first_copy``)."""
+        if routing and routing[-1].startswith(STAMP_PREFIX) and routing[-1] != self.stamp:
+            return routing[:-1]
+        return routing
+
 
 #: seconds a router that takes part has to answer: a link whose peer has not
 #: said whether it takes part, a peer that has not announced the link, a
