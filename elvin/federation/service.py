@@ -698,8 +698,6 @@ class FederationService:
                 return 0
             if not routing:
                 routing = (route.stamp,)  # type: ignore[assignment]
-            else:
-                routing = route.onward(routing)   # unstamped if routed by another graph
         if targets is None:               # routing = "flood": every forwarder
             targets = self._everyone
         keys: Keys | None = getattr(nkeys, "raw", None) if nkeys is not None else None

@@ -39,8 +39,10 @@ lost after detection**: in the quiet part of each round (no fault for
 ``bound`` seconds), a notification from every live router that takes part
 and is not silent reaches every router it is connected to, those that do
 not take part too (through links that are up, routers alive and not
-silent, not through one that the tree it is routed by reaches through a
-silent router not yet detected: ``expected``); and **per-producer order
+silent, not through one that the origin's tree reaches through a silent
+router not yet detected, nor, where a silent router is on the side of
+routers that others cut apart but for routers that do not take part,
+beyond that side: ``expected``, ``hears_stale``); and **per-producer order
 among the notifications routed by one graph** (the same stamp) at every
 router that takes part. One that overtakes an earlier one on another graph
 (across a switch) is counted (``Outcome.reordered``), not a violation.
@@ -485,9 +487,8 @@ class Simulation:
             return
         if r.flood:
             targets = [p for p in sorted(r.ends) if p not in routing]
-            onward = routing
             if (k, routing) in self.rerouted:
-                self.rerouted.add((k, (r.name, *onward)))
+                self.rerouted.add((k, (r.name, *routing)))
         else:
             assert r.view is not None
             route = r.view.route(routing, None, sender)
@@ -504,11 +505,10 @@ class Simulation:
                                        {"content": self.content[k]}):
                 return                 # a copy of one taken by another path
             targets = [p for p in route.children if p in r.ends and p not in routing]
-            onward = route.onward(routing)   # unstamped if routed by another graph
             stamp = routing[-1]
             if (k, routing) in self.rerouted or (
                     stamp.startswith(STAMP_PREFIX) and r.view.by_stamp(stamp) is None):
-                self.rerouted.add((k, (r.name, *onward)))
+                self.rerouted.add((k, (r.name, *routing)))
         got = self.counts[k].get(r.name, 0) + 1
         self.counts[k][r.name] = got
         self.outcome.deliveries += 1
@@ -526,7 +526,7 @@ class Simulation:
             self.violation(f"notification {k} from {self.origin[k]} reached {r.name} "
                            f"{got} times (routing {list(routing)})")
         self.check_order(r, k, routing)
-        out = (r.name, *onward)
+        out = (r.name, *routing)
         for peer in targets:
             self.send(r.name, peer, ("notify", k, out))
 
@@ -579,57 +579,68 @@ class Simulation:
     def expected(self, origin: str) -> set[str]:
         """Where a notification published now at ``origin`` must arrive: every
         router it is connected to (routers that do not take part too),
-        except those that the tree it is routed by reaches through a silent
-        router that was not detected (its links are still up and nothing
-        changed since that made the routers wait for it): what is sent to a
-        hung router is lost until the keepalive notices it. That tree is the
-        origin's at a router that holds the origin's graph; at one that does
-        not (it is cut apart from the origin but for routers that do not take
-        part, or its view is stale behind hung routers), its own confirmed
-        graph's, rooted at the origin if that graph has it, else at where
-        the copy enters it (a router there that does not take part), as
-        ``TopologyView.route`` does."""
+        except those its tree reaches through a silent router that was not
+        detected (its links are still up and nothing changed since that
+        made the routers wait for it): what is sent to a hung router is lost
+        until the keepalive notices it; and except where a router knows the
+        topology only as it was when such a router hung (``hears_stale``)."""
         want = self.reachable(origin)
         view = self.routers[origin].view
         graph = view.confirmed if view is not None else None
         if graph is None:
             return want
-        behind = set()                 # on the tree below a silent router
-        for name in sorted(want):
-            if self.routers[name].view is not None:
-                trees = self.trees_at(name, origin, graph)
-            else:                      # a router that does not take part: its peers' trees
-                trees = [tree for peer in sorted(self.routers[name].ends)
-                         if self.routers[peer].view is not None
-                         for tree in self.trees_at(peer, origin, graph)]
-            if any(self.through_silent(tree, name) for tree in trees):
-                behind.add(name)
+        # such a router's notifications follow that topology's tree: only its
+        # own side (which agrees on itself) is sure to get what it publishes;
+        # and it routes what reaches it by that topology: a router beyond
+        # its side is not sure to reach it
+        if self.hears_stale(origin):
+            want &= self.hearing(origin)
+            behind = set()
+        else:
+            behind = {name for name in want if self.routers[name].view is not None
+                      and self.hears_stale(name)}
+        tree = graph.tree(origin)
+        for name in sorted(want):      # on the tree below a silent router
+            node = name
+            while node in tree and node != origin:
+                node = tree[node]
+                if self.routers[node].silent:
+                    behind.add(name)
+                    break
         # and what the graph does not have (behind a router that does not
         # take part) is reached only through routers not behind one
-        return self.reachable(origin, avoid=behind)
+        return self.reachable(origin, avoid=behind) & want
 
-    def trees_at(self, name: str, origin: str, graph: Any) -> list[dict[str, str]]:
-        """The trees that router ``name`` (it takes part) may route a
-        notification of ``origin`` stamped with ``graph`` by (see ``expected``)."""
-        view = self.routers[name].view
-        assert view is not None
-        if view.by_stamp(graph.stamp) is not None:
-            return [graph.tree(origin)]
-        mine = view.confirmed
-        if mine is None:
-            return []
-        roots = [origin] if origin in mine.node_set else \
-            [n for n in mine.nodes if n not in mine.participants]
-        return [mine.tree(root) for root in roots]
+    def hearing(self, name: str) -> set[str]:
+        """The routers whose announcements reach ``name``: those that take
+        part, alive and not silent, through links that are up between them."""
+        def passes(peer: str) -> bool:
+            r = self.routers[peer]
+            return r.alive and not r.flood and not r.silent
+        seen = {name}
+        todo = [name]
+        while todo:
+            node = todo.pop()
+            for link in self.up:
+                if node in link:
+                    peer = next(iter(link - {node}))
+                    if peer not in seen and passes(peer):
+                        seen.add(peer)
+                        todo.append(peer)
+        return seen
 
-    def through_silent(self, tree: dict[str, str], name: str) -> bool:
-        """Whether ``tree`` reaches ``name`` through a silent router."""
-        node = name
-        while node in tree and tree[node] != node:
-            node = tree[node]
-            if self.routers[node].silent:
-                return True
-        return False
+    def hears_stale(self, name: str) -> bool:
+        """Whether ``name`` may know the topology as it was when a silent
+        router not yet detected hung: it is cut apart from routers that take
+        part but for routers that do not (which carry no announcements), and
+        the silent one is on its side. What changed at the silent one, or
+        beyond it, is not announced to its side until the keepalive notices
+        it (a link of the silent router that closed meanwhile is announced by
+        its other end only, on the other side)."""
+        heard = self.hearing(name)
+        if not any(self.routers[p].silent for link in self.up if link & heard for p in link):
+            return False
+        return heard != {n for n in self.reachable(name) if not self.routers[n].flood}
 
     def fault(self) -> None:
         """One random fault (or repair)."""

@@ -457,24 +457,6 @@ class Route:
     def stamp(self) -> str | None:
         return self.graph.stamp if self.graph is not None else None
 
-    def onward(self, routing: tuple[str, ...]) -> tuple[str, ...]:
-        """The routing list a notification that came with ``routing`` goes
-        on with (before this router prepends its domain): without its stamp
-        when this router routed it by another graph than the stamp names.
-        Why: that happens only when it does not hold that graph and the
-        copy came from a router that does not take part (``TopologyView.route``),
-        as when a router of ours that routers that do not take part cut
-        apart from the others publishes: its stamp names a graph only it
-        holds. Routed here as an unstamped one, it must go on as one: the
-        routers after this one, seeing a stamp they do not hold from a
-        router that takes part, would drop it (lost beyond this router),
-        while unstamped they route it as this router did, by their
-        confirmed graph with the dedup unstamped notifications have
-        (``first_copy``)."""
-        if routing and routing[-1].startswith(STAMP_PREFIX) and routing[-1] != self.stamp:
-            return routing[:-1]
-        return routing
-
 
 #: seconds a router that takes part has to answer: a link whose peer has not
 #: said whether it takes part, a peer that has not announced the link, a
@@ -785,15 +767,16 @@ class TopologyView:
         """Whether a notification this router's tree rule takes (``route``:
         it came from its parent) is the first copy of it here, to deliver
         and pass on. Always, for one stamped by a router that takes part
-        and sent by one that takes part: it follows one tree every router
-        holds. Otherwise (unstamped: it entered at a router that does not
-        take part, so each router routes it by its own graph; or sent by a
-        router that does not take part, which copies what it passes on to
-        every link) it may reach this router again by another path, and a
+        with a graph this router holds, and sent by one that takes part: it
+        follows one tree every router holds. Otherwise (unstamped: it
+        entered at a router that does not take part, so each router routes
+        it by its own graph, as it does one stamped with a graph it does not
+        hold; or sent by a router that does not take part, which copies
+        what it passes on to every link) it may reach this router again by another path, and a
         copy with the same ``attrs`` from the same origin that came by
         another routing list within the window is dropped (``dedup.Recent``)."""
         origin, digest = split_routing(routing)
-        if digest is not None and from_participant:
+        if digest is not None and from_participant and self.by_stamp(routing[-1]) is not None:
             return True
         return self.recent.first((origin, content_key(attrs)), routing, self._now())
 
@@ -804,8 +787,9 @@ class TopologyView:
         a router that does not take part) or stamped with a graph this
         router does not hold, by the confirmed graph, rooted at the last
         router of the routing list that the graph has (the latter only when
-        it comes from a ``sender`` that does not take part). Anything else
-        has no route (``Route.graph`` None): dropped, never flooded."""
+        it comes from a ``sender`` that does not take part, or its origin is
+        not in that graph). Anything else has no route (``Route.graph``
+        None): dropped, never flooded."""
         if not routing:
             graph = self._confirmed
             if graph is None:
@@ -830,13 +814,17 @@ class TopologyView:
                         return graph.route(domain, self.me, attrs)
                 return Route(None, routing[-1])
             # a graph this router does not hold. From a router that takes
-            # part (``sender``): the origin agreed it on announcements this
-            # router has moved on from (restarted, or churned it out of its
-            # history), and the others may route it by other trees: dropped.
-            # Else this router is not in it: it came round through routers
-            # that do not take part; routed as an unstamped one.
+            # part (``sender``), of an origin this router's graph has: the
+            # origin agreed it on announcements this router has moved on
+            # from (restarted, or churned it out of its history), and the
+            # others may route it by other trees: dropped. Else this router
+            # is not in it: it came round through routers that do not take
+            # part (from one, or from one of ours that routed it so: its
+            # origin is cut apart from this router's graph but for them);
+            # routed as an unstamped one, with the same dedup (``first_copy``).
             graph = self._confirmed
-            if graph is None or sender is None or sender in graph.participants:
+            if graph is None or sender is None or (
+                    sender in graph.participants and routing[-1] in graph.node_set):
                 return Route(None, routing[-1])
         graph = self._confirmed
         if graph is None:

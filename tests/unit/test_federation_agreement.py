@@ -251,10 +251,12 @@ def test_a_router_cut_apart_by_a_flooding_router_reaches_the_others():
     """r0 - r1 - r2 - r3 with r1 flooding (``routing = "flood"``): r0 is cut
     apart from r2 and r3 but for r1, so it agrees a graph only it holds and
     stamps its notifications with it. r2 routes the copy r1 floods to it as
-    an unstamped one (it does not hold that graph); it passed it on with
-    r0's stamp, which r3 (a stamp it does not hold, from a router that
-    takes part) dropped: lost beyond r2. It goes on unstamped
-    (``Route.onward``)."""
+    an unstamped one (it does not hold that graph) and passes it on; r3
+    dropped it (a stamp it does not hold, from a router that takes part):
+    lost beyond r2. A router drops such a copy only if its graph has the
+    origin (it moved on from the graph the origin agreed); one from an
+    origin outside its graph is routed as an unstamped one, with the dedup
+    (``TopologyView.route``, ``first_copy``)."""
     for seed in range(10):
         sim = Simulation(seed, links=[(0, 1), (1, 2), (2, 3)])
         sim.routers["r01"].flood = True
@@ -283,6 +285,33 @@ def test_nothing_lost_at_or_behind_flooding_routers():
     for seed in (93, 37, 56, 68, 70, 84, 147):
         violations.extend(run(seed, max_routers=16, flood_share=0.2).violations[:1])
     assert not violations, "\n".join(violations)
+
+
+def test_a_router_that_hears_the_topology_only_through_a_hung_one():
+    """The full check's other exception (``Simulation.hears_stale``): a
+    router cut apart from the others but for flooding routers, with a hung
+    router on its side, knows the topology as it was when that router hung
+    (what changed there or beyond is announced on the other side only):
+    its notifications follow that tree (300771: r05, with r04 hung, routed
+    r03's copy through r00, dead meanwhile; 300852, 302130: links that came
+    up meanwhile were missing), and it routes what reaches it by it (52,
+    152). Until the keepalive notices the hung router, no announcement can
+    tell them (the README states it with the hung router's bound)."""
+    violations: list[str] = []
+    for seed in (300771, 300852, 302130, 52, 152):
+        violations.extend(run(seed, max_routers=16, flood_share=0.2).violations[:1])
+    assert not violations, "\n".join(violations)
+
+
+def test_a_copy_routed_on_past_a_stamp_not_held_is_not_taken_twice():
+    """310871 (streams): r02 stamped a graph that r03 held but r01 and r05
+    did not (r02-r03 had just come up); r03 took it from r02, and r01
+    routed r00's flooded copy on by its own graph through r05 to r03. Had
+    that copy gone on unstamped, r03 (which takes a stamped copy from a
+    router that takes part without remembering it) took it twice; stamped,
+    r03 routes it by the graph it names, and takes it only from r02."""
+    outcome = run(310871, max_routers=16, flood_share=0.2, streams=True)
+    assert not outcome.violations, "\n".join(outcome.violations[:3])
 
 
 def test_a_copy_rerouted_on_its_way_is_not_held_to_its_stamps_order():
