@@ -494,7 +494,7 @@ class Simulation:
             route = r.view.route(routing, None, sender)
             if route.graph is None:
                 graph = r.view.confirmed
-                if not routing[-1].startswith(STAMP_PREFIX) and (
+                if not routing[-1].startswith(STAMP_PREFIX) and not r.view.catching_up and (
                         graph is None or sender not in graph.node_set):
                     r.held_in.append((sender, r.ends[sender].epoch, k, routing,  # its link
                                       r.view.life_mark() if mark is None else mark))  # not agreed yet

@@ -564,6 +564,7 @@ class TopologyView:
         return True
 
     def _announce(self, now: float) -> None:
+        self._reannounce = False          # its number is above any named gone
         self._sequence += 1
         self.announcements[self.me] = Announcement(
             self.me, self._sequence, self._links, tuple(self.graphs),
@@ -615,11 +616,7 @@ class TopologyView:
         if not self._dirty:
             return False
         before = self.own
-        if self._reannounce:
-            self._reannounce = False
-            self._announce(self._now())
-        else:
-            self._recompute(self._now())
+        self._recompute(self._now())
         return self.own is not before
 
     def tick(self) -> bool:
@@ -640,6 +637,14 @@ class TopologyView:
 
     # -- graphs ------------------------------------------------------------------------
     def _recompute(self, now: float) -> None:
+        if self._reannounce:
+            # whoever recomputes first (``refresh``, or ``tick`` and
+            # ``set_links`` before it) announces anew: had it been left to
+            # ``refresh``, a ``tick`` in between left nothing dirty, and the
+            # router stayed taken for gone, dropping all it was sent (sim
+            # seed 601493: for good)
+            self._announce(now)
+            return
         self._dirty = False
         for _ in range(len(self.announcements) + 1):   # each pass may declare some gone
             self._all_gone = self._gone_everywhere()
@@ -760,6 +765,17 @@ class TopologyView:
     def confirmed(self) -> Graph | None:
         """The newest graph every taking part router in it holds."""
         return self._confirmed
+
+    @property
+    def catching_up(self) -> bool:
+        """Whether this router read that the others took it for gone (it
+        hung) or of a later life of its own, and has not recomputed yet
+        (``refresh``): what peers send it meanwhile has no route (``route``)
+        and is dropped, never held for later (``hold_from``). Why: it is the
+        backlog of a hang, which the others have routed around; held and
+        routed once this router agrees again, it reached routers twice (a
+        flooding router that had it by the others' tree: sim seed 600054)."""
+        return self._reannounce
 
     # -- routes ------------------------------------------------------------------------
     def first_copy(self, routing: tuple[str, ...], from_participant: bool,

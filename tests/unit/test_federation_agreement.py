@@ -303,6 +303,28 @@ def test_a_router_that_hears_the_topology_only_through_a_hung_one():
     assert not violations, "\n".join(violations)
 
 
+def test_a_hung_routers_backlog_is_dropped_not_held():
+    """600054: r04 hung past the bound and was taken for gone; resumed, it
+    read its backlog (two copies of a flooding router's notification)
+    before recomputing. ``route`` drops such copies, but they came from
+    peers its stale graph did not have, so they were held for a link not
+    agreed yet, and routed once r04 agreed again: r08 (flooding), which had
+    the notification by the others' tree, got it twice. A router catching
+    up holds nothing (``TopologyView.catching_up``)."""
+    outcome = run(600054, max_routers=16, flood_share=0.2)
+    assert not outcome.violations, "\n".join(outcome.violations[:3])
+
+
+def test_a_router_taken_for_gone_announces_anew_whoever_recomputes_first():
+    """601493: r00 read that r02 took it for gone, but a ``tick`` recomputed
+    before ``refresh``, which then found nothing dirty and never announced
+    anew: r00 stayed catching up (dropping everything it was sent) and r02
+    kept it for gone, for good (r02's notifications missed r00 4 s after the
+    last fault)."""
+    outcome = run(601493, max_routers=16, flood_share=0.2)
+    assert not outcome.violations, "\n".join(outcome.violations[:3])
+
+
 def test_a_copy_routed_on_past_a_stamp_not_held_is_not_taken_twice():
     """310871 (streams): r02 stamped a graph that r03 held but r01 and r05
     did not (r02-r03 had just come up); r03 took it from r02, and r01
