@@ -769,8 +769,8 @@ class TopologyView:
     @property
     def catching_up(self) -> bool:
         """Whether this router read that the others took it for gone (it
-        hung) or of a later life of its own, and has not recomputed yet
-        (``refresh``): what peers send it meanwhile has no route (``route``)
+        hung) or of a later life of its own, and has not recomputed (and so
+        announced anew) yet: what peers send it meanwhile has no route (``route``)
         and is dropped, never held for later (``hold_from``). Why: it is the
         backlog of a hang, which the others have routed around; held and
         routed once this router agrees again, it reached routers twice (a
@@ -788,9 +788,10 @@ class TopologyView:
         entered at a router that does not take part, so each router routes
         it by its own graph, as it does one stamped with a graph it does not
         hold; or sent by a router that does not take part, which copies
-        what it passes on to every link) it may reach this router again by another path, and a
-        copy with the same ``attrs`` from the same origin that came by
-        another routing list within the window is dropped (``dedup.Recent``)."""
+        what it passes on to every link) it may reach this router again by
+        another path, and a copy with the same ``attrs`` from the same
+        origin that came by another routing list within the window is
+        dropped (``dedup.Recent``)."""
         origin, digest = split_routing(routing)
         if digest is not None and from_participant and self.by_stamp(routing[-1]) is not None:
             return True
