@@ -325,6 +325,18 @@ def test_a_router_taken_for_gone_announces_anew_whoever_recomputes_first():
     assert not outcome.violations, "\n".join(outcome.violations[:3])
 
 
+def test_a_copy_held_up_in_a_hung_flooding_router_may_come_twice_past_the_window():
+    """711720 (streams): flooding r03 hung for 12.8 s with a stamped copy in
+    its buffers; resumed, it passed it to r05, which no longer held that
+    graph and routed it on as an unstamped one to r06, which had had it
+    12.8 s before (past the dedup window). The README allows it (a copy held
+    up longer than the window, of what came through a router that does not
+    take part); the check allowed it only from the flooding router itself."""
+    outcome = run(711720, max_routers=16, flood_share=0.2, streams=True)
+    assert not outcome.violations, "\n".join(outcome.violations[:3])
+    assert outcome.late_duplicates
+
+
 def test_a_copy_routed_on_past_a_stamp_not_held_is_not_taken_twice():
     """310871 (streams): r02 stamped a graph that r03 held but r01 and r05
     did not (r02-r03 had just come up); r03 took it from r02, and r01
