@@ -840,7 +840,7 @@ class FederationService:
         if a router restarted meanwhile (``TopologyView.restarted_since``:
         its earlier life may have had it)."""
         view = self.topology
-        if view is None or len(self._held_in) >= MAX_HELD:
+        if view is None or view.catching_up or len(self._held_in) >= MAX_HELD:
             return False
         graph = view.confirmed
         if graph is not None and link.remote_domain in graph.node_set:

@@ -564,6 +564,7 @@ class TopologyView:
         return True
 
     def _announce(self, now: float) -> None:
+        self._reannounce = False          # its number is above any named gone
         self._sequence += 1
         self.announcements[self.me] = Announcement(
             self.me, self._sequence, self._links, tuple(self.graphs),
@@ -621,11 +622,7 @@ class TopologyView:
         if not self._dirty:
             return False
         before = self.own
-        if self._reannounce:
-            self._reannounce = False
-            self._announce(self._now())
-        else:
-            self._recompute(self._now())
+        self._recompute(self._now())
         return self.own is not before
 
     def tick(self) -> bool:
@@ -646,6 +643,14 @@ class TopologyView:
 
     # -- graphs ------------------------------------------------------------------------
     def _recompute(self, now: float) -> None:
+        if self._reannounce:
+            # whoever recomputes first (``refresh``, or ``tick`` and
+            # ``set_links`` before it) announces anew: had it been left to
+            # ``refresh``, a ``tick`` in between left nothing dirty, and the
+            # router stayed taken for gone, dropping all it was sent (sim
+            # seed 601493: for good)
+            self._announce(now)
+            return
         self._dirty = False
         for _ in range(len(self.announcements) + 1):   # each pass may declare some gone
             self._all_gone = self._gone_everywhere()
@@ -767,21 +772,34 @@ class TopologyView:
         """The newest graph every taking part router in it holds."""
         return self._confirmed
 
+    @property
+    def catching_up(self) -> bool:
+        """Whether this router read that the others took it for gone (it
+        hung) or of a later life of its own, and has not recomputed (and so
+        announced anew) yet: what peers send it meanwhile has no route (``route``)
+        and is dropped, never held for later (``hold_from``). Why: it is the
+        backlog of a hang, which the others have routed around; held and
+        routed once this router agrees again, it reached routers twice (a
+        flooding router that had it by the others' tree: sim seed 600054)."""
+        return self._reannounce
+
     # -- routes ------------------------------------------------------------------------
     def first_copy(self, routing: tuple[str, ...], from_participant: bool,
                    attrs: Mapping[str, Any]) -> bool:
         """Whether a notification this router's tree rule takes (``route``:
         it came from its parent) is the first copy of it here, to deliver
         and pass on. Always, for one stamped by a router that takes part
-        and sent by one that takes part: it follows one tree every router
-        holds. Otherwise (unstamped: it entered at a router that does not
-        take part, so each router routes it by its own graph; or sent by a
-        router that does not take part, which copies what it passes on to
-        every link) it may reach this router again by another path, and a
-        copy with the same ``attrs`` from the same origin that came by
-        another routing list within the window is dropped (``dedup.Recent``)."""
+        with a graph this router holds, and sent by one that takes part: it
+        follows one tree every router holds. Otherwise (unstamped: it
+        entered at a router that does not take part, so each router routes
+        it by its own graph, as it does one stamped with a graph it does not
+        hold; or sent by a router that does not take part, which copies
+        what it passes on to every link) it may reach this router again by
+        another path, and a copy with the same ``attrs`` from the same
+        origin that came by another routing list within the window is
+        dropped (``dedup.Recent``)."""
         origin, digest = split_routing(routing)
-        if digest is not None and from_participant:
+        if digest is not None and from_participant and self.by_stamp(routing[-1]) is not None:
             return True
         return self.recent.first((origin, content_key(attrs)), routing, self._now())
 
@@ -792,8 +810,9 @@ class TopologyView:
         a router that does not take part) or stamped with a graph this
         router does not hold, by the confirmed graph, rooted at the last
         router of the routing list that the graph has (the latter only when
-        it comes from a ``sender`` that does not take part). Anything else
-        has no route (``Route.graph`` None): dropped, never flooded."""
+        it comes from a ``sender`` that does not take part, or its origin is
+        not in that graph). Anything else has no route (``Route.graph``
+        None): dropped, never flooded."""
         if not routing:
             graph = self._confirmed
             if graph is None:
@@ -818,13 +837,17 @@ class TopologyView:
                         return graph.route(domain, self.me, attrs)
                 return Route(None, routing[-1])
             # a graph this router does not hold. From a router that takes
-            # part (``sender``): the origin agreed it on announcements this
-            # router has moved on from (restarted, or churned it out of its
-            # history), and the others may route it by other trees: dropped.
-            # Else this router is not in it: it came round through routers
-            # that do not take part; routed as an unstamped one.
+            # part (``sender``), of an origin this router's graph has: the
+            # origin agreed it on announcements this router has moved on
+            # from (restarted, or churned it out of its history), and the
+            # others may route it by other trees: dropped. Else this router
+            # is not in it: it came round through routers that do not take
+            # part (from one, or from one of ours that routed it so: its
+            # origin is cut apart from this router's graph but for them);
+            # routed as an unstamped one, with the same dedup (``first_copy``).
             graph = self._confirmed
-            if graph is None or sender is None or sender in graph.participants:
+            if graph is None or sender is None or (
+                    sender in graph.participants and routing[-1] in graph.node_set):
                 return Route(None, routing[-1])
         graph = self._confirmed
         if graph is None:

@@ -217,6 +217,22 @@ async def test_routers_that_do_not_take_part_are_loop_free(flooding):
         stop_all(routers)
 
 
+async def test_a_router_cut_apart_by_a_flooding_router_reaches_the_others():
+    """r0 - r1 - r2 - r3 with r1 flooding: r0 is cut apart from r2 and r3 but
+    for r1, so its notifications carry a stamp of a graph only it holds. r2
+    routes them by its own graph and passes them on with that stamp, which
+    r3 dropped (a stamp it does not hold, from a router that takes part):
+    r0's notifications never reached r3 (issue 40, simulation seed 93).
+    r3 routes them as r2 does (their origin is not in its graph), and
+    everyone gets everything once."""
+    chain = [(1, 0), (2, 1), (3, 2)]
+    routers = federated_routers(4, chain, per_router_routing={1: "flood"})
+    try:
+        await everything_everywhere(routers, chain, exact_forwarding=False)
+    finally:
+        stop_all(routers)
+
+
 def test_config_refuses_unknown_routing_and_reserved_domains():
     from elvin.federation.config import FederationConfig, FederationConfigError
     with pytest.raises(FederationConfigError, match="federation.routing"):
