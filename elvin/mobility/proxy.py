@@ -48,7 +48,7 @@ from elvin.errors import ElvinError, SubscriptionError
 from elvin.fileutil import reading
 from elvin.keys import Keys, public_key
 from elvin.mobility import protocol as P
-from elvin.mobility.buffer import ClientHandler
+from elvin.mobility.buffer import ClientHandler, Handover
 from elvin.mobility.exchange import exchange, hello
 from elvin.mobility.store import MobilityStore, StoredClient, StoredTombstone, iter_entries
 from elvin.protocol import URIError, parse_uri
@@ -490,9 +490,9 @@ class MobilityProxy:
             handler.on_pending = self._on_pending
             handler.restored_seq, handler.restored_dropped = handler.next_seq, handler.dropped
             handler.arm()
-            for spec, exc in await self._subscribe(handler):
+            for spec, why in await self._subscribe(handler):
                 log.error("mobility: client %r's subscription %d (%r) is refused after the "
-                          "restart: %s", row.client_id, spec.id, spec.expression, exc)
+                          "restart: %s", row.client_id, spec.id, spec.expression, why)
             self.handlers[row.client_id] = handler
             self._start_expiry(handler, row.expires_at - time.time())
             buffered += len(handler.entries)
@@ -930,8 +930,7 @@ class MobilityProxy:
 
     # -- handing a buffer over ------------------------------------------------------------
     async def _take(self, client_id: str, secret: str, fence: str | None = None,
-                    request_id: str | None = None
-                    ) -> tuple[list[bytes], int, int, bool, bool]:
+                    request_id: str | None = None) -> Handover:
         """Check the secret and return the buffer as batches with (count,
         dropped, expired, fenced): what was buffered before the client's
         fence (``fenced``), else before a fence of our own, sent now. The
