@@ -71,6 +71,9 @@ class Connector:
         #: (3.11's wait_for swallows one that meets a finished dial)
         self._stopped = False
         self._said_up: FederationLink | None = None       # the link whose coming up was said
+        #: loop time since when no link of this connector has been up: its
+        #: start, or the close of its last link that was (None while one is)
+        self._down_since: float | None = asyncio.get_running_loop().time()
         self._retries = RetryLog(log, f"federation link to {spec.url}")
         self._tls_retries = RetryLog(log, f"federation link to {spec.url}",
                                      level=logging.WARNING)
@@ -83,6 +86,14 @@ class Connector:
             return "down"
         return "linked" if self.link.state == LINKED else "connecting"
 
+    def down_for(self) -> float:
+        """Seconds since a link of this connector was last up (or since it
+        started, if none was yet); 0 while one is up. Tells a peer that is
+        off for a while from a link still coming up after a (re)start."""
+        if self._down_since is None:
+            return 0.0
+        return asyncio.get_running_loop().time() - self._down_since
+
     def linked(self) -> None:
         """The dialled link is up: the outage is over, said now (not when
         the link closes again). Called by the service when the link is
@@ -90,6 +101,7 @@ class Connector:
         if self._said_up is self.link:
             return
         self._said_up = self.link
+        self._down_since = None
         self._retries.succeeded()
         self._tls_retries.succeeded()
         self.last_error = None
@@ -139,6 +151,7 @@ class Connector:
                 self.link = None
                 if was_linked:          # its success was said when it came up (linked)
                     delay = service.config.reconnect_min
+                    self._down_since = loop.time()
                 elif not link.answered:
                     self._failed("the router closed the connection without answering our "
                                  "FedConnRqst" + (" (does it accept our certificate?)"

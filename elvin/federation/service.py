@@ -605,6 +605,21 @@ class FederationService:
             missing.append("(no topology agreed yet)")
         return missing
 
+    def interest_unreachable(self, down_for: float) -> list[str]:
+        """The dialled peers of ``interest_unannounced`` that waiting cannot
+        help soon: no connection to them (between dials, or one under way)
+        and none up for ``down_for`` seconds at least, so a peer off or
+        unreachable for a while, not a link still coming up after a
+        (re)start. A caller that waits for the interest at most ``down_for``
+        (a mobility reply) names them at once instead of waiting for nothing."""
+        names: list[str] = []
+        for connector in self._connectors:
+            name = connector.spec.router or connector.spec.url
+            if (connector.link is None and connector.down_for() >= down_for
+                    and name not in self.linked):    # not up by a link the peer dialled
+                names.append(name)
+        return names
+
     def interest_pending(self) -> list[str]:
         """``interest_unannounced``, and each peer that has not yet
         acknowledged the pull filter holding what this router's subscribers

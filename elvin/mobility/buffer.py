@@ -33,10 +33,15 @@ from typing import Any
 
 from elvin.mobility import protocol as P
 
-__all__ = ["ClientHandler"]
+__all__ = ["ClientHandler", "Handover"]
 
 #: fences remembered per client (the last ones win)
 MAX_FENCES = 16
+
+#: what a move-in or a download takes from a buffer: its batches, how many
+#: notifications they hold, how many were dropped, whether only a tombstone
+#: was left (expired), whether it was cut at the client's fence
+Handover = tuple[list[bytes], int, int, bool, bool]
 
 
 class ClientHandler:
@@ -68,7 +73,7 @@ class ClientHandler:
         #: a move-in handed the buffer over: ((fence, request id), reply),
         #: repeated as is to a repeated request; the handler stays (subscribed, on disk) until
         #: the client releases it or ``handed_timer`` runs out
-        self.handed: tuple[str | None, tuple] | None = None
+        self.handed: tuple[tuple[str | None, str | None], Handover] | None = None
         self.timer: Any = None
         self.handed_timer: Any = None
         self._last: dict | None = None

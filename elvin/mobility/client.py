@@ -741,9 +741,9 @@ class MobileConnection:
             caught_up = skipped = 0
             for attrs, ids in entries:
                 if overlap:
-                    key = _content(attrs)
-                    if overlap[key] > 0:
-                        overlap[key] -= 1
+                    content = _content(attrs)
+                    if overlap[content] > 0:
+                        overlap[content] -= 1
                         skipped += 1
                         continue
                 caught_up += self._deliver(attrs, ids, self._buffered_secure(ids))
@@ -829,17 +829,21 @@ class MobileConnection:
             try:
                 # the connection-level keys first, from the client's state
                 await self._restore_keys(connection)
-                waits = [self._attach(m, connection) for m in self._subs.values()]
-                if fence is not None:
-                    waits.append(self._fence_subscription(connection, fence))
-                results = await asyncio.gather(*waits)
+                attached = asyncio.gather(*(self._attach(m, connection)
+                                            for m in self._subs.values()))
+                if fence is None:
+                    await attached
+                else:
+                    # held at once, so that ``finally`` closes it even if
+                    # what comes before the fence is placed fails
+                    _, fence_sub = await asyncio.gather(
+                        attached, self._fence_subscription(connection, fence))
                 key = self._proxy_key(here)
                 if key is None and abbreviated and ticket.proxy_key:
                     key = ticket.proxy_key
                 if key is None:
                     key = await hello(connection, here, min(self.download_timeout, 10.0))
-                if fence is not None:
-                    fence_sub = results[-1]
+                if fence is not None and fence_sub is not None:
                     await self._place_fence(connection, ticket, here, key, fence, fence_sub)
                 elif sync == "ping":
                     report.ping_ok = await ping(connection, previous, self.client_id,

@@ -13,7 +13,7 @@ import json
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 from elvin.errors import ProtocolError
 from elvin.keys import EMPTY_KEYS, Keys, KeyScheme, public_key
@@ -145,8 +145,17 @@ def reply_subscription_keys(raw: bytes) -> tuple[Keys, bytes]:
 
 
 # -- checking requests ----------------------------------------------------------
+@overload
+def get_str(attrs: Mapping[str, Any], name: str, *, required: Literal[True] = True,
+            max_length: int = MAX_ID_LENGTH) -> str: ...
+@overload
+def get_str(attrs: Mapping[str, Any], name: str, *, required: bool,
+            max_length: int = MAX_ID_LENGTH) -> str | None: ...
 def get_str(attrs: Mapping[str, Any], name: str, *, required: bool = True,
             max_length: int = MAX_ID_LENGTH) -> str | None:
+    """The string attribute ``name``, 1 to ``max_length`` characters, else
+    ``MalformedRequest``; ``None`` if it is missing and not ``required`` (so
+    a required one is typed ``str``)."""
     value = attrs.get(name)
     if value is None:
         if required:

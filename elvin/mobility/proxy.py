@@ -37,7 +37,7 @@ import secrets
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ from elvin.errors import ElvinError, SubscriptionError
 from elvin.fileutil import reading
 from elvin.keys import Keys, public_key
 from elvin.mobility import protocol as P
-from elvin.mobility.buffer import ClientHandler
+from elvin.mobility.buffer import ClientHandler, Handover
 from elvin.mobility.exchange import exchange, hello
 from elvin.mobility.store import MobilityStore, StoredClient, StoredTombstone, iter_entries
 from elvin.protocol import URIError, parse_uri
@@ -167,14 +167,19 @@ class MobilityProxy:
     that changes the router's pull filters); a move-out or move-in reply,
     which promises that from then on everything reaches the client, waits
     for it to be empty (``ProxyConfig.announce_wait`` at most), else names
-    them."""
+    them. ``unreachable``: ``(seconds) -> names`` of those peers that are
+    dialled and have been down for that long at least
+    (``FederationService.interest_unreachable``): when only such peers are
+    missing, the reply names them without waiting."""
 
     def __init__(self, url: str, config: ProxyConfig | None = None, *,
                  reconnect: bool = False, store: MobilityStore | None = None,
                  connector: Callable[[], Awaitable[tuple[Any, Any]]] | None = None,
-                 interest: Callable[[], Sequence[str]] | None = None) -> None:
+                 interest: Callable[[], Sequence[str]] | None = None,
+                 unreachable: Callable[[float], Collection[str]] | None = None) -> None:
         self.url = url
         self._interest = interest
+        self._unreachable = unreachable
         #: replies waiting now for the federation's peers to know the interest
         self.awaiting_interest = 0
         self.config = (config or ProxyConfig()).validate()
@@ -192,7 +197,8 @@ class MobilityProxy:
                       "overload": 0, "insecure": 0, "hello": 0, "released": 0,
                       "superseded": 0, "restored": 0, "fences": 0, "disk_full": 0,
                       "dropped_disk_full": 0, "store_failures": 0, "lost_at_restart": 0,
-                      "lost_in_take_over": 0, "interest_waits": 0, "unannounced": 0}
+                      "lost_in_take_over": 0, "interest_waits": 0, "unannounced": 0,
+                      "unannounced_at_once": 0}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task] = set()
         self._subs: list[Any] = []
@@ -490,9 +496,9 @@ class MobilityProxy:
             handler.on_pending = self._on_pending
             handler.restored_seq, handler.restored_dropped = handler.next_seq, handler.dropped
             handler.arm()
-            for spec, exc in await self._subscribe(handler):
+            for spec, why in await self._subscribe(handler):
                 log.error("mobility: client %r's subscription %d (%r) is refused after the "
-                          "restart: %s", row.client_id, spec.id, spec.expression, exc)
+                          "restart: %s", row.client_id, spec.id, spec.expression, why)
             self.handlers[row.client_id] = handler
             self._start_expiry(handler, row.expires_at - time.time())
             buffered += len(handler.entries)
@@ -828,32 +834,53 @@ class MobilityProxy:
         changes them, for a round trip), lost where no router can count it; so
         the peers that still may not know are returned, and the reply names
         them (``Mobility.Unannounced``) rather than promise what cannot be
-        kept. Empty: every peer knows (or no federation)."""
+        kept. Empty: every peer knows (or no federation).
+
+        The wait ends early once every peer still missing is one waiting
+        cannot help (``unreachable``: a dialled peer down for the whole
+        bound already, as one that is off for hours), so that such a peer
+        costs no reply the bound: it is named at once."""
         if self._interest is None:
             return []
         missing = list(self._interest())
         if not missing:
             return []
-        self.stats["interest_waits"] += 1
-        log.info("client %r: the %s reply waits until the federation's peers know what this "
-                 "router's subscribers want (%s)", client_id, kind, ", ".join(missing[:8]))
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.config.announce_wait
-        self.awaiting_interest += 1
-        try:
-            while missing and loop.time() < deadline:
-                await asyncio.sleep(INTEREST_POLL)
-                missing = list(self._interest())
-        finally:
-            self.awaiting_interest -= 1
+        if self._hopeless(missing):
+            self.stats["unannounced_at_once"] += 1
+        else:
+            self.stats["interest_waits"] += 1
+            log.info("client %r: the %s reply waits until the federation's peers know what "
+                     "this router's subscribers want (%s)", client_id, kind,
+                     ", ".join(missing[:8]))
+            deadline = loop.time() + self.config.announce_wait
+            self.awaiting_interest += 1
+            try:
+                while missing and loop.time() < deadline:
+                    await asyncio.sleep(INTEREST_POLL)
+                    missing = list(self._interest())
+                    if self._hopeless(missing):
+                        break
+            finally:
+                self.awaiting_interest -= 1
         if missing:
             self.stats["unannounced"] += 1
+            bound = self.config.announce_wait
+            why = (f"their links have been down for over {bound:g} s, not waited for"
+                   if self._hopeless(missing) else f"after waiting {bound:g} s")
             log.warning("client %r: %s acknowledged while the federation's peers %s may not "
-                        "know yet what this router's subscribers want (after %g s): what is "
+                        "know yet what this router's subscribers want (%s): what is "
                         "published there until they do may not reach the client, and the "
-                        "reply says so", client_id, kind, ", ".join(missing[:8]),
-                        self.config.announce_wait)
+                        "reply says so", client_id, kind, ", ".join(missing[:8]), why)
         return missing
+
+    def _hopeless(self, missing: Sequence[str]) -> bool:
+        """Waiting cannot help: each peer in ``missing`` (not empty) is a
+        dialled one down for ``announce_wait`` already (``unreachable``)."""
+        if self._unreachable is None or not missing:
+            return False
+        down = self._unreachable(self.config.announce_wait)
+        return all(name in down for name in missing)
 
     async def _write_move_out(self) -> bool:
         """A move-out is acknowledged only once it is on disk: written now,
@@ -930,8 +957,7 @@ class MobilityProxy:
 
     # -- handing a buffer over ------------------------------------------------------------
     async def _take(self, client_id: str, secret: str, fence: str | None = None,
-                    request_id: str | None = None
-                    ) -> tuple[list[bytes], int, int, bool, bool]:
+                    request_id: str | None = None) -> Handover:
         """Check the secret and return the buffer as batches with (count,
         dropped, expired, fenced): what was buffered before the client's
         fence (``fenced``), else before a fence of our own, sent now. The

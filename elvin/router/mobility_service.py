@@ -13,7 +13,7 @@ the other way round.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 from elvin.errors import RouterStartError
@@ -34,7 +34,8 @@ log = logging.getLogger("elvin.mobility")
 
 async def start_in_router(router: ChannelHost, config: RouterConfig, urls: list[str],
                           state_dir: StateDir | None,
-                          interest: Callable[[], Sequence[str]] | None = None
+                          interest: Callable[[], Sequence[str]] | None = None,
+                          unreachable: Callable[[float], Collection[str]] | None = None
                           ) -> MobilityProxy:
     """Start a proxy as an internal client of ``router``, whose listeners
     (``urls``) are bound, through the public client API over an in-process
@@ -44,7 +45,9 @@ async def start_in_router(router: ChannelHost, config: RouterConfig, urls: list[
     buffers there (``MobilityStore``), and takes them back now. ``interest``:
     the router's federation peers that may not know yet what its
     subscribers want now (``FederationService.interest_pending``), which
-    move-out and move-in replies wait for."""
+    move-out and move-in replies wait for; ``unreachable``: those of them
+    down for long enough that waiting cannot help
+    (``FederationService.interest_unreachable``)."""
     # imported only when mobility is on: a router without it loads none of it
     from elvin.mobility.proxy import MobilityProxy, ProxyConfig, load_key_file
     from elvin.mobility.store import MobilityStore
@@ -72,7 +75,8 @@ async def start_in_router(router: ChannelHost, config: RouterConfig, urls: list[
         log.info("mobility buffers are in memory only (no --state-dir): a restart of the "
                  "router loses them")
     proxy = MobilityProxy(url, proxy_config, store=store,
-                          connector=lambda: connect_local(router, url), interest=interest)
+                          connector=lambda: connect_local(router, url), interest=interest,
+                          unreachable=unreachable)
     try:
         return await proxy.start()
     except BaseException:
@@ -95,9 +99,11 @@ class MobilityService:
     def __init__(self, router: ChannelHost, config: RouterConfig,
                  urls: Callable[[], list[str]],
                  state_dir: Callable[[], StateDir | None],
-                 interest: Callable[[], Sequence[str]] | None = None) -> None:
+                 interest: Callable[[], Sequence[str]] | None = None,
+                 unreachable: Callable[[float], Collection[str]] | None = None) -> None:
         self._router = router
         self._interest = interest
+        self._unreachable = unreachable
         self._config = config
         self._urls = urls
         self._state_dir = state_dir
@@ -110,7 +116,8 @@ class MobilityService:
         from elvin.daemon.statedir import StateError
         try:
             self.proxy = await start_in_router(self._router, self._config, self._urls(),
-                                               self._state_dir(), self._interest)
+                                               self._state_dir(), self._interest,
+                                               self._unreachable)
         except StateError:
             raise                       # (it names the state directory and the way out)
         except Exception as exc:  # noqa: BLE001 - re-raised as RouterStartError

@@ -164,7 +164,7 @@ class Router:
         # once started, the Router is the ChannelHost (as for the listeners' sessions)
         self._mobility = MobilityService(self, self.config,  # type: ignore[arg-type]  # see above
                                          lambda: self.urls, lambda: self.state_dir,
-                                         self._interest_pending)
+                                         self._interest_pending, self._interest_unreachable)
         #: the parts beside the core (elvin.router.services), started and
         #: stopped at their points of ``start`` and ``stop``
         self.services = ServiceRegistry()
@@ -333,6 +333,13 @@ class Router:
         proxy's replies wait for."""
         federation = self._federation.running
         return federation.interest_pending() if federation is not None else []
+
+    def _interest_unreachable(self, down_for: float) -> list[str]:
+        """Of those, the peers this router dials that have been down for
+        ``down_for`` seconds at least: a reply waiting for them waits for
+        nothing (``FederationService.interest_unreachable``)."""
+        federation = self._federation.running
+        return federation.interest_unreachable(down_for) if federation is not None else []
 
     @property
     def mobility(self) -> MobilityProxy | None:

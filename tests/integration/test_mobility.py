@@ -441,3 +441,26 @@ async def test_a_mobile_subscription_iterates_and_ends_like_a_subscription(route
             await sub.get(timeout=1)
     finally:
         await mc.close()
+
+
+async def test_a_move_in_that_cannot_have_the_proxys_key_leaves_no_fence_behind(make_router):
+    """An abbreviated move-in subscribes to its own fence; when the proxy's
+    key cannot be had (nobody answers hello under that name) the move-in
+    fails and the client stays attached here live, without the fence's
+    subscription (it used to stay, one more for each failed try)."""
+    router = make_router(mobility=True)
+    mc = await MobileConnection.open(router.url, download_timeout=0.2)
+    try:
+        await mc.subscribe('Kind == "test"')
+        ticket = await mc.move_out()
+        nobody = "elvin://127.0.0.1:1"
+        mc.ticket = dataclasses.replace(ticket, proxy=nobody, proxy_key=b"")
+        before = len(router.router.engine)
+        with pytest.raises(MobilityError):
+            await mc.move_in(router.url, proxy=nobody)
+        assert mc.state == "connected", mc.state
+        # the client's one subscription, live again; nothing else of the move-in
+        await until(lambda: len(router.router.engine) == before + 1,
+                    what="only the client's own subscription added")
+    finally:
+        await mc.close()

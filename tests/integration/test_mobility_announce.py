@@ -26,6 +26,7 @@ from elvin.router.embedded import EmbeddedRouter
 from tests.waiting import until
 
 from .federation_util import FAST, single_router
+from .process_util import free_port
 from .test_mobility import Received, publish
 
 
@@ -235,6 +236,65 @@ async def test_a_reply_sent_before_the_peers_know_says_which_do_not(tmp_path):
     finally:
         await mc.close()
         await pub.close()
+        await gate.close()
+        b.stop()
+        a.stop()
+
+
+async def test_a_peer_that_is_off_costs_a_move_no_wait(tmp_path):
+    """B dials A at a port where nothing listens (a configured peer that is
+    off for a long time). Once the link has been down for the whole bound,
+    waiting cannot help: a move-out and a move-in reply name A at once,
+    without waiting (they used to wait the whole bound, each: a hang on
+    every move)."""
+    b = router_b(f"ewaf://127.0.0.1:{free_port()}", tmp_path / "b",
+                 mobility_announce_wait=0.3)
+    mc = await MobileConnection.open(b.url, timeout=10)
+    stats = lambda: b.call(lambda: dict(b.router.mobility.stats))  # noqa: E731
+    try:
+        await mc.subscribe('Producer == "p"')
+        await until(lambda: b.call(lambda: b.router.federation.interest_unreachable(0.3))
+                    == ["A"], what="the link down for the whole bound")
+        ticket = await mc.move_out()
+        assert ticket.unannounced == ("A",), ticket
+        report = await mc.move_in(b.url)
+        assert report.unannounced == ("A",), report
+        counters = stats()
+        assert counters["interest_waits"] == 0, counters       # neither reply waited
+        assert counters["unannounced_at_once"] == 2, counters
+        assert counters["unannounced"] == 2, counters
+    finally:
+        await mc.close()
+        b.stop()
+
+
+async def test_a_link_just_down_is_still_waited_for(tmp_path):
+    """A link that was up and has just gone down (its peer restarting, say)
+    is not given up at once: a move-out right after the drop waits for it
+    (within the bound), and names it only if it is still down."""
+    a = single_router("A", accept=["B"])
+    gate = Gate(int(a.federation_urls[0].rsplit(":", 1)[1]))
+    gate_url = await gate.start()
+    b = router_b(gate_url, tmp_path / "b", mobility_announce_wait=60)
+    mc = await MobileConnection.open(b.url, timeout=10)
+    try:
+        await mc.subscribe('Producer == "p"')
+        await until(lambda: unannounced(b) == [], what="B's interest known at A")
+        gate.shut()
+        await until(lambda: unannounced(b) != [], what="the link down")
+        move_out = asyncio.ensure_future(mc.move_out())
+        waiting = lambda: b.call(  # noqa: E731
+            lambda: getattr(b.router.mobility, "awaiting_interest", 0))
+        await until(lambda: move_out.done() or waiting() > 0,
+                    what="the move-out answered or waiting")
+        gate.open()
+        ticket = await move_out
+        assert ticket.unannounced == (), ticket
+        counters = b.call(lambda: dict(b.router.mobility.stats))
+        assert counters["interest_waits"] == 1, counters
+        assert counters["unannounced_at_once"] == 0, counters
+    finally:
+        await mc.close()
         await gate.close()
         b.stop()
         a.stop()
