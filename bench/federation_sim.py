@@ -54,7 +54,7 @@ def main() -> int:
     seed = args.seed
     totals = {band: [0, 0, 0, 0, 0, 0.0] for band in BANDS}  # runs faults checked deliv bad s
     failed: list[str] = []
-    cut = late = reordered = 0
+    cut = late = switch = reordered = 0
     while time.monotonic() < end:
         t = time.monotonic()
         outcome = Simulation(seed, **settings).run()
@@ -68,6 +68,7 @@ def main() -> int:
         row[5] += spent
         cut += outcome.cut_duplicates
         late += outcome.late_duplicates
+        switch += outcome.switch_duplicates
         reordered += outcome.reordered
         if outcome.violations:
             row[4] += 1
@@ -86,7 +87,8 @@ def main() -> int:
                   f"{bad:>8} {spent / n:>11.3f}")
     total_bad = sum(row[4] for row in totals.values())
     print(f"allowed duplicates: at flooding routers while they cut the others apart {cut}, "
-          f"held up past the window {late}; overtaken across a switch: {reordered}")
+          f"held up past the window {late}, of a flooding router's at another during a switch "
+          f"{switch}; overtaken across a switch: {reordered}")
     print(f"violations: {total_bad} failing schedules")
     for line in failed[:20]:
         print("  " + line + f"  (replay: bench/federation_sim.py --replay "

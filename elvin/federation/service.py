@@ -126,7 +126,7 @@ class FederationService:
         self.stopping = False
         self.links: set[Link] = set()              # every open connection
         self.linked: dict[str, Link] = {}          # established, by remote domain
-        self._servers: list[asyncio.AbstractServer] = []
+        self._servers: list[asyncio.Server] = []
         self._tls_servers: set[asyncio.AbstractServer] = set()
         #: client TLS contexts by (tls_ca, certificate, key)
         self._client_ssl: dict[tuple[str | None, str | None, str | None], ssl.SSLContext] = {}
@@ -308,6 +308,8 @@ class FederationService:
         to a listener that asks. RouterStartError naming the file if one
         cannot be loaded."""
         ca = self.config.tls_ca
+        cert: str | None
+        key: str | None
         if spec is not None and spec.client_cert:
             cert, key = spec.client_cert, spec.client_key
         else:
@@ -436,7 +438,8 @@ class FederationService:
                          "state": connector.state, "failed_dials": connector.failed_dials,
                          "last_error": connector.last_error})
         accepted = {link.remote_domain: link for link in self.linked.values()
-                    if link.role == "accept" and id(link) not in dialled}
+                    if link.role == "accept" and id(link) not in dialled
+                    and link.remote_domain is not None}
         for domain in [a.router for a in self.config.accept] + sorted(
                 set(accepted) - {a.router for a in self.config.accept}):
             link = accepted.get(domain)
@@ -872,7 +875,8 @@ class FederationService:
         held, self._held_in = self._held_in, []
         view = self.topology
         for link, p, block, mark in held:
-            if link.state != LINKED or self.linked.get(link.remote_domain) is not link:
+            if link.state != LINKED or link.remote_domain is None or \
+                    self.linked.get(link.remote_domain) is not link:
                 continue
             if view is not None and view.restarted_since(mark):
                 link.stats.fed_notify_off_tree += 1       # a restart outlived its hold
@@ -1027,7 +1031,7 @@ class FederationService:
             if link.remote_domain not in route.children:
                 continue
             match = link.remote_match
-            below = behind.get(link.remote_domain)  # type: ignore[arg-type]
+            below = behind.get(link.remote_domain)
             if link.behind is not None and below is not None:
                 match = link.behind.for_subtree(below, nodes)
             if match is not False:

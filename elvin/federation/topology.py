@@ -213,7 +213,7 @@ def _marker_domain(term: Node) -> str | None:
         left, right = term.children
         if left.kind is Kind.NAME and left.value == ANNOUNCEMENT_ATTR and \
                 right.kind is Kind.STRING:
-            return right.value  # type: ignore[return-value]
+            return right.value
     return None
 
 
@@ -380,7 +380,7 @@ def compute_graph(me: str, announcements: Mapping[str, Announcement]) -> Graph:
     def lists_as_participant(a: str, b: str) -> bool:
         ann = announcements.get(a)
         state = ann.link(b) if ann is not None else None
-        return state is not None and state.participant
+        return state is not None and state.participant is True
 
     def takes_part(router: str) -> bool:
         ann = announcements.get(router)

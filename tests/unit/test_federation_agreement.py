@@ -356,10 +356,12 @@ def test_a_copy_held_up_in_a_hung_flooding_router_may_come_twice_past_the_window
     graph and routed it on as an unstamped one to r06, which had had it
     12.8 s before (past the dedup window). The README allows it (a copy held
     up longer than the window, of what came through a router that does not
-    take part); the check allowed it only from the flooding router itself."""
+    take part); the check allowed it only from the flooding router itself.
+    Since a router no longer takes its own announcement echoed at link-up
+    for an earlier life's, this schedule plays otherwise and the copy is not
+    held up: kept as a schedule that found a bug."""
     outcome = run(711720, max_routers=16, flood_share=0.2, streams=True)
     assert not outcome.violations, "\n".join(outcome.violations[:3])
-    assert outcome.late_duplicates
 
 
 def test_a_copy_routed_on_past_a_stamp_not_held_is_not_taken_twice():
@@ -411,3 +413,14 @@ def test_a_router_restarted_after_a_mark_is_told_apart_from_one_that_announced()
     assert not view.restarted_since(mark)
     view.receive(Announcement("p", int(1005.5 * 1e6) + 1))  # p's new life
     assert view.restarted_since(mark)
+
+
+def test_a_flooding_routers_notification_may_reach_another_twice_during_a_switch():
+    """500473 (32 routers, streams): link r05-r13 came back and r08-r02 was
+    added; r05 routed flooding r13's notifications by the new graph and r04
+    by the one before, and both passed them to flooding r06, which cannot
+    tell copies apart. Unstamped, no one graph routes them: the README's
+    exception for a switch, counted, not a violation (never at one of ours)."""
+    outcome = run(500473, max_routers=32, flood_share=0.2, streams=True)
+    assert not outcome.violations, "\n".join(outcome.violations[:3])
+    assert outcome.switch_duplicates
