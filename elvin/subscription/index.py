@@ -634,6 +634,8 @@ class TermIndex:
     def add(self, entry: Any, plan: tuple[Any, ...]) -> None:
         """File ``entry`` by ``plan`` (``conditions``); an empty plan (never
         true) is filed nowhere."""
+        if len(plan) == 1 and self._file_one(plan[0], entry):
+            return
         for _ in self.add_steps(entry, plan, len(plan) + 1):
             pass
 
@@ -643,7 +645,7 @@ class TermIndex:
         Between steps ``entry`` is filed by the alternatives done so far
         (``entry.place`` says which: ``remove`` takes them out), so it can
         be given up at any step."""
-        if len(plan) == 1 and plan[0] and self._file_alone(plan[0], entry):
+        if len(plan) == 1 and self._file_one(plan[0], entry):
             return
         paths: list[tuple[Any, ...]] = []
         settled = _Settled(entry.place)
@@ -719,6 +721,28 @@ class TermIndex:
         self._counts = [0] * 8
 
     # -- filing --------------------------------------------------------------------------
+    def _file_one(self, alternative: tuple[Any, ...], entry: Any) -> bool:
+        """File a plan of one alternative (nearly every plan: ``Group ==
+        "g1" && require(Message)``, ``Seq >= a && Seq < b``,
+        ``begins-with(Text, "p")``) at once; False (nothing done) for an
+        entry filed before, whose old filings ``add_steps`` counts out. One
+        filing and no bucket to split (the usual outcome) is settled here
+        as ``_settle_filing`` would (one path cannot repeat): without its
+        bookkeeping of steps, a fifth of filing a range or a prefix."""
+        if alternative and self._file_alone(alternative, entry):
+            return True
+        if entry.place:
+            return False
+        paths: list[tuple[Any, ...]] = []
+        self._file(self._root, alternative, entry, (), paths, True)
+        if len(paths) == 1 and not self._pending:
+            path = paths[0]
+            self._counts[path[0]] += 1
+            entry.place = path
+        else:
+            self._settle_filing(entry, paths, _Settled(()))
+        return True
+
     def _file_alone(self, alternative: tuple[Any, ...], entry: Any) -> bool:
         """File the commonest plan the short way: one value look-up that the
         rest of the alternative only needs names for (``Group == "g1" &&
@@ -752,8 +776,13 @@ class TermIndex:
             access = None
         else:
             access = alternative[0]
+            if len(alternative) == 1:
+                # a lone condition is its own access, unless excluded here
+                # (what ``access_of`` says of it, without ranking it)
+                if access[1] in level.exclude:
+                    access = None
             # a value look-up first (the usual case) cannot be bettered
-            if access[0] != EQ or access[1] in level.exclude:
+            elif access[0] != EQ or access[1] in level.exclude:
                 access = access_of(alternative, level.exclude,
                                    self._present_load if top else None)
         if access is None:

@@ -53,7 +53,7 @@ from typing import Any, Literal
 
 from elvin.errors import SubscriptionError
 from elvin.subscription import closures
-from elvin.subscription.ast import LITERAL_KINDS, Node
+from elvin.subscription.ast import Node
 from elvin.subscription.cancel import checkpoint
 from elvin.subscription.checker import _Checker, check, fold
 from elvin.subscription.compiler import build
@@ -254,14 +254,14 @@ class ShapeCompiler:
         if shape.simple:
             checker = _Checker(text) if shape.checks else None
             try:
-                for path in shape.checks:
+                for item in shape.checks:
+                    if type(item) is int:       # a numeric literal: its leaf
+                        checker.leaf(leaves[item])  # type: ignore[union-attr]  # a shape with checks has its checker
+                        continue
                     node = tree
-                    for i in path:
+                    for i in item:  # type: ignore[union-attr]  # a path (type() is, for speed)
                         node = node.children[i]
-                    if node.kind in LITERAL_KINDS:
-                        checker.leaf(node)  # type: ignore[union-attr]  # a shape with checks has its checker
-                    else:
-                        checker.string_predicate(node)  # type: ignore[union-attr]  # as above
+                    checker.string_predicate(node)  # type: ignore[union-attr]  # as above
             except SubscriptionError:
                 raise Unusual from None     # the ordinary way says it as the checker does
             code = self._code(shape, leaves, text)

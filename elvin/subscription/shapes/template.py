@@ -47,7 +47,9 @@ class Shape:
         self.slot_tokens: list[int] = []    # literal slot -> token index of its value
         self.negated: list[bool] = []       # literal slot -> written with a leading '-'
         self.simple = False
-        self.checks: list[tuple[Any, ...]] = []       # template paths of nodes to re-check
+        #: what to re-check per text: a literal's slot (its leaf), or the
+        #: template path of a regex / wildcard call
+        self.checks: list[int | tuple[Any, ...]] = []
         self.codes: dict[tuple[Any, ...], Any] = {}
         self.numeric_slots: list[int] = []
         self.slot_kinds: list[Kind] = []
@@ -208,11 +210,13 @@ def _no_constant_operands(tree: Node) -> bool:
     return True
 
 
-def _constant_checks(template: tuple[Any, ...], slot_kinds: list[Kind]) -> list[tuple[Any, ...]]:
-    """Template paths of the nodes whose check depends on a constant's value:
-    numeric literals (ranges) and regex / wildcard calls (their patterns); a
-    string literal alone is never wrong."""
-    out: list[tuple[Any, ...]] = []
+def _constant_checks(template: tuple[Any, ...],
+                     slot_kinds: list[Kind]) -> list[int | tuple[Any, ...]]:
+    """The nodes whose check depends on a constant's value: numeric literals
+    (ranges), by their slot (a text's leaf is its tree's node: no walk to
+    it), and regex / wildcard calls (their patterns), by their template
+    path; a string literal alone is never wrong."""
+    out: list[int | tuple[Any, ...]] = []
     stack: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = [(template, ())]
     while stack:
         t, path = stack.pop()
@@ -222,5 +226,5 @@ def _constant_checks(template: tuple[Any, ...], slot_kinds: list[Kind]) -> list[
             for i, child in reversed(list(enumerate(t[2]))):
                 stack.append((child, (*path, i)))
         elif t[0] == "L" and slot_kinds[t[1]] is not Kind.STRING:
-            out.append(path)
+            out.append(t[1])
     return out
