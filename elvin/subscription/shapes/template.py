@@ -97,6 +97,12 @@ class Positions:
         return -1
 
 
+def _unbound(*_: Any, **__: Any) -> Any:
+    """What a recursive nested function's name is rebound to once it is done
+    (``_builder``, ``learn``): its cell then no longer holds the function."""
+    raise AssertionError("called after its use")
+
+
 def _builder(template: tuple[Any, ...]) -> Callable[[Any, list[Node]], Node]:
     """``build(starts, leaves)``: the template's tree as one generated
     expression (no recursion, positional ``Node`` arguments).
@@ -143,7 +149,13 @@ def _builder(template: tuple[Any, ...]) -> Callable[[Any, list[Node]], Node]:
                        "    return node\n")
         return f"(_c{j}.get({key}) or _m{j}(s))"
 
-    body = expr(template)
+    try:
+        body = expr(template)
+    finally:
+        # nested functions that call themselves are reference cycles (each
+        # holds its own cell): broken here, freed now, not left to a full
+        # collection that a quiet router may never make (issue 42)
+        constant = positions = whole = expr = _unbound
     source = "".join(helpers) + f"def _build(s, L):\n    return {body}\n"
     exec(compile(source, "<subscription shape>", "exec"), namespace)
     return namespace.pop("_build")  # type: ignore[return-value]  # exec just defined it
@@ -182,7 +194,10 @@ def learn(tree: Node, starts: list[int], texts: list[str], literals: list[int]) 
             return ("N", n.value, ti)
         return ("O", n.kind, tuple(visit(c) for c in n.children), ti)
 
-    shape.template = visit(tree)
+    try:
+        shape.template = visit(tree)
+    finally:
+        visit = _unbound    # a cycle through its own cell, as in ``_builder``
     if len(slots_by_token) != len(literals):
         raise Unusual
     shape.build = _builder(shape.template)
