@@ -264,7 +264,11 @@ class GcPolicy:
         a check, which a quiet router's young passes would never set off."""
         self._watch = self.loop.call_later(WATCH_EVERY, self._look)
         if self._recheck is None and self.population() < self._checked_population:
-            self.collect(force=True)
+            wait = self._next_check - time.perf_counter() if self.check_share is not None else 0
+            if wait > 0:        # still paced by the checks' cost: as soon as it may
+                self._recheck = self.loop.call_later(wait, self._confirm)
+            else:
+                self.collect(force=True)
 
     def collect(self, force: bool = False) -> None:
         """Collect what reached the old generation since the last freeze,
