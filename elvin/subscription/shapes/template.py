@@ -63,6 +63,18 @@ class Shape:
         #: the shape cache's key of this shape (``ShapeCompiler`` sets it)
         self.key: tuple[Any, ...] = ()
 
+    def forget(self) -> None:
+        """The shape cache forgot this shape: break the cycles it holds (its
+        layout points back at it; its builder's helper functions live in
+        the namespace that holds them), so that it is freed by reference
+        counts at once, not by a full collection that a quiet router may
+        never make (issue 42). Trees it built share nodes, never the
+        namespace, so subscriptions compiled with it are untouched."""
+        self.layout = None
+        build, self.build = self.build, _no_build
+        if build is not _no_build:
+            build.__globals__.clear()   # (a function made by ``_builder``)
+
     def leaves(self, starts: list[int], texts: list[str] | dict[int, str]) -> list[Node]:
         """The literal leaves of a text of this shape (``texts``: at least
         its literal tokens)."""
