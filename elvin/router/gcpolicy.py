@@ -60,9 +60,9 @@ the population with the one its last check saw: one call, no walk) are
 checked by a timer, not by the next generation-1 pass: after a mass
 unsubscribe the router goes quiet, no pass comes, and 16,384 unsubscribed
 subscriptions of distinct shapes left 1.6 million blocks of dead frozen
-cycles (elvind at 300 MiB with none left, issue 42). After a thaw that freed at least ``TRIM_MIN_BLOCKS`` blocks, a
-quiet moment by construction (the rare pass), the C allocator is asked to
-give its free pages back (glibc's ``malloc_trim``; elsewhere nothing): what
+cycles (elvind at 300 MiB with none left, issue 42). When a check sees ``TRIM_MIN_BLOCKS`` fewer blocks than the
+most one saw since the last trim (a large release, by reference counts or by
+a thaw), the C allocator is asked to give its free pages back (glibc's ``malloc_trim``; elsewhere nothing): what
 pymalloc's arenas and ``malloc`` keep free after a large release is
 otherwise never returned to the system.
 
@@ -111,8 +111,9 @@ CHECK_SHARE = 0.005
 CONFIRM_AFTER = 2.0
 #: a third threshold no generation-2 count reaches (a C int)
 NEVER = 2**31 - 1
-#: blocks a thaw must free before the C allocator is asked to give pages
-#: back (``give_back``): a trim walks the heap, worth it after a large release only
+#: blocks fewer than the highest a check saw (since the last trim) before the
+#: C allocator is asked to give pages back (``give_back``): a trim walks the
+#: heap, worth it after a large release only
 TRIM_MIN_BLOCKS = 200_000
 #: seconds between two looks at the population (a fall sets off a check)
 WATCH_EVERY = 1.0
@@ -171,7 +172,8 @@ class GcPolicy:
         self._recheck: asyncio.TimerHandle | None = None    # a check put off or to confirm
         self._watch: asyncio.TimerHandle | None = None      # the population's watch
         self._checked_population = 0    # the population the last check saw
-        self.trims = 0              # times the C allocator was asked to give pages back
+        self.trims = 0              # times the C allocator gave pages back
+        self._high = 0              # the most blocks a check saw since the last trim
 
     def install(self) -> None:
         if self._installed:
@@ -319,17 +321,27 @@ class GcPolicy:
             gc.collect()
             gc.freeze()
             self.thaws += 1
-            freed, blocks = blocks, sys.getallocatedblocks()
+            blocks = sys.getallocatedblocks()
             self._learn(blocks, population)
-            if freed - blocks >= TRIM_MIN_BLOCKS and give_back():
-                self.trims += 1
         elif population and self._per_member is not None:
             # a lighter population than learnt: lower the estimate now (never
             # raise it here: a rise may be garbage, which only a thaw can tell)
             observed = (blocks - self._baseline) / population
             if observed < self._per_member:
                 self._per_member = max(0.0, observed)
+        self._trim(blocks)
         self._done(start, blocks)
+
+    def _trim(self, blocks: int) -> None:
+        """After a large release (by reference counts or a thaw) ask the C
+        allocator to give its free pages back: ``TRIM_MIN_BLOCKS`` fewer
+        blocks than the highest a check saw since the last trim."""
+        if self._high - blocks >= TRIM_MIN_BLOCKS:
+            if give_back():
+                self.trims += 1
+            self._high = blocks
+        else:
+            self._high = max(self._high, blocks)
 
     def _done(self, start: float, blocks: int | None = None) -> None:
         """Statistics and the log line of a slow pass (with the heap's
