@@ -138,8 +138,11 @@ _TRIM = _malloc_trim()
 
 def give_back() -> bool:
     """Ask the C allocator to return its free pages to the system (True if
-    it could and did release some)."""
-    return bool(_TRIM(0)) if _TRIM is not None else False
+    there is one to ask: glibc's)."""
+    if _TRIM is None:
+        return False
+    _TRIM(0)        # 1 if it released pages: the RSS tells, not this
+    return True
 
 
 class GcPolicy:
@@ -172,7 +175,7 @@ class GcPolicy:
         self._recheck: asyncio.TimerHandle | None = None    # a check put off or to confirm
         self._watch: asyncio.TimerHandle | None = None      # the population's watch
         self._checked_population = 0    # the population the last check saw
-        self.trims = 0              # times the C allocator gave pages back
+        self.trims = 0              # times the C allocator was asked to give pages back
         self._high = 0              # the most blocks a check saw since the last trim
 
     def install(self) -> None:

@@ -36,7 +36,8 @@ CASES = ["no_automatic_full_pass_and_survivors_are_frozen",
          "uninstall_restores_the_collector",
          "growth_explained_by_the_population_walks_no_frozen_object",
          "a_passing_excess_is_not_taken_for_garbage",
-         "a_quiet_router_reclaims_what_left_members_held"]
+         "a_quiet_router_reclaims_what_left_members_held",
+         "a_large_release_asks_the_allocator_to_give_pages_back"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -321,3 +322,24 @@ def _a_quiet_router_reclaims_what_left_members_held(policy) -> None:
     finally:
         gc.enable()
     assert policy.thaws == 1
+
+
+def _a_large_release_asks_the_allocator_to_give_pages_back(policy) -> None:
+    """Memory freed by reference counts (no cycle, no thaw) is still kept by
+    the allocators; after a release of ``TRIM_MIN_BLOCKS`` blocks the policy
+    asks glibc to return its free pages, once."""
+    import sys
+
+    from elvin.router import gcpolicy
+    if gcpolicy._TRIM is None:
+        return                  # not glibc: nothing to ask
+    members = [[n] for n in range(gcpolicy.TRIM_MIN_BLOCKS)]     # two blocks each
+    policy.counts["population"] = len(members)
+    policy.collect()
+    assert policy.trims == 0
+    del members[:]
+    policy.counts["population"] = 0
+    policy.collect()
+    assert policy.thaws == 0 and policy.trims == 1, (policy.thaws, policy.trims, sys.getallocatedblocks())
+    policy.collect()                                # nothing more released: not again
+    assert policy.trims == 1
