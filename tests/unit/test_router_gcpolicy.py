@@ -35,7 +35,9 @@ CASES = ["no_automatic_full_pass_and_survivors_are_frozen",
          "dead_cycle_checks_are_paced_by_their_cost",
          "uninstall_restores_the_collector",
          "growth_explained_by_the_population_walks_no_frozen_object",
-         "a_passing_excess_is_not_taken_for_garbage"]
+         "a_passing_excess_is_not_taken_for_garbage",
+         "a_quiet_router_reclaims_what_left_members_held",
+         "a_large_release_asks_the_allocator_to_give_pages_back"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -291,3 +293,53 @@ def _a_passing_excess_is_not_taken_for_garbage(policy) -> None:
         policy.collect()
     assert policy.thaws == 1
     assert probe() is None
+
+
+def _a_quiet_router_reclaims_what_left_members_held(policy) -> None:
+    """Members leave (a mass unsubscribe) and then nothing happens: no young
+    pass comes, and only the policy's watch of the population sets off the
+    check that reclaims their frozen cycles, and confirms it."""
+    import asyncio
+    import gc
+    import weakref
+
+    from elvin.router.gcpolicy import THAW_MIN_OBJECTS
+    policy.confirm_after = 0.2          # confirmed by the timer, not by a young pass
+    members = _cycles(THAW_MIN_OBJECTS)
+    policy.counts["population"] = len(members)
+    policy.collect()                    # frozen, explained by the population
+    probe = weakref.ref(members[0])
+    del members[:]
+    policy.counts["population"] = 0
+    gc.disable()                        # no young pass at all: only timers run
+
+    async def quiet() -> None:
+        while probe() is not None:
+            await asyncio.sleep(0.05)
+
+    try:
+        policy.loop.run_until_complete(asyncio.wait_for(quiet(), 30))
+    finally:
+        gc.enable()
+    assert policy.thaws == 1
+
+
+def _a_large_release_asks_the_allocator_to_give_pages_back(policy) -> None:
+    """Memory freed by reference counts (no cycle, no thaw) is still kept by
+    the allocators; after a release of ``TRIM_MIN_BLOCKS`` blocks the policy
+    asks glibc to return its free pages, once."""
+    import sys
+
+    from elvin.router import gcpolicy
+    if gcpolicy._TRIM is None:
+        return                  # not glibc: nothing to ask
+    members = [[n] for n in range(gcpolicy.TRIM_MIN_BLOCKS)]     # two blocks each
+    policy.counts["population"] = len(members)
+    policy.collect()
+    assert policy.trims == 0
+    del members[:]
+    policy.counts["population"] = 0
+    policy.collect()
+    assert policy.thaws == 0 and policy.trims == 1, (policy.thaws, policy.trims, sys.getallocatedblocks())
+    policy.collect()                                # nothing more released: not again
+    assert policy.trims == 1

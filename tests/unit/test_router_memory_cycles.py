@@ -153,3 +153,47 @@ async def test_a_closed_session_is_freed():
                 assert sessions[-1]() is None and queue() is None
     finally:
         await router.stop()
+
+
+def test_learning_a_shape_leaves_no_cyclic_garbage():
+    """Learning a new shape (its tree template, its builder) made recursive
+    nested functions, each a cycle through its own cell: 16,384 subscriptions
+    of distinct shapes, all unsubscribed, left 1.6 million blocks frozen in
+    elvind until a full collection (issue 42)."""
+    shapes = ShapeCompiler()
+    texts = [f'A{i} == "v{i}" && require(M{i})' for i in range(20)]
+    texts += [f'begins-with(S{i}, "t") || N{i} > {i} || (X == 1 && Y{i} < 2.5)' for i in range(20)]
+    with no_cyclic_collector():
+        for text in texts:
+            shapes.compile(text)
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            gc.collect()
+            left = [type(o).__qualname__ for o in gc.garbage]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+    assert len(shapes) == len(texts)
+    assert left == []
+
+
+def test_a_forgotten_shape_leaves_no_cyclic_garbage():
+    """A shape and its layout pointed at each other: each shape the cache
+    forgot (least recently used) died in a cycle, with its trees and code
+    templates -- 65,536 subscriptions of distinct shapes, all unsubscribed,
+    left 7 million blocks until a full collection (issue 42)."""
+    shapes = ShapeCompiler(max_shapes=4)
+    texts = [f'A{i} == "v{i}" && require(M{i})' for i in range(40)]
+    with no_cyclic_collector():
+        for text in texts:
+            shapes.compile(text)
+            shapes.compile(text.replace('"v', '"w'))       # its layout, learnt
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            gc.collect()
+            left = [type(o).__qualname__ for o in gc.garbage]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+    assert len(shapes) == 4
+    assert left == []

@@ -243,8 +243,10 @@ class ShapeCompiler:
             key = next(iter(shapes))
             gone = shapes.pop(key)
             self.bytes -= costs.pop(key, 0)
-            if gone is not None and gone.layout is not None and gone.layout in self._recent:
-                self._recent.remove(gone.layout)    # nothing keeps a forgotten shape
+            if gone is not None:
+                if gone.layout is not None and gone.layout in self._recent:
+                    self._recent.remove(gone.layout)    # nothing keeps a forgotten shape
+                gone.forget()       # freed now, not by a full collection (issue 42)
 
     def _known(self, text: str, shape: Shape, starts: list[int],
                texts: list[str] | dict[int, str]) -> Registered:

@@ -65,6 +65,18 @@ class Shape:
         #: the shape cache's key of this shape (``ShapeCompiler`` sets it)
         self.key: tuple[Any, ...] = ()
 
+    def forget(self) -> None:
+        """The shape cache forgot this shape: break the cycles it holds (its
+        layout points back at it; its builder's helper functions live in
+        the namespace that holds them), so that it is freed by reference
+        counts at once, not by a full collection that a quiet router may
+        never make (issue 42). Trees it built share nodes, never the
+        namespace, so subscriptions compiled with it are untouched."""
+        self.layout = None
+        build, self.build = self.build, _no_build
+        if build is not _no_build:
+            build.__globals__.clear()   # (a function made by ``_builder``)
+
     def leaves(self, starts: list[int], texts: list[str] | dict[int, str]) -> list[Node]:
         """The literal leaves of a text of this shape (``texts``: at least
         its literal tokens)."""
@@ -97,6 +109,12 @@ class Positions:
 
     def __getitem__(self, index: int) -> int:
         return -1
+
+
+def _unbound(*_: Any, **__: Any) -> Any:
+    """What a recursive nested function's name is rebound to once it is done
+    (``_builder``, ``learn``): its cell then no longer holds the function."""
+    raise AssertionError("called after its use")
 
 
 def _builder(template: tuple[Any, ...]) -> Callable[[Any, list[Node]], Node]:
@@ -145,7 +163,13 @@ def _builder(template: tuple[Any, ...]) -> Callable[[Any, list[Node]], Node]:
                        "    return node\n")
         return f"(_c{j}.get({key}) or _m{j}(s))"
 
-    body = expr(template)
+    try:
+        body = expr(template)
+    finally:
+        # nested functions that call themselves are reference cycles (each
+        # holds its own cell): broken here, freed now, not left to a full
+        # collection that a quiet router may never make (issue 42)
+        constant = positions = whole = expr = _unbound
     source = "".join(helpers) + f"def _build(s, L):\n    return {body}\n"
     exec(compile(source, "<subscription shape>", "exec"), namespace)
     return namespace.pop("_build")  # type: ignore[return-value]  # exec just defined it
@@ -184,7 +208,10 @@ def learn(tree: Node, starts: list[int], texts: list[str], literals: list[int]) 
             return ("N", n.value, ti)
         return ("O", n.kind, tuple(visit(c) for c in n.children), ti)
 
-    shape.template = visit(tree)
+    try:
+        shape.template = visit(tree)
+    finally:
+        visit = _unbound    # a cycle through its own cell, as in ``_builder``
     if len(slots_by_token) != len(literals):
         raise Unusual
     shape.build = _builder(shape.template)
