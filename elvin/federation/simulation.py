@@ -190,6 +190,8 @@ class Simulation:
         #: routed by another graph than their stamp names (it does not hold
         #: it): not routed by one graph, so not held to its order
         self.rerouted: set[tuple[int, tuple[str, ...]]] = set()
+        #: notifications a copy of which was so rerouted somewhere
+        self.rerouted_any: set[int] = set()
 
     def participants_connected(self, links: Any) -> bool:
         """Whether the routers that take part (alive ones once started) are
@@ -496,7 +498,7 @@ class Simulation:
         if r.flood:
             targets = [p for p in sorted(r.ends) if p not in routing]
             if (k, routing) in self.rerouted:
-                self.rerouted.add((k, (r.name, *routing)))
+                self.reroute(k, (r.name, *routing))
         else:
             assert r.view is not None
             route = r.view.route(routing, None, sender)
@@ -516,7 +518,7 @@ class Simulation:
             stamp = routing[-1]
             if (k, routing) in self.rerouted or (
                     stamp.startswith(STAMP_PREFIX) and r.view.by_stamp(stamp) is None):
-                self.rerouted.add((k, (r.name, *routing)))
+                self.reroute(k, (r.name, *routing))
         got = self.counts[k].get(r.name, 0) + 1
         self.counts[k][r.name] = got
         self.outcome.deliveries += 1
@@ -533,12 +535,16 @@ class Simulation:
             # at or came through a router that does not take part (one of
             # ours may route it on as an unstamped one: 711720)
             self.outcome.late_duplicates += 1
-        elif got > 1 and r.flood and not routing[-1].startswith(STAMP_PREFIX) and \
-                self.now < self.last_change + self.bound():
-            # the third: unstamped, so no one graph routes it, while two of
-            # ours still route by different ones (500473: r05 by the graph
-            # with its link to flooding r13 back, r04 by the one before, both
-            # sending r13's notification to flooding r06)
+        elif got > 1 and r.flood and self.now < self.last_change + self.bound() and (
+                not routing[-1].startswith(STAMP_PREFIX) or k in self.rerouted_any):
+            # the third: not routed by one graph (unstamped, or a copy whose
+            # stamp a router of ours did not hold, routed on by its own),
+            # while two of ours still route by different ones (500473: r05
+            # by the graph with its link to flooding r13 back, r04 by the
+            # one before, both sending r13's notification to flooding r06;
+            # 800970: r04, whose graph lost r09 with link r06-r09 a moment
+            # before r09-r07 was agreed, routed r09's copy that flooding r11
+            # passed it on to flooding r02, which r00 had sent it by r09's tree)
             self.outcome.switch_duplicates += 1
         elif got > 1:
             self.violation(f"notification {k} from {self.origin[k]} reached {r.name} "
@@ -547,6 +553,10 @@ class Simulation:
         out = (r.name, *routing)
         for peer in targets:
             self.send(r.name, peer, ("notify", k, out))
+
+    def reroute(self, k: int, routing: tuple[str, ...]) -> None:
+        self.rerouted.add((k, routing))
+        self.rerouted_any.add(k)
 
     def check_order(self, r: _Router, k: int, routing: tuple[str, ...]) -> None:
         """Per-producer order (notifications are numbered in publishing
