@@ -14,6 +14,7 @@ These fixtures are shared with the client library's tests: keep them stable.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import tempfile
 
@@ -29,6 +30,23 @@ os.environ.setdefault("ELVIN_DISCOVERY", "off")
 _XDG = tempfile.mkdtemp(prefix="elvin-tests-xdg-")
 for _name in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
     os.environ[_name] = os.path.join(_XDG, _name.lower())
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_restored():
+    """The root logger as it was before each test. A test that runs a tool's
+    ``main()`` in-process sets it up (``cli_common.setup_logging``: one
+    handler on the ``sys.stderr`` pytest captures for that test alone); left
+    there, a later test's log line met the closed stream and pytest printed
+    "--- Logging error ---" with a traceback in the middle of the run."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    for handler in root.handlers:
+        if handler not in handlers:
+            handler.close()
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def pytest_report_header(config):
