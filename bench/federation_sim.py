@@ -41,10 +41,13 @@ def main() -> int:
                         help="share of routers with routing = 'flood'")
     parser.add_argument("--streams", action="store_true",
                         help="a producer per round publishes through the faults")
+    parser.add_argument("--flood-memory", action="store_true",
+                        help="the flooding routers are elvind's (each delivers one copy, "
+                             "passing every copy on), not memoryless ones such as Avis")
     parser.add_argument("--replay", type=int, default=None, help="replay one seed, traced")
     args = parser.parse_args()
     settings = {"max_routers": args.max_routers, "flood_share": args.flood_share,
-                "streams": args.streams}
+                "streams": args.streams, "flood_memory": args.flood_memory}
     if args.replay is not None:
         outcome = Simulation(args.replay, trace=print, **settings).run()
         print(outcome)
@@ -78,7 +81,8 @@ def main() -> int:
     runs = sum(row[0] for row in totals.values())
     print(f"seeds {args.seed}..{seed - 1}: {runs} schedules in {minutes:.1f} min "
           f"({runs / minutes:.0f}/min), max {args.max_routers} routers, "
-          f"flood share {args.flood_share}")
+          f"flood share {args.flood_share}"
+          f"{' (elvind flooding: one delivery each)' if args.flood_memory else ''}")
     print(f"{'routers':>8} {'schedules':>10} {'faults':>8} {'checked':>8} {'deliveries':>11} "
           f"{'failing':>8} {'s/schedule':>11}")
     for (low, high), (n, faults, checked, deliveries, bad, spent) in totals.items():
@@ -93,7 +97,8 @@ def main() -> int:
     for line in failed[:20]:
         print("  " + line + f"  (replay: bench/federation_sim.py --replay "
               f"{line.split()[1].rstrip(':')} --max-routers {args.max_routers} "
-              f"--flood-share {args.flood_share}{' --streams' if args.streams else ''})")
+              f"--flood-share {args.flood_share}{' --streams' if args.streams else ''}"
+              f"{' --flood-memory' if args.flood_memory else ''})")
     return 1 if total_bad else 0
 
 

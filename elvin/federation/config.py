@@ -57,7 +57,9 @@ along the shortest-path tree rooted at the router where it entered the
 federation, so that cycles and meshes deliver every notification exactly
 once and route around a dead router (``elvin.federation.topology``).
 ``"flood"`` is the protocol as written (routing lists only), as Avis and
-older ``elvind`` do: loop-free, but a cycle then delivers duplicates.
+older ``elvind`` do: loop-free, and a copy that a cycle brings back by
+another path is passed on but not delivered here again
+(``FederationService.first_here``; Avis delivers it twice).
 
 Filters: ``true`` lets everything through, ``false`` nothing, a string is a
 subscription expression (``"true"``/``"false"`` strings work too, as in

@@ -75,9 +75,11 @@ class FederationHost(Protocol):
         ...
 
     def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
-                keys: Keys, routing: tuple[str, ...]) -> None:
+                keys: Keys, routing: tuple[str, ...], local: bool = True) -> None:
         """Deliver a notification that came from a link, as a local producer's
-        would be (the router then calls ``forward`` with ``routing``).
+        would be (the router then calls ``forward`` with ``routing``); with
+        ``local`` False, only forward it, in order with the link's others
+        (a flooding router's copy by another path).
         ``block`` is its attributes' XDR when the link has it, ``keys`` the
         keys it came with. Raises ``elvin.errors.KeyRefused`` for keys the
         router refuses (nothing is delivered)."""

@@ -129,6 +129,7 @@ class FederationStats:
     fed_notify_filtered: int = 0       # received, refused by the incoming filter
     fed_notify_looped: int = 0         # received with our own domain in the routing list
     fed_notify_off_tree: int = 0       # received from a peer that is not our parent in its tree
+    fed_notify_passed_on: int = 0      # routing = "flood": a copy by another path, passed on only
     fed_notify_dropped: int = 0        # not sent: the peer's connection was backed up
     sub_replace_sent: int = 0
     sub_replace_received: int = 0
@@ -182,6 +183,9 @@ class LinkOwner(Protocol):
 
     def on_tree(self, link: FederationLink, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
         """Whether a notification from ``link`` came along its tree (else dropped)."""
+
+    def first_here(self, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
+        """routing = "flood": whether to deliver it here too, not only pass it on."""
 
 
 class _Settings:
@@ -703,22 +707,28 @@ class FederationLink(asyncio.Protocol):
             self.stats.fed_notify_off_tree += 1
             service.stats.fed_notify_off_tree += 1
             return
-        self.deliver_notify(p, block)
+        self.deliver_notify(p, block, local=service.first_here(tuple(routing), attrs))
 
-    def deliver_notify(self, p: FedNotify, block: bytes | None) -> None:
-        """Deliver (and so forward) a FedNotify this router takes."""
+    def deliver_notify(self, p: FedNotify, block: bytes | None, local: bool = True) -> None:
+        """Deliver (and so forward) a FedNotify this router takes; with
+        ``local`` False only forward it (``FederationService.first_here``)."""
         service = self.service
         routing = p.routing
         attrs = p.attributes
         try:
-            service.host.deliver(attrs, block, p.deliver_insecure, p.keys, tuple(routing))
+            service.host.deliver(attrs, block, p.deliver_insecure, p.keys, tuple(routing),
+                                 local=local)
         except KeyRefused as exc:
             self.service.notes.log("FedNotify with bad keys ignored", logging.WARNING,
                                    "federation peer %r: FedNotify with bad keys ignored (%s)",
                                    self.remote_domain, exc.message)
             return
-        self.stats.fed_notify_delivered += 1
-        service.stats.fed_notify_delivered += 1
+        if local:
+            self.stats.fed_notify_delivered += 1
+            service.stats.fed_notify_delivered += 1
+        else:
+            self.stats.fed_notify_passed_on += 1
+            service.stats.fed_notify_passed_on += 1
 
 
 #: the name this class had (``elvin.federation.domain`` has a ``Link`` too)

@@ -72,6 +72,7 @@ from elvin.federation.admission import (
 )
 from elvin.federation.config import ConnectSpec, FederationConfig, Filter, parse_ewaf_uri
 from elvin.federation.connector import Connector
+from elvin.federation.dedup import Recent, content_key
 from elvin.federation.host import FederationHost
 from elvin.federation.link import AWAIT_RQST, LINKED, FederationStats, Link
 from elvin.federation.lookups import HostLookups
@@ -82,6 +83,7 @@ from elvin.federation.subtrees import BehindMatchers, compute_groups, subtrees, 
 from elvin.federation.tlsaccept import Handshaking
 from elvin.federation.topology import (
     ANNOUNCEMENT_ATTR,
+    DEDUP_WINDOW,
     STAMP_PREFIX,
     Announcement,
     BadAnnouncement,
@@ -91,6 +93,7 @@ from elvin.federation.topology import (
     decode_announcement,
     encode_announcement,
     split_markers,
+    split_routing,
     with_marker,
 )
 from elvin.keys import Keys
@@ -147,6 +150,8 @@ class FederationService:
         self._routing_cache: dict[tuple[str, ...], bytes] = {}
         #: what this router knows of the federation's topology (None: "flood")
         self.topology: TopologyView | None = self._new_view(config)
+        #: routing = "flood": the copies taken here lately (``first_here``)
+        self.flood_recent: Recent | None = self._new_flood_memory(config)
         self._topology_tick: asyncio.Handle | None = None
         self._deadline: asyncio.TimerHandle | None = None     # the view's next tick
         #: notifications published here while no graph is agreed (the view
@@ -365,6 +370,7 @@ class FederationService:
                          old.routing, config.routing)
                 relink = "routing changed"
             self.topology = self._new_view(config)
+            self.flood_recent = self._new_flood_memory(config)
             self._routes_changed()
             self._release_held()
             for link in list(self.links):
@@ -887,6 +893,30 @@ class FederationService:
             elif not self.hold_from(link, p, block, mark):
                 link.stats.fed_notify_off_tree += 1
                 self.stats.fed_notify_off_tree += 1
+
+    def _new_flood_memory(self, config: FederationConfig) -> Recent | None:
+        if config.routing != "flood":
+            return None
+        return Recent(DEDUP_WINDOW * config.agreement_timeout)
+
+    def first_here(self, routing: tuple[str, ...], attrs: Mapping[str, Any]) -> bool:
+        """With ``routing = "flood"``: whether a notification this router
+        takes is the first copy of it here, to deliver to its own clients as
+        well as pass on. Why: routers that take part route what a flooding
+        router sends them by their own graphs, and while they switch to a
+        new one two of them can both send it the same notification (the
+        federation guide's "during a switch"); a flooding router passes every
+        copy on as the protocol says (what it sends is unchanged, so nothing
+        the others expect goes missing: dropping the copy instead lost
+        notifications in the simulation), but delivers only the first here,
+        by the same rule as a router that takes part (``dedup.Recent``: a
+        copy of the same content from the same origin that came by another
+        routing list within the window)."""
+        recent = self.flood_recent
+        if recent is None:
+            return True
+        origin, _ = split_routing(routing)
+        return recent.first((origin, content_key(attrs)), routing, time.monotonic())
 
     def _new_view(self, config: FederationConfig) -> TopologyView | None:
         if config.routing != "trees":

@@ -64,12 +64,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from elvin.federation.dedup import Recent
 from elvin.federation.topology import (
     DEDUP_WINDOW,
     STAMP_PREFIX,
     Announcement,
     LinkState,
     TopologyView,
+    split_routing,
 )
 
 __all__ = ["Outcome", "Simulation", "run"]
@@ -98,6 +100,10 @@ class _Router:
     #: (sender, link epoch, notification, routing, life mark when first held)
     held_in: list[tuple[str, int, int, tuple[str, ...], int]] = field(default_factory=list)
     agreed: Any = None                # the confirmed graph last seen
+    #: a flooding elvind's memory of the copies it delivered (it passes every
+    #: copy on, but delivers one: ``FederationService.first_here``); None for
+    #: a flooding router without one (Avis)
+    recent: Recent | None = None
     tick_at: float | None = None
     update_due: bool = False
 
@@ -133,7 +139,8 @@ class Simulation:
     def __init__(self, seed: int, max_routers: int = 32, rounds: int = 3,
                  flood_share: float = 0.0, timeout: float = 1.0, keepalive: float = 30.0,
                  trace: Callable[[str], None] | None = None,
-                 links: list[tuple[int, int]] | None = None, streams: bool = False) -> None:
+                 links: list[tuple[int, int]] | None = None, streams: bool = False,
+                 flood_memory: bool = False) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
         rng = self.rng
@@ -156,6 +163,7 @@ class Simulation:
         self.keepalive = keepalive
         self.rounds = rounds
         self.streams = streams
+        self.flood_memory = flood_memory
         self.trace = trace
         self.now = 0.0
         self.round_end = 0.0
@@ -255,6 +263,7 @@ class Simulation:
         r.alive, r.silent, r.life = True, False, r.life + 1
         r.ends, r.held, r.backlog, r.tick_at, r.update_due = {}, [], [], None, False
         r.held_in, r.agreed = [], None
+        r.recent = Recent(DEDUP_WINDOW * self.timeout) if r.flood and self.flood_memory else None
         if not r.flood:
             r.view = TopologyView(name, clock=lambda: 1000.0 + self.now,
                                   monotonic=lambda: self.now, timeout=self.timeout)
@@ -500,6 +509,12 @@ class Simulation:
             targets = [p for p in sorted(r.ends) if p not in routing]
             if (k, routing) in self.rerouted:
                 self.reroute(k, (r.name, *routing))
+            if r.recent is not None and not r.recent.first(
+                    (split_routing(routing)[0], self.content[k]), routing, self.now):
+                out = (r.name, *routing)     # passed on, not delivered here
+                for peer in targets:
+                    self.send(r.name, peer, ("notify", k, out))
+                return
         else:
             assert r.view is not None
             route = r.view.route(routing, None, sender)
@@ -524,7 +539,7 @@ class Simulation:
         self.counts[k][r.name] = got
         self.outcome.deliveries += 1
         first = self.first_at.setdefault((k, r.name), self.now)
-        if got > 1 and r.flood and self.cut_lately():
+        if got > 1 and r.flood and r.recent is None and self.cut_lately():
             # the README's exception: routers that do not take part cut
             # the others apart (a fault did), as on any cycle of theirs
             self.outcome.cut_duplicates += 1
@@ -536,7 +551,7 @@ class Simulation:
             # at or came through a router that does not take part (one of
             # ours may route it on as an unstamped one: 711720)
             self.outcome.late_duplicates += 1
-        elif got > 1 and r.flood and self.now < self.last_change + self.bound() and (
+        elif got > 1 and r.flood and r.recent is None and self.now < self.last_change + self.bound() and (
                 not routing[-1].startswith(STAMP_PREFIX) or k in self.rerouted_any):
             # the third: not routed by one graph (unstamped, or a copy whose
             # stamp a router of ours did not hold, routed on by its own),

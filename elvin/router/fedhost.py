@@ -39,7 +39,7 @@ class _Router(Protocol):
 
     def deliver_ordered(self, key: Hashable, attrs: dict[str, Any], block: bytes | None,
                         deliver_insecure: bool, nkeys: Any, *, producer: Any = None,
-                        routing: tuple[str, ...] = ()) -> None: ...
+                        routing: tuple[str, ...] = (), local: bool = True) -> None: ...
 
 
 class RouterFederationHost:
@@ -80,11 +80,12 @@ class RouterFederationHost:
         return self._router.run_off_loop(size, job)
 
     def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
-                keys: Keys, routing: tuple[str, ...]) -> None:
+                keys: Keys, routing: tuple[str, ...], local: bool = True) -> None:
         check_keys(keys)          # KeyRefused: the link logs it, nothing is delivered
         router = self._router
-        router.stats.notifications_in += 1
+        if local:
+            router.stats.notifications_in += 1
         # matched in steps (thousands of candidates), one sender's in order
         origin = f"federation:{routing[-1]}" if routing else None
         router.deliver_ordered(origin, attrs, block, deliver_insecure, prepare_notification(keys),
-                               routing=routing, producer=origin)
+                               routing=routing, producer=origin, local=local)

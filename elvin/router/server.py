@@ -475,10 +475,18 @@ class Router:
 
     def deliver_steps(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                       nkeys: NotificationKeys | None, *, producer: Any = None,
-                      routing: tuple[str, ...] = ()) -> Any:
+                      routing: tuple[str, ...] = (), local: bool = True) -> Any:
         """``deliver`` as a generator of steps of about a millisecond
         (``Engine.match_steps``): a client's notification is matched so, its
-        first step at once and the rest, if any, by ``link_later``."""
+        first step at once and the rest, if any, by ``link_later``. With
+        ``local`` False it is only forwarded (a copy a flooding router
+        passes on but has delivered here already: not matched, archived or
+        counted again)."""
+        if not local:
+            federation = self._federation.running
+            if federation is not None:
+                federation.forward(attrs, block, deliver_insecure, nkeys, routing)
+            return 0
         if self._recent_request(attrs, block, deliver_insecure, nkeys, producer):
             return 0
         insecure, secure = yield from self.engine.match_steps(attrs, nkeys, deliver_insecure)
@@ -511,12 +519,14 @@ class Router:
 
     def deliver_ordered(self, key: Hashable, attrs: dict[str, Any], block: bytes | None,
                         deliver_insecure: bool, nkeys: NotificationKeys | None, *,
-                        producer: Any = None, routing: tuple[str, ...] = ()) -> None:
+                        producer: Any = None, routing: tuple[str, ...] = (),
+                        local: bool = True) -> None:
         """``deliver`` in steps, after the earlier ones of the same ``key``
         (an origin with no session to wait: an UNotify's connection, a
         federated link; ``elvin.router.ordered``)."""
         self.ordered.submit(key, self.deliver_steps(attrs, block, deliver_insecure, nkeys,
-                                                    producer=producer, routing=routing))
+                                                    producer=producer, routing=routing,
+                                                    local=local))
 
     def _recent_request(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,
                         nkeys: NotificationKeys | None, producer: Any) -> bool:
