@@ -171,6 +171,11 @@ def _abort(writer: asyncio.StreamWriter) -> None:
         transport.abort()
 
 
+class PortTaken(RuntimeError):
+    """A router could not listen: another program has its port (the seed is
+    worth running again on new ports, which is not a router's fault)."""
+
+
 class Federation:
     """``n`` elvind processes over ``links``, every link through a ``Proxy``."""
 
@@ -191,6 +196,7 @@ class Federation:
         self.starting: set[int] = set()          # restarted, not listening yet
         self._reload_due: set[int] = set()       # SIGHUP once it listens
         self.logs = [tmp / f"r{i}.log" for i in range(n)]
+        self._log_start = [0] * n                # where each one's latest start logs from
 
     async def start(self) -> None:
         for a in range(self.n):
@@ -205,14 +211,39 @@ class Federation:
 
     def _wait_all(self) -> None:
         """RuntimeError (not the bench's SystemExit, which would end a loop
-        of runs) if one does not start."""
+        of runs) if one does not start; ``PortTaken`` if another program
+        has one of its ports."""
         deadline = time.monotonic() + 60
         for i in range(self.n):
-            try:
-                wait_listening(self.procs[i], self.client_ports[i], deadline)  # type: ignore[arg-type]
-            except SystemExit as exc:
-                raise RuntimeError(f"r{i} did not start ({exc}; its log: "
-                                   f"{self.logs[i]})") from None
+            self._wait_started(i, deadline)
+
+    def _wait_started(self, i: int, deadline: float) -> None:
+        """Until router ``i`` says it listens on its port (in its own log, from
+        where its latest start began) and accepts there. Why its log: a
+        port another program took (a test run beside this one) accepts
+        connections too, and a client would then wait on that program."""
+        proc, port = self.procs[i], self.client_ports[i]
+        assert proc is not None
+        mark = f"listening on elvin://127.0.0.1:{port}"
+        while True:
+            if proc.poll() is not None:
+                text = self.logs[i].read_text(errors="replace")[self._log_start[i]:]
+                if "Address already in use" in text:
+                    raise PortTaken(f"r{i}: another program has one of its ports ({port} "
+                                    f"or {self.fed_ports[i]}; its log: {self.logs[i]})")
+                raise RuntimeError(f"r{i} did not start (exit status {proc.returncode}; "
+                                   f"its log: {self.logs[i]})")
+            if mark in self.logs[i].read_text(errors="replace")[self._log_start[i]:]:
+                try:
+                    wait_listening(proc, port, deadline)
+                except SystemExit as exc:
+                    raise RuntimeError(f"r{i} did not start ({exc}; its log: "
+                                       f"{self.logs[i]})") from None
+                return
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"r{i} did not start within 60 s (its log: {self.logs[i]})")
+            time.sleep(0.05)
 
     def exited(self) -> list[str]:
         """The routers that ended by themselves (not killed by a fault):
@@ -238,6 +269,7 @@ class Federation:
         (self.tmp / f"r{i}.toml").write_text("\n".join(text) + "\n")
 
     def _spawn(self, i: int) -> subprocess.Popen:
+        self._log_start[i] = self.logs[i].stat().st_size if self.logs[i].exists() else 0
         log = open(self.logs[i], "a")  # the child holds it
         return subprocess.Popen(
             [sys.executable, "-m", "elvin.router", "--config", str(self.tmp / f"r{i}.toml"),
@@ -257,16 +289,14 @@ class Federation:
     async def restart(self, i: int) -> None:
         """Start router ``i`` again on its ports. RuntimeError if it cannot
         (on a shared machine another program may have taken a port it freed)."""
-        self.procs[i] = self._spawn(i)
-        proc, port = self.procs[i], self.client_ports[i]
+        self.procs[i] = proc = self._spawn(i)
         self.starting.add(i)
         try:
             await asyncio.get_running_loop().run_in_executor(
-                None, lambda: wait_listening(proc, port, time.monotonic() + 60))
-        except SystemExit as exc:
+                None, lambda: self._wait_started(i, time.monotonic() + 60))
+        except RuntimeError as exc:
             self.procs[i] = None
-            raise RuntimeError(f"r{i} did not start again ({exc}; its log: "
-                               f"{self.logs[i]})") from None
+            raise RuntimeError(f"r{i} did not start again: {exc}") from None
         finally:
             self.starting.discard(i)
         if i in self._reload_due:          # its file changed while it started
@@ -471,11 +501,18 @@ class _Client:
         self.seq = 0
 
     async def connect(self) -> None:
+        """RuntimeError (a failed run, not a traceback that ends the loop of
+        runs) if the router does not answer."""
         port = self.fed.client_ports[self.i]
-        self.sub = await open_peer(port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
-        self.sub.on_deliver = lambda body: self.checker.delivered(self.i, body)
-        await self.sub.request(SubAddRqst(2, "require(Chaos-Seq)"))
-        self.pub = await open_peer(port)
+        try:
+            self.sub = await open_peer(port, {"Send-Queue.Max-Length": 64 * 1024 * 1024})
+            self.sub.on_deliver = lambda body: self.checker.delivered(self.i, body)
+            await self.sub.request(SubAddRqst(2, "require(Chaos-Seq)"))
+            self.pub = await open_peer(port)
+        except (TimeoutError, OSError) as exc:
+            raise RuntimeError(f"r{self.i} did not answer a client on port {port} "
+                               f"({type(exc).__name__}; its log: {self.fed.logs[self.i]})"
+                               ) from None
 
     def drop(self) -> None:
         for peer in (self.sub, self.pub):

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _chaos import FAULTS, run
+from _chaos import FAULTS, PortTaken, run
 
 
 def main() -> int:
@@ -63,9 +63,16 @@ def main() -> int:
     seed = seeds[0]
     while True:
         try:
-            r = asyncio.run(run(seed, n=args.routers, extra=args.extra, steps=args.steps,
-                                rate=args.rate, keepalive=args.keepalive, kinds=kinds,
-                                flood=args.flood))
+            for attempt in range(3):
+                try:
+                    r = asyncio.run(run(seed, n=args.routers, extra=args.extra,
+                                        steps=args.steps, rate=args.rate,
+                                        keepalive=args.keepalive, kinds=kinds, flood=args.flood))
+                    break
+                except PortTaken as exc:   # at the start: the same seed on new ports
+                    if attempt == 2:
+                        raise
+                    print(f"seed {seed}: {exc}: run again on new ports")
         except RuntimeError as exc:    # a router that did not (re)start, or died
             print(f"seed {seed}: FAILED: a router did not restart or ended: {exc}")
             aborted.append(seed)

@@ -25,7 +25,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
-from _chaos import Federation, run  # noqa: E402
+from _chaos import Federation, PortTaken, run  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -80,5 +80,27 @@ def test_a_router_that_does_not_restart_fails_the_run(tmp_path):
             assert [line.split(" (")[0] for line in fed.exited()] == [
                 f"r0 exited with status {fed.procs[0].returncode}"]
         finally:
+            await fed.stop()
+    asyncio.run(scenario())
+
+
+def test_a_port_another_program_took_is_told_apart_from_a_router_that_listens(tmp_path):
+    """A router that could not listen because another program (a test run
+    beside the harness) had its port: that program accepts connections, so
+    the harness took the router for started, and its client waited on the
+    other program until a TimeoutError ended the whole loop of runs (seed
+    2037 of a 35-minute run). Now each start waits for the router's own
+    "listening" line, and a port taken is ``PortTaken``, which
+    ``bench/chaos.py`` answers by running the seed again on new ports."""
+    import socket
+
+    async def scenario() -> None:
+        fed = Federation(tmp_path, 2, [(0, 1)], keepalive=1.0)
+        squatter = socket.create_server(("127.0.0.1", fed.client_ports[1]))
+        try:
+            with pytest.raises(PortTaken, match="another program has one of its ports"):
+                await fed.start()
+        finally:
+            squatter.close()
             await fed.stop()
     asyncio.run(scenario())
