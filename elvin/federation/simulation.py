@@ -665,13 +665,18 @@ class Simulation:
         router, and may miss it until the keepalive notices the hang (the
         README's "only what the trees send through that hung router is
         lost"); so may one that does not take part whose neighbours' trees
-        reach it so, and what is reached only through such routers.
+        reach it so, one that knows the topology only as it was when such a
+        router hung (``hears_stale``), and what is reached only through
+        such routers.
         (Checked since a 16-router run with 30% of them flooding: before,
         the notifications of routers that do not take part were held to
         nothing.)"""
         if not any(self.routers[n].silent for n in self.names):
             return want
-        behind = set()
+        # one that knows the topology only as it was when a silent router
+        # hung routes what reaches it by that topology (as in ``expected``)
+        behind = {name for name in want if self.routers[name].view is not None
+                  and self.hears_stale(name)}
         for name in sorted(want):
             # the trees it is taken by: its own graph's, or for a router
             # that does not take part, those of the routers of ours next to it
