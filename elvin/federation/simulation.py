@@ -646,13 +646,8 @@ class Simulation:
             behind = {name for name in want if self.routers[name].view is not None
                       and self.hears_stale(name)}
         tree = graph.tree(origin)
-        for name in sorted(want):      # on the tree below a silent router
-            node = name
-            while node in tree and node != origin:
-                node = tree[node]
-                if self.routers[node].silent:
-                    behind.add(name)
-                    break
+        behind |= {name for name in want      # on the tree below a silent router
+                   if self.below_silent(tree, origin, name)}
         # and what the graph does not have (behind a router that does not
         # take part) is reached only through routers not behind one
         return self.reachable(origin, avoid=behind) & want
@@ -688,14 +683,19 @@ class Simulation:
                 graph = view.confirmed if view is not None else None
                 if graph is None or origin not in graph.node_set:
                     continue
-                tree = graph.tree(origin)
-                node = name
-                while node in tree and node != origin:
-                    node = tree[node]
-                    if self.routers[node].silent:
-                        behind.add(name)
-                        break
+                if self.below_silent(graph.tree(origin), origin, name):
+                    behind.add(name)
         return self.reachable(origin, avoid=behind) & want
+
+    def below_silent(self, tree: dict[str, str], origin: str, name: str) -> bool:
+        """Whether ``tree`` (rooted at ``origin``) reaches ``name`` through a
+        silent router."""
+        node = name
+        while node in tree and node != origin:
+            node = tree[node]
+            if self.routers[node].silent:
+                return True
+        return False
 
     def hearing(self, name: str) -> set[str]:
         """The routers whose announcements reach ``name``: those that take
