@@ -11,9 +11,10 @@ prints the schedules run, faults played, notifications checked for "nothing
 lost after detection", deliveries, violations and the seeds that failed,
 per size of graph, with the duplicates at flooding routers while they cut
 the others apart and the copies held up past the window (the README's
-exceptions) and the deliveries that overtook
+exceptions), the deliveries that overtook
 an earlier one of their producer on another graph (a switch; order on one
-graph is checked). ``--streams``: a producer per round publishes through
+graph is checked), and the repeats of an unstamped notification taken for
+copies because their path changed within the window. ``--streams``: a producer per round publishes through
 the faults. ``--replay SEED`` plays one schedule with its trace.
 Exits 1 if any schedule failed.
 """
@@ -57,7 +58,7 @@ def main() -> int:
     seed = args.seed
     totals = {band: [0, 0, 0, 0, 0, 0.0] for band in BANDS}  # runs faults checked deliv bad s
     failed: list[str] = []
-    cut = late = switch = reordered = 0
+    cut = late = switch = reordered = repeats = 0
     while time.monotonic() < end:
         t = time.monotonic()
         outcome = Simulation(seed, **settings).run()
@@ -73,6 +74,7 @@ def main() -> int:
         late += outcome.late_duplicates
         switch += outcome.switch_duplicates
         reordered += outcome.reordered
+        repeats += outcome.repeats_dropped
         if outcome.violations:
             row[4] += 1
             failed.append(outcome.violations[0])
@@ -92,7 +94,8 @@ def main() -> int:
     total_bad = sum(row[4] for row in totals.values())
     print(f"allowed duplicates: at flooding routers while they cut the others apart {cut}, "
           f"held up past the window {late}, of a flooding router's at another during a switch "
-          f"{switch}; overtaken across a switch: {reordered}")
+          f"{switch}; overtaken across a switch: {reordered}; repeats taken for copies "
+          f"(their path changed within the window): {repeats}")
     print(f"violations: {total_bad} failing schedules")
     for line in failed[:20]:
         print("  " + line + f"  (replay: bench/federation_sim.py --replay "

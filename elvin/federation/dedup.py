@@ -29,11 +29,14 @@ from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-__all__ = ["DEDUP_ENTRIES", "Recent", "content_key"]
+__all__ = ["DEDUP_ENTRIES", "PRUNE_STEP", "Recent", "content_key"]
 
 #: notifications remembered at most (the oldest go first): a bound on memory
 #: whatever the rate; at a higher rate the window is shorter
 DEDUP_ENTRIES = 65536
+
+#: entries past the window forgotten at most per call (see ``Recent.first``)
+PRUNE_STEP = 8
 
 
 def content_key(attrs: Mapping[str, Any]) -> Hashable:
@@ -58,13 +61,19 @@ class Recent:
 
     def first(self, key: Hashable, path: tuple[str, ...], now: float) -> bool:
         seen = self._seen
-        while seen:                                # forget what is past the window
+        # forget what is past the window, a few at a time: after a quiet
+        # spell all of them are, and popping 65,536 at once held the loop
+        # for some 50 ms. Each call adds at most one, so taking up to
+        # PRUNE_STEP keeps up; what lingers is ignored by its age below.
+        for _ in range(PRUNE_STEP):
+            if not seen:
+                break
             oldest = next(iter(seen.values()))
             if oldest[1] + self.window > now and len(seen) < self.entries:
                 break
             seen.popitem(last=False)
         held = seen.get(key)
-        if held is not None and held[0] != path:
+        if held is not None and held[1] + self.window > now and held[0] != path:
             self.dropped += 1
             return False
         seen[key] = (path, now)

@@ -130,6 +130,14 @@ class Outcome:
     switch_duplicates: int = 0
     #: deliveries after a later one of the same producer (on another graph)
     reordered: int = 0
+    #: copies of a publication that a router took for copies of an earlier
+    #: one with the same content and origin, delivered there within the
+    #: window by another routing list (its path changed: a switch; or the
+    #: repeat may still come by the path the earlier one came): the
+    #: federation guide's "only when its path changes within the window can
+    #: such a repeat be dropped"; where it never arrived, excused from
+    #: "nothing lost"
+    repeats_dropped: int = 0
     violations: list[str] = field(default_factory=list)
 
 
@@ -193,6 +201,15 @@ class Simulation:
         self.last_content: dict[str, int] = {}     # origin -> what it published last
         self.notifications = itertools.count()
         self.first_at: dict[tuple[int, str], float] = {}     # first delivery
+        #: (router, life, origin, content) -> what was delivered there: when,
+        #: which publication, by which routing list
+        self.delivered_same: dict[tuple[str, int, str | None, int],
+                                  list[tuple[float, int, tuple[str, ...]]]] = {}
+        #: notification -> routers of ours that took it for a copy of another
+        #: publication (neither delivered nor passed on), and flooding ones
+        #: that did (passed on, not delivered)
+        self.repeat_stopped: dict[int, set[str]] = {}
+        self.repeat_undelivered: dict[int, set[str]] = {}
         self.latest: dict[tuple[str, str], int] = {}           # (origin, at) -> newest
         self.latest_on: dict[tuple[str, str, str], int] = {}   # ... per graph
         #: copies (notification, routing list) that a router on their way
@@ -511,6 +528,7 @@ class Simulation:
                 self.reroute(k, (r.name, *routing))
             if r.recent is not None and not r.recent.first(
                     (split_routing(routing)[0], self.content[k]), routing, self.now):
+                self.note_repeat(r, k, routing, self.repeat_undelivered)
                 out = (r.name, *routing)     # passed on, not delivered here
                 for peer in targets:
                     self.send(r.name, peer, ("notify", k, out))
@@ -529,6 +547,7 @@ class Simulation:
                 return                 # off the tree: dropped
             if not r.view.first_copy(routing, r.ends[sender].marker,
                                        {"content": self.content[k]}):
+                self.note_repeat(r, k, routing, self.repeat_stopped)
                 return                 # a copy of one taken by another path
             targets = [p for p in route.children if p in r.ends and p not in routing]
             stamp = routing[-1]
@@ -537,6 +556,9 @@ class Simulation:
                 self.reroute(k, (r.name, *routing))
         got = self.counts[k].get(r.name, 0) + 1
         self.counts[k][r.name] = got
+        self.delivered_same.setdefault(
+            (r.name, r.life, split_routing(routing)[0], self.content[k]), []).append(
+            (self.now, k, routing))
         self.outcome.deliveries += 1
         first = self.first_at.setdefault((k, r.name), self.now)
         if got > 1 and r.flood and r.recent is None and self.cut_lately():
@@ -569,6 +591,31 @@ class Simulation:
         out = (r.name, *routing)
         for peer in targets:
             self.send(r.name, peer, ("notify", k, out))
+
+    def note_repeat(self, r: _Router, k: int, routing: tuple[str, ...],
+                    where: dict[int, set[str]]) -> None:
+        """A copy ``r`` did not deliver as one of what it delivered: if
+        ``k`` itself never reached it, it must be a repeat (another
+        publication with the same content and origin, delivered there
+        within the window) that came by another routing list, and ``k`` is
+        dropped at ``r`` by the rule (``Outcome.repeats_dropped``); anything
+        else (a repeat that came the same way, or no such delivery) is a
+        violation. Judged from what the simulation saw delivered, not from
+        the router's memory, which is what is checked."""
+        if self.counts[k].get(r.name, 0):
+            return                     # a real copy: k was delivered here
+        window = DEDUP_WINDOW * self.timeout
+        same = [(kk, rr) for t, kk, rr in self.delivered_same.get(
+            (r.name, r.life, split_routing(routing)[0], self.content[k]), [])
+            if t + window >= self.now]
+        if not any(rr != routing for _, rr in same):
+            self.violation(f"notification {k} from {self.origin[k]} dropped at {r.name} as a "
+                           f"copy of {[kk for kk, _ in same] or 'nothing delivered there'}, "
+                           f"which came by the same routing list {list(routing)}")
+            return
+        if r.name not in where.setdefault(k, set()):
+            where[k].add(r.name)
+            self.outcome.repeats_dropped += 1
 
     def reroute(self, k: int, routing: tuple[str, ...]) -> None:
         self.rerouted.add((k, routing))
@@ -672,9 +719,18 @@ class Simulation:
         # hung routes what reaches it by that topology (as in ``expected``)
         behind = {name for name in want if self.routers[name].view is not None
                   and self.hears_stale(name)}
+        behind |= self.behind_unstamped(origin, want, lambda node: self.routers[node].silent)
+        return self.reachable(origin, avoid=behind) & want
+
+    def behind_unstamped(self, origin: str, want: set[str],
+                         stuck: Callable[[str], bool]) -> set[str]:
+        """The routers of ``want`` that a notification from ``origin``
+        routed by each router's own graph (unstamped) reaches only through
+        a router that is ``stuck``: by their own graph's tree, or for a
+        router that does not take part, by those of the routers of ours
+        next to it."""
+        behind = set()
         for name in sorted(want):
-            # the trees it is taken by: its own graph's, or for a router
-            # that does not take part, those of the routers of ours next to it
             holders = [name] if not self.routers[name].flood else sorted(
                 p for link in self.up if name in link for p in link
                 if p != name and not self.routers[p].flood)
@@ -683,17 +739,18 @@ class Simulation:
                 graph = view.confirmed if view is not None else None
                 if graph is None or origin not in graph.node_set:
                     continue
-                if self.below_silent(graph.tree(origin), origin, name):
+                if self.below_silent(graph.tree(origin), origin, name, stuck):
                     behind.add(name)
-        return self.reachable(origin, avoid=behind) & want
+        return behind
 
-    def below_silent(self, tree: dict[str, str], origin: str, name: str) -> bool:
+    def below_silent(self, tree: dict[str, str], origin: str, name: str,
+                     stuck: Callable[[str], bool] | None = None) -> bool:
         """Whether ``tree`` (rooted at ``origin``) reaches ``name`` through a
-        silent router."""
+        silent router (or one that is ``stuck``)."""
         node = name
         while node in tree and node != origin:
             node = tree[node]
-            if self.routers[node].silent:
+            if self.routers[node].silent if stuck is None else stuck(node):
                 return True
         return False
 
@@ -843,6 +900,12 @@ class Simulation:
             for k, want in checked:
                 self.outcome.checked += 1
                 got = {n for n, c in self.counts[k].items() if c}
+                if k in self.repeat_stopped or k in self.repeat_undelivered:
+                    # a repeat taken for a copy (the rule's exception): not
+                    # delivered there, and for a router of ours not passed on
+                    stopped = {n for n in self.repeat_stopped.get(k, ()) if n not in got}
+                    want -= self.repeat_undelivered.get(k, set()) | stopped
+                    want -= self.behind_unstamped(self.origin[k], want, stopped.__contains__)
                 if not want <= got:
                     missing = sorted(want - got)
                     self.violation(f"notification {k} from {self.origin[k]}, published "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from elvin.federation.dedup import Recent, content_key
+from elvin.federation.dedup import DEDUP_ENTRIES, PRUNE_STEP, Recent, content_key
 
 
 def test_a_copy_by_another_path_is_dropped_within_the_window():
@@ -41,3 +41,29 @@ def test_memory_is_bounded():
     for n in range(50):
         recent.first(("r0", n), ("r1", "r0"), 0.0)
     assert len(recent) <= 10
+
+
+def test_a_quiet_spell_is_forgotten_a_few_at_a_time_and_what_lingers_drops_nothing():
+    """After a quiet spell every entry is past the window; forgetting all
+    65,536 in the call that came next held the router's loop for some
+    50 ms. One call forgets at most ``PRUNE_STEP``, and an entry that
+    lingers past the window no longer tells a copy from anything."""
+    recent = Recent(2.0)
+    for i in range(DEDUP_ENTRIES):
+        assert recent.first(("o", i), ("a",), 0.0)
+    assert recent.first(("o", -1), ("a",), 10.0)
+    assert len(recent) == DEDUP_ENTRIES - PRUNE_STEP + 1
+    # lingering entries, by another path, past the window: taken
+    assert all(recent.first(("o", i), ("b",), 10.0) for i in range(PRUNE_STEP, 1000))
+    # and within the window of those just taken, a copy by another path is not
+    assert not recent.first(("o", 500), ("c",), 11.0)
+
+
+def test_forgetting_keeps_up_with_a_steady_rate():
+    """Each call adds at most one entry and forgets up to ``PRUNE_STEP``
+    past the window, so at a steady rate the memory holds about one
+    window's worth, not everything ever seen."""
+    recent = Recent(1.0)
+    for i in range(20000):                      # 1,000 a second for 20 s
+        recent.first(("o", i), ("a",), i / 1000)
+    assert len(recent) <= 1001
