@@ -740,7 +740,9 @@ def _compile(text: str, what: str) -> Any:      # a regex.Pattern (regex has no 
             return found
     try:
         spelled = engine_pattern(text)
-        compiled = _regex.compile(spelled, _FLAGS)
+        # not in regex's own cache: it keeps 500 whatever their size, which
+        # held 139 MiB behind this byte-bounded one (issue 42)
+        compiled = _regex.compile(spelled, _FLAGS, cache_pattern=False)
     except _regex.error as exc:  # should not happen: the translation is valid
         raise PatternError(f"invalid {what}: {exc}", 0) from None
     except (RecursionError, OverflowError, MemoryError):
