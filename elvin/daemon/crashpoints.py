@@ -13,7 +13,8 @@ of a move-in reply is sent), ``mobility-download-received`` (another proxy's dow
 buffer arrived, nothing sent), ``mobility-release-received`` (a client's release of its buffer
 arrived, nothing written: the client has everything, the proxy still holds
 it), ``mobility-released`` (a client's release of
-its buffer is committed: its rows are being deleted, a slice per turn),
+its buffer, or any removal of a client, is committed with the first slice of
+its rows deleted; the rest go a slice per turn),
 ``mobility-take-over`` (a resumed move-out's reply came back: the new buffer,
 which holds what the restored one recorded since the restart, is armed; the
 restored one's subscriptions still feed it).

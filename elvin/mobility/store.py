@@ -62,6 +62,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from elvin.daemon.crashpoints import crash_point
 from elvin.daemon.statedir import StateError, move_aside
 from elvin.mobility.ledger import LEDGER_NAME, Ledger
 
@@ -635,6 +636,12 @@ class MobilityStore:
             self._fixed.pop(handle, None)
             self._hw.pop(handle, None)
             self._hw_dropped.pop(handle, None)
+        if removed:
+            # a release is on disk and at most one slice of its rows is gone:
+            # the moment a crash test means (the proxy's own point, after
+            # its unsubscribe's round trip, came when a loaded machine's
+            # later flushes had deleted them all)
+            crash_point("mobility-released")
 
     def close(self) -> None:
         """Write what is queued (once more, even during a back-off), fold
