@@ -38,7 +38,6 @@ of no Elvin type gives bottom, never an error.
 
 from __future__ import annotations
 
-import re
 import textwrap
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
@@ -55,12 +54,12 @@ from elvin.subscription.checker import (
     TYPE_PREDICATES,
     UNARY_VALUE_OPS,
 )
-from elvin.subscription.patterns import glob_matcher, regex_matcher
+from elvin.subscription.patterns import glob_matcher, literal_search, regex_matcher
 from elvin.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Int64
 from elvin.values import REAL64_EXACT as _EXACT
 
 __all__ = ["PARAMETER_FORMS", "NotParameterisable", "Parameters", "build", "build_factory",
-           "build_unguarded", "contains_search", "generate"]
+           "build_unguarded", "generate"]
 
 _FLIP = {Kind.LESS_THAN: Kind.GREATER_THAN, Kind.GREATER_THAN: Kind.LESS_THAN,
          Kind.LESS_THAN_EQUALS: Kind.GREATER_THAN_EQUALS,
@@ -87,11 +86,6 @@ _HOIST_EVERY = 12
 _CHAIN_PIECE = 32
 #: characters of generated source ``build`` compiles in one ``compile`` call
 _COMPILE_PIECE = 16_384
-
-
-def contains_search(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
-    """``search(s)``: a match object when ``s`` contains one of ``patterns``."""
-    return re.compile("|".join(re.escape(p) for p in sorted(set(patterns))), re.DOTALL).search
 
 
 def _xor_values(values: Iterable[bool | None]) -> bool | None:
@@ -581,7 +575,7 @@ class _Gen:
             if len(patterns) > 4:
                 matcher = self.group_parameter(nodes, "C")
                 if matcher is None:
-                    matcher = self.global_object("re", contains_search(patterns))
+                    matcher = self.global_object("re", literal_search(patterns))
                 test = f"{matcher}({value}) is not None"
             elif len(patterns) == 1:
                 test = f"{self.literal_text(nodes[0])} in {value}"

@@ -92,7 +92,7 @@ import regex as _regex
 
 __all__ = ["PatternError", "ere_to_python", "glob_to_python", "compile_regex",
            "compile_glob", "engine_pattern", "regex_matcher", "glob_matcher",
-           "required_literals", "MATCH_ATTEMPTS", "MATCH_TIMEOUT", "mark", "overruns"]
+           "required_literals", "literal_search", "MATCH_ATTEMPTS", "MATCH_TIMEOUT", "mark", "overruns"]
 
 RE_DUP_MAX = 255
 MAX_GROUP_NESTING = 32
@@ -732,22 +732,52 @@ def _compiled_bytes(text: str) -> int:
 def _compile(text: str, what: str) -> Any:      # a regex.Pattern (regex has no stubs)
     """Compile once per distinct pattern: the checker, the compiler and the
     reference interpreter all ask, and ``regex`` parses patterns in Python."""
-    key = (text, what)
+    def build() -> tuple[Any, int]:
+        try:
+            spelled = engine_pattern(text)
+            # not in regex's own cache: it keeps 500 whatever their size,
+            # which held 139 MiB behind this byte-bounded one (issue 42)
+            compiled = _regex.compile(spelled, _FLAGS, cache_pattern=False)
+        except _regex.error as exc:  # should not happen: the translation is valid
+            raise PatternError(f"invalid {what}: {exc}", 0) from None
+        except (RecursionError, OverflowError, MemoryError):
+            raise PatternError(f"{what} too complex", 0, too_complex=True) from None
+        return compiled, _compiled_bytes(spelled)
+    return _remembered((text, what), build)
+
+
+#: Python's ``re`` compiler, without ``re.compile``'s module cache (512
+#: patterns, whatever their size). Private to ``re``, hence the fallback.
+_compile_uncached: Callable[[str, int], re.Pattern[str]] = getattr(
+    getattr(re, "_compiler", None), "compile", re.compile)
+
+
+def literal_search(strings: Iterable[str]) -> Callable[[str], re.Match[str] | None]:
+    """``search(s)``: a match object when ``s`` contains one of ``strings``
+    (``contains()`` with many). Python's ``re``: an alternation of literals
+    is searched 2-4 times faster than with ``regex``. Compiled once per set
+    in the byte-bounded cache of patterns, not in ``re``'s own, which kept
+    the last 512 sets however long (issue 42)."""
+    text = "|".join(re.escape(s) for s in sorted(set(strings)))
+
+    def build() -> tuple[re.Pattern[str], int]:
+        # ~10-30 bytes per character of the alternation (tracemalloc)
+        return _compile_uncached(text, re.DOTALL), 1024 + 48 * len(text)
+    search: Callable[[str], re.Match[str] | None] = \
+        _remembered((text, "contains"), build).search
+    return search
+
+
+def _remembered(key: tuple[str, str], build: Callable[[], tuple[Any, int]]) -> Any:
+    """What ``build`` makes for ``key``, built once while remembered: at
+    most ``COMPILED_MOST`` entries and ``COMPILED_BYTES`` by the cost
+    ``build`` gives, least recently used forgotten first."""
     with _COMPILED_LOCK:
         found = _COMPILED.pop(key, None)
         if found is not None:
             _COMPILED[key] = found          # most recently used last
             return found
-    try:
-        spelled = engine_pattern(text)
-        # not in regex's own cache: it keeps 500 whatever their size, which
-        # held 139 MiB behind this byte-bounded one (issue 42)
-        compiled = _regex.compile(spelled, _FLAGS, cache_pattern=False)
-    except _regex.error as exc:  # should not happen: the translation is valid
-        raise PatternError(f"invalid {what}: {exc}", 0) from None
-    except (RecursionError, OverflowError, MemoryError):
-        raise PatternError(f"{what} too complex", 0, too_complex=True) from None
-    cost = _compiled_bytes(spelled)
+    compiled, cost = build()
     with _COMPILED_LOCK:
         if key not in _COMPILED:
             while _COMPILED and (len(_COMPILED) >= COMPILED_MOST

@@ -6,6 +6,7 @@ subscribed and at once unsubscribed 65,536 distinct texts left the router
 from __future__ import annotations
 
 import gc
+import re
 import tracemalloc
 
 import pytest
@@ -94,3 +95,25 @@ def test_what_the_pattern_cache_forgets_is_given_back(monkeypatch):
     # 40 such patterns held 2.1 MB in regex's cache; now up to 0.4 MB (other
     # caches keyed by the text, and the one pattern ours keeps)
     assert held < 1024 * 1024, held
+
+
+def test_contains_with_many_strings_is_not_kept_in_python_s_re_cache():
+    """``contains()`` with more than four strings compiles an alternation
+    with Python's ``re``, whose module cache kept the last 512 such sets
+    however long. They are in the byte-bounded pattern cache now, given
+    back when it forgets them, whichever way the text was compiled."""
+    from elvin.subscription import compile as compile_subscription
+    from elvin.subscription import patterns
+
+    re.purge()
+    shapes = ShapeCompiler()
+    for i in range(20):
+        strings = ", ".join(repr(f"w{i}.{j}") for j in range(6))
+        text = f"contains(t, {strings})"
+        for matches in (compile_subscription(text).matches, shapes.compile(text).matches):
+            assert matches({"t": f"a w{i}.3 b"}) is True
+            assert matches({"t": f"a w{i}x3 b"}) is False
+    kept = [key for key in re._cache if "w1" in str(key[1])]  # re.compile's own cache
+    assert kept == []
+    count, held = patterns.compiled_cache()
+    assert count >= 20 and held <= patterns.COMPILED_BYTES

@@ -27,9 +27,8 @@ from elvin.subscription.compiler import (
     NotParameterisable,
     Parameters,
     build_factory,
-    contains_search,
 )
-from elvin.subscription.patterns import PatternError, glob_matcher, regex_matcher
+from elvin.subscription.patterns import PatternError, glob_matcher, literal_search, regex_matcher
 from elvin.subscription.runtime import make_int64
 from elvin.values import REAL64_EXACT as _EXACT
 
@@ -59,7 +58,7 @@ _ARGUMENTS: dict[str, Callable[[list[Node], tuple[int, ...]], Any]] = {
     "q": lambda leaves, slots: make_int64(int(leaves[slots[0]].value)),
     "T": _values,
     "S": lambda leaves, slots: frozenset(_values(leaves, slots)),
-    "C": lambda leaves, slots: contains_search(_values(leaves, slots)),
+    "C": lambda leaves, slots: literal_search(_values(leaves, slots)),
     "r": lambda leaves, slots: regex_matcher(_values(leaves, slots)),
     "w": lambda leaves, slots: glob_matcher(_values(leaves, slots)),
 }
