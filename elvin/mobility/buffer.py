@@ -188,9 +188,10 @@ class ClientHandler:
         return [data for seq, data in self.entries if seq < end]
 
     async def cut_sliced(self, fence_id: str | None, packer: P.BatchPacker,
-                         slice_size: int = 4096) -> bool:
-        """``cut`` into ``packer``, a slice per loop turn (a big buffer must
-        not hold the router's loop); False when the fence is unknown."""
+                         slice_size: int = 4096, first: int = 0) -> bool:
+        """``cut`` into ``packer`` from the entry numbered ``first`` on, a
+        slice per loop turn (a big buffer must not hold the router's loop);
+        False when the fence is unknown."""
         import asyncio
 
         end = self.fences.get(fence_id) if fence_id is not None else None
@@ -198,7 +199,8 @@ class ClientHandler:
             return False
         entries = list(self.entries)     # the handler keeps buffering meanwhile
         for start in range(0, len(entries), slice_size):
-            packer.add([data for seq, data in entries[start:start + slice_size] if seq < end])
+            packer.add([data for seq, data in entries[start:start + slice_size]
+                        if first <= seq < end])
             if start + slice_size < len(entries):
                 await asyncio.sleep(0)
         return True

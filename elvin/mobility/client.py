@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import secrets
@@ -76,6 +77,11 @@ class Ticket:
     #: what is published there until they do may be missing from the buffer,
     #: uncounted (``Mobility.Unannounced``); empty when every peer knew
     unannounced: tuple[str, ...] = ()
+    #: the client was attached at this proxy's router until it restarted
+    #: (the ticket of a failed resumed move-out, ``MobileConnection.
+    #: collect``): only what a buffer restored at the restart recorded since
+    #: is owed (``Mobility.Resume`` on the move-in), the rest the client had
+    since_restart: bool = False
 
 
 @dataclass
@@ -186,6 +192,8 @@ async def request_move_in(connection: Any, ticket: Ticket, *, proxy: str | None 
         request[P.FROM_KEY] = ticket.proxy_key
     if fence is not None:
         request[P.FENCE] = fence
+    if ticket.since_restart:
+        request[P.RESUME] = 1
     reply = await exchange(connection, request, timeout, to_key=proxy_key)
     entries: list[P.Entry] = []
     for blob in reply.blobs:
@@ -586,6 +594,7 @@ class MobileConnection:
         async with self._lock:
             if self.state != "connected" or self._conn is None:
                 raise P.MobilityError(f"cannot move out while {self.state}", "state")
+            await self._collect_owed()
             conn = self._conn
             resumed = False
             if not await self._alive(conn):
@@ -622,6 +631,7 @@ class MobileConnection:
                     # the next move-out replaces it
                     self._set_secret(secret)
                 if resumed:
+                    self._owe_restored(conn, proxy)
                     await self._reattach(conn)
                 raise
             except (ElvinError, OSError) as exc:
@@ -629,6 +639,7 @@ class MobileConnection:
                     raise self._moved_out_unconfirmed(conn, proxy, proxy_key, secret) from exc
                 self._live_off = False
                 if resumed:
+                    self._owe_restored(conn, proxy)
                     await self._reattach(conn)
                 raise
             self._set_secret(ticket.secret)
@@ -636,6 +647,47 @@ class MobileConnection:
             with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await conn.close(timeout=self.timeout)
             return ticket
+
+    def _owe_restored(self, conn: Any, proxy: str) -> None:
+        """A resumed move-out failed before the proxy took the restored
+        buffer over (a timeout, say) and the client is about to be live
+        again: that buffer, if the restart left one, holds what was published
+        for the client since the restart, which it never had, and goes on
+        recording what it now gets live. So it is owed as after a failed
+        move-in: a ticket to ``collect`` (which the next move-out collects
+        first: the proxy would replace the buffer, its content unreported),
+        what arrives live counted from now on. Its secret is the last one
+        (the move-out's own if it may have reached the proxy); ``collect``
+        tries the older ones too, since the proxy may hold it under either."""
+        self._overlap = Counter()
+        secret = self._last_secret or secrets.token_urlsafe(24)
+        # no proxy key: the one this move-out used may be why it failed
+        self.ticket = Ticket(self.client_id, proxy, conn.url, secret, self.quota or 0,
+                             float(self.expiry or 0), time.time(), b"",
+                             confirmed=False, since_restart=True)
+
+    async def _collect_owed(self) -> None:
+        """Before a move-out: collect a buffer still owed at this proxy
+        (``self.ticket`` while connected: a failed move-in or resumed
+        move-out), which that move-out would replace unreported."""
+        ticket, conn = self.ticket, self._conn
+        if ticket is None or conn is None:
+            return
+        if canonical(ticket.proxy) != canonical(self.proxy or conn.url):
+            return      # another proxy's: this move-out does not replace it
+        try:
+            report = await self._collect()
+        except P.MobilityError as exc:
+            if exc.code != "unknown-client":
+                raise
+            log.warning("client %s: %s", self.client_id, exc)
+            return
+        log.info("client %s: collected %d notifications owed since %s before moving out",
+                 self.client_id, report.caught_up,
+                 "the router restarted" if ticket.since_restart else "a failed move-in")
+        if report.dropped:
+            log.warning("client %s: %d notifications were dropped while away",
+                        self.client_id, report.dropped)
 
     def _set_secret(self, secret: str) -> None:
         last = self._last_secret
@@ -712,47 +764,73 @@ class MobileConnection:
         (the move-out proxy was unreachable, say): the subscriptions here
         already work, and the buffer is still at the move-out proxy until it
         expires. Its notifications are delivered after those that arrived
-        live meanwhile, so per-producer order may not hold across the two."""
+        live meanwhile, so per-producer order may not hold across the two.
+        Likewise after a resumed move-out that failed (the router here had
+        restarted): what a buffer it restored recorded since the restart.
+        A buffer still owed at the proxy of a move-out is collected by that
+        move-out first."""
         async with self._lock:
-            ticket, conn = self.ticket, self._conn
-            if self.state != "connected" or ticket is None or conn is None:
-                raise P.MobilityError("no buffer left to collect", "state")
-            started = time.monotonic()
-            duplicates_before = self.duplicates
-            if not await self._alive(conn):
-                # the router here died since: live again on a new connection
-                # (what was published meanwhile is lost with the old one)
-                conn = await self._reconnect(conn.url)
-                await self._reattach(conn)
-            here = proxy or self.proxy or conn.url
-            key = self._proxy_key(here) or await hello(conn, here, min(self.timeout, 10.0))
+            return await self._collect(previous_proxy, proxy=proxy, via=via)
+
+    async def _collect(self, previous_proxy: str | None = None, *, proxy: str | None = None,
+                       via: str = P.VIA_DIRECT) -> MoveInReport:
+        ticket, conn = self.ticket, self._conn
+        if self.state != "connected" or ticket is None or conn is None:
+            raise P.MobilityError("no buffer left to collect", "state")
+        started = time.monotonic()
+        duplicates_before = self.duplicates
+        if not await self._alive(conn):
+            # the router here died since: live again on a new connection
+            # (what was published meanwhile is lost with the old one)
+            conn = await self._reconnect(conn.url)
+            await self._reattach(conn)
+        here = proxy or self.proxy or conn.url
+        key = self._proxy_key(here) or await hello(conn, here, min(self.timeout, 10.0))
+        entries, reply = await self._collect_request(conn, ticket, here, previous_proxy,
+                                                     via, key)
+        self.ticket = None
+        # the buffer went on recording what we had live here meanwhile:
+        # each live delivery takes one buffered copy of the same content
+        # out (a multiset: identical notifications are told apart by
+        # number, not by identity), so each is delivered once
+        overlap, self._overlap = self._overlap, None
+        caught_up = skipped = 0
+        for attrs, ids in entries:
+            if overlap:
+                content = _content(attrs)
+                if overlap[content] > 0:
+                    overlap[content] -= 1
+                    skipped += 1
+                    continue
+            caught_up += self._deliver(attrs, ids, self._buffered_secure(ids))
+        self.duplicates += skipped
+        return MoveInReport(caught_up=caught_up, dropped=reply.dropped,
+                            expired=reply.expired,
+                            unannounced=P.unannounced_names(reply.attributes),
+                            duplicates=self.duplicates - duplicates_before,
+                            delay=time.monotonic() - started)
+
+    async def _collect_request(self, conn: Any, ticket: Ticket, here: str,
+                               previous_proxy: str | None, via: str, key: bytes,
+                               ) -> tuple[list[P.Entry], Reply]:
+        """``request_move_in`` for ``collect``. An unconfirmed ticket's
+        buffer may be under an older secret of this client (the move-out
+        that named the ticket's never reached the proxy): each is tried."""
+        tries = [ticket.secret]
+        if not ticket.confirmed:
+            tries += [s for s in (self._previous_secrets() or "").split() if s not in tries]
+        for i, secret in enumerate(tries):
+            attempt = ticket if secret == ticket.secret else dataclasses.replace(
+                ticket, secret=secret)
             try:
-                entries, reply = await request_move_in(
-                    conn, ticket, proxy=here, previous_proxy=previous_proxy, via=via,
+                return await request_move_in(
+                    conn, attempt, proxy=here, previous_proxy=previous_proxy, via=via,
                     timeout=self.download_timeout, proxy_key=key)
             except P.MobilityError as exc:
+                if exc.code == "bad-secret" and i + 1 < len(tries):
+                    continue
                 raise self._nothing_to_collect(ticket, exc) from exc
-            self.ticket = None
-            # the buffer went on recording what we had live here meanwhile:
-            # each live delivery takes one buffered copy of the same content
-            # out (a multiset: identical notifications are told apart by
-            # number, not by identity), so each is delivered once
-            overlap, self._overlap = self._overlap, None
-            caught_up = skipped = 0
-            for attrs, ids in entries:
-                if overlap:
-                    content = _content(attrs)
-                    if overlap[content] > 0:
-                        overlap[content] -= 1
-                        skipped += 1
-                        continue
-                caught_up += self._deliver(attrs, ids, self._buffered_secure(ids))
-            self.duplicates += skipped
-            return MoveInReport(caught_up=caught_up, dropped=reply.dropped,
-                                expired=reply.expired,
-                                unannounced=P.unannounced_names(reply.attributes),
-                                duplicates=self.duplicates - duplicates_before,
-                                delay=time.monotonic() - started)
+        raise AssertionError("unreachable: the ticket's own secret is always tried")
 
     def _on_fence(self, _notification: Any) -> None:
         if self._fence_at is None:

@@ -61,6 +61,9 @@ PREVIOUS_SECRET = "Mobility.Previous-Secret"   # move-out: the client's previous
 #: crash (its release lost) stays replaceable for that many moves
 MAX_PREVIOUS_SECRETS = 64
 RESUME = "Mobility.Resume"            # move-out: 1 when the client's connection here died
+#: ... move-in: 1 when the client was attached here until the router restarted
+#: (it collects after a resumed move-out failed): only what the proxy recorded
+#: since the restart is owed, the rest it had live
 #: move-out / move-in reply: the federation peers of the proxy's router that
 #: may not know yet what its subscribers want (as right after a restart), so
 #: that what is published there may not reach the client; absent when all know

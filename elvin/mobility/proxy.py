@@ -957,13 +957,20 @@ class MobilityProxy:
 
     # -- handing a buffer over ------------------------------------------------------------
     async def _take(self, client_id: str, secret: str, fence: str | None = None,
-                    request_id: str | None = None) -> Handover:
+                    request_id: str | None = None, since_restart: bool = False) -> Handover:
         """Check the secret and return the buffer as batches with (count,
         dropped, expired, fenced): what was buffered before the client's
         fence (``fenced``), else before a fence of our own, sent now. The
         handler stays (subscribed, on disk) until the client releases it or
         ``download_timeout`` passes, so that a move-in cut short by a crash
-        can be done again; a repeated request gets the same reply."""
+        can be done again; a repeated request gets the same reply.
+
+        ``since_restart``: the client was attached here until the router
+        restarted (``Mobility.Resume`` on its move-in: it collects after a
+        resumed move-out failed), so of a buffer restored at that restart
+        only what it recorded since is owed, as a resumed move-out carries
+        (``_absorb``); the rest the client had, by the move-in whose release
+        the crash lost."""
         async with self._lock(client_id):
             self.flush()
             handler = self.handlers.get(client_id)
@@ -990,11 +997,19 @@ class MobilityProxy:
             if handler.handed is not None and handler.handed[0] == (fence, request_id):
                 return handler.handed[1]
             packer = P.BatchPacker()
-            fenced = await handler.cut_sliced(fence, packer)
+            first, dropped = 0, handler.dropped
+            if since_restart and handler.restored_seq is not None:
+                # the oldest go first (quota, full disk): those recorded
+                # since the restart only once the older ones are gone
+                first = handler.restored_seq
+                dropped = min(dropped - handler.restored_dropped,
+                              max(0, handler.first_seq - first))
+            fenced = await handler.cut_sliced(fence, packer, first=first)
             if not fenced and not await handler.cut_sliced(await self._own_fence(handler),
-                                                           packer):
-                packer.add(data for _, data in list(handler.entries))   # fence evicted
-            result = (packer.finish(), packer.count, handler.dropped, False, fenced)
+                                                           packer, first=first):
+                packer.add(data for seq, data in list(handler.entries)   # fence evicted
+                           if seq >= first)
+            result = (packer.finish(), packer.count, dropped, False, fenced)
             handler.handed = ((fence, request_id), result)
             if handler.handed_timer is None:
                 handler.handed_timer = asyncio.get_running_loop().call_later(
@@ -1071,7 +1086,8 @@ class MobilityProxy:
         fenced = False
         if self._is_me(previous):
             blobs, count, dropped, expired, fenced = await self._take(
-                client_id, secret, fence, request_id=attrs[P.REQUEST_ID])
+                client_id, secret, fence, request_id=attrs[P.REQUEST_ID],
+                since_restart=attrs.get(P.RESUME) == 1)
         else:
             blobs, count, dropped, expired = await self._fetch(
                 previous, from_url, via, client_id, secret, from_key)

@@ -7,10 +7,13 @@ was not told about (``unknown-client``), never locked out."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from elvin.client import connect
 from elvin.mobility import MobilityError
+from elvin.mobility.proxy import canonical
 from tests.waiting import until
 
 from .process_util import free_port
@@ -535,3 +538,55 @@ async def test_a_resumed_move_out_refused_for_a_subscription_tells_what_it_loses
             assert "c" not in proxy.handlers
     finally:
         await client.close()
+
+
+@pytest.mark.parametrize("call", ["collect", "move_out"])
+async def test_a_resumed_move_out_that_timed_out_leaves_the_restored_buffer_to_collect(
+        elvind, call):
+    """The router is killed after a move-in, before it writes the release:
+    restarted, it restores the buffer, which records what is published for
+    the client, whose connection died. The client's resumed move-out then
+    fails before any take-over starts (here the client holds a stale key of
+    the proxy, so the router hands the request to nobody) and times out, and
+    the client is attached live again. What the restored buffer recorded
+    since the restart, which the client never had, comes once: by
+    ``collect()``, or by the next move-out, which collects it first (the
+    proxy would replace that buffer, and its content was lost unreported)."""
+    a = elvind().start(crash_at="mobility-release-received")
+    mc, got = await mobile(a.url)
+    try:
+        await publish(a.url, range(0, 10))                     # live
+        await mc.move_out()
+        await publish(a.url, range(10, 20))                    # buffered
+        await mc.move_in(a.url)                                # killed at its release
+        a.wait_killed()
+        a.start()
+        await publish(a.url, range(20, 40))                    # only the restored buffer
+        url = canonical(a.url)
+        real_key = mc.proxy_keys.get(url)
+        mc.proxy_keys[url] = os.urandom(20)                    # stale: nobody reads it
+        mc.timeout = 1.0
+        with pytest.raises(MobilityError) as failed:
+            await mc.move_out()
+        assert failed.value.code == "timeout" and mc.state == "connected", failed.value
+        if real_key is None:
+            del mc.proxy_keys[url]
+        else:
+            mc.proxy_keys[url] = real_key
+        mc.timeout = 5.0
+        await publish(a.url, range(40, 60))                    # live, and recorded too
+        await until(lambda: 59 in got.seen, what="the live ones")
+        if call == "collect":
+            report = await mc.collect()
+            assert report.caught_up == 20 and report.duplicates == 20, report
+            await publish(a.url, range(60, 70))                # live
+        else:
+            await mc.move_out()
+            await publish(a.url, range(60, 70))                # buffered
+            report = await mc.move_in(a.url)
+            assert report.caught_up == 10, report
+        await publish(a.url, range(70, 80))                    # live
+        await until(lambda: 79 in got.seen, what="the last live ones")
+        got.exactly(range(80))
+    finally:
+        await mc.close()
