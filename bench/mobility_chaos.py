@@ -10,7 +10,11 @@ its WAL flipped while it is down, and (``--full-disk``, as root) A's state
 directory is on a small tmpfs that fills up. ``--crash-points P`` starts a
 router, with chance P, armed to kill itself (``ELVIN_CRASH_AT``) at one
 named point of a move picked at random (``elvin.daemon.crashpoints``): the windows
-of milliseconds a kill from outside would almost never hit.
+of milliseconds a kill from outside would almost never hit. ``--no-answer P``:
+a move-out, with chance P, goes with a stale key of the proxy, which the
+router hands to nobody, so it times out with the client attached: after a
+restart, a resumed move-out that fails before its take-over, whose restored
+buffer the client must then collect.
 
 The checker, per client: nothing delivered twice; every acknowledged
 notification delivered, or counted in what a move-in reported as dropped
@@ -38,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import random
 import signal
@@ -58,6 +63,7 @@ from _common import free_port, wait_listening
 from elvin.client import connect
 from elvin.errors import ElvinError
 from elvin.mobility import MobileConnection, MobilityError
+from elvin.mobility.proxy import canonical
 from elvin.mobility.store import FILE_NAME
 
 BODY = "x" * 600
@@ -200,6 +206,8 @@ class Checker:
     seen: Counter = field(default_factory=Counter)
     reported: int = 0
     told_unknown: int = 0
+    no_answer: int = 0          # move-outs sent with a stale key of the proxy
+    owed_after_restart: int = 0  # ... resumed (after a restart): a restored buffer owed
     duplicates_suppressed: int = 0
     #: [start, end) (monotonic) when it was attached to a dead router
     unprotected: list[list[float]] = field(default_factory=list)
@@ -457,6 +465,8 @@ class Chaos:
                 report = await mc.collect()
                 self.note(checker, report)
                 self.told_unannounced(checker, report.unannounced)
+            elif mc.state == "connected" and self.rng.random() < self.args.no_answer:
+                await self.unanswered_move_out(mc, checker)
             elif mc.state == "connected":
                 checker.last_move_out = time.monotonic()
                 ticket = await mc.move_out()
@@ -488,6 +498,29 @@ class Chaos:
                 checker.told.append((checker.last_move_out, time.monotonic()))
         except (ElvinError, OSError) as exc:
             checker.errors[type(exc).__name__] += 1
+
+    async def unanswered_move_out(self, mc: MobileConnection, checker: Checker) -> None:
+        """A move-out the proxy never reads (a stale key of it): it times
+        out, the client still attached (``--no-answer``)."""
+        url = canonical(mc.proxy or (mc.connection.url if mc.connection else ""))
+        real, timeout = mc.proxy_keys.get(url), mc.timeout
+        stale = os.urandom(20)
+        mc.proxy_keys[url], mc.timeout = stale, 1.0
+        checker.no_answer += 1
+        try:
+            await mc.move_out()
+        finally:
+            if real is None:
+                mc.proxy_keys.pop(url, None)
+            else:
+                mc.proxy_keys[url] = real
+            mc.timeout = timeout
+            # the fault is a proxy that does not answer, not a wrong pin:
+            # a ticket the router's death left (unconfirmed) keeps no stale key
+            if mc.ticket is not None and mc.ticket.proxy_key == stale:
+                mc.ticket = dataclasses.replace(mc.ticket, proxy_key=real or b"")
+            if mc.ticket is not None and mc.ticket.since_restart:
+                checker.owed_after_restart += 1     # a resumed one: collected next
 
     def note(self, checker: Checker, report) -> None:
         checker.reported += report.dropped
@@ -600,7 +633,9 @@ class Chaos:
                   f"{len(missing & unprotected)} (of which in flight on the link {in_flight}), "
                   f"twice {len(twice)}, replies naming unannounced peers "
                   f"{checker.unannounced_replies}, duplicates suppressed "
-                  f"{checker.duplicates_suppressed}, errors {dict(checker.errors)}"
+                  f"{checker.duplicates_suppressed}, unanswered move-outs "
+                  f"{checker.no_answer} ({checker.owed_after_restart} resumed), "
+                  f"errors {dict(checker.errors)}"
                   f"{'' if ok else '  <-- FAIL'}")
         print(f"total: lost {total_lost}, reported {total_reported}, lost with a dead "
               f"connection or link {total_unprotected} (in flight on the link {total_flight}): "
@@ -647,6 +682,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--crash-points", type=float, default=0.0,
                         help="chance that a restart arms the router to kill itself at a "
                              "named point of a move, picked at random")
+    parser.add_argument("--no-answer", type=float, default=0.1,
+                        help="chance that a move-out goes with a stale key of the proxy "
+                             "and times out, the client still attached")
     parser.add_argument("--full-disk", action="store_true",
                         help="A's state directory on a small tmpfs (root: mount)")
     parser.add_argument("--disk-kib", type=int, default=768)
