@@ -678,9 +678,14 @@ class MobileConnection:
         try:
             report = await self._collect()
         except P.MobilityError as exc:
-            if exc.code != "unknown-client":
-                raise
-            log.warning("client %s: %s", self.client_id, exc)
+            if exc.code in ("timeout", "unreachable"):
+                raise               # the move-out, at the same proxy, would fail too
+            # nothing to collect under it (or never again): not a reason
+            # to refuse the move-out, which would then never happen
+            if self.ticket is ticket:
+                self.ticket, self._overlap = None, None
+            log.warning("client %s: what was owed at %s is lost: %s", self.client_id,
+                        ticket.proxy, exc)
             return
         log.info("client %s: collected %d notifications owed since %s before moving out",
                  self.client_id, report.caught_up,
