@@ -185,6 +185,23 @@ async def test_a_move_in_done_again_gets_what_was_buffered_since_the_first_try(e
         await mc.close()
 
 
+async def _restored_after_its_move_in(elvind, crash_at: str | None = None):
+    """A router killed after a client's move-in, before it wrote the
+    release, and started again (armed with ``crash_at``): the client got
+    0-39 (live, then buffered) and its connection is dead; the buffer the
+    router restored has recorded 40-59 since. Returns (router, client, got)."""
+    a = elvind().start(crash_at="mobility-release-received")
+    mc, got = await mobile(a.url)
+    await publish(a.url, range(0, 20))                     # live
+    await mc.move_out()
+    await publish(a.url, range(20, 40))                    # buffered
+    await mc.move_in(a.url)                                # killed at its release
+    a.wait_killed()
+    a.start(crash_at=crash_at)
+    await publish(a.url, range(40, 60))                    # the restored buffer has them
+    return a, mc, got
+
+
 @pytest.mark.parametrize("point", ["mobility-move-out-committed", "mobility-take-over"])
 async def test_a_crash_while_a_restored_buffer_is_taken_over_loses_nothing(elvind, point):
     """The restored buffer of a client whose connection died (killed after
@@ -193,16 +210,8 @@ async def test_a_crash_while_a_restored_buffer_is_taken_over_loses_nothing(elvin
     second SIGKILL inside that take-over (its move-out written, or its
     reply back at the proxy while the old buffer's subscriptions still feed
     the new one) loses none of it: the new buffer was written with them."""
-    a = elvind().start(crash_at="mobility-release-received")
-    mc, got = await mobile(a.url)
+    a, mc, got = await _restored_after_its_move_in(elvind, crash_at=point)
     try:
-        await publish(a.url, range(0, 20))                 # live
-        await mc.move_out()
-        await publish(a.url, range(20, 40))                # buffered
-        await mc.move_in(a.url)                            # killed at its release
-        a.wait_killed()
-        a.start(crash_at=point)
-        await publish(a.url, range(40, 60))                # the restored buffer has them
         code = await _call(mc, "move_out", a.url)          # resumed: killed in the take-over
         assert code in (None, "unconfirmed"), code
         a.wait_killed()
@@ -552,16 +561,8 @@ async def test_a_resumed_move_out_that_timed_out_leaves_the_restored_buffer_to_c
     since the restart, which the client never had, comes once: by
     ``collect()``, or by the next move-out, which collects it first (the
     proxy would replace that buffer, and its content was lost unreported)."""
-    a = elvind().start(crash_at="mobility-release-received")
-    mc, got = await mobile(a.url)
+    a, mc, got = await _restored_after_its_move_in(elvind)
     try:
-        await publish(a.url, range(0, 10))                     # live
-        await mc.move_out()
-        await publish(a.url, range(10, 20))                    # buffered
-        await mc.move_in(a.url)                                # killed at its release
-        a.wait_killed()
-        a.start()
-        await publish(a.url, range(20, 40))                    # only the restored buffer
         url = canonical(a.url)
         real_key = mc.proxy_keys.get(url)
         mc.proxy_keys[url] = os.urandom(20)                    # stale: nobody reads it
@@ -574,19 +575,19 @@ async def test_a_resumed_move_out_that_timed_out_leaves_the_restored_buffer_to_c
         else:
             mc.proxy_keys[url] = real_key
         mc.timeout = 5.0
-        await publish(a.url, range(40, 60))                    # live, and recorded too
-        await until(lambda: 59 in got.seen, what="the live ones")
+        await publish(a.url, range(60, 80))                    # live, and recorded too
+        await until(lambda: 79 in got.seen, what="the live ones")
         if call == "collect":
             report = await mc.collect()
             assert report.caught_up == 20 and report.duplicates == 20, report
-            await publish(a.url, range(60, 70))                # live
+            await publish(a.url, range(80, 90))                # live
         else:
             await mc.move_out()
-            await publish(a.url, range(60, 70))                # buffered
+            await publish(a.url, range(80, 90))                # buffered
             report = await mc.move_in(a.url)
             assert report.caught_up == 10, report
-        await publish(a.url, range(70, 80))                    # live
-        await until(lambda: 79 in got.seen, what="the last live ones")
-        got.exactly(range(80))
+        await publish(a.url, range(90, 100))                   # live
+        await until(lambda: 99 in got.seen, what="the last live ones")
+        got.exactly(range(100))
     finally:
         await mc.close()
