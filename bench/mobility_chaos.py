@@ -51,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,7 +140,15 @@ class Router:
             log.flush()
             self.proc = subprocess.Popen([*self.args, *extra], stdout=subprocess.DEVNULL,
                                          stderr=log, stdin=subprocess.DEVNULL, env=env)
-        wait_listening(self.proc, self.port, time.monotonic() + 30)
+        try:
+            wait_listening(self.proc, self.port, time.monotonic() + 30)
+        except SystemExit:
+            if crash_at and self.proc.poll() == -signal.SIGKILL:
+                # it killed itself at its crash point as soon as it listened
+                # (a download retried at once), between two looks: started,
+                # and the watcher restarts it (a 30-minute run ended here)
+                return
+            raise
 
     @property
     def up(self) -> bool:
@@ -699,9 +708,14 @@ async def main_async(args) -> int:
     chaos = Chaos(args, base)
     try:
         return await chaos.run()
+    except (Exception, SystemExit):  # noqa: BLE001 -- the harness failed: printed, exit 1
+        # now, not when asyncio.run has cancelled the clients' tasks (a
+        # client stuck in a call can hold that up for as long as it waits)
+        traceback.print_exc()
+        return 1
     finally:
         await chaos.close()
-        print(f"logs: {base}")
+        print(f"logs: {base}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
