@@ -658,7 +658,16 @@ class MobileConnection:
         first: the proxy would replace the buffer, its content unreported),
         what arrives live counted from now on. Its secret is the last one
         (the move-out's own if it may have reached the proxy); ``collect``
-        tries the older ones too, since the proxy may hold it under either."""
+        tries the older ones too, since the proxy may hold it under either.
+        A buffer already owed (a failed move-in whose buffer is at another
+        proxy) keeps its ticket and its live count: one ticket is held, and
+        that one was owed first (what the restart left here is then lost, and
+        said so)."""
+        if self.ticket is not None:
+            log.warning("client %s: a resumed move-out failed while a buffer at %s is still "
+                        "owed (collect() it): what the restart of %s left for the client "
+                        "is lost", self.client_id, self.ticket.proxy, conn.url)
+            return
         self._overlap = Counter()
         secret = self._last_secret or secrets.token_urlsafe(24)
         # no proxy key: the one this move-out used may be why it failed

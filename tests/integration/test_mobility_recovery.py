@@ -591,3 +591,28 @@ async def test_a_resumed_move_out_that_timed_out_leaves_the_restored_buffer_to_c
         got.exactly(range(100))
     finally:
         await mc.close()
+
+
+async def test_a_failed_resumed_move_out_keeps_a_ticket_already_owed(elvind):
+    """A client attached with a buffer still owed at another proxy (after a
+    failed move-in) whose resumed move-out then fails keeps that ticket and
+    the count of what it had live since: replacing them lost the other
+    buffer, or delivered its overlap twice."""
+    from collections import Counter
+
+    from elvin.mobility.client import Ticket
+
+    a = elvind().start()
+    mc, _got = await mobile(a.url)
+    try:
+        owed = Ticket(mc.client_id, "elvin://elsewhere", "elvin://elsewhere", "s" * 24, 10,
+                      60.0, 0.0)
+        mc.ticket, mc._overlap = owed, Counter({"seen live": 1})
+        mc._owe_restored(mc.connection, a.url)
+        assert mc.ticket is owed and mc._overlap == Counter({"seen live": 1})
+        mc.ticket = mc._overlap = None
+        mc._owe_restored(mc.connection, a.url)
+        assert mc.ticket is not None and mc.ticket.since_restart and mc._overlap == Counter()
+        mc.ticket = mc._overlap = None
+    finally:
+        await mc.close()
