@@ -31,7 +31,10 @@ acknowledgement says A has it, not B; "in flight", printed apart). A
 notification was routed somewhere between its batch's first send and its
 acknowledgement: a window that overlaps that span excuses it (the harness's
 own loop can stamp an acknowledgement after a client's move-out returned,
-for a notification routed before that move-out's reply).
+for a notification routed before that move-out's reply). And never
+stalled: a client whose move-outs are all refused ``in-use`` for longer
+than ``--lock-out`` seconds (a buffer it lost track of, at a proxy that
+keeps it until it expires) fails.
 Exit status 1 when a check fails.
 
     .venv/bin/python bench/mobility_chaos.py --seed 1 --duration 30
@@ -231,6 +234,16 @@ class Checker:
     #: to its next move may be missing, and it was told (None: not now)
     unannounced_since: float | None = None
     unannounced_replies: int = 0
+    #: since when every move-out was refused ``in-use`` (None: not now), and
+    #: the longest such streak: a client locked out of a proxy is stalled
+    refused_since: float | None = None
+    longest_refused: float = 0.0
+
+    def end_refusals(self) -> None:
+        if self.refused_since is not None:
+            self.longest_refused = max(self.longest_refused,
+                                       time.monotonic() - self.refused_since)
+            self.refused_since = None
 
     def __call__(self, n) -> None:
         if n.get("Producer") == "p":
@@ -479,6 +492,7 @@ class Chaos:
             elif mc.state == "connected":
                 checker.last_move_out = time.monotonic()
                 ticket = await mc.move_out()
+                checker.end_refusals()
                 self.close_unprotected(checker)
                 self.told_unannounced(checker, ticket.unannounced)
                 where = self.location(mc)
@@ -501,6 +515,8 @@ class Chaos:
             self.trace(checker.name, self.since(), mc.state, exc.code, exc)
             if exc.code == "unconfirmed":
                 self.close_unprotected(checker)
+            if exc.code == "in-use" and checker.refused_since is None:
+                checker.refused_since = time.monotonic()
             self.told_unannounced(checker, ())
             if exc.code == "unknown-client":
                 checker.told_unknown += 1
@@ -633,7 +649,9 @@ class Chaos:
                                                  for s in sorted(missing)[::100]])
             self.trace(checker.name, "lost unexcused", [
                 (s, round(acked[s] - t0, 3)) for s in sorted(missing - unprotected - told)[:60]])
-            ok = not twice and lost <= checker.reported
+            checker.end_refusals()
+            locked_out = checker.longest_refused > self.args.lock_out
+            ok = not twice and lost <= checker.reported and not locked_out
             failed += not ok
             print(f"  {checker.name}: moves {checker.moves}, got {len(checker.seen)}, "
                   f"lost {lost}, reported {checker.reported}, unknown-client "
@@ -644,7 +662,8 @@ class Chaos:
                   f"{checker.unannounced_replies}, duplicates suppressed "
                   f"{checker.duplicates_suppressed}, unanswered move-outs "
                   f"{checker.no_answer} ({checker.owed_after_restart} resumed), "
-                  f"errors {dict(checker.errors)}"
+                  f"errors {dict(checker.errors)}, longest refused in-use "
+                  f"{checker.longest_refused:.1f} s{' (LOCKED OUT)' if locked_out else ''}"
                   f"{'' if ok else '  <-- FAIL'}")
         print(f"total: lost {total_lost}, reported {total_reported}, lost with a dead "
               f"connection or link {total_unprotected} (in flight on the link {total_flight}): "
@@ -697,6 +716,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--full-disk", action="store_true",
                         help="A's state directory on a small tmpfs (root: mount)")
     parser.add_argument("--disk-kib", type=int, default=768)
+    parser.add_argument("--lock-out", type=float, default=10.0, metavar="S",
+                        help="fail a client whose move-outs are all refused in-use for "
+                             "longer than S seconds (locked out of a proxy)")
     parser.add_argument("--keep", metavar="DIR",
                         help="run in DIR and keep the logs and the trace")
     return parser

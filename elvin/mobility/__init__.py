@@ -81,7 +81,11 @@ and, except ``hello``, ``Mobility.Client`` (the client's unique id):
     ``Mobility.Previous-Secret`` (the client's previous ticket, then older
     ones, space-separated: a buffer the proxy still holds for this client id
     under one of them, or under ``Secret``, is replaced instead of refused
-    with ``in-use``) and ``Mobility.Resume`` (1: the client's connection to
+    with ``in-use``), ``Mobility.Owner`` (the client's owner proof for this
+    proxy, ``protocol.owner_proof``: a buffer made with the same proof is
+    replaced even when the client no longer names its secret; the proof is
+    kept with the buffer, and one made for another proxy id never matches)
+    and ``Mobility.Resume`` (1: the client's connection to
     this router died under it, so what a buffer restored after a restart
     recorded since then never reached it: it is carried into the new
     buffer). The proxy

@@ -51,6 +51,10 @@ class ClientHandler:
                  specs: Sequence[P.SubscriptionSpec], handle: int = 0) -> None:
         self.client_id = client_id
         self.secret = secret
+        #: the client's owner proof for this proxy (``Mobility.Owner``): a
+        #: later move-out of the same client replaces this buffer with it even
+        #: when it no longer knows this buffer's secret; "" when it sent none
+        self.owner = ""
         self.quota = quota
         self.expiry = expiry
         self.specs = list(specs)

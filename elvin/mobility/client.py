@@ -113,7 +113,7 @@ async def request_move_out(connection: Any, subscriptions: Sequence[P.Subscripti
                            proxy_key: bytes | None = None, secret: str | None = None,
                            previous_secret: str | None = None,
                            on_reply: Callable[[dict[str, Any]], None] | None = None,
-                           resume: bool = False) -> Ticket:
+                           resume: bool = False, owner_key: bytes | None = None) -> Ticket:
     """Ask the proxy (``proxy``, default the connection's router URL) to
     subscribe for ``client_id``; returns once it has, with the ticket.
 
@@ -123,7 +123,10 @@ async def request_move_out(connection: Any, subscriptions: Sequence[P.Subscripti
     the client (at least 16 characters; default: the proxy chooses), so that
     it is known even if the reply is lost. ``previous_secret``: the secret of
     this client's previous ticket, which lets the proxy replace a buffer it
-    still holds for it. ``on_reply`` is called as the reply arrives (see
+    still holds for it. ``owner_key``: a key only this client holds; the
+    request carries its proof for this proxy (``P.owner_proof``), which lets
+    the proxy replace a buffer this client made there under a secret it has
+    since forgotten. ``on_reply`` is called as the reply arrives (see
     ``exchange``): the proxy buffers what the router routes after it."""
     proxy_id = proxy or connection.url
     if proxy_key is None:
@@ -140,6 +143,8 @@ async def request_move_out(connection: Any, subscriptions: Sequence[P.Subscripti
         request[P.PREVIOUS_SECRET] = previous_secret
     if resume:
         request[P.RESUME] = 1
+    if owner_key is not None:
+        request[P.OWNER] = P.owner_proof(owner_key, proxy_id)
     reply = await exchange(connection, request, timeout, to_key=proxy_key, on_reply=on_reply)
     attrs = reply.attributes
     secret = attrs.get(P.SECRET)
@@ -327,6 +332,11 @@ class MobileConnection:
     of a proxy with a configured ``key``): requests to those proxies are sent
     with the pinned key instead of one learnt from a ``hello``, which an
     active attacker could answer (see the ``elvin.mobility`` threat model).
+    ``owner_key`` (default: random, kept for this object's life): the key
+    whose per-proxy proof (``Mobility.Owner``) lets a move-out replace a
+    buffer this client left at a proxy and lost track of, instead of being
+    refused ``in-use`` until it expires; a program that keeps its
+    ``client_id`` across restarts keeps this too (at least 16 bytes, private).
 
     Connection-level keys (``set_keys``, as ``Connection.set_keys``, or the
     keys the wrapped connection was opened with) move too: they are the
@@ -340,7 +350,10 @@ class MobileConnection:
                  proxy: str | None = None, dedup: tuple[str, str] | None = None,
                  quota: int | None = None, expiry: float | None = None,
                  timeout: float = 10.0, download_timeout: float = 30.0,
-                 proxy_keys: Mapping[str, bytes] | None = None) -> None:
+                 proxy_keys: Mapping[str, bytes] | None = None,
+                 owner_key: bytes | None = None) -> None:
+        if owner_key is not None and (not isinstance(owner_key, bytes) or len(owner_key) < 16):
+            raise ValueError("owner_key must be at least 16 bytes")
         self._conn = connection
         self.proxy_keys = {canonical(k): bytes(v) for k, v in (proxy_keys or {}).items()}
         self.client_id = client_id or uuid.uuid4().hex
@@ -369,6 +382,9 @@ class MobileConnection:
         #: unknown (the router died) replaced the last one, but the proxy may
         #: still hold a buffer under an older one (a release lost in a crash)
         self._older_secrets: deque[str] = deque(maxlen=P.MAX_PREVIOUS_SECRETS - 1)
+        #: proves to a proxy that a buffer made there is this client's even
+        #: when none of the secrets above is its own (``Mobility.Owner``)
+        self._owner_key = owner_key or secrets.token_bytes(32)
         #: after a move-in whose download failed (the client stays attached
         #: and live here): what was delivered live since its subscriptions
         #: here were made, by content, so that ``collect()`` leaves out the
@@ -621,7 +637,7 @@ class MobileConnection:
                     conn, specs, client_id=self.client_id, proxy=proxy, quota=self.quota,
                     expiry=self.expiry, timeout=self.timeout, proxy_key=proxy_key,
                     secret=secret, previous_secret=previous, on_reply=self._stop_live,
-                    resume=resumed)
+                    resume=resumed, owner_key=self._owner_key)
             except P.MobilityError as exc:
                 if not conn.is_open:
                     raise self._moved_out_unconfirmed(conn, proxy, proxy_key, secret) from exc
@@ -676,25 +692,28 @@ class MobileConnection:
                              confirmed=False, since_restart=True)
 
     async def _collect_owed(self) -> None:
-        """Before a move-out: collect a buffer still owed at this proxy
-        (``self.ticket`` while connected: a failed move-in or resumed
-        move-out), which that move-out would replace unreported."""
+        """Before a move-out: collect a buffer still owed (``self.ticket``
+        while connected: a failed move-in or resumed move-out). Here, the
+        move-out would replace it at the proxy; at another proxy, its new
+        ticket would replace this one: either way unreported. One at another
+        proxy that cannot be reached now is given up, said so, rather than
+        keep the client from moving out for as long as that router is away."""
         ticket, conn = self.ticket, self._conn
         if ticket is None or conn is None:
             return
-        if canonical(ticket.proxy) != canonical(self.proxy or conn.url):
-            return      # another proxy's: this move-out does not replace it
+        elsewhere = canonical(ticket.proxy) != canonical(self.proxy or conn.url)
         try:
             report = await self._collect()
         except P.MobilityError as exc:
-            if exc.code in ("timeout", "unreachable"):
+            if exc.code in ("timeout", "unreachable") and not elsewhere:
                 raise               # the move-out, at the same proxy, would fail too
             # nothing to collect under it (or never again): not a reason
             # to refuse the move-out, which would then never happen
             if self.ticket is ticket:
                 self.ticket, self._overlap = None, None
-            log.warning("client %s: what was owed at %s is lost: %s", self.client_id,
-                        ticket.proxy, exc)
+            log.warning("client %s: what was owed at %s is lost%s: %s", self.client_id,
+                        ticket.proxy, " (it cannot be reached now, and moving out here "
+                        "gives it up)" if exc.code in ("timeout", "unreachable") else "", exc)
             return
         log.info("client %s: collected %d notifications owed since %s before moving out",
                  self.client_id, report.caught_up,

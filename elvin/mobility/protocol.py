@@ -9,6 +9,8 @@ two sides cannot drift apart. The protocol itself is described in the
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import struct
 from collections.abc import Iterable, Mapping, Sequence
@@ -60,6 +62,13 @@ PREVIOUS_SECRET = "Mobility.Previous-Secret"   # move-out: the client's previous
 #: secrets a move-out may name as previous ones: a buffer left behind by a
 #: crash (its release lost) stays replaceable for that many moves
 MAX_PREVIOUS_SECRETS = 64
+#: move-out: the client's owner proof for this proxy, an HMAC of the proxy's
+#: id under a key only the client holds (``owner_proof``). A buffer made with
+#: one is replaced by a later move-out that brings the same proof, even when
+#: the client no longer knows that buffer's secret; each proxy sees its own
+#: proof, so none can use what it saw at another
+OWNER = "Mobility.Owner"
+MAX_OWNER_LENGTH = 128
 RESUME = "Mobility.Resume"            # move-out: 1 when the client's connection here died
 #: ... move-in: 1 when the client was attached here until the router restarted
 #: (it collects after a resumed move-out failed): only what the proxy recorded
@@ -68,6 +77,14 @@ RESUME = "Mobility.Resume"            # move-out: 1 when the client's connection
 #: may not know yet what its subscribers want (as right after a restart), so
 #: that what is published there may not reach the client; absent when all know
 UNANNOUNCED = "Mobility.Unannounced"
+
+
+def owner_proof(owner_key: bytes, proxy: str) -> str:
+    """What a move-out to ``proxy`` (its id, as the request names it) sends
+    as ``Mobility.Owner``: the client proves it is the one that made a
+    buffer there without telling that proxy anything usable elsewhere."""
+    return hmac.new(owner_key, b"elvin-mobility-owner\0" + proxy.encode(),
+                    hashlib.sha256).hexdigest()
 
 
 def unannounced_names(attrs: Any) -> tuple[str, ...]:

@@ -198,7 +198,8 @@ class MobilityProxy:
                       "superseded": 0, "restored": 0, "fences": 0, "disk_full": 0,
                       "dropped_disk_full": 0, "store_failures": 0, "lost_at_restart": 0,
                       "lost_in_take_over": 0, "interest_waits": 0, "unannounced": 0,
-                      "unannounced_at_once": 0}
+                      "unannounced_at_once": 0, "replaced_unclaimed": 0,
+                      "replaced_unclaimed_held": 0}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task] = set()
         self._subs: list[Any] = []
@@ -429,7 +430,7 @@ class MobilityProxy:
             self.store.add_client(StoredClient(
                 handler.handle, handler.client_id, handler.secret, handler.quota,
                 handler.expiry, handler.moved_out_at, handler.expires_at, handler.dropped,
-                P.encode_subscriptions(handler.specs)))
+                P.encode_subscriptions(handler.specs), owner=handler.owner))
 
     def _forget(self, handler: ClientHandler) -> None:
         if self.handlers.get(handler.client_id) is handler:
@@ -466,6 +467,7 @@ class MobilityProxy:
             handler = ClientHandler(row.client_id, row.secret, row.quota, row.expiry, [],
                                     row.handle)
             handler.moved_out_at, handler.expires_at = row.moved_out_at, row.expires_at
+            handler.owner = row.owner
             for chunk in iter_entries(store, row.handle):
                 handler.entries.extend(chunk)
                 await asyncio.sleep(0)
@@ -664,6 +666,18 @@ class MobilityProxy:
             log.info("could not send a mobility error reply: %s", send_exc)
 
     # -- move-out ---------------------------------------------------------------------
+    def _replaced_unclaimed(self, old: ClientHandler) -> None:
+        """Told, not hidden: what a buffer replaced by its client's owner
+        proof held. The client may have had it all live (a move-out whose
+        reply it never got) or never (a ticket it gave up), so it is not
+        counted as dropped in the new ticket."""
+        held = len(old.entries) + len(old.pending) + old.dropped
+        self.stats["replaced_unclaimed"] += 1
+        self.stats["replaced_unclaimed_held"] += held
+        log.warning("client %r: replaced a buffer held under a secret it no longer names "
+                    "(its owner proof matched): %d notifications it held are gone, "
+                    "lost unless the client had them live", old.client_id, held)
+
     async def _subscribe(self, handler: ClientHandler
                          ) -> list[tuple[P.SubscriptionSpec, BaseException]]:
         """Subscribe with every one of the client's subscriptions (and its
@@ -701,6 +715,7 @@ class MobilityProxy:
                              max_length=P.MAX_PREVIOUS_SECRETS * (P.MAX_SECRET_LENGTH + 1))
         earlier = previous.split()[:P.MAX_PREVIOUS_SECRETS] if previous else []
         resume = attrs.get(P.RESUME) == 1
+        owner = P.get_str(attrs, P.OWNER, required=False, max_length=P.MAX_OWNER_LENGTH)
         crash_point("mobility-move-out-received")
         async with self._lock(client_id):
             old = self.handlers.get(client_id)
@@ -713,10 +728,15 @@ class MobilityProxy:
                 # the same client again (its earlier move-out's reply was
                 # lost, or its move-in was never released): it proves it
                 # with that ticket's secret
-                if not (_same_secret(old.secret, secret) or _same_secret(old.secret, previous)
-                        or any(_same_secret(old.secret, e) for e in earlier)):
+                known = (_same_secret(old.secret, secret) or _same_secret(old.secret, previous)
+                         or any(_same_secret(old.secret, e) for e in earlier))
+                if not known and not (old.owner and _same_secret(old.owner, owner)):
                     raise P.MobilityError(f"client {client_id!r} already has a buffer at this "
                                           "proxy (move in first)", "in-use")
+                # not known: a buffer the client lost track of (its secret
+                # fell out of the ones it keeps, a ticket it gave up):
+                # refusing would lock it out of this proxy until the buffer
+                # expires. Its owner proof says it is the same client
                 if resume and old.restored_seq is not None:
                     # kept (subscribed, recording) until the new one is armed
                     old.carried = True
@@ -726,6 +746,8 @@ class MobilityProxy:
                     # move-out leaves it as it was
                     unfinished = old
                 else:
+                    if not known:
+                        self._replaced_unclaimed(old)
                     await self._release(old)
                 self.stats["superseded"] += 1
             # a retry of this client replaces (or continues) its own buffer,
@@ -736,6 +758,7 @@ class MobilityProxy:
             handler = ClientHandler(client_id, secret or secrets.token_urlsafe(24), quota,
                                     expiry, specs, self._next_handle)
             self._next_handle += 1
+            handler.owner = owner or ""
             handler.on_pending = self._on_pending
             handler.arm_id = attrs[P.REQUEST_ID]
             if old is not None and old.carried:

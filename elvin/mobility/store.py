@@ -75,7 +75,7 @@ FILE_NAME = "mobility.sqlite3"
 #: is recognised as such rather than taken over
 APPLICATION_ID = 0x456C766D
 #: ``PRAGMA user_version`` of the layout below; a newer file is refused
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: rows (chunks) read per slice when a buffer is loaded (``iter_entries``)
 LOAD_SLICE = 50
 #: rows of a released buffer deleted per commit
@@ -100,7 +100,8 @@ CREATE TABLE clients (
     subscriptions BLOB NOT NULL,
     first_seq INTEGER NOT NULL DEFAULT 0,
     next_seq INTEGER NOT NULL DEFAULT 0,
-    crc INTEGER NOT NULL DEFAULT 0
+    crc INTEGER NOT NULL DEFAULT 0,
+    owner TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE entries (
     handle INTEGER NOT NULL,
@@ -138,6 +139,8 @@ class StoredClient:
     first_seq: int = 0
     #: seqs below this were handed out (and are kept or counted in dropped)
     next_seq: int = 0
+    #: the client's owner proof for this proxy (``Mobility.Owner``), "" if none
+    owner: str = ""
 
 
 @dataclass
@@ -262,24 +265,24 @@ class MobilityStore:
         with self._reading():
             rows = self._db.execute(
                 "SELECT handle, client, secret, quota, expiry, moved_out_at, expires_at, "
-                "dropped, subscriptions, first_seq, next_seq, crc FROM clients "
+                "dropped, subscriptions, first_seq, next_seq, crc, owner FROM clients "
                 "ORDER BY handle").fetchall()
         out = []
-        for h, c, s, q, e, m, x, d, b, f, n, crc in rows:
+        for h, c, s, q, e, m, x, d, b, f, n, crc, o in rows:
             why = None
             if not (all(type(v) is int for v in (h, q, d, f, n)) and type(c) is str
                     and type(s) is str and all(type(v) in (int, float) for v in (e, m, x))
-                    and type(b) is bytes):
+                    and type(b) is bytes and type(o) is str):
                 why = "holds a value of the wrong type"
             else:
-                fixed = _client_fixed_crc(h, c, s, q, e, m, x, b)
+                fixed = _client_fixed_crc(h, c, s, q, e, m, x, b, o)
                 if crc != _client_crc(fixed, d, f, n):
                     why = "fails its checksum"
                 self._fixed[h] = fixed
             if why is not None:
                 raise StateError(f"mobility state file {self.path} is damaged (the row of "
                                  f"client handle {h} {why}): {_RESET_HINT}")
-            out.append(StoredClient(h, c, s, q, e, m, x, d, b, f, n))
+            out.append(StoredClient(h, c, s, q, e, m, x, d, b, f, n, o))
         return out
 
     @contextlib.contextmanager
@@ -423,11 +426,12 @@ class MobilityStore:
     def add_client(self, c: StoredClient) -> None:
         fixed = self._fixed[c.handle] = _client_fixed_crc(
             c.handle, c.client_id, c.secret, c.quota, c.expiry, c.moved_out_at, c.expires_at,
-            c.subscriptions)
+            c.subscriptions, c.owner)
         self._added[c.handle] = (c.handle, c.client_id, c.secret, c.quota, c.expiry,
                                  c.moved_out_at, c.expires_at, c.dropped, c.subscriptions,
                                  c.first_seq, c.next_seq,
-                                 _client_crc(fixed, c.dropped, c.first_seq, c.next_seq))
+                                 _client_crc(fixed, c.dropped, c.first_seq, c.next_seq),
+                                 c.owner)
         self._hw[c.handle] = max(self._hw.get(c.handle, 0), c.next_seq)
 
     def remove_client(self, handle: int) -> None:
@@ -605,7 +609,7 @@ class MobilityStore:
                            list(floors.items()))
         if self._added:
             db.executemany("INSERT OR REPLACE INTO clients VALUES "
-                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", list(self._added.values()))
+                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", list(self._added.values()))
         appends = self._appends
         if floors or removed:
             appends = [a for a in appends
@@ -720,11 +724,10 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
                     db.execute(statement)
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        elif version == 1:
-            _upgrade_from_1(db)
-            _upgrade_from_2(db)
-        elif version == 2:
-            _upgrade_from_2(db)
+        elif version < SCHEMA_VERSION:
+            for upgrade in _UPGRADES[version - 1:]:
+                upgrade(db)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         db.execute("COMMIT")
     except sqlite3.Error as exc:
         if db.in_transaction:
@@ -762,7 +765,18 @@ def _upgrade_from_2(db: sqlite3.Connection) -> None:
         with contextlib.suppress(TypeError, AttributeError, struct.error, ValueError):
             db.execute("UPDATE tombstones SET crc = ? WHERE client = ?",
                        (_tombstone_crc(c, s, d, u), c))
-    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    db.execute("PRAGMA user_version = 3")
+
+
+def _upgrade_from_3(db: sqlite3.Connection) -> None:
+    """Layout 3 kept no owner proof: its rows have none (the checksum of a
+    row without one is what it was), so only their secrets replace them."""
+    db.execute("ALTER TABLE clients ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+    db.execute("PRAGMA user_version = 4")
+
+
+#: from layout n to n + 1, by index n - 1
+_UPGRADES = (_upgrade_from_1, _upgrade_from_2, _upgrade_from_3)
 
 
 def _explain(exc: sqlite3.Error, path: Path) -> StateError:
@@ -874,9 +888,11 @@ def _entry_crc(handle: int, seq: int, count: int, data: bytes) -> int:
 
 
 def _client_fixed_crc(handle: int, client: str, secret: str, quota: int, expiry: float,
-                      moved_out_at: float, expires_at: float, subscriptions: bytes) -> int:
-    """The checksum of a client row's values that never change."""
-    c, s = client.encode(), secret.encode()
+                      moved_out_at: float, expires_at: float, subscriptions: bytes,
+                      owner: str = "") -> int:
+    """The checksum of a client row's values that never change. A row with
+    no owner proof sums as layout 3 did (its rows upgrade unchanged)."""
+    c, s = client.encode(), secret.encode() + (b"\0" + owner.encode() if owner else b"")
     head = struct.pack(">qIIqddd", handle, len(c), len(s), quota, float(expiry),
                        float(moved_out_at), float(expires_at))
     return zlib.crc32(subscriptions, zlib.crc32(c + s, zlib.crc32(head)))

@@ -99,8 +99,13 @@ async def everything_everywhere(routers, links, per_router: int = 15,
             for seq in range(per_router):
                 producer.notify({"Origin": f"r{i}", "Seq": seq})
         expected = {(f"r{i}", s) for i in range(n) for s in range(per_router)}
-        await until(lambda: all(expected <= set(s.counts) for s in subscribers),
-                    what="every notification at every subscriber")
+        try:
+            await until(lambda: all(expected <= set(s.counts) for s in subscribers),
+                        what="every notification at every subscriber")
+        except AssertionError as exc:
+            missing = {f"r{i}": sorted(expected - set(s.counts))
+                       for i, s in enumerate(subscribers) if not expected <= set(s.counts)}
+            raise AssertionError(f"{exc}; missing: {missing}") from None
         await until(lambda: in_flight(routers) == 0, what="nothing in flight")
         for s in subscribers:
             await s.round_trip()

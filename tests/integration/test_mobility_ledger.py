@@ -207,6 +207,7 @@ def test_tombstones_of_a_layout_2_file_get_their_checksum(tmp_path):
     store.close()
     db = sqlite3.connect(tmp_path / FILE_NAME)
     db.execute("ALTER TABLE tombstones DROP COLUMN crc")
+    db.execute("ALTER TABLE clients DROP COLUMN owner")        # layout 4's
     db.execute("PRAGMA user_version = 2")
     db.commit()
     db.close()

@@ -91,12 +91,14 @@ async def test_a_crash_at_any_point_then_any_call_is_recovered(elvind, point, ca
     await mc.close()
 
 
-async def test_collect_after_a_failed_move_in_gives_each_once(elvind):
+@pytest.mark.parametrize("then", ["collect", "move_out"])
+async def test_collect_after_a_failed_move_in_gives_each_once(elvind, then):
     """The issue's case: the move-out router A is killed as the download of
     a move-in at federated router B reaches it; the client stays attached
     and live at B while A's buffer, restored and armed, records the same
     notifications. ``collect()`` gives what the buffer held before, once,
-    and nothing the client already had live."""
+    and nothing the client already had live; so does a move-out at B
+    first (its new ticket would otherwise replace the one owed at A)."""
     fed_a, fed_b = free_port(), free_port()
     a = elvind("A", config=federation_config("A", fed_a, None))
     a.start(crash_at="mobility-download-received")
@@ -125,9 +127,14 @@ async def test_collect_after_a_failed_move_in_gives_each_once(elvind):
         finally:
             await pub.close()
         await until(lambda: 399 in got.seen, what="the live ones at B")
-        report = await mc.collect()
-        # and the probes A buffered before the link knew B wanted them
-        assert report.caught_up >= 100 and report.duplicates >= 300, report
+        if then == "move_out":
+            await mc.move_out()
+            assert mc.ticket is not None and canonical(mc.ticket.proxy) == canonical(b.url)
+            await mc.move_in(b.url)
+        else:
+            report = await mc.collect()
+            # and the probes A buffered before the link knew B wanted them
+            assert report.caught_up >= 100 and report.duplicates >= 300, report
         got.exactly(range(400))
     finally:
         await mc.close()
