@@ -19,7 +19,14 @@ import pytest
 from elvin.protocol import NotifyDeliver, SubAddRqst
 from tests.waiting import until
 
-from .federation_util import fed_stats, federated_routers, remote_pull, stop_all, wait_linked
+from .federation_util import (
+    agreed_topology,
+    fed_stats,
+    federated_routers,
+    remote_pull,
+    stop_all,
+    wait_linked,
+)
 from .rawclient import RawClient
 
 RING3 = [(1, 0), (2, 1), (2, 0)]
@@ -105,7 +112,11 @@ async def everything_everywhere(routers, links, per_router: int = 15,
         except AssertionError as exc:
             missing = {f"r{i}": sorted(expected - set(s.counts))
                        for i, s in enumerate(subscribers) if not expected <= set(s.counts)}
-            raise AssertionError(f"{exc}; missing: {missing}") from None
+            stats = {f"r{i}": {k: v for k, v in fed_stats(r).items() if v}
+                     for i, r in enumerate(routers)}
+            graphs = {f"r{i}": agreed_topology(r) for i, r in enumerate(routers)}
+            raise AssertionError(f"{exc}; missing: {missing}; federation counters: "
+                                 f"{stats}; graphs: {graphs}") from None
         await until(lambda: in_flight(routers) == 0, what="nothing in flight")
         for s in subscribers:
             await s.round_trip()

@@ -267,12 +267,13 @@ async def test_killed_while_a_large_buffer_is_moved_in(elvind):
         await mc.close()
 
 
-def federation_config(name: str, fed_port: int, peer: tuple[str, int] | None) -> str:
+def federation_config(name: str, fed_port: int, peer: tuple[str, int] | None,
+                      accept: str = "B") -> str:
     lines = ["[federation]", f'router_domain = "{name}"',
              f'listen = "ewaf://127.0.0.1:{fed_port}"', "debounce = 0.01",
              "reconnect_min = 0.05", "reconnect_max = 0.5"]
     if peer is None:
-        lines += ["[[federation.accept]]", 'router = "B"']
+        lines += ["[[federation.accept]]", f'router = "{accept}"']
     else:
         lines += ["[[federation.connect]]", f'router = "{peer[0]}"',
                   f'url = "ewaf://127.0.0.1:{peer[1]}"']

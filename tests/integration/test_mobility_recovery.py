@@ -623,3 +623,47 @@ async def test_a_failed_resumed_move_out_keeps_a_ticket_already_owed(elvind):
         mc.ticket = mc._overlap = None
     finally:
         await mc.close()
+
+
+async def test_a_resumed_move_out_answered_after_the_client_gave_up_delivers_each_once(
+        elvind):
+    """The router is killed after a move-in, before it writes the release,
+    and restarted while its federation peer is down: the restored buffer
+    records what is published for the client, whose connection died. Its
+    resumed move-out is taken over at the proxy, but the reply waits for the
+    peer (``--mobility-announce-wait``) and comes after the client gave up:
+    the client is attached live again, owing what the restart left, under
+    the move-out's own secret (which names the new buffer now). ``collect()``
+    delivers what the restored buffer recorded since the restart, once, and
+    nothing the client had live."""
+    fed_a, fed_b = free_port(), free_port()
+    b = elvind("B", config=federation_config("B", fed_b, None, accept="A")).start()
+    a = elvind("A", config=federation_config("A", fed_a, ("B", fed_b)),
+               extra=["--mobility-announce-wait", "4"])
+    a.start(crash_at="mobility-release-received")
+    mc, got = await mobile(a.url)
+    try:
+        await publish(a.url, range(0, 20))                     # live
+        await mc.move_out()
+        await publish(a.url, range(20, 40))                    # buffered
+        await mc.move_in(a.url)                                # killed at its release
+        a.wait_killed()
+        b.kill()
+        a.start()
+        await publish(a.url, range(40, 60))                    # the restored buffer has them
+        mc.timeout = 1.0
+        with pytest.raises(MobilityError) as failed:
+            await mc.move_out()           # resumed; its reply waits for B, up to 4 s
+        assert failed.value.code == "timeout" and mc.state == "connected", failed.value
+        assert mc.ticket is not None and mc.ticket.since_restart
+        mc.timeout = 10.0
+        await publish(a.url, range(60, 80))                    # live, and recorded too
+        await until(lambda: 79 in got.seen, what="the live ones")
+        report = await mc.collect()
+        assert report.caught_up == 20, report
+        await publish(a.url, range(80, 90))                    # live
+        await until(lambda: 89 in got.seen, what="the last live ones")
+        got.exactly(range(90))
+        assert "reply waits until the federation's peers know" in a.logged()
+    finally:
+        await mc.close()
