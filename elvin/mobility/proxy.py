@@ -1171,6 +1171,11 @@ class MobilityProxy:
             if key is None:
                 key = await hello(conn, previous, timeout)
             return await action(conn, key)
+        except (ElvinError, OSError) as exc:
+            # that router died under the request (as it subscribed for the
+            # reply, say): unreachable, as a connection lost while waiting is
+            raise P.MobilityError(f"the connection to the move-out proxy's router {url!r} "
+                                  f"was lost: {exc}", "unreachable") from None
         finally:
             with contextlib.suppress(Exception):  # closing anyway: how it fails changes nothing
                 await conn.close(timeout=2)

@@ -4,6 +4,7 @@ lost; quota, expiry, secrets and bad requests."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections import defaultdict
 
@@ -14,6 +15,7 @@ from elvin.mobility import MobileConnection, MobilityError, MobilityProxy, Proxy
 from elvin.mobility import protocol as P
 from elvin.mobility.client import request_move_in, request_move_out
 from elvin.mobility.exchange import exchange, hello
+from elvin.protocol import ConnRply, ConnRqst, FrameDecoder, SubAddRqst, frame
 from elvin.values import Int64
 from tests.waiting import until
 
@@ -464,3 +466,40 @@ async def test_a_move_in_that_cannot_have_the_proxys_key_leaves_no_fence_behind(
                     what="only the client's own subscription added")
     finally:
         await mc.close()
+
+
+class _DiesAtFirstSubscription(asyncio.Protocol):
+    """A move-out router that accepts the connection, then dies as the
+    move-in proxy subscribes for the hello's reply (a kill mid-request)."""
+
+    def connection_made(self, transport) -> None:
+        self.transport, self.decoder = transport, FrameDecoder()
+
+    def data_received(self, data: bytes) -> None:
+        for packet in self.decoder.feed(data):
+            if isinstance(packet, ConnRqst):
+                self.transport.write(frame(ConnRply(packet.xid, {})))
+            elif isinstance(packet, SubAddRqst):
+                self.transport.abort()
+
+
+async def test_a_move_out_router_that_dies_mid_request_is_unreachable(make_router, caplog):
+    """Not an internal error with a traceback in the log: the client keeps
+    its ticket and collects once that router is back (mobility chaos)."""
+    router = make_router(mobility=True)
+    proxy_id = proxy_of(router).id
+    server = await asyncio.get_running_loop().create_server(_DiesAtFirstSubscription,
+                                                            "127.0.0.1", 0)
+    dead = f"elvin://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    conn = await connect(router.url)
+    try:
+        key = await hello(conn, proxy_id, 5)
+        request = {P.REQUEST: P.MOVE_IN, P.PROXY: proxy_id, P.CLIENT: "c1",
+                   P.SECRET: "s" * 20, P.FROM: dead}
+        with pytest.raises(MobilityError) as info:
+            await exchange(conn, request, 10, to_key=key)
+        assert info.value.code == "unreachable" and "was lost" in str(info.value)
+        assert "request failed" not in caplog.text         # no traceback
+    finally:
+        await conn.close()
+        server.close()
