@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pytest
 
@@ -51,9 +53,14 @@ class Subscriber:
         self.task = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
-    async def at(cls, port: int) -> Subscriber:
+    async def at(cls, port: int, name: str | None = None) -> Subscriber:
+        """``name``: a term that only this subscriber has (it matches
+        nothing published), so that a pull filter shows whether its
+        subscription is in it; ``require(Seq)`` alone is the same for every
+        subscriber, and one router's is taken for another's."""
         client = await RawClient.connected(port)
-        await client.subscribe("require(Seq)")
+        await client.subscribe("require(Seq)" if name is None else
+                               f'require(Seq) || Subscriber == "at-{name}"')
         return cls(client)
 
     async def _read(self) -> None:
@@ -82,6 +89,31 @@ def in_flight(routers) -> int:
                                                            for s in stats)
 
 
+def _reachable(neighbours: Mapping[str, set[str]], start: str, without: str) -> set[str]:
+    """The routers reachable from ``start`` without passing ``without``."""
+    seen, todo = {start}, [start]
+    while todo:
+        for peer in neighbours[todo.pop()]:
+            if peer != without and peer not in seen:
+                seen.add(peer)
+                todo.append(peer)
+    return seen
+
+
+def subscribed_behind(routers: Mapping[str, Any], neighbours: Mapping[str, set[str]],
+                      subscribed: Iterable[str]) -> bool:
+    """Whether each router's pull filter from each neighbour has the
+    subscriber (``Subscriber.at(port, name)``) of every router behind that
+    neighbour: whichever tree a notification takes, the router it reaches
+    next knows who wants it below. (``"Seq"`` in the filter alone was there
+    once any one subscription was: the last subscriber's own, still on its
+    way, then lost all it was sent, 3 runs in 160 on a loaded machine.)"""
+    wanted = set(subscribed)
+    return all(f"'at-{e}'" in repr(remote_pull(router, d))
+               for name, router in routers.items() for d in neighbours[name]
+               for e in _reachable(neighbours, d, without=name) & wanted)
+
+
 async def everything_everywhere(routers, links, per_router: int = 15,
                                 exact_forwarding: bool = True,
                                 exactly_once: bool = True) -> dict[str, Counter]:
@@ -91,14 +123,14 @@ async def everything_everywhere(routers, links, per_router: int = 15,
     per tree edge. Returns each subscriber's counts, by router name."""
     n = len(routers)
     wait_linked(routers, links, timeout=60)       # a generous limit: a loaded machine
-    subscribers = [await Subscriber.at(r.port) for r in routers]
+    subscribers = [await Subscriber.at(r.port, f"r{i}") for i, r in enumerate(routers)]
     try:
-        neighbours = defaultdict(set)
+        neighbours: defaultdict[str, set[str]] = defaultdict(set)
         for a, b in links:
-            neighbours[a].add(f"r{b}")
-            neighbours[b].add(f"r{a}")
-        await until(lambda: all("Seq" in repr(remote_pull(r, d)) for i, r in enumerate(routers)
-                                for d in neighbours[i]),
+            neighbours[f"r{a}"].add(f"r{b}")
+            neighbours[f"r{b}"].add(f"r{a}")
+        named = {f"r{i}": r for i, r in enumerate(routers)}
+        await until(lambda: subscribed_behind(named, neighbours, named),
                     what="every subscription in every pull filter")
         sent_before = sum(fed_stats(r)["fed_notify_sent"] for r in routers)
         producers = [await RawClient.connected(r.port) for r in routers]
