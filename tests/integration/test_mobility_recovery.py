@@ -192,20 +192,25 @@ async def test_a_move_in_done_again_gets_what_was_buffered_since_the_first_try(e
         await mc.close()
 
 
-async def _restored_after_its_move_in(elvind, crash_at: str | None = None):
-    """A router killed after a client's move-in, before it wrote the
-    release, and started again (armed with ``crash_at``): the client got
-    0-39 (live, then buffered) and its connection is dead; the buffer the
-    router restored has recorded 40-59 since. Returns (router, client, got)."""
-    a = elvind().start(crash_at="mobility-release-received")
+async def _restored_after_its_move_in(elvind, crash_at: str | None = None, *,
+                                      a=None, while_down=None, body: str | None = None):
+    """A router (``a``, default a new one) killed after a client's move-in,
+    before it wrote the release, and started again (armed with
+    ``crash_at``; ``while_down()`` called first): the client got 0-39 (live,
+    then buffered) and its connection is dead; the buffer the router
+    restored has recorded 40-59 since (with ``body``). Returns (router,
+    client, got)."""
+    a = (a or elvind()).start(crash_at="mobility-release-received")
     mc, got = await mobile(a.url)
     await publish(a.url, range(0, 20))                     # live
     await mc.move_out()
     await publish(a.url, range(20, 40))                    # buffered
     await mc.move_in(a.url)                                # killed at its release
     a.wait_killed()
+    if while_down is not None:
+        while_down()
     a.start(crash_at=crash_at)
-    await publish(a.url, range(40, 60))                    # the restored buffer has them
+    await publish(a.url, range(40, 60), body=body)         # the restored buffer has them
     return a, mc, got
 
 
@@ -244,16 +249,8 @@ async def test_a_resumed_move_out_on_a_full_disk_tells_what_it_loses(elvind, sma
     a = elvind()
     a.state = small_filesystem / "state"
     a.args[a.args.index("--state-dir") + 1] = str(a.state)
-    a.start(crash_at="mobility-release-received")
-    mc, got = await mobile(a.url)
+    a, mc, got = await _restored_after_its_move_in(elvind, a=a, body="w" * 3000)
     try:
-        await publish(a.url, range(0, 20))                 # live
-        await mc.move_out()
-        await publish(a.url, range(20, 40))                # buffered
-        await mc.move_in(a.url)                            # killed at its release
-        a.wait_killed()
-        a.start()
-        await publish(a.url, range(40, 60), body="w" * 3000)    # the restored buffer has them
         query(a.state / "mobility.sqlite3", "PRAGMA wal_checkpoint(TRUNCATE)")
         fill(small_filesystem)
         told = 0
@@ -351,16 +348,8 @@ async def test_a_kill_after_a_refused_take_over_delivers_nothing_twice(elvind, s
     a = elvind()
     a.state = small_filesystem / "state"
     a.args[a.args.index("--state-dir") + 1] = str(a.state)
-    a.start(crash_at="mobility-release-received")
-    mc, got = await mobile(a.url)
+    a, mc, got = await _restored_after_its_move_in(elvind, a=a, body="w" * 3000)
     try:
-        await publish(a.url, range(0, 20))                 # live
-        await mc.move_out()
-        await publish(a.url, range(20, 40))                # buffered
-        await mc.move_in(a.url)                            # killed at its release
-        a.wait_killed()
-        a.start()
-        await publish(a.url, range(40, 60), body="w" * 3000)    # the restored buffer has them
         query(a.state / "mobility.sqlite3", "PRAGMA wal_checkpoint(TRUNCATE)")
         fill(small_filesystem)
         with pytest.raises(MobilityError) as refused:
@@ -640,17 +629,8 @@ async def test_a_resumed_move_out_answered_after_the_client_gave_up_delivers_eac
     b = elvind("B", config=federation_config("B", fed_b, None, accept="A")).start()
     a = elvind("A", config=federation_config("A", fed_a, ("B", fed_b)),
                extra=["--mobility-announce-wait", "4"])
-    a.start(crash_at="mobility-release-received")
-    mc, got = await mobile(a.url)
+    a, mc, got = await _restored_after_its_move_in(elvind, a=a, while_down=b.kill)
     try:
-        await publish(a.url, range(0, 20))                     # live
-        await mc.move_out()
-        await publish(a.url, range(20, 40))                    # buffered
-        await mc.move_in(a.url)                                # killed at its release
-        a.wait_killed()
-        b.kill()
-        a.start()
-        await publish(a.url, range(40, 60))                    # the restored buffer has them
         mc.timeout = 1.0
         with pytest.raises(MobilityError) as failed:
             await mc.move_out()           # resumed; its reply waits for B, up to 4 s
