@@ -129,3 +129,21 @@ def test_a_layout_3_state_file_is_upgraded_and_its_rows_still_check(tmp_path):
 def test_an_owner_key_too_short_is_refused_at_once():
     with pytest.raises(ValueError, match="owner_key"):
         MobileConnection(None, owner_key=b"short")
+
+
+async def test_a_malformed_owner_proof_is_refused_naming_it(make_router):
+    router = make_router(mobility=True)
+    proxy = proxy_of(router)
+    conn = await connect(router.url)
+    try:
+        key = await hello(conn, proxy.id, 5)
+        for bad in (7, b"bytes", "x" * (P.MAX_OWNER_LENGTH + 1)):
+            request = {P.REQUEST: P.MOVE_OUT, P.PROXY: proxy.id, P.CLIENT: "c",
+                       P.SUBSCRIPTIONS: "[]", P.OWNER: bad}
+            with pytest.raises(MobilityError) as info:
+                await exchange(conn, request, 5, to_key=key)
+            assert info.value.code == "malformed" and P.OWNER in str(info.value), bad
+        assert "c" not in proxy.handlers                  # nothing made
+        await request_move_out(conn, [], client_id="c", owner_key=b"k" * 16)   # still works
+    finally:
+        await conn.close()
