@@ -69,6 +69,8 @@ MAX_PREVIOUS_SECRETS = 64
 #: proof, so none can use what it saw at another
 OWNER = "Mobility.Owner"
 MAX_OWNER_LENGTH = 128
+#: a shorter proof could be guessed, and would let another take the buffer
+MIN_OWNER_LENGTH = 32
 RESUME = "Mobility.Resume"            # move-out: 1 when the client's connection here died
 #: ... move-in: 1 when the client was attached here until the router restarted
 #: (it collects after a resumed move-out failed): only what the proxy recorded

@@ -716,6 +716,9 @@ class MobilityProxy:
         earlier = previous.split()[:P.MAX_PREVIOUS_SECRETS] if previous else []
         resume = attrs.get(P.RESUME) == 1
         owner = P.get_str(attrs, P.OWNER, required=False, max_length=P.MAX_OWNER_LENGTH)
+        if owner is not None and len(owner) < P.MIN_OWNER_LENGTH:
+            raise P.MalformedRequest(f"attribute {P.OWNER} must be at least "
+                                     f"{P.MIN_OWNER_LENGTH} characters")
         crash_point("mobility-move-out-received")
         async with self._lock(client_id):
             old = self.handlers.get(client_id)

@@ -137,7 +137,7 @@ async def test_a_malformed_owner_proof_is_refused_naming_it(make_router):
     conn = await connect(router.url)
     try:
         key = await hello(conn, proxy.id, 5)
-        for bad in (7, b"bytes", "x" * (P.MAX_OWNER_LENGTH + 1)):
+        for bad in (7, b"bytes", "x" * (P.MAX_OWNER_LENGTH + 1), "guessable"):
             request = {P.REQUEST: P.MOVE_OUT, P.PROXY: proxy.id, P.CLIENT: "c",
                        P.SUBSCRIPTIONS: "[]", P.OWNER: bad}
             with pytest.raises(MobilityError) as info:
