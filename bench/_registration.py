@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -155,7 +156,15 @@ async def register(peers: list[Counter], blocks: list[bytes], counts: list[int],
 # ------------------------------------------------------------------------------------
 # the bystander: a publisher and a subscriber of its own, in its own process
 
-def _bystander_main(port: int, conn, interval: float) -> None:
+def _bystander_main(port: int, conn, interval: float, nice: int | None) -> None:
+    if nice is not None:
+        # back to the router's priority: the bench driving the load may run
+        # below it (``bench/loop.py --driver-nice``), the bystander must not
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+        except OSError as exc:
+            print(f"the bystander cannot run at niceness {nice} ({exc}): its round trips "
+                  "count the driver's time too", file=sys.stderr)
     asyncio.run(_bystander(port, conn, interval))
 
 
@@ -194,12 +203,14 @@ async def _bystander(port: int, conn, interval: float) -> None:
 
 
 class Bystander:
-    """``with Bystander(port) as b: ...``; then ``b.result``."""
+    """``with Bystander(port) as b: ...``; then ``b.result``. ``nice``: the
+    niceness the bystander's process sets itself to (that of the router, when
+    the driver runs below it)."""
 
-    def __init__(self, port: int, interval: float = 0.005) -> None:
+    def __init__(self, port: int, interval: float = 0.005, nice: int | None = None) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_bystander_main, args=(port, child, interval),
+        self._proc = ctx.Process(target=_bystander_main, args=(port, child, interval, nice),
                                  daemon=True)
         self.result: dict = {}
 

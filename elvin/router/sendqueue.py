@@ -179,6 +179,16 @@ class SendQueue:
             # only replies left and still over the limit: stop reading requests
             self._set_backpressure(True)
 
+    def write_now(self) -> None:
+        """Write what waits for the end of the loop iteration at once (the
+        barriers first, as for any write): a caller whose budget must count
+        the system call (the quench fan-out)."""
+        if self._scheduled and not self._paused and not self._closed:
+            batch = self._batch
+            if batch is not None and batch.barriers:
+                batch.before_write()
+            self.flush()
+
     def push_conf_conn(self, data: bytes) -> bool:
         """Queue a ConfConn only if nothing else is waiting (7.4.14)."""
         if not self.idle():

@@ -110,6 +110,7 @@ class Router:
         self.clock = time.perf_counter
         self.engine = Engine(clock=self.clock)
         self.quench = QuenchManager(self.engine, self._send_quench_packet, self.clock)
+        self.quench.write_now = self._write_quench_packets
         self.stats = Stats()
         self.sessions: set[Session] = set()
         #: the publish limit's buckets, per client address (elvin.router.clientstats)
@@ -455,6 +456,9 @@ class Router:
 
     def _send_quench_packet(self, owner: Hashable, packet: object) -> None:
         cast(Session, owner).send(packet, droppable=True)   # owners that quench are sessions
+
+    def _write_quench_packets(self, owner: Hashable) -> None:
+        cast(Session, owner).write_now()
 
     # -- delivery ------------------------------------------------------------------------
     def deliver(self, attrs: dict[str, Any], block: bytes | None, deliver_insecure: bool,

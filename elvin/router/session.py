@@ -117,6 +117,12 @@ class Session(asyncio.Protocol):
         """A packet for the client (the quench manager's SubAdd/Mod/DelNotify)."""
         self.core.send(packet, droppable)
 
+    def write_now(self) -> None:
+        """What is queued for the client goes to its socket now, not at the
+        end of the loop iteration (the quench manager's fan-out)."""
+        if self.queue is not None:
+            self.queue.write_now()
+
     def send_bytes(self, data: bytes, droppable: bool = False) -> None:
         """A delivery: nothing once released (its subscriptions may wait a
         turn or two to go, ``elvin.router.reaper``)."""
