@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import dataclasses
 import os
 import random
@@ -267,6 +268,27 @@ class Checker:
     def unprotected_open(self) -> bool:
         return any(w[1] == INF for w in self.unprotected)
 
+
+
+class Overlaps:
+    """Windows ``(start, end, ...)``; ``meets(a, b)``: does any of them meet
+    the interval ``[a, b]`` (start <= b and a <= end)? Sorted by start with a
+    running maximum of the ends, each question is a bisection: the check of a
+    40-minute run (a million notifications, thousands of windows per client)
+    took minutes per client walking every window for each."""
+
+    def __init__(self, windows: list) -> None:
+        ordered = sorted((w[0], w[1]) for w in windows)
+        self.starts = [start for start, _ in ordered]
+        self.reach: list[float] = []
+        furthest = float("-inf")
+        for _, end in ordered:
+            furthest = max(furthest, end)
+            self.reach.append(furthest)
+
+    def meets(self, a: float, b: float) -> bool:
+        i = bisect.bisect_right(self.starts, b)     # the windows starting by b
+        return i > 0 and self.reach[i - 1] >= a
 
 class Chaos:
     def __init__(self, args, base: Path) -> None:
@@ -641,17 +663,16 @@ class Chaos:
         for _mc, checker in self.clients:
             twice = sorted(s for s, n in checker.seen.items() if n > 1 and s < self.published)
             sent_at = self.sent_at
+            dead = Overlaps([w for w in checker.unprotected if w[2] != "flight"])
+            on_link = Overlaps([w for w in checker.unprotected if w[2] == "flight"])
+            told_at = Overlaps([(a, b) for a, b in checker.told])
             unprotected = {s for s, t in acked.items()
-                           if any(w[0] <= t and sent_at[s] <= w[1] for w in checker.unprotected)}
-            told = {s for s, t in acked.items() if any(a <= t <= b for a, b in checker.told)}
+                           if dead.meets(sent_at[s], t) or on_link.meets(sent_at[s], t)}
+            told = {s for s, t in acked.items() if told_at.meets(t, t)}
             missing = {s for s in acked if not checker.seen[s]}
-            flight = {s for s, t in acked.items()
-                      if any(w[0] <= t and sent_at[s] <= w[1]
-                             for w in checker.unprotected if w[2] == "flight")}
-            in_flight = len(missing & flight - told - {
-                s for s, t in acked.items()
-                if any(w[0] <= t and sent_at[s] <= w[1]
-                       for w in checker.unprotected if w[2] != "flight")})
+            in_flight = len({s for s in missing - told
+                             if on_link.meets(sent_at[s], acked[s])
+                             and not dead.meets(sent_at[s], acked[s])})
             total_flight += in_flight
             lost = len(missing - unprotected - told)
             total_lost += lost
