@@ -120,7 +120,8 @@ and, except ``hello``, ``Mobility.Client`` (the client's unique id):
     ``Mobility.Secret``, ``Mobility.From`` (the move-out proxy's id),
     optional ``Mobility.Fence`` (the fence just placed),
     optional ``Mobility.From-Key`` (the move-out proxy's public key, from
-    the ticket), ``Mobility.From-URL`` (its router) and ``Mobility.Via``
+    the ticket) and ``Mobility.From-Key-Pinned`` (1: the client pinned that
+    key), ``Mobility.From-URL`` (its router) and ``Mobility.Via``
     (``"direct"``, default, or ``"bus"``). The client sends it with the new
     proxy's key: the ticket's when it is back at the move-out proxy,
     otherwise one from a ``hello`` just before (or pinned). If ``From`` is
@@ -134,7 +135,9 @@ and, except ``hello``, ``Mobility.Client`` (the client's unique id):
 ``download`` (move-in proxy to move-out proxy; private)
     ``Mobility.Secret``, ``Mobility.Requester`` (informational); sent with
     ``From-Key`` (without one, the move-in proxy first sends a ``hello`` to
-    the move-out proxy along the same path). The move-out proxy checks the
+    the move-out proxy along the same path; with one not pinned, it sends
+    the hello too and answers the move-in ``unknown-client`` if the key
+    differs: that proxy's state was reset, nothing of the ticket's is left). The move-out proxy checks the
     secret, places a fence of its own (a ``fence`` to its own key; once it is
     back, everything the router routed before it is in the buffer) and
     replies with what came before it. Over the bus the requester's reply

@@ -28,7 +28,7 @@ from elvin.client._stream import EventStream
 from elvin.errors import ElvinError
 from elvin.keys import EMPTY_KEYS, Keys
 from elvin.mobility import protocol as P
-from elvin.mobility.exchange import Reply, exchange, hello
+from elvin.mobility.exchange import Reply, check_key, exchange, hello
 from elvin.mobility.proxy import canonical
 
 __all__ = [
@@ -166,8 +166,8 @@ async def request_move_out(connection: Any, subscriptions: Sequence[P.Subscripti
 async def request_move_in(connection: Any, ticket: Ticket, *, proxy: str | None = None,
                           previous_proxy: str | None = None, previous_url: str | None = None,
                           via: str = P.VIA_DIRECT, timeout: float = 30.0,
-                          proxy_key: bytes | None = None,
-                          fence: str | None = None) -> tuple[list[P.Entry], Reply]:
+                          proxy_key: bytes | None = None, fence: str | None = None,
+                          from_key_pinned: bool = False) -> tuple[list[P.Entry], Reply]:
     """Ask the proxy here (default: the connection's router URL) for the
     buffer ``ticket`` stands for: held by the same proxy (abbreviated move-in)
     or downloaded from the move-out proxy (full move-in). Returns the buffered
@@ -180,7 +180,9 @@ async def request_move_in(connection: Any, ticket: Ticket, *, proxy: str | None 
     ``fence``: the id of a fence the client placed at the proxy here; a
     reply that repeats it (``Mobility.Fence``) holds only what was buffered
     before it. Once the reply is complete the proxies are told to release
-    the buffer (a ``release`` request, unanswered)."""
+    the buffer (a ``release`` request, unanswered). ``from_key_pinned``: the
+    ticket's key is one the client pinned, so the proxy here does not check
+    it with a hello (see ``check_key``)."""
     here = proxy or connection.url
     previous = previous_proxy or ticket.proxy
     from_url = previous_url or (previous if previous_proxy else ticket.router_url)
@@ -195,6 +197,8 @@ async def request_move_in(connection: Any, ticket: Ticket, *, proxy: str | None 
         P.SECRET: ticket.secret, P.FROM: previous, P.FROM_URL: from_url, P.VIA: via}
     if ticket.proxy_key and same_as_ticket:
         request[P.FROM_KEY] = ticket.proxy_key
+        if from_key_pinned:
+            request[P.FROM_KEY_PINNED] = 1
     if fence is not None:
         request[P.FENCE] = fence
     if ticket.since_restart:
@@ -595,6 +599,11 @@ class MobileConnection:
     def _proxy_key(self, name: str) -> bytes | None:
         return self.proxy_keys.get(canonical(name))
 
+    def _pinned(self, ticket: Ticket, previous_proxy: str | None) -> bool:
+        """Whether the ticket's key is the one pinned for its proxy."""
+        pin = self._proxy_key(previous_proxy or ticket.proxy)
+        return pin is not None and pin == ticket.proxy_key
+
     async def move_out(self) -> Ticket:
         """Hand the subscriptions to the proxy here; once it has subscribed
         (its acknowledgement), detach (close the connection). Returns the
@@ -858,7 +867,8 @@ class MobileConnection:
             try:
                 return await request_move_in(
                     conn, attempt, proxy=here, previous_proxy=previous_proxy, via=via,
-                    timeout=self.download_timeout, proxy_key=key)
+                    timeout=self.download_timeout, proxy_key=key,
+                    from_key_pinned=self._pinned(ticket, previous_proxy))
             except P.MobilityError as exc:
                 if exc.code == "bad-secret" and i + 1 < len(tries):
                     continue
@@ -951,7 +961,8 @@ class MobileConnection:
                         attached, self._fence_subscription(connection, fence))
                 key = self._proxy_key(here)
                 if key is None and abbreviated and ticket.proxy_key:
-                    key = ticket.proxy_key
+                    key = await check_key(connection, here, ticket.proxy_key,
+                                          min(self.download_timeout, 10.0))
                 if key is None:
                     key = await hello(connection, here, min(self.download_timeout, 10.0))
                 if fence is not None and fence_sub is not None:
@@ -964,7 +975,8 @@ class MobileConnection:
                 # steps 3-4: download through the proxy here
                 entries, reply = await request_move_in(
                     connection, ticket, proxy=here, previous_proxy=previous_proxy,
-                    via=via, timeout=self.download_timeout, proxy_key=key, fence=fence)
+                    via=via, timeout=self.download_timeout, proxy_key=key, fence=fence,
+                    from_key_pinned=self._pinned(ticket, previous_proxy))
                 fenced = fence is not None and reply.attributes.get(P.FENCE) == fence
                 report.dropped, report.expired = reply.dropped, reply.expired
                 report.unannounced = P.unannounced_names(reply.attributes)

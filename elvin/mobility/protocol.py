@@ -38,6 +38,7 @@ REQUEST_ID = "Mobility.Request-Id"    # chosen by the requester, echoed in repli
 REPLY_KEY = "Mobility.Reply-Key"      # SHA-1 consumer public key replies are sent with
 PROXY_KEY = "Mobility.Proxy-Key"      # hello / move-out reply: the proxy's public key
 FROM_KEY = "Mobility.From-Key"        # move-in: the move-out proxy's public key
+FROM_KEY_PINNED = "Mobility.From-Key-Pinned"   # move-in: 1 if the client pinned From-Key
 SUBSCRIPTIONS = "Mobility.Subscriptions"   # framed SubAddRqst packets (move-out)
 QUOTA = "Mobility.Quota"              # requested / granted buffer quota (notifications)
 EXPIRY = "Mobility.Expiry"            # requested / granted seconds before an unclaimed buffer goes
@@ -414,7 +415,7 @@ def decode_batch(blob: bytes) -> list[Entry]:
 
 __all__ = [
     "BATCH", "BATCH_BYTES", "BatchPacker", "BATCH_COUNT", "CLIENT", "COUNT", "DOWNLOAD", "DROPPED",
-    "ERROR", "ERROR_CODE", "ERROR_CODES", "EXPIRED", "EXPIRY", "FENCE", "FENCE_KIND", "FROM", "FROM_KEY",
+    "ERROR", "ERROR_CODE", "ERROR_CODES", "EXPIRED", "EXPIRY", "FENCE", "FENCE_KIND", "FROM", "FROM_KEY", "FROM_KEY_PINNED",
     "FROM_URL", "HELLO", "MOVE_IN", "MOVE_OUT", "MalformedRequest", "MobilityError",
     "NOTIFICATIONS", "PING", "PING_ID", "PREVIOUS_SECRET", "PRIVATE_KINDS", "RESUME", "PROXY", "PROXY_KEY", "QUOTA", "RELEASE",
     "REPLY", "REPLY_KEY", "REQUEST", "REQUESTER", "REQUEST_ID", "SECRET", "STATUS",

@@ -49,7 +49,7 @@ from elvin.fileutil import reading
 from elvin.keys import Keys, public_key
 from elvin.mobility import protocol as P
 from elvin.mobility.buffer import ClientHandler, Handover
-from elvin.mobility.exchange import exchange, hello
+from elvin.mobility.exchange import check_key, exchange, hello
 from elvin.mobility.store import MobilityStore, StoredClient, StoredTombstone, iter_entries
 from elvin.protocol import URIError, parse_uri
 
@@ -1106,6 +1106,9 @@ class MobilityProxy:
         from_url = P.get_str(attrs, P.FROM_URL, required=False, max_length=1024)
         via = P.get_str(attrs, P.VIA, required=False) or P.VIA_DIRECT
         from_key = P.get_public_key(attrs, P.FROM_KEY, required=False)
+        # a key the client pinned is not asked for again (the hello an
+        # active attacker could answer): a key file survives a state reset
+        pinned = from_key is not None and attrs.get(P.FROM_KEY_PINNED) == 1
         fence = P.get_str(attrs, P.FENCE, required=False, max_length=P.MAX_FENCE_LENGTH)
         if via not in (P.VIA_DIRECT, P.VIA_BUS):
             raise P.MalformedRequest(f"{P.VIA} must be {P.VIA_DIRECT!r} or {P.VIA_BUS!r}")
@@ -1116,7 +1119,7 @@ class MobilityProxy:
                 since_restart=attrs.get(P.RESUME) == 1)
         else:
             blobs, count, dropped, expired = await self._fetch(
-                previous, from_url, via, client_id, secret, from_key)
+                previous, from_url, via, client_id, secret, from_key, checked=pinned)
         # the client is subscribed here already: what it gets live from now on
         unannounced = await self._interest_known(client_id, "move-in")
         self.stats["move_in"] += 1
@@ -1154,14 +1157,18 @@ class MobilityProxy:
             crash_point("mobility-released")
 
     async def _on_path(self, previous: str, url: str, via: str, key: bytes | None,
-                       action: Callable[[Any, bytes], Awaitable[Any]]) -> Any:
+                       action: Callable[[Any, bytes], Awaitable[Any]],
+                       checked: bool = True) -> Any:
         """``action(connection, previous's key)`` where the move-out proxy
         ``previous`` can hear it: through our own router (``bus``), or a
-        connection of its own to ``url`` (``direct``), closed after."""
+        connection of its own to ``url`` (``direct``), closed after. A given
+        ``key`` is checked with a hello first unless ``checked``."""
         timeout = self.config.download_timeout
         if via == P.VIA_BUS:
             if key is None:
                 key = await hello(self.connection, previous, timeout, retry=0.1)
+            elif not checked:
+                key = await check_key(self.connection, previous, key, timeout, retry=0.1)
             return await action(self.connection, key)
         from elvin.client import connect
         try:
@@ -1173,6 +1180,8 @@ class MobilityProxy:
         try:
             if key is None:
                 key = await hello(conn, previous, timeout)
+            elif not checked:
+                key = await check_key(conn, previous, key, timeout)
             return await action(conn, key)
         except (ElvinError, OSError) as exc:
             # that router died under the request (as it subscribed for the
@@ -1184,11 +1193,13 @@ class MobilityProxy:
                 await conn.close(timeout=2)
 
     async def _fetch(self, previous: str, from_url: str | None, via: str, client_id: str,
-                     secret: str, from_key: bytes | None
+                     secret: str, from_key: bytes | None, checked: bool = False
                      ) -> tuple[list[bytes], int, int, bool]:
         """Download the buffer from the move-out proxy: the request holds the
         secret, so it is sent with that proxy's public key (from the client's
-        ticket, or asked for with a hello on the same path)."""
+        ticket, or asked for with a hello on the same path). A ticket's key
+        is checked first (see ``check_key``) unless ``checked``: the client
+        pinned it."""
         request = {P.REQUEST: P.DOWNLOAD, P.PROXY: previous, P.CLIENT: client_id,
                    P.SECRET: secret, P.REQUESTER: self.id}
         timeout = self.config.download_timeout
@@ -1197,7 +1208,8 @@ class MobilityProxy:
         retry = 0.1 if via == P.VIA_BUS else None
         reply = await self._on_path(
             previous, from_url or previous, via, from_key,
-            lambda conn, key: exchange(conn, request, timeout, retry=retry, to_key=key))
+            lambda conn, key: exchange(conn, request, timeout, retry=retry, to_key=key),
+            checked=checked)
         return reply.blobs, reply.count, reply.dropped, reply.expired
 
     # -- ping -------------------------------------------------------------------------
