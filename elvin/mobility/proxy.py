@@ -1108,7 +1108,8 @@ class MobilityProxy:
         from_key = P.get_public_key(attrs, P.FROM_KEY, required=False)
         # a key the client pinned is not asked for again (the hello an
         # active attacker could answer): a key file survives a state reset
-        pinned = from_key is not None and attrs.get(P.FROM_KEY_PINNED) == 1
+        pinned = from_key is not None and type(attrs.get(P.FROM_KEY_PINNED)) is int \
+            and attrs[P.FROM_KEY_PINNED] == 1      # not 1.0 nor "1": only an integer 1
         fence = P.get_str(attrs, P.FENCE, required=False, max_length=P.MAX_FENCE_LENGTH)
         if via not in (P.VIA_DIRECT, P.VIA_BUS):
             raise P.MalformedRequest(f"{P.VIA} must be {P.VIA_DIRECT!r} or {P.VIA_BUS!r}")

@@ -280,10 +280,18 @@ def federation_config(name: str, fed_port: int, peer: tuple[str, int] | None,
     return "\n".join(lines) + "\n"
 
 
-async def test_move_in_at_another_federated_router_after_a_restart(elvind):
+def federated_pair(elvind) -> tuple:
+    """Routers A and B, B connecting to A, both not yet started (so that
+    each test starts them with its own crash point)."""
     fed_a, fed_b = free_port(), free_port()
-    a = elvind("A", config=federation_config("A", fed_a, None)).start()
-    b = elvind("B", config=federation_config("B", fed_b, ("A", fed_a))).start()
+    return (elvind("A", config=federation_config("A", fed_a, None)),
+            elvind("B", config=federation_config("B", fed_b, ("A", fed_a))))
+
+
+async def test_move_in_at_another_federated_router_after_a_restart(elvind):
+    a, b = federated_pair(elvind)
+    a.start()
+    b.start()
     mc, got = await mobile(a.url)
     try:
         await mc.move_out()

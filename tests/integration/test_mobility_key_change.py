@@ -14,9 +14,8 @@ import pytest
 from elvin.mobility import MobilityError
 from tests.waiting import until
 
-from .process_util import free_port
 from .test_mobility_crash import elvind as elvind
-from .test_mobility_crash import federation_config, mobile, publish
+from .test_mobility_crash import federated_pair, mobile, publish
 
 
 def _reset(router) -> None:
@@ -58,9 +57,9 @@ async def test_a_move_in_back_at_a_proxy_whose_state_was_reset(elvind):
 
 
 async def test_a_move_in_elsewhere_from_a_proxy_whose_state_was_reset(elvind):
-    fed_a, fed_b = free_port(), free_port()
-    a = elvind("A", config=federation_config("A", fed_a, None)).start()
-    b = elvind("B", config=federation_config("B", fed_b, ("A", fed_a))).start()
+    a, b = federated_pair(elvind)
+    a.start()
+    b.start()
     mc, got = await mobile(a.url)
     try:
         await mc.move_out()
@@ -69,4 +68,33 @@ async def test_a_move_in_elsewhere_from_a_proxy_whose_state_was_reset(elvind):
         await _told_and_live(mc, got, lambda: mc.move_in(b.url), b.url)
         assert "another key" in b.logged()
     finally:
+        await mc.close()
+
+
+@pytest.mark.parametrize("garbage", ["1", 2, b"\x01", 1.0])
+async def test_only_a_pin_flag_of_exactly_1_skips_the_check(elvind, garbage):
+    """``Mobility.From-Key-Pinned`` is taken only as the integer 1: anything
+    else is not a pin, so the ticket's key is still checked (the safe side)."""
+    from elvin.client import connect
+    from elvin.mobility import protocol as P
+    from elvin.mobility.exchange import exchange, hello
+
+    a, b = federated_pair(elvind)
+    a.start()
+    b.start()
+    mc, _got = await mobile(a.url)
+    conn = await connect(b.url)
+    try:
+        ticket = await mc.move_out()
+        _reset(a)
+        key = await hello(conn, b.url, 10)
+        request = {P.REQUEST: P.MOVE_IN, P.PROXY: b.url, P.CLIENT: ticket.client_id,
+                   P.SECRET: ticket.secret, P.FROM: ticket.proxy, P.FROM_URL: a.url,
+                   P.VIA: P.VIA_DIRECT, P.FROM_KEY: ticket.proxy_key,
+                   P.FROM_KEY_PINNED: garbage}
+        with pytest.raises(MobilityError) as raised:
+            await exchange(conn, request, 20, to_key=key)
+        assert raised.value.code == "unknown-client" and "another key" in str(raised.value)
+    finally:
+        await conn.close()
         await mc.close()

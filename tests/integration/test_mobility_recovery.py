@@ -18,7 +18,7 @@ from tests.waiting import until
 
 from .process_util import free_port
 from .test_mobility_crash import elvind as elvind
-from .test_mobility_crash import federation_config, mobile, publish
+from .test_mobility_crash import federated_pair, federation_config, mobile, publish
 from .test_mobility_state import small_filesystem as small_filesystem
 
 POINTS = ["mobility-move-out-received", "mobility-move-out-committed",
@@ -99,10 +99,9 @@ async def test_collect_after_a_failed_move_in_gives_each_once(elvind, then):
     notifications. ``collect()`` gives what the buffer held before, once,
     and nothing the client already had live; so does a move-out at B
     first (its new ticket would otherwise replace the one owed at A)."""
-    fed_a, fed_b = free_port(), free_port()
-    a = elvind("A", config=federation_config("A", fed_a, None))
+    a, b = federated_pair(elvind)
     a.start(crash_at="mobility-download-received")
-    b = elvind("B", config=federation_config("B", fed_b, ("A", fed_a))).start()
+    b.start()
     mc, got = await mobile(a.url)
     try:
         await mc.move_out()
@@ -144,10 +143,9 @@ async def test_collect_after_the_new_router_died_too(elvind):
     """After the failed move-in the new router B dies as well: the client
     is attached on a dead connection with a ticket. ``collect()`` opens a
     new connection and collects; what A buffered meanwhile comes once."""
-    fed_a, fed_b = free_port(), free_port()
-    a = elvind("A", config=federation_config("A", fed_a, None))
+    a, b = federated_pair(elvind)
     a.start(crash_at="mobility-download-received")
-    b = elvind("B", config=federation_config("B", fed_b, ("A", fed_a))).start()
+    b.start()
     mc, got = await mobile(a.url)
     try:
         await mc.move_out()
@@ -171,9 +169,8 @@ async def test_a_move_in_done_again_gets_what_was_buffered_since_the_first_try(e
     client had it: the client is still moved out. What A buffers after that
     first download belongs to the second one (A used to repeat the first
     cut to any later download, and release the rest)."""
-    fed_a, fed_b = free_port(), free_port()
-    a = elvind("A", config=federation_config("A", fed_a, None)).start()
-    b = elvind("B", config=federation_config("B", fed_b, ("A", fed_a)))
+    a, b = federated_pair(elvind)
+    a.start()
     b.start(crash_at="mobility-move-in-handed")
     mc, got = await mobile(a.url)
     try:
